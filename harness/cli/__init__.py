@@ -1,0 +1,85 @@
+"""The ``herdlab`` command line.
+
+Subcommands live next to what they drive:
+
+* ``herdlab cluster ...`` and ``herdlab demo``: :mod:`harness.cli.cluster`;
+* ``herdlab broker``: :mod:`coordinator.cli` (click command named ``broker``);
+* ``herdlab member legacy_zk``: :mod:`legacy_zk.cli` (click command named ``legacy_zk``), added to the
+  ``member`` group; ``herdlab member coordinator`` comes with the harness.
+
+User errors raise :class:`harness.errors.HerdlabError`; :func:`main` prints them as one line on
+stderr and exits with status 2, without a traceback. Ctrl-C exits with status 130 after every child
+process has been stopped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from harness.errors import HerdlabError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("-v", "--verbose", count=True, help="More log output (-v: info, -vv: debug).")
+@click.version_option(package_name="herdlab")
+def cli(verbose: int) -> None:
+    """herdlab: ZooKeeper-era and broker-coordinated Kafka consumer groups, side by side.
+
+    Runs the same scenario against the 0.8-style ZooKeeper consumer (legacy_zk) and the broker-side
+    group coordinator (coordinator) and measures herd effect, split brain and rebalance latency.
+    """
+    from harness.logs import setup_logging
+
+    setup_logging(verbose)
+
+
+@cli.group()
+def member() -> None:
+    """Run one group member in the foreground until Ctrl-C."""
+
+
+def _register(group: click.Group, module: str, attr: str) -> None:
+    """Add ``module.attr`` to ``group`` if that module exists (parts land one issue at a time)."""
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name == module:
+            return
+        raise
+    group.add_command(getattr(mod, attr))
+
+
+_register(cli, "harness.cli.cluster", "cluster")
+_register(cli, "harness.cli.cluster", "demo")
+_register(cli, "coordinator.cli", "broker")
+_register(member, "legacy_zk.cli", "legacy_zk")
+_register(member, "harness.cli.members", "coordinator")
+_register(cli, "harness.cli.bench", "bench")
+_bench = cli.commands.get("bench")
+if isinstance(_bench, click.Group):
+    _register(_bench, "harness.bench", "zookeeper")
+    _register(_bench, "coordinator.bench", "coordinator")
+    _register(_bench, "legacy_zk.bench", "legacy_zk")
+
+
+def main() -> None:
+    """Console-script entry point: run the CLI, turning user errors into one-line messages."""
+    try:
+        cli.main(standalone_mode=False)
+    except HerdlabError as e:
+        click.echo(f"herdlab: error: {e}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("herdlab: interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("herdlab: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)

@@ -1,0 +1,258 @@
+"""A real Apache ZooKeeper server, started from the jars inside the pyspark wheel.
+
+Contract
+--------
+``ZooKeeperServer(...).start()`` writes a ``zoo.cfg`` and a log4j2 config into a work directory
+(a fresh temporary one unless given), picks a free loopback port, starts
+``org.apache.zookeeper.server.quorum.QuorumPeerMain`` as a registered child process
+(:mod:`harness.procs`) and returns once the server answers ``ruok`` with ``imok``. On failure it
+stops the process and raises :class:`harness.errors.Unreachable` with the cause and the tail of
+ZooKeeper's log. ``stop()`` stops the process and removes a temporary work directory; it is
+idempotent and also runs on ``with`` exit.
+
+``mntr()`` returns the server's ``mntr`` counters, numbers parsed (``zk_packets_received`` etc.).
+Minimum session timeout is 2 x ``tick_time_ms`` (ZooKeeper's rule), so tests use short ticks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from harness.cluster.java import check_java, zookeeper_classpath, zookeeper_version
+from harness.errors import Unreachable
+from harness.procs import ChildProcess, free_port, spawn
+
+log = logging.getLogger("harness.zookeeper")
+
+_LOG4J2 = """\
+status = error
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = %d{HH:mm:ss.SSS} %-5p [%t] %c{1}: %m%n
+rootLogger.level = {level}
+rootLogger.appenderRef.out.ref = out
+"""
+
+
+def four_letter(host: str, port: int, command: str, timeout: float = 5.0) -> str:
+    """Send a ZooKeeper four-letter command (``ruok``, ``mntr``, ``srvr`` ...) and return the reply."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(command.encode())
+        s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while True:
+            data = s.recv(65536)
+            if not data:
+                break
+            chunks.append(data)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def parse_mntr(text: str) -> dict[str, int | float | str]:
+    """Parse ``mntr`` output (``key<TAB>value`` lines) into a dict; numeric values become numbers."""
+    out: dict[str, int | float | str] = {}
+    for line in text.splitlines():
+        if "\t" not in line:
+            continue
+        key, value = line.split("\t", 1)
+        value = value.strip()
+        try:
+            out[key] = int(value)
+        except ValueError:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                out[key] = value
+    return out
+
+
+class ZooKeeperServer:
+    """One standalone ZooKeeper server on 127.0.0.1 (see the module docstring for the contract).
+
+    Parameters: ``tick_time_ms`` (ZooKeeper's tickTime; sessions may be as short as 2 ticks),
+    ``workdir`` (kept after stop when given), ``port`` (default: a free one), ``heap_mb`` (JVM max
+    heap), ``max_session_timeout_ms`` (default 120 s; ZooKeeper's own default of 20 ticks
+    would silently cap the 0.8 consumer's 6 s sessions when ticks are short), ``log_level`` (log4j level of
+    the server log, ``INFO`` by default), ``name`` (for logs and the process table).
+    """
+
+    def __init__(
+        self,
+        tick_time_ms: int = 2000,
+        workdir: str | os.PathLike[str] | None = None,
+        port: int | None = None,
+        heap_mb: int = 512,
+        max_session_timeout_ms: int | None = 120_000,
+        log_level: str = "INFO",
+        name: str = "zookeeper",
+    ) -> None:
+        self.tick_time_ms = tick_time_ms
+        self._given_workdir = Path(workdir) if workdir else None
+        self.workdir: Path | None = None
+        self.requested_port = port
+        self.port: int | None = None
+        self.host = "127.0.0.1"
+        self.heap_mb = heap_mb
+        self.max_session_timeout_ms = max_session_timeout_ms
+        self.log_level = log_level
+        self.name = name
+        self.process: ChildProcess | None = None
+        self.version = "unknown"
+        self.ready_seconds: float | None = None
+
+    # -- life cycle -------------------------------------------------------------------------
+    @property
+    def connect_string(self) -> str:
+        """``host:port`` for kazoo / ``zookeeper.connect``."""
+        if self.port is None:
+            raise RuntimeError("ZooKeeper is not started")
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        assert self.workdir is not None
+        return self.workdir / "zookeeper.log"
+
+    def start(self, timeout: float = 60.0) -> ZooKeeperServer:
+        """Start the server and wait until it answers ``ruok``; returns ``self``."""
+        java = check_java()
+        jars = zookeeper_classpath()
+        self.version = zookeeper_version(jars)
+        if self._given_workdir:
+            self.workdir = self._given_workdir
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        else:
+            self.workdir = Path(tempfile.mkdtemp(prefix="herdlab-zk-"))
+        attempts = 1 if self.requested_port else 3  # a picked free port can be taken in between
+        last_error: Unreachable | None = None
+        for _ in range(attempts):
+            self.port = self.requested_port or free_port(self.host)
+            try:
+                self._launch(java, jars, timeout)
+                return self
+            except Unreachable as e:
+                last_error = e
+                if "Address already in use" not in str(e):
+                    break
+        self.stop()
+        assert last_error is not None
+        raise last_error
+
+    def _launch(self, java: str, jars: list, timeout: float) -> None:
+        assert self.workdir is not None and self.port is not None
+        data_dir = self.workdir / "data"
+        data_dir.mkdir(exist_ok=True)
+        cfg = [
+            f"tickTime={self.tick_time_ms}",
+            f"dataDir={data_dir}",
+            f"clientPort={self.port}",
+            f"clientPortAddress={self.host}",
+            "4lw.commands.whitelist=*",
+            "admin.enableServer=false",
+            "maxClientCnxns=0",
+        ]
+        if self.max_session_timeout_ms:
+            cfg.append(f"maxSessionTimeout={self.max_session_timeout_ms}")
+        cfg_path = self.workdir / "zoo.cfg"
+        cfg_path.write_text("\n".join(cfg) + "\n")
+        log4j = self.workdir / "log4j2.properties"
+        log4j.write_text(_LOG4J2.replace("{level}", self.log_level))
+        argv = [
+            java,
+            f"-Xmx{self.heap_mb}m",
+            "-Xms32m",
+            "-XX:+UseSerialGC",
+            "-Djava.net.preferIPv4Stack=true",
+            f"-Dlog4j2.configurationFile={log4j}",
+            "-Dzookeeper.admin.enableServer=false",
+            "-Dzookeeper.jmx.log4j.disable=true",
+            f"-Dherdlab.name={self.name}",
+            "-cp",
+            os.pathsep.join(str(j) for j in jars),
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            str(cfg_path),
+        ]
+        t0 = time.monotonic()
+        self.process = spawn(argv, name=f"{self.name}:{self.port}", log_path=self.log_path)
+        deadline = t0 + timeout
+        while True:
+            if not self.process.alive():
+                tail = self.process.log_tail(20)
+                self.process.stop()
+                raise Unreachable(
+                    f"ZooKeeper exited with status {self.process.returncode} before serving on port "
+                    f"{self.port}; log tail:\n{tail}"
+                )
+            try:
+                # ruok says imok as soon as the port is bound; srvr tells when requests are served.
+                if four_letter(self.host, self.port, "ruok", timeout=1.0).strip() == "imok" and (
+                    "not currently serving" not in four_letter(self.host, self.port, "srvr", timeout=1.0)
+                ):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                tail = self.process.log_tail(20)
+                self.process.stop()
+                raise Unreachable(
+                    f"ZooKeeper did not answer ruok on {self.host}:{self.port} within {timeout:.0f}s; "
+                    f"log tail:\n{tail}"
+                )
+            time.sleep(0.05)  # polling the server's own readiness probe, not test synchronisation
+        self.ready_seconds = time.monotonic() - t0
+        log.info("ZooKeeper %s ready on %s in %.2fs", self.version, self.connect_string, self.ready_seconds)
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL) and remove a temporary work directory."""
+        if self.process is not None:
+            self.process.stop()
+        if self.workdir is not None and self._given_workdir is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def kill(self) -> None:
+        """SIGKILL the server (a crash); the work directory stays until :meth:`stop`."""
+        if self.process is not None:
+            self.process.signal(9)
+            self.process.wait(10)
+
+    def __enter__(self) -> ZooKeeperServer:
+        if self.process is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- observation ------------------------------------------------------------------------
+    def four_letter(self, command: str, timeout: float = 5.0) -> str:
+        """Raw reply to a four-letter command."""
+        if self.port is None:
+            raise RuntimeError("ZooKeeper is not started")
+        return four_letter(self.host, self.port, command, timeout)
+
+    def mntr(self) -> dict[str, int | float | str]:
+        """The ``mntr`` counters with numeric values parsed."""
+        return parse_mntr(self.four_letter("mntr"))
+
+    def is_serving(self) -> bool:
+        """True if the server answers ``ruok`` now."""
+        try:
+            return self.four_letter("ruok", timeout=1.0).strip() == "imok"
+        except (OSError, RuntimeError):
+            return False
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the server process."""
+        import psutil
+
+        if self.process is None or not self.process.alive():
+            return 0
+        return psutil.Process(self.process.pid).memory_info().rss
