@@ -1,0 +1,186 @@
+"""Reading scenarios: files or built-in names, ``--set`` overrides, one-line errors, matrices.
+
+Contract
+--------
+* :func:`load_scenario` takes a built-in name (``herd``) or a path to a TOML file, applies
+  ``key=value`` overrides (dotted keys, TOML values: ``group.members=5``, ``implementations=["legacy_zk"]``;
+  a value that is not TOML is taken as a string) and returns a validated :class:`Scenario`.
+* Every problem raises :class:`harness.errors.ConfigError` whose message is one line naming the file,
+  the key, the value and what was expected.
+* :func:`expand` turns a scenario into its matrix cases: one :class:`Case` per combination of the list
+  values of ``group.members`` and of the ``[matrix]`` keys, in a stable order.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from harness.errors import ConfigError
+from harness.scenario.model import Scenario
+
+BUILTIN_PACKAGE = "harness.scenario"
+BUILTIN_DIR = "builtin"
+
+
+def builtin_names() -> list[str]:
+    """Names of the scenarios shipped with herdlab."""
+    root = resources.files(BUILTIN_PACKAGE).joinpath(BUILTIN_DIR)
+    return sorted(p.name.removesuffix(".toml") for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def builtin_text(name: str) -> str:
+    return resources.files(BUILTIN_PACKAGE).joinpath(BUILTIN_DIR, f"{name}.toml").read_text()
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``"group.members=5"`` -> (["group", "members"], 5). Values are TOML, else strings."""
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. group.members=5")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"--set {item!r}: the key must be dotted names, e.g. group.members")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.split("."), value
+
+
+def _apply_override(data: dict[str, Any], path: list[str], value: Any) -> None:
+    node = data
+    for i, part in enumerate(path[:-1]):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {'.'.join(path)}: {'.'.join(path[: i + 1])} is not a table")
+        node = child
+    node[path[-1]] = value
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
+    """The keys a table at ``loc`` (the parent of an unknown key) accepts, when it can be found."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            return None
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return None
+        ann = fields[part].annotation
+        current = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+        if current is None:
+            return None
+    fields = getattr(current, "model_fields", None)
+    return sorted(fields) if fields else None
+
+
+def format_validation_error(source: str, error: ValidationError) -> str:
+    """One line: ``source: key: problem (got value)``, for the first few problems."""
+    parts = []
+    for e in error.errors()[:3]:
+        loc = list(e["loc"])
+        if len(loc) >= 3 and loc[0] == "timeline" and isinstance(loc[1], int):
+            del loc[2]  # the union tag (the action name) pydantic puts in the location
+        key = (
+            ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
+            or "(top level)"
+        )
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            allowed = _allowed_keys(Scenario, tuple(loc[:-1]))
+            msg = "unknown key" + (f" (allowed: {', '.join(allowed)})" if allowed else "")
+            parts.append(f"{key}: {msg}")
+            continue
+        if e["type"] == "missing":
+            parts.append(f"{key}: required key is missing")
+            continue
+        got = e.get("input")
+        got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+        parts.append(f"{key}: {msg}{got_s}")
+    more = len(error.errors()) - len(parts)
+    return f"{source}: " + "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def load_scenario(name_or_path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
+    """A validated scenario from a built-in name or a TOML file, with ``--set`` overrides applied."""
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or p.exists():
+        source = str(p)
+        try:
+            text = p.read_text()
+        except FileNotFoundError:
+            raise ConfigError(f"{source}: no such scenario file") from None
+        except OSError as e:
+            raise ConfigError(f"{source}: cannot read: {e.strerror}") from None
+    elif str(name_or_path) in builtin_names():
+        source = f"built-in scenario {name_or_path}"
+        text = builtin_text(str(name_or_path))
+    else:
+        raise ConfigError(
+            f"{name_or_path}: neither a scenario file nor a built-in scenario (built-in: {', '.join(builtin_names())})"
+        )
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{source}: not valid TOML: {e}") from None
+    for item in overrides:
+        path, value = parse_override(item)
+        _apply_override(data, path, value)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(source, e)) from None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One point of a scenario's matrix: the scenario with every axis fixed, and the axis values."""
+
+    scenario: Scenario
+    params: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.params.items()) or "default"
+
+    @property
+    def members(self) -> int:
+        m = self.scenario.group.members
+        assert isinstance(m, int)
+        return m
+
+    @property
+    def partitions(self) -> int:
+        p = self.scenario.topic.partitions
+        return self.members if p == "members" else int(p)
+
+
+def expand(scenario: Scenario) -> list[Case]:
+    """Every combination of the matrix axes (``group.members`` lists and ``[matrix]`` keys)."""
+    axes: dict[str, list[Any]] = {}
+    if isinstance(scenario.group.members, list):
+        axes["group.members"] = list(scenario.group.members)
+    for key, values in scenario.matrix.items():
+        if key in axes:
+            raise ConfigError(f"scenario {scenario.name}: matrix.{key} repeats an axis given elsewhere")
+        axes[key] = list(values)
+    base = scenario.model_dump(mode="python", exclude={"matrix"})
+    cases = []
+    for combo in itertools.product(*axes.values()) if axes else [()]:
+        data = copy.deepcopy(base)
+        params = dict(zip(axes, combo, strict=True))
+        for key, value in params.items():
+            _apply_override(data, key.split("."), value)
+        try:
+            cases.append(Case(Scenario.model_validate(data), params))
+        except ValidationError as e:
+            raise ConfigError(format_validation_error(f"scenario {scenario.name} case {params}", e)) from None
+    return cases
