@@ -62,6 +62,7 @@ _register(cli, "harness.cli.bench", "bench")
 _bench = cli.commands.get("bench")
 if isinstance(_bench, click.Group):
     _register(_bench, "harness.bench", "zookeeper")
+    _register(_bench, "harness.bench", "history")
     _register(_bench, "coordinator.bench", "coordinator")
     _register(_bench, "legacy_zk.bench", "legacy_zk")
 
