@@ -1,0 +1,103 @@
+"""Who owns which partition, from history events — the harness's live view of a group.
+
+Pure: feed events in time order to :meth:`Ownership.apply`; ask :meth:`Ownership.settled`.
+
+* A member (identified by the event's ``source``, the harness's name for it) is **live** from its
+  ``started`` event until its ``stopped`` event or a nemesis ``crash`` of it. Paused or cut-off
+  members are still live: they hold what they believe they own, which is the point of split brain.
+* ``assigned`` / ``revoked`` events (one per partition) add and remove claims; a member that stops or
+  crashes loses all its claims.
+* The group is **settled** at time ``now`` when every partition ``0..partitions-1`` is claimed by
+  exactly one live member, no live member claims anything else, and nothing changed during the last
+  ``window`` seconds.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+class Ownership:
+    """The claims of live members, updated event by event."""
+
+    def __init__(self, partitions: int) -> None:
+        self.partitions = partitions
+        self.claims: dict[str, set[int]] = defaultdict(set)
+        self.live: set[str] = set()
+        self.last_change_ns = 0
+        self.events = 0
+
+    def set_partitions(self, partitions: int, ts_ns: int) -> None:
+        if partitions != self.partitions:
+            self.partitions = partitions
+            self.last_change_ns = ts_ns
+
+    def _changed(self, ts_ns: int) -> None:
+        self.last_change_ns = max(self.last_change_ns, ts_ns)
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        """Update the view with one event (events of unknown kinds are ignored)."""
+        self.events += 1
+        kind = event.get("kind")
+        ts = int(event.get("ts_ns", 0))
+        if kind in ("assigned", "revoked", "started", "stopped"):
+            src = event.get("source")
+            if src is None:
+                return
+            if kind == "started":
+                if event.get("role") == "producer":
+                    return
+                self.live.add(src)
+                self._changed(ts)
+            elif kind == "stopped":
+                self._drop(src, ts)
+            elif kind == "assigned":
+                p = event.get("partition")
+                if p is not None and src in self.live:
+                    self.claims[src].add(int(p))
+                    self._changed(ts)
+            else:
+                p = event.get("partition")
+                if p is not None:
+                    self.claims[src].discard(int(p))
+                    self._changed(ts)
+        elif kind == "nemesis" and event.get("action") == "crash":
+            for target in event.get("targets") or []:
+                self._drop(target, ts)
+        elif kind == "nemesis" and event.get("action") == "add_partitions" and event.get("partitions"):
+            self.set_partitions(int(event["partitions"]), ts)
+
+    def _drop(self, src: str, ts: int) -> None:
+        if src in self.live or self.claims.get(src):
+            self.live.discard(src)
+            self.claims.pop(src, None)
+            self._changed(ts)
+
+    def apply_all(self, events: Iterable[Mapping[str, Any]]) -> None:
+        for e in events:
+            self.apply(e)
+
+    def owners(self) -> dict[int, list[str]]:
+        """partition -> sorted live claimants (partitions nobody claims are absent)."""
+        out: dict[int, list[str]] = defaultdict(list)
+        for src, parts in self.claims.items():
+            if src in self.live:
+                for p in parts:
+                    out[p].append(src)
+        return {p: sorted(v) for p, v in out.items()}
+
+    def owned_once(self) -> bool:
+        """Every partition claimed by exactly one live member, and nothing outside the range."""
+        owners = self.owners()
+        return set(owners) == set(range(self.partitions)) and all(len(v) == 1 for v in owners.values())
+
+    def settled(self, now_ns: int, window_s: float) -> bool:
+        return self.owned_once() and now_ns - self.last_change_ns >= window_s * 1e9
+
+    def summary(self) -> str:
+        owners = self.owners()
+        unowned = [p for p in range(self.partitions) if p not in owners]
+        doubled = {p: v for p, v in owners.items() if len(v) > 1}
+        return f"{len(self.live)} live, {len(owners)}/{self.partitions} owned, unowned {unowned[:8]}, doubled {dict(list(doubled.items())[:4])}"
