@@ -1,0 +1,127 @@
+"""The workload producer: sequence-numbered records at a steady rate, each one recorded.
+
+Contract
+--------
+* Records go to the partitions of one topic in turn (explicit partition numbers, so every partition
+  gets its share whatever the key hashing would do). The partition count is re-read from metadata
+  every ``metadata_refresh_s``, so added partitions receive records too.
+* The value is JSON ``{"seq": N, "p": PARTITION, "pad": "..."}`` padded to ``record_size`` bytes;
+  ``seq`` counts from 0 over the whole run.
+* Every acknowledged record is a ``produced`` event (topic, partition, offset, seq); a failed send is
+  a ``produce_error`` event (seq, error). The analysis proves loss and duplicates from these.
+* :meth:`Producer.stop` flushes what was sent, so every record that counts as produced was
+  acknowledged by the broker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from harness.history.writer import History
+
+log = logging.getLogger("harness.producer")
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    bootstrap: str
+    topic: str
+    rate: float = 200.0
+    record_size: int = 100
+    acks: int | str = "all"
+    metadata_refresh_s: float = 2.0
+    max_records: int | None = None
+
+
+def make_value(seq: int, partition: int, size: int) -> bytes:
+    """The record value for ``seq``: JSON padded with ``x`` to ``size`` bytes (never shorter than the JSON)."""
+    head = json.dumps({"seq": seq, "p": partition, "pad": ""}, separators=(",", ":"))
+    pad = max(0, size - len(head))
+    return (head[:-2] + "x" * pad + '"}').encode()
+
+
+class Producer:
+    """A paced kafka-python producer (see the module contract)."""
+
+    def __init__(self, config: ProducerConfig, history: History) -> None:
+        self.config = config
+        self.history = history
+        self._stop = threading.Event()
+        self.sent = 0
+        self.acked = 0
+        self.failed = 0
+
+    def _on_ack(self, seq: int, md: Any) -> None:
+        self.acked += 1
+        self.history.emit("produced", topic=md.topic, partition=md.partition, offset=md.offset, seq=seq)
+
+    def _on_error(self, seq: int, partition: int, exc: BaseException) -> None:
+        self.failed += 1
+        self.history.emit(
+            "produce_error", topic=self.config.topic, partition=partition, seq=seq, error=repr(exc)[:300]
+        )
+
+    def run(self) -> None:
+        """Produce until :meth:`stop` (or ``max_records``); flush before returning."""
+        from kafka import KafkaProducer
+
+        c = self.config
+        producer = KafkaProducer(
+            bootstrap_servers=c.bootstrap.split(","), acks=c.acks, linger_ms=5, client_id="herdlab-producer"
+        )
+        try:
+            partitions = self._partitions(producer)
+            refreshed = time.monotonic()
+            self.history.emit(
+                "started", role="producer", topic=c.topic, rate=c.rate, partitions=len(partitions)
+            )
+            interval = 1.0 / c.rate
+            next_at = time.monotonic()
+            seq = 0
+            while not self._stop.is_set() and (c.max_records is None or seq < c.max_records):
+                now = time.monotonic()
+                if now - refreshed > c.metadata_refresh_s:
+                    partitions = self._partitions(producer) or partitions
+                    refreshed = now
+                if now < next_at:
+                    self._stop.wait(min(next_at - now, 0.05))  # pacing, not synchronisation
+                    continue
+                p = partitions[seq % len(partitions)]
+                fut = producer.send(c.topic, value=make_value(seq, p, c.record_size), partition=p)
+                fut.add_callback(self._on_ack_cb(seq))
+                fut.add_errback(self._on_err_cb(seq, p))
+                self.sent += 1
+                seq += 1
+                next_at += interval
+                if next_at < now - 1.0:  # fell behind by more than a second: do not burst to catch up
+                    next_at = now
+        finally:
+            producer.flush(timeout=30)
+            producer.close(timeout=10)
+            self.history.emit(
+                "stopped", role="producer", sent=self.sent, acked=self.acked, failed=self.failed
+            )
+
+    def _on_ack_cb(self, seq: int) -> Any:
+        return lambda md: self._on_ack(seq, md)
+
+    def _on_err_cb(self, seq: int, partition: int) -> Any:
+        return lambda exc: self._on_error(seq, partition, exc)
+
+    def _partitions(self, producer: Any) -> list[int]:
+        deadline = time.monotonic() + 30
+        while True:
+            parts = producer.partitions_for(self.config.topic)
+            if parts:
+                return sorted(parts)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"topic {self.config.topic} has no partitions after 30s")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
