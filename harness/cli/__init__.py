@@ -55,6 +55,8 @@ def _register(group: click.Group, module: str, attr: str) -> None:
 _register(cli, "harness.cli.cluster", "cluster")
 _register(cli, "harness.cli.cluster", "demo")
 _register(cli, "harness.cli.scenarios", "scenarios")
+_register(cli, "harness.cli.run", "run")
+_register(cli, "harness.cli.produce", "produce")
 _register(cli, "coordinator.cli", "broker")
 _register(member, "legacy_zk.cli", "legacy_zk")
 _register(member, "harness.cli.members", "coordinator")

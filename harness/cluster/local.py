@@ -45,8 +45,10 @@ class LocalCluster:
         tick_time_ms: int = 500,
         workdir: str | os.PathLike[str] | None = None,
         broker_args: tuple[str, ...] = (),
+        history_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.workdir = Path(workdir) if workdir else None
+        self.history_dir = Path(history_dir) if history_dir else None
         self.zookeeper = ZooKeeperServer(
             tick_time_ms=tick_time_ms, workdir=self.workdir / "zookeeper" if self.workdir else None
         )
@@ -65,6 +67,7 @@ class LocalCluster:
                         zookeeper=self.zookeeper.connect_string,
                         data_dir=self.workdir / f"broker-{i}" / "data" if self.workdir else None,
                         log_path=self.workdir / f"broker-{i}" / "broker.log" if self.workdir else None,
+                        history_path=self.history_dir / f"broker-{i}.jsonl" if self.history_dir else None,
                         extra_args=self.broker_args,
                     )
                     b.start()
@@ -82,6 +85,21 @@ class LocalCluster:
     def bootstrap(self) -> str:
         """Comma-separated ``host:port`` of the brokers ('' when there are none)."""
         return ",".join(b.bootstrap for b in self.brokers)
+
+    def zk_mntr(self) -> dict[str, Any] | None:
+        """ZooKeeper's ``mntr`` counters now (None if it does not answer)."""
+        try:
+            return self.zookeeper.mntr()
+        except (OSError, RuntimeError):
+            return None
+
+    def stop_broker(self, index: int = 0) -> None:
+        """Stop broker ``index`` (SIGTERM, then SIGKILL); :meth:`start_broker` brings it back."""
+        self.brokers[index].stop()
+
+    def start_broker(self, index: int = 0) -> None:
+        """Start broker ``index`` again on the same port with the same data directory."""
+        self.brokers[index].restart()
 
     def stop(self) -> None:
         for b in reversed(self.brokers):

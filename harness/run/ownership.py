@@ -3,8 +3,11 @@
 Pure: feed events in time order to :meth:`Ownership.apply`; ask :meth:`Ownership.settled`.
 
 * A member (identified by the event's ``source``, the harness's name for it) is **live** from its
-  ``started`` event until its ``stopped`` event or a nemesis ``crash`` of it. Paused or cut-off
-  members are still live: they hold what they believe they own, which is the point of split brain.
+  ``started`` event until its ``stopped`` event or a nemesis ``crash`` of it.
+* A member the nemesis paused or cut off is **suspended** until it is resumed or healed: it keeps
+  the claims it believes in (the point of split brain), but they do not count, because it cannot act
+  for the group. So a pause is settled only once others took its partitions over, and the zombie's
+  return shows up as a second claimant until it notices.
 * ``assigned`` / ``revoked`` events (one per partition) add and remove claims; a member that stops or
   crashes loses all its claims.
 * The group is **settled** at time ``now`` when every partition ``0..partitions-1`` is claimed by
@@ -26,6 +29,7 @@ class Ownership:
         self.partitions = partitions
         self.claims: dict[str, set[int]] = defaultdict(set)
         self.live: set[str] = set()
+        self.suspended: set[str] = set()
         self.last_change_ns = 0
         self.events = 0
 
@@ -66,12 +70,20 @@ class Ownership:
         elif kind == "nemesis" and event.get("action") == "crash":
             for target in event.get("targets") or []:
                 self._drop(target, ts)
+        elif kind == "nemesis" and event.get("action") in ("pause", "cut", "resume", "heal"):
+            targets = event.get("targets") or []
+            if event["action"] in ("pause", "cut"):
+                self.suspended.update(targets)
+            else:
+                self.suspended.difference_update(targets)
+            self._changed(ts)
         elif kind == "nemesis" and event.get("action") == "add_partitions" and event.get("partitions"):
             self.set_partitions(int(event["partitions"]), ts)
 
     def _drop(self, src: str, ts: int) -> None:
         if src in self.live or self.claims.get(src):
             self.live.discard(src)
+            self.suspended.discard(src)
             self.claims.pop(src, None)
             self._changed(ts)
 
@@ -83,7 +95,7 @@ class Ownership:
         """partition -> sorted live claimants (partitions nobody claims are absent)."""
         out: dict[int, list[str]] = defaultdict(list)
         for src, parts in self.claims.items():
-            if src in self.live:
+            if src in self.live and src not in self.suspended:
                 for p in parts:
                     out[p].append(src)
         return {p: sorted(v) for p, v in out.items()}

@@ -112,3 +112,17 @@ def test_added_partitions_must_be_owned_too() -> None:
     assert not o.owned_once()
     o.apply(_ev(2, "assigned", "a", partition=1))
     assert o.owned_once()
+
+
+def test_a_paused_member_does_not_count_until_resumed_and_then_counts_as_a_second_claimant() -> None:
+    o = Ownership(partitions=1)
+    o.apply_all([_ev(0, "started", "a"), _ev(0, "started", "b"), _ev(0, "assigned", "a", partition=0)])
+    assert o.owned_once()
+    o.apply({"ts_ns": int(10e9), "kind": "nemesis", "action": "pause", "targets": ["a"], "source": "nemesis"})
+    assert not o.owned_once()  # nobody who can act owns partition 0
+    o.apply(_ev(16, "assigned", "b", partition=0))  # b took over after a's session expired
+    assert o.settled(int(20e9), window_s=3)
+    o.apply({"ts_ns": int(21e9), "kind": "nemesis", "action": "resume", "targets": ["a"], "source": "nemesis"})
+    assert o.owners()[0] == ["a", "b"] and not o.owned_once()
+    o.apply(_ev(22, "revoked", "a", partition=0))
+    assert o.owned_once()

@@ -1,0 +1,459 @@
+"""Running a scenario: every case x implementation x repetition, on one cluster backend.
+
+Contract
+--------
+:func:`run_scenario` creates ``<out>/<scenario>/<run-id>/`` and, for each *unit* (case,
+implementation, repetition), in order:
+
+1. starts a fresh cluster (``local``: ZooKeeper + one broker; ``external``: nothing), creates the
+   topic with a name and group of the unit's own, and starts proxies for members that a cut hits;
+2. starts the producer and the initial members, and waits until the group is stable (every
+   partition owned by exactly one live member for the settle window), or fails the unit after
+   ``stable_timeout``;
+3. performs the nemesis plan at its offsets from that moment, each action a ``nemesis`` event;
+4. waits for the group to settle after the last action (bounded), stops the producer, and drains:
+   waits until every produced record was processed or ``drain`` passes;
+5. stops members (cleanly), producer and cluster, samples ZooKeeper's ``mntr`` into the history.
+
+When all units ran (or on Ctrl-C / an error), the JSON-lines files of every unit are merged into
+``history.parquet`` and ``manifest.json`` is written; nothing recorded is lost and no process is left
+(every child goes through :mod:`harness.procs`). A Ctrl-C re-raises ``KeyboardInterrupt`` after that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.cluster.external import ExternalCluster
+from harness.cluster.local import LocalCluster
+from harness.errors import ConfigError, HerdlabError
+from harness.faults.proxy import ProxyHost, member_loopback_ip
+from harness.history.manifest import write_manifest
+from harness.history.schema import to_parquet
+from harness.history.writer import HistoryWriter
+from harness.procs import ChildProcess
+from harness.run.launch import Endpoints, start_member, start_producer
+from harness.run.ownership import Ownership
+from harness.run.plan import Plan, Step, make_plan
+from harness.run.tail import HistoryTail
+from harness.scenario.loading import Case, expand
+from harness.scenario.model import Scenario
+
+log = logging.getLogger("harness.run")
+
+
+@dataclass
+class RunOptions:
+    """How to run: backend and its addresses, where results go, how to report progress."""
+
+    backend: str = "local"
+    out: Path = Path("reports")
+    zookeeper: str | None = None
+    bootstrap: str | None = None
+    progress: Callable[[dict[str, Any]], None] | None = None
+    zk_tick_ms: int = 200
+
+
+@dataclass
+class Unit:
+    case_index: int
+    case: Case
+    impl: str
+    repetition: int
+    dir: Path
+
+    @property
+    def key(self) -> str:
+        return f"c{self.case_index}-{self.impl}-r{self.repetition}"
+
+    @property
+    def context(self) -> dict[str, Any]:
+        return {"case": self.case.label, "impl": self.impl, "repetition": self.repetition}
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    run_id: str
+    units: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+    events: int = 0
+
+
+class UnitFailed(HerdlabError):
+    """A unit could not do what the scenario asks (e.g. the group never became stable)."""
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+class UnitRunner:
+    """Runs one unit (see the module contract); all processes it starts are stopped by :meth:`close`."""
+
+    def __init__(self, scenario: Scenario, unit: Unit, options: RunOptions, run_id: str) -> None:
+        self.s = scenario
+        self.unit = unit
+        self.options = options
+        self.events_dir = unit.dir / "events"
+        self.logs_dir = unit.dir / "logs"
+        self.events_dir.mkdir(parents=True, exist_ok=True)
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        suffix = f"{run_id}-{unit.key}" if options.backend == "external" else ""
+        self.topic = f"{scenario.topic.name}-{suffix}" if suffix else scenario.topic.name
+        self.group = f"{scenario.group.id}-{suffix}" if suffix else scenario.group.id
+        self.plan: Plan = make_plan(unit.case.scenario, unit.case.members)
+        self.partitions = unit.case.partitions
+        self.nemesis = HistoryWriter(self.events_dir / "nemesis.jsonl", source="nemesis")
+        self.cluster: LocalCluster | ExternalCluster | None = None
+        self.proxies: ProxyHost | None = None
+        self.members: dict[str, ChildProcess] = {}
+        self.endpoints: dict[str, Endpoints] = {}
+        self.producer: ChildProcess | None = None
+        self.tail = HistoryTail(self.events_dir)
+        self.ownership = Ownership(self.partitions)
+        self.produced: set[tuple[int, int]] = set()
+        self.processed: set[tuple[int, int]] = set()
+        self.phase = "starting"
+        self.stable_at: float | None = None
+        self.outcome: dict[str, Any] = {"unit": unit.key, **unit.context}
+
+    # -- observation ---------------------------------------------------------------------------
+    def _observe(self) -> None:
+        for e in self.tail.poll():
+            self.ownership.apply(e)
+            kind = e.get("kind")
+            if kind == "produced":
+                self.produced.add((e["partition"], e["offset"]))
+            elif kind == "record":
+                self.processed.add((e["partition"], e["offset"]))
+
+    def _progress(self) -> None:
+        if self.options.progress:
+            self.options.progress(
+                {
+                    "run_dir": str(self.unit.dir.parent.parent),
+                    "unit": self.unit.key,
+                    "case": self.unit.case.label,
+                    "impl": self.unit.impl,
+                    "repetition": self.unit.repetition,
+                    "phase": self.phase,
+                    "members_up": len(self.ownership.live),
+                    "owned": len(self.ownership.owners()),
+                    "partitions": self.ownership.partitions,
+                    "produced": len(self.produced),
+                    "lag": len(self.produced - self.processed),
+                }
+            )
+
+    def _wait(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
+        """Observe for up to ``seconds``; return True as soon as ``until()`` holds."""
+        deadline = time.monotonic() + seconds
+        while True:
+            self._observe()
+            self._progress()
+            if until is not None and until():
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(0.1, remaining))  # polling the members' histories, not synchronisation
+
+    def _sample_zk(self, label: str) -> None:
+        m = self.cluster.zk_mntr() if self.cluster else None
+        if m:
+            keep = {k: v for k, v in m.items() if isinstance(v, int | float)}
+            self.nemesis.emit("zk_mntr", label=label, counters=keep)
+
+    # -- set-up --------------------------------------------------------------------------------
+    def _start_cluster(self) -> None:
+        c = self.s.group.coordinator
+        broker_args = (
+            "--group-initial-rebalance-delay-ms",
+            str(c.initial_rebalance_delay_ms),
+            "--group-min-session-timeout-ms",
+            str(c.min_session_timeout_ms),
+            "--no-auto-create-topics",
+        )
+        if self.options.backend == "local":
+            self.cluster = LocalCluster(
+                brokers=1,
+                tick_time_ms=self.options.zk_tick_ms,
+                workdir=self.unit.dir / "cluster",
+                broker_args=broker_args,
+                history_dir=self.events_dir,
+            ).start()
+        elif self.options.backend == "external":
+            self.cluster = ExternalCluster(self.options.zookeeper, self.options.bootstrap or "")
+        else:
+            raise ConfigError(f"unknown backend {self.options.backend!r} (known: local, external)")
+        if self.unit.impl == "legacy_zk" and not self.cluster.zookeeper_connect:
+            raise ConfigError("legacy_zk needs ZooKeeper: give --zookeeper with the external backend")
+
+    def _create_topic(self) -> None:
+        from kafka.admin import KafkaAdminClient, NewTopic
+        from kafka.errors import TopicAlreadyExistsError
+
+        assert self.cluster is not None
+        admin = KafkaAdminClient(
+            bootstrap_servers=self.cluster.bootstrap.split(","), client_id="herdlab-harness"
+        )
+        try:
+            admin.create_topics([NewTopic(self.topic, self.partitions, 1)])
+        except TopicAlreadyExistsError:
+            raise UnitFailed(f"topic {self.topic} already exists on the cluster") from None
+        finally:
+            admin.close()
+
+    def _endpoints_for(self, name: str, index: int) -> Endpoints:
+        assert self.cluster is not None
+        zk, bootstrap = self.cluster.zookeeper_connect, self.cluster.bootstrap
+        cuts = self.plan.proxied.get(name, set())
+        if cuts:
+            if self.proxies is None:
+                self.proxies = ProxyHost()
+            if "zookeeper" in cuts and zk:
+                host, _, port = zk.split(",")[0].rpartition(":")
+                zk = self.proxies.add((host, int(port)), name=f"{name}-zookeeper").address
+            if "broker" in cuts:
+                host, _, port = bootstrap.split(",")[0].rpartition(":")
+                ip = member_loopback_ip(index)
+                bootstrap = self.proxies.add(
+                    (host, int(port)), listen=(ip, int(port)), source_ip=ip, name=f"{name}-broker"
+                ).address
+        return Endpoints(zookeeper=zk, bootstrap=bootstrap)
+
+    def _start_member(self, name: str) -> None:
+        if name not in self.endpoints:
+            self.endpoints[name] = self._endpoints_for(name, len(self.endpoints))
+        self.members[name] = start_member(
+            self.unit.impl,
+            self.unit.case.scenario,
+            name,
+            self.endpoints[name],
+            self.events_dir,
+            self.logs_dir,
+            self.group,
+            self.topic,
+        )
+
+    # -- the unit ------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        s = self.s
+        self.phase = "cluster"
+        self._start_cluster()
+        assert self.cluster is not None
+        self._create_topic()
+        self.nemesis.emit(
+            "unit_start",
+            topic=self.topic,
+            group=self.group,
+            partitions=self.partitions,
+            members=self.plan.initial,
+            **self.unit.context,
+        )
+        self._sample_zk("start")
+        self.producer = start_producer(
+            self.unit.case.scenario, self.cluster.bootstrap, self.events_dir, self.logs_dir, self.topic
+        )
+        for name in self.plan.initial:
+            self._start_member(name)
+        self.phase = "joining"
+        now_ns = time.time_ns
+        if not self._wait(
+            s.stable_timeout,
+            lambda: (
+                len(self.ownership.live) >= len(self.plan.initial)
+                and self.ownership.settled(now_ns(), s.settle_window)
+            ),
+        ):
+            raise UnitFailed(
+                f"{self.unit.key}: group not stable after {s.stable_timeout:g}s ({self.ownership.summary()}); see {self.logs_dir}"
+            )
+        self.stable_at = time.monotonic()
+        self.nemesis.emit("stable", **self.unit.context)
+        self._sample_zk("stable")
+        self.phase = "timeline"
+        for step in self.plan.steps:
+            self._wait(max(0.0, self.stable_at + step.at - time.monotonic()))
+            self._perform(step)
+        self.phase = "settling"
+        settled = self._wait(s.stable_timeout, lambda: self.ownership.settled(now_ns(), s.settle_window))
+        self._sample_zk("settled" if settled else "unsettled")
+        self.phase = "draining"
+        if self.producer is not None:
+            self.producer.signal(signal.SIGTERM, group=False)
+            self.producer.wait(30)
+        drained = self._wait(s.drain, lambda: self.produced <= self.processed)
+        self._observe()
+        lost = len(self.produced - self.processed)
+        self.outcome.update(
+            produced=len(self.produced),
+            processed=len(self.processed),
+            unprocessed_after_drain=lost,
+            settled_at_end=settled,
+            drained=drained,
+        )
+        self.phase = "stopping"
+        return self.outcome
+
+    def _perform(self, step: Step) -> None:
+        self.nemesis.emit(
+            "nemesis",
+            action=step.kind,
+            targets=list(step.targets),
+            target=step.target,
+            value=step.value,
+            trigger=step.trigger,
+            partitions=int(step.value) if step.kind == "add_partitions" and step.value else None,
+            **self.unit.context,
+        )
+        self._sample_zk(f"before:{step.kind}")
+        log.info("%s: %s %s %s", self.unit.key, step.kind, ",".join(step.targets), step.target or "")
+        if step.kind in ("join", "start_member"):
+            for n in step.targets:
+                self._start_member(n)
+        elif step.kind in ("leave", "stop_member"):
+            for n in step.targets:
+                p = self.members.get(n)
+                if p is not None:
+                    p.signal(signal.SIGTERM, group=False)
+            for n in step.targets:
+                if n in self.members:
+                    self.members[n].wait(30)
+                    self.members[n].stop()
+        elif step.kind == "crash":
+            for n in step.targets:
+                self.members[n].signal(signal.SIGKILL)
+                self.members[n].wait(10)
+        elif step.kind == "pause":
+            for n in step.targets:
+                self.members[n].signal(signal.SIGSTOP)
+        elif step.kind == "resume":
+            for n in step.targets:
+                self.members[n].signal(signal.SIGCONT)
+        elif step.kind in ("cut", "heal"):
+            assert self.proxies is not None
+            for n in step.targets:
+                proxy = f"{n}-{step.target}"
+                (self.proxies.cut if step.kind == "cut" else self.proxies.restore)(proxy)
+        elif step.kind == "expire":
+            if self.unit.impl != "legacy_zk":
+                self.nemesis.emit(
+                    "nemesis_skipped",
+                    action="expire",
+                    reason="ZooKeeper sessions exist only on the legacy side",
+                )
+            else:
+                for n in step.targets:
+                    self.members[n].signal(
+                        signal.SIGUSR1, group=False
+                    )  # the legacy member expires its own session
+        elif step.kind == "add_partitions":
+            from kafka.admin import KafkaAdminClient, NewPartitions
+
+            assert self.cluster is not None
+            admin = KafkaAdminClient(
+                bootstrap_servers=self.cluster.bootstrap.split(","), client_id="herdlab-harness"
+            )
+            try:
+                admin.create_partitions({self.topic: NewPartitions(int(step.value or 0))})
+            finally:
+                admin.close()
+        elif step.kind == "restart_broker":
+            assert self.cluster is not None
+            self.cluster.stop_broker(0)
+            self._wait(step.value or 0.0)
+            self.cluster.start_broker(0)
+
+    def close(self) -> None:
+        """Stop members (cleanly, in parallel), producer, proxies and cluster. Idempotent."""
+        for p in self.members.values():
+            if p.alive():
+                p.signal(signal.SIGCONT)
+                p.signal(signal.SIGTERM, group=False)
+        deadline = time.monotonic() + 20
+        for p in self.members.values():
+            p.wait(max(0.0, deadline - time.monotonic()))
+            p.stop(grace=1.0)
+        if self.producer is not None:
+            self.producer.stop()
+        if self.proxies is not None:
+            self.proxies.close()
+        with contextlib.suppress(Exception):
+            self._sample_zk("end")
+        if self.cluster is not None:
+            self.cluster.stop()
+        self.nemesis.close()
+
+
+def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
+    """Run every unit of ``scenario`` (see the module contract) and return where the results are."""
+    if options.backend == "external" and any(a.action == "restart_broker" for a in scenario.timeline):
+        raise ConfigError(
+            "the external backend cannot restart brokers; remove restart_broker from the timeline"
+        )
+    cases = expand(scenario)
+    run_id = new_run_id()
+    run_dir = options.out / scenario.name / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    result = RunResult(run_dir=run_dir, run_id=run_id)
+    units = [
+        Unit(ci, case, impl, rep, run_dir / "units" / f"c{ci}-{impl}-r{rep}")
+        for ci, case in enumerate(cases)
+        for rep in range(scenario.repetitions)
+        for impl in scenario.implementations
+    ]
+    started = datetime.now(UTC).isoformat()
+    try:
+        for unit in units:
+            runner = UnitRunner(scenario, unit, options, run_id)
+            try:
+                result.units.append(runner.run())
+            except UnitFailed as e:
+                log.error("%s", e)
+                result.units.append({**runner.outcome, "failed": str(e)})
+            finally:
+                runner.close()
+    except KeyboardInterrupt:
+        result.interrupted = True
+        raise
+    finally:
+        sources = [
+            (p, {"run_id": run_id, "scenario": scenario.name, **u.context})
+            for u in units
+            for p in sorted((u.dir / "events").glob("*.jsonl"))
+        ]
+        result.events = to_parquet(sources, run_dir / "history.parquet")
+        write_manifest(
+            run_dir / "manifest.json",
+            run_id=run_id,
+            scenario=scenario.model_dump(mode="json"),
+            cases=[
+                {
+                    "index": i,
+                    "label": c.label,
+                    "params": c.params,
+                    "members": c.members,
+                    "partitions": c.partitions,
+                }
+                for i, c in enumerate(cases)
+            ],
+            repetitions=scenario.repetitions,
+            seed=scenario.seed,
+            backend=options.backend,
+            started=started,
+            finished=datetime.now(UTC).isoformat(),
+            interrupted=result.interrupted,
+            units=result.units,
+        )
+    return result
