@@ -1,0 +1,1525 @@
+"""The classic GroupCoordinator as a pure state machine.
+
+Semantics follow Kafka 3.7's Scala ``GroupCoordinator`` (spec PART 2); names of private methods mirror Kafka's
+(``_prepare_rebalance`` = ``prepareRebalance``, ``_on_complete_join`` = ``onCompleteJoin`` ...) so the two can
+be read side by side. Kafka's purgatories become timers:
+
+* ``DelayedHeartbeat`` -> ``("heartbeat", group, member)`` (one per member; re-armed on every liveness signal);
+* pending-member expiry -> ``("pending", group, member)``;
+* ``DelayedJoin`` / ``InitialDelayedJoin`` -> ``("join", group)``; the early completion of a DelayedJoin
+  (``tryComplete``) is the check :meth:`GroupCoordinator._check_join`, made wherever Kafka calls
+  ``checkAndComplete(GroupJoinKey)``;
+* ``DelayedSync`` -> ``("sync", group, generation)``, cancelled as soon as every member has sent SyncGroup.
+
+Deviations from Kafka (each also noted where it happens):
+
+* A parked JoinGroup/SyncGroup that a newer request of the same member replaces is answered with
+  REBALANCE_IN_PROGRESS (Kafka silently drops the old callback; the client has long given up on that request),
+  and a member removed while its SyncGroup is parked gets UNKNOWN_MEMBER_ID (Kafka never answers it). Both keep
+  the shell from holding tokens that are never answered.
+* Store writes never fail (see :class:`~coordinator.group.api.Persist`), so the write-error paths of SyncGroup and
+  of the static-member replacement are not modelled.
+* Offsets never expire (no ``offsets.retention.minutes``); DeleteGroups is the only way to Dead besides unloading.
+* One coordinator owns every group it is given: loading is all-or-nothing (``begin_loading`` / ``finish_loading``)
+  instead of per ``__consumer_offsets`` partition; NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE (inactive broker)
+  are the shell's business.
+* Transactional offset commits (TxnOffsetCommit) are not served, so ``require_stable`` never yields
+  UNSTABLE_OFFSET_COMMIT.
+
+Decisions where the spec says UNVERIFIED or Kafka is arbitrary:
+
+* Kafka 4.x's Java classic-group code was not compared (spec PART 2 intro); we follow 3.7, the verified source.
+* Protocol-vote ties (Kafka: hash-map order) go to the protocol whose first vote came from the oldest member,
+  see :meth:`~coordinator.group.group.Group.select_protocol`: deterministic, independent of protocol names.
+* "Any member" choices (new leader after the leader leaves; re-elected leader when the leader does not rejoin)
+  take the oldest member in join order, where Kafka iterates a hash map. A replaced static member keeps its place.
+* ``offset.metadata.max.bytes`` is compared with Java ``String.length()`` (UTF-16 code units), as Kafka does,
+  not with the UTF-8 byte length.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from coordinator.group.api import (
+    EMIT_COMMIT,
+    EMIT_COMMIT_REJECTED,
+    EMIT_GROUP_STATE,
+    EMIT_HEARTBEAT_ERROR,
+    EMIT_MEMBER_ADDED,
+    EMIT_MEMBER_REMOVED,
+    EMIT_REBALANCE_BEGIN,
+    EMIT_REBALANCE_END,
+    REMOVED_EXPIRED,
+    REMOVED_FENCED,
+    REMOVED_JOIN_TIMEOUT,
+    REMOVED_LEAVE,
+    REMOVED_SYNC_TIMEOUT,
+    TIMER_HEARTBEAT,
+    TIMER_JOIN,
+    TIMER_PENDING,
+    TIMER_SYNC,
+    CancelTimer,
+    DeletedGroup,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    Effect,
+    Emit,
+    GroupState,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupMember,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMemberResult,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitPartitionResult,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchPartition,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    Persist,
+    Respond,
+    SetTimer,
+    SyncGroupRequest,
+    SyncGroupResponse,
+    TimerKey,
+)
+from coordinator.group.config import GroupConfig
+from coordinator.group.errors import ErrorCode
+from coordinator.group.group import Group, OffsetEntry
+from coordinator.group.member import Member
+from coordinator.group.records import (
+    GroupMetadataRecord,
+    GroupTombstoneRecord,
+    MemberRecord,
+    OffsetCommitRecord,
+    Record,
+)
+
+__all__ = ["GroupCoordinator", "REMOVED_GROUP_MAX_SIZE"]
+
+log = logging.getLogger("coordinator.group")
+
+#: ``member_removed`` reason when a JoinGroup is refused with GROUP_MAX_SIZE_REACHED and Kafka drops the member
+#: (only possible when ``group.max.size`` was lowered below the current size).
+REMOVED_GROUP_MAX_SIZE = "group_max_size"
+
+_EMPTY = GroupState.EMPTY
+_PREPARING = GroupState.PREPARING_REBALANCE
+_COMPLETING = GroupState.COMPLETING_REBALANCE
+_STABLE = GroupState.STABLE
+_DEAD = GroupState.DEAD
+
+#: Heartbeat answers carry nothing but the error, so they are shared (treat responses as read-only).
+_HEARTBEAT_RESPONSES = {code: HeartbeatResponse(code) for code in ErrorCode}
+
+
+def _java_length(text: str) -> int:
+    """Java ``String.length()``: UTF-16 code units (what ``offset.metadata.max.bytes`` is compared with)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+class GroupCoordinator:
+    """Kafka's classic group coordinator, without IO, threads or clocks.
+
+    Every request method takes ``now_ms`` (coordinator time, monotonic, in ms) and, for requests that may be
+    answered later, the shell's opaque ``token``; it returns the list of effects to apply in order (see
+    :mod:`coordinator.group.api`). Read-only requests (OffsetFetch, DescribeGroups, ListGroups) return their
+    response directly.
+
+    ``new_uuid`` produces the random part of member ids (``<client_id or instance id>-<uuid>``); inject a counter
+    for deterministic tests. ``emit_events=False`` suppresses :class:`~coordinator.group.api.Emit` effects (for
+    simulations that do not record a history).
+
+    The machine is not thread-safe; the shell calls it from one thread / event loop.
+    """
+
+    def __init__(
+        self,
+        config: GroupConfig | None = None,
+        *,
+        new_uuid: Callable[[], str] | None = None,
+        emit_events: bool = True,
+    ) -> None:
+        self.config = config if config is not None else GroupConfig()
+        self._new_uuid: Callable[[], str] = new_uuid if new_uuid is not None else (lambda: str(uuid.uuid4()))
+        self._emit_events = emit_events
+        self._groups: dict[str, Group] = {}
+        self._loading = False
+
+    # ============================================================================================ inspection
+
+    @property
+    def loading(self) -> bool:
+        """True between :meth:`begin_loading` and :meth:`finish_loading`."""
+        return self._loading
+
+    def group(self, group_id: str) -> Group | None:
+        """The live group object, for inspection by tests and simulators. Do not mutate it."""
+        return self._groups.get(group_id)
+
+    def group_ids(self) -> list[str]:
+        return list(self._groups)
+
+    # ============================================================================================ JoinGroup
+
+    def join_group(self, now_ms: int, token: Any, req: JoinGroupRequest) -> list[Effect]:
+        """Handle a JoinGroup (``handleJoinGroup``). The answer may come in this call or in a later one."""
+        out: list[Effect] = []
+        group_id = req.group_id
+        member_id = req.member_id
+        if not group_id:
+            self._respond_join_error(out, token, member_id, ErrorCode.INVALID_GROUP_ID)
+            return out
+        if self._loading:
+            self._respond_join_error(out, token, member_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            return out
+        cfg = self.config
+        session = req.session_timeout_ms
+        if session < cfg.min_session_timeout_ms or session > cfg.max_session_timeout_ms:
+            self._respond_join_error(out, token, member_id, ErrorCode.INVALID_SESSION_TIMEOUT)
+            return out
+        # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout (maybeOverrideRebalanceTimeout).
+        # We also treat a negative value (the dataclass default, "not sent") that way.
+        rebalance = req.rebalance_timeout_ms
+        if req.api_version == 0 or rebalance < 0:
+            rebalance = session
+        protocols = [(name, bytes(meta)) for name, meta in req.protocols]
+        is_unknown = member_id == ""
+
+        group = self._groups.get(group_id)
+        if group is None:
+            # A group is created only by a JoinGroup without member id (getOrMaybeCreateGroup).
+            if not is_unknown:
+                self._respond_join_error(out, token, member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+                return out
+            group = Group(group_id, _EMPTY, now_ms)
+            self._groups[group_id] = group
+            log.info("group=%s generation=0 created by a JoinGroup from client %s", group_id, req.client_id)
+
+        if not self._accept_joining_member(group, member_id):
+            self._drop_for_max_size(group, member_id, out)
+            self._respond_join_error(out, token, "", ErrorCode.GROUP_MAX_SIZE_REACHED)
+        elif is_unknown:
+            self._do_new_member_join(now_ms, token, group, req, protocols, rebalance, out)
+        else:
+            self._do_current_member_join(now_ms, token, group, req, protocols, rebalance, out)
+
+        # Kafka re-checks the join barrier after every JoinGroup.
+        if group.state is _PREPARING:
+            self._check_join(group, now_ms, out)
+        return out
+
+    def _accept_joining_member(self, group: Group, member_id: str) -> bool:
+        """Kafka ``acceptJoiningMember`` (group.max.size)."""
+        state = group.state
+        max_size = self.config.max_size
+        if state is _EMPTY or state is _DEAD:
+            return True
+        if state is _PREPARING:
+            member = group.members.get(member_id)
+            return (member is not None and member.awaiting_join) or group.num_awaiting_join < max_size
+        return member_id in group.members or len(group.members) < max_size
+
+    def _drop_for_max_size(self, group: Group, member_id: str, out: list[Effect]) -> None:
+        # Kafka: ``group.remove(memberId)`` and nothing else (no rebalance; a member dropped here never has a
+        # parked request: in PreparingRebalance it is not awaiting join, in the other states it is not known).
+        if member_id in group.pending_members:
+            out.append(CancelTimer((TIMER_PENDING, group.group_id, member_id)))
+        member = group.remove(member_id)
+        if member is not None:
+            self._cancel_heartbeat(member, out)
+            self._emit_removed(out, group, member, REMOVED_GROUP_MAX_SIZE)
+            log.info(
+                "group=%s generation=%d member=%s removed: group.max.size %d reached",
+                group.group_id,
+                group.generation_id,
+                member_id,
+                self.config.max_size,
+            )
+
+    def _do_new_member_join(
+        self,
+        now_ms: int,
+        token: Any,
+        group: Group,
+        req: JoinGroupRequest,
+        protocols: list[tuple[str, bytes]],
+        rebalance: int,
+        out: list[Effect],
+    ) -> None:
+        if group.state is _DEAD:
+            self._respond_join_error(out, token, "", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return
+        if not group.supports_protocols(req.protocol_type, protocols):
+            self._respond_join_error(out, token, "", ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return
+        instance_id = req.group_instance_id
+        prefix = instance_id if instance_id is not None else req.client_id
+        new_member_id = f"{prefix}-{self._new_uuid()}"
+        if instance_id is not None:
+            old_member_id = group.static_members.get(instance_id)
+            if old_member_id is not None:
+                log.info(
+                    "group=%s generation=%d member=%s static instance %s rejoins in %s, replacing member %s",
+                    group.group_id,
+                    group.generation_id,
+                    new_member_id,
+                    instance_id,
+                    group.state,
+                    old_member_id,
+                )
+                self._update_static_member_and_rebalance(
+                    now_ms, token, group, req, protocols, rebalance, old_member_id, new_member_id, out
+                )
+            else:
+                self._add_member_and_rebalance(
+                    now_ms, token, group, req, protocols, rebalance, new_member_id, out
+                )
+        elif req.api_version >= 4:
+            # KIP-394: the member must come back with this id; until then it is pending and blocks the barrier.
+            deadline = now_ms + req.session_timeout_ms
+            group.pending_members[new_member_id] = deadline
+            out.append(SetTimer((TIMER_PENDING, group.group_id, new_member_id), deadline))
+            log.info(
+                "group=%s generation=%d member=%s pending: MEMBER_ID_REQUIRED (state %s)",
+                group.group_id,
+                group.generation_id,
+                new_member_id,
+                group.state,
+            )
+            self._respond_join_error(out, token, new_member_id, ErrorCode.MEMBER_ID_REQUIRED)
+        else:
+            self._add_member_and_rebalance(
+                now_ms, token, group, req, protocols, rebalance, new_member_id, out
+            )
+
+    def _do_current_member_join(
+        self,
+        now_ms: int,
+        token: Any,
+        group: Group,
+        req: JoinGroupRequest,
+        protocols: list[tuple[str, bytes]],
+        rebalance: int,
+        out: list[Effect],
+    ) -> None:
+        member_id = req.member_id
+        if group.state is _DEAD:
+            self._respond_join_error(out, token, member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return
+        if not group.supports_protocols(req.protocol_type, protocols):
+            self._respond_join_error(out, token, member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return
+        if member_id in group.pending_members:
+            if req.group_instance_id is not None:
+                # Kafka throws IllegalStateException here (the request fails with UNKNOWN_SERVER_ERROR).
+                log.error(
+                    "group=%s generation=%d member=%s pending member sent instance id %s",
+                    group.group_id,
+                    group.generation_id,
+                    member_id,
+                    req.group_instance_id,
+                )
+                self._respond_join_error(out, token, member_id, ErrorCode.UNKNOWN_SERVER_ERROR)
+                return
+            out.append(CancelTimer((TIMER_PENDING, group.group_id, member_id)))
+            self._add_member_and_rebalance(now_ms, token, group, req, protocols, rebalance, member_id, out)
+            return
+        error = self._validate_current_member(group, member_id, req.group_instance_id)
+        if error is not None:
+            self._respond_join_error(out, token, member_id, error)
+            return
+        member = group.members[member_id]
+        state = group.state
+        if state is _PREPARING:
+            self._update_member_and_rebalance(now_ms, token, group, member, req, protocols, rebalance, out)
+        elif state is _COMPLETING:
+            if member.matches(protocols):
+                # Same metadata: probably a lost JoinGroup response; answer with the current generation.
+                self._respond_current_generation(out, token, group, member, group.is_leader(member_id))
+            else:
+                self._update_member_and_rebalance(
+                    now_ms, token, group, member, req, protocols, rebalance, out
+                )
+        elif state is _STABLE:
+            if group.is_leader(member_id) or not member.matches(protocols):
+                # The leader's JoinGroup always rebalances (it may have seen metadata changes).
+                self._update_member_and_rebalance(
+                    now_ms, token, group, member, req, protocols, rebalance, out
+                )
+            else:
+                self._respond_current_generation(out, token, group, member, False)
+        else:
+            log.warning(
+                "group=%s generation=%d member=%s rejoins in unexpected state %s",
+                group.group_id,
+                group.generation_id,
+                member_id,
+                state,
+            )
+            self._respond_join_error(out, token, member_id, ErrorCode.UNKNOWN_MEMBER_ID)
+
+    def _add_member_and_rebalance(
+        self,
+        now_ms: int,
+        token: Any,
+        group: Group,
+        req: JoinGroupRequest,
+        protocols: list[tuple[str, bytes]],
+        rebalance: int,
+        member_id: str,
+        out: list[Effect],
+    ) -> None:
+        member = Member(
+            group.group_id,
+            member_id,
+            req.group_instance_id,
+            req.client_id,
+            req.client_host,
+            rebalance,
+            req.session_timeout_ms,
+            req.protocol_type,
+            protocols,
+        )
+        member.is_new = True
+        if group.state is _PREPARING and group.generation_id == 0:
+            group.new_member_added = True
+        member.awaiting_join = True
+        member.join_token = token
+        group.add(member)
+        if self._emit_events:
+            out.append(
+                Emit(
+                    EMIT_MEMBER_ADDED,
+                    {
+                        "group": group.group_id,
+                        "generation": group.generation_id,
+                        "member": member_id,
+                        "instance_id": member.group_instance_id,
+                        "client_id": member.client_id,
+                        "client_host": member.client_host,
+                    },
+                )
+            )
+        log.info(
+            "group=%s generation=%d member=%s added (instance %s, client %s) in %s",
+            group.group_id,
+            group.generation_id,
+            member_id,
+            member.group_instance_id,
+            member.client_id,
+            group.state,
+        )
+        # A new member cannot heartbeat before its first join completes: it gets the new-member join timeout.
+        self._schedule_heartbeat(member, now_ms, out, self.config.new_member_join_timeout_ms)
+        self._maybe_prepare_rebalance(group, now_ms, out, f"adding new member {member_id}")
+
+    def _update_member_and_rebalance(
+        self,
+        now_ms: int,
+        token: Any,
+        group: Group,
+        member: Member,
+        req: JoinGroupRequest,
+        protocols: list[tuple[str, bytes]],
+        rebalance: int,
+        out: list[Effect],
+    ) -> None:
+        group.update_member(member, protocols, rebalance, req.session_timeout_ms)
+        self._park_join(group, member, token, out)
+        self._maybe_prepare_rebalance(
+            group, now_ms, out, f"member {member.member_id} rejoins in {group.state}"
+        )
+
+    def _update_static_member_and_rebalance(
+        self,
+        now_ms: int,
+        token: Any,
+        group: Group,
+        req: JoinGroupRequest,
+        protocols: list[tuple[str, bytes]],
+        rebalance: int,
+        old_member_id: str,
+        new_member_id: str,
+        out: list[Effect],
+    ) -> None:
+        """KIP-345 replacement of a known static member that joined with an empty member id."""
+        instance_id = req.group_instance_id
+        assert instance_id is not None
+        current_leader = group.leader_id
+        member = group.members[old_member_id]
+        # Fence the old incarnation's parked requests (Kafka ``replaceStaticMember``).
+        parked, old_token = group.take_join(member)
+        if parked:
+            out.append(
+                Respond(old_token, JoinGroupResponse(ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id))
+            )
+        if member.awaiting_sync:
+            self._answer_sync(out, member, SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID))
+        self._cancel_heartbeat(member, out)
+        self._emit_removed(out, group, member, REMOVED_FENCED)
+        group.replace_static_member(instance_id, old_member_id, new_member_id)
+        if self._emit_events:
+            out.append(
+                Emit(
+                    EMIT_MEMBER_ADDED,
+                    {
+                        "group": group.group_id,
+                        "generation": group.generation_id,
+                        "member": new_member_id,
+                        "instance_id": instance_id,
+                        "client_id": member.client_id,
+                        "client_host": member.client_host,
+                        "replaces": old_member_id,
+                    },
+                )
+            )
+        # Kafka reschedules with the member's *old* session timeout, before updateMember.
+        self._schedule_heartbeat(member, now_ms, out)
+        group.update_member(member, protocols, rebalance, req.session_timeout_ms)
+        self._park_join(group, member, token, out)
+
+        state = group.state
+        if state is _STABLE:
+            if group.protocol_name == group.select_protocol():
+                # No rebalance: persist the new member id with the current assignments and answer with the
+                # current generation. The member then gets its previous assignment from SyncGroup.
+                self._persist_group(group, now_ms, out)
+                _, join_token = group.take_join(member)
+                if req.api_version >= 9:
+                    # KIP-814: a static leader resumes leadership without running the assignor.
+                    is_leader = group.is_leader(new_member_id)
+                    response = JoinGroupResponse(
+                        ErrorCode.NONE,
+                        member_id=new_member_id,
+                        generation_id=group.generation_id,
+                        protocol_type=group.protocol_type,
+                        protocol_name=group.protocol_name,
+                        leader=group.leader_id or "",
+                        skip_assignment=is_leader,
+                        members=self._member_list(group) if is_leader else [],
+                    )
+                else:
+                    # Before v9: the *old* leader id, so that a replaced leader does not run a useless assignment.
+                    response = JoinGroupResponse(
+                        ErrorCode.NONE,
+                        member_id=new_member_id,
+                        generation_id=group.generation_id,
+                        protocol_type=group.protocol_type,
+                        protocol_name=group.protocol_name,
+                        leader=current_leader or "",
+                    )
+                out.append(Respond(join_token, response))
+                log.info(
+                    "group=%s generation=%d member=%s static instance %s replaced without rebalance",
+                    group.group_id,
+                    group.generation_id,
+                    new_member_id,
+                    instance_id,
+                )
+            else:
+                self._maybe_prepare_rebalance(
+                    group, now_ms, out, f"static member {instance_id} rejoined with a protocol change"
+                )
+        elif state is _COMPLETING:
+            # The leader may already hold assignments keyed by the old member id: always rebalance.
+            self._prepare_rebalance(group, now_ms, out, f"static member {instance_id} replaced during sync")
+        elif state is _PREPARING:
+            pass  # takes part in the ongoing rebalance
+        else:
+            raise RuntimeError(f"group {group.group_id}: static member {instance_id} known in state {state}")
+
+    def _park_join(self, group: Group, member: Member, token: Any, out: list[Effect]) -> None:
+        superseded, old_token = group.park_join(member, token)
+        if superseded:
+            # Deviation: Kafka drops the superseded callback unanswered; we answer it so no token leaks.
+            out.append(
+                Respond(
+                    old_token, JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id)
+                )
+            )
+
+    def _validate_current_member(
+        self, group: Group, member_id: str, instance_id: str | None
+    ) -> ErrorCode | None:
+        """Kafka ``validateCurrentMember``: FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID, or ``None`` if valid."""
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                log.info(
+                    "group=%s generation=%d member=%s fenced: instance %s now belongs to %s",
+                    group.group_id,
+                    group.generation_id,
+                    member_id,
+                    instance_id,
+                    current,
+                )
+                return ErrorCode.FENCED_INSTANCE_ID
+            return None
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return None
+
+    def _respond_join_error(self, out: list[Effect], token: Any, member_id: str, error: ErrorCode) -> None:
+        out.append(Respond(token, JoinGroupResponse(error, member_id=member_id)))
+
+    def _respond_current_generation(
+        self, out: list[Effect], token: Any, group: Group, member: Member, with_members: bool
+    ) -> None:
+        out.append(
+            Respond(
+                token,
+                JoinGroupResponse(
+                    ErrorCode.NONE,
+                    member_id=member.member_id,
+                    generation_id=group.generation_id,
+                    protocol_type=group.protocol_type,
+                    protocol_name=group.protocol_name,
+                    leader=group.leader_id or "",
+                    members=self._member_list(group) if with_members else [],
+                ),
+            )
+        )
+
+    def _member_list(self, group: Group) -> list[JoinGroupMember]:
+        """The leader's member list: ``(member id, instance id, metadata of the selected protocol)``."""
+        protocol = group.protocol_name
+        assert protocol is not None
+        return [
+            JoinGroupMember(m.member_id, m.group_instance_id, m.metadata(protocol))
+            for m in group.members.values()
+        ]
+
+    # ============================================================================================ rebalance
+
+    def _maybe_prepare_rebalance(self, group: Group, now_ms: int, out: list[Effect], reason: str) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group, now_ms, out, reason)
+
+    def _prepare_rebalance(self, group: Group, now_ms: int, out: list[Effect], reason: str) -> None:
+        """Kafka ``prepareRebalance``: cancel parked syncs, cancel the sync timeout, arm the join barrier."""
+        if group.state is _COMPLETING:
+            self._reset_and_propagate_assignment_error(group, now_ms, out, ErrorCode.REBALANCE_IN_PROGRESS)
+        self._remove_sync_expiration(group, out)
+        from_empty = group.state is _EMPTY
+        self._transition(group, _PREPARING, now_ms, out)
+        log.info(
+            "group=%s generation=%d preparing to rebalance (%s)", group.group_id, group.generation_id, reason
+        )
+        if self._emit_events:
+            out.append(
+                Emit(
+                    EMIT_REBALANCE_BEGIN,
+                    {
+                        "group": group.group_id,
+                        "generation": group.generation_id,
+                        "members": len(group.members),
+                        "reason": reason,
+                    },
+                )
+            )
+        if from_empty:
+            # InitialDelayedJoin: never completes early; may be extended while new members keep arriving.
+            delay = self.config.initial_rebalance_delay_ms
+            group.join_initial = True
+            group.join_delay_ms = delay
+            group.join_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
+        else:
+            group.join_initial = False
+            delay = group.rebalance_timeout_ms()
+            if group.has_all_members_joined():  # tryCompleteElseWatch completes at once
+                group.join_deadline_ms = None
+                self._on_complete_join(group, now_ms, out)
+                return
+        group.join_deadline_ms = now_ms + delay
+        out.append(SetTimer(group.join_key, group.join_deadline_ms))
+
+    def _check_join(self, group: Group, now_ms: int, out: list[Effect]) -> None:
+        """``checkAndComplete(GroupJoinKey)``: complete a (non-initial) DelayedJoin once everyone has joined."""
+        if (
+            group.state is _PREPARING
+            and group.join_deadline_ms is not None
+            and not group.join_initial
+            and group.has_all_members_joined()
+        ):
+            group.join_deadline_ms = None
+            out.append(CancelTimer(group.join_key))
+            self._on_complete_join(group, now_ms, out)
+
+    def _on_complete_join(self, group: Group, now_ms: int, out: list[Effect]) -> None:
+        """Kafka ``onCompleteJoin``: drop dynamic laggards, elect a leader, start the next generation."""
+        laggards = [m for m in group.members.values() if not m.awaiting_join and not m.is_static]
+        for member in laggards:
+            group.remove(member.member_id)
+            self._cancel_heartbeat(member, out)
+            self._emit_removed(out, group, member, REMOVED_JOIN_TIMEOUT)
+        if laggards:
+            log.info(
+                "group=%s generation=%d removed %d dynamic members that did not rejoin: %s",
+                group.group_id,
+                group.generation_id,
+                len(laggards),
+                [m.member_id for m in laggards[:10]],
+            )
+        if group.state is _DEAD:
+            return
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            # Only static members left and none rejoined: wait another rebalance timeout; their sessions will
+            # remove them.
+            log.error(
+                "group=%s generation=%d could not complete rebalance because no members rejoined",
+                group.group_id,
+                group.generation_id,
+            )
+            group.join_initial = False
+            group.join_deadline_ms = now_ms + group.rebalance_timeout_ms()
+            out.append(SetTimer(group.join_key, group.join_deadline_ms))
+            return
+
+        # initNextGeneration
+        group.generation_id += 1
+        group.pending_sync.clear()
+        if not group.members:
+            group.protocol_name = None
+            self._transition(group, _EMPTY, now_ms, out)
+            log.info("group=%s generation=%d is now empty", group.group_id, group.generation_id)
+            self._persist_group(group, now_ms, out)
+            self._emit_rebalance_end(group, out)
+            return
+        group.protocol_name = group.select_protocol()
+        self._transition(group, _COMPLETING, now_ms, out)
+        log.info(
+            "group=%s generation=%d stabilized with %d members, leader %s, protocol %s",
+            group.group_id,
+            group.generation_id,
+            len(group.members),
+            group.leader_id,
+            group.protocol_name,
+        )
+        leader_id = group.leader_id or ""
+        leader_members = self._member_list(group)
+        generation = group.generation_id
+        for member in group.members.values():
+            parked, token = group.take_join(member)
+            if parked:
+                is_leader = member.member_id == leader_id
+                out.append(
+                    Respond(
+                        token,
+                        JoinGroupResponse(
+                            ErrorCode.NONE,
+                            member_id=member.member_id,
+                            generation_id=generation,
+                            protocol_type=group.protocol_type,
+                            protocol_name=group.protocol_name,
+                            leader=leader_id,
+                            members=leader_members if is_leader else [],
+                        ),
+                    )
+                )
+            self._schedule_heartbeat(member, now_ms, out)
+            member.is_new = False
+            group.pending_sync[member.member_id] = None
+        # DelayedSync (KAFKA-12890): members that never send SyncGroup are removed after the rebalance timeout.
+        group.sync_generation = generation
+        group.sync_deadline_ms = now_ms + group.rebalance_timeout_ms()
+        out.append(SetTimer((TIMER_SYNC, group.group_id, generation), group.sync_deadline_ms))
+
+    def _reset_and_propagate_assignment_error(
+        self, group: Group, now_ms: int, out: list[Effect], error: ErrorCode
+    ) -> None:
+        """Answer every parked SyncGroup with ``error`` and clear assignments (Kafka
+        ``resetAndPropagateAssignmentError``)."""
+        for member in group.members.values():
+            member.assignment = b""
+            if member.awaiting_sync:
+                self._answer_sync(out, member, SyncGroupResponse(error))
+                self._schedule_heartbeat(member, now_ms, out)
+
+    def _remove_sync_expiration(self, group: Group, out: list[Effect]) -> None:
+        group.pending_sync.clear()
+        self._cancel_sync_timer(group, out)
+
+    def _cancel_sync_timer(self, group: Group, out: list[Effect]) -> None:
+        if group.sync_deadline_ms is not None:
+            group.sync_deadline_ms = None
+            out.append(CancelTimer((TIMER_SYNC, group.group_id, group.sync_generation)))
+
+    def _remove_pending_sync_member(self, group: Group, member_id: str, out: list[Effect]) -> None:
+        group.pending_sync.pop(member_id, None)
+        if not group.pending_sync:  # DelayedSync.tryComplete: everyone synced
+            self._cancel_sync_timer(group, out)
+
+    def _remove_member_and_update_group(
+        self, group: Group, member: Member, now_ms: int, out: list[Effect], reason: str
+    ) -> None:
+        """Kafka ``removeMemberAndUpdateGroup``: answer a parked join, remove, then rebalance or re-check."""
+        parked, token = group.take_join(member)
+        if parked:
+            out.append(Respond(token, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id="")))
+        if member.awaiting_sync:
+            # Deviation: Kafka leaves this SyncGroup unanswered (the member is gone); we answer it.
+            self._answer_sync(out, member, SyncGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+        self._emit_removed(out, group, member, reason)
+        log.info(
+            "group=%s generation=%d member=%s removed (%s) in %s",
+            group.group_id,
+            group.generation_id,
+            member.member_id,
+            reason,
+            group.state,
+        )
+        state = group.state
+        if state is _STABLE or state is _COMPLETING:
+            self._maybe_prepare_rebalance(group, now_ms, out, f"member {member.member_id} removed ({reason})")
+        elif state is _PREPARING:
+            self._check_join(group, now_ms, out)
+
+    # ============================================================================================ SyncGroup
+
+    def sync_group(self, now_ms: int, token: Any, req: SyncGroupRequest) -> list[Effect]:
+        """Handle a SyncGroup (``handleSyncGroup``). Followers' requests are parked until the leader's arrives."""
+        out: list[Effect] = []
+        if not req.group_id:
+            out.append(Respond(token, SyncGroupResponse(ErrorCode.INVALID_GROUP_ID)))
+            return out
+        if self._loading:
+            # The rebalance state is lost: make the member rejoin (older clients do not expect error 14 here).
+            out.append(Respond(token, SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS)))
+            return out
+        group = self._groups.get(req.group_id)
+        if group is None:
+            out.append(Respond(token, SyncGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID)))
+            return out
+        error = self._validate_sync_group(group, req)
+        if error is not None:
+            out.append(Respond(token, SyncGroupResponse(error)))
+            return out
+        state = group.state
+        member_id = req.member_id
+        if state is _EMPTY:
+            out.append(Respond(token, SyncGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID)))
+        elif state is _PREPARING:
+            out.append(Respond(token, SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS)))
+        elif state is _COMPLETING:
+            member = group.members[member_id]
+            if member.awaiting_sync:
+                # Deviation: Kafka overwrites the callback; we answer the superseded request.
+                self._answer_sync(out, member, SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
+            member.awaiting_sync = True
+            member.sync_token = token
+            self._remove_pending_sync_member(group, member_id, out)
+            if group.is_leader(member_id):
+                self._complete_sync(group, req, now_ms, out)
+        else:  # Stable: answer with the stored assignment
+            member = group.members[member_id]
+            self._remove_pending_sync_member(group, member_id, out)
+            out.append(
+                Respond(
+                    token,
+                    SyncGroupResponse(
+                        ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name
+                    ),
+                )
+            )
+            self._schedule_heartbeat(member, now_ms, out)
+        return out
+
+    def _validate_sync_group(self, group: Group, req: SyncGroupRequest) -> ErrorCode | None:
+        if group.state is _DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+        if error is not None:
+            return error
+        if req.generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if req.protocol_type is not None and req.protocol_type != group.protocol_type:
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        if req.protocol_name is not None and req.protocol_name != group.protocol_name:
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        return None
+
+    def _complete_sync(self, group: Group, req: SyncGroupRequest, now_ms: int, out: list[Effect]) -> None:
+        """The leader's SyncGroup in CompletingRebalance: persist, hand out assignments, go Stable."""
+        assignment = dict(req.assignments)
+        missing = 0
+        for member in group.members.values():
+            data = assignment.get(member.member_id)
+            if data is None:
+                missing += 1
+                member.assignment = b""
+            else:
+                member.assignment = bytes(data)
+        if missing:
+            log.warning(
+                "group=%s generation=%d leader %s sent no assignment for %d members; they get empty ones",
+                group.group_id,
+                group.generation_id,
+                req.member_id,
+                missing,
+            )
+        log.info(
+            "group=%s generation=%d member=%s assignment received from the leader for %d members",
+            group.group_id,
+            group.generation_id,
+            req.member_id,
+            len(group.members),
+        )
+        # storeGroup: written synchronously and successfully (see api.Persist), so the state check Kafka makes in
+        # the write callback (still CompletingRebalance, same generation) always holds here.
+        self._persist_group(group, now_ms, out)
+        self._transition(group, _STABLE, now_ms, out)
+        self._emit_rebalance_end(group, out)
+        protocol_type, protocol_name = group.protocol_type, group.protocol_name
+        for member in group.members.values():
+            if member.awaiting_sync:
+                self._answer_sync(
+                    out,
+                    member,
+                    SyncGroupResponse(ErrorCode.NONE, member.assignment, protocol_type, protocol_name),
+                )
+                self._schedule_heartbeat(member, now_ms, out)
+
+    def _answer_sync(self, out: list[Effect], member: Member, response: SyncGroupResponse) -> None:
+        token = member.sync_token
+        member.awaiting_sync = False
+        member.sync_token = None
+        out.append(Respond(token, response))
+
+    # ============================================================================================ Heartbeat
+
+    def heartbeat(self, now_ms: int, token: Any, req: HeartbeatRequest) -> list[Effect]:
+        """Handle a Heartbeat (``handleHeartbeat``); always answered in this call."""
+        out: list[Effect] = []
+        if not req.group_id:
+            error = ErrorCode.INVALID_GROUP_ID
+        elif self._loading:
+            error = ErrorCode.NONE  # answered blindly while loading
+        else:
+            group = self._groups.get(req.group_id)
+            if group is None:
+                error = ErrorCode.UNKNOWN_MEMBER_ID
+            elif group.state is _DEAD:
+                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            else:
+                validation = self._validate_current_member(group, req.member_id, req.group_instance_id)
+                if validation is not None:
+                    error = validation
+                elif req.generation_id != group.generation_id:
+                    error = ErrorCode.ILLEGAL_GENERATION
+                elif group.state is _EMPTY:
+                    error = ErrorCode.UNKNOWN_MEMBER_ID
+                else:
+                    self._schedule_heartbeat(group.members[req.member_id], now_ms, out)
+                    # PreparingRebalance: REBALANCE_IN_PROGRESS, but the session timer is reset all the same.
+                    error = ErrorCode.REBALANCE_IN_PROGRESS if group.state is _PREPARING else ErrorCode.NONE
+        if error is not ErrorCode.NONE and self._emit_events:
+            out.append(
+                Emit(
+                    EMIT_HEARTBEAT_ERROR,
+                    {
+                        "group": req.group_id,
+                        "generation": req.generation_id,
+                        "member": req.member_id,
+                        "error": error.name,
+                    },
+                )
+            )
+        out.append(Respond(token, _HEARTBEAT_RESPONSES[error]))
+        return out
+
+    def _schedule_heartbeat(
+        self, member: Member, now_ms: int, out: list[Effect], timeout_ms: int = -1
+    ) -> None:
+        """``completeAndScheduleNextHeartbeatExpiration``: (re)arm the member's session timer."""
+        deadline = now_ms + (member.session_timeout_ms if timeout_ms < 0 else timeout_ms)
+        member.heartbeat_deadline_ms = deadline
+        out.append(SetTimer(member.heartbeat_key, deadline))
+
+    def _cancel_heartbeat(self, member: Member, out: list[Effect]) -> None:
+        if member.heartbeat_deadline_ms >= 0:
+            member.heartbeat_deadline_ms = -1
+            out.append(CancelTimer(member.heartbeat_key))
+
+    # ============================================================================================ LeaveGroup
+
+    def leave_group(self, now_ms: int, token: Any, req: LeaveGroupRequest) -> list[Effect]:
+        """Handle a LeaveGroup (batch form); always answered in this call."""
+        out: list[Effect] = []
+        if not req.group_id:
+            out.append(Respond(token, LeaveGroupResponse(ErrorCode.INVALID_GROUP_ID)))
+            return out
+        if self._loading:
+            out.append(Respond(token, LeaveGroupResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)))
+            return out
+        group = self._groups.get(req.group_id)
+        if group is None:
+            results = [
+                LeaveGroupMemberResult(mid, iid, ErrorCode.UNKNOWN_MEMBER_ID) for mid, iid in req.members
+            ]
+            out.append(Respond(token, LeaveGroupResponse(ErrorCode.NONE, results)))
+            return out
+        if group.state is _DEAD:
+            out.append(Respond(token, LeaveGroupResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)))
+            return out
+        results = []
+        for member_id, instance_id in req.members:
+            if member_id == "":
+                # Admin-style removal of a static member by instance id.
+                current = group.static_members.get(instance_id) if instance_id is not None else None
+                if current is None:
+                    error = ErrorCode.UNKNOWN_MEMBER_ID
+                else:
+                    self._remove_current_member(group, group.members[current], now_ms, out, req.reason)
+                    error = ErrorCode.NONE
+            elif member_id in group.pending_members:
+                group.remove(member_id)
+                out.append(CancelTimer((TIMER_PENDING, group.group_id, member_id)))
+                log.info(
+                    "group=%s generation=%d member=%s pending member left",
+                    group.group_id,
+                    group.generation_id,
+                    member_id,
+                )
+                if group.state is _PREPARING:
+                    self._check_join(group, now_ms, out)
+                error = ErrorCode.NONE
+            else:
+                validation = self._validate_current_member(group, member_id, instance_id)
+                if validation is None:
+                    self._remove_current_member(group, group.members[member_id], now_ms, out, req.reason)
+                    error = ErrorCode.NONE
+                else:
+                    error = validation
+            results.append(LeaveGroupMemberResult(member_id, instance_id, error))
+        out.append(Respond(token, LeaveGroupResponse(ErrorCode.NONE, results)))
+        return out
+
+    def _remove_current_member(
+        self, group: Group, member: Member, now_ms: int, out: list[Effect], reason: str | None
+    ) -> None:
+        self._cancel_heartbeat(member, out)
+        log.info(
+            "group=%s generation=%d member=%s leaves (client reason: %s)",
+            group.group_id,
+            group.generation_id,
+            member.member_id,
+            reason or "not provided",
+        )
+        self._remove_member_and_update_group(group, member, now_ms, out, REMOVED_LEAVE)
+
+    # ============================================================================================ offsets
+
+    def offset_commit(self, now_ms: int, token: Any, req: OffsetCommitRequest) -> list[Effect]:
+        """Handle an OffsetCommit (``handleCommitOffsets``); always answered in this call. Accepted offsets are
+        persisted (one :class:`~coordinator.group.records.OffsetCommitRecord` each) before the answer."""
+        out: list[Effect] = []
+        if self._loading:
+            self._reject_commit(out, token, req, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None)
+            return out
+        group = self._groups.get(req.group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                self._reject_commit(out, token, req, ErrorCode.ILLEGAL_GENERATION, None)
+                return out
+            # Not relying on group management (simple consumer / admin): create an Empty group for the offsets.
+            group = Group(req.group_id, _EMPTY, now_ms)
+            self._groups[req.group_id] = group
+        error = self._validate_offset_commit(group, req)
+        if error is None and group.state is _COMPLETING:
+            # A valid member of the new generation that has not synced yet: let it finish the rebalance first.
+            error = ErrorCode.REBALANCE_IN_PROGRESS
+        if error is not None:
+            self._reject_commit(out, token, req, error, group)
+            return out
+        if group.state is _STABLE or group.state is _PREPARING:
+            # Commits count as liveness. In PreparingRebalance the generation has not been bumped yet, so a
+            # member of the previous generation may still commit.
+            self._schedule_heartbeat(group.members[req.member_id], now_ms, out)
+        self._store_offsets(group, req, now_ms, out, token)
+        return out
+
+    def _validate_offset_commit(self, group: Group, req: OffsetCommitRequest) -> ErrorCode | None:
+        """Kafka ``validateOffsetCommit`` (non-transactional)."""
+        if group.state is _DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation_id < 0 and group.state is _EMPTY:
+            return None
+        if req.generation_id >= 0 or req.member_id != "" or req.group_instance_id is not None:
+            error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+            if error is not None:
+                return error
+            if req.generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+            return None
+        if group.state is not _EMPTY:
+            return ErrorCode.UNKNOWN_MEMBER_ID  # only members may commit to a non-empty group
+        return None
+
+    def _store_offsets(
+        self, group: Group, req: OffsetCommitRequest, now_ms: int, out: list[Effect], token: Any
+    ) -> None:
+        max_bytes = self.config.offset_metadata_max_bytes
+        group_id = group.group_id
+        results: list[OffsetCommitPartitionResult] = []
+        emit = self._emit_events
+        for p in req.offsets:
+            metadata = p.metadata or ""
+            if _java_length(metadata) > max_bytes:
+                error = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                if emit:
+                    out.append(Emit(EMIT_COMMIT_REJECTED, self._commit_fields(group_id, req, p, error)))
+            else:
+                error = ErrorCode.NONE
+                group.offsets[(p.topic, p.partition)] = OffsetEntry(
+                    p.offset, p.leader_epoch, metadata, now_ms
+                )
+                out.append(
+                    Persist(
+                        OffsetCommitRecord(
+                            group_id, p.topic, p.partition, p.offset, p.leader_epoch, metadata, now_ms
+                        )
+                    )
+                )
+                if emit:
+                    out.append(Emit(EMIT_COMMIT, self._commit_fields(group_id, req, p, None)))
+            results.append(OffsetCommitPartitionResult(p.topic, p.partition, error))
+        out.append(Respond(token, OffsetCommitResponse(results)))
+
+    def _reject_commit(
+        self, out: list[Effect], token: Any, req: OffsetCommitRequest, error: ErrorCode, group: Group | None
+    ) -> None:
+        if self._emit_events:
+            for p in req.offsets:
+                out.append(Emit(EMIT_COMMIT_REJECTED, self._commit_fields(req.group_id, req, p, error)))
+        if group is not None:
+            log.debug(
+                "group=%s generation=%d member=%s commit rejected: %s (sent generation %d)",
+                group.group_id,
+                group.generation_id,
+                req.member_id,
+                error.name,
+                req.generation_id,
+            )
+        results = [OffsetCommitPartitionResult(p.topic, p.partition, error) for p in req.offsets]
+        out.append(Respond(token, OffsetCommitResponse(results)))
+
+    @staticmethod
+    def _commit_fields(
+        group_id: str, req: OffsetCommitRequest, p: Any, error: ErrorCode | None
+    ) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "group": group_id,
+            "member": req.member_id,
+            "generation": req.generation_id,
+            "topic": p.topic,
+            "partition": p.partition,
+            "offset": p.offset,
+        }
+        if error is not None:
+            fields["error"] = error.name
+        return fields
+
+    def offset_fetch(self, now_ms: int, req: OffsetFetchRequest) -> OffsetFetchResponse:
+        """Handle an OffsetFetch: no generation or member check; ``partitions=None`` means all stored ones
+        (sorted by topic, partition). Unknown partitions come back as offset -1, error NONE."""
+        if self._loading:
+            return OffsetFetchResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        group = self._groups.get(req.group_id)
+        if group is None or group.state is _DEAD:
+            wanted: Iterable[tuple[str, int]] = req.partitions or ()
+            return OffsetFetchResponse(ErrorCode.NONE, [OffsetFetchPartition(t, p, -1) for t, p in wanted])
+        offsets = group.offsets
+        keys = req.partitions if req.partitions is not None else sorted(offsets)
+        partitions = []
+        for topic, partition in keys:
+            # Commits are applied synchronously, so nothing is ever pending: require_stable changes nothing.
+            entry = offsets.get((topic, partition))
+            if entry is None:
+                partitions.append(OffsetFetchPartition(topic, partition, -1))
+            else:
+                partitions.append(
+                    OffsetFetchPartition(topic, partition, entry.offset, entry.leader_epoch, entry.metadata)
+                )
+        return OffsetFetchResponse(ErrorCode.NONE, partitions)
+
+    # ============================================================================================ admin
+
+    def describe_groups(self, now_ms: int, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
+        """Describe groups; an unknown group is ``Dead`` with no members and no error."""
+        described = []
+        for group_id in req.groups:
+            if self._loading:
+                described.append(DescribedGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ""))
+                continue
+            group = self._groups.get(group_id)
+            if group is None:
+                described.append(DescribedGroup(group_id, ErrorCode.NONE, _DEAD.value))
+                continue
+            if group.state is _STABLE:
+                protocol = group.protocol_name or ""
+                members = [
+                    DescribedMember(
+                        m.member_id,
+                        m.group_instance_id,
+                        m.client_id,
+                        m.client_host,
+                        m.metadata(protocol),
+                        m.assignment,
+                    )
+                    for m in group.members.values()
+                ]
+            else:
+                protocol = ""
+                members = [
+                    DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host)
+                    for m in group.members.values()
+                ]
+            described.append(
+                DescribedGroup(
+                    group_id, ErrorCode.NONE, group.state.value, group.protocol_type or "", protocol, members
+                )
+            )
+        return DescribeGroupsResponse(described)
+
+    def list_groups(self, now_ms: int, req: ListGroupsRequest) -> ListGroupsResponse:
+        """List groups (in creation order), optionally filtered by exact state names. While loading the error is
+        COORDINATOR_LOAD_IN_PROGRESS but the groups known so far are still listed."""
+        wanted = set(req.states_filter) if req.states_filter else None
+        groups = [
+            ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
+            for g in self._groups.values()
+            if wanted is None or g.state.value in wanted
+        ]
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
+        return ListGroupsResponse(error, groups)
+
+    def delete_groups(self, now_ms: int, token: Any, req: DeleteGroupsRequest) -> list[Effect]:
+        """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, a tombstone is persisted, offsets go."""
+        out: list[Effect] = []
+        results = []
+        for group_id in req.groups:
+            if self._loading:
+                results.append(DeletedGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+                continue
+            group = self._groups.get(group_id)
+            if group is None or group.state is _DEAD:
+                results.append(DeletedGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
+            elif group.state is _EMPTY:
+                for pending_id in group.pending_members:
+                    out.append(CancelTimer((TIMER_PENDING, group_id, pending_id)))
+                group.pending_members.clear()
+                self._transition(group, _DEAD, now_ms, out)
+                del self._groups[group_id]
+                out.append(Persist(GroupTombstoneRecord(group_id)))
+                log.info("group=%s generation=%d deleted", group_id, group.generation_id)
+                results.append(DeletedGroup(group_id, ErrorCode.NONE))
+            else:
+                results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))
+        out.append(Respond(token, DeleteGroupsResponse(results)))
+        return out
+
+    # ============================================================================================ timers
+
+    def on_timer(self, now_ms: int, key: TimerKey) -> list[Effect]:
+        """A timer armed by :class:`~coordinator.group.api.SetTimer` fired. Stale or unknown keys are ignored."""
+        out: list[Effect] = []
+        if self._loading or len(key) < 2:
+            return out
+        kind = key[0]
+        group = self._groups.get(key[1])  # type: ignore[arg-type]
+        if group is None or group.state is _DEAD:
+            return out
+        if kind == TIMER_HEARTBEAT:
+            self._on_heartbeat_timer(group, key[2], now_ms, out)  # type: ignore[arg-type]
+        elif kind == TIMER_JOIN:
+            self._on_join_timer(group, now_ms, out)
+        elif kind == TIMER_SYNC:
+            self._on_sync_timer(group, key[2], now_ms, out)  # type: ignore[arg-type]
+        elif kind == TIMER_PENDING:
+            self._on_pending_timer(group, key[2], now_ms, out)  # type: ignore[arg-type]
+        return out
+
+    def _on_heartbeat_timer(self, group: Group, member_id: str, now_ms: int, out: list[Effect]) -> None:
+        member = group.members.get(member_id)
+        if member is None or member.heartbeat_deadline_ms < 0 or now_ms < member.heartbeat_deadline_ms:
+            return
+        member.heartbeat_deadline_ms = -1
+        if member.has_satisfied_heartbeat():
+            # Waiting on the coordinator: Kafka completes the expectation without re-arming; the next join/sync
+            # answer re-arms it.
+            return
+        log.info(
+            "group=%s generation=%d member=%s session expired (new member: %s)",
+            group.group_id,
+            group.generation_id,
+            member_id,
+            member.is_new,
+        )
+        self._remove_member_and_update_group(group, member, now_ms, out, REMOVED_EXPIRED)
+
+    def _on_pending_timer(self, group: Group, member_id: str, now_ms: int, out: list[Effect]) -> None:
+        deadline = group.pending_members.get(member_id)
+        if deadline is None or now_ms < deadline:
+            return
+        group.remove(member_id)
+        log.info(
+            "group=%s generation=%d member=%s pending member expired",
+            group.group_id,
+            group.generation_id,
+            member_id,
+        )
+        if group.state is _PREPARING:
+            self._check_join(group, now_ms, out)
+
+    def _on_join_timer(self, group: Group, now_ms: int, out: list[Effect]) -> None:
+        deadline = group.join_deadline_ms
+        if deadline is None or now_ms < deadline or group.state is not _PREPARING:
+            return
+        if group.join_initial and group.new_member_added and group.join_remaining_ms != 0:
+            # InitialDelayedJoin.onComplete: new members arrived during this window -> wait another window.
+            group.new_member_added = False
+            delay = min(self.config.initial_rebalance_delay_ms, group.join_remaining_ms)
+            group.join_remaining_ms = max(group.join_remaining_ms - group.join_delay_ms, 0)
+            group.join_delay_ms = delay
+            group.join_deadline_ms = now_ms + delay
+            out.append(SetTimer(group.join_key, group.join_deadline_ms))
+            log.debug(
+                "group=%s generation=%d initial join delay extended by %d ms (%d ms left)",
+                group.group_id,
+                group.generation_id,
+                delay,
+                group.join_remaining_ms,
+            )
+            return
+        group.join_deadline_ms = None
+        self._on_complete_join(group, now_ms, out)
+
+    def _on_sync_timer(self, group: Group, generation: int, now_ms: int, out: list[Effect]) -> None:
+        deadline = group.sync_deadline_ms
+        if deadline is None or group.sync_generation != generation or now_ms < deadline:
+            return
+        group.sync_deadline_ms = None
+        if generation != group.generation_id or group.state not in (_COMPLETING, _STABLE):
+            return
+        if not group.pending_sync:
+            return
+        laggards = list(group.pending_sync)
+        for member_id in laggards:
+            member = group.remove(member_id)
+            if member is not None:
+                self._cancel_heartbeat(member, out)
+                self._emit_removed(out, group, member, REMOVED_SYNC_TIMEOUT)
+        log.info(
+            "group=%s generation=%d removed %d members that did not send SyncGroup: %s",
+            group.group_id,
+            generation,
+            len(laggards),
+            laggards[:10],
+        )
+        self._prepare_rebalance(group, now_ms, out, f"pending sync expired for {len(laggards)} members")
+
+    # ============================================================================================ durability
+
+    def begin_loading(self) -> list[Effect]:
+        """Start (re)loading from the durable log. Every in-memory group is unloaded first (-> Dead): parked
+        JoinGroups (PreparingRebalance) and SyncGroups (CompletingRebalance / Stable) are answered NOT_COORDINATOR
+        and all timers are cancelled. Until :meth:`finish_loading`, requests get COORDINATOR_LOAD_IN_PROGRESS
+        (Heartbeat: NONE; SyncGroup: REBALANCE_IN_PROGRESS)."""
+        out: list[Effect] = []
+        for group in list(self._groups.values()):
+            self._unload_group(group, out)
+        self._groups.clear()
+        self._loading = True
+        return out
+
+    def _unload_group(self, group: Group, out: list[Effect]) -> None:
+        """Kafka ``onGroupUnloaded`` (partition emigration)."""
+        previous = group.state
+        self._transition(group, _DEAD, group.state_timestamp_ms, out)
+        for member in group.members.values():
+            if previous is _PREPARING:
+                parked, token = group.take_join(member)
+                if parked:
+                    out.append(
+                        Respond(
+                            token, JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=member.member_id)
+                        )
+                    )
+            elif member.awaiting_sync:
+                self._answer_sync(out, member, SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
+            self._cancel_heartbeat(member, out)
+        for pending_id in group.pending_members:
+            out.append(CancelTimer((TIMER_PENDING, group.group_id, pending_id)))
+        if group.join_deadline_ms is not None:
+            group.join_deadline_ms = None
+            out.append(CancelTimer(group.join_key))
+        self._remove_sync_expiration(group, out)
+        log.info("group=%s generation=%d unloaded", group.group_id, group.generation_id)
+
+    def load(self, record: Record) -> None:
+        """Replay one persisted record (in log order). Offsets are last-writer-wins; the last group record of a
+        group replaces its membership (loaded as Stable, or Empty if it has no members); a tombstone drops the
+        group and its offsets."""
+        if isinstance(record, OffsetCommitRecord):
+            group = self._groups.get(record.group_id)
+            if group is None:
+                group = Group(record.group_id, _EMPTY, record.commit_timestamp_ms)
+                self._groups[record.group_id] = group
+            group.offsets[(record.topic, record.partition)] = OffsetEntry(
+                record.offset, record.leader_epoch, record.metadata, record.commit_timestamp_ms
+            )
+        elif isinstance(record, GroupMetadataRecord):
+            previous = self._groups.get(record.group_id)
+            group = Group(record.group_id, _STABLE if record.members else _EMPTY, record.timestamp_ms)
+            group.generation_id = record.generation_id
+            group.protocol_type = record.protocol_type or None
+            group.protocol_name = record.protocol_name
+            group.leader_id = record.leader_id
+            for m in record.members:
+                member = Member(
+                    record.group_id,
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    record.protocol_type or "",
+                    [(record.protocol_name or "", m.subscription)],
+                    m.assignment,
+                )
+                group.add(member)
+            if previous is not None:
+                group.offsets = previous.offsets
+            self._groups[record.group_id] = group
+        elif isinstance(record, GroupTombstoneRecord):
+            self._groups.pop(record.group_id, None)
+        else:
+            raise TypeError(f"not a group coordinator record: {record!r}")
+
+    def finish_loading(self, now_ms: int) -> list[Effect]:
+        """End loading (Kafka ``onGroupLoaded`` for every group): a group over ``group.max.size`` rebalances, and
+        every member of a loaded group gets a session timer."""
+        out: list[Effect] = []
+        self._loading = False
+        for group in self._groups.values():
+            log.info(
+                "group=%s generation=%d loaded in %s with %d members",
+                group.group_id,
+                group.generation_id,
+                group.state,
+                len(group.members),
+            )
+            if len(group.members) > self.config.max_size:
+                self._prepare_rebalance(group, now_ms, out, "freshly loaded group is over capacity")
+            for member in group.members.values():
+                self._schedule_heartbeat(member, now_ms, out)
+        return out
+
+    def _persist_group(self, group: Group, now_ms: int, out: list[Effect]) -> None:
+        """``storeGroup``: the group with the members' current assignments (no members when Empty)."""
+        protocol = group.protocol_name
+        members: tuple[MemberRecord, ...] = ()
+        if group.members:
+            assert protocol is not None
+            members = tuple(
+                MemberRecord(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata(protocol),
+                    m.assignment,
+                )
+                for m in group.members.values()
+            )
+        out.append(
+            Persist(
+                GroupMetadataRecord(
+                    group.group_id,
+                    group.generation_id,
+                    group.protocol_type,
+                    protocol,
+                    group.leader_id if group.members else None,
+                    now_ms,
+                    members,
+                )
+            )
+        )
+
+    # ============================================================================================ events
+
+    def _transition(self, group: Group, state: GroupState, now_ms: int, out: list[Effect]) -> None:
+        previous = group.transition_to(state, now_ms)
+        log.debug(
+            "group=%s generation=%d %s -> %s",
+            group.group_id,
+            group.generation_id,
+            previous.value,
+            state.value,
+        )
+        if self._emit_events:
+            out.append(
+                Emit(
+                    EMIT_GROUP_STATE,
+                    {
+                        "group": group.group_id,
+                        "from_state": previous.value,
+                        "to_state": state.value,
+                        "generation": group.generation_id,
+                        "members": len(group.members),
+                    },
+                )
+            )
+
+    def _emit_rebalance_end(self, group: Group, out: list[Effect]) -> None:
+        if self._emit_events:
+            out.append(
+                Emit(
+                    EMIT_REBALANCE_END,
+                    {
+                        "group": group.group_id,
+                        "generation": group.generation_id,
+                        "members": len(group.members),
+                        "leader": group.leader_id if group.members else None,
+                        "protocol": group.protocol_name,
+                    },
+                )
+            )
+
+    def _emit_removed(self, out: list[Effect], group: Group, member: Member, reason: str) -> None:
+        if self._emit_events:
+            out.append(
+                Emit(
+                    EMIT_MEMBER_REMOVED,
+                    {
+                        "group": group.group_id,
+                        "generation": group.generation_id,
+                        "member": member.member_id,
+                        "instance_id": member.group_instance_id,
+                        "reason": reason,
+                    },
+                )
+            )
