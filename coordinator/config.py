@@ -1,0 +1,67 @@
+"""Broker settings (everything but the group coordinator's own :class:`GroupConfig`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from coordinator.group.config import GroupConfig
+from harness.errors import ConfigError
+
+__all__ = ["BrokerConfig", "DEFAULT_MAX_REQUEST_BYTES"]
+
+#: Kafka's ``socket.request.max.bytes`` default (100 MiB).
+DEFAULT_MAX_REQUEST_BYTES = 104_857_600
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """How one broker process runs.
+
+    * ``host`` / ``port``: where it listens (port 0: any free port; the real one is in the ready
+      file). Loopback only is the harness's rule, not enforced here.
+    * ``broker_id``: ``broker.id``; also the node id in Metadata and FindCoordinator.
+    * ``advertised_host``: the host put in Metadata / FindCoordinator. None (the default) means
+      *the address the client connected through* (see :mod:`coordinator.server`).
+    * ``zookeeper``: ZooKeeper connect string for 0.8-style registration, or None.
+    * ``data_dir``: where partition logs and the group log live; None keeps everything in memory.
+    * ``auto_create_topics`` / ``num_partitions``: ``auto.create.topics.enable`` and the partition
+      count of auto-created topics (``num.partitions``).
+    * ``offsets_partitions``: ``offsets.topic.num.partitions``, the modulus of FindCoordinator's
+      ``partitionFor(group)`` when there are several brokers.
+    * ``max_request_bytes``: ``socket.request.max.bytes``; a larger frame closes the connection.
+    * ``history_path``: JSON-lines history for ``broker_request`` and group events, or None.
+    * ``metrics_interval_s``: how often request counters go to the history (0: only at shutdown).
+    * ``ready_file``: written (``{"port": ..., "pid": ...}``) once the broker accepts connections.
+    * ``group``: the group coordinator's settings.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    broker_id: int = 0
+    advertised_host: str | None = None
+    zookeeper: str | None = None
+    data_dir: Path | None = None
+    auto_create_topics: bool = True
+    num_partitions: int = 1
+    offsets_partitions: int = 50
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    history_path: Path | None = None
+    metrics_interval_s: float = 1.0
+    ready_file: Path | None = None
+    cluster_id: str = "herdlab-cluster"
+    group: GroupConfig = field(default_factory=GroupConfig)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be in [0, 65535], got {self.port}")
+        if self.broker_id < 0:
+            raise ConfigError(f"broker id must be >= 0, got {self.broker_id}")
+        if self.num_partitions < 1:
+            raise ConfigError(f"num.partitions must be >= 1, got {self.num_partitions}")
+        if self.offsets_partitions < 1:
+            raise ConfigError(f"offsets.topic.num.partitions must be >= 1, got {self.offsets_partitions}")
+        if self.max_request_bytes < 1024:
+            raise ConfigError(f"max request bytes must be >= 1024, got {self.max_request_bytes}")
+        if self.metrics_interval_s < 0:
+            raise ConfigError("metrics interval must be >= 0")

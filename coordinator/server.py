@@ -1,0 +1,512 @@
+"""The broker process: asyncio TCP server, per-connection framing, dispatch, lifecycle.
+
+Contract
+--------
+* One :class:`Broker` per process. :meth:`Broker.start` opens the data directory, binds
+  ``host:port`` (port 0: any free port, see :attr:`Broker.port`), registers in ZooKeeper when
+  configured, starts loading the group log in the background (group APIs answer
+  COORDINATOR_LOAD_IN_PROGRESS until it is done) and finally writes the ready file.
+* Connections are served concurrently. Within one connection requests are decoded and handled in
+  arrival order as soon as they arrive -- a Heartbeat is processed even while an earlier Fetch on the
+  same connection long-polls -- and responses are written in request order (Kafka's per-connection
+  ordering guarantee). At most :data:`MAX_IN_FLIGHT` responses may be outstanding per connection;
+  then the connection is not read until one is written.
+* Bad input never affects other connections and never half-applies a change:
+
+  - a frame size below 8 bytes or above ``max_request_bytes``, undecodable bytes, an API key kio
+    does not know: the connection is closed;
+  - a version kio knows but the broker does not advertise: UNSUPPORTED_VERSION if that response
+    has a top-level error code, else the connection is closed; ApiVersions of an unknown version is
+    answered as v0 with UNSUPPORTED_VERSION and the full version list (clients then retry lower);
+  - a handler that raises: UNKNOWN_SERVER_ERROR where the response can carry it, else close.
+
+* **Advertised address.** Metadata, FindCoordinator and DescribeCluster name the address the
+  client connected through, so a member that reached the broker through a proxy keeps using it:
+  host = ``advertised_host`` when configured, else the connection's peer IP when that is a loopback
+  address (the harness's proxies listen on the broker's port on a loopback IP of their own and
+  connect upstream from it), else the connection's local IP; port = the connection's local port.
+  A connection may also start with a PROXY protocol v1 line (``PROXY TCP4 <src> <dst> <sport>
+  <dport>\\r\\n``, as HAProxy sends it); its destination is then advertised on that connection.
+  (A Kafka frame cannot start with ``PROX``: that size exceeds any allowed frame.)
+* **Request counters.** Every decoded request is counted by API. Every ``metrics_interval_s``
+  (and at shutdown) the counts since the previous event go to the history as one
+  ``broker_request`` event: ``{"impl": "coordinator", "broker_id": 0, "interval_s": 1.0,
+  "requests": {"Heartbeat": 12, ...}, "total": 12, "handling_us": {"Heartbeat": 150, ...},
+  "rejected": {"malformed": 1, ...}}`` (``handling_us``: summed synchronous handling time -- decode
+  and handler, not the wait of a parked request; ``rejected``: connections closed or requests
+  refused, by reason). Nothing is written for an interval without requests. Cheap: two counter
+  increments per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import ipaddress
+import json
+import logging
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.errors import ErrorCode
+
+from coordinator.cluster import ClusterView
+from coordinator.config import BrokerConfig
+from coordinator.context import RequestContext
+from coordinator.dataplane import DATA_VERSIONS, DataPlane
+from coordinator.group.machine import GroupCoordinator
+from coordinator.group_log import GroupLog
+from coordinator.groups import GROUP_VERSIONS, GroupShell
+from coordinator.topics import TopicStore
+from coordinator.wire import (
+    ZERO_TD,
+    FrameTooLarge,
+    MalformedRequest,
+    UnknownApi,
+    VersionNotServed,
+    check_frame_size,
+    decode_request,
+    encode_response,
+    error_response,
+    make,
+    nested,
+    response_class,
+)
+from harness.history.writer import History, open_history
+
+__all__ = ["API_NAMES", "Broker", "CloseConnection", "MAX_IN_FLIGHT", "Peer", "SERVED_VERSIONS", "run_broker"]
+
+log = logging.getLogger("coordinator")
+
+#: Outstanding responses per connection before the broker stops reading from it.
+MAX_IN_FLIGHT = 128
+_WRITE_HIGH_WATER = 4 * 1024 * 1024
+_PROXY_MAX = 107  # longest PROXY v1 line, CRLF included
+
+API_NAMES: dict[int, str] = {
+    0: "Produce",
+    1: "Fetch",
+    2: "ListOffsets",
+    3: "Metadata",
+    8: "OffsetCommit",
+    9: "OffsetFetch",
+    10: "FindCoordinator",
+    11: "JoinGroup",
+    12: "Heartbeat",
+    13: "LeaveGroup",
+    14: "SyncGroup",
+    15: "DescribeGroups",
+    16: "ListGroups",
+    18: "ApiVersions",
+    19: "CreateTopics",
+    22: "InitProducerId",
+    37: "CreatePartitions",
+    42: "DeleteGroups",
+    60: "DescribeCluster",
+}
+
+#: Everything this broker advertises in ApiVersions: API key -> (min, max).
+SERVED_VERSIONS: dict[int, tuple[int, int]] = {18: (0, 4), **DATA_VERSIONS, **GROUP_VERSIONS}
+
+
+def _advertised_host(local_ip: str, peer_ip: str) -> str:
+    """The host to advertise on a connection: the peer's IP if it is a loopback address, else ours.
+
+    A fault-injection proxy (:mod:`harness.faults.proxy`) listens on the broker's port on a loopback
+    IP of its own and connects upstream *from* that IP; advertising the peer IP sends the member
+    back through the proxy.
+    """
+    try:
+        if ipaddress.ip_address(peer_ip).is_loopback:
+            return peer_ip
+    except ValueError:
+        pass
+    return local_ip
+
+
+class CloseConnection(Exception):
+    """Stop serving this connection; the message starts with a reason key (``malformed: ...``)."""
+
+
+class Peer(Protocol):
+    """What the broker needs to know about the other end of a connection."""
+
+    client_host: str
+    advertised_host: str
+    advertised_port: int
+
+
+class Connection:
+    """One client connection: read frames, dispatch, write responses in order."""
+
+    def __init__(self, broker: Broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.broker = broker
+        self.reader = reader
+        self.writer = writer
+        sock = writer.get_extra_info("sockname") or ("127.0.0.1", broker.port)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.advertised_host: str = broker.config.advertised_host or _advertised_host(sock[0], peer[0])
+        self.advertised_port: int = sock[1]
+        self.peer = f"{peer[0]}:{peer[1]}"
+        self.client_host = f"/{peer[0]}"
+        self.queue: asyncio.Queue[tuple[int, int, int, Any]] = asyncio.Queue(MAX_IN_FLIGHT)
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    async def serve(self) -> None:
+        writer_task = asyncio.create_task(self._write_loop())
+        try:
+            await self._read_loop()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except CloseConnection as e:
+            self.broker.rejected[str(e).split(":", 1)[0]] += 1
+            log.warning("closing connection from %s: %s", self.peer, e)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("connection from %s failed", self.peer)
+        finally:
+            writer_task.cancel()
+            for task in self.tasks:
+                task.cancel()
+            with contextlib.suppress(Exception):
+                self.writer.transport.abort()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await writer_task
+
+    async def _read_loop(self) -> None:
+        reader = self.reader
+        max_size = self.broker.config.max_request_bytes
+        head = await reader.readexactly(4)
+        if head == b"PROX":
+            await self._proxy_header()
+            head = await reader.readexactly(4)
+        while True:
+            size = int.from_bytes(head, "big", signed=True)
+            try:
+                check_frame_size(size, max_size)
+            except FrameTooLarge as e:
+                raise CloseConnection(f"bad_frame_size: {e}") from None
+            frame = await reader.readexactly(size)
+            await self._dispatch(frame)
+            head = await reader.readexactly(4)
+
+    async def _proxy_header(self) -> None:
+        try:
+            rest = await self.reader.readuntil(b"\r\n")
+        except (asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+            raise CloseConnection("bad_proxy_header: no CRLF") from None
+        line = (b"PROX" + rest).decode("ascii", "replace").strip()
+        parts = line.split(" ")
+        if len(line) + 2 > _PROXY_MAX or len(parts) < 2 or parts[0] != "PROXY":
+            raise CloseConnection(f"bad_proxy_header: {line[:40]!r}")
+        if parts[1] in ("TCP4", "TCP6") and len(parts) == 6:
+            try:
+                port = int(parts[5])
+            except ValueError:
+                raise CloseConnection(f"bad_proxy_header: {line!r}") from None
+            if not 0 < port < 65536:
+                raise CloseConnection(f"bad_proxy_header: {line!r}")
+            self.client_host = f"/{parts[2]}"
+            if self.broker.config.advertised_host is None:
+                self.advertised_host = parts[3]
+            self.advertised_port = port
+        elif parts[1] != "UNKNOWN":
+            raise CloseConnection(f"bad_proxy_header: {line!r}")
+
+    async def _dispatch(self, frame: bytes) -> None:
+        out = self.broker.dispatch(frame, self)
+        if out is None:
+            return
+        correlation_id, api_key, version, result = out
+        if inspect.iscoroutine(result):
+            task = asyncio.ensure_future(result)
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            result = task
+        await self.queue.put((correlation_id, api_key, version, result))
+
+    async def _write_loop(self) -> None:
+        writer = self.writer
+        while True:
+            correlation_id, api_key, version, item = await self.queue.get()
+            if isinstance(item, asyncio.Future):
+                try:
+                    item = await asyncio.shield(item)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("%s v%d from %s failed", API_NAMES.get(api_key), version, self.peer)
+                    item = error_response(api_key, version, ErrorCode.unknown_server_error)
+                    if item is None:
+                        writer.transport.abort()
+                        return
+            try:
+                data = encode_response(correlation_id, item)
+            except Exception:
+                log.exception(
+                    "cannot encode %s v%d response for %s", API_NAMES.get(api_key), version, self.peer
+                )
+                writer.transport.abort()
+                return
+            writer.write(data)
+            if writer.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
+                await writer.drain()
+
+
+class Broker:
+    """The broker: storage, handlers, server, metrics, ZooKeeper registration."""
+
+    def __init__(self, config: BrokerConfig, *, machine: GroupCoordinator | None = None) -> None:
+        self.config = config
+        self.history: History = open_history(config.history_path, f"broker-{config.broker_id}")
+        data_dir = Path(config.data_dir) if config.data_dir is not None else None
+        self.store = TopicStore(data_dir)
+        self.cluster = ClusterView(config.broker_id, config.offsets_partitions)
+        self.data = DataPlane(config, self.store, self.cluster)
+        self.group_log = GroupLog(data_dir / "groups") if data_dir is not None else None
+        self.machine = machine or GroupCoordinator(config.group)
+        self.groups = GroupShell(
+            self.machine,
+            self.cluster,
+            self.store,
+            self.history,
+            self.group_log,
+            broker_id=config.broker_id,
+            known_topic=self._known_topic,
+        )
+        self.served = dict(SERVED_VERSIONS)
+        self.handlers: dict[int, Callable[[RequestContext, Any], Any]] = {
+            18: self.api_versions,
+            **self.data.handlers(),
+            **self.groups.handlers(),
+        }
+        self.requests: Counter[int] = Counter()
+        self.handling_ns: Counter[int] = Counter()
+        self.rejected: Counter[str] = Counter()
+        self._reported: Counter[int] = Counter()
+        self._reported_rejected: Counter[str] = Counter()
+        self._reported_ns: Counter[int] = Counter()
+        self._last_report = time.monotonic()
+        self.zk: Any = None
+        self.port = config.port
+        self._server: asyncio.Server | None = None
+        self._connections: dict[asyncio.Task[None], Connection] = {}
+        self._bg: set[asyncio.Task[Any]] = set()
+        self._stopped = asyncio.Event()
+        self.loaded = asyncio.Event()
+
+    def _known_topic(self, name: str) -> bool:
+        if self.store.get(name) is not None:
+            return True
+        return self.zk is not None and self.zk.knows_topic(name)
+
+    # ------------------------------------------------------------------ ApiVersions
+
+    def _api_keys(self, cls: type) -> tuple[Any, ...]:
+        return tuple(
+            make(cls, api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(self.served.items())
+        )
+
+    def api_versions(self, ctx: RequestContext, req: Any) -> Any:
+        cls = response_class(18, ctx.api_version)
+        return make(
+            cls,
+            error_code=ErrorCode.none,
+            api_keys=self._api_keys(nested(cls, "api_keys")),
+            throttle_time=ZERO_TD,
+        )
+
+    def api_versions_error(self) -> Any:
+        """ApiVersions v0 with UNSUPPORTED_VERSION (the answer to a version the broker cannot parse)."""
+        self.rejected["unsupported_version"] += 1
+        return ApiVersionsResponseV0(
+            error_code=ErrorCode.unsupported_version, api_keys=self._api_keys(ApiVersionV0)
+        )
+
+    # ------------------------------------------------------------------ dispatch
+
+    def dispatch(self, frame: bytes, peer: Peer) -> tuple[int, int, int, Any] | None:
+        """Decode and handle one request frame from ``peer`` (no socket IO).
+
+        Returns ``(correlation_id, api_key, api_version, result)`` where ``result`` is a kio
+        response, a future or coroutine of one (write it when done), or None when nothing must be
+        answered (Produce acks=0). Raises :class:`CloseConnection` when the connection must close.
+        """
+        t0 = time.perf_counter_ns()
+        try:
+            req = decode_request(frame, self.served)
+        except VersionNotServed as e:
+            if e.api_key == 18:
+                return e.correlation_id, 18, 0, self.api_versions_error()
+            resp = error_response(e.api_key, e.api_version, ErrorCode.unsupported_version)
+            if resp is None:
+                raise CloseConnection(f"unsupported_version: {e}") from None
+            self.rejected["unsupported_version"] += 1
+            return e.correlation_id, e.api_key, e.api_version, resp
+        except UnknownApi as e:
+            if e.api_key == 18:
+                return e.correlation_id, 18, 0, self.api_versions_error()
+            raise CloseConnection(f"unknown_api: {e}") from None
+        except MalformedRequest as e:
+            raise CloseConnection(f"malformed: {e}") from None
+        api_key = req.api_key
+        self.requests[api_key] += 1
+        ctx = RequestContext(
+            api_key,
+            req.api_version,
+            req.correlation_id,
+            req.client_id,
+            peer.client_host,
+            peer.advertised_host,
+            peer.advertised_port,
+        )
+        try:
+            result = self.handlers[api_key](ctx, req.body)
+        except Exception:
+            log.exception("%s v%d from %s failed", API_NAMES.get(api_key), req.api_version, peer.client_host)
+            result = error_response(api_key, req.api_version, ErrorCode.unknown_server_error)
+            if result is None:
+                raise CloseConnection(f"handler_error: {API_NAMES.get(api_key)}") from None
+        self.handling_ns[api_key] += time.perf_counter_ns() - t0
+        if result is None:
+            return None
+        return req.correlation_id, api_key, req.api_version, result
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Bind, register, start loading groups, write the ready file (see the module docstring)."""
+        cfg = self.config
+        self._server = await asyncio.start_server(self._on_client, cfg.host, cfg.port, backlog=1024)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._spawn(self._load_groups())
+        if cfg.zookeeper:
+            from coordinator.zk import ZkRegistration
+
+            zk = ZkRegistration(cfg, self.store, self.cluster, self.port, asyncio.get_running_loop())
+            await asyncio.get_running_loop().run_in_executor(None, zk.start)
+            self.zk = zk
+            self.data.claim_topic = zk.claim_topic
+        if cfg.metrics_interval_s > 0:
+            self._spawn(self._report_loop())
+        self.history.emit(
+            "started", impl="coordinator", broker_id=cfg.broker_id, host=cfg.host, port=self.port
+        )
+        log.info(
+            "broker %d listening on %s:%d (data dir %s)", cfg.broker_id, cfg.host, self.port, cfg.data_dir
+        )
+        if cfg.ready_file is not None:
+            path = Path(cfg.ready_file)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps({"port": self.port, "pid": os.getpid(), "broker_id": cfg.broker_id}))
+            os.replace(tmp, path)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._bg.add(task)
+        task.add_done_callback(self._bg.discard)
+
+    async def _load_groups(self) -> None:
+        t0 = time.monotonic()
+        try:
+            count = await self.groups.load()
+        except Exception:
+            log.exception("loading the group log failed; group APIs stay unavailable")
+            raise
+        self.loaded.set()
+        log.info("group log loaded: %d records in %.3fs", count, time.monotonic() - t0)
+
+    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        conn = Connection(self, reader, writer)
+        self._connections[task] = conn
+        try:
+            await conn.serve()
+        finally:
+            self._connections.pop(task, None)
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        """Stop serving and release everything; idempotent enough for signal + finally."""
+        if self._server is not None:
+            self._server.close()
+        # Abort the sockets rather than cancel the connection tasks: their read loops then end
+        # normally (asyncio logs an error for a cancelled client-connected callback).
+        for conn in list(self._connections.values()):
+            conn.writer.transport.abort()
+        if self._connections:
+            await asyncio.wait(list(self._connections), timeout=2.0)
+        for task in list(self._connections) + list(self._bg):
+            task.cancel()
+        await asyncio.gather(*self._connections, *self._bg, return_exceptions=True)
+        self.groups.cancel_timers()
+        self.report()
+        if self.zk is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.zk.stop)
+            self.zk = None
+        if self.group_log is not None:
+            self.group_log.close()
+        self.store.close()
+        self.history.emit("stopped", impl="coordinator", broker_id=self.config.broker_id)
+        self.history.close()
+        log.info("broker %d stopped", self.config.broker_id)
+
+    # ------------------------------------------------------------------ metrics
+
+    def report(self) -> None:
+        """Emit one ``broker_request`` event with the counts since the previous one (if any)."""
+        now = time.monotonic()
+        delta = self.requests - self._reported
+        rejected = self.rejected - self._reported_rejected
+        if not delta and not rejected:
+            self._last_report = now
+            return
+        handling = self.handling_ns - self._reported_ns
+        self.history.emit(
+            "broker_request",
+            impl="coordinator",
+            broker_id=self.config.broker_id,
+            interval_s=round(now - self._last_report, 3),
+            requests={API_NAMES.get(k, str(k)): n for k, n in sorted(delta.items())},
+            total=sum(delta.values()),
+            handling_us={API_NAMES.get(k, str(k)): round(ns / 1000) for k, ns in sorted(handling.items())},
+            rejected=dict(rejected),
+        )
+        self._reported = Counter(self.requests)
+        self._reported_rejected = Counter(self.rejected)
+        self._reported_ns = Counter(self.handling_ns)
+        self._last_report = now
+
+    async def _report_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.metrics_interval_s)
+            self.report()
+
+
+async def run_broker(config: BrokerConfig) -> None:
+    """Run a broker until SIGTERM / SIGINT, then stop it cleanly."""
+    broker = Broker(config)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, broker.request_stop)
+    try:
+        await broker.start()
+        await broker.wait_stopped()
+    finally:
+        await broker.stop()

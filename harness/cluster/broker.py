@@ -1,0 +1,189 @@
+"""Launch a herdlab broker (``python -m coordinator``) as a registered child process.
+
+Contract
+--------
+* ``BrokerProcess(...).start(timeout)`` spawns the broker through :func:`harness.procs.spawn` on
+  127.0.0.1, on the requested port or on port 0 (the broker picks a free port and reports it in a
+  ready file, so there is never a race for a port), and returns once the ready file exists and the
+  port accepts connections. If the process dies or the timeout passes first it is stopped and
+  :class:`harness.errors.Unreachable` is raised with the tail of its log.
+* ``bootstrap`` is ``"127.0.0.1:PORT"``. ``stop()`` (SIGTERM, then SIGKILL) and ``kill()``
+  (SIGKILL: a crash) are idempotent; ``restart()`` starts it again on the *same* port with the same
+  data directory, history file and options. Also a context manager.
+* Without ``log_path`` the broker log goes to a temporary directory that is removed by ``stop()``
+  (the ready file lives there too). ``data_dir`` and ``history_path`` are never removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import Unreachable
+from harness.procs import ChildProcess, spawn
+
+__all__ = ["BrokerProcess"]
+
+
+class BrokerProcess:
+    """One broker child process (see the module docstring)."""
+
+    def __init__(
+        self,
+        broker_id: int = 0,
+        zookeeper: str | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        history_path: str | os.PathLike[str] | None = None,
+        log_path: str | os.PathLike[str] | None = None,
+        extra_args: Sequence[str] = (),
+        port: int = 0,
+        host: str = "127.0.0.1",
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.zookeeper = zookeeper
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self.history_path = Path(history_path) if history_path is not None else None
+        self._given_log = Path(log_path) if log_path is not None else None
+        self.extra_args = tuple(extra_args)
+        self.host = host
+        self.port = port
+        self.env = env
+        self.process: ChildProcess | None = None
+        self._tmp: Path | None = None
+
+    # ------------------------------------------------------------------ addresses
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port`` for ``bootstrap_servers``."""
+        if not self.port:
+            raise RuntimeError(f"broker {self.broker_id} is not started")
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        if self._given_log is not None:
+            return self._given_log
+        return self._workdir() / f"broker-{self.broker_id}.log"
+
+    def _workdir(self) -> Path:
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix=f"herdlab-broker-{self.broker_id}-"))
+        return self._tmp
+
+    def argv(self, ready_file: Path) -> list[str]:
+        """The command line of the broker process."""
+        argv = [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--broker-id",
+            str(self.broker_id),
+            "--ready-file",
+            str(ready_file),
+        ]
+        if self.zookeeper:
+            argv += ["--zookeeper", self.zookeeper]
+        if self.data_dir is not None:
+            argv += ["--data-dir", str(self.data_dir)]
+        if self.history_path is not None:
+            argv += ["--history", str(self.history_path)]
+        return argv + list(self.extra_args)
+
+    # ------------------------------------------------------------------ life cycle
+
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
+        """Spawn the broker and wait until it serves; returns ``self``."""
+        if self.process is not None and self.process.alive():
+            return self
+        ready = self._workdir() / f"ready-{self.broker_id}.json"
+        ready.unlink(missing_ok=True)
+        self.process = spawn(
+            self.argv(ready), f"broker-{self.broker_id}", log_path=self.log_path, env=self.env
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            if ready.exists():
+                try:
+                    info = json.loads(ready.read_text())
+                except json.JSONDecodeError:
+                    info = None  # being replaced right now
+                if info is not None:
+                    self.port = int(info["port"])
+                    if self._accepts():
+                        return self
+            if not self.process.alive():
+                tail = self.process.log_tail()
+                self.process.stop()
+                raise Unreachable(
+                    f"broker {self.broker_id} exited with status {self.process.returncode} before it was ready; "
+                    f"log tail: {tail[-2000:]}"
+                )
+            if time.monotonic() > deadline:
+                tail = self.process.log_tail()
+                self.process.stop()
+                raise Unreachable(
+                    f"broker {self.broker_id} not ready after {timeout:.0f}s; log tail: {tail[-2000:]}"
+                )
+            time.sleep(0.02)
+
+    def _accepts(self) -> bool:
+        try:
+            with socket.create_connection((self.host, self.port), timeout=1.0):
+                return True
+        except OSError:
+            return False
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.alive()
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the broker (e.g. SIGSTOP / SIGCONT to pause it)."""
+        if self.process is not None:
+            self.process.signal(sig)
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM (clean shutdown), SIGKILL after ``grace`` seconds; removes a temporary work dir."""
+        if self.process is not None:
+            self.process.stop(grace)
+        self._cleanup()
+
+    def kill(self) -> None:
+        """SIGKILL the broker (a crash: no clean shutdown)."""
+        if self.process is not None:
+            self.process.signal(signal.SIGKILL)
+            self.process.wait(5.0)
+            self.process.stop(0.0)
+
+    def restart(self, timeout: float = 30.0) -> BrokerProcess:
+        """Start again on the same port and data directory (stopping it first if it runs)."""
+        if self.process is not None and self.process.alive():
+            self.process.stop()
+        return self.start(timeout)
+
+    def _cleanup(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<BrokerProcess id={self.broker_id} port={self.port} alive={self.alive()}>"
