@@ -10,6 +10,9 @@ Pure: feed events in time order to :meth:`Ownership.apply`; ask :meth:`Ownership
   return shows up as a second claimant until it notices.
 * ``assigned`` / ``revoked`` events (one per partition) add and remove claims; a member that stops or
   crashes loses all its claims.
+* A live member has **joined** once it reported a completed rebalance (``rebalance_end`` with
+  outcome ``ok``); the harness waits for every initial member to have joined before it calls a
+  group stable, so a slow starter cannot join after the timeline began.
 * The group is **settled** at time ``now`` when every partition ``0..partitions-1`` is claimed by
   exactly one live member, no live member claims anything else, and nothing changed during the last
   ``window`` seconds.
@@ -30,6 +33,7 @@ class Ownership:
         self.claims: dict[str, set[int]] = defaultdict(set)
         self.live: set[str] = set()
         self.suspended: set[str] = set()
+        self.joined: set[str] = set()  # members that completed a rebalance (rebalance_end, outcome ok)
         self.last_change_ns = 0
         self.events = 0
 
@@ -46,6 +50,13 @@ class Ownership:
         self.events += 1
         kind = event.get("kind")
         ts = int(event.get("ts_ns", 0))
+        if (
+            kind == "rebalance_end"
+            and event.get("outcome") in (None, "ok")
+            and event.get("source") in self.live
+        ):
+            self.joined.add(event["source"])
+            return
         if kind in ("assigned", "revoked", "started", "stopped"):
             src = event.get("source")
             if src is None:
@@ -84,6 +95,7 @@ class Ownership:
         if src in self.live or self.claims.get(src):
             self.live.discard(src)
             self.suspended.discard(src)
+            self.joined.discard(src)
             self.claims.pop(src, None)
             self._changed(ts)
 

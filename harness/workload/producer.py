@@ -72,7 +72,11 @@ class Producer:
 
         c = self.config
         producer = KafkaProducer(
-            bootstrap_servers=c.bootstrap.split(","), acks=c.acks, linger_ms=5, client_id="herdlab-producer"
+            bootstrap_servers=c.bootstrap.split(","),
+            acks=c.acks,
+            linger_ms=5,
+            client_id="herdlab-producer",
+            metadata_max_age_ms=int(c.metadata_refresh_s * 1000),  # see added partitions soon
         )
         try:
             partitions = self._partitions(producer)

@@ -122,7 +122,21 @@ def test_a_paused_member_does_not_count_until_resumed_and_then_counts_as_a_secon
     assert not o.owned_once()  # nobody who can act owns partition 0
     o.apply(_ev(16, "assigned", "b", partition=0))  # b took over after a's session expired
     assert o.settled(int(20e9), window_s=3)
-    o.apply({"ts_ns": int(21e9), "kind": "nemesis", "action": "resume", "targets": ["a"], "source": "nemesis"})
+    o.apply(
+        {"ts_ns": int(21e9), "kind": "nemesis", "action": "resume", "targets": ["a"], "source": "nemesis"}
+    )
     assert o.owners()[0] == ["a", "b"] and not o.owned_once()
     o.apply(_ev(22, "revoked", "a", partition=0))
     assert o.owned_once()
+
+
+def test_joined_means_a_completed_rebalance_and_is_forgotten_on_stop() -> None:
+    o = Ownership(partitions=1)
+    o.apply_all([_ev(0, "started", "a"), _ev(0, "started", "b"), _ev(1, "assigned", "a", partition=0)])
+    o.apply(_ev(1, "rebalance_end", "a", outcome="ok"))
+    o.apply(_ev(1, "rebalance_end", "b", outcome="exhausted"))
+    assert o.joined == {"a"}
+    o.apply(_ev(2, "rebalance_end", "b", outcome="ok"))
+    assert o.joined == {"a", "b"}
+    o.apply(_ev(3, "stopped", "b"))
+    assert o.joined == {"a"}

@@ -58,6 +58,7 @@ def test_members_share_partitions_process_every_record_and_a_leaver_hands_over(
 ) -> None:
     m0, m1 = _member(broker, tmp_path, "m0"), _member(broker, tmp_path, "m1")
     try:
+
         def both_own() -> bool:
             o = _ownership(tmp_path, "m0", "m1")
             return o.owned_once() and {v[0] for v in o.owners().values()} == {"m0", "m1"}

@@ -1,0 +1,715 @@
+"""``analyze_run``: one run directory in, the metrics dict (also ``metrics.json``'s content) out.
+
+Contract
+--------
+``analyze_run(run_dir, spark_master=None) -> dict`` reads ``run_dir/history.parquet`` and
+``manifest.json``, runs the jobs of :mod:`harness.analysis.jobs` on Spark (local mode unless
+``spark_master`` names a cluster) and returns a JSON-serialisable dict (see :data:`FORMAT`):
+
+* ``format``, ``run`` (run id, scenario, settle window, backend, versions...), ``spark``,
+  ``definitions`` ([term, text] pairs), ``metric_info`` (label / unit / family per metric name),
+  ``cases`` (from the manifest), ``alerts`` (one line each: lost records, failed units, triggers
+  that never settled);
+* ``units``: one dict per unit with completeness and split-brain totals, ``triggers`` (per trigger:
+  t0_s, t1_s, settled, latency parts, herd counts, by-operation/API maps, split brain in its
+  window) and ``startup`` (split brain before the first trigger);
+* ``aggregates``: per implementation, case and trigger key (``"#1 join"``; ``"unit"`` for unit
+  totals) and metric: n, never, k (finite values), p50, p95, p99, max, mean, ci95 ([lo, hi] or
+  None) and ci_note (``"n=1"`` ...);
+* ``series``: rate of processed records per unit (for the consumption plot), the longest gap per
+  trigger, and ownership timelines (claims, suspensions, overlaps) of chosen units.
+
+Times inside ``units`` and ``series`` are seconds since the unit's origin (its ``stable`` event,
+else ``unit_start``, else its first event). A run with an empty history yields no units but a valid
+dict. Errors in the input raise :class:`~harness.errors.ConfigError` (see :mod:`.load`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from harness.analysis.definitions import DEFINITIONS, METRICS, TRIGGER_METRICS, UNIT_METRICS, metric
+from harness.analysis.load import RunInputs, load_run
+from harness.analysis.spark import spark_session
+from harness.analysis.stats import mean_ci
+
+FORMAT = "herdlab-metrics/1"
+SENTINEL = 1e18  # stands for +infinity ("never") inside percentile computations
+MAX_TIMELINES = 12
+MAX_TIMELINE_PARTITIONS = 64
+MAX_RATE_POINTS = 1500
+LOST_SAMPLE = 20
+
+UnitKey = tuple[str, str, int]
+
+
+def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> dict[str, Any]:
+    """Analyse one run directory (see the module contract)."""
+    inputs = load_run(run_dir)
+    t = time.monotonic()
+    spark = spark_session(spark_master)
+    started = time.monotonic() - t
+    metrics = analyze(spark, inputs)
+    metrics["spark"]["session_s"] = round(started, 3)
+    return metrics
+
+
+def _key(d: dict[str, Any]) -> UnitKey:
+    return (d["case"], d["impl"], int(d["repetition"]))
+
+
+def _s(ns: int | None, origin: int) -> float | None:
+    return None if ns is None else round((ns - origin) / 1e9, 6)
+
+
+def _dur(a: int | None, b: int | None) -> float | None:
+    return None if a is None or b is None else round((b - a) / 1e9, 6)
+
+
+def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
+    """Run the jobs on an already running ``spark`` session (see :func:`analyze_run`)."""
+    from pyspark.sql import functions as F
+
+    from harness.analysis import jobs as J
+
+    t_start = time.monotonic()
+    man = inputs.manifest
+    window_s = inputs.settle_window_s
+    cases = list(man.get("cases") or [])
+    case_by_label = {c.get("label"): c for c in cases}
+    scenario = man.get("scenario") or {}
+    out: dict[str, Any] = {
+        "format": FORMAT,
+        "run": {
+            "run_id": man.get("run_id"),
+            "scenario": scenario.get("name"),
+            "description": scenario.get("description"),
+            "settle_window_s": window_s,
+            "repetitions": man.get("repetitions"),
+            "implementations": scenario.get("implementations"),
+            "backend": man.get("backend"),
+            "started": man.get("started"),
+            "finished": man.get("finished"),
+            "interrupted": man.get("interrupted"),
+            "git_commit": man.get("git_commit"),
+            "versions": man.get("versions"),
+            "machine": man.get("machine"),
+            "history_rows": inputs.rows,
+            "run_dir": str(inputs.run_dir),
+        },
+        "spark": {"master": spark.sparkContext.master, "version": spark.version},
+        "definitions": [list(d) for d in DEFINITIONS],
+        "metric_info": {},
+        "cases": cases,
+        "units": [],
+        "aggregates": [],
+        "series": {"rate": [], "gaps": [], "timelines": []},
+        "alerts": [],
+    }
+    manifest_units = {
+        (u.get("case"), u.get("impl"), int(u.get("repetition") or 0)): u for u in man.get("units") or []
+    }
+
+    from harness.analysis.spark import shuffle_partitions_for
+
+    parts = shuffle_partitions_for(inputs.rows, spark.sparkContext.defaultParallelism)
+    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    out["spark"]["shuffle_partitions"] = parts
+    frames = J.prepare(spark, str(inputs.history))
+    U = J.UNIT
+    bounds = J.collect(
+        frames.raw.groupBy(*U).agg(
+            F.min("ts_ns").alias("t_first"), F.max("ts_ns").alias("t_last"), F.count("*").alias("events")
+        )
+    )
+    c = frames.control
+    marks = {
+        _key(r): r
+        for r in J.collect(
+            c.where(F.col("is_nemesis") & F.col("kind").isin("unit_start", "stable"))
+            .groupBy(*U)
+            .agg(
+                F.min(F.when(F.col("kind") == "unit_start", F.col("ts_ns"))).alias("t_start"),
+                F.min(F.when(F.col("kind") == "stable", F.col("ts_ns"))).alias("t_stable"),
+                F.first(F.when(F.col("kind") == "unit_start", F.col("partitions")), ignorenulls=True).alias(
+                    "p"
+                ),
+                F.first(F.when(F.col("kind") == "unit_start", F.col("topic")), ignorenulls=True).alias(
+                    "topic"
+                ),
+            )
+        )
+    }
+    units: dict[UnitKey, dict[str, Any]] = {}
+    for b in bounds:
+        k = _key(b)
+        m = marks.get(k, {})
+        p0 = None
+        if m.get("p") is not None:
+            try:
+                p0 = int(m["p"])
+            except ValueError:
+                p0 = None
+        if p0 is None:
+            p0 = int((case_by_label.get(k[0]) or {}).get("partitions") or 0)
+        origin = m.get("t_stable") or m.get("t_start") or b["t_first"]
+        units[k] = {
+            "case": k[0],
+            "impl": k[1],
+            "repetition": k[2],
+            "events": b["events"],
+            "partitions": p0,
+            "t_first": b["t_first"],
+            "t_last": b["t_last"],
+            "origin": origin,
+            "duration_s": round((b["t_last"] - origin) / 1e9, 3),
+        }
+    for k, mu in manifest_units.items():
+        if k not in units:
+            units[k] = {"case": k[0], "impl": k[1], "repetition": k[2], "events": 0, "partitions": None}
+        if mu.get("failed"):
+            units[k]["failed"] = mu["failed"]
+    for k, u in units.items():
+        case = case_by_label.get(k[0]) or {}
+        u["members"] = case.get("members")
+        u["params"] = case.get("params") or {}
+    analysed = {k: u for k, u in units.items() if u.get("events")}
+    if analysed:
+        _run_jobs(spark, frames, analysed, window_s, out)
+    # units without events (failed before anything was recorded)
+    for k, u in units.items():
+        if k not in analysed:
+            u.setdefault("triggers", [])
+    out["units"] = [
+        _public_unit(units[k]) for k in sorted(units, key=lambda k: (_case_order(k[0], cases), k[1], k[2]))
+    ]
+    _aggregate(spark, out)
+    _alerts(out)
+    names = {a["metric"] for a in out["aggregates"]} | set(METRICS)
+    out["metric_info"] = {
+        n: {
+            "label": metric(n).label,
+            "unit": metric(n).unit,
+            "family": metric(n).family,
+            "censored": metric(n).censored,
+        }
+        for n in sorted(names)
+    }
+    out["spark"]["analysis_s"] = round(time.monotonic() - t_start, 3)
+    return out
+
+
+def _case_order(label: str, cases: list[dict[str, Any]]) -> int:
+    for c in cases:
+        if c.get("label") == label:
+            return int(c.get("index") or 0)
+    return 10**6
+
+
+def _public_unit(u: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in u.items() if k not in ("t_first", "t_last", "origin")}
+
+
+def _run_jobs(
+    spark: Any, frames: Any, units: dict[UnitKey, dict[str, Any]], window_s: float, out: dict[str, Any]
+) -> None:
+    from pyspark.sql import functions as F
+
+    from harness.analysis import jobs as J
+
+    U = J.UNIT
+    udf = spark.createDataFrame(
+        [(k[0], k[1], k[2], u["t_first"], u["t_last"], int(u["partitions"] or 0)) for k, u in units.items()],
+        "case string, impl string, repetition int, t_first long, t_last long, p0 int",
+    )
+    jobs = J.Jobs(spark, frames, udf, window_s)
+    settled = jobs.settle()
+    det = jobs.detection(settled)
+    res = jobs.resumed(settled)
+    buckets = jobs.buckets()
+    gaps = jobs.gaps(buckets)
+    tgap = jobs.trigger_gaps(gaps, settled, res)
+    trig_rows = J.collect(
+        settled.join(det, [*U, "tid"], "left")
+        .join(res, [*U, "tid"], "left")
+        .join(tgap, [*U, "tid"], "left")
+        .select(
+            *U,
+            "tid",
+            "action",
+            "targets",
+            "t0",
+            "t1",
+            "t_limit",
+            "P1",
+            "t_react",
+            "t_resumed",
+            "gap_start",
+            "gap_end",
+        )
+    )
+    counts, ops, apis, btot, packets = jobs.herd(settled)
+    # split brain
+    segs = jobs.segments()
+    pairs, islands = jobs.overlaps(segs)
+    keys = jobs.record_keys().cache()
+    dups = keys.where(F.col("n") > 1)
+    commits = J.pin(jobs.commits())
+    ph = jobs.phases
+    accepted = J.to_phase(commits.where(~F.col("rejected")), ph, "ts_ns")
+
+    def per_trigger(df: Any, table: str, key: Any, value: Any) -> Any:
+        return df.select(
+            *U, "tid", F.lit(table).alias("table"), key.alias("key"), value.cast("double").alias("value")
+        )
+
+    def wide(df: Any, table: str, cols: list[str]) -> Any:
+        m = F.create_map(*[x for c in cols for x in (F.lit(c), F.col(c).cast("double"))])
+        return df.select(*U, "tid", F.lit(table).alias("table"), F.explode(m).alias("key", "value"))
+
+    def phase_agg(df: Any, name: str, agg: Any) -> Any:
+        return (
+            df.groupBy(*U, "tid")
+            .agg(agg.alias("v"))
+            .select(
+                *U,
+                "tid",
+                F.lit("sb").alias("table"),
+                F.lit(name).alias("key"),
+                F.col("v").cast("double").alias("value"),
+            )
+        )
+
+    long_rows = J.collect(
+        wide(counts, "herd", [c for c in counts.columns if c not in (*U, "tid")])
+        .unionByName(per_trigger(ops, "op", F.col("key"), F.col("value")))
+        .unionByName(per_trigger(apis, "api", F.col("key"), F.col("value")))
+        .unionByName(wide(btot, "herd", ["broker_requests", "broker_group_requests"]))
+        .unionByName(wide(packets, "herd", ["zk_packets"]))
+        .unionByName(phase_agg(J.to_phase(pairs, ph, "ostart"), "overlaps", F.count("*")))
+        .unionByName(
+            phase_agg(
+                J.to_phase(islands, ph, "istart"), "overlap_s", F.sum(F.col("iend") - F.col("istart")) / J.NS
+            )
+        )
+        .unionByName(phase_agg(J.to_phase(dups, ph, "last"), "duplicates", F.count("*")))
+        .unionByName(
+            phase_agg(accepted, "commits_non_owner", F.sum(F.when(F.col("non_owner"), 1).otherwise(0)))
+        )
+        .unionByName(
+            phase_agg(accepted, "commits_stale_generation", F.sum(F.when(F.col("stale"), 1).otherwise(0)))
+        )
+        .unionByName(phase_agg(accepted, "commits_with_generation", F.count("stale")))
+    )
+    herd: dict[tuple[Any, ...], dict[str, Any]] = defaultdict(dict)
+    opmap: dict[tuple[Any, ...], dict[str, float]] = defaultdict(dict)
+    apimap: dict[tuple[Any, ...], dict[str, float]] = defaultdict(dict)
+    per_phase: dict[tuple[Any, ...], dict[str, Any]] = defaultdict(dict)
+    for r in long_rows:
+        tk = (*_key(r), r["tid"])
+        {"herd": herd, "op": opmap, "api": apimap, "sb": per_phase}[r["table"]][tk][r["key"]] = r["value"]
+
+    # per unit: completeness, duplicates, rejected commits, what was measured
+    pkeys = frames.produced.select(*U, "partition", "offset").distinct()
+    pk_only = keys.select(*U, "partition", "offset")
+    lost = J.pin(pkeys.join(pk_only, [*U, "partition", "offset"], "left_anti"))
+
+    def unit_agg(df: Any, *aggs: tuple[str, Any]) -> Any:
+        names = [a[0] for a in aggs]
+        m = F.create_map(*[x for n in names for x in (F.lit(n), F.col(n).cast("double"))])
+        return (
+            df.groupBy(*U)
+            .agg(*(a[1].alias(a[0]) for a in aggs))
+            .select(*U, F.explode(m).alias("key", "value"))
+        )
+
+    c = frames.control
+    one = F.lit(1)
+    unit_rows = J.collect(
+        unit_agg(
+            keys,
+            ("processed_keys", F.count("*")),
+            ("duplicates", F.sum(F.when(F.col("n") > 1, 1).otherwise(0))),
+            ("duplicate_deliveries", F.sum(F.when(F.col("n") > 1, F.col("n") - 1).otherwise(0))),
+            ("duplicates_cross_member", F.sum(F.when((F.col("n") > 1) & F.col("cross"), 1).otherwise(0))),
+        )
+        .unionByName(unit_agg(pkeys, ("produced", F.count("*"))))
+        .unionByName(unit_agg(lost, ("lost", F.count("*"))))
+        .unionByName(
+            unit_agg(pk_only.join(pkeys, [*U, "partition", "offset"], "left_anti"), ("phantom", F.count("*")))
+        )
+        .unionByName(
+            unit_agg(
+                c,
+                ("produce_errors", F.sum(F.when(F.col("kind") == "produce_error", 1).otherwise(0))),
+                (
+                    "has_broker",
+                    F.max(F.when(F.col("is_broker") & (F.col("kind") == "broker_request"), one).otherwise(0)),
+                ),
+                (
+                    "has_mntr",
+                    F.max(F.when(F.col("is_nemesis") & (F.col("kind") == "zk_mntr"), one).otherwise(0)),
+                ),
+            )
+        )
+        .unionByName(unit_agg(commits.where(F.col("rejected")), ("commits_rejected", F.count("*"))))
+    )
+    per_unit: dict[UnitKey, dict[str, float]] = defaultdict(dict)
+    for r in unit_rows:
+        per_unit[_key(r)][r["key"]] = r["value"]
+    lost_sample: dict[UnitKey, list[list[int]]] = defaultdict(list)
+    if any(v.get("lost") for v in per_unit.values()):
+        for r in J.collect(
+            lost.withColumn(
+                "rn",
+                F.row_number().over(J.Window.partitionBy(*U).orderBy("partition", "offset")),
+            ).where(F.col("rn") <= LOST_SAMPLE)
+        ):
+            lost_sample[_key(r)].append([r["partition"], r["offset"]])
+
+    # assemble units and triggers
+    by_unit: dict[UnitKey, list[dict[str, Any]]] = defaultdict(list)
+    for r in trig_rows:
+        by_unit[_key(r)].append(r)
+    for k, u in units.items():
+        origin = u["origin"]
+        pu = per_unit.get(k, {})
+        has_broker = bool(pu.get("has_broker"))
+        has_mntr = bool(pu.get("has_mntr"))
+        triggers = []
+        for r in sorted(by_unit.get(k, []), key=lambda r: r["tid"]):
+            tk = (*k, r["tid"])
+            h = herd.get(tk, {})
+            t0, t1 = r["t0"], r["t1"]
+            react = r["t_react"]
+            sb = per_phase.get(tk, {})
+            trig = {
+                "index": r["tid"],
+                "key": f"#{r['tid'] + 1} {r['action']}",
+                "action": r["action"],
+                "targets": r["targets"] or [],
+                "t0_s": _s(t0, origin),
+                "t1_s": _s(t1, origin),
+                "settled": t1 is not None,
+                "latency_s": _dur(t0, t1),
+                "detection_s": _dur(t0, react),
+                "convergence_s": _dur(react, t1) if t1 is not None else None,
+                "resumed_s": _dur(t0, r["t_resumed"]),
+                "gap_s": _dur(r["gap_start"], r["gap_end"]),
+                "gap": [_s(r["gap_start"], origin), _s(r["gap_end"], origin)]
+                if r["gap_start"] is not None
+                else None,
+                "window_end_s": _s(t1 if t1 is not None else r["t_limit"], origin),
+                "watches": h.get("watches", 0.0),
+                "zk_requests": h.get("zk_requests", 0.0),
+                "zk_packets": h.get("zk_packets") if has_mntr else None,
+                "broker_requests": round(h.get("broker_requests") or 0.0, 3) if has_broker else None,
+                "broker_group_requests": round(h.get("broker_group_requests") or 0.0, 3)
+                if has_broker
+                else None,
+                "conflicts": h.get("conflicts", 0.0),
+                "failed_attempts": h.get("failed_attempts", 0.0),
+                "rebalance_attempts": h.get("rebalance_attempts", 0.0),
+                "group_rebalances": h.get("group_rebalances", 0.0) if has_broker else None,
+                "zk_requests_by_op": dict(sorted(opmap.get(tk, {}).items())),
+                "broker_requests_by_api": {a: round(v, 3) for a, v in sorted(apimap.get(tk, {}).items())}
+                if has_broker
+                else {},
+                **_split_brain(sb),
+            }
+            triggers.append(trig)
+        u["triggers"] = triggers
+        u["startup"] = _split_brain(per_phase.get((*k, -1), {}))
+
+        def iv(name: str, pu: dict[str, float] = pu) -> int:
+            return int(pu.get(name) or 0)
+
+        u.update(
+            {
+                "produced": iv("produced"),
+                "processed": iv("processed_keys") - iv("phantom"),
+                "lost": iv("lost"),
+                "lost_sample": lost_sample.get(k, []),
+                "processed_not_produced": iv("phantom"),
+                "produce_errors": iv("produce_errors"),
+                "duplicates": iv("duplicates"),
+                "duplicate_deliveries": iv("duplicate_deliveries"),
+                "duplicates_cross_member": iv("duplicates_cross_member"),
+                "commits_rejected": iv("commits_rejected"),
+            }
+        )
+        for name in ("overlaps", "overlap_s", "commits_non_owner"):
+            u[name] = round(sum((t.get(name) or 0) for t in [u["startup"], *triggers]), 6)
+        gen_known = sum(
+            (per_phase.get((*k, tid), {}).get("commits_with_generation") or 0)
+            for tid in [-1, *[t["index"] for t in triggers]]
+        )
+        u["commits_stale_generation"] = (
+            int(sum((t.get("commits_stale_generation") or 0) for t in [u["startup"], *triggers]))
+            if gen_known
+            else None
+        )
+    _series(spark, jobs, buckets, segs, pairs, islands, units, out)
+
+
+def _split_brain(sb: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "overlaps": int(sb.get("overlaps") or 0),
+        "overlap_s": round(float(sb.get("overlap_s") or 0.0), 6),
+        "duplicates": int(sb.get("duplicates") or 0),
+        "commits_non_owner": int(sb.get("commits_non_owner") or 0),
+        "commits_stale_generation": int(sb.get("commits_stale_generation") or 0)
+        if sb.get("commits_with_generation")
+        else None,
+    }
+
+
+def _series(
+    spark: Any,
+    jobs: Any,
+    buckets: Any,
+    segs: Any,
+    pairs: Any,
+    islands: Any,
+    units: dict[UnitKey, dict[str, Any]],
+    out: dict[str, Any],
+) -> None:
+    from pyspark.sql import functions as F
+
+    from harness.analysis import jobs as J
+
+    U = J.UNIT
+    longest = max((u["t_last"] - u["t_first"]) / 1e9 for u in units.values())
+    factor = max(J.RATE_BIN_BUCKETS, math.ceil(longest / 0.1 / MAX_RATE_POINTS))
+    bin_s = factor * J.GAP_BUCKET_NS / 1e9
+    rates: dict[UnitKey, list[tuple[int, int]]] = defaultdict(list)
+    for r in J.collect(
+        buckets.groupBy(*U, F.floor(F.col("bucket") / factor).alias("bin")).agg(F.sum("n").alias("n"))
+    ):
+        rates[_key(r)].append((r["bin"], r["n"]))
+    for k in sorted(rates):
+        u = units[k]
+        pts = sorted(rates[k])
+        lo, hi = pts[0][0], pts[-1][0]
+        dense = dict(pts)
+        t = [round(b * bin_s - u["origin"] / 1e9, 3) for b in range(lo, hi + 1)]
+        out["series"]["rate"].append(
+            {
+                "case": k[0],
+                "impl": k[1],
+                "repetition": k[2],
+                "bin_s": bin_s,
+                "t_s": t,
+                "rate": [round(dense.get(b, 0) / bin_s, 2) for b in range(lo, hi + 1)],
+                "triggers": [[tr["t0_s"], tr["key"], tr["t1_s"]] for tr in u.get("triggers", [])],
+                "gaps": [tr["gap"] for tr in u.get("triggers", []) if tr.get("gap")],
+            }
+        )
+    # timelines: per (case, impl) the repetition with the longest overlap (lowest repetition on ties)
+    chosen: dict[tuple[str, str], UnitKey] = {}
+    for k, u in sorted(units.items()):
+        ck = (k[0], k[1])
+        if ck not in chosen or (u.get("overlap_s") or 0) > (units[chosen[ck]].get("overlap_s") or 0):
+            chosen[ck] = k
+    picks = sorted(chosen.values(), key=lambda k: (k[0], k[1]))[:MAX_TIMELINES]
+    if not picks:
+        return
+    sel = spark.createDataFrame([list(k) for k in picks], "case string, impl string, repetition int")
+    claims = J.collect(jobs.claims.join(F.broadcast(sel), U))
+    susp = J.collect(jobs.suspended.join(F.broadcast(sel), U))
+    ov = J.collect(islands.join(F.broadcast(sel), U))
+    by: dict[UnitKey, dict[str, list[Any]]] = {
+        k: {"claims": [], "suspended": [], "overlaps": []} for k in picks
+    }
+    for r in claims:
+        k = _key(r)
+        by[k]["claims"].append(r)
+    for r in susp:
+        by[_key(r)]["suspended"].append(r)
+    for r in ov:
+        by[_key(r)]["overlaps"].append(r)
+    for k in picks:
+        u = units[k]
+        o, end = u["origin"], u["t_last"]
+
+        def clip(ns: int, o: int = o, end: int = end) -> float:
+            return round((min(ns, end) - o) / 1e9, 4)
+
+        parts = sorted({r["p"] for r in by[k]["claims"]} | set(range(u["partitions"] or 0)))
+        shown = parts[:MAX_TIMELINE_PARTITIONS]
+        out["series"]["timelines"].append(
+            {
+                "case": k[0],
+                "impl": k[1],
+                "repetition": k[2],
+                "partitions": shown,
+                "partitions_total": len(parts),
+                "start_s": clip(u["t_first"]),
+                "end_s": clip(end),
+                "claims": sorted(
+                    [
+                        [r["p"], r["ident"], clip(r["start"]), clip(r["end"])]
+                        for r in by[k]["claims"]
+                        if r["p"] in shown
+                    ],
+                    key=lambda x: (x[0], x[2]),
+                ),
+                "suspended": sorted(
+                    [[r["ident"], clip(r["start"]), clip(r["end"])] for r in by[k]["suspended"]],
+                    key=lambda x: x[1],
+                ),
+                "overlaps": sorted(
+                    [
+                        [r["p"], clip(r["istart"]), clip(r["iend"])]
+                        for r in by[k]["overlaps"]
+                        if r["p"] in shown
+                    ],
+                    key=lambda x: (x[0], x[1]),
+                ),
+                "triggers": [[tr["t0_s"], tr["key"], tr["t1_s"]] for tr in u.get("triggers", [])],
+            }
+        )
+
+
+def _aggregate(spark: Any, out: dict[str, Any]) -> None:
+    """Statistics over repetitions, computed by Spark from the per-unit values (see definitions)."""
+    from pyspark.sql import functions as F
+
+    rows: list[tuple[Any, ...]] = []
+    labels: dict[tuple[str, str, str], list[str]] = {}
+    for u in out["units"]:
+        if not u.get("events"):
+            continue
+        for t in u.get("triggers", []):
+            for m in TRIGGER_METRICS:
+                v = t.get(m.name)
+                rows.append(
+                    (u["impl"], u["case"], t["key"], t["index"], t["action"], m.name, _f(v), m.censored)
+                )
+            for op, v in (t.get("zk_requests_by_op") or {}).items():
+                rows.append(
+                    (
+                        u["impl"],
+                        u["case"],
+                        t["key"],
+                        t["index"],
+                        t["action"],
+                        f"zk_requests[{op}]",
+                        _f(v),
+                        False,
+                    )
+                )
+            for api, v in (t.get("broker_requests_by_api") or {}).items():
+                rows.append(
+                    (
+                        u["impl"],
+                        u["case"],
+                        t["key"],
+                        t["index"],
+                        t["action"],
+                        f"broker_requests[{api}]",
+                        _f(v),
+                        False,
+                    )
+                )
+            labels.setdefault((u["impl"], u["case"], t["key"]), t.get("targets") or [])
+        for m in UNIT_METRICS:
+            rows.append((u["impl"], u["case"], "unit", -1, "unit", m.name, _f(u.get(m.name)), False))
+    if not rows:
+        return
+    # zero-filled by-op/API metrics: a repetition without that op had 0 of it
+    reps: dict[tuple[str, str, str], int] = defaultdict(int)
+    for u in out["units"]:
+        for t in u.get("triggers", []):
+            reps[(u["impl"], u["case"], t["key"])] += 1
+    seen: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    meta: dict[tuple[str, str, str, str], tuple[int, str]] = {}
+    for r in rows:
+        if "[" in r[5]:
+            seen[(r[0], r[1], r[2], r[5])] += 1
+            meta[(r[0], r[1], r[2], r[5])] = (r[3], r[4])
+    for key, n in seen.items():
+        for _ in range(reps[key[:3]] - n):
+            rows.append((key[0], key[1], key[2], meta[key][0], meta[key][1], key[3], 0.0, False))
+    df = spark.createDataFrame(
+        rows,
+        "impl string, case string, tkey string, tindex int, action string, metric string, value double, censored boolean",
+    )
+    df = df.where(F.col("value").isNotNull() | F.col("censored"))
+    filled = F.when(F.col("value").isNull(), F.lit(SENTINEL)).otherwise(F.col("value"))
+    agg = df.groupBy("impl", "case", "tkey", "tindex", "action", "metric").agg(
+        F.count("*").alias("n"),
+        F.count("value").alias("k"),
+        F.percentile(filled, F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99))).alias("q"),
+        F.max(filled).alias("max"),
+        F.avg("value").alias("mean"),
+        F.stddev_samp("value").alias("sd"),
+    )
+    res = []
+    for r in agg.collect():
+        q = [None if v is None or v >= SENTINEL / 10 else round(v, 6) for v in (r["q"] or [None] * 3)]
+        mx = None if r["max"] is None or r["max"] >= SENTINEL / 10 else round(r["max"], 6)
+        never = r["n"] - r["k"]
+        ci = mean_ci(r["mean"], r["sd"], r["k"])
+        note = ""
+        if r["k"] == 1:
+            note = "n=1"
+        elif r["k"] == 0:
+            note = "no finite value"
+        if never:
+            note = (note + "; " if note else "") + f"{never} of {r['n']} never"
+        res.append(
+            {
+                "impl": r["impl"],
+                "case": r["case"],
+                "trigger": r["tkey"],
+                "trigger_index": r["tindex"],
+                "action": r["action"],
+                "targets": labels.get((r["impl"], r["case"], r["tkey"]), []),
+                "metric": r["metric"],
+                "n": r["n"],
+                "k": r["k"],
+                "never": never,
+                "p50": q[0],
+                "p95": q[1],
+                "p99": q[2],
+                "max": mx,
+                "mean": None if r["mean"] is None else round(r["mean"], 6),
+                "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)],
+                "ci_note": note,
+            }
+        )
+    cases = out.get("cases") or []
+    res.sort(
+        key=lambda a: (
+            _case_order(a["case"], cases),
+            a["trigger_index"] if a["trigger_index"] >= 0 else 10**6,
+            a["metric"],
+            a["impl"],
+        )
+    )
+    out["aggregates"] = res
+
+
+def _f(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def _alerts(out: dict[str, Any]) -> None:
+    alerts = out["alerts"]
+    for u in out["units"]:
+        name = f"{u['impl']} {u['case']} rep {u['repetition']}"
+        if u.get("lost"):
+            sample = ", ".join(f"p{p}@{o}" for p, o in (u.get("lost_sample") or [])[:5])
+            alerts.append(f"LOST {u['lost']} produced records in {name} (e.g. {sample})")
+        if u.get("failed"):
+            alerts.append(f"unit {name} failed: {u['failed']}")
+        for t in u.get("triggers", []):
+            if not t.get("settled"):
+                alerts.append(f"{name}: trigger {t['key']} {','.join(t['targets'])} never settled")
+    if out["run"].get("interrupted"):
+        alerts.append("the run was interrupted: results cover what was recorded")

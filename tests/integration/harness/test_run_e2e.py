@@ -1,0 +1,267 @@
+"""End to end: small versions of every built-in scenario, both implementations, asserted on the history.
+
+Sizes and timeouts are shrunk (3 members, short sessions) so the whole file stays within a few
+minutes; the behaviour asserted is what each scenario exists to show.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from harness.history.schema import read_parquet
+from harness.run.ownership import Ownership
+from harness.run.runner import RunOptions, run_scenario
+from harness.scenario import load_scenario
+from tests.waiting import wait_until
+
+IMPLS = ["coordinator", "legacy_zk"]
+
+FAST = [
+    "repetitions=1",
+    "matrix={}",
+    "settle_window=1s",
+    "stable_timeout=60s",
+    "drain=20s",
+    "workload.rate=100",
+    "group.coordinator.session_timeout_ms=3000",
+    "group.coordinator.heartbeat_interval_ms=300",
+    "group.coordinator.min_session_timeout_ms=1000",
+    "group.coordinator.initial_rebalance_delay_ms=0",
+    "group.coordinator.auto_commit_interval_ms=500",
+    "group.legacy_zk.zookeeper_session_timeout_ms=3000",
+    "group.legacy_zk.rebalance_backoff_ms=500",
+    "group.legacy_zk.rebalance_max_retries=10",
+    "group.legacy_zk.auto_commit_interval_ms=500",
+]
+
+
+def _run(
+    tmp_path: Path, scenario: str, impl: str, extra: list[str]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    s = load_scenario(scenario, [*FAST, f'implementations=["{impl}"]', *extra])
+    result = run_scenario(s, RunOptions(out=tmp_path))
+    assert len(result.units) == 1
+    unit = result.units[0]
+    assert "failed" not in unit, unit.get("failed")
+    return read_parquet(result.run_dir / "history.parquet"), unit
+
+
+def _final_ownership(events: list[dict[str, Any]]) -> Ownership:
+    start = next(e for e in events if e["kind"] == "unit_start")
+    o = Ownership(start["partitions"])
+    # Ownership as it stood when the members were told to stop (before the teardown's own revokes).
+    for e in events:
+        if e["kind"] == "zk_mntr" and e.get("label") in ("settled", "unsettled"):
+            break
+        o.apply(e)
+    return o
+
+
+def _assert_complete(events: list[dict[str, Any]]) -> None:
+    produced = {(e["partition"], e["offset"]) for e in events if e["kind"] == "produced"}
+    processed = {(e["partition"], e["offset"]) for e in events if e["kind"] == "record"}
+    assert produced, "the producer produced nothing"
+    assert produced <= processed, f"{len(produced - processed)} produced records were never processed"
+
+
+def _nemesis(events: list[dict[str, Any]], action: str) -> dict[str, Any]:
+    return next(e for e in events if e["kind"] == "nemesis" and e["action"] == action)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_herd_join_leave_crash(tmp_path: Path, impl: str) -> None:
+    timeline = 'timeline=[{at="1s",action="join"},{at="5s",action="leave"},{at="9s",action="crash"}]'
+    events, unit = _run(tmp_path, "herd", impl, ["group.members=3", "topic.partitions=4", timeline])
+    _assert_complete(events)
+    assert unit["settled_at_end"]
+    o = _final_ownership(events)
+    assert o.owned_once(), o.summary()
+    joiner = _nemesis(events, "join")["targets"][0]
+    left = _nemesis(events, "leave")["targets"][0]
+    crashed = _nemesis(events, "crash")["targets"][0]
+    by_source = defaultdict(set)
+    for e in events:
+        by_source[e["source"]].add(e["kind"])
+    assert "started" in by_source[joiner]
+    assert "stopped" in by_source[left]  # a clean leave
+    assert "stopped" not in by_source[crashed]  # SIGKILL: no goodbye
+    assert left not in o.live and crashed not in o.live
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_split_brain_pause_moves_partitions_and_a_zombie_is_caught(tmp_path: Path, impl: str) -> None:
+    timeline = 'timeline=[{at="1s",action="pause",duration="8s",select="oldest"}]'
+    events, unit = _run(tmp_path, "split-brain", impl, ["group.members=3", "topic.partitions=6", timeline])
+    _assert_complete(events)
+    pause = _nemesis(events, "pause")
+    resume = _nemesis(events, "resume")
+    zombie = pause["targets"][0]
+    zombie_parts = {
+        e["partition"]
+        for e in events
+        if e["kind"] == "assigned" and e["source"] == zombie and e["ts_ns"] < pause["ts_ns"]
+    }
+    assert zombie_parts
+    # While the zombie sleeps past its session, the others take its partitions over.
+    taken = {
+        e["partition"]
+        for e in events
+        if e["kind"] == "assigned" and e["source"] != zombie and pause["ts_ns"] < e["ts_ns"] < resume["ts_ns"]
+    }
+    assert zombie_parts <= taken
+    if impl == "coordinator":
+        # Its late commit after waking is refused by the broker (it is no longer a member).
+        late = [e for e in events if e["kind"] == "commit_rejected" and e["ts_ns"] > resume["ts_ns"]]
+        assert late, "the zombie's late commit was not rejected"
+    else:
+        # The legacy zombie learns its session expired and rejoins.
+        rejoined = [
+            e
+            for e in events
+            if e["source"] == zombie and e["kind"] == "assigned" and e["ts_ns"] > resume["ts_ns"]
+        ]
+        expired = [
+            e
+            for e in events
+            if e["source"] == zombie and e["ts_ns"] > resume["ts_ns"] and "expire" in str(e.get("kind"))
+        ]
+        assert rejoined or expired
+    assert unit["settled_at_end"]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_split_brain_cut_off_member(tmp_path: Path, impl: str) -> None:
+    target = "zookeeper" if impl == "legacy_zk" else "broker"
+    timeline = f'timeline=[{{at="1s",action="cut",target="{target}",duration="8s",select="oldest"}}]'
+    events, unit = _run(tmp_path, "split-brain", impl, ["group.members=3", "topic.partitions=6", timeline])
+    _assert_complete(events)
+    cut, heal = _nemesis(events, "cut"), _nemesis(events, "heal")
+    victim = cut["targets"][0]
+    victim_parts = {
+        e["partition"]
+        for e in events
+        if e["kind"] == "assigned" and e["source"] == victim and e["ts_ns"] < cut["ts_ns"]
+    }
+    taken = {
+        e["partition"]
+        for e in events
+        if e["kind"] == "assigned" and e["source"] != victim and cut["ts_ns"] < e["ts_ns"] < heal["ts_ns"]
+    }
+    assert victim_parts and victim_parts <= taken, (
+        "the others did not take over the cut-off member's partitions"
+    )
+    if impl == "legacy_zk":
+        # The 0.8 consumer keeps fetching while cut off from ZooKeeper: the split-brain ingredient.
+        during = [
+            e
+            for e in events
+            if e["kind"] == "record" and e["source"] == victim and cut["ts_ns"] < e["ts_ns"] < heal["ts_ns"]
+        ]
+        assert during, "the cut-off legacy member processed nothing during the cut"
+    assert unit["settled_at_end"]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+def test_rolling_restart(tmp_path: Path, impl: str, static: bool) -> None:
+    if impl == "legacy_zk" and static:
+        pytest.skip("static membership is a coordinator feature (KIP-345)")
+    timeline = 'timeline=[{at="1s",action="rolling_restart",interval="4s",downtime="1s"}]'
+    extra = [
+        "group.members=3",
+        "topic.partitions=3",
+        timeline,
+        f"group.coordinator.static_membership={str(static).lower()}",
+    ]
+    events, unit = _run(tmp_path, "rolling-restart", impl, extra)
+    _assert_complete(events)
+    restarts = [e for e in events if e["kind"] == "nemesis" and e["action"] == "start_member"]
+    assert len(restarts) == 3
+    assert unit["settled_at_end"]
+    if impl == "coordinator":
+        stable_at = next(e["ts_ns"] for e in events if e["kind"] == "stable")
+        rebalances = [
+            e["generation"]
+            for e in events
+            if e["kind"] == "group_state" and e.get("to_state") == "Stable" and e["ts_ns"] > stable_at
+        ]
+        if static:
+            # Static members come back within their session: the group never rebalances.
+            assert rebalances == [], rebalances
+            fenced = [e for e in events if e["kind"] == "member_removed" and e.get("reason") == "fenced"]
+            assert len(fenced) == 3  # each old incarnation's member id is fenced
+        else:
+            assert len(rebalances) >= 3, rebalances  # every restart costs the whole group a rebalance
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_partition_growth(tmp_path: Path, impl: str) -> None:
+    timeline = 'timeline=[{at="1s",action="add_partitions",to=6}]'
+    events, unit = _run(
+        tmp_path, "partition-growth", impl, ["group.members=3", "topic.partitions=3", timeline]
+    )
+    _assert_complete(events)
+    assert unit["settled_at_end"]
+    o = _final_ownership(events)
+    assert o.partitions == 6 and o.owned_once(), o.summary()
+    assert {p for (p, _o) in {(e["partition"], e["offset"]) for e in events if e["kind"] == "record"}} >= set(
+        range(3, 6)
+    )
+
+
+def test_malformed_scenario_gives_one_line_and_runs_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\n[group]\nmembers = "many"\n')
+    herdlab = os.path.join(os.path.dirname(sys.executable), "herdlab")
+    r = subprocess.run(
+        [herdlab, "run", str(bad), "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "group.members" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_interrupted_run_keeps_its_history_and_leaves_no_process(tmp_path: Path) -> None:
+    herdlab = os.path.join(os.path.dirname(sys.executable), "herdlab")
+    argv = [herdlab, "run", "herd", "--out", str(tmp_path), *[a for x in FAST for a in ("--set", x)]]
+    argv += ["--set", "group.members=2", "--set", 'implementations=["coordinator"]']
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    descendants: set[int] = set()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            descendants |= {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
+            if ": timeline," in line:
+                break
+        descendants |= {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
+        assert len(descendants) >= 4  # ZooKeeper, broker, producer, members
+        proc.send_signal(signal.SIGINT)
+        out = proc.stdout.read()
+        assert proc.wait(60) == 130, out
+        assert "interrupted; what was recorded is in" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def gone(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    wait_until(lambda: all(gone(p) for p in descendants), timeout=15, what="every process of the run to exit")
+    runs = list((tmp_path / "herd").iterdir())
+    assert len(runs) == 1
+    events = read_parquet(runs[0] / "history.parquet")
+    assert any(e["kind"] == "stable" for e in events)
+    assert (runs[0] / "manifest.json").exists()
