@@ -158,10 +158,10 @@ class Jobs:
         """``units``: case, impl, repetition, t_first, t_last, p0 (one row per unit)."""
         self.spark = spark
         self.f = frames
-        self.units = pin(units)
+        self.units = units.cache()
         self.window_ns = int(round(window_s * NS))
         c = frames.control
-        self.nemesis = pin(c.where(F.col("is_nemesis") & (F.col("kind") == "nemesis")))
+        self.nemesis = c.where(F.col("is_nemesis") & (F.col("kind") == "nemesis")).cache()
         self._build_triggers()
         self._build_ownership()
 
@@ -213,14 +213,14 @@ class Jobs:
             "kind",
             F.explode("plist").alias("p"),
         )
-        self.own_events = pin(own.where(F.col("p").isNotNull()))
+        self.own_events = own.where(F.col("p").isNotNull()).cache()
         starts = c.where(member & (F.col("kind") == "started")).select(*UNIT, "ident", "ts_ns")
         stops = c.where(member & (F.col("kind") == "stopped")).select(*UNIT, "ident", "ts_ns")
         crashes = self.nemesis.where(F.col("action").isin(*MEMBER_DROP_ACTIONS)).select(
             *UNIT, F.explode("targets").alias("ident"), "ts_ns"
         )
         drops = stops.unionByName(crashes)
-        self.drops = pin(drops)
+        self.drops = drops.cache()
         pairs = self.own_events.select(*UNIT, "ident", "p").distinct()
         claim_ev = self.own_events.select(
             *UNIT, "ident", "p", "ts_ns", (F.col("kind") == "assigned").alias("is_open")
@@ -240,7 +240,7 @@ class Jobs:
             "ts_ns",
             F.col("action").isin(*SUSPEND_ACTIONS).alias("is_open"),
         )
-        self.suspend_events = pin(susp)
+        self.suspend_events = susp.cache()
         self.suspended = pin(
             intervals(
                 self.suspend_events.unionByName(drops.withColumn("is_open", F.lit(False))), [*UNIT, "ident"]
@@ -250,10 +250,12 @@ class Jobs:
         grow = self.nemesis.where(
             (F.col("action") == "add_partitions") & F.col("partitions").isNotNull()
         ).select(*UNIT, F.col("ts_ns").alias("pc_ts"), F.col("partitions").cast("int").alias("nparts"))
-        self.pcount = pin(
+        self.pcount = (
             self.units.select(
                 *UNIT, F.lit(-INF).cast("long").alias("pc_ts"), F.col("p0").cast("int").alias("nparts")
-            ).unionByName(grow.where(F.col("nparts").isNotNull()))
+            )
+            .unionByName(grow.where(F.col("nparts").isNotNull()))
+            .cache()
         )
 
     # -- settle ---------------------------------------------------------------------------------

@@ -62,7 +62,16 @@ def legacy_argv(s: Scenario, name: str, ep: Endpoints, history: Path, group: str
         "takeover.delay.ms": c.takeover_delay_ms,
         "offsets.commit.fenced": str(c.fenced_commits).lower(),
     }
-    argv = PY + ["member", "legacy_zk", "--zookeeper", ep.zookeeper, "--bootstrap", ep.bootstrap]
+    argv = PY + [
+        "member",
+        "legacy_zk",
+        "--zookeeper",
+        ep.zookeeper,
+        "--bootstrap",
+        ep.bootstrap,
+        "--handler",
+        "threading",
+    ]
     argv += ["--group", group, "--topic", topic, "--name", name, "--history", str(history)]
     for k, v in props.items():
         argv += ["-X", f"{k}={v}"]

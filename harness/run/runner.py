@@ -123,6 +123,7 @@ class UnitRunner:
         self.ownership = Ownership(self.partitions)
         self.produced: set[tuple[int, int]] = set()
         self.processed: set[tuple[int, int]] = set()
+        self.registrations: dict[str, tuple[int, str]] = {}  # legacy member -> ZooKeeper session
         self.phase = "starting"
         self.stable_at: float | None = None
         self.outcome: dict[str, Any] = {"unit": unit.key, **unit.context}
@@ -136,6 +137,8 @@ class UnitRunner:
                 self.produced.add((e["partition"], e["offset"]))
             elif kind == "record":
                 self.processed.add((e["partition"], e["offset"]))
+            elif kind == "registered" and e.get("session_password"):
+                self.registrations[e["source"]] = (int(e["session_id"]), e["session_password"])
 
     def _progress(self) -> None:
         if self.options.progress:
@@ -374,6 +377,30 @@ class UnitRunner:
             self.cluster.stop_broker(0)
             self._wait(step.value or 0.0)
             self.cluster.start_broker(0)
+
+    def _expire_session(self, name: str) -> None:
+        """Expire member ``name``'s ZooKeeper session from outside, as ZooKeeper's own tests do.
+
+        A second client attaches to the session with its id and password (from the member's
+        ``registered`` event) and closes it: the server ends the session, deletes its ephemerals and
+        the member learns of the expiry when it next talks to ZooKeeper.
+        """
+        from kazoo.client import KazooClient
+
+        self._observe()
+        reg = self.registrations.get(name)
+        if reg is None or self.cluster is None:
+            self.nemesis.emit(
+                "nemesis_skipped", action="expire", targets=[name], reason="no session registered yet"
+            )
+            return
+        sid, pwd = reg
+        c = KazooClient(hosts=self.cluster.zookeeper_connect, client_id=(sid, bytes.fromhex(pwd)), timeout=10)
+        try:
+            c.start(timeout=15)
+        finally:
+            c.stop()
+            c.close()
 
     def close(self) -> None:
         """Stop members (cleanly, in parallel), producer, proxies and cluster. Idempotent."""

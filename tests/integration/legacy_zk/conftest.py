@@ -1,0 +1,145 @@
+"""Fixtures for legacy_zk against a real ZooKeeper (the session-scoped ``zookeeper`` fixture).
+
+* ``zk_admin``: a kazoo client acting as the 0.8 admin tools / broker would (creates topic znodes).
+* ``fake_broker``: one broker registration (ephemeral, for this package's tests only) so that the
+  0.8 rebalance finds a broker; the members here run coordination-only unless a test says otherwise.
+* ``group``, ``topic``: unique names per test (the ZooKeeper server is shared).
+* ``make_member``: builds in-process members with short timeouts; closes them at teardown.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from harness.cluster.zookeeper import ZooKeeperServer
+from harness.history.writer import HistoryWriter, read_events
+from legacy_zk import paths
+from legacy_zk.config import ConsumerConfig
+from legacy_zk.member import LegacyZkMember
+
+FAKE_BROKER_ID = 9999
+
+
+@pytest.fixture(scope="package")
+def zk_admin(zookeeper: ZooKeeperServer) -> Iterator[KazooClient]:
+    c = KazooClient(hosts=zookeeper.connect_string, timeout=10.0)
+    c.start(timeout=15)
+    yield c
+    c.stop()
+    c.close()
+
+
+@pytest.fixture(scope="package")
+def fake_broker(zk_admin: KazooClient) -> int:
+    """A 0.8.2 broker registration that lives as long as this package's admin session."""
+    path = paths.broker_path(FAKE_BROKER_ID)
+    if not zk_admin.exists(path):
+        zk_admin.create(path, paths.encode_broker("127.0.0.1", 9, 0), ephemeral=True, makepath=True)
+    return FAKE_BROKER_ID
+
+
+def create_topic(admin: KazooClient, topic: str, partitions: int) -> None:
+    """What ``kafka-topics.sh --create`` did in 0.8: the topic znode with a replica map."""
+    admin.create(
+        paths.topic_path(topic), paths.encode_topic({p: [0] for p in range(partitions)}), makepath=True
+    )
+
+
+@pytest.fixture
+def group() -> str:
+    return f"g-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def topic() -> str:
+    return f"t-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def history_path(tmp_path: Path) -> Path:
+    return tmp_path / "history.jsonl"
+
+
+@pytest.fixture
+def history(history_path: Path) -> Iterator[HistoryWriter]:
+    h = HistoryWriter(history_path, "tests")
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def events(history_path: Path) -> Callable[..., list[dict]]:
+    """``events(kind=None, member=None)``: the history so far, filtered."""
+
+    def get(kind: str | None = None, member: str | None = None) -> list[dict]:
+        if not history_path.exists():
+            return []
+        return [
+            e
+            for e in read_events(history_path)
+            if (kind is None or e["kind"] == kind) and (member is None or e.get("member") == member)
+        ]
+
+    return get
+
+
+def fast_config(zookeeper: ZooKeeperServer, group: str, topics: dict[str, int], **kw) -> ConsumerConfig:
+    """Short sessions and backoffs (tickTime is 200 ms): tests not about defaults use these."""
+    kw.setdefault("zookeeper_session_timeout_ms", 1500)
+    kw.setdefault("zookeeper_connection_timeout_ms", 10000)
+    kw.setdefault("rebalance_backoff_ms", 200)
+    kw.setdefault("rebalance_max_retries", 10)
+    kw.setdefault("fetch", False)
+    kw.setdefault("zookeeper_connect", zookeeper.connect_string)
+    return ConsumerConfig(group_id=group, topics=topics, **kw)
+
+
+@pytest.fixture
+def make_member(
+    zookeeper: ZooKeeperServer, fake_broker: int, history: HistoryWriter
+) -> Iterator[Callable[..., LegacyZkMember]]:
+    made: list[LegacyZkMember] = []
+
+    def make(group: str, topics: dict[str, int], start: bool = True, **kw) -> LegacyZkMember:
+        m = LegacyZkMember(fast_config(zookeeper, group, topics, **kw), history=history)
+        made.append(m)
+        if start:
+            m.start()
+        return m
+
+    yield make
+    for m in made:
+        m.quiesce()
+    for m in made:
+        m.close()
+
+
+def member_argv(zookeeper: ZooKeeperServer, group: str, topic: str, *extra: str) -> list[str]:
+    """argv of a member process (``python -m legacy_zk``), coordination-only, fast timeouts."""
+    return [
+        sys.executable,
+        "-m",
+        "legacy_zk",
+        "--zookeeper",
+        zookeeper.connect_string,
+        "--group",
+        group,
+        "--topic",
+        topic,
+        "--no-fetch",
+        "--zookeeper.session.timeout.ms",
+        "1500",
+        "--zookeeper.connection.timeout.ms",
+        "10000",
+        "--rebalance.backoff.ms",
+        "200",
+        "--rebalance.max.retries",
+        "10",
+        *extra,
+    ]
