@@ -621,11 +621,14 @@ def _aggregate(spark: Any, out: dict[str, Any]) -> None:
             rows.append((u["impl"], u["case"], "unit", -1, "unit", m.name, _f(u.get(m.name)), False))
     if not rows:
         return
+    # every trigger metric also pooled over the triggers of a case ("all")
+    rows += [(r[0], r[1], "all", -2, "all", r[5], r[6], r[7]) for r in rows if r[2] != "unit"]
     # zero-filled by-op/API metrics: a repetition without that op had 0 of it
     reps: dict[tuple[str, str, str], int] = defaultdict(int)
     for u in out["units"]:
         for t in u.get("triggers", []):
             reps[(u["impl"], u["case"], t["key"])] += 1
+            reps[(u["impl"], u["case"], "all")] += 1
     seen: dict[tuple[str, str, str, str], int] = defaultdict(int)
     meta: dict[tuple[str, str, str, str], tuple[int, str]] = {}
     for r in rows:

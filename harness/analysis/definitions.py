@@ -126,7 +126,8 @@ DEFINITIONS: list[tuple[str, str]] = [
         "p50 / p95 / p99 / max by linear interpolation between order statistics, where a trigger "
         "that never settled counts as +infinity (so a percentile that reaches it reads `never`); "
         "mean and a t-based 95% confidence interval of the mean, mean +- t(0.975, k-1) s / sqrt(k), "
-        "over the k repetitions with a finite value. With k = 1 there is no interval: `n=1`.",
+        "over the k repetitions with a finite value. With k = 1 there is no interval: `n=1`. The row "
+        "`all` pools every trigger of a case (all actions, all repetitions).",
     ),
 ]
 

@@ -97,13 +97,26 @@ def write_synthetic_run(
         for case in cases:
             for rep in range(repetitions):
                 for impl in implementations:
-                    ctx = {"run_id": run_id, "scenario": scenario, "case": case["label"], "impl": impl, "repetition": rep}
-                    table, expected = _unit(ctx, case["members"], start, rate, duration_s, redeliver_s, lose, rng)
+                    ctx = {
+                        "run_id": run_id,
+                        "scenario": scenario,
+                        "case": case["label"],
+                        "impl": impl,
+                        "repetition": rep,
+                    }
+                    table, expected = _unit(
+                        ctx, case["members"], start, rate, duration_s, redeliver_s, lose, rng
+                    )
                     writer.write_table(table)
                     out.events += table.num_rows
                     out.units += 1
                     out.expected[(case["label"], impl, rep)] = expected
-                    units.append({"unit": f"c{case['index']}-{impl}-r{rep}", **{k: ctx[k] for k in ("case", "impl", "repetition")}})
+                    units.append(
+                        {
+                            "unit": f"c{case['index']}-{impl}-r{rep}",
+                            **{k: ctx[k] for k in ("case", "impl", "repetition")},
+                        }
+                    )
                     start += int((duration_s + 20) * NS)
     finally:
         writer.close()
@@ -178,7 +191,11 @@ def _unit(
     packets = 1000
     at(stable, "zk_mntr", "nemesis", label="stable", counters={"zk_packets_received": packets})
     scale = duration_s / 60.0
-    plan = [("join", 5.0 * scale, ["j0"]), ("leave", 25.0 * scale, [live[1 % n]]), ("crash", 45.0 * scale, [live[2 % n]])]
+    plan = [
+        ("join", 5.0 * scale, ["j0"]),
+        ("leave", 25.0 * scale, [live[1 % n]]),
+        ("crash", 45.0 * scale, [live[2 % n]]),
+    ]
     epochs = [(0.5, dict(owners))]  # (from t, owners)
     windows = []  # (t0, t1) stop-the-world per trigger
     expected_triggers = []
@@ -187,7 +204,13 @@ def _unit(
         det = detection_s(impl, action)
         t1 = t0 + latency_s(impl, action, n)
         at(t0, "nemesis", "nemesis", action=action, targets=targets, trigger=True, target=None, value=None)
-        at(t0 + 0.01, "zk_mntr", "nemesis", label=f"before:{action}", counters={"zk_packets_received": packets})
+        at(
+            t0 + 0.01,
+            "zk_mntr",
+            "nemesis",
+            label=f"before:{action}",
+            counters={"zk_packets_received": packets},
+        )
         old = list(live)
         if action == "join":
             at(t0 + 0.5, "started", targets[0], name=targets[0])
@@ -211,7 +234,13 @@ def _unit(
             req = int(1.5 * len(live) ** 2)
             ts = np.linspace(t0 + det, t1 - 0.002, req)
             for i, t in enumerate(ts):
-                at(float(t), "zk_request", live[i % len(live)], op=ZK_OPS[i % len(ZK_OPS)], path="/consumers/g")
+                at(
+                    float(t),
+                    "zk_request",
+                    live[i % len(live)],
+                    op=ZK_OPS[i % len(ZK_OPS)],
+                    path="/consumers/g",
+                )
             herd["zk_requests"] = req
             conflicts = max(1, len(live) // 5)
             for i in range(conflicts):
@@ -221,10 +250,37 @@ def _unit(
             herd["conflicts"] = herd["failed_attempts"] = conflicts
             packets += req + 3
         else:
-            at(t0 + det, "group_state", "broker-0", group="g", broker_id=0, from_state="Stable", to_state="PreparingRebalance", generation=gen)
+            at(
+                t0 + det,
+                "group_state",
+                "broker-0",
+                group="g",
+                broker_id=0,
+                from_state="Stable",
+                to_state="PreparingRebalance",
+                generation=gen,
+            )
             at(t0 + det, "rebalance_begin", "broker-0", group="g", broker_id=0, generation=gen)
-            at(t1 - 0.05, "group_state", "broker-0", group="g", broker_id=0, from_state="PreparingRebalance", to_state="CompletingRebalance", generation=gen + 1)
-            at(t1 - 0.01, "group_state", "broker-0", group="g", broker_id=0, from_state="CompletingRebalance", to_state="Stable", generation=gen + 1)
+            at(
+                t1 - 0.05,
+                "group_state",
+                "broker-0",
+                group="g",
+                broker_id=0,
+                from_state="PreparingRebalance",
+                to_state="CompletingRebalance",
+                generation=gen + 1,
+            )
+            at(
+                t1 - 0.01,
+                "group_state",
+                "broker-0",
+                group="g",
+                broker_id=0,
+                from_state="CompletingRebalance",
+                to_state="Stable",
+                generation=gen + 1,
+            )
             packets += 5
         gen += 1
         owners = assign_events(t1, live, gen)
@@ -232,7 +288,9 @@ def _unit(
             at(t1, "rebalance_end", m, outcome="ok", attempt=0)
         epochs.append((t1, dict(owners)))
         windows.append((t0, t1))
-        expected_triggers.append({"action": action, "latency_s": latency_s(impl, action, n), "detection_s": det, **herd})
+        expected_triggers.append(
+            {"action": action, "latency_s": latency_s(impl, action, n), "detection_s": det, **herd}
+        )
     end = stable + duration_s
     at(end, "zk_mntr", "nemesis", label="settled", counters={"zk_packets_received": packets})
     for m in live:
@@ -240,10 +298,29 @@ def _unit(
     if not legacy:  # broker request reports every second, and broker-side commits
         for s in range(1, int(end) + 1):
             reqs = {"Fetch": 10 * len(live), "Heartbeat": 2 * len(live), "Produce": int(rate)}
-            at(float(s), "broker_request", "broker-0", broker_id=0, interval_s=1.0, requests=reqs, total=sum(reqs.values()))
+            at(
+                float(s),
+                "broker_request",
+                "broker-0",
+                broker_id=0,
+                interval_s=1.0,
+                requests=reqs,
+                total=sum(reqs.values()),
+            )
         for e_from, e_owners in epochs:
             for p, m in e_owners.items():
-                at(e_from + 0.3, "commit", "broker-0", group="g", broker_id=0, member=f"{m}-id", generation=1 + epochs.index((e_from, e_owners)), topic=topic, partition=p, offset=0)
+                at(
+                    e_from + 0.3,
+                    "commit",
+                    "broker-0",
+                    group="g",
+                    broker_id=0,
+                    member=f"{m}-id",
+                    generation=1 + epochs.index((e_from, e_owners)),
+                    topic=topic,
+                    partition=p,
+                    offset=0,
+                )
     control = rows_to_table([{**ctx, **e} for e in ev])
 
     # the bulk: produced records and their processing
@@ -274,7 +351,9 @@ def _unit(
     rec_ts = np.concatenate([proc[keep], *dup_ts])
     rec_who = np.concatenate([who[keep], *[w for _, w in dup_idx]])
     dups = int(sum(s.size for s, _ in dup_idx))
-    bulk_prod = _bulk(ctx, start, p_ts, part, off, "produced", ["producer"], np.zeros(total, dtype=np.int32), topic)
+    bulk_prod = _bulk(
+        ctx, start, p_ts, part, off, "produced", ["producer"], np.zeros(total, dtype=np.int32), topic
+    )
     bulk_rec = _bulk(ctx, start, rec_ts, part[rec_idx], off[rec_idx], "record", names, rec_who, topic)
     table = pa.concat_tables([control, bulk_prod, bulk_rec])
     expected = {
@@ -313,7 +392,9 @@ def _bulk(
     ts = (start + np.round(ts_s * NS)).astype(np.int64)
 
     def const(v: Any, typ: pa.DataType) -> pa.Array:
-        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([v], typ)).cast(typ)
+        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([v], typ)).cast(
+            typ
+        )
 
     cols = {
         "ts_ns": pa.array(ts),
@@ -322,7 +403,9 @@ def _bulk(
         "case": const(ctx["case"], pa.string()),
         "impl": const(ctx["impl"], pa.string()),
         "repetition": const(ctx["repetition"], pa.int32()),
-        "source": pa.DictionaryArray.from_arrays(pa.array(source.astype(np.int32)), pa.array(names)).cast(pa.string()),
+        "source": pa.DictionaryArray.from_arrays(pa.array(source.astype(np.int32)), pa.array(names)).cast(
+            pa.string()
+        ),
         "kind": const(kind, pa.string()),
         "topic": const(topic, pa.string()),
         "partition": pa.array(part.astype(np.int32)),

@@ -60,6 +60,7 @@ _register(cli, "harness.cli.produce", "produce")
 _register(cli, "coordinator.cli", "broker")
 _register(member, "legacy_zk.cli", "legacy_zk")
 _register(member, "harness.cli.members", "coordinator")
+_register(cli, "harness.cli.images", "images")
 _register(cli, "harness.cli.bench", "bench")
 _bench = cli.commands.get("bench")
 if isinstance(_bench, click.Group):

@@ -12,7 +12,10 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from harness.cluster.containers import ContainersOptions
+from harness.errors import ConfigError
 from harness.history.schema import read_parquet
+from harness.images import image_names
 from harness.procs import install_signal_handlers
 from harness.run.runner import RunOptions, run_scenario
 from harness.run.summary import summarize
@@ -119,10 +122,28 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
 )
 @click.option(
     "--backend",
-    type=click.Choice(["local", "external"]),
+    type=click.Choice(["local", "containers", "external"]),
     default="local",
     show_default=True,
-    help="Where the cluster runs.",
+    help="Where the cluster runs (containers: Docker, images from `herdlab images build`).",
+)
+@click.option(
+    "--members-in-containers",
+    is_flag=True,
+    help="containers backend: run every member in a container too (crash = docker kill, pause = docker pause).",
+)
+@click.option(
+    "--kafka-image",
+    default=None,
+    metavar="IMAGE",
+    help="containers backend: also run the coordinator side against Apache Kafka in ZooKeeper mode from "
+    "IMAGE (e.g. confluentinc/cp-kafka:7.6.1; needs an image registry): a third column, apache_kafka.",
+)
+@click.option(
+    "--image-prefix",
+    default=None,
+    metavar="PREFIX",
+    help="containers backend: use <PREFIX>zookeeper and <PREFIX>herdlab images (default herdlab/).",
 )
 @click.option(
     "--zookeeper",
@@ -147,6 +168,9 @@ def run(
     zookeeper: str | None,
     bootstrap: str | None,
     out: Path,
+    members_in_containers: bool = False,
+    kafka_image: str | None = None,
+    image_prefix: str | None = None,
 ) -> None:
     """Run SCENARIO (a built-in name or a TOML file) against each implementation it names.
 
@@ -155,14 +179,29 @@ def run(
     OUT/<scenario>/<run-id>/. Ctrl-C stops cleanly: what was recorded is kept, no process is left.
     """
     install_signal_handlers()
+    if backend != "containers" and (members_in_containers or kafka_image or image_prefix):
+        raise ConfigError(
+            "--members-in-containers, --kafka-image and --image-prefix need --backend containers"
+        )
+    containers = ContainersOptions(members_in_containers=members_in_containers, kafka_image=kafka_image)
+    if image_prefix is not None:
+        containers.images = image_names(image_prefix)
     s = load_scenario(scenario, overrides)
-    total = len(expand(s)) * s.repetitions * len(s.implementations)
+    columns = len(s.implementations) + (1 if kafka_image and "coordinator" in s.implementations else 0)
+    total = len(expand(s)) * s.repetitions * columns
     view = ProgressView(total)
     try:
         with view:
             result = run_scenario(
                 s,
-                RunOptions(backend=backend, out=out, zookeeper=zookeeper, bootstrap=bootstrap, progress=view),
+                RunOptions(
+                    backend=backend,
+                    out=out,
+                    zookeeper=zookeeper,
+                    bootstrap=bootstrap,
+                    progress=view,
+                    containers=containers,
+                ),
             )
     except KeyboardInterrupt:
         if view.last.get("run_dir"):
@@ -173,6 +212,13 @@ def run(
     failed = [u for u in result.units if u.get("failed")]
     lost = sum(r["lost"] for r in rows)
     console.print(f"run {result.run_id}: {result.events} events in {result.run_dir}")
+    troubled = sum(r["session_failures"] for r in rows)
+    startup = sum(r["session_failures_startup"] for r in rows)
+    if troubled or startup:
+        console.print(
+            f"[yellow]heartbeat/session failures of members no fault targeted: {troubled} after the group became "
+            f"stable, {startup} while members were starting (CPU starvation?)[/yellow]"
+        )
     for u in failed:
         console.print(f"[red]unit {u['unit']} failed:[/red] {u['failed']}")
     if lost:

@@ -3,18 +3,40 @@
 Every process goes through :func:`harness.procs.spawn` (own process group, registered, stopped at
 the end) and writes its events to ``<events>/<name>.jsonl`` and its log to ``<logs>/<name>.log``.
 Members are started with ``python -m harness member <impl> ...``, the same commands a person uses.
+:func:`start_member` takes a ``launcher`` to run that command elsewhere (the containers backend runs
+it in a container); the runner handles every member through :class:`MemberHandle`.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from harness.procs import ChildProcess, spawn
 from harness.scenario.model import Scenario
 
 PY = [sys.executable, "-m", "harness"]
+
+
+class MemberHandle(Protocol):
+    """A running member as the runner drives it: :class:`~harness.procs.ChildProcess` (a local
+    process) or :class:`~harness.cluster.containers.MemberContainer` (SIGKILL / SIGSTOP / SIGCONT
+    become docker kill / pause / unpause)."""
+
+    def alive(self) -> bool: ...
+
+    def signal(self, sig: int, group: bool = True) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> int | None: ...
+
+    def stop(self, grace: float = 5.0) -> None: ...
+
+
+#: Starts a member command elsewhere: ``(argv, name, log_path) -> handle``; ``argv[0]`` is this Python.
+Launcher = Callable[[list[str], str, Path], MemberHandle]
 
 
 @dataclass(frozen=True)
@@ -79,14 +101,23 @@ def legacy_argv(s: Scenario, name: str, ep: Endpoints, history: Path, group: str
 
 
 def start_member(
-    impl: str, s: Scenario, name: str, ep: Endpoints, events: Path, logs: Path, group: str, topic: str
-) -> ChildProcess:
-    """Start one member process of ``impl`` named ``name``."""
+    impl: str,
+    s: Scenario,
+    name: str,
+    ep: Endpoints,
+    events: Path,
+    logs: Path,
+    group: str,
+    topic: str,
+    launcher: Launcher | None = None,
+) -> MemberHandle:
+    """Start one member of ``impl`` named ``name``: a child process, or through ``launcher``."""
     history = events / f"{name}.jsonl"
     build = coordinator_argv if impl == "coordinator" else legacy_argv
-    return spawn(
-        build(s, name, ep, history, group, topic), name=f"{impl}:{name}", log_path=logs / f"{name}.log"
-    )
+    argv = build(s, name, ep, history, group, topic)
+    if launcher is not None:
+        return launcher(argv, f"{impl}:{name}", logs / f"{name}.log")
+    return spawn(argv, name=f"{impl}:{name}", log_path=logs / f"{name}.log")
 
 
 def start_producer(s: Scenario, bootstrap: str, events: Path, logs: Path, topic: str) -> ChildProcess:

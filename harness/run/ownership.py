@@ -61,9 +61,9 @@ class Ownership:
             src = event.get("source")
             if src is None:
                 return
+            if event.get("role") == "producer" or "broker_id" in event:
+                return  # the producer and brokers are not members
             if kind == "started":
-                if event.get("role") == "producer":
-                    return
                 self.live.add(src)
                 self._changed(ts)
             elif kind == "stopped":

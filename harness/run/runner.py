@@ -5,7 +5,8 @@ Contract
 :func:`run_scenario` creates ``<out>/<scenario>/<run-id>/`` and, for each *unit* (case,
 implementation, repetition), in order:
 
-1. starts a fresh cluster (``local``: ZooKeeper + one broker; ``external``: nothing), creates the
+1. starts a fresh cluster (``local``: ZooKeeper + one broker; ``containers``: the same in containers,
+   or Apache Kafka for the ``apache_kafka`` units; ``external``: nothing), creates the
    topic with a name and group of the unit's own, and starts proxies for members that a cut hits;
 2. starts the producer and the initial members, and waits until the group is stable (every
    partition owned by exactly one live member for the settle window), or fails the unit after
@@ -23,7 +24,9 @@ When all units ran (or on Ctrl-C / an error), the JSON-lines files of every unit
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import resource
 import secrets
 import signal
 import time
@@ -33,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.containers import APACHE_KAFKA, ContainersCluster, ContainersOptions
 from harness.cluster.external import ExternalCluster
 from harness.cluster.local import LocalCluster
 from harness.errors import ConfigError, HerdlabError
@@ -41,7 +45,7 @@ from harness.history.manifest import write_manifest
 from harness.history.schema import to_parquet
 from harness.history.writer import HistoryWriter
 from harness.procs import ChildProcess
-from harness.run.launch import Endpoints, start_member, start_producer
+from harness.run.launch import Endpoints, MemberHandle, start_member, start_producer
 from harness.run.ownership import Ownership
 from harness.run.plan import Plan, Step, make_plan
 from harness.run.tail import HistoryTail
@@ -61,6 +65,7 @@ class RunOptions:
     bootstrap: str | None = None
     progress: Callable[[dict[str, Any]], None] | None = None
     zk_tick_ms: int = 200
+    containers: ContainersOptions = field(default_factory=ContainersOptions)
 
 
 @dataclass
@@ -93,6 +98,11 @@ class UnitFailed(HerdlabError):
     """A unit could not do what the scenario asks (e.g. the group never became stable)."""
 
 
+def _cpu_since(r0: resource.struct_rusage) -> float:
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
 def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
@@ -104,6 +114,7 @@ class UnitRunner:
         self.s = scenario
         self.unit = unit
         self.options = options
+        self.run_id = run_id
         self.events_dir = unit.dir / "events"
         self.logs_dir = unit.dir / "logs"
         self.events_dir.mkdir(parents=True, exist_ok=True)
@@ -114,9 +125,9 @@ class UnitRunner:
         self.plan: Plan = make_plan(unit.case.scenario, unit.case.members)
         self.partitions = unit.case.partitions
         self.nemesis = HistoryWriter(self.events_dir / "nemesis.jsonl", source="nemesis")
-        self.cluster: LocalCluster | ExternalCluster | None = None
+        self.cluster: LocalCluster | ContainersCluster | ExternalCluster | None = None
         self.proxies: ProxyHost | None = None
-        self.members: dict[str, ChildProcess] = {}
+        self.members: dict[str, MemberHandle] = {}
         self.endpoints: dict[str, Endpoints] = {}
         self.producer: ChildProcess | None = None
         self.tail = HistoryTail(self.events_dir)
@@ -195,10 +206,23 @@ class UnitRunner:
                 broker_args=broker_args,
                 history_dir=self.events_dir,
             ).start()
+        elif self.options.backend == "containers":
+            self.cluster = ContainersCluster(
+                brokers=1,
+                tick_time_ms=self.options.zk_tick_ms,
+                workdir=self.unit.dir / "cluster",
+                broker_args=broker_args,
+                history_dir=self.events_dir,
+                images=self.options.containers.images,
+                kafka_image=self.options.containers.kafka_image if self.unit.impl == APACHE_KAFKA else None,
+                labels={"herdlab.run": self.run_id, "herdlab.unit": self.unit.key},
+            ).start(members_in_containers=self.options.containers.members_in_containers)
         elif self.options.backend == "external":
             self.cluster = ExternalCluster(self.options.zookeeper, self.options.bootstrap or "")
         else:
-            raise ConfigError(f"unknown backend {self.options.backend!r} (known: local, external)")
+            raise ConfigError(
+                f"unknown backend {self.options.backend!r} (known: local, containers, external)"
+            )
         if self.unit.impl == "legacy_zk" and not self.cluster.zookeeper_connect:
             raise ConfigError("legacy_zk needs ZooKeeper: give --zookeeper with the external backend")
 
@@ -238,8 +262,11 @@ class UnitRunner:
     def _start_member(self, name: str) -> None:
         if name not in self.endpoints:
             self.endpoints[name] = self._endpoints_for(name, len(self.endpoints))
+        launcher = None
+        if isinstance(self.cluster, ContainersCluster) and self.options.containers.members_in_containers:
+            launcher = self.cluster.member_launcher([self.events_dir])
         self.members[name] = start_member(
-            self.unit.impl,
+            "coordinator" if self.unit.impl == APACHE_KAFKA else self.unit.impl,  # kafka-python members
             self.unit.case.scenario,
             name,
             self.endpoints[name],
@@ -247,6 +274,7 @@ class UnitRunner:
             self.logs_dir,
             self.group,
             self.topic,
+            launcher,
         )
 
     # -- the unit ------------------------------------------------------------------------------
@@ -268,16 +296,17 @@ class UnitRunner:
         self.producer = start_producer(
             self.unit.case.scenario, self.cluster.bootstrap, self.events_dir, self.logs_dir, self.topic
         )
+        # All initial members start at once. Throttling start-up was tried (at most 4 booting): it
+        # turned one coalesced legacy herd into a hundred sequential ones and doubled the wall time;
+        # start-up starvation is reported apart from failures after the group became stable.
         for name in self.plan.initial:
             self._start_member(name)
         self.phase = "joining"
         now_ns = time.time_ns
+        initial = set(self.plan.initial)
         if not self._wait(
             s.stable_timeout,
-            lambda: (
-                len(self.ownership.live) >= len(self.plan.initial)
-                and self.ownership.settled(now_ns(), s.settle_window)
-            ),
+            lambda: initial <= self.ownership.joined and self.ownership.settled(now_ns(), s.settle_window),
         ):
             raise UnitFailed(
                 f"{self.unit.key}: group not stable after {s.stable_timeout:g}s ({self.ownership.summary()}); see {self.logs_dir}"
@@ -290,7 +319,19 @@ class UnitRunner:
             self._wait(max(0.0, self.stable_at + step.at - time.monotonic()))
             self._perform(step)
         self.phase = "settling"
-        settled = self._wait(s.stable_timeout, lambda: self.ownership.settled(now_ns(), s.settle_window))
+        # A fault's effect can lag by up to one session timeout (an expiry noticed on the next
+        # request, a crash noticed when the session ends): look no earlier than that after the last step.
+        c = self.unit.case.scenario.group
+        detect_s = (
+            c.legacy_zk.zookeeper_session_timeout_ms
+            if self.unit.impl == "legacy_zk"
+            else c.coordinator.session_timeout_ms
+        ) / 1000
+        earliest = time.monotonic() + (detect_s if self.plan.steps else 0.0)
+        settled = self._wait(
+            s.stable_timeout + detect_s,
+            lambda: time.monotonic() >= earliest and self.ownership.settled(now_ns(), s.settle_window),
+        )
         self._sample_zk("settled" if settled else "unsettled")
         self.phase = "draining"
         if self.producer is not None:
@@ -344,6 +385,11 @@ class UnitRunner:
         elif step.kind == "resume":
             for n in step.targets:
                 self.members[n].signal(signal.SIGCONT)
+        elif step.kind in ("cut", "heal") and step.target == "broker" and self.unit.impl == APACHE_KAFKA:
+            # Apache Kafka advertises its one listener, not the member's proxy address (see README).
+            self.nemesis.emit(
+                "nemesis_skipped", action=step.kind, reason="broker cuts need the herdlab broker"
+            )
         elif step.kind in ("cut", "heal"):
             assert self.proxies is not None
             for n in step.targets:
@@ -358,9 +404,7 @@ class UnitRunner:
                 )
             else:
                 for n in step.targets:
-                    self.members[n].signal(
-                        signal.SIGUSR1, group=False
-                    )  # the legacy member expires its own session
+                    self._expire_session(n)
         elif step.kind == "add_partitions":
             from kafka.admin import KafkaAdminClient, NewPartitions
 
@@ -423,13 +467,37 @@ class UnitRunner:
         self.nemesis.close()
 
 
+def _relabel(events_dir: Path, impl: str) -> None:
+    """Set ``impl`` on every event of a unit whose members are another implementation's processes
+    (the ``apache_kafka`` column runs coordinator members, which record ``impl=coordinator``)."""
+    for path in sorted(events_dir.glob("*.jsonl")):
+        lines = []
+        for line in path.read_text().splitlines():
+            try:
+                e = json.loads(line)
+            except json.JSONDecodeError:
+                lines.append(line)  # a torn last line stays as the writer left it
+                continue
+            if e.get("impl") not in (None, impl):
+                e["impl"] = impl
+            lines.append(json.dumps(e, separators=(",", ":")))
+        tmp = path.with_suffix(".relabel")
+        tmp.write_text("".join(f"{x}\n" for x in lines))
+        tmp.replace(path)
+
+
 def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
     """Run every unit of ``scenario`` (see the module contract) and return where the results are."""
     if options.backend == "external" and any(a.action == "restart_broker" for a in scenario.timeline):
         raise ConfigError(
             "the external backend cannot restart brokers; remove restart_broker from the timeline"
         )
+    if options.backend != "containers" and options.containers.kafka_image:
+        raise ConfigError("--kafka-image needs --backend containers")
     cases = expand(scenario)
+    impls = list(scenario.implementations)
+    if options.backend == "containers" and options.containers.kafka_image and "coordinator" in impls:
+        impls.insert(impls.index("coordinator") + 1, APACHE_KAFKA)  # the third column
     run_id = new_run_id()
     run_dir = options.out / scenario.name / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -438,9 +506,11 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         Unit(ci, case, impl, rep, run_dir / "units" / f"c{ci}-{impl}-r{rep}")
         for ci, case in enumerate(cases)
         for rep in range(scenario.repetitions)
-        for impl in scenario.implementations
+        for impl in impls
     ]
     started = datetime.now(UTC).isoformat()
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    wall0 = time.monotonic()
     try:
         for unit in units:
             runner = UnitRunner(scenario, unit, options, run_id)
@@ -455,6 +525,9 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         result.interrupted = True
         raise
     finally:
+        for u in units:
+            if u.impl == APACHE_KAFKA:
+                _relabel(u.dir / "events", u.impl)
         sources = [
             (p, {"run_id": run_id, "scenario": scenario.name, **u.context})
             for u in units
@@ -482,5 +555,8 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
             finished=datetime.now(UTC).isoformat(),
             interrupted=result.interrupted,
             units=result.units,
+            # CPU of the harness process itself (not its children): it must not starve the members.
+            harness_cpu_s=round(_cpu_since(cpu0), 2),
+            wall_s=round(time.monotonic() - wall0, 2),
         )
     return result

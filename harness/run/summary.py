@@ -77,8 +77,38 @@ def _summarize_unit(
                 "broker_requests": broker_requests,
             }
         )
+    # Session trouble of members no fault targeted: with a healthy harness this is zero.
+    # Counted until the group settled after the timeline, so the teardown does not count.
+    targeted = {t for e in evs if e.get("kind") == "nemesis" for t in (e.get("targets") or [])}
+    end_ns = next(
+        (
+            int(e["ts_ns"])
+            for e in evs
+            if e.get("kind") == "zk_mntr" and e.get("label") in ("settled", "unsettled")
+        ),
+        None,
+    )
+    stable_ns = next((int(e["ts_ns"]) for e in evs if e.get("kind") == "stable"), None)
+    troubled = [
+        e
+        for e in evs
+        if (end_ns is None or int(e.get("ts_ns", 0)) <= end_ns)
+        and e.get("source") not in targeted
+        and e.get("source", "").startswith(("m", "j"))
+        and (
+            e.get("kind") == "heartbeat_error"
+            or (e.get("kind") == "zk_state" and str(e.get("state")) in ("SUSPENDED", "LOST"))
+        )
+    ]
     return {
         "case": case,
+        # before the group first became stable (members starting) / after it (the run proper)
+        "session_failures_startup": sum(
+            1 for e in troubled if stable_ns is None or int(e["ts_ns"]) < stable_ns
+        ),
+        "session_failures": sum(
+            1 for e in troubled if stable_ns is not None and int(e["ts_ns"]) >= stable_ns
+        ),
         "impl": impl,
         "repetition": rep,
         "produced": len(produced),

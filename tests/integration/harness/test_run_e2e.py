@@ -265,3 +265,26 @@ def test_interrupted_run_keeps_its_history_and_leaves_no_process(tmp_path: Path)
     events = read_parquet(runs[0] / "history.parquet")
     assert any(e["kind"] == "stable" for e in events)
     assert (runs[0] / "manifest.json").exists()
+
+
+def test_expired_zookeeper_session_makes_a_legacy_member_re_register(tmp_path: Path) -> None:
+    timeline = 'timeline=[{at="1s",action="expire",select="oldest"}]'
+    events, unit = _run(tmp_path, "herd", "legacy_zk", ["group.members=3", "topic.partitions=3", timeline])
+    _assert_complete(events)
+    expire = _nemesis(events, "expire")
+    victim = expire["targets"][0]
+    after = [e for e in events if e["source"] == victim and e["ts_ns"] > expire["ts_ns"]]
+    assert any(e["kind"] == "revoked" and e.get("reason") == "session_expired" for e in after)
+    assert any(e["kind"] == "registered" for e in after)  # re-registered with a new session
+    assert unit["settled_at_end"]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_broker_restart_is_survived_without_loss(tmp_path: Path, impl: str) -> None:
+    timeline = 'timeline=[{at="1s",action="restart_broker",downtime="1s"}]'
+    events, unit = _run(tmp_path, "herd", impl, ["group.members=2", "topic.partitions=2", timeline])
+    _assert_complete(events)
+    assert _nemesis(events, "restart_broker")
+    starts = [e for e in events if e["source"] == "broker-0" and e["kind"] == "started"]
+    assert len(starts) == 2  # the broker came back
+    assert unit["settled_at_end"]

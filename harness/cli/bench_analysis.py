@@ -1,0 +1,122 @@
+"""``herdlab bench analysis``: time and peak memory of the PySpark analysis at 1, 3, 10 M events.
+
+For each size a synthetic ``herd``-shaped run (:mod:`harness.analysis.synthetic`: 3 cases x 2
+implementations x 3 repetitions, the producer rate scaled to reach the size) is written to a
+temporary directory, then analysed in a child process of its own (a fresh JVM per size:
+``python -m harness.analysis.bench``). Reported per size: generation time, Spark start, analysis
+time, time per million events, and the peak resident memory of the child and its JVM together
+(sampled every 0.2 s). Figures are measured on the machine at hand; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from harness.procs import spawn
+
+
+def _tree_rss(pid: int) -> int:
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        procs = [p, *p.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for q in procs:
+        with contextlib.suppress(psutil.Error):
+            total += q.memory_info().rss
+    return total
+
+
+class _PeakSampler(threading.Thread):
+    def __init__(self, pid: int, every: float = 0.2) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every, self.peak = pid, every, 0
+        self._stop_flag = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_flag.is_set():
+            self.peak = max(self.peak, _tree_rss(self.pid))
+            self._stop_flag.wait(self.every)
+
+    def stop(self) -> int:
+        self._stop_flag.set()
+        self.join()
+        return self.peak
+
+
+@click.command("analysis")
+@click.option(
+    "--events",
+    "sizes",
+    multiple=True,
+    type=int,
+    default=(1_000_000, 3_000_000, 10_000_000),
+    show_default=True,
+    help="History sizes to measure (repeatable).",
+)
+@click.option("--spark-master", default=None, metavar="URL", help="Spark master (default local[2]).")
+@click.option("--driver-memory", default="4g", show_default=True, help="spark.driver.memory of the child.")
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the synthetic runs (and child logs) here instead of a temporary directory.",
+)
+@click.option("--timeout", default=3600.0, show_default=True, help="Give up on one size after this many seconds.")
+def analysis(sizes: tuple[int, ...], spark_master: str | None, driver_memory: str, keep: Path | None, timeout: float) -> None:
+    """Aggregate synthetic histories of each size: time and peak memory (growth should be linear)."""
+    from harness.analysis.synthetic import rate_for, write_synthetic_run
+    from harness.errors import HerdlabError
+
+    console = Console()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="herdlab-bench-analysis-") as tmp:
+        root = keep or Path(tmp)
+        for size in sizes:
+            t0 = time.monotonic()
+            run = write_synthetic_run(root / f"e{size}", rate=rate_for(size, 18, 60.0), run_id=f"bench-{size}")
+            gen_s = time.monotonic() - t0
+            out = run.run_dir / "bench.json"
+            argv = [sys.executable, "-m", "harness.analysis.bench", str(run.run_dir), str(out), "--driver-memory", driver_memory]
+            if spark_master:
+                argv += ["--spark-master", spark_master]
+            console.print(f"{run.events:,} events written in {gen_s:.1f} s; analysing ...", highlight=False)
+            child = spawn(argv, name=f"bench-analysis-{size}", log_path=run.run_dir / "bench.log")
+            sampler = _PeakSampler(child.pid)
+            sampler.start()
+            t1 = time.monotonic()
+            code = child.wait(timeout)
+            wall = time.monotonic() - t1
+            peak = sampler.stop()
+            child.stop()
+            if code != 0 or not out.exists():
+                raise HerdlabError(f"analysis of {size} events failed (exit {code}); see {run.run_dir / 'bench.log'}")
+            r = json.loads(out.read_text())
+            rows.append((run.events, gen_s, r["session_s"], r["analysis_s"], wall, peak))
+    t = Table(title=f"PySpark analysis of synthetic histories ({spark_master or 'local[2]'}, driver memory {driver_memory})")
+    for c in ("events", "generate", "Spark start", "analysis", "analysis per M events", "child wall", "peak RSS (child + JVM)"):
+        t.add_column(c, justify="right")
+    for events, gen_s, sess, ana, wall, peak in rows:
+        t.add_row(
+            f"{events:,}",
+            f"{gen_s:.1f} s",
+            f"{sess:.1f} s",
+            f"{ana:.1f} s",
+            f"{ana / (events / 1e6):.2f} s",
+            f"{wall:.1f} s",
+            f"{peak / 2**20:,.0f} MiB",
+        )
+    console.print(t)

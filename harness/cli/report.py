@@ -1,0 +1,126 @@
+"""``herdlab report RUN_DIR`` and ``herdlab compare BASELINE CURRENT``.
+
+* ``report`` analyses a run's history with PySpark (local mode unless ``--spark-master``) and
+  writes ``index.html``, ``summary.md``, ``metrics.json`` (and ``plots/``) into the run directory,
+  then prints the summary table and the paths. ``--from-metrics`` re-renders from an existing
+  ``metrics.json`` without Spark. Exits 1 when a produced record was lost.
+* ``compare`` checks CURRENT against BASELINE (run directories with ``metrics.json``, or the files
+  themselves) and exits 1 on a regression, naming each metric that moved and by how much;
+  ``--junit FILE`` writes the comparison as JUnit XML for CI.
+
+Both are click commands named ``report`` and ``compare`` (registered by :mod:`harness.cli`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+if not console.is_terminal:
+    console = Console(width=200)
+
+
+@click.command("report")
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--spark-master",
+    default=None,
+    metavar="URL",
+    help="Spark master to run the analysis on (default: local[2]), e.g. spark://host:7077.",
+)
+@click.option(
+    "--from-metrics",
+    is_flag=True,
+    help="Re-render from the run's metrics.json instead of analysing the history again.",
+)
+def report(run_dir: Path, spark_master: str | None, from_metrics: bool) -> None:
+    """Analyse RUN_DIR (a `herdlab run` output) and write its reports.
+
+    Writes index.html (offline, plots embedded), summary.md and metrics.json into RUN_DIR and
+    prints the summary table. Exits 1 if a produced record was lost.
+    """
+    from harness.report import load_metrics, render_report
+    from harness.report.terminal import summary_table
+
+    if from_metrics:
+        metrics = load_metrics(run_dir)
+    else:
+        from harness.analysis import analyze_run
+
+        with console.status("analysing the history with Spark ..."):
+            metrics = analyze_run(run_dir, spark_master=spark_master)
+    paths = render_report(run_dir, metrics)
+    console.print(summary_table(metrics))
+    for a in metrics.get("alerts") or []:
+        style = "bold red" if a.startswith("LOST") else "yellow"
+        console.print(f"[{style}]{a}[/{style}]", highlight=False)
+    console.print(f"report: {paths['html']}\n        {paths['markdown']}\n        {paths['json']}", highlight=False)
+    if any(u.get("lost") for u in metrics.get("units", [])):
+        raise SystemExit(1)
+
+
+@click.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("current", type=click.Path(path_type=Path))
+@click.option(
+    "--tolerance",
+    "tolerances",
+    multiple=True,
+    metavar="FRACTION|METRIC=FRACTION",
+    help="Allowed relative increase (default 0.1 = 10%); METRIC=FRACTION for one metric, e.g. latency_s=0.25. Repeatable.",
+)
+@click.option(
+    "--abs-tolerance",
+    type=float,
+    default=None,
+    help="Absolute slack on top of the relative tolerance (default: 0.05 s for times, 0 for counts).",
+)
+@click.option(
+    "--stat",
+    type=click.Choice(["p50", "p95", "p99", "max", "mean"]),
+    default="p50",
+    show_default=True,
+    help="Which statistic over repetitions to compare.",
+)
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write JUnit XML here.")
+@click.option("--all", "show_all", is_flag=True, help="List every compared metric, not only regressions.")
+def compare(
+    baseline: Path,
+    current: Path,
+    tolerances: tuple[str, ...],
+    abs_tolerance: float | None,
+    stat: str,
+    junit: Path | None,
+    show_all: bool,
+) -> None:
+    """Compare CURRENT against BASELINE; exit 1 on a regression.
+
+    Each is a run directory holding metrics.json (write it with `herdlab report`) or a
+    metrics.json file. Lower is better for every compared metric; a trigger that no longer
+    settles and any lost record are regressions whatever the tolerance.
+    """
+    from harness.report import load_metrics
+    from harness.report.compare import compare as run_compare
+    from harness.report.compare import junit_xml, parse_tolerances
+
+    default, per = parse_tolerances(tolerances)
+    result = run_compare(load_metrics(baseline), load_metrics(current), default, per, stat, abs_tolerance)
+    rows = result.changes if show_all else result.regressions
+    if rows:
+        t = Table(title=f"{'comparison' if show_all else 'regressions'}: {current} against {baseline}")
+        t.add_column("", justify="left")
+        t.add_column("what moved", justify="left")
+        for c in rows:
+            t.add_row("[bold red]REGRESSION[/bold red]" if c.regressed else "ok", c.message)
+        console.print(t)
+    if junit is not None:
+        console.print(f"JUnit XML: {junit_xml(result, junit)}", highlight=False)
+    n, k = len(result.changes), len(result.regressions)
+    if k:
+        console.print(f"[bold red]{k} regression{'s' if k != 1 else ''}[/bold red] among {n} compared metrics", highlight=False)
+        raise SystemExit(1)
+    console.print(f"no regression among {n} compared metrics ({stat}, tolerance {default:g})", highlight=False)

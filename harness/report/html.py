@@ -1,0 +1,186 @@
+"""``index.html``: one self-contained page (CSS inline, plots as base64 PNG): it opens offline."""
+
+from __future__ import annotations
+
+import base64
+import html
+from typing import Any
+
+from harness.analysis.definitions import metric
+from harness.report.plots import Plot
+from harness.report.tables import (
+    STATS,
+    UNIT_COLUMNS,
+    SideBySide,
+    fmt,
+    fmt_mean,
+    fmt_stat,
+    side_by_side,
+    trigger_title,
+    unit_rows,
+)
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1400px;
+color:#222;padding:0 16px;line-height:1.4}
+h1{font-size:1.6em;margin-bottom:4px}h2{margin-top:36px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{margin:22px 0 6px;font-size:1.05em}
+.meta{color:#555;font-size:.9em}.meta code{background:#f4f4f4;padding:1px 4px;border-radius:3px}
+.alert{background:#fdecea;border:2px solid #d32f2f;color:#8b0000;padding:10px 14px;border-radius:6px;margin:14px 0}
+.alert.lost{font-size:1.15em;font-weight:bold}.ok{background:#edf7ed;border:1px solid #2e7d32;color:#1b5e20;
+padding:8px 12px;border-radius:6px;margin:14px 0}
+table{border-collapse:collapse;font-size:.84em;margin:6px 0 14px}th,td{border:1px solid #ddd;padding:3px 7px;
+text-align:right;white-space:nowrap}th{background:#f6f6f6}td.l,th.l{text-align:left}
+tr.totals td{background:#fafafa;text-align:left;white-space:normal}tr.failed td,tr.lost td{background:#fdecea;color:#8b0000}
+th.impl{background:#e8eef8}.never{color:#b00020;font-weight:600}
+img{max-width:100%;border:1px solid #eee;margin:8px 0}dl dt{font-weight:600;margin-top:8px}dl dd{margin-left:18px}
+details{margin:8px 0}summary{cursor:pointer;color:#1b6ac9}
+"""
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s))
+
+
+def _cell(text: str) -> str:
+    cls = ' class="never"' if text.startswith("never") else ""
+    return f"<td{cls}>{_e(text)}</td>"
+
+
+def _side_table(t: SideBySide) -> str:
+    head1 = (
+        '<tr><th class="l" rowspan="2">metric</th>'
+        + "".join(f'<th class="impl" colspan="{len(STATS) + 2}">{_e(i)}</th>' for i in t.impls)
+        + "</tr>"
+    )
+    head2 = (
+        "<tr>"
+        + "".join("".join(f"<th>{s}</th>" for s in (*STATS, "mean [95% CI]", "n")) for _ in t.impls)
+        + "</tr>"
+    )
+    body = []
+    for name, cells in t.rows:
+        m = metric(name)
+        tds = [f'<td class="l">{_e(m.label)}{" (" + _e(m.unit) + ")" if m.unit else ""}</td>']
+        for impl in t.impls:
+            a = cells.get(impl)
+            if a is None:
+                tds += ["<td>—</td>"] * (len(STATS) + 2)
+                continue
+            tds += [_cell(fmt_stat(a, s)) for s in STATS]
+            tds.append(_cell(fmt_mean(a)))
+            tds.append(f"<td>{a['n']}</td>")
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    return f"<table><thead>{head1}{head2}</thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str = "summary.md") -> str:
+    """The whole page."""
+    run = metrics.get("run") or {}
+    title = f"herdlab report: {run.get('scenario') or '?'} / {run.get('run_id') or '?'}"
+    parts = [
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title><style>{CSS}</style></head><body>"
+    ]
+    parts.append(f"<h1>{_e(title)}</h1>")
+    if run.get("description"):
+        parts.append(f"<p>{_e(run['description'])}</p>")
+    spark = metrics.get("spark") or {}
+    parts.append(
+        '<p class="meta">'
+        + " · ".join(
+            _e(x)
+            for x in (
+                f"implementations: {', '.join(run.get('implementations') or [])}",
+                f"repetitions: {run.get('repetitions')}",
+                f"settle window: {run.get('settle_window_s')} s",
+                f"backend: {run.get('backend')}",
+                f"started {run.get('started')}",
+                f"{run.get('history_rows')} events",
+                f"analysed by Spark {spark.get('version')} on {spark.get('master')} in {spark.get('analysis_s')} s",
+            )
+        )
+        + f' · also as <a href="{_e(summary_md_name)}">Markdown</a> and <a href="metrics.json">JSON</a></p>'
+    )
+    alerts = metrics.get("alerts") or []
+    lost = [a for a in alerts if a.startswith("LOST")]
+    for a in lost:
+        parts.append(f'<div class="alert lost">{_e(a)}</div>')
+    others = [a for a in alerts if not a.startswith("LOST")]
+    if others:
+        parts.append(
+            '<div class="alert"><b>Attention</b><ul>'
+            + "".join(f"<li>{_e(a)}</li>" for a in others)
+            + "</ul></div>"
+        )
+    if not lost and metrics.get("units"):
+        parts.append('<div class="ok">No produced record was lost.</div>')
+
+    parts.append("<h2>Results per trigger, side by side</h2>")
+    parts.append(
+        '<p class="meta">Statistics over repetitions: p50/p95/p99/max by linear interpolation, '
+        "<span class=never>never</span> = a repetition that did not settle (counted as +infinity); "
+        "mean with a t-based 95% confidence interval over the finite values. Definitions at the end.</p>"
+    )
+    tables = side_by_side(metrics)
+    if not tables:
+        parts.append("<p>No results: the history holds no analysed unit.</p>")
+    for t in tables:
+        parts.append(f"<h3>{_e(trigger_title(t))}</h3>")
+        parts.append(_side_table(t))
+    breakdown = side_by_side(metrics, breakdown=True)
+    if breakdown:
+        parts.append("<details><summary>ZooKeeper requests by operation and broker requests by API</summary>")
+        for t in breakdown:
+            parts.append(f"<h3>{_e(trigger_title(t))}</h3>{_side_table(t)}")
+        parts.append("</details>")
+
+    if plots:
+        parts.append("<h2>Plots</h2>")
+        for p in plots:
+            b64 = base64.b64encode(p.png).decode()
+            parts.append(f'<h3>{_e(p.title)}</h3><img alt="{_e(p.title)}" src="data:image/png;base64,{b64}">')
+
+    rows = unit_rows(metrics)
+    if rows:
+        parts.append(
+            "<h2>Every unit</h2><details open><summary>per unit and trigger</summary><table><thead><tr>"
+        )
+        parts.append(
+            '<th class="l">unit</th>'
+            + "".join(f"<th>{_e(c)}</th>" for c, _ in UNIT_COLUMNS)
+            + "</tr></thead><tbody>"
+        )
+        for r in rows:
+            if r["kind"] == "trigger":
+                parts.append(
+                    f'<tr><td class="l">{_e(r["unit"])}</td>'
+                    + "".join(_cell(c) for c in r["cells"])
+                    + "</tr>"
+                )
+            else:
+                cls = "failed" if r["kind"] == "failed" else ("lost totals" if r.get("lost") else "totals")
+                parts.append(
+                    f'<tr class="{cls}"><td class="l">{_e(r["unit"])}</td><td colspan="{len(UNIT_COLUMNS)}">{_e(r["text"])}</td></tr>'
+                )
+        parts.append("</tbody></table></details>")
+
+    parts.append("<h2>Definitions</h2><dl>")
+    for term, text in metrics.get("definitions") or []:
+        parts.append(f"<dt>{_e(term)}</dt><dd>{_e(text)}</dd>")
+    parts.append("</dl>")
+    parts.append("<h2>Provenance</h2><table>")
+    prov = {
+        "run directory": run.get("run_dir"),
+        "git commit": run.get("git_commit"),
+        "versions": ", ".join(f"{k} {v}" for k, v in (run.get("versions") or {}).items()),
+        "machine": ", ".join(f"{k} {v}" for k, v in (run.get("machine") or {}).items()),
+        "spark": f"{spark.get('version')} {spark.get('master')}, shuffle partitions {spark.get('shuffle_partitions')}",
+        "finished": run.get("finished"),
+        "interrupted": run.get("interrupted"),
+    }
+    for k, v in prov.items():
+        parts.append(
+            f'<tr><th class="l">{_e(k)}</th><td class="l">{_e(fmt(v) if v is not None else "—")}</td></tr>'
+        )
+    parts.append("</table></body></html>")
+    return "\n".join(parts)

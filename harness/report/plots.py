@@ -1,0 +1,308 @@
+"""The report's plots, drawn with matplotlib (Agg, no display) from ``metrics.json`` as PNG bytes.
+
+* :func:`latency_plot`: rebalance latency against N (members) per trigger, mean with its 95% CI,
+  detection dotted; triggers that never settled are counted on the plot.
+* :func:`herd_plot`: herd counts per membership change against N, log-log, with the analytic
+  N and N-squared curves (anchored at the smallest N of the largest series: only their slopes mean
+  anything).
+* :func:`unit_plot`: one unit: records processed per second over time with each trigger's
+  consumption gap shaded (top), and who owned each partition when, suspensions hatched and
+  processing overlaps in red (bottom).
+
+When the cases do not differ by N, the x axis is the case label instead. Plots only arrange what
+the analysis computed.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from harness.analysis.definitions import metric
+from harness.report.tables import cases, implementations
+
+IMPL_COLORS = {"legacy_zk": "#d95f02", "coordinator": "#1b6ac9"}
+OTHER = ["#7570b3", "#66a61e", "#e7298a", "#a6761d"]
+HERD_METRICS = (
+    "watches",
+    "zk_requests",
+    "zk_packets",
+    "broker_group_requests",
+    "conflicts",
+    "failed_attempts",
+)
+
+
+@dataclass
+class Plot:
+    """One rendered plot."""
+
+    name: str  # file stem
+    title: str
+    png: bytes
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _color(impl: str, impls: list[str]) -> str:
+    return IMPL_COLORS.get(impl) or OTHER[impls.index(impl) % len(OTHER)]
+
+
+def _axis(metrics: dict[str, Any]) -> tuple[dict[str, float], list[str] | None, str]:
+    """Case label -> x; tick labels when categorical; the axis label."""
+    labels = cases(metrics)
+    n_of = {c.get("label"): c.get("members") for c in metrics.get("cases") or []}
+    ns = [n_of.get(c) for c in labels]
+    if all(isinstance(n, int) for n in ns) and len(set(ns)) == len(ns) and len(ns) >= 2:
+        return {c: float(n) for c, n in zip(labels, ns, strict=True)}, None, "N (members at the start)"
+    return {c: float(i) for i, c in enumerate(labels)}, labels, "case"
+
+
+def _aggs(metrics: dict[str, Any]) -> dict[tuple[str, str, str, str], dict[str, Any]]:
+    return {(a["impl"], a["case"], a["trigger"], a["metric"]): a for a in metrics.get("aggregates", [])}
+
+
+def latency_plot(metrics: dict[str, Any]) -> Plot | None:
+    """Rebalance latency against N, one panel per trigger (see the module docstring)."""
+    keys = []
+    for a in metrics.get("aggregates", []):
+        if a["trigger"] not in ("all", "unit") and a["metric"] == "latency_s" and a["trigger"] not in keys:
+            keys.append(a["trigger"])
+    if not keys:
+        return None
+    keys.sort(key=lambda k: int(k.split()[0].lstrip("#")) if k.startswith("#") else 0)
+    impls = implementations(metrics)
+    xs, ticks, xlabel = _axis(metrics)
+    aggs = _aggs(metrics)
+    fig = Figure(figsize=(min(4.2 * len(keys), 14), 3.8), layout="constrained")
+    axes = fig.subplots(1, len(keys), squeeze=False)[0]
+    width = 0.08 * (max(xs.values()) - min(xs.values()) or 1) if ticks is None else 0.08
+    for ax, key in zip(axes, keys, strict=True):
+        for j, impl in enumerate(impls):
+            col = _color(impl, impls)
+            off = (j - (len(impls) - 1) / 2) * width
+            px, py, lo, hi, dx, dy = [], [], [], [], [], []
+            for case, x in xs.items():
+                a = aggs.get((impl, case, key, "latency_s"))
+                if not a:
+                    continue
+                if a.get("mean") is not None:
+                    px.append(x + off)
+                    py.append(a["mean"])
+                    ci = a.get("ci95") or [a["mean"], a["mean"]]
+                    lo.append(max(0.0, a["mean"] - ci[0]))
+                    hi.append(max(0.0, ci[1] - a["mean"]))
+                if a.get("never"):
+                    ax.annotate(
+                        f"{a['never']}/{a['n']} never",
+                        (x + off, a["mean"] if a.get("mean") is not None else 0),
+                        textcoords="offset points",
+                        xytext=(0, 8),
+                        ha="center",
+                        fontsize=7,
+                        color=col,
+                    )
+                d = aggs.get((impl, case, key, "detection_s"))
+                if d and d.get("mean") is not None:
+                    dx.append(x + off)
+                    dy.append(d["mean"])
+            if px:
+                ax.errorbar(px, py, yerr=[lo, hi], fmt="o-", color=col, capsize=3, label=impl)
+            if dx:
+                ax.plot(dx, dy, linestyle=":", marker=".", color=col, alpha=0.8)
+        ax.set_title(key, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        if ticks is not None:
+            ax.set_xticks(range(len(ticks)), ticks, rotation=20, fontsize=7)
+    axes[0].set_ylabel("seconds")
+    axes[0].legend(fontsize=8)
+    fig.suptitle("rebalance latency t1 - t0 (mean, 95% CI; dotted: detection)", fontsize=11)
+    return Plot("latency", "Rebalance latency against N", _png(fig))
+
+
+def herd_plot(metrics: dict[str, Any]) -> Plot | None:
+    """Herd counts per membership change against N, with N and N^2 curves."""
+    impls = implementations(metrics)
+    xs, ticks, xlabel = _axis(metrics)
+    aggs = _aggs(metrics)
+    shown = []
+    for name in HERD_METRICS:
+        vals = [aggs.get((i, c, "all", name), {}).get("mean") for i in impls for c in xs]
+        if any(v for v in vals if v):
+            shown.append(name)
+    if not shown:
+        return None
+    cols = min(3, len(shown))
+    rows = (len(shown) + cols - 1) // cols
+    fig = Figure(figsize=(4.4 * cols, 3.5 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    numeric = ticks is None
+    for ax, name in zip(axes, shown, strict=False):
+        best: tuple[float, list[float], list[float]] | None = None
+        for impl in impls:
+            px, py, err = [], [], [[], []]
+            for case, x in xs.items():
+                a = aggs.get((impl, case, "all", name))
+                if not a or a.get("mean") is None or (numeric and a["mean"] <= 0):
+                    continue
+                px.append(x)
+                py.append(a["mean"])
+                ci = a.get("ci95") or [a["mean"], a["mean"]]
+                # on log axes an interval reaching zero or below is cut at a third of the mean
+                low = max(ci[0], a["mean"] / 3) if numeric else ci[0]
+                err[0].append(max(0.0, a["mean"] - low))
+                err[1].append(max(0.0, ci[1] - a["mean"]))
+            if not px:
+                continue
+            ax.errorbar(px, py, yerr=err, fmt="o-", color=_color(impl, impls), capsize=3, label=impl)
+            if best is None or max(py) > best[0]:
+                best = (max(py), px, py)
+        if numeric and best is not None and len(best[1]) >= 2:
+            x0, y0 = best[1][0], best[2][0]
+            grid = [min(xs.values()) + (max(xs.values()) - min(xs.values())) * k / 40 for k in range(41)]
+            ax.plot(grid, [y0 * g / x0 for g in grid], "--", color="grey", lw=1, label="∝ N")
+            ax.plot(grid, [y0 * (g / x0) ** 2 for g in grid], ":", color="black", lw=1, label="∝ N²")
+        if numeric:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xticks(sorted(xs.values()), [f"{v:g}" for v in sorted(xs.values())])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        else:
+            ax.set_xticks(range(len(ticks or [])), ticks or [], rotation=20, fontsize=7)
+        ax.set_title(metric(name).label, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    for ax in axes[len(shown) :]:
+        ax.set_visible(False)
+    fig.suptitle("herd per membership change (mean over triggers and repetitions, 95% CI)", fontsize=11)
+    return Plot("herd", "Herd counts against N", _png(fig))
+
+
+def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:
+    """Consumption rate and ownership timeline of one unit (see the module docstring)."""
+    case, impl, rep = timeline["case"], timeline["impl"], timeline["repetition"]
+    rate = next(
+        (
+            r
+            for r in metrics.get("series", {}).get("rate", [])
+            if (r["case"], r["impl"], r["repetition"]) == (case, impl, rep)
+        ),
+        None,
+    )
+    parts = timeline["partitions"]
+    height = 1.6 + 0.16 * max(len(parts), 4)
+    fig = Figure(figsize=(11, 2.6 + height), layout="constrained")
+    ax_rate, ax_own = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, height]})
+    triggers = timeline.get("triggers") or []
+    if rate:
+        ax_rate.plot(rate["t_s"], rate["rate"], color="#333333", lw=0.9)
+        for g in rate.get("gaps") or []:
+            if g and g[0] is not None:
+                ax_rate.axvspan(g[0], g[1], color="#e41a1c", alpha=0.18, lw=0)
+        ax_rate.set_ylabel(f"records/s\n({rate['bin_s']:g} s bins)")
+    ax_rate.set_title(
+        f"{impl} · {case} · repetition {rep}: consumption (red: stop-the-world gap of each trigger)",
+        fontsize=10,
+    )
+    members = sorted({c[1] for c in timeline["claims"]})
+    palette = [
+        "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
+        "#1f78b4", "#b2df8a", "#fb9a99", "#fdbf6f", "#cab2d6", "#8dd3c7", "#bebada", "#80b1d3",
+    ]  # fmt: skip
+    color = {m: palette[i % len(palette)] for i, m in enumerate(members)}
+    row = {p: i for i, p in enumerate(parts)}
+    susp: dict[str, list[tuple[float, float]]] = {}
+    for ident, s, e in timeline.get("suspended") or []:
+        susp.setdefault(ident, []).append((s, e))
+    for p, ident, s, e in timeline["claims"]:
+        y = row.get(p)
+        if y is None:
+            continue
+        ax_own.broken_barh(
+            [(s, max(e - s, 1e-3))], (y - 0.38, 0.76), facecolors=color[ident], edgecolor="none"
+        )
+        for ss, se in susp.get(ident, []):
+            lo, hi = max(s, ss), min(e, se)
+            if hi > lo:
+                ax_own.broken_barh(
+                    [(lo, hi - lo)],
+                    (y - 0.38, 0.76),
+                    facecolors="white",
+                    alpha=0.55,
+                    hatch="///",
+                    edgecolor=color[ident],
+                )
+    for p, s, e in timeline.get("overlaps") or []:
+        y = row.get(p)
+        if y is not None:
+            ax_own.broken_barh(
+                [(s, max(e - s, 0.02))],
+                (y - 0.48, 0.96),
+                facecolors="#e41a1c",
+                alpha=0.75,
+                edgecolor="#e41a1c",
+            )
+    for ax in (ax_rate, ax_own):
+        for t0, _key, t1 in triggers:
+            if t0 is not None:
+                ax.axvline(t0, color="black", ls="--", lw=0.8)
+            if t1 is not None:
+                ax.axvline(t1, color="#2ca02c", ls=":", lw=0.9)
+    top = ax_rate.get_ylim()[1]
+    for t0, key, _t1 in triggers:
+        if t0 is not None:
+            ax_rate.text(t0, top, f" {key}", fontsize=7, va="top", ha="left")
+    ax_own.set_yticks(range(len(parts)), [f"p{p}" for p in parts], fontsize=6 if len(parts) > 24 else 8)
+    ax_own.set_ylim(-0.6, len(parts) - 0.4)
+    ax_own.invert_yaxis()
+    ax_own.set_xlabel("seconds since the group was stable")
+    note = (
+        ""
+        if timeline.get("partitions_total", len(parts)) <= len(parts)
+        else f" (first {len(parts)} of {timeline['partitions_total']})"
+    )
+    ax_own.set_title(
+        f"ownership per partition{note}: hatched = owner suspended, red = two members processing", fontsize=9
+    )
+    handles = [Patch(color=color[m], label=m) for m in members[:16]]
+    handles += [
+        Patch(facecolor="#e41a1c", alpha=0.75, label="overlap"),
+        Patch(facecolor="white", hatch="///", edgecolor="grey", label="suspended"),
+    ]
+    ax_own.legend(
+        handles=handles,
+        fontsize=7,
+        ncol=min(9, len(handles)),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18 - 2.0 / (height * 10)),
+        frameon=False,
+    )
+    ax_rate.grid(alpha=0.3)
+    ax_own.grid(alpha=0.2, axis="x")
+    return Plot(f"unit-{impl}-{_slug(case)}-r{rep}", f"{impl} · {case} · repetition {rep}", _png(fig))
+
+
+def _slug(s: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in s)[:60]
+
+
+def all_plots(metrics: dict[str, Any]) -> list[Plot]:
+    """Every plot of a report, in the order the report shows them."""
+    out = [p for p in (latency_plot(metrics), herd_plot(metrics)) if p is not None]
+    for tl in metrics.get("series", {}).get("timelines", []):
+        out.append(unit_plot(metrics, tl))
+    return out
