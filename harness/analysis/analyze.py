@@ -167,6 +167,7 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
             "t_last": b["t_last"],
             "origin": origin,
             "duration_s": round((b["t_last"] - origin) / 1e9, 3),
+            "unit_started": m.get("t_start") is not None,
         }
     for k, mu in manifest_units.items():
         if k not in units:
@@ -179,7 +180,10 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
         u["params"] = case.get("params") or {}
     analysed = {k: u for k, u in units.items() if u.get("events")}
     if analysed:
-        _run_jobs(spark, frames, analysed, window_s, out)
+        try:
+            _run_jobs(spark, frames, analysed, window_s, out)
+        finally:
+            spark.catalog.clearCache()  # the session may serve further analyses
     # units without events (failed before anything was recorded)
     for k, u in units.items():
         if k not in analysed:
@@ -222,11 +226,11 @@ def _run_jobs(
     from harness.analysis import jobs as J
 
     U = J.UNIT
-    udf = spark.createDataFrame(
+    units_df = spark.createDataFrame(
         [(k[0], k[1], k[2], u["t_first"], u["t_last"], int(u["partitions"] or 0)) for k, u in units.items()],
         "case string, impl string, repetition int, t_first long, t_last long, p0 int",
     )
-    jobs = J.Jobs(spark, frames, udf, window_s)
+    jobs = J.Jobs(spark, frames, units_df, window_s)
     settled = jobs.settle()
     det = jobs.detection(settled)
     res = jobs.resumed(settled)
@@ -314,9 +318,7 @@ def _run_jobs(
         {"herd": herd, "op": opmap, "api": apimap, "sb": per_phase}[r["table"]][tk][r["key"]] = r["value"]
 
     # per unit: completeness, duplicates, rejected commits, what was measured
-    pkeys = frames.produced.select(*U, "partition", "offset").distinct()
-    pk_only = keys.select(*U, "partition", "offset")
-    lost = J.pin(pkeys.join(pk_only, [*U, "partition", "offset"], "left_anti"))
+    lost = J.pin(keys.where((F.col("produced") == 1) & (F.col("n") == 0)).select(*U, "partition", "offset"))
 
     def unit_agg(df: Any, *aggs: tuple[str, Any]) -> Any:
         names = [a[0] for a in aggs]
@@ -332,15 +334,13 @@ def _run_jobs(
     unit_rows = J.collect(
         unit_agg(
             keys,
-            ("processed_keys", F.count("*")),
+            ("produced", F.sum("produced")),
+            ("processed", F.sum(F.when((F.col("produced") == 1) & (F.col("n") > 0), 1).otherwise(0))),
+            ("lost", F.sum(F.when((F.col("produced") == 1) & (F.col("n") == 0), 1).otherwise(0))),
+            ("phantom", F.sum(F.when((F.col("produced") == 0) & (F.col("n") > 0), 1).otherwise(0))),
             ("duplicates", F.sum(F.when(F.col("n") > 1, 1).otherwise(0))),
             ("duplicate_deliveries", F.sum(F.when(F.col("n") > 1, F.col("n") - 1).otherwise(0))),
             ("duplicates_cross_member", F.sum(F.when((F.col("n") > 1) & F.col("cross"), 1).otherwise(0))),
-        )
-        .unionByName(unit_agg(pkeys, ("produced", F.count("*"))))
-        .unionByName(unit_agg(lost, ("lost", F.count("*"))))
-        .unionByName(
-            unit_agg(pk_only.join(pkeys, [*U, "partition", "offset"], "left_anti"), ("phantom", F.count("*")))
         )
         .unionByName(
             unit_agg(
@@ -431,7 +431,7 @@ def _run_jobs(
         u.update(
             {
                 "produced": iv("produced"),
-                "processed": iv("processed_keys") - iv("phantom"),
+                "processed": iv("processed"),
                 "lost": iv("lost"),
                 "lost_sample": lost_sample.get(k, []),
                 "processed_not_produced": iv("phantom"),
@@ -711,6 +711,8 @@ def _alerts(out: dict[str, Any]) -> None:
             alerts.append(f"LOST {u['lost']} produced records in {name} (e.g. {sample})")
         if u.get("failed"):
             alerts.append(f"unit {name} failed: {u['failed']}")
+        elif u.get("events") and not u.get("unit_started"):
+            alerts.append(f"unit {name} has no unit_start event: the history of this unit is partial")
         for t in u.get("triggers", []):
             if not t.get("settled"):
                 alerts.append(f"{name}: trigger {t['key']} {','.join(t['targets'])} never settled")

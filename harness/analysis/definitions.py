@@ -25,7 +25,8 @@ DEFINITIONS: list[tuple[str, str]] = [
     (
         "claim / tenure",
         "A member claims a partition from its `assigned` event until its `revoked` event for that "
-        "partition, its `stopped` event, or a nemesis crash of it. A member is live from `started` "
+        "partition, its `stopped` event, or a nemesis crash of it (an event listing several partitions, "
+        "as legacy_zk members write them, counts once per partition). A member is live from `started` "
         "until `stopped` or crash; it is suspended from a nemesis pause/cut of it until resume/heal "
         "(or crash). Only claims of live, unsuspended members count for ownership.",
     ),
@@ -227,3 +228,12 @@ def metric(name: str) -> Metric:
             name, f"{m.label} {name[len(base) :]}", m.unit, m.family, m.censored, False, m.abs_tolerance
         )
     return Metric(name, name, "", "other", compare=False)
+
+
+# The module docstring carries the definitions too (one source: DEFINITIONS).
+__doc__ = (
+    (__doc__ or "")
+    + "\nDefinitions\n-----------\n"
+    + "\n".join(f"* **{t}**: {d}" for t, d in DEFINITIONS)
+    + "\n"
+)

@@ -557,11 +557,26 @@ class Jobs:
         return pairs, islands
 
     def record_keys(self) -> DataFrame:
-        """Per (unit, partition, offset) processed: n deliveries, last ts, whether members differ."""
-        return self.f.records.groupBy(*UNIT, "partition", "offset").agg(
-            F.count("*").alias("n"),
-            F.max("ts_ns").alias("last"),
-            (F.min("ident") != F.max("ident")).alias("cross"),
+        """Per (unit, partition, offset) produced or processed, in one shuffle of both kinds:
+        ``n`` deliveries, ``produced`` (0/1), ``last`` delivery ts, ``cross`` (members differ)."""
+        rec = self.f.records.select(*UNIT, "partition", "offset", "ts_ns", "ident", F.lit(0).alias("is_prod"))
+        prod = self.f.produced.select(
+            *UNIT,
+            "partition",
+            "offset",
+            F.lit(None).cast("long").alias("ts_ns"),
+            F.lit(None).cast("string").alias("ident"),
+            F.lit(1).alias("is_prod"),
+        )
+        return (
+            rec.unionByName(prod)
+            .groupBy(*UNIT, "partition", "offset")
+            .agg(
+                F.sum(1 - F.col("is_prod")).alias("n"),
+                F.max("is_prod").alias("produced"),
+                F.max("ts_ns").alias("last"),
+                F.coalesce(F.min("ident") != F.max("ident"), F.lit(False)).alias("cross"),
+            )
         )
 
     def commits(self) -> DataFrame:

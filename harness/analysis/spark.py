@@ -7,9 +7,9 @@ two cores (``local[2]``) unless ``master`` names a cluster (``spark://host:7077`
 the web UI and console progress bars off, UTC session time zone, Spark's own logging at ERROR,
 and adaptive query execution off: the jobs run many small stages, where AQE's re-planning costs
 more than it saves (measured: 3-4x slower on a small history). The number of shuffle partitions is
-set per analysis from the history's size (:func:`shuffle_partitions_for`). Calling it again returns the same session (Spark allows one per JVM); a different
-``master`` than the running session's raises :class:`~harness.errors.ConfigError` rather than
-silently using the wrong cluster. :func:`stop_spark` stops it (tests and the bench use it).
+set per analysis from the history's size (:func:`shuffle_partitions_for`). Calling it again
+returns the same session (Spark allows one per JVM); a different ``master`` than the running
+session's raises :class:`~harness.errors.ConfigError` rather than silently using the wrong cluster. :func:`stop_spark` stops it (tests and the bench use it).
 
 Settings that only take effect when the JVM starts (``driver_memory``) are ignored once a session
 runs.
@@ -61,6 +61,13 @@ def spark_session(
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.extraJavaOptions", "-XX:+UseG1GC")
     )
+    if (master or DEFAULT_MASTER).startswith("local"):
+        # Local mode talks only to itself: keep the driver on loopback (herdlab sends no traffic
+        # beyond 127.0.0.0/8). A remote --spark-master needs a driver address its executors reach.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.host", "127.0.0.1").config(
+            "spark.driver.bindAddress", "127.0.0.1"
+        )
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
     try:

@@ -53,10 +53,12 @@ def _register(group: click.Group, module: str, attr: str) -> None:
 
 
 _register(cli, "harness.cli.cluster", "cluster")
-_register(cli, "harness.cli.cluster", "demo")
+_register(cli, "harness.cli.run", "demo")
 _register(cli, "harness.cli.scenarios", "scenarios")
 _register(cli, "harness.cli.run", "run")
 _register(cli, "harness.cli.produce", "produce")
+_register(cli, "harness.cli.report", "report")
+_register(cli, "harness.cli.report", "compare")
 _register(cli, "coordinator.cli", "broker")
 _register(member, "legacy_zk.cli", "legacy_zk")
 _register(member, "harness.cli.members", "coordinator")
@@ -66,6 +68,7 @@ _bench = cli.commands.get("bench")
 if isinstance(_bench, click.Group):
     _register(_bench, "harness.bench", "zookeeper")
     _register(_bench, "harness.bench", "history")
+    _register(_bench, "harness.cli.bench_analysis", "analysis")
     _register(_bench, "coordinator.bench", "coordinator")
     _register(_bench, "legacy_zk.bench", "legacy_zk")
 

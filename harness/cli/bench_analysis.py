@@ -75,8 +75,12 @@ class _PeakSampler(threading.Thread):
     default=None,
     help="Keep the synthetic runs (and child logs) here instead of a temporary directory.",
 )
-@click.option("--timeout", default=3600.0, show_default=True, help="Give up on one size after this many seconds.")
-def analysis(sizes: tuple[int, ...], spark_master: str | None, driver_memory: str, keep: Path | None, timeout: float) -> None:
+@click.option(
+    "--timeout", default=3600.0, show_default=True, help="Give up on one size after this many seconds."
+)
+def analysis(
+    sizes: tuple[int, ...], spark_master: str | None, driver_memory: str, keep: Path | None, timeout: float
+) -> None:
     """Aggregate synthetic histories of each size: time and peak memory (growth should be linear)."""
     from harness.analysis.synthetic import rate_for, write_synthetic_run
     from harness.errors import HerdlabError
@@ -87,10 +91,20 @@ def analysis(sizes: tuple[int, ...], spark_master: str | None, driver_memory: st
         root = keep or Path(tmp)
         for size in sizes:
             t0 = time.monotonic()
-            run = write_synthetic_run(root / f"e{size}", rate=rate_for(size, 18, 60.0), run_id=f"bench-{size}")
+            run = write_synthetic_run(
+                root / f"e{size}", rate=rate_for(size, 18, 60.0), run_id=f"bench-{size}"
+            )
             gen_s = time.monotonic() - t0
             out = run.run_dir / "bench.json"
-            argv = [sys.executable, "-m", "harness.analysis.bench", str(run.run_dir), str(out), "--driver-memory", driver_memory]
+            argv = [
+                sys.executable,
+                "-m",
+                "harness.analysis.bench",
+                str(run.run_dir),
+                str(out),
+                "--driver-memory",
+                driver_memory,
+            ]
             if spark_master:
                 argv += ["--spark-master", spark_master]
             console.print(f"{run.events:,} events written in {gen_s:.1f} s; analysing ...", highlight=False)
@@ -103,11 +117,23 @@ def analysis(sizes: tuple[int, ...], spark_master: str | None, driver_memory: st
             peak = sampler.stop()
             child.stop()
             if code != 0 or not out.exists():
-                raise HerdlabError(f"analysis of {size} events failed (exit {code}); see {run.run_dir / 'bench.log'}")
+                raise HerdlabError(
+                    f"analysis of {size} events failed (exit {code}); see {run.run_dir / 'bench.log'}"
+                )
             r = json.loads(out.read_text())
             rows.append((run.events, gen_s, r["session_s"], r["analysis_s"], wall, peak))
-    t = Table(title=f"PySpark analysis of synthetic histories ({spark_master or 'local[2]'}, driver memory {driver_memory})")
-    for c in ("events", "generate", "Spark start", "analysis", "analysis per M events", "child wall", "peak RSS (child + JVM)"):
+    t = Table(
+        title=f"PySpark analysis of synthetic histories ({spark_master or 'local[2]'}, driver memory {driver_memory})"
+    )
+    for c in (
+        "events",
+        "generate",
+        "Spark start",
+        "analysis",
+        "analysis per M events",
+        "child wall",
+        "peak RSS (child + JVM)",
+    ):
         t.add_column(c, justify="right")
     for events, gen_s, sess, ana, wall, peak in rows:
         t.add_row(

@@ -107,13 +107,10 @@ def _zookeeper_smoke(connect: str) -> list[tuple[str, bool, str]]:
     return checks
 
 
-@click.command()
+@cluster.command("check")
 @click.option("--tick-time", "tick_time_ms", default=500, show_default=True, help="ZooKeeper tickTime in ms.")
-def demo(tick_time_ms: int) -> None:
-    """The main job: start the embedded local cluster, check it, print its health, stop it.
-
-    (Later issues turn this into a small side-by-side ``herd`` scenario ending in a report.)
-    """
+def check(tick_time_ms: int) -> None:
+    """Start the embedded local cluster, check ZooKeeper with kazoo, print its health, stop it."""
     install_signal_handlers()
     t0 = time.monotonic()
     with LocalCluster(tick_time_ms=tick_time_ms) as c:

@@ -30,7 +30,8 @@ if not console.is_terminal:
     "--spark-master",
     default=None,
     metavar="URL",
-    help="Spark master to run the analysis on (default: local[2]), e.g. spark://host:7077.",
+    help="Spark master to run the analysis on (default: local[2]), e.g. spark://host:7077; "
+    "the executors must be able to read RUN_DIR (shared storage).",
 )
 @click.option(
     "--from-metrics",
@@ -43,6 +44,13 @@ def report(run_dir: Path, spark_master: str | None, from_metrics: bool) -> None:
     Writes index.html (offline, plots embedded), summary.md and metrics.json into RUN_DIR and
     prints the summary table. Exits 1 if a produced record was lost.
     """
+    if publish(run_dir, spark_master=spark_master, from_metrics=from_metrics):
+        raise SystemExit(1)
+
+
+def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool = False) -> bool:
+    """Analyse ``run_dir`` (or re-read its metrics.json), write its reports, print the summary table,
+    the alerts and the report paths. Returns True when a produced record was lost."""
     from harness.report import load_metrics, render_report
     from harness.report.terminal import summary_table
 
@@ -58,9 +66,10 @@ def report(run_dir: Path, spark_master: str | None, from_metrics: bool) -> None:
     for a in metrics.get("alerts") or []:
         style = "bold red" if a.startswith("LOST") else "yellow"
         console.print(f"[{style}]{a}[/{style}]", highlight=False)
-    console.print(f"report: {paths['html']}\n        {paths['markdown']}\n        {paths['json']}", highlight=False)
-    if any(u.get("lost") for u in metrics.get("units", [])):
-        raise SystemExit(1)
+    console.print(
+        f"report: {paths['html']}\n        {paths['markdown']}\n        {paths['json']}", highlight=False
+    )
+    return any(u.get("lost") for u in metrics.get("units", []))
 
 
 @click.command("compare")
@@ -86,7 +95,9 @@ def report(run_dir: Path, spark_master: str | None, from_metrics: bool) -> None:
     show_default=True,
     help="Which statistic over repetitions to compare.",
 )
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write JUnit XML here.")
+@click.option(
+    "--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write JUnit XML here."
+)
 @click.option("--all", "show_all", is_flag=True, help="List every compared metric, not only regressions.")
 def compare(
     baseline: Path,
@@ -121,6 +132,11 @@ def compare(
         console.print(f"JUnit XML: {junit_xml(result, junit)}", highlight=False)
     n, k = len(result.changes), len(result.regressions)
     if k:
-        console.print(f"[bold red]{k} regression{'s' if k != 1 else ''}[/bold red] among {n} compared metrics", highlight=False)
+        console.print(
+            f"[bold red]{k} regression{'s' if k != 1 else ''}[/bold red] among {n} compared metrics",
+            highlight=False,
+        )
         raise SystemExit(1)
-    console.print(f"no regression among {n} compared metrics ({stat}, tolerance {default:g})", highlight=False)
+    console.print(
+        f"no regression among {n} compared metrics ({stat}, tolerance {default:g})", highlight=False
+    )

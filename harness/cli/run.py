@@ -9,7 +9,6 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
 from harness.cluster.containers import ContainersOptions
@@ -63,54 +62,6 @@ class ProgressView:
             self.live.stop()
 
 
-def _fmt(v: Any, unit: str = "") -> str:
-    if v is None:
-        return "never"
-    if isinstance(v, float):
-        return f"{v:.2f}{unit}"
-    return f"{v}{unit}"
-
-
-def summary_table(rows: list[dict[str, Any]]) -> Table:
-    t = Table(title="summary (plain Python over the history; PySpark analysis comes later)")
-    for col in (
-        "impl",
-        "case",
-        "rep",
-        "trigger",
-        "latency",
-        "watches",
-        "zk req",
-        "zk pkts",
-        "broker req",
-        "conflicts",
-        "failed",
-        "lost",
-        "dup",
-    ):
-        t.add_column(col, justify="right" if col not in ("impl", "case", "trigger") else "left")
-    for r in rows:
-        trig = r["triggers"] or [None]
-        for i, tr in enumerate(trig):
-            first = i == 0
-            t.add_row(
-                r["impl"] if first else "",
-                r["case"] if first else "",
-                str(r["repetition"]) if first else "",
-                (f"{tr['action']} {','.join(tr['targets'] or [])}" if tr else "-"),
-                _fmt(tr["latency_s"], "s") if tr else "-",
-                _fmt(tr["watches"]) if tr else "-",
-                _fmt(tr["zk_requests"]) if tr else "-",
-                _fmt(tr["zk_packets"]) if tr and tr["zk_packets"] is not None else "-",
-                _fmt(tr["broker_requests"]) if tr else "-",
-                _fmt(tr["conflicts"]) if tr else "-",
-                _fmt(tr["failed_attempts"]) if tr else "-",
-                (f"[red]{r['lost']}[/red]" if r["lost"] else "0") if first else "",
-                str(r["duplicates"]) if first else "",
-            )
-    return t
-
-
 @click.command("run")
 @click.argument("scenario")
 @click.option(
@@ -161,6 +112,15 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
     show_default=True,
     help="Results go to OUT/<scenario>/<run-id>/.",
 )
+@click.option(
+    "--spark-master",
+    default=None,
+    metavar="URL",
+    help="Spark master for the analysis (default: local[2]), e.g. spark://host:7077.",
+)
+@click.option(
+    "--no-report", is_flag=True, help="Skip the analysis and reports (render later with `herdlab report`)."
+)
 def run(
     scenario: str,
     overrides: tuple[str, ...],
@@ -168,6 +128,8 @@ def run(
     zookeeper: str | None,
     bootstrap: str | None,
     out: Path,
+    spark_master: str | None = None,
+    no_report: bool = False,
     members_in_containers: bool = False,
     kafka_image: str | None = None,
     image_prefix: str | None = None,
@@ -176,9 +138,45 @@ def run(
 
     Every case of its matrix, every repetition, both implementations, under the same faults. The
     history (JSON lines per process, merged into history.parquet) and manifest.json land in
-    OUT/<scenario>/<run-id>/. Ctrl-C stops cleanly: what was recorded is kept, no process is left.
+    OUT/<scenario>/<run-id>/. Then the history is analysed with PySpark and index.html, summary.md
+    and metrics.json are written there; a summary table ends the run. Exit status 1 when a unit
+    failed or a produced record was never processed. Ctrl-C stops cleanly: what was recorded is
+    kept, no process is left.
     """
+    execute(
+        scenario,
+        overrides,
+        backend=backend,
+        zookeeper=zookeeper,
+        bootstrap=bootstrap,
+        out=out,
+        spark_master=spark_master,
+        report=not no_report,
+        members_in_containers=members_in_containers,
+        kafka_image=kafka_image,
+        image_prefix=image_prefix,
+    )
+
+
+def execute(
+    scenario: str,
+    overrides: tuple[str, ...] | list[str] = (),
+    backend: str = "local",
+    zookeeper: str | None = None,
+    bootstrap: str | None = None,
+    out: Path = Path("reports"),
+    spark_master: str | None = None,
+    report: bool = True,
+    members_in_containers: bool = False,
+    kafka_image: str | None = None,
+    image_prefix: str | None = None,
+) -> Path:
+    """Run a scenario with live progress, then analyse and report it (see ``herdlab run``)."""
+    from harness.cli.report import publish
+    from harness.cluster.java import check_java
+
     install_signal_handlers()
+    check_java()  # ZooKeeper and Spark need it: fail before anything is started or written
     if backend != "containers" and (members_in_containers or kafka_image or image_prefix):
         raise ConfigError(
             "--members-in-containers, --kafka-image and --image-prefix need --backend containers"
@@ -207,11 +205,9 @@ def run(
         if view.last.get("run_dir"):
             console.print(f"interrupted; what was recorded is in {view.last['run_dir']}")
         raise
-    rows = summarize(read_parquet(result.run_dir / "history.parquet"), s.settle_window)
-    console.print(summary_table(rows))
-    failed = [u for u in result.units if u.get("failed")]
-    lost = sum(r["lost"] for r in rows)
     console.print(f"run {result.run_id}: {result.events} events in {result.run_dir}")
+    # Harness health (not a protocol metric): session trouble of members no fault targeted.
+    rows = summarize(read_parquet(result.run_dir / "history.parquet"), s.settle_window)
     troubled = sum(r["session_failures"] for r in rows)
     startup = sum(r["session_failures_startup"] for r in rows)
     if troubled or startup:
@@ -219,9 +215,31 @@ def run(
             f"[yellow]heartbeat/session failures of members no fault targeted: {troubled} after the group became "
             f"stable, {startup} while members were starting (CPU starvation?)[/yellow]"
         )
+    failed = [u for u in result.units if u.get("failed")]
     for u in failed:
         console.print(f"[red]unit {u['unit']} failed:[/red] {u['failed']}")
-    if lost:
-        console.print(f"[bold red]LOST {lost} produced records that no member processed[/bold red]")
+    lost = False
+    if report:
+        lost = publish(result.run_dir, spark_master=spark_master)
+    else:
+        console.print(f"no report: render it with `herdlab report {result.run_dir}`")
     if failed or lost:
         raise SystemExit(1)
+    return result.run_dir
+
+
+@click.command("demo")
+@click.option(
+    "--spark-master", default=None, metavar="URL", help="Spark master for the analysis (default: local[2])."
+)
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True
+)
+def demo(spark_master: str | None, out: Path) -> None:
+    """The main job: the `herd-small` scenario on the embedded local cluster, then its report.
+
+    Real ZooKeeper and a herdlab broker as child processes; 4 and 8 members of each implementation
+    face one join, one leave and one crash; the history is analysed with PySpark and the report
+    (index.html, summary.md, metrics.json) lands in OUT/herd-small/<run-id>/. A few minutes.
+    """
+    execute("herd-small", (), out=out, spark_master=spark_master)

@@ -139,7 +139,19 @@ def compare(
         if k not in cur:
             b = _value(base[k], s)
             if b is not None:
-                out.changes.append(Change(impl, case, trigger, name, s, b, None, True, f"{impl} {case} {trigger} {name}: missing from the current run"))
+                out.changes.append(
+                    Change(
+                        impl,
+                        case,
+                        trigger,
+                        name,
+                        s,
+                        b,
+                        None,
+                        True,
+                        f"{impl} {case} {trigger} {name}: missing from the current run",
+                    )
+                )
             continue
         if k not in base:
             out.new_keys.append(f"{impl} {case} {trigger} {name}")
@@ -160,7 +172,10 @@ def compare(
         elif math.isinf(c) and not math.isinf(b):
             bad, msg = True, f"{label}: {_f(b, m.unit)} -> never (no longer settles)"
         elif math.isinf(b):
-            bad, msg = False, f"{label}: never -> {_f(c, m.unit)}" if not math.isinf(c) else f"{label}: never -> never"
+            bad, msg = (
+                False,
+                f"{label}: never -> {_f(c, m.unit)}" if not math.isinf(c) else f"{label}: never -> never",
+            )
         else:
             limit = b * (1 + rel) + slack
             bad = c > limit
@@ -195,7 +210,9 @@ def junit_xml(result: Comparison, path: str | Path, suite: str = "herdlab-compar
         skipped="0",
     )
     for c in result.changes:
-        tc = ET.SubElement(ts, "testcase", classname=f"{suite}.{c.impl}.{c.case}", name=f"{c.trigger} {c.metric} {c.stat}")
+        tc = ET.SubElement(
+            ts, "testcase", classname=f"{suite}.{c.impl}.{c.case}", name=f"{c.trigger} {c.metric} {c.stat}"
+        )
         if c.regressed:
             f = ET.SubElement(tc, "failure", message=c.message, type="regression")
             f.text = c.message

@@ -34,7 +34,7 @@ text-align:right;white-space:nowrap}th{background:#f6f6f6}td.l,th.l{text-align:l
 tr.totals td{background:#fafafa;text-align:left;white-space:normal}tr.failed td,tr.lost td{background:#fdecea;color:#8b0000}
 th.impl{background:#e8eef8}.never{color:#b00020;font-weight:600}
 img{max-width:100%;border:1px solid #eee;margin:8px 0}dl dt{font-weight:600;margin-top:8px}dl dd{margin-left:18px}
-details{margin:8px 0}summary{cursor:pointer;color:#1b6ac9}
+details{margin:8px 0}summary{cursor:pointer;color:#1b6ac9}.scroll{overflow-x:auto;max-width:100%}
 """
 
 
@@ -71,7 +71,7 @@ def _side_table(t: SideBySide) -> str:
             tds.append(_cell(fmt_mean(a)))
             tds.append(f"<td>{a['n']}</td>")
         body.append("<tr>" + "".join(tds) + "</tr>")
-    return f"<table><thead>{head1}{head2}</thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="scroll"><table><thead>{head1}{head2}</thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
 def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str = "summary.md") -> str:
@@ -162,7 +162,7 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
                 parts.append(
                     f'<tr class="{cls}"><td class="l">{_e(r["unit"])}</td><td colspan="{len(UNIT_COLUMNS)}">{_e(r["text"])}</td></tr>'
                 )
-        parts.append("</tbody></table></details>")
+        parts.append("</tbody></table></div></details>")
 
     parts.append("<h2>Definitions</h2><dl>")
     for term, text in metrics.get("definitions") or []:

@@ -59,7 +59,8 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
     if alerts:
         out.append("")
     elif metrics.get("units"):
-        out += ["No produced record was lost; every trigger settled.", ""]
+        settled = any(u.get("triggers") for u in metrics["units"])
+        out += ["No produced record was lost" + ("; every trigger settled." if settled else "."), ""]
     out += [
         "## Results per trigger, side by side",
         "",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
@@ -121,12 +122,21 @@ def latency_plot(metrics: dict[str, Any]) -> Plot | None:
                 ax.plot(dx, dy, linestyle=":", marker=".", color=col, alpha=0.8)
         ax.set_title(key, fontsize=10)
         ax.set_xlabel(xlabel)
-        ax.set_ylim(bottom=0)
+        tops = [ln.get_ydata() for ln in ax.get_lines()]
+        top = max((float(max(t)) for t in tops if len(t)), default=1.0)
+        ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
         ax.grid(alpha=0.3)
         if ticks is not None:
             ax.set_xticks(range(len(ticks)), ticks, rotation=20, fontsize=7)
+            ax.set_xlim(-0.5, len(ticks) - 0.5)
     axes[0].set_ylabel("seconds")
-    axes[0].legend(fontsize=8)
+    fig.legend(
+        handles=[Line2D([], [], color=_color(i, impls), marker="o", label=i) for i in impls],
+        fontsize=8,
+        loc="outside lower center",
+        ncol=len(impls),
+        frameon=False,
+    )
     fig.suptitle("rebalance latency t1 - t0 (mean, 95% CI; dotted: detection)", fontsize=11)
     return Plot("latency", "Rebalance latency against N", _png(fig))
 
@@ -182,6 +192,7 @@ def herd_plot(metrics: dict[str, Any]) -> Plot | None:
             ax.yaxis.set_minor_formatter(NullFormatter())
         else:
             ax.set_xticks(range(len(ticks or [])), ticks or [], rotation=20, fontsize=7)
+            ax.set_xlim(-0.5, len(ticks or []) - 0.5)
         ax.set_title(metric(name).label, fontsize=10)
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3, which="both")
@@ -209,7 +220,7 @@ def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:
     ax_rate, ax_own = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, height]})
     triggers = timeline.get("triggers") or []
     if rate:
-        ax_rate.plot(rate["t_s"], rate["rate"], color="#333333", lw=0.9)
+        ax_rate.plot(rate["t_s"], rate["rate"], color="#333333", lw=0.9, drawstyle="steps-post")
         for g in rate.get("gaps") or []:
             if g and g[0] is not None:
                 ax_rate.axvspan(g[0], g[1], color="#e41a1c", alpha=0.18, lw=0)
@@ -228,19 +239,32 @@ def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:
     susp: dict[str, list[tuple[float, float]]] = {}
     for ident, s, e in timeline.get("suspended") or []:
         susp.setdefault(ident, []).append((s, e))
+    # concurrent claims of one partition get lanes of their own, so a second owner stays visible
+    lanes: dict[tuple[int, str, float], int] = {}
+    n_lanes: dict[int, int] = {}
+    ends: dict[int, list[float]] = {}
+    for p, ident, s, e in sorted(timeline["claims"], key=lambda c: (c[0], c[2])):
+        lane_ends = ends.setdefault(p, [])
+        lane = next((i for i, end in enumerate(lane_ends) if end <= s), len(lane_ends))
+        if lane == len(lane_ends):
+            lane_ends.append(e)
+        else:
+            lane_ends[lane] = e
+        lanes[(p, ident, s)] = lane
+        n_lanes[p] = len(lane_ends)
     for p, ident, s, e in timeline["claims"]:
         y = row.get(p)
         if y is None:
             continue
-        ax_own.broken_barh(
-            [(s, max(e - s, 1e-3))], (y - 0.38, 0.76), facecolors=color[ident], edgecolor="none"
-        )
+        h = 0.76 / n_lanes[p]
+        y0 = y - 0.38 + lanes[(p, ident, s)] * h
+        ax_own.broken_barh([(s, max(e - s, 1e-3))], (y0, h), facecolors=color[ident], edgecolor="none")
         for ss, se in susp.get(ident, []):
             lo, hi = max(s, ss), min(e, se)
             if hi > lo:
                 ax_own.broken_barh(
                     [(lo, hi - lo)],
-                    (y - 0.38, 0.76),
+                    (y0, h),
                     facecolors="white",
                     alpha=0.55,
                     hatch="///",
@@ -276,7 +300,8 @@ def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:
         else f" (first {len(parts)} of {timeline['partitions_total']})"
     )
     ax_own.set_title(
-        f"ownership per partition{note}: hatched = owner suspended, red = two members processing", fontsize=9
+        f"ownership per partition{note}: stacked = two claimants, hatched = claimant suspended, red = two members processing",
+        fontsize=9,
     )
     handles = [Patch(color=color[m], label=m) for m in members[:16]]
     handles += [

@@ -105,7 +105,10 @@ def side_by_side(metrics: dict[str, Any], breakdown: bool = False) -> list[SideB
     tables = []
     for case in cases(metrics):
         keys = sorted((k for k in by if k[0] == case), key=lambda k: order[k])
+        singles = [k for k in keys if k[1] not in ("all", "unit")]
         for k in keys:
+            if k[1] == "all" and len(singles) < 2:
+                continue  # pooling one trigger repeats its table
             if breakdown:
                 names = sorted(n for n in by[k] if "[" in n)
             else:
@@ -114,7 +117,7 @@ def side_by_side(metrics: dict[str, Any], breakdown: bool = False) -> list[SideB
             for n in names:
                 cells = by[k].get(n, {})
                 if any(c.get("k") or c.get("never") for c in cells.values()):
-                    t.rows.append((n, cells))
+                    t.rows.append((f"unit.{n}" if k[1] == "unit" else n, cells))
             if t.rows:
                 tables.append(t)
     return tables

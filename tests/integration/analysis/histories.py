@@ -1,0 +1,189 @@
+"""Hand-made histories: events written the way members, the broker, the producer and the nemesis
+write them, at times given in integer milliseconds (so every expected figure is exact).
+
+:class:`UnitHistory` builds one unit's events; :func:`write_run` writes a run directory
+(``history.parquet`` through the harness's own schema code, and ``manifest.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from harness.history.schema import SCHEMA, rows_to_table
+
+T0_NS = 1_800_000_000_000_000_000  # an arbitrary wall-clock origin
+MS = 1_000_000
+
+
+def ns(ms: int) -> int:
+    return T0_NS + ms * MS
+
+
+class UnitHistory:
+    """Events of one unit (case, impl, repetition); ``topic`` is the unit's topic."""
+
+    def __init__(
+        self, case: str, impl: str = "coordinator", repetition: int = 0, partitions: int = 1
+    ) -> None:
+        self.case, self.impl, self.repetition, self.partitions = case, impl, repetition, partitions
+        self.topic = f"t-{case}"
+        self.events: list[dict[str, Any]] = []
+
+    def at(self, ms: int, kind: str, source: str, **fields: Any) -> UnitHistory:
+        self.events.append({"ts_ns": ns(ms), "source": source, "kind": kind, **fields})
+        return self
+
+    # nemesis
+    def unit_start(self, ms: int, members: list[str]) -> UnitHistory:
+        return self.at(
+            ms,
+            "unit_start",
+            "nemesis",
+            topic=self.topic,
+            group="g",
+            partitions=self.partitions,
+            members=members,
+        )
+
+    def stable(self, ms: int) -> UnitHistory:
+        return self.at(ms, "stable", "nemesis")
+
+    def nemesis(
+        self, ms: int, action: str, targets: list[str], trigger: bool = True, **kw: Any
+    ) -> UnitHistory:
+        return self.at(
+            ms,
+            "nemesis",
+            "nemesis",
+            action=action,
+            targets=targets,
+            target=kw.pop("target", None),
+            value=None,
+            trigger=trigger,
+            **kw,
+        )
+
+    def mntr(self, ms: int, label: str, packets: int) -> UnitHistory:
+        return self.at(
+            ms,
+            "zk_mntr",
+            "nemesis",
+            label=label,
+            counters={"zk_packets_received": packets, "zk_packets_sent": packets},
+        )
+
+    # members
+    def started(self, ms: int, source: str, **kw: Any) -> UnitHistory:
+        return self.at(ms, "started", source, **kw)
+
+    def stopped(self, ms: int, name: str) -> UnitHistory:
+        return self.at(ms, "stopped", name, clean=True)
+
+    def assigned(
+        self, ms: int, name: str, *parts: int, generation: int | None = None, member: str | None = None
+    ) -> UnitHistory:
+        """Coordinator style: one event per partition."""
+        for p in parts:
+            self.at(ms, "assigned", name, topic=self.topic, partition=p, generation=generation, member=member)
+        return self
+
+    def revoked(
+        self, ms: int, name: str, *parts: int, generation: int | None = None, member: str | None = None
+    ) -> UnitHistory:
+        for p in parts:
+            self.at(
+                ms,
+                "revoked",
+                name,
+                topic=self.topic,
+                partition=p,
+                generation=generation,
+                member=member,
+                lost=False,
+            )
+        return self
+
+    def legacy_assigned(self, ms: int, name: str, *parts: int) -> UnitHistory:
+        """legacy_zk style: one event with the whole selection as [[topic, p], ...]."""
+        return self.at(
+            ms, "assigned", name, partitions=[[self.topic, p] for p in parts], rebalance=1, attempt=0
+        )
+
+    def legacy_revoked(self, ms: int, name: str, *parts: int) -> UnitHistory:
+        return self.at(ms, "revoked", name, partitions=[[self.topic, p] for p in parts], reason="rebalance")
+
+    def records(self, name: str, p: int, offsets: Iterable[int], from_ms: int, step_ms: int) -> UnitHistory:
+        for i, o in enumerate(offsets):
+            self.at(from_ms + i * step_ms, "record", name, topic=self.topic, partition=p, offset=o, seq=o)
+        return self
+
+    def produced(self, p: int, offsets: Iterable[int], from_ms: int, step_ms: int) -> UnitHistory:
+        for i, o in enumerate(offsets):
+            self.at(
+                from_ms + i * step_ms, "produced", "producer", topic=self.topic, partition=p, offset=o, seq=o
+            )
+        return self
+
+    def rows(self, run_id: str, scenario: str) -> list[dict[str, Any]]:
+        ctx = {
+            "run_id": run_id,
+            "scenario": scenario,
+            "case": self.case,
+            "impl": self.impl,
+            "repetition": self.repetition,
+        }
+        return [{**ctx, **e} for e in self.events]
+
+
+def write_run(
+    root: Path,
+    units: list[UnitHistory],
+    settle_window_s: float = 1.0,
+    scenario: str = "handmade",
+    run_id: str = "run-1",
+    manifest_units: list[dict[str, Any]] | None = None,
+) -> Path:
+    """A run directory with ``history.parquet`` and ``manifest.json`` for ``units``."""
+    d = root / scenario / run_id
+    d.mkdir(parents=True, exist_ok=True)
+    rows = [r for u in units for r in u.rows(run_id, scenario)]
+    table = rows_to_table(rows) if rows else SCHEMA.empty_table()
+    if table.num_rows:
+        table = table.sort_by("ts_ns")
+    pq.write_table(table, d / "history.parquet")
+    cases: dict[str, dict[str, Any]] = {}
+    for u in units:
+        cases.setdefault(
+            u.case,
+            {"index": len(cases), "label": u.case, "params": {}, "members": 2, "partitions": u.partitions},
+        )
+    manifest = {
+        "run_id": run_id,
+        "scenario": {
+            "name": scenario,
+            "settle_window": settle_window_s,
+            "implementations": sorted({u.impl for u in units}),
+        },
+        "cases": list(cases.values()),
+        "repetitions": max((u.repetition for u in units), default=0) + 1,
+        "backend": "handmade",
+        "interrupted": False,
+        "units": manifest_units
+        if manifest_units is not None
+        else [
+            {
+                "unit": f"{u.case}-{u.impl}-r{u.repetition}",
+                "case": u.case,
+                "impl": u.impl,
+                "repetition": u.repetition,
+            }
+            for u in units
+        ],
+    }
+    (d / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return d

@@ -1,0 +1,19 @@
+"""``herdlab bench analysis`` end to end on a tiny size (marked bench: not part of the default run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli.bench_analysis import analysis
+
+pytestmark = pytest.mark.bench
+
+
+def test_bench_analysis_prints_a_row_per_size(tmp_path: Path) -> None:
+    r = CliRunner().invoke(analysis, ["--events", "20000", "--driver-memory", "1g", "--keep", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "PySpark analysis of synthetic histories" in r.output
+    assert (tmp_path / "e20000" / "herd" / "bench-20000" / "bench.json").exists()
