@@ -8,7 +8,8 @@ Contract
   brokers in ZooKeeper mode — and returns when all are ready; ``stop()`` removes them (idempotent).
   ``zookeeper_connect``, ``bootstrap``, ``zk_mntr()``, ``stop_broker(i)``, ``start_broker(i)`` and
   ``describe()`` mean what they mean for the local backend.
-* Every container is created with testcontainers-python, with **host networking** (servers bind free
+* Every container is created with testcontainers-python, with the engine's init as PID 1 (signals
+  reach our process as they do on the host), with **host networking** (servers bind free
   loopback ports picked at run time, so the loopback fault proxies work unchanged) and labels:
   ``herdlab.session`` (this process), ``herdlab.owner`` (host:pid), ``herdlab.run``, ``herdlab.unit``,
   ``herdlab.role``. Host directories are bind-mounted **at the same path** inside the container, so
@@ -164,7 +165,9 @@ def _reap(session: str) -> int:
     import docker
 
     client = docker.from_env(timeout=60)
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL_SESSION}={session}"}):
+    for c in client.containers.list(
+        all=True, ignore_removed=True, filters={"label": f"{LABEL_SESSION}={session}"}
+    ):
         with contextlib.suppress(Exception):
             c.remove(force=True, v=True)
     return 0
@@ -174,7 +177,7 @@ def our_containers(all_sessions: bool = True) -> list[Any]:
     """Containers herdlab started (any session, or only this process's), as Docker SDK objects."""
     client = docker_client()
     label = LABEL_APP if all_sessions else f"{LABEL_SESSION}={SESSION}"
-    return list(client.containers.list(all=True, filters={"label": label}))
+    return list(client.containers.list(all=True, ignore_removed=True, filters={"label": label}))
 
 
 def remove_leftovers(everything: bool = False) -> list[str]:
@@ -248,7 +251,10 @@ class Box:
 
         testcontainers_config.ryuk_disabled = True  # its image cannot be pulled; we clean up ourselves
         tracker.ensure_reaper()
-        kwargs: dict[str, Any] = {"network": "host", "labels": self.labels}
+        # init: the engine's docker-init (tini) is PID 1 and forwards signals, so our process has the
+        # default dispositions it has on the host: a SIGTERM that arrives while a member is still
+        # importing ends it, instead of being ignored as signals without a handler are by a PID 1.
+        kwargs: dict[str, Any] = {"network": "host", "labels": self.labels, "init": True}
         if self.user:
             kwargs["user"] = self.user
         # Host networking through the SDK's ``network`` (not testcontainers' Network objects); giving it
@@ -847,6 +853,29 @@ class ContainersOptions:
     kafka_image: str | None = None
 
 
+def _require_image(client: Any, ref: str) -> dict[str, str]:
+    """The labels of our image ``ref``; a one-line error saying how to build it when it is missing
+    (our images are never pulled: they exist in no registry)."""
+    labels = image_labels(client, ref)
+    if labels is None:
+        raise EnvironmentProblem(
+            f"image {ref} not found in the Docker engine: build it with "
+            "`herdlab images build --offline` (no registry needed) or `herdlab images build`"
+        )
+    return labels
+
+
+def preflight(options: ContainersOptions) -> None:
+    """Fail early, with one line, when the engine is unreachable or an image is missing (before a
+    run creates its directory); the Apache Kafka image may be pulled later, when its unit starts."""
+    client = docker_client()
+    try:
+        for ref in (options.images.zookeeper, options.images.herdlab):
+            _require_image(client, ref)
+    finally:
+        client.close()
+
+
 Launcher = Callable[[list[str], str, Path], MemberContainer]
 _warned: set[str] = set()
 
@@ -888,12 +917,7 @@ class ContainersCluster:
         client = self._client
         wanted = [self.images.zookeeper] + ([self.images.herdlab] if need_herdlab else [])
         for ref in wanted:
-            labels = image_labels(client, ref)
-            if labels is None:
-                raise EnvironmentProblem(
-                    f"image {ref} not found in the Docker engine: build it with "
-                    "`herdlab images build --offline` (no registry needed) or `herdlab images build`"
-                )
+            labels = _require_image(client, ref)
             stale = labels.get(LABEL_SOURCE) not in (None, source_digest())
             if ref == self.images.herdlab and stale and ref not in _warned:
                 _warned.add(ref)

@@ -291,11 +291,31 @@ def build_images(
         t = time.monotonic()
         zk_version = _context(ctx, log)
         result.seconds["wheels"] = time.monotonic() - t
-        labels = {LABEL_SOURCE: source_digest(), LABEL_ZOOKEEPER_VERSION: zk_version}
+        zk_labels = {LABEL_ZOOKEEPER_VERSION: zk_version}
+        labels = {"zookeeper": zk_labels, "herdlab": {**zk_labels, LABEL_SOURCE: source_digest()}}
         for target, tag in (("zookeeper", names.zookeeper), ("herdlab", names.herdlab)):
             say(f"building {tag} (FROM {result.base}) ...")
             t = time.monotonic()
-            _docker_build(client, ctx, target, tag, result.base, labels, log)
+            old = _image_id(client, tag)
+            _docker_build(client, ctx, target, tag, result.base, labels[target], log)
             result.seconds[target] = time.monotonic() - t
             result.sizes[target] = int(client.images.get(tag).attrs.get("Size") or 0)
+            if old is not None and old != _image_id(client, tag):
+                _remove_if_untagged(client, old)
     return result
+
+
+def _image_id(client: Any, ref: str) -> str | None:
+    labels = image_labels(client, ref)
+    return None if labels is None else str(client.images.get(ref).id)
+
+
+def _remove_if_untagged(client: Any, image_id: str) -> None:
+    """Remove the image a rebuild replaced, unless something still uses or names it."""
+    import docker.errors
+
+    try:
+        if not client.images.get(image_id).tags:
+            client.images.remove(image_id, noprune=False)
+    except docker.errors.APIError:
+        pass  # in use by a container, or a parent of another image: leave it

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.containers import APACHE_KAFKA, ContainersCluster, ContainersOptions
+from harness.cluster.containers import APACHE_KAFKA, ContainersCluster, ContainersOptions, preflight
 from harness.cluster.external import ExternalCluster
 from harness.cluster.local import LocalCluster
 from harness.errors import ConfigError, HerdlabError
@@ -494,6 +494,8 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         )
     if options.backend != "containers" and options.containers.kafka_image:
         raise ConfigError("--kafka-image needs --backend containers")
+    if options.backend == "containers":
+        preflight(options.containers)
     cases = expand(scenario)
     impls = list(scenario.implementations)
     if options.backend == "containers" and options.containers.kafka_image and "coordinator" in impls:

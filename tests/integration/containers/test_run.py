@@ -1,0 +1,243 @@
+"""`herdlab run --backend containers`: the herd scenario end to end, faults, the Apache Kafka column's
+wiring (with a stub image) and cleanup after an interrupted run.
+
+The scenario is the small `herd` of the local end-to-end tests (3 members, 4 partitions, join at
+1 s, leave at 5 s, crash at 9 s, short sessions).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cluster.containers import APACHE_KAFKA, ContainersOptions
+from harness.history.schema import read_parquet
+from harness.images import ImageNames
+from harness.run.ownership import Ownership
+from harness.run.runner import RunOptions, run_scenario
+from harness.run.summary import summarize
+from harness.scenario import load_scenario
+from tests.integration.containers.conftest import IMAGE_PREFIX, assert_nothing_left
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.containers
+
+FAST = [
+    "repetitions=1",
+    "matrix={}",
+    "settle_window=1s",
+    "stable_timeout=60s",
+    "drain=20s",
+    "workload.rate=100",
+    "group.members=3",
+    "topic.partitions=4",
+    "group.coordinator.session_timeout_ms=3000",
+    "group.coordinator.heartbeat_interval_ms=300",
+    "group.coordinator.min_session_timeout_ms=1000",
+    "group.coordinator.initial_rebalance_delay_ms=0",
+    "group.coordinator.auto_commit_interval_ms=500",
+    "group.legacy_zk.zookeeper_session_timeout_ms=3000",
+    "group.legacy_zk.rebalance_backoff_ms=500",
+    "group.legacy_zk.rebalance_max_retries=10",
+    "group.legacy_zk.auto_commit_interval_ms=500",
+]
+HERD = 'timeline=[{at="1s",action="join"},{at="5s",action="leave"},{at="9s",action="crash"}]'
+PAUSE = 'timeline=[{at="1s",action="pause",duration="8s",select="oldest"}]'
+
+
+def _run(tmp: Path, options: RunOptions, extra: list[str]) -> tuple[list[dict[str, Any]], Any]:
+    s = load_scenario("herd", [*FAST, *extra])
+    result = run_scenario(s, options)
+    for unit in result.units:
+        assert "failed" not in unit, unit.get("failed")
+    return read_parquet(result.run_dir / "history.parquet"), result
+
+
+def _shape(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What a summary looks like regardless of the numbers: units, columns, triggers."""
+    return [
+        (
+            r["impl"],
+            r["case"],
+            r["repetition"],
+            tuple(sorted(r)),
+            tuple((t["action"], tuple(sorted(t))) for t in r["triggers"]),
+        )
+        for r in rows
+    ]
+
+
+def _report_shape(run_dir: Path) -> tuple[Any, ...]:
+    """The PySpark report of a run (rendered), reduced to its shape: sections, units and the
+    (implementation, case, metric, trigger) cells of its tables (per-API breakdowns left out)."""
+    from harness.analysis.analyze import analyze_run
+    from harness.report import render_report
+
+    m = analyze_run(run_dir)
+    paths = render_report(run_dir, m)
+    assert paths["markdown"].stat().st_size > 0 and paths["html"].stat().st_size > 0
+    return (
+        sorted(m),
+        sorted((u["impl"], u["case"], u["repetition"], tuple(sorted(u))) for u in m["units"]),
+        sorted(
+            {
+                (a["impl"], a["case"], a["metric"], a["trigger_index"], a["action"])
+                for a in m["aggregates"]
+                if "[" not in a["metric"]
+            }
+        ),
+    )
+
+
+def _check_unit(events: list[dict[str, Any]], impl: str) -> None:
+    evs = [e for e in events if e["impl"] == impl]
+    produced = {(e["partition"], e["offset"]) for e in evs if e["kind"] == "produced"}
+    processed = {(e["partition"], e["offset"]) for e in evs if e["kind"] == "record"}
+    assert produced and produced <= processed, f"{impl}: {len(produced - processed)} records never processed"
+    nemesis = {e["action"]: e["targets"][0] for e in evs if e["kind"] == "nemesis"}
+    kinds = defaultdict(set)
+    for e in evs:
+        kinds[e["source"]].add(e["kind"])
+    assert "started" in kinds[nemesis["join"]]
+    assert "stopped" in kinds[nemesis["leave"]]  # a clean leave (SIGTERM through docker kill)
+    assert "stopped" not in kinds[nemesis["crash"]]  # docker kill: no goodbye
+    # Once settled, the survivors own every partition once (ownership before the teardown's revokes).
+    start = next(e for e in evs if e["kind"] == "unit_start")
+    o = Ownership(start["partitions"])
+    for e in evs:
+        if e["kind"] == "zk_mntr" and e.get("label") in ("settled", "unsettled"):
+            assert e["label"] == "settled"
+            break
+        o.apply(e)
+    assert o.owned_once(), o.summary()
+    assert nemesis["leave"] not in o.live and nemesis["crash"] not in o.live
+
+
+def test_herd_on_containers_ends_with_a_report_shaped_like_the_local_one(
+    tmp_path: Path, images: ImageNames, baseline: Any
+) -> None:
+    both = ['implementations=["legacy_zk","coordinator"]', HERD]
+    containers = RunOptions(
+        backend="containers",
+        out=tmp_path / "containers",
+        containers=ContainersOptions(images=images, members_in_containers=True),
+    )
+    events_c, result_c = _run(tmp_path, containers, both)
+    events_l, result_l = _run(tmp_path, RunOptions(backend="local", out=tmp_path / "local"), both)
+    for impl in ("legacy_zk", "coordinator"):
+        _check_unit(events_c, impl)
+    # The summary `herdlab run` prints, and the PySpark report, have the local run's shape.
+    rows_c, rows_l = summarize(events_c, 1.0), summarize(events_l, 1.0)
+    assert _shape(rows_c) == _shape(rows_l)
+    assert all(r["lost"] == 0 for r in rows_c)
+    assert _report_shape(result_c.run_dir) == _report_shape(result_l.run_dir)
+    # The unit directories look like the local ones, with the containers' logs saved in them.
+    for unit in ("c0-legacy_zk-r0", "c0-coordinator-r0"):
+        d = result_c.run_dir / "units" / unit
+        assert (d / "cluster/zookeeper/zookeeper.log").stat().st_size > 0
+        assert (d / "cluster/broker-0/broker.log").stat().st_size > 0
+        assert all((d / "logs" / f"{m}.log").stat().st_size > 0 for m in ("m0", "m1", "m2", "j0"))
+
+
+def test_pause_freezes_a_member_container_and_the_others_take_over(
+    tmp_path: Path, images: ImageNames, baseline: Any
+) -> None:
+    options = RunOptions(
+        backend="containers",
+        out=tmp_path,
+        containers=ContainersOptions(images=images, members_in_containers=True),
+    )
+    events, _ = _run(tmp_path, options, ['implementations=["coordinator"]', "topic.partitions=6", PAUSE])
+    pause = next(e for e in events if e["kind"] == "nemesis" and e["action"] == "pause")
+    resume = next(e for e in events if e["kind"] == "nemesis" and e["action"] == "resume")
+    zombie = pause["targets"][0]
+    before = {
+        e["partition"]
+        for e in events
+        if e["kind"] == "assigned" and e["source"] == zombie and e["ts_ns"] < pause["ts_ns"]
+    }
+    taken = {
+        e["partition"]
+        for e in events
+        if e["kind"] == "assigned" and e["source"] != zombie and pause["ts_ns"] < e["ts_ns"] < resume["ts_ns"]
+    }
+    assert before and before <= taken
+    # docker pause froze it: it recorded nothing at all while paused (a SIGSTOP would do the same).
+    silent = [
+        e for e in events if e["source"] == zombie and pause["ts_ns"] + 10**8 < e["ts_ns"] < resume["ts_ns"]
+    ]
+    assert silent == []
+
+
+def test_apache_kafka_column_wiring_with_a_stub_image(
+    tmp_path: Path, images: ImageNames, kafka_stub: str, baseline: Any
+) -> None:
+    """The third column against a stand-in image (this machine cannot pull Apache Kafka)."""
+    options = RunOptions(
+        backend="containers",
+        out=tmp_path,
+        containers=ContainersOptions(images=images, kafka_image=kafka_stub),
+    )
+    events, result = _run(tmp_path, options, ['implementations=["coordinator"]', HERD])
+    assert [u["impl"] for u in result.units] == ["coordinator", APACHE_KAFKA]
+    rows = summarize(events, 1.0)
+    assert [r["impl"] for r in rows] == [APACHE_KAFKA, "coordinator"]
+    assert _shape(rows)[0][3:] == _shape(rows)[1][3:]
+    _check_unit(events, APACHE_KAFKA)
+    kafka_events = [e for e in events if e["impl"] == APACHE_KAFKA]
+    assert {e["source"] for e in kafka_events} >= {"m0", "m1", "m2", "j0", "producer", "nemesis"}
+    log = (result.run_dir / "units" / f"c0-{APACHE_KAFKA}-r0" / "cluster/broker-0/broker.log").read_text()
+    env = dict(
+        line[len("stub-env ") :].split("=", 1) for line in log.splitlines() if line.startswith("stub-env ")
+    )
+    zk = next(e for e in kafka_events if e["kind"] == "unit_start")
+    assert env["KAFKA_ZOOKEEPER_CONNECT"].startswith("127.0.0.1:")
+    assert env["KAFKA_LISTENERS"] == env["KAFKA_ADVERTISED_LISTENERS"]
+    assert env["KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS"] == "0"
+    assert env["KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS"] == "1000"
+    assert env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"
+    assert zk["partitions"] == 4
+
+
+def _herdlab_run(out: Path) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "harness", "run", "herd", "--backend", "containers"]
+    argv += ["--members-in-containers", "--out", str(out), "--image-prefix", IMAGE_PREFIX]
+    for kv in [*FAST, 'implementations=["coordinator"]', HERD]:
+        argv += ["--set", kv]
+    return subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+
+
+def _owned_by(engine: Any, pid: int) -> list[Any]:
+    owner = f"{socket.gethostname()}:{pid}"
+    return engine.containers.list(all=True, ignore_removed=True, filters={"label": f"herdlab.owner={owner}"})
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigkill"])
+def test_interrupted_run_leaves_no_container(tmp_path: Path, engine: Any, baseline: Any, how: str) -> None:
+    """Ctrl-C: the run removes its containers itself. SIGKILL: the reaper process does."""
+    p = _herdlab_run(tmp_path)
+    try:
+        # Interrupt once the members run in their containers (ZooKeeper, broker, 3 members).
+        wait_until(lambda: len(_owned_by(engine, p.pid)) >= 5, timeout=120, what="the run's containers")
+        if how == "ctrl-c":
+            os.killpg(p.pid, signal.SIGINT)  # what a terminal sends to the foreground group
+            assert p.wait(60) == 130
+        else:
+            p.kill()
+            p.wait(10)
+        wait_until(lambda: not _owned_by(engine, p.pid), timeout=60, what="the containers to be removed")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
+    assert_nothing_left(engine, baseline)
