@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cluster.local import ComponentHealth
-from harness.cluster.zookeeper import _LOG4J2, four_letter, parse_mntr
+from harness.cluster.zookeeper import four_letter, parse_mntr, write_config
 from harness.errors import ConfigError, EnvironmentProblem, Unreachable
 from harness.images import LABEL_SOURCE, ImageNames, docker_client, image_labels, image_names, source_digest
 from harness.procs import free_port
@@ -447,21 +447,7 @@ class ZooKeeperContainer:
 
     def _write_config(self) -> None:
         assert self.workdir is not None and self.port is not None
-        data = self.workdir / "data"
-        data.mkdir(parents=True, exist_ok=True)
-        cfg = [
-            f"tickTime={self.tick_time_ms}",
-            f"dataDir={data}",
-            f"clientPort={self.port}",
-            f"clientPortAddress={self.host}",
-            "4lw.commands.whitelist=*",
-            "admin.enableServer=false",
-            "maxClientCnxns=0",
-        ]
-        if self.max_session_timeout_ms:
-            cfg.append(f"maxSessionTimeout={self.max_session_timeout_ms}")
-        (self.workdir / "zoo.cfg").write_text("\n".join(cfg) + "\n")
-        (self.workdir / "log4j2.properties").write_text(_LOG4J2.replace("{level}", "INFO"))
+        write_config(self.workdir, self.host, self.port, self.tick_time_ms, self.max_session_timeout_ms)
 
     def _serving(self) -> bool:
         assert self.port is not None

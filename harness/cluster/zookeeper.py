@@ -73,6 +73,39 @@ def parse_mntr(text: str) -> dict[str, int | float | str]:
     return out
 
 
+def write_config(
+    workdir: Path,
+    host: str,
+    port: int,
+    tick_time_ms: int,
+    max_session_timeout_ms: int | None,
+    log_level: str = "INFO",
+) -> tuple[Path, Path]:
+    """Write ``zoo.cfg`` (data in ``workdir/data``) and ``log4j2.properties`` into ``workdir``.
+
+    The one configuration of every herdlab ZooKeeper, local or in a container: 4lw allowed, admin
+    server off, no per-client connection limit. Returns both paths.
+    """
+    data_dir = workdir / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    cfg = [
+        f"tickTime={tick_time_ms}",
+        f"dataDir={data_dir}",
+        f"clientPort={port}",
+        f"clientPortAddress={host}",
+        "4lw.commands.whitelist=*",
+        "admin.enableServer=false",
+        "maxClientCnxns=0",
+    ]
+    if max_session_timeout_ms:
+        cfg.append(f"maxSessionTimeout={max_session_timeout_ms}")
+    cfg_path = workdir / "zoo.cfg"
+    cfg_path.write_text("\n".join(cfg) + "\n")
+    log4j = workdir / "log4j2.properties"
+    log4j.write_text(_LOG4J2.replace("{level}", log_level))
+    return cfg_path, log4j
+
+
 class ZooKeeperServer:
     """One standalone ZooKeeper server on 127.0.0.1 (see the module docstring for the contract).
 
@@ -147,23 +180,9 @@ class ZooKeeperServer:
 
     def _launch(self, java: str, jars: list, timeout: float) -> None:
         assert self.workdir is not None and self.port is not None
-        data_dir = self.workdir / "data"
-        data_dir.mkdir(exist_ok=True)
-        cfg = [
-            f"tickTime={self.tick_time_ms}",
-            f"dataDir={data_dir}",
-            f"clientPort={self.port}",
-            f"clientPortAddress={self.host}",
-            "4lw.commands.whitelist=*",
-            "admin.enableServer=false",
-            "maxClientCnxns=0",
-        ]
-        if self.max_session_timeout_ms:
-            cfg.append(f"maxSessionTimeout={self.max_session_timeout_ms}")
-        cfg_path = self.workdir / "zoo.cfg"
-        cfg_path.write_text("\n".join(cfg) + "\n")
-        log4j = self.workdir / "log4j2.properties"
-        log4j.write_text(_LOG4J2.replace("{level}", self.log_level))
+        cfg_path, log4j = write_config(
+            self.workdir, self.host, self.port, self.tick_time_ms, self.max_session_timeout_ms, self.log_level
+        )
         argv = [
             java,
             f"-Xmx{self.heap_mb}m",
