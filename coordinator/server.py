@@ -81,6 +81,7 @@ from coordinator.wire import (
     response_class,
 )
 from harness.history.writer import History, open_history
+from harness.kernel.events import COORDINATION_APIS
 
 __all__ = ["API_NAMES", "Broker", "CloseConnection", "MAX_IN_FLIGHT", "Peer", "SERVED_VERSIONS", "run_broker"]
 
@@ -267,7 +268,7 @@ class Broker:
 
     def __init__(self, config: BrokerConfig, *, machine: GroupCoordinator | None = None) -> None:
         self.config = config
-        self.history: History = open_history(config.history_path, f"broker-{config.broker_id}")
+        self.history: History = open_history(config.history_path, f"broker-{config.broker_id}", role="broker")
         data_dir = Path(config.data_dir) if config.data_dir is not None else None
         self.store = TopicStore(data_dir)
         self.cluster = ClusterView(config.broker_id, config.offsets_partitions)
@@ -290,6 +291,7 @@ class Broker:
             **self.groups.handlers(),
         }
         self.requests: Counter[int] = Counter()
+        self._coordination_keys = frozenset(k for k, n in API_NAMES.items() if n in COORDINATION_APIS)
         self.handling_ns: Counter[int] = Counter()
         self.rejected: Counter[str] = Counter()
         self._reported: Counter[int] = Counter()
@@ -361,6 +363,17 @@ class Broker:
             raise CloseConnection(f"malformed: {e}") from None
         api_key = req.api_key
         self.requests[api_key] += 1
+        if api_key in self._coordination_keys:
+            # Coordination traffic is counted exactly, one event per request (the herd); the
+            # steady-state APIs only through the periodic broker_request counters.
+            self.history.emit(
+                "group_request",
+                impl="coordinator",
+                broker_id=self.config.broker_id,
+                api=API_NAMES.get(api_key),
+                client=req.client_id,
+                group=getattr(req.body, "group_id", None) or getattr(req.body, "key", None),
+            )
         ctx = RequestContext(
             api_key,
             req.api_version,

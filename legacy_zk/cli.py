@@ -175,7 +175,7 @@ def legacy_zk(
         handler = "gevent" if members > 1 and not fetch else "threading"
     if handler == "gevent" and fetch:
         raise ConfigError("--handler gevent runs coordination-only members: add --no-fetch")
-    history = open_history(history_path, f"legacy_zk-{configs[0].group_id}")
+    history = open_history(history_path, f"legacy_zk-{configs[0].group_id}", role="member")
 
     def started(ms: list) -> None:  # noqa: ANN001
         for m in ms:

@@ -315,6 +315,7 @@ class LegacyZkMember:
         if self._started:
             raise RuntimeError("a member starts once")
         self._started = True
+        self._emit("ready")  # booted, about to connect: t0 of a join (harness.kernel.events)
         timeout_s = self.config.connection_timeout_ms / 1000.0
         try:
             self._client.start(timeout=timeout_s)

@@ -74,7 +74,7 @@ def coordinator(
         group_instance_id=group_instance_id,
         metadata_max_age_ms=metadata_max_age_ms,
     )
-    hist = open_history(history, name)
+    hist = open_history(history, name, role="member")
 
     def on_change(what: str, partitions: list[int], generation: int) -> None:
         click.echo(f"{name}: generation {generation}: {what} {partitions}", err=False)

@@ -35,7 +35,7 @@ def produce(
     Every acknowledged record is a `produced` event with its partition, offset and sequence number;
     on Ctrl-C / SIGTERM the producer flushes what it sent before it exits.
     """
-    hist = open_history(history, "producer")
+    hist = open_history(history, "producer", role="producer")
     producer = Producer(
         ProducerConfig(
             bootstrap=bootstrap,

@@ -31,6 +31,7 @@ SCHEMA = pa.schema(
         ("impl", pa.string()),
         ("repetition", pa.int32()),
         ("source", pa.string()),
+        ("role", pa.string()),
         ("kind", pa.string()),
         ("group", pa.string()),
         ("member", pa.string()),

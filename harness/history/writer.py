@@ -3,11 +3,9 @@
 Contract
 --------
 * Every event is a flat JSON object with at least ``ts_ns`` (wall clock, ``time.time_ns()``),
-  ``source`` (who wrote it: ``broker-1``, a member id, ``nemesis``, ``harness``) and ``kind``
-  (the event vocabulary of design.md: ``started``, ``assigned``, ``revoked``, ``record``, ``commit``,
-  ``commit_rejected``, ``rebalance_begin``, ``rebalance_end``, ``watch``, ``zk_request``,
-  ``heartbeat_error``, ``stopped``, ``group_state``, ``broker_request`` ...). Further fields are
-  free-form JSON values chosen by the writer of the event.
+  ``source`` (who wrote it: ``broker-1``, a member's name, ``nemesis``, ``harness``), ``role`` and
+  ``kind``: the contract is :mod:`harness.kernel.events`. Further fields are free-form JSON values
+  chosen by the writer of the event.
 * :meth:`HistoryWriter.emit` is thread-safe and writes the line through to the OS before it returns,
   so a member killed with SIGKILL loses no event it had emitted.
 * Several processes may append to *different* files of one run; the harness merges them when the run
@@ -45,20 +43,24 @@ class NullHistory:
 class HistoryWriter:
     """Append events as JSON lines to ``path`` (created with its parents).
 
-    ``source`` is written into every event unless the event names its own ``source``.
+    ``source`` and ``role`` (see :mod:`harness.kernel.events`) are written into every event unless
+    the event names its own.
     """
 
-    def __init__(self, path: str | os.PathLike[str], source: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], source: str, role: str | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.source = source
+        self.role = role
         # O_APPEND + one os.write per event: each line lands whole even if the process dies next.
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._lock = threading.Lock()
 
     def emit(self, kind: str, **fields: Any) -> None:
         """Write one event now. Silently ignored after :meth:`close`."""
-        event = {"ts_ns": time.time_ns(), "source": self.source, "kind": kind}
+        event: dict[str, Any] = {"ts_ns": time.time_ns(), "source": self.source, "kind": kind}
+        if self.role is not None:
+            event["role"] = self.role
         event.update(fields)
         line = (json.dumps(event, separators=(",", ":"), default=str) + "\n").encode()
         with self._lock:
@@ -79,9 +81,9 @@ class HistoryWriter:
         self.close()
 
 
-def open_history(path: str | os.PathLike[str] | None, source: str) -> History:
+def open_history(path: str | os.PathLike[str] | None, source: str, role: str | None = None) -> History:
     """A :class:`HistoryWriter` for ``path``, or a :class:`NullHistory` when ``path`` is None."""
-    return HistoryWriter(path, source) if path else NullHistory()
+    return HistoryWriter(path, source, role) if path else NullHistory()
 
 
 def read_events(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

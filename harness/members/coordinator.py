@@ -203,6 +203,7 @@ class CoordinatorMember:
         hb_log.setLevel(logging.INFO)
         kc_log.propagate = False  # its DEBUG records feed the observer, not the process log
         try:
+            self.emit("ready")  # booted, about to connect: t0 of a join (harness.kernel.events)
             self.consumer = KafkaConsumer(
                 bootstrap_servers=c.bootstrap.split(","),
                 group_id=c.group,

@@ -1,0 +1,128 @@
+"""The history event contract: who writes which events, and what their fields mean.
+
+Every event is one flat JSON object (one line in a JSON-lines file while a run goes on, one row of
+``history.parquet`` after it) with at least:
+
+* ``ts_ns``: wall clock, ``time.time_ns()`` when the event happened (for a nemesis ``complete``: when
+  the action was seen to have taken effect);
+* ``source``: who wrote it (a member's harness name such as ``m3`` or ``j0``, ``broker-1``,
+  ``producer``, ``nemesis``, ``harness``);
+* ``role``: one of :data:`ROLES`; set by the writer (a process writes one role), so the analysis never
+  guesses from source names;
+* ``kind``: one of the kinds of :class:`Kind` (unknown kinds are kept and ignored by the checker).
+
+Nemesis actions are pairs (design.md): ``invoke`` just before acting, then ``complete`` once the
+action took effect (process stopped or killed, container paused, proxy cut, member ready), or
+``skipped`` with a ``reason`` when the action does not apply to this implementation. The pair
+shares ``action_id`` (a number unique within the unit) and carries ``action``, ``targets``, ``target``
+(what a cut separates a member from), ``value`` and ``trigger`` (whether the analysis measures a
+trigger window from it). A ``complete`` of a ``join`` / ``start_member`` also carries
+``ready_ns`` per target: when the new process was ready to join (its ``ready`` event).
+
+This module is pure data: it imports nothing of ours, so the systems under test may use it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Role(StrEnum):
+    """Who writes an event (the ``role`` column)."""
+
+    MEMBER = "member"
+    BROKER = "broker"
+    NEMESIS = "nemesis"
+    PRODUCER = "producer"
+    HARNESS = "harness"
+
+
+ROLES = tuple(r.value for r in Role)
+
+
+class Kind(StrEnum):
+    """The event vocabulary (the ``kind`` column), grouped by the role that writes it."""
+
+    # members (both implementations)
+    READY = "ready"  # the process booted and is about to connect: t0 of a join
+    STARTED = "started"  # connected (client constructed / ZooKeeper session open)
+    REGISTERED = "registered"  # legacy_zk: ids znode created (carries session credentials)
+    REBALANCE_BEGIN = "rebalance_begin"
+    REBALANCE_END = "rebalance_end"  # ``outcome``: see OK_OUTCOMES
+    ASSIGNED = "assigned"  # one event per partition
+    REVOKED = "revoked"  # one event per partition
+    RECORD = "record"  # one processed record: partition, offset
+    COMMIT = "commit"  # an accepted offset commit (member side; broker side for the coordinator)
+    COMMIT_REJECTED = "commit_rejected"
+    WATCH = "watch"  # legacy_zk: one watch notification delivered
+    ZK_REQUEST = "zk_request"  # legacy_zk: one ZooKeeper request (op, path)
+    ZK_STATE = "zk_state"  # legacy_zk: connection state change
+    CONFLICT = "conflict"  # legacy_zk: NodeExists on an owner znode
+    HEARTBEAT_ERROR = "heartbeat_error"  # coordinator member: a heartbeat failed
+    STOPPED = "stopped"
+    # broker
+    GROUP_STATE = "group_state"  # a group changed state (from_state, to_state, generation)
+    GROUP_REQUEST = "group_request"  # one coordination request (api), counted exactly per window
+    BROKER_REQUEST = "broker_request"  # counters of all requests over interval_s (steady-state rates)
+    # producer
+    PRODUCED = "produced"  # acknowledged by the broker: partition, offset, seq
+    PRODUCE_ERROR = "produce_error"
+    # nemesis
+    INVOKE = "invoke"
+    COMPLETE = "complete"
+    SKIPPED = "skipped"
+    # harness
+    UNIT_START = "unit_start"
+    STABLE = "stable"  # the group first became stable: the timeline's origin
+    SETTLING_END = "settling_end"  # end of the settling phase: nothing later belongs to a trigger
+    DRAINED = "drained"  # end of the drain phase (``complete``: every produced record processed)
+    ZK_MNTR = "zk_mntr"  # ZooKeeper's mntr counters (``label`` names the moment)
+
+
+#: ``rebalance_end`` outcomes that are not failed attempts (one definition: the analysis, the runner
+#: and the benches use this).
+OK_OUTCOMES = ("ok", "no_brokers", "shutdown")
+
+
+def failed_attempt(kind: str | None, outcome: str | None) -> bool:
+    """A member's rebalance attempt that failed: a ``rebalance_end`` whose outcome is not OK."""
+    return kind == Kind.REBALANCE_END and outcome is not None and outcome not in OK_OUTCOMES
+
+
+#: Nemesis actions. Membership and topic changes are triggers; resume / heal end a fault.
+ACTIONS = (
+    "join",
+    "leave",
+    "crash",
+    "pause",
+    "resume",
+    "cut",
+    "heal",
+    "expire",
+    "stop_member",
+    "start_member",
+    "add_partitions",
+    "restart_broker",
+)
+JOIN_ACTIONS = ("join", "start_member")  # t0 is the new process's ``ready``
+#: Actions after whose ``complete`` a target no longer acts for the group (not live).
+DOWN_ACTIONS = ("crash", "leave", "stop_member")
+#: Actions after whose ``complete`` a target is cut off (not live) until resume / heal.
+SUSPEND_ACTIONS = ("pause", "cut")
+UNSUSPEND_ACTIONS = ("resume", "heal")
+
+#: Trigger outcomes (design.md): never a latency of 0 for anything but ``settled``.
+SETTLED, NEVER, NO_EFFECT, SKIPPED = "settled", "never", "no_effect", "skipped"
+OUTCOMES = (SETTLED, NEVER, NO_EFFECT, SKIPPED)
+
+#: Broker APIs that are coordination traffic (the herd); the broker writes one ``group_request``
+#: event per request of these. Everything else (Heartbeat, OffsetCommit, Fetch, Produce, ...) is
+#: steady-state traffic, reported as a rate from ``broker_request`` counters.
+COORDINATION_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "LeaveGroup", "OffsetFetch", "Metadata")
+
+
+def zk_steady(op: str | None, path: str | None) -> bool:
+    """A legacy member's ZooKeeper request that is steady-state traffic, not the rebalance's: an
+    offset commit (a write under ``/consumers/<g>/offsets``), as OffsetCommit is on the broker side.
+    Offset reads stay coordination traffic, as OffsetFetch does."""
+    return bool(path) and "/offsets/" in str(path) and op in ("set", "create", "multi")
