@@ -32,13 +32,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.definitions import DEFINITIONS, METRICS, TRIGGER_METRICS, UNIT_METRICS, metric
+from harness.analysis.aggregate import aggregate, alerts, case_order
+from harness.analysis.definitions import DEFINITIONS, METRICS, metric
 from harness.analysis.load import RunInputs, load_run
 from harness.analysis.spark import spark_session
-from harness.analysis.stats import mean_ci
 
 FORMAT = "herdlab-metrics/1"
-SENTINEL = 1e18  # stands for +infinity ("never") inside percentile computations
 MAX_TIMELINES = 12
 MAX_TIMELINE_PARTITIONS = 64
 MAX_RATE_POINTS = 1500
@@ -189,10 +188,10 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
         if k not in analysed:
             u.setdefault("triggers", [])
     out["units"] = [
-        _public_unit(units[k]) for k in sorted(units, key=lambda k: (_case_order(k[0], cases), k[1], k[2]))
+        _public_unit(units[k]) for k in sorted(units, key=lambda k: (case_order(k[0], cases), k[1], k[2]))
     ]
-    _aggregate(spark, out)
-    _alerts(out)
+    aggregate(out)
+    alerts(out)
     names = {a["metric"] for a in out["aggregates"]} | set(METRICS)
     out["metric_info"] = {
         n: {
@@ -205,13 +204,6 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     }
     out["spark"]["analysis_s"] = round(time.monotonic() - t_start, 3)
     return out
-
-
-def _case_order(label: str, cases: list[dict[str, Any]]) -> int:
-    for c in cases:
-        if c.get("label") == label:
-            return int(c.get("index") or 0)
-    return 10**6
 
 
 def _public_unit(u: dict[str, Any]) -> dict[str, Any]:
@@ -573,148 +565,3 @@ def _series(
                 "triggers": [[tr["t0_s"], tr["key"], tr["t1_s"]] for tr in u.get("triggers", [])],
             }
         )
-
-
-def _aggregate(spark: Any, out: dict[str, Any]) -> None:
-    """Statistics over repetitions, computed by Spark from the per-unit values (see definitions)."""
-    from pyspark.sql import functions as F
-
-    rows: list[tuple[Any, ...]] = []
-    labels: dict[tuple[str, str, str], list[str]] = {}
-    for u in out["units"]:
-        if not u.get("events"):
-            continue
-        for t in u.get("triggers", []):
-            for m in TRIGGER_METRICS:
-                v = t.get(m.name)
-                rows.append(
-                    (u["impl"], u["case"], t["key"], t["index"], t["action"], m.name, _f(v), m.censored)
-                )
-            for op, v in (t.get("zk_requests_by_op") or {}).items():
-                rows.append(
-                    (
-                        u["impl"],
-                        u["case"],
-                        t["key"],
-                        t["index"],
-                        t["action"],
-                        f"zk_requests[{op}]",
-                        _f(v),
-                        False,
-                    )
-                )
-            for api, v in (t.get("broker_requests_by_api") or {}).items():
-                rows.append(
-                    (
-                        u["impl"],
-                        u["case"],
-                        t["key"],
-                        t["index"],
-                        t["action"],
-                        f"broker_requests[{api}]",
-                        _f(v),
-                        False,
-                    )
-                )
-            labels.setdefault((u["impl"], u["case"], t["key"]), t.get("targets") or [])
-        for m in UNIT_METRICS:
-            rows.append((u["impl"], u["case"], "unit", -1, "unit", m.name, _f(u.get(m.name)), False))
-    if not rows:
-        return
-    # every trigger metric also pooled over the triggers of a case ("all")
-    rows += [(r[0], r[1], "all", -2, "all", r[5], r[6], r[7]) for r in rows if r[2] != "unit"]
-    # zero-filled by-op/API metrics: a repetition without that op had 0 of it
-    reps: dict[tuple[str, str, str], int] = defaultdict(int)
-    for u in out["units"]:
-        for t in u.get("triggers", []):
-            reps[(u["impl"], u["case"], t["key"])] += 1
-            reps[(u["impl"], u["case"], "all")] += 1
-    seen: dict[tuple[str, str, str, str], int] = defaultdict(int)
-    meta: dict[tuple[str, str, str, str], tuple[int, str]] = {}
-    for r in rows:
-        if "[" in r[5]:
-            seen[(r[0], r[1], r[2], r[5])] += 1
-            meta[(r[0], r[1], r[2], r[5])] = (r[3], r[4])
-    for key, n in seen.items():
-        for _ in range(reps[key[:3]] - n):
-            rows.append((key[0], key[1], key[2], meta[key][0], meta[key][1], key[3], 0.0, False))
-    df = spark.createDataFrame(
-        rows,
-        "impl string, case string, tkey string, tindex int, action string, metric string, value double, censored boolean",
-    )
-    df = df.where(F.col("value").isNotNull() | F.col("censored"))
-    filled = F.when(F.col("value").isNull(), F.lit(SENTINEL)).otherwise(F.col("value"))
-    agg = df.groupBy("impl", "case", "tkey", "tindex", "action", "metric").agg(
-        F.count("*").alias("n"),
-        F.count("value").alias("k"),
-        F.percentile(filled, F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99))).alias("q"),
-        F.max(filled).alias("max"),
-        F.avg("value").alias("mean"),
-        F.stddev_samp("value").alias("sd"),
-    )
-    res = []
-    for r in agg.collect():
-        q = [None if v is None or v >= SENTINEL / 10 else round(v, 6) for v in (r["q"] or [None] * 3)]
-        mx = None if r["max"] is None or r["max"] >= SENTINEL / 10 else round(r["max"], 6)
-        never = r["n"] - r["k"]
-        ci = mean_ci(r["mean"], r["sd"], r["k"])
-        note = ""
-        if r["k"] == 1:
-            note = "n=1"
-        elif r["k"] == 0:
-            note = "no finite value"
-        if never:
-            note = (note + "; " if note else "") + f"{never} of {r['n']} never"
-        res.append(
-            {
-                "impl": r["impl"],
-                "case": r["case"],
-                "trigger": r["tkey"],
-                "trigger_index": r["tindex"],
-                "action": r["action"],
-                "targets": labels.get((r["impl"], r["case"], r["tkey"]), []),
-                "metric": r["metric"],
-                "n": r["n"],
-                "k": r["k"],
-                "never": never,
-                "p50": q[0],
-                "p95": q[1],
-                "p99": q[2],
-                "max": mx,
-                "mean": None if r["mean"] is None else round(r["mean"], 6),
-                "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)],
-                "ci_note": note,
-            }
-        )
-    cases = out.get("cases") or []
-    res.sort(
-        key=lambda a: (
-            _case_order(a["case"], cases),
-            a["trigger_index"] if a["trigger_index"] >= 0 else 10**6,
-            a["metric"],
-            a["impl"],
-        )
-    )
-    out["aggregates"] = res
-
-
-def _f(v: Any) -> float | None:
-    return None if v is None else float(v)
-
-
-def _alerts(out: dict[str, Any]) -> None:
-    alerts = out["alerts"]
-    for u in out["units"]:
-        name = f"{u['impl']} {u['case']} rep {u['repetition']}"
-        if u.get("lost"):
-            sample = ", ".join(f"p{p}@{o}" for p, o in (u.get("lost_sample") or [])[:5])
-            alerts.append(f"LOST {u['lost']} produced records in {name} (e.g. {sample})")
-        if u.get("failed"):
-            alerts.append(f"unit {name} failed: {u['failed']}")
-        elif u.get("events") and not u.get("unit_started"):
-            alerts.append(f"unit {name} has no unit_start event: the history of this unit is partial")
-        for t in u.get("triggers", []):
-            if not t.get("settled"):
-                alerts.append(f"{name}: trigger {t['key']} {','.join(t['targets'])} never settled")
-    if out["run"].get("interrupted"):
-        alerts.append("the run was interrupted: results cover what was recorded")

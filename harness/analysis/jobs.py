@@ -41,7 +41,7 @@ RATE_BIN_BUCKETS = 2  # rate series bins = 2 gap buckets = 0.2 s
 EXTRA_SCHEMA = (
     "action string, targets array<string>, target string, `trigger` boolean, label string, "
     "counters map<string,double>, partitions string, requests map<string,double>, total double, "
-    "interval_s double, role string, name string, from_state string, to_state string, "
+    "interval_s double, name string, from_state string, to_state string, "
     "broker_id long, lost string"
 )
 
