@@ -36,6 +36,7 @@ from harness.analysis.aggregate import aggregate, alerts, case_order
 from harness.analysis.definitions import DEFINITIONS, METRICS, metric
 from harness.analysis.load import RunInputs, load_run
 from harness.analysis.spark import spark_session
+from harness.kernel.events import SETTLED, SKIPPED
 
 FORMAT = "herdlab-metrics/1"
 MAX_TIMELINES = 12
@@ -129,7 +130,7 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     marks = {
         _key(r): r
         for r in J.collect(
-            c.where(F.col("is_nemesis") & F.col("kind").isin("unit_start", "stable"))
+            c.where(F.col("kind").isin("unit_start", "stable"))
             .groupBy(*U)
             .agg(
                 F.min(F.when(F.col("kind") == "unit_start", F.col("ts_ns"))).alias("t_start"),
@@ -218,75 +219,36 @@ def _run_jobs(
     from harness.analysis import jobs as J
 
     U = J.UNIT
-    units_df = spark.createDataFrame(
-        [(k[0], k[1], k[2], u["t_first"], u["t_last"], int(u["partitions"] or 0)) for k, u in units.items()],
-        "case string, impl string, repetition int, t_first long, t_last long, p0 int",
-    )
-    jobs = J.Jobs(spark, frames, units_df, window_s)
-    settled = jobs.settle()
-    det = jobs.detection(settled)
-    res = jobs.resumed(settled)
+    jobs = J.Jobs(spark, frames, window_s)
+    res = jobs.resumed()
     buckets = jobs.buckets()
-    gaps = jobs.gaps(buckets)
-    tgap = jobs.trigger_gaps(gaps, settled, res)
-    trig_rows = J.collect(
-        settled.join(det, [*U, "tid"], "left")
-        .join(res, [*U, "tid"], "left")
-        .join(tgap, [*U, "tid"], "left")
-        .select(
-            *U,
-            "tid",
-            "action",
-            "targets",
-            "t0",
-            "t1",
-            "t_limit",
-            "P1",
-            "t_react",
-            "t_resumed",
-            "gap_start",
-            "gap_end",
-        )
-    )
-    counts, ops, apis, btot, packets = jobs.herd(settled)
+    tgap = jobs.trigger_gaps(buckets, res)
+    trig_rows = J.collect(jobs.windows().join(res, [*U, "tid"], "left").join(tgap, [*U, "tid"], "left"))
+    herd: dict[tuple[Any, ...], dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
+    for r in J.collect(jobs.herd()):
+        herd[(*_key(r), r["tid"])][r["table"]][r["key"]] = int(r["value"])
+    samples: dict[UnitKey, list[tuple[int, str, float | None]]] = defaultdict(list)
+    for r in J.collect(jobs.mntr()):
+        samples[_key(r)].append((r["ts_ns"], r["label"] or "", r["packets"]))
     # split brain
     segs = jobs.segments()
-    pairs, islands = jobs.overlaps(segs)
+    islands = jobs.overlap_islands(segs)
     keys = jobs.record_keys().cache()
     dups = keys.where(F.col("n") > 1)
     commits = J.pin(jobs.commits())
-    ph = jobs.phases
+    ph = jobs.phases()
     accepted = J.to_phase(commits.where(~F.col("rejected")), ph, "ts_ns")
-
-    def per_trigger(df: Any, table: str, key: Any, value: Any) -> Any:
-        return df.select(
-            *U, "tid", F.lit(table).alias("table"), key.alias("key"), value.cast("double").alias("value")
-        )
-
-    def wide(df: Any, table: str, cols: list[str]) -> Any:
-        m = F.create_map(*[x for c in cols for x in (F.lit(c), F.col(c).cast("double"))])
-        return df.select(*U, "tid", F.lit(table).alias("table"), F.explode(m).alias("key", "value"))
 
     def phase_agg(df: Any, name: str, agg: Any) -> Any:
         return (
             df.groupBy(*U, "tid")
             .agg(agg.alias("v"))
-            .select(
-                *U,
-                "tid",
-                F.lit("sb").alias("table"),
-                F.lit(name).alias("key"),
-                F.col("v").cast("double").alias("value"),
-            )
+            .select(*U, "tid", F.lit(name).alias("key"), F.col("v").cast("double").alias("value"))
         )
 
-    long_rows = J.collect(
-        wide(counts, "herd", [c for c in counts.columns if c not in (*U, "tid")])
-        .unionByName(per_trigger(ops, "op", F.col("key"), F.col("value")))
-        .unionByName(per_trigger(apis, "api", F.col("key"), F.col("value")))
-        .unionByName(wide(btot, "herd", ["broker_requests", "broker_group_requests"]))
-        .unionByName(wide(packets, "herd", ["zk_packets"]))
-        .unionByName(phase_agg(J.to_phase(pairs, ph, "ostart"), "overlaps", F.count("*")))
+    per_phase: dict[tuple[Any, ...], dict[str, Any]] = defaultdict(dict)
+    for r in J.collect(
+        phase_agg(J.to_phase(islands, ph, "istart"), "overlap_episodes", F.count("*"))
         .unionByName(
             phase_agg(
                 J.to_phase(islands, ph, "istart"), "overlap_s", F.sum(F.col("iend") - F.col("istart")) / J.NS
@@ -300,17 +262,8 @@ def _run_jobs(
             phase_agg(accepted, "commits_stale_generation", F.sum(F.when(F.col("stale"), 1).otherwise(0)))
         )
         .unionByName(phase_agg(accepted, "commits_with_generation", F.count("stale")))
-    )
-    herd: dict[tuple[Any, ...], dict[str, Any]] = defaultdict(dict)
-    opmap: dict[tuple[Any, ...], dict[str, float]] = defaultdict(dict)
-    apimap: dict[tuple[Any, ...], dict[str, float]] = defaultdict(dict)
-    per_phase: dict[tuple[Any, ...], dict[str, Any]] = defaultdict(dict)
-    for r in long_rows:
-        tk = (*_key(r), r["tid"])
-        {"herd": herd, "op": opmap, "api": apimap, "sb": per_phase}[r["table"]][tk][r["key"]] = r["value"]
-
-    # per unit: completeness, duplicates, rejected commits, what was measured
-    lost = J.pin(keys.where((F.col("produced") == 1) & (F.col("n") == 0)).select(*U, "partition", "offset"))
+    ):
+        per_phase[(*_key(r), r["tid"])][r["key"]] = r["value"]
 
     def unit_agg(df: Any, *aggs: tuple[str, Any]) -> Any:
         names = [a[0] for a in aggs]
@@ -321,49 +274,41 @@ def _run_jobs(
             .select(*U, F.explode(m).alias("key", "value"))
         )
 
-    c = frames.control
-    one = F.lit(1)
+    def count(cond: Any) -> Any:
+        return F.sum(F.when(cond, 1).otherwise(0))
+
+    acked, seen = F.col("produced") == 1, F.col("n") > 0
     unit_rows = J.collect(
         unit_agg(
             keys,
             ("produced", F.sum("produced")),
-            ("processed", F.sum(F.when((F.col("produced") == 1) & (F.col("n") > 0), 1).otherwise(0))),
-            ("lost", F.sum(F.when((F.col("produced") == 1) & (F.col("n") == 0), 1).otherwise(0))),
-            ("phantom", F.sum(F.when((F.col("produced") == 0) & (F.col("n") > 0), 1).otherwise(0))),
-            ("duplicates", F.sum(F.when(F.col("n") > 1, 1).otherwise(0))),
+            ("processed", count(acked & seen)),
+            ("lost", count(acked & ~seen & (F.col("offset") < F.col("top")))),
+            (
+                "not_drained",
+                count(acked & ~seen & (F.col("top").isNull() | (F.col("offset") > F.col("top")))),
+            ),
+            ("phantom", count((F.col("produced") == 0) & seen)),
+            ("duplicates", count(F.col("n") > 1)),
             ("duplicate_deliveries", F.sum(F.when(F.col("n") > 1, F.col("n") - 1).otherwise(0))),
-            ("duplicates_cross_member", F.sum(F.when((F.col("n") > 1) & F.col("cross"), 1).otherwise(0))),
+            ("duplicates_cross_member", count((F.col("n") > 1) & F.col("cross"))),
         )
-        .unionByName(
-            unit_agg(
-                c,
-                ("produce_errors", F.sum(F.when(F.col("kind") == "produce_error", 1).otherwise(0))),
-                (
-                    "has_broker",
-                    F.max(F.when(F.col("is_broker") & (F.col("kind") == "broker_request"), one).otherwise(0)),
-                ),
-                (
-                    "has_mntr",
-                    F.max(F.when(F.col("is_nemesis") & (F.col("kind") == "zk_mntr"), one).otherwise(0)),
-                ),
-            )
-        )
+        .unionByName(jobs.unit_counters())
         .unionByName(unit_agg(commits.where(F.col("rejected")), ("commits_rejected", F.count("*"))))
     )
     per_unit: dict[UnitKey, dict[str, float]] = defaultdict(dict)
     for r in unit_rows:
         per_unit[_key(r)][r["key"]] = r["value"]
-    lost_sample: dict[UnitKey, list[list[int]]] = defaultdict(list)
+    samples_lost: dict[UnitKey, list[list[int]]] = defaultdict(list)
     if any(v.get("lost") for v in per_unit.values()):
+        lost = keys.where(acked & ~seen & (F.col("offset") < F.col("top")))
         for r in J.collect(
             lost.withColumn(
-                "rn",
-                F.row_number().over(J.Window.partitionBy(*U).orderBy("partition", "offset")),
+                "rn", F.row_number().over(J.Window.partitionBy(*U).orderBy("partition", "offset"))
             ).where(F.col("rn") <= LOST_SAMPLE)
         ):
-            lost_sample[_key(r)].append([r["partition"], r["offset"]])
+            samples_lost[_key(r)].append([r["partition"], r["offset"]])
 
-    # assemble units and triggers
     by_unit: dict[UnitKey, list[dict[str, Any]]] = defaultdict(list)
     for r in trig_rows:
         by_unit[_key(r)].append(r)
@@ -372,85 +317,124 @@ def _run_jobs(
         pu = per_unit.get(k, {})
         has_broker = bool(pu.get("has_broker"))
         has_mntr = bool(pu.get("has_mntr"))
+        rows = sorted(by_unit.get(k, []), key=lambda r: r["tid"])
         triggers = []
-        for r in sorted(by_unit.get(k, []), key=lambda r: r["tid"]):
+        for r in rows:
             tk = (*k, r["tid"])
             h = herd.get(tk, {})
-            t0, t1 = r["t0"], r["t1"]
-            react = r["t_react"]
-            sb = per_phase.get(tk, {})
+            hc = h.get("herd", {})
+            settled = r["outcome"] == SETTLED
+            t0, t1, react = r["t0"], r["t1"], r["t_react"]
+            measured = r["outcome"] != SKIPPED
+            zk = hc.get("zk_requests", 0) if measured else None
+            bg = (hc.get("broker_group_requests", 0) if has_broker else None) if measured else None
             trig = {
                 "index": r["tid"],
                 "key": f"#{r['tid'] + 1} {r['action']}",
                 "action": r["action"],
                 "targets": r["targets"] or [],
+                "outcome": r["outcome"],
+                "reason": r["reason"],
+                "settled": settled,
+                "invoke_s": _s(r["invoke"], origin),
                 "t0_s": _s(t0, origin),
                 "t1_s": _s(t1, origin),
-                "settled": t1 is not None,
-                "latency_s": _dur(t0, t1),
-                "detection_s": _dur(t0, react),
-                "convergence_s": _dur(react, t1) if t1 is not None else None,
-                "resumed_s": _dur(t0, r["t_resumed"]),
+                "window_end_s": _s(r["wend"], origin),
+                "startup_s": _dur(r["invoke"], r["invoke"] + r["startup"])
+                if r["startup"] is not None
+                else None,
+                "latency_s": _dur(t0, t1) if settled else None,
+                "detection_s": _dur(t0, react) if settled else None,
+                "convergence_s": _dur(react, t1) if settled else None,
+                "reaction_s": _dur(t0, react),
+                "resumed_s": _dur(t0, r["t_resumed"]) if settled else None,
                 "gap_s": _dur(r["gap_start"], r["gap_end"]),
                 "gap": [_s(r["gap_start"], origin), _s(r["gap_end"], origin)]
                 if r["gap_start"] is not None
                 else None,
-                "window_end_s": _s(t1 if t1 is not None else r["t_limit"], origin),
-                "watches": h.get("watches", 0.0),
-                "zk_requests": h.get("zk_requests", 0.0),
-                "zk_packets": h.get("zk_packets") if has_mntr else None,
-                "broker_requests": round(h.get("broker_requests") or 0.0, 3) if has_broker else None,
-                "broker_group_requests": round(h.get("broker_group_requests") or 0.0, 3)
-                if has_broker
-                else None,
-                "conflicts": h.get("conflicts", 0.0),
-                "failed_attempts": h.get("failed_attempts", 0.0),
-                "rebalance_attempts": h.get("rebalance_attempts", 0.0),
-                "group_rebalances": h.get("group_rebalances", 0.0) if has_broker else None,
-                "zk_requests_by_op": dict(sorted(opmap.get(tk, {}).items())),
-                "broker_requests_by_api": {a: round(v, 3) for a, v in sorted(apimap.get(tk, {}).items())}
-                if has_broker
-                else {},
-                **_split_brain(sb),
+                "watches": hc.get("watches", 0) if measured else None,
+                "zk_requests": zk,
+                "zk_packets": _packets(samples.get(k, []), r["invoke"]) if has_mntr and measured else None,
+                "broker_group_requests": bg,
+                "coordination_requests": None
+                if zk is None or (bg is None and u["impl"] != "legacy_zk")
+                else zk + (bg or 0),
+                "conflicts": hc.get("conflicts", 0) if measured else None,
+                "failed_attempts": hc.get("failed_attempts", 0) if measured else None,
+                "rebalance_attempts": hc.get("rebalance_attempts", 0) if measured else None,
+                "group_rebalances": hc.get("group_rebalances", 0) if has_broker and measured else None,
+                "zk_requests_by_op": dict(sorted(h.get("op", {}).items())),
+                "broker_requests_by_api": dict(sorted(h.get("api", {}).items())) if has_broker else {},
+                **_split_brain(per_phase.get(tk, {})),
             }
             triggers.append(trig)
         u["triggers"] = triggers
-        u["startup"] = _split_brain(per_phase.get((*k, -1), {}))
+        u["startup"] = _split_brain(per_phase.get((*k, J.STARTUP), {}))
+        u["drain"] = _split_brain(per_phase.get((*k, J.DRAIN), {}))
 
         def iv(name: str, pu: dict[str, float] = pu) -> int:
             return int(pu.get(name) or 0)
 
+        window_ns = pu.get("steady_window_ns") or 0.0
+        per_s = 1e9 / window_ns if window_ns > 0 else None
         u.update(
             {
                 "produced": iv("produced"),
                 "processed": iv("processed"),
                 "lost": iv("lost"),
-                "lost_sample": lost_sample.get(k, []),
+                "lost_sample": samples_lost.get(k, []),
+                "not_drained": iv("not_drained"),
                 "processed_not_produced": iv("phantom"),
                 "produce_errors": iv("produce_errors"),
                 "duplicates": iv("duplicates"),
                 "duplicate_deliveries": iv("duplicate_deliveries"),
                 "duplicates_cross_member": iv("duplicates_cross_member"),
                 "commits_rejected": iv("commits_rejected"),
+                "session_failures": iv("session_failures"),
+                "session_failures_startup": iv("session_failures_startup"),
+                "steady": {
+                    "window_s": round(window_ns / 1e9, 3),
+                    "zk_commits_per_s": round(pu.get("zk_commits", 0.0) * per_s, 3) if per_s else None,
+                    "broker_per_s": {
+                        key.split(":", 1)[1]: round(v * per_s, 3)
+                        for key, v in sorted(pu.items())
+                        if key.startswith("broker:") and per_s
+                    },
+                },
             }
         )
-        for name in ("overlaps", "overlap_s", "commits_non_owner"):
-            u[name] = round(sum((t.get(name) or 0) for t in [u["startup"], *triggers]), 6)
+        # unit totals of split brain: before the first trigger and in the trigger windows (the
+        # drain and teardown are reported apart, in `drain`)
+        phases = [u["startup"], *triggers]
+        u["overlap_episodes"] = int(sum(t.get("overlap_episodes") or 0 for t in phases))
+        u["overlap_s"] = round(sum(t.get("overlap_s") or 0 for t in phases), 6)
+        u["commits_non_owner"] = int(sum(t.get("commits_non_owner") or 0 for t in phases))
         gen_known = sum(
             (per_phase.get((*k, tid), {}).get("commits_with_generation") or 0)
-            for tid in [-1, *[t["index"] for t in triggers]]
+            for tid in [J.STARTUP, *[t["index"] for t in triggers]]
         )
         u["commits_stale_generation"] = (
-            int(sum((t.get("commits_stale_generation") or 0) for t in [u["startup"], *triggers]))
-            if gen_known
-            else None
+            int(sum((t.get("commits_stale_generation") or 0) for t in phases)) if gen_known else None
         )
-    _series(spark, jobs, buckets, segs, pairs, islands, units, out)
+    _series(spark, jobs, buckets, islands, units, out)
+
+
+def _packets(samples: list[tuple[int, str, float | None]], invoke: int) -> int | None:
+    """ZooKeeper packets received in a window: from the mntr sample taken just before this
+    trigger's invoke to the sample at the window's far edge (the next trigger's, else settling_end)."""
+    samples = sorted(samples)
+    start = max((s for s in samples if s[1].startswith("invoke:") and s[0] <= invoke), default=None)
+    end = next(
+        (s for s in samples if s[0] > invoke and (s[1].startswith("invoke:") or s[1] == "settling_end")), None
+    )
+    if start is None or end is None or start[2] is None or end[2] is None:
+        return None
+    return int(end[2] - start[2])
 
 
 def _split_brain(sb: dict[str, Any]) -> dict[str, Any]:
     return {
-        "overlaps": int(sb.get("overlaps") or 0),
+        "overlap_episodes": int(sb.get("overlap_episodes") or 0),
         "overlap_s": round(float(sb.get("overlap_s") or 0.0), 6),
         "duplicates": int(sb.get("duplicates") or 0),
         "commits_non_owner": int(sb.get("commits_non_owner") or 0),
@@ -464,8 +448,6 @@ def _series(
     spark: Any,
     jobs: Any,
     buckets: Any,
-    segs: Any,
-    pairs: Any,
     islands: Any,
     units: dict[UnitKey, dict[str, Any]],
     out: dict[str, Any],
@@ -511,8 +493,8 @@ def _series(
     if not picks:
         return
     sel = spark.createDataFrame([list(k) for k in picks], "case string, impl string, repetition int")
-    claims = J.collect(jobs.claims.join(F.broadcast(sel), U))
-    susp = J.collect(jobs.suspended.join(F.broadcast(sel), U))
+    claims = J.collect(jobs.intervals("claim").join(F.broadcast(sel), U))
+    susp = J.collect(jobs.intervals("away").join(F.broadcast(sel), U))
     ov = J.collect(islands.join(F.broadcast(sel), U))
     by: dict[UnitKey, dict[str, list[Any]]] = {
         k: {"claims": [], "suspended": [], "overlaps": []} for k in picks

@@ -1,25 +1,24 @@
 """The PySpark jobs that turn one run's history into metrics (the one checker of design.md).
 
-Every figure of a report comes from here, for both implementations, by the same code. The
-definitions (what "settled", "overlap", "non-owner commit" ... mean) are in
-:mod:`harness.analysis.definitions`; this module implements them:
+Every figure of a report comes from here, for both implementations, by the same code:
 
 * **prepare**: read the Parquet history; split the two large kinds (``record``, ``produced``) from
-  the rest (the *control* events, whose ``extra`` JSON is parsed once); resolve member identities
-  (``source``, or the ``name`` of a member's ``started`` event); turn legacy members' list-valued
-  ``assigned`` / ``revoked`` events (``partitions: [[topic, p], ...]``) into one row per partition.
-* **intervals**: claims (assigned -> revoked / stopped / crash, per member and partition), liveness
-  (started -> stopped / crash) and suspension (pause / cut -> resume / heal / crash), built with
-  window functions over each key's events in time order (at one instant, closes before opens).
-* **settle**: the ownership state at every change point and trigger (a range join of those points
-  with the intervals), then per trigger the first point that is owned once, has its joiners live and
-  stays quiet for the settle window before the next trigger.
-* **latency parts**, **resume**, **consumption gaps**, **herd counts**, **split brain** (processing
-  intervals, overlaps, duplicates, non-owner and stale-generation commits) and **completeness**.
+  the *control* events (whose ``extra`` JSON is parsed once). Members are identified by ``source``
+  (the harness's name) and every event by its ``role`` (:mod:`harness.kernel.events`).
+* **facts** (:meth:`Jobs.facts`): per unit, the trigger windows, their outcomes (settled / never /
+  no_effect / skipped), t0, the first reaction and t1, and the ownership intervals, from
+  :func:`harness.kernel.windows.evaluate` applied to each unit's ownership events with
+  ``applyInArrow``: the one definition the runner's live waits and the benches use too.
+* **herd**: coordination traffic counted exactly in each window [t0, end): watch notifications,
+  ZooKeeper requests of the rebalance (by operation; offset writes are steady state), broker
+  coordination requests (one ``group_request`` event each, by API), conflicts, failed attempts.
+* **split brain**: processing intervals (a member's records on a partition, closed by its revocation,
+  stop, kill, pause or cut, reopened by its next record), overlap episodes (islands of overlap of
+  two members' intervals), duplicates, commits from non-owners and stale generations.
+* **completeness**: lost (acknowledged offsets skipped below a processed offset of the partition) and
+  not drained (acknowledged offsets above the last processed one).
 
 All times are integer nanoseconds (``ts_ns``) inside Spark and seconds in the results.
-:class:`Jobs` caches the small intermediate tables; the large ones are read from Parquet with column
-pruning as often as needed (cheaper than caching them on a small machine).
 """
 
 from __future__ import annotations
@@ -27,28 +26,56 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from harness.analysis.definitions import GROUP_APIS, OK_OUTCOMES, REACTION_KINDS
+from harness.kernel.events import (
+    COORDINATION_APIS,
+    OK_OUTCOMES,
+    ZK_STEADY_OPS,
+    ZK_STEADY_PATH,
+    Kind,
+    Role,
+)
 
 UNIT = ["case", "impl", "repetition"]
 INF = 4_000_000_000_000_000_000  # "no end" in ns (year 2096); below Long.MAX so sums do not overflow
 NS = 1_000_000_000
 GAP_BUCKET_NS = 100_000_000  # 100 ms buckets for consumption gaps (exact gaps between buckets)
 RATE_BIN_BUCKETS = 2  # rate series bins = 2 gap buckets = 0.2 s
+STARTUP, DRAIN = -1, -2  # phase ids: before the first trigger; after the settling phase
 
 EXTRA_SCHEMA = (
-    "action string, targets array<string>, target string, `trigger` boolean, label string, "
-    "counters map<string,double>, partitions string, requests map<string,double>, total double, "
-    "interval_s double, name string, from_state string, to_state string, "
-    "broker_id long, lost string"
+    "action string, action_id long, targets array<string>, target string, `trigger` boolean, "
+    "label string, counters map<string,double>, partitions string, requests map<string,double>, "
+    "interval_s double, name string, from_state string, to_state string, broker_id long, api string, "
+    "reason string, state string"
 )
 
-MEMBER_DROP_ACTIONS = ("crash",)
-SUSPEND_ACTIONS = ("pause", "cut")
-UNSUSPEND_ACTIONS = ("resume", "heal")
-JOIN_ACTIONS = ("join", "start_member")
+#: The columns the per-unit fold reads (see :func:`harness.kernel.windows.evaluate`).
+FOLD_KINDS = (
+    Kind.READY,
+    Kind.STARTED,
+    Kind.STOPPED,
+    Kind.ASSIGNED,
+    Kind.REVOKED,
+    Kind.REBALANCE_BEGIN,
+    Kind.REBALANCE_END,
+    Kind.WATCH,
+    Kind.GROUP_STATE,
+    Kind.INVOKE,
+    Kind.COMPLETE,
+    Kind.SKIPPED,
+    Kind.UNIT_START,
+    Kind.STABLE,
+    Kind.SETTLING_END,
+)
+FACTS_SCHEMA = (
+    "case string, impl string, repetition int, rtype string, tid int, action string, "
+    "targets array<string>, outcome string, reason string, ident string, p int, start long, `end` long, "
+    "since long, invoke long, t0 long, wend long, t_react long, t1 long, startup long, nparts int"
+)
 
 
 def _secs(col: Column) -> Column:
@@ -60,317 +87,203 @@ class Frames:
     """The history split for the jobs (see :func:`prepare`)."""
 
     raw: DataFrame
-    control: DataFrame  # every event but record / produced, extra parsed, with `ident` and flags
+    control: DataFrame  # every event but record / produced, extra parsed
     records: DataFrame  # case, impl, repetition, ts_ns, ident, partition, offset
     produced: DataFrame  # case, impl, repetition, ts_ns, partition, offset
-    aliases: dict[tuple[str, str, int, str], str]
 
 
 def prepare(spark: SparkSession, history: str) -> Frames:
     """Read and normalise a history (see the module docstring)."""
     raw = spark.read.parquet(history).na.fill({"case": "", "impl": ""}).na.fill(0, ["repetition"])
     kind = F.col("kind")
-    control = raw.where(~kind.isin("record", "produced") | kind.isNull())
+    control = raw.where(~kind.isin(Kind.RECORD, Kind.PRODUCED) | kind.isNull())
     control = control.withColumn("x", F.from_json("extra", EXTRA_SCHEMA)).select("*", "x.*").drop("x")
-    is_broker = (
-        F.coalesce(F.col("source").startswith("broker"), F.lit(False)) | F.col("broker_id").isNotNull()
-    )
-    is_producer = (F.col("source") == "producer") | (F.coalesce(F.col("role"), F.lit("")) == "producer")
-    is_member = (
-        F.col("source").isNotNull() & ~is_broker & ~is_producer & ~F.col("source").isin("nemesis", "harness")
-    )
-    control = (
-        control.withColumn("is_broker", is_broker)
-        .withColumn("is_member", F.coalesce(is_member, F.lit(False)))
-        .withColumn("is_nemesis", F.coalesce(F.col("source") == "nemesis", F.lit(False)))
-    )
-    # Member identity: the harness's name. A member whose started event names itself differently
-    # from its source (a protocol-level id as source) is renamed everywhere.
-    alias_rows = (
-        control.where(
-            F.col("is_member")
-            & (kind == "started")
-            & F.col("name").isNotNull()
-            & (F.col("name") != F.col("source"))
-        )
-        .select(*UNIT, "source", "name")
-        .distinct()
-        .collect()
-    )
-    aliases = {(r["case"], r["impl"], r["repetition"], r["source"]): r["name"] for r in alias_rows}
-    records = raw.where(kind == "record").select(
+    control = control.withColumn("ident", F.col("source"))
+    records = raw.where(kind == Kind.RECORD).select(
         *UNIT, "ts_ns", F.col("source").alias("ident"), "partition", "offset"
     )
-    if aliases:
-        amap = spark.createDataFrame(
-            [(*k, v) for k, v in aliases.items()],
-            "case string, impl string, repetition int, source string, alias string",
-        )
-        control = (
-            control.join(F.broadcast(amap), [*UNIT, "source"], "left")
-            .withColumn(
-                "ident", F.when(F.col("is_member"), F.coalesce("alias", "source")).otherwise(F.col("source"))
+    produced = raw.where(kind == Kind.PRODUCED).select(*UNIT, "ts_ns", "partition", "offset")
+    return Frames(raw=raw, control=pin(control), records=records, produced=produced)
+
+
+def _role(r: str) -> Column:
+    return F.coalesce(F.col("role") == r, F.lit(False))
+
+
+def _fold_unit(window_ns: int) -> Any:
+    """The per-unit function for ``applyInArrow``: a unit's fold events in, its facts out."""
+
+    def run(table: pa.Table) -> pa.Table:
+        from harness.kernel.windows import evaluate
+
+        rows = table.to_pylist()
+        unit = (rows[0]["case"], rows[0]["impl"], rows[0]["repetition"]) if rows else ("", "", 0)
+        f = evaluate(rows, window_ns)
+        out: list[dict[str, Any]] = []
+
+        def row(rtype: str, **kw: Any) -> None:
+            out.append({"case": unit[0], "impl": unit[1], "repetition": unit[2], "rtype": rtype, **kw})
+
+        for t in f.triggers:
+            row(
+                "trigger",
+                tid=t.tid,
+                action=t.action,
+                targets=t.targets,
+                outcome=t.outcome,
+                reason=t.reason,
+                invoke=t.invoke_ns,
+                t0=t.t0_ns,
+                wend=t.end_ns,
+                t_react=t.react_ns,
+                t1=t.t1_ns,
+                startup=t.startup_ns,
+                nparts=t.partitions_at_t1,
             )
-            .drop("alias")
-        )
-        records = (
-            records.join(F.broadcast(amap.withColumnRenamed("source", "ident")), [*UNIT, "ident"], "left")
-            .withColumn("ident", F.coalesce("alias", "ident"))
-            .drop("alias")
-        )
-    else:
-        control = control.withColumn("ident", F.col("source"))
-    plist = F.coalesce(
-        F.transform(F.from_json("partitions", "array<array<string>>"), lambda x: x[1].cast("int")),
-        F.from_json("partitions", "array<int>"),
-    )
-    control = control.withColumn(
-        "plist",
-        F.when(F.col("partition").isNotNull(), F.array(F.col("partition"))).otherwise(
-            F.when(F.col("partitions").startswith("["), plist)
-        ),
-    )
-    produced = raw.where(kind == "produced").select(*UNIT, "ts_ns", "partition", "offset")
-    return Frames(raw=raw, control=pin(control), records=records, produced=produced, aliases=aliases)
+        for m, p, s, e in f.claims:
+            row("claim", ident=m, p=p, start=s, end=e)
+        for m, p, s, e, since in f.owned:
+            row("owned", ident=m, p=p, start=s, end=e, since=since)
+        for m, s, e in f.away:
+            row("away", ident=m, start=s, end=e)
+        for m, p, ts in f.closes:
+            row("close", ident=m, p=p, start=ts)
+        row("marks", start=f.stable_ns, end=f.settling_end_ns, wend=f.last_ns)
+        return pa.Table.from_pylist(out, schema=FACTS_ARROW)
+
+    return run
 
 
-def intervals(ev: DataFrame, keys: list[str]) -> DataFrame:
-    """Intervals from open / close events: ``ev`` has ``keys``, ``ts_ns`` and boolean ``is_open``.
+def _arrow_schema() -> pa.Schema:
+    i64, i32, s = pa.int64(), pa.int32(), pa.string()
+    return pa.schema(
+        [
+            ("case", s),
+            ("impl", s),
+            ("repetition", i32),
+            ("rtype", s),
+            ("tid", i32),
+            ("action", s),
+            ("targets", pa.list_(s)),
+            ("outcome", s),
+            ("reason", s),
+            ("ident", s),
+            ("p", i32),
+            ("start", i64),
+            ("end", i64),
+            ("since", i64),
+            ("invoke", i64),
+            ("t0", i64),
+            ("wend", i64),
+            ("t_react", i64),
+            ("t1", i64),
+            ("startup", i64),
+            ("nparts", i32),
+        ]
+    )
 
-    An interval starts at an open event not preceded by another open (repeated opens continue it)
-    and ends at the next close (``INF`` if none). At one instant closes sort before opens, so a
-    close and a re-open at the same time give a new interval. Returns ``keys, start, end``.
-    """
-    w = Window.partitionBy(*keys).orderBy("ts_ns", "is_open")
-    wf = w.rowsBetween(1, Window.unboundedFollowing)
-    ev = ev.withColumn("prev_open", F.lag("is_open").over(w)).withColumn(
-        "next_close", F.min(F.when(~F.col("is_open"), F.col("ts_ns"))).over(wf)
-    )
-    return ev.where(F.col("is_open") & ~F.coalesce(F.col("prev_open"), F.lit(False))).select(
-        *keys, F.col("ts_ns").alias("start"), F.coalesce(F.col("next_close"), F.lit(INF)).alias("end")
-    )
+
+FACTS_ARROW = _arrow_schema()
 
 
 class Jobs:
     """All jobs of one run; attributes are DataFrames, built lazily in dependency order."""
 
-    def __init__(self, spark: SparkSession, frames: Frames, units: DataFrame, window_s: float) -> None:
-        """``units``: case, impl, repetition, t_first, t_last, p0 (one row per unit)."""
+    def __init__(self, spark: SparkSession, frames: Frames, window_s: float) -> None:
         self.spark = spark
         self.f = frames
-        self.units = units.cache()
         self.window_ns = int(round(window_s * NS))
-        c = frames.control
-        self.nemesis = c.where(F.col("is_nemesis") & (F.col("kind") == "nemesis")).cache()
-        self._build_triggers()
-        self._build_ownership()
+        self._facts: DataFrame | None = None
 
-    # -- triggers and phases -------------------------------------------------------------------
-    def _build_triggers(self) -> None:
-        w = Window.partitionBy(*UNIT).orderBy("t0")
-        t = (
-            self.nemesis.where(F.coalesce(F.col("trigger"), F.lit(False)))
-            .select(*UNIT, F.col("ts_ns").alias("t0"), "action", "targets")
-            .withColumn("tid", F.row_number().over(w) - 1)
-            .withColumn("t_next_trigger", F.lead("t0").over(w))
-            .withColumn("targets", F.coalesce("targets", F.array().cast("array<string>")))
+    # -- the per-unit fold ---------------------------------------------------------------------
+    def facts(self) -> DataFrame:
+        """The fold's output for every unit (rtype: trigger, claim, owned, away, close, marks)."""
+        if self._facts is None:
+            c = self.f.control.where(F.col("kind").isin(*FOLD_KINDS)).select(
+                *UNIT,
+                "ts_ns",
+                "role",
+                "kind",
+                "source",
+                "partition",
+                "outcome",
+                "action",
+                "action_id",
+                "targets",
+                "trigger",
+                "partitions",
+                "reason",
+            )
+            self._facts = pin(c.groupBy(*UNIT).applyInArrow(_fold_unit(self.window_ns), FACTS_SCHEMA))
+        return self._facts
+
+    def windows(self) -> DataFrame:
+        """Per trigger: tid, action, targets, outcome, t0, wend (window end), t_react, t1, P1."""
+        return (
+            self.facts()
+            .where(F.col("rtype") == "trigger")
+            .select(
+                *UNIT,
+                "tid",
+                "action",
+                "targets",
+                "outcome",
+                "reason",
+                "invoke",
+                "t0",
+                "wend",
+                "t_react",
+                "t1",
+                "startup",
+                F.col("nparts").alias("P1"),
+            )
         )
-        t = t.join(self.units.select(*UNIT, "t_last"), UNIT).withColumn(
-            "t_limit", F.coalesce("t_next_trigger", "t_last")
+
+    def phases(self) -> DataFrame:
+        """Contiguous phases per unit: startup (-1), each trigger window (tid), drain (-2)."""
+        w = self.windows()
+        marks = (
+            self.facts()
+            .where(F.col("rtype") == "marks")
+            .select(*UNIT, F.coalesce(F.col("end"), F.col("wend") + 1).alias("settling_end"))
         )
-        self.triggers = pin(t)
-        first = t.groupBy(*UNIT).agg(F.min("t0").alias("first_t0"))
-        startup = self.units.join(first, UNIT, "left").select(
+        first = w.groupBy(*UNIT).agg(F.min("t0").alias("first_t0"))
+        m = marks.join(first, UNIT, "left")
+        startup = m.select(
             *UNIT,
-            F.lit(-1).alias("tid"),
+            F.lit(STARTUP).alias("tid"),
             F.lit(-INF).cast("long").alias("pstart"),
-            F.coalesce("first_t0", F.lit(INF)).alias("pend"),
+            F.coalesce("first_t0", "settling_end").alias("pend"),
         )
-        self.phases = pin(
-            startup.unionByName(
-                t.select(
-                    *UNIT,
-                    "tid",
-                    F.col("t0").alias("pstart"),
-                    F.coalesce("t_next_trigger", F.lit(INF)).alias("pend"),
-                )
-            )
-        )
-
-    # -- ownership intervals -------------------------------------------------------------------
-    def broker_units(self) -> DataFrame:
-        """Units whose broker reported request counts (others: broker counts not measured)."""
-        c = self.f.control
-        return c.where(F.col("is_broker") & (F.col("kind") == "broker_request")).select(*UNIT).distinct()
-
-    def _build_ownership(self) -> None:
-        c = self.f.control
-        member = F.col("is_member")
-        own = c.where(member & F.col("kind").isin("assigned", "revoked") & F.col("plist").isNotNull()).select(
+        drain = m.select(
             *UNIT,
-            "ident",
-            "ts_ns",
-            "kind",
-            F.explode("plist").alias("p"),
+            F.lit(DRAIN).alias("tid"),
+            F.col("settling_end").alias("pstart"),
+            F.lit(INF).cast("long").alias("pend"),
         )
-        self.own_events = own.where(F.col("p").isNotNull()).cache()
-        starts = c.where(member & (F.col("kind") == "started")).select(*UNIT, "ident", "ts_ns")
-        stops = c.where(member & (F.col("kind") == "stopped")).select(*UNIT, "ident", "ts_ns")
-        crashes = self.nemesis.where(F.col("action").isin(*MEMBER_DROP_ACTIONS)).select(
-            *UNIT, F.explode("targets").alias("ident"), "ts_ns"
-        )
-        drops = stops.unionByName(crashes)
-        self.drops = drops.cache()
-        pairs = self.own_events.select(*UNIT, "ident", "p").distinct()
-        claim_ev = self.own_events.select(
-            *UNIT, "ident", "p", "ts_ns", (F.col("kind") == "assigned").alias("is_open")
-        ).unionByName(
-            drops.join(pairs, [*UNIT, "ident"]).select(
-                *UNIT, "ident", "p", "ts_ns", F.lit(False).alias("is_open")
+        return pin(
+            startup.unionByName(drain).unionByName(
+                w.select(*UNIT, "tid", F.col("t0").alias("pstart"), F.col("wend").alias("pend"))
             )
         )
-        self.claims = pin(intervals(claim_ev, [*UNIT, "ident", "p"]))
-        live_ev = starts.withColumn("is_open", F.lit(True)).unionByName(
-            drops.withColumn("is_open", F.lit(False))
-        )
-        self.live = pin(intervals(live_ev, [*UNIT, "ident"]))
-        susp = self.nemesis.where(F.col("action").isin(*SUSPEND_ACTIONS, *UNSUSPEND_ACTIONS)).select(
-            *UNIT,
-            F.explode("targets").alias("ident"),
-            "ts_ns",
-            F.col("action").isin(*SUSPEND_ACTIONS).alias("is_open"),
-        )
-        self.suspend_events = susp.cache()
-        self.suspended = pin(
-            intervals(
-                self.suspend_events.unionByName(drops.withColumn("is_open", F.lit(False))), [*UNIT, "ident"]
-            )
-        )
-        # partition count over time: p0 from the start, then add_partitions actions
-        grow = self.nemesis.where(
-            (F.col("action") == "add_partitions") & F.col("partitions").isNotNull()
-        ).select(*UNIT, F.col("ts_ns").alias("pc_ts"), F.col("partitions").cast("int").alias("nparts"))
-        self.pcount = (
-            self.units.select(
-                *UNIT, F.lit(-INF).cast("long").alias("pc_ts"), F.col("p0").cast("int").alias("nparts")
-            )
-            .unionByName(grow.where(F.col("nparts").isNotNull()))
-            .cache()
-        )
 
-    # -- settle ---------------------------------------------------------------------------------
-    def change_points(self) -> DataFrame:
-        """(unit, ts_ns, is_cp, next_cp): change points and trigger instants, with the next change."""
-        cps = (
-            self.own_events.select(*UNIT, "ts_ns")
-            .unionByName(
-                self.f.control.where(F.col("is_member") & F.col("kind").isin("started", "stopped")).select(
-                    *UNIT, "ts_ns"
-                )
-            )
-            .unionByName(
-                self.nemesis.where(
-                    F.col("action").isin(
-                        *MEMBER_DROP_ACTIONS, *SUSPEND_ACTIONS, *UNSUSPEND_ACTIONS, "add_partitions"
-                    )
-                ).select(*UNIT, "ts_ns")
-            )
-            .withColumn("is_cp", F.lit(True))
-        )
-        pts = cps.unionByName(
-            self.triggers.select(*UNIT, F.col("t0").alias("ts_ns"), F.lit(False).alias("is_cp"))
-        )
-        pts = pts.groupBy(*UNIT, "ts_ns").agg(F.max("is_cp").alias("is_cp"))
-        w = Window.partitionBy(*UNIT).orderBy("ts_ns").rowsBetween(1, Window.unboundedFollowing)
-        return pts.withColumn("next_cp", F.min(F.when(F.col("is_cp"), F.col("ts_ns"))).over(w))
+    def intervals(self, rtype: str) -> DataFrame:
+        """claim / owned intervals (unit, ident, p, start, end) or away (unit, ident, start, end)."""
+        cols = [*UNIT, "ident", "start", F.coalesce("end", F.lit(INF)).alias("end")]
+        if rtype != "away":
+            cols.insert(4, "p")
+        if rtype == "owned":
+            cols.append("since")
+        return self.facts().where(F.col("rtype") == rtype).select(*cols)
 
-    def ownership_state(self, points: DataFrame) -> DataFrame:
-        """For each (unit, ts_ns) of ``points``: P (partition count) and ``owned_once``."""
-        e = points.select(*UNIT, "ts_ns")
-        at = (F.col("r_start") <= F.col("ts_ns")) & (F.col("ts_ns") < F.col("r_end"))
-        eff = join(e, self.claims, UNIT, at).select(
-            *UNIT, "ts_ns", F.col("r_ident").alias("ident"), F.col("r_p").alias("p")
-        )
-        eff = join(eff, self.live, [*UNIT, "ident"], at, "left_semi")
-        eff = join(eff, self.suspended, [*UNIT, "ident"], at, "left_anti")
-        p_at = (
-            join(e, self.pcount, UNIT, F.col("r_pc_ts") <= F.col("ts_ns"))
-            .groupBy(*UNIT, "ts_ns")
-            .agg(F.max_by("r_nparts", "r_pc_ts").alias("nparts"))
-        )
-        counts = eff.groupBy(*UNIT, "ts_ns", "p").agg(F.count("*").alias("n")).join(p_at, [*UNIT, "ts_ns"])
-        agg = counts.groupBy(*UNIT, "ts_ns").agg(
-            F.sum(F.when((F.col("p") < F.col("nparts")) & (F.col("n") == 1), 1).otherwise(0)).alias("ok"),
-            F.sum(
-                F.when((F.col("n") > 1) | (F.col("p") >= F.col("nparts")) | (F.col("p") < 0), 1).otherwise(0)
-            ).alias("bad"),
-        )
-        st = p_at.join(agg, [*UNIT, "ts_ns"], "left")
-        return st.withColumn(
-            "owned_once",
-            (F.col("nparts") > 0)
-            & (F.coalesce("ok", F.lit(0)) == F.col("nparts"))
-            & (F.coalesce("bad", F.lit(0)) == 0),
-        )
-
-    def settle(self) -> DataFrame:
-        """Per trigger (all trigger columns) plus t1 (null when it never settled) and P1, P at t1."""
-        pts = self.change_points()
-        state = self.ownership_state(pts).join(pts, [*UNIT, "ts_ns"])
-        w = F.lit(self.window_ns)
-        t = self.triggers.select(*UNIT, "tid", "action", "t0", "t_limit")
-        cand = join(
-            t,
-            state,
-            UNIT,
-            (F.col("r_ts_ns") >= F.col("t0"))
-            & (F.col("r_ts_ns") + w <= F.col("t_limit"))
-            & F.col("r_owned_once")
-            & (F.coalesce(F.col("r_next_cp"), F.lit(INF)) - F.col("r_ts_ns") >= w),
-        ).select(*UNIT, "tid", F.col("r_ts_ns").alias("ts_ns"), F.col("r_nparts").alias("nparts"))
-        joiners = self.triggers.where(F.col("action").isin(*JOIN_ACTIONS)).select(
-            *UNIT, "tid", F.explode("targets").alias("ident")
-        )
-        cj = cand.join(joiners, [*UNIT, "tid"], "left")
-        at = (F.col("r_start") <= F.col("ts_ns")) & (F.col("ts_ns") < F.col("r_end"))
-        cj = join(cj, self.live, [*UNIT, "ident"], at, "left")
-        ok = cj.groupBy(*UNIT, "tid", "ts_ns", "nparts").agg(
-            (F.count("ident") == F.count("r_start")).alias("joiners_live")
-        )
-        t1 = (
-            ok.where("joiners_live")
-            .groupBy(*UNIT, "tid")
-            .agg(F.min_by(F.struct("ts_ns", "nparts"), "ts_ns").alias("s"))
-        )
-        t1 = t1.select(*UNIT, "tid", F.col("s.ts_ns").alias("t1"), F.col("s.nparts").alias("P1"))
-        return pin(self.triggers.join(t1, [*UNIT, "tid"], "left"))
-
-    # -- latency parts, resume, gaps ------------------------------------------------------------
-    def detection(self, settled: DataFrame) -> DataFrame:
-        """Per trigger: t_react, the first reaction in [t0, t1 or t_limit]."""
-        c = self.f.control
-        r = c.where(
-            (F.col("is_member") & F.col("kind").isin(*REACTION_KINDS))
-            | (F.col("is_broker") & (F.col("kind") == "group_state"))
-        ).select(*UNIT, F.col("ts_ns").alias("rts"), F.col("ident").alias("rident"))
-        t = settled.select(*UNIT, "tid", "t0", "targets", F.coalesce("t1", "t_limit").alias("rend"))
-        j = join(
-            t,
-            r,
-            UNIT,
-            (F.col("r_rts") >= F.col("t0"))
-            & (F.col("r_rts") <= F.col("rend"))
-            & ~F.array_contains(F.col("targets"), F.col("r_rident")),
-        )
-        return j.groupBy(*UNIT, "tid").agg(F.min("r_rts").alias("t_react"))
-
-    def resumed(self, settled: DataFrame) -> DataFrame:
+    # -- resume and gaps ---------------------------------------------------------------------------
+    def resumed(self) -> DataFrame:
         """Per settled trigger: t_resumed, when every partition < P1 had a record at or after t1."""
-        t = settled.where(F.col("t1").isNotNull()).select(*UNIT, "tid", "t1", "t_limit", "P1")
+        t = self.windows().where(F.col("t1").isNotNull()).select(*UNIT, "tid", "t1", "wend", "P1")
         rec = self.f.records.select(*UNIT, "ts_ns", "partition")
         j = rec.join(F.broadcast(t), UNIT).where(
             (F.col("ts_ns") >= F.col("t1"))
-            & (F.col("ts_ns") < F.col("t_limit"))
+            & (F.col("ts_ns") < F.col("wend"))
             & (F.col("partition") < F.col("P1"))
         )
         first = j.groupBy(*UNIT, "tid", "partition", "P1").agg(F.min("ts_ns").alias("first"))
@@ -390,19 +303,18 @@ class Jobs:
             )
         )
 
-    def gaps(self, buckets: DataFrame) -> DataFrame:
-        """Pauses in consumption per unit (between consecutive non-empty buckets): gstart, gend."""
+    def trigger_gaps(self, buckets: DataFrame, resumed: DataFrame) -> DataFrame:
+        """Per trigger: the longest pause in consumption overlapping [t0, resumed] (or the window)."""
         w = Window.partitionBy(*UNIT).orderBy("bucket")
-        return (
+        gaps = (
             buckets.withColumn("gstart", F.lag("last").over(w))
             .where(F.col("gstart").isNotNull())
             .select(*UNIT, "gstart", F.col("first").alias("gend"))
         )
-
-    def trigger_gaps(self, gaps: DataFrame, settled: DataFrame, resumed: DataFrame) -> DataFrame:
-        """Per trigger: the longest gap overlapping [t0, resumed] (or [t0, t_limit])."""
-        t = settled.join(resumed, [*UNIT, "tid"], "left").select(
-            *UNIT, "tid", "t0", F.coalesce("t_resumed", "t_limit").alias("gwin_end")
+        t = (
+            self.windows()
+            .join(resumed, [*UNIT, "tid"], "left")
+            .select(*UNIT, "tid", "t0", F.coalesce("t_resumed", "wend").alias("gwin_end"))
         )
         j = gaps.join(F.broadcast(t), UNIT).where(
             (F.col("gend") > F.col("t0")) & (F.col("gstart") < F.col("gwin_end"))
@@ -414,116 +326,184 @@ class Jobs:
         )
 
     # -- herd --------------------------------------------------------------------------------------
-    def herd(self, settled: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame, DataFrame]:
-        """Per trigger herd counts over [t0, t1 or t_limit].
+    def herd(self) -> DataFrame:
+        """Per trigger window [t0, end): exact counts, long format (unit, tid, table, key, value).
 
-        Returns (counts, zk ops: key/value, broker APIs: key/value, broker totals, zk packets), each
-        keyed by unit and ``tid``; triggers without events are absent (zero, or not measured).
+        ``table`` is ``herd`` (watches, zk_requests, conflicts, failed_attempts, rebalance_attempts,
+        group_rebalances, broker_group_requests), ``op`` (ZooKeeper requests of the rebalance by
+        operation) or ``api`` (broker coordination requests by API).
         """
         c = self.f.control
-        t = settled.select(*UNIT, "tid", "t0", "action", F.coalesce("t1", "t_limit").alias("hend"))
+        t = self.windows().where(F.col("outcome") != "skipped").select(*UNIT, "tid", "t0", "wend")
         ev = c.where(
-            F.col("kind").isin("watch", "zk_request", "conflict", "rebalance_end", "rebalance_begin")
-        ).select(*UNIT, "ts_ns", "kind", "op", "outcome", "is_member", "is_broker")
+            F.col("kind").isin(
+                Kind.WATCH,
+                Kind.ZK_REQUEST,
+                Kind.CONFLICT,
+                Kind.REBALANCE_END,
+                Kind.REBALANCE_BEGIN,
+                Kind.GROUP_REQUEST,
+            )
+        ).select(*UNIT, "ts_ns", "kind", "op", "path", "outcome", "api", "role")
         j = ev.join(F.broadcast(t), UNIT).where(
-            (F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") <= F.col("hend"))
+            (F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") < F.col("wend"))
         )
-        m = F.col("is_member")
+        member, broker, kind = _role(Role.MEMBER), _role(Role.BROKER), F.col("kind")
+        rebalance_zk = member & (kind == Kind.ZK_REQUEST) & ~zk_steady_col()
 
         def n(cond: Column) -> Column:
-            return F.sum(F.when(cond, 1).otherwise(0)).cast("double")
+            return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
 
         counts = j.groupBy(*UNIT, "tid").agg(
-            n(m & (F.col("kind") == "watch")).alias("watches"),
-            n(m & (F.col("kind") == "zk_request")).alias("zk_requests"),
-            n(m & (F.col("kind") == "conflict")).alias("conflicts"),
+            n(member & (kind == Kind.WATCH)).alias("watches"),
+            n(rebalance_zk).alias("zk_requests"),
+            n(member & (kind == Kind.CONFLICT)).alias("conflicts"),
             n(
-                m
-                & (F.col("kind") == "rebalance_end")
+                member
+                & (kind == Kind.REBALANCE_END)
                 & F.col("outcome").isNotNull()
                 & ~F.col("outcome").isin(*OK_OUTCOMES)
             ).alias("failed_attempts"),
-            n(m & (F.col("kind") == "rebalance_begin")).alias("rebalance_attempts"),
-            n(F.col("is_broker") & (F.col("kind") == "rebalance_begin")).alias("group_rebalances"),
+            n(member & (kind == Kind.REBALANCE_BEGIN)).alias("rebalance_attempts"),
+            n(broker & (kind == Kind.REBALANCE_BEGIN)).alias("group_rebalances"),
+            n(broker & (kind == Kind.GROUP_REQUEST)).alias("broker_group_requests"),
         )
+        m = F.create_map(*[x for col in counts.columns[4:] for x in (F.lit(col), F.col(col))])
+        wide = counts.select(*UNIT, "tid", F.lit("herd").alias("table"), F.explode(m).alias("key", "value"))
         ops = (
-            j.where(m & (F.col("kind") == "zk_request"))
+            j.where(rebalance_zk)
             .groupBy(*UNIT, "tid", F.coalesce("op", F.lit("?")).alias("key"))
-            .agg(F.count("*").cast("double").alias("value"))
-        )
-        # broker request reports: attribute each interval's counts by overlap with the window
-        br = c.where(
-            F.col("is_broker") & (F.col("kind") == "broker_request") & F.col("requests").isNotNull()
-        ).select(
-            *UNIT,
-            "ts_ns",
-            (F.coalesce("interval_s", F.lit(0.0)) * NS).cast("long").alias("ivl"),
-            F.explode("requests").alias("key", "n"),
-        )
-        bj = br.join(F.broadcast(t), UNIT)
-        lo = F.greatest(F.col("ts_ns") - F.col("ivl"), F.col("t0"))
-        hi = F.least(F.col("ts_ns"), F.col("hend"))
-        share = F.when(
-            F.col("ivl") > 0, F.greatest(hi - lo, F.lit(0)).cast("double") / F.col("ivl")
-        ).otherwise(
-            F.when((F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") <= F.col("hend")), 1.0).otherwise(0.0)
+            .agg(F.count("*").alias("value"))
+            .select(*UNIT, "tid", F.lit("op").alias("table"), "key", "value")
         )
         apis = (
-            bj.withColumn("v", F.col("n") * share)
-            .groupBy(*UNIT, "tid", "key")
-            .agg(F.sum("v").alias("value"))
-            .where(F.col("value") > 0)
+            j.where(broker & (kind == Kind.GROUP_REQUEST))
+            .groupBy(*UNIT, "tid", F.coalesce("api", F.lit("?")).alias("key"))
+            .agg(F.count("*").alias("value"))
+            .select(*UNIT, "tid", F.lit("api").alias("table"), "key", "value")
         )
-        btot = apis.groupBy(*UNIT, "tid").agg(
-            F.sum("value").alias("broker_requests"),
-            F.sum(F.when(F.col("key").isin(*GROUP_APIS), F.col("value")).otherwise(0.0)).alias(
-                "broker_group_requests"
-            ),
+        return wide.unionByName(ops).unionByName(apis)
+
+    def unit_counters(self) -> DataFrame:
+        """Per unit, long format (unit, key, value): steady-state traffic between ``stable`` and
+        ``settling_end`` (``steady_window_ns``, ``zk_commits``, ``broker:<api>`` counts of the
+        non-coordination APIs), harness health (``session_failures`` after stable and
+        ``session_failures_startup`` before it, of members no nemesis action targeted), produce
+        errors and what was measured (``has_broker``)."""
+        c = self.f.control
+        marks = (
+            self.facts()
+            .where(F.col("rtype") == "marks")
+            .select(*UNIT, F.col("start").alias("stable"), F.coalesce("end", "wend").alias("send"))
         )
-        # mntr: packets between the sample right after t0 and the next sample
-        sm = c.where(F.col("is_nemesis") & (F.col("kind") == "zk_mntr")).select(
-            *UNIT, F.col("ts_ns").alias("sts"), "label", F.col("counters")["zk_packets_received"].alias("pk")
+        cm = c.join(F.broadcast(marks), UNIT, "left")
+        in_run = (F.col("ts_ns") >= F.col("stable")) & (F.col("ts_ns") < F.col("send"))
+        member, broker, kind = _role(Role.MEMBER), _role(Role.BROKER), F.col("kind")
+        targeted = (
+            c.where(kind == Kind.INVOKE)
+            .select(*UNIT, F.explode("targets").alias("source"))
+            .distinct()
+            .withColumn("targeted", F.lit(True))
         )
-        ws = Window.partitionBy(*UNIT).orderBy("sts")
-        sm = sm.withColumn("next_pk", F.lead("pk").over(ws))
-        sj = sm.join(F.broadcast(t), UNIT).where(
-            (F.col("sts") >= F.col("t0")) & (F.col("label") == F.concat(F.lit("before:"), F.col("action")))
+        trouble = (
+            cm.where(
+                member
+                & (
+                    (kind == Kind.HEARTBEAT_ERROR)
+                    | ((kind == Kind.ZK_STATE) & F.col("state").isin("SUSPENDED", "LOST"))
+                )
+                & (F.col("ts_ns") < F.col("send"))
+            )
+            .join(F.broadcast(targeted), [*UNIT, "source"], "left_anti")
+            .groupBy(*UNIT)
+            .agg(
+                F.sum(F.when(F.col("ts_ns") >= F.col("stable"), 1).otherwise(0)).alias("session_failures"),
+                F.sum(F.when(F.col("ts_ns") < F.col("stable"), 1).otherwise(0)).alias(
+                    "session_failures_startup"
+                ),
+            )
         )
-        packets = sj.groupBy(*UNIT, "tid").agg(
-            F.min_by(F.col("next_pk") - F.col("pk"), "sts").alias("zk_packets")
+        steady_broker = (
+            cm.where(broker & (kind == Kind.BROKER_REQUEST) & in_run)
+            .select(*UNIT, F.explode("requests").alias("api", "n"))
+            .where(~F.col("api").isin(*COORDINATION_APIS))
+            .groupBy(*UNIT, "api")
+            .agg(F.sum("n").alias("value"))
+            .select(
+                *UNIT, F.concat(F.lit("broker:"), F.col("api")).alias("key"), F.col("value").cast("double")
+            )
         )
-        return counts, ops, apis, btot, packets
+
+        def flag(cond: Column) -> Column:
+            return F.max(F.when(cond, 1).otherwise(0)).cast("double")
+
+        simple = cm.groupBy(*UNIT).agg(
+            F.sum(F.when(member & (kind == Kind.ZK_REQUEST) & zk_steady_col() & in_run, 1).otherwise(0))
+            .cast("double")
+            .alias("zk_commits"),
+            F.sum(F.when(kind == Kind.PRODUCE_ERROR, 1).otherwise(0)).cast("double").alias("produce_errors"),
+            flag(broker & (kind == Kind.BROKER_REQUEST)).alias("has_broker"),
+            flag(kind == Kind.ZK_MNTR).alias("has_mntr"),
+            (F.max("send") - F.max("stable")).cast("double").alias("steady_window_ns"),
+        )
+        m = F.create_map(*[x for col in simple.columns[3:] for x in (F.lit(col), F.col(col))])
+        simple = simple.select(*UNIT, F.explode(m).alias("key", "value"))
+        tm = F.create_map(
+            *[
+                x
+                for col in ("session_failures", "session_failures_startup")
+                for x in (F.lit(col), F.col(col).cast("double"))
+            ]
+        )
+        return simple.unionByName(steady_broker).unionByName(
+            trouble.select(*UNIT, F.explode(tm).alias("key", "value"))
+        )
+
+    def mntr(self) -> DataFrame:
+        """ZooKeeper mntr samples: unit, ts_ns, label, packets (zk_packets_received)."""
+        return self.f.control.where(F.col("kind") == Kind.ZK_MNTR).select(
+            *UNIT, "ts_ns", "label", F.col("counters")["zk_packets_received"].alias("packets")
+        )
 
     # -- split brain ---------------------------------------------------------------------------------
     def segments(self) -> DataFrame:
-        """Processing intervals: (unit, ident, p, seg) -> start, end, n (see definitions)."""
-        pairs = self.own_events.select(*UNIT, "ident", "p").distinct()
-        marks = self.own_events.where(F.col("kind") == "assigned").select(*UNIT, "ident", "p", "ts_ns")
-        susp = self.suspend_events.where("is_open").select(*UNIT, "ident", "ts_ns")
-        marks = marks.unionByName(susp.join(pairs, [*UNIT, "ident"]).select(*UNIT, "ident", "p", "ts_ns"))
-        marks = marks.withColumn("mark", F.lit(1))
-        rec = self.f.records.select(
-            *UNIT, "ident", F.col("partition").alias("p"), "ts_ns", F.lit(0).alias("mark")
+        """Processing intervals: (unit, ident, p, seg) -> start (first record), end (the close that
+        ended it, else its last record), n (records)."""
+        rec = self.f.records.select(*UNIT, "ident", F.col("partition").alias("p"), "ts_ns")
+        pairs = rec.select(*UNIT, "ident", "p").distinct()
+        closes = (
+            self.facts()
+            .where(F.col("rtype") == "close")
+            .select(*UNIT, "ident", "p", F.col("start").alias("ts_ns"))
         )
-        u = rec.unionByName(marks)
+        every = closes.where(F.col("p") < 0).drop("p").join(pairs, [*UNIT, "ident"])
+        closes = closes.where(F.col("p") >= 0).unionByName(every.select(*UNIT, "ident", "p", "ts_ns"))
+        u = rec.withColumn("mark", F.lit(0)).unionByName(closes.withColumn("mark", F.lit(1)))
         w = (
             Window.partitionBy(*UNIT, "ident", "p")
-            .orderBy("ts_ns", F.col("mark").desc())
+            .orderBy("ts_ns", "mark")
             .rowsBetween(Window.unboundedPreceding, Window.currentRow)
         )
         u = u.withColumn("seg", F.sum("mark").over(w))
-        return pin(
+        segs = (
             u.where(F.col("mark") == 0)
             .groupBy(*UNIT, "ident", "p", "seg")
-            .agg(F.min("ts_ns").alias("start"), F.max("ts_ns").alias("end"), F.count("*").alias("n"))
+            .agg(F.min("ts_ns").alias("start"), F.max("ts_ns").alias("last"), F.count("*").alias("n"))
+        )
+        ends = (
+            u.where(F.col("mark") == 1)
+            .groupBy(*UNIT, "ident", "p", (F.col("seg") - 1).alias("seg"))
+            .agg(F.min("ts_ns").alias("close"))
+        )
+        return pin(
+            segs.join(ends, [*UNIT, "ident", "p", "seg"], "left").select(
+                *UNIT, "ident", "p", "seg", "start", F.coalesce("close", "last").alias("end"), "n"
+            )
         )
 
-    def overlaps(self, segs: DataFrame) -> tuple[DataFrame, DataFrame]:
-        """Overlapping processing intervals of different members on one partition.
-
-        Returns (pairs: unit, p, a, b, ostart, oend) and (islands: unit, p, istart, iend), the union
-        of the pairs' overlaps per partition.
-        """
+    def overlap_islands(self, segs: DataFrame) -> DataFrame:
+        """Overlap episodes per partition: maximal intervals in which processing intervals of two
+        different members intersect (unit, p, istart, iend)."""
         a = segs.select(*UNIT, "p", "ident", "start", "end")
         pairs = join(
             a,
@@ -535,12 +515,9 @@ class Jobs:
         ).select(
             *UNIT,
             "p",
-            F.col("ident").alias("a"),
-            F.col("r_ident").alias("b"),
             F.greatest("start", "r_start").alias("ostart"),
             F.least("end", "r_end").alias("oend"),
         )
-        pairs = pin(pairs)
         w = Window.partitionBy(*UNIT, "p").orderBy("ostart", "oend")
         prev_end = F.max("oend").over(w.rowsBetween(Window.unboundedPreceding, -1))
         isl = pairs.withColumn(
@@ -549,16 +526,16 @@ class Jobs:
         isl = isl.withColumn(
             "island", F.sum("new").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
         )
-        islands = pin(
+        return pin(
             isl.groupBy(*UNIT, "p", "island").agg(
                 F.min("ostart").alias("istart"), F.max("oend").alias("iend")
             )
         )
-        return pairs, islands
 
     def record_keys(self) -> DataFrame:
-        """Per (unit, partition, offset) produced or processed, in one shuffle of both kinds:
-        ``n`` deliveries, ``produced`` (0/1), ``last`` delivery ts, ``cross`` (members differ)."""
+        """Per (unit, partition, offset) produced or processed: ``n`` deliveries, ``produced`` (0/1),
+        ``last`` delivery ts, ``cross`` (members differ), and ``top``: the partition's highest
+        processed offset (lost is below it, not drained above it)."""
         rec = self.f.records.select(*UNIT, "partition", "offset", "ts_ns", "ident", F.lit(0).alias("is_prod"))
         prod = self.f.produced.select(
             *UNIT,
@@ -568,7 +545,7 @@ class Jobs:
             F.lit(None).cast("string").alias("ident"),
             F.lit(1).alias("is_prod"),
         )
-        return (
+        keys = (
             rec.unionByName(prod)
             .groupBy(*UNIT, "partition", "offset")
             .agg(
@@ -578,60 +555,43 @@ class Jobs:
                 F.coalesce(F.min("ident") != F.max("ident"), F.lit(False)).alias("cross"),
             )
         )
+        top = Window.partitionBy(*UNIT, "partition")
+        return keys.withColumn("top", F.max(F.when(F.col("n") > 0, F.col("offset"))).over(top))
 
     def commits(self) -> DataFrame:
-        """Accepted commits with ``non_owner`` and ``stale`` (null when the commit has no generation)."""
+        """Commits (unit, ts_ns, rejected, non_owner, stale): broker-side ones where the unit has
+        them (the coordinator), else the members' (legacy_zk writes offsets to ZooKeeper). The owner
+        of p at t is the live claimant whose claim began last (``owned`` intervals of the fold)."""
         c = self.f.control
-        kinds = F.col("kind").isin("commit", "commit_rejected")
-        broker_units = (
-            c.where(F.col("is_broker") & kinds).select(*UNIT).distinct().withColumn("bside", F.lit(True))
-        )
-        cm = c.where(kinds & (F.col("is_broker") | F.col("is_member"))).join(
-            F.broadcast(broker_units), UNIT, "left"
-        )
-        cm = cm.where(F.col("is_broker") == F.coalesce("bside", F.lit(False)))
+        kinds = F.col("kind").isin(Kind.COMMIT, Kind.COMMIT_REJECTED)
+        broker, member = _role(Role.BROKER), _role(Role.MEMBER)
+        bside = c.where(broker & kinds).select(*UNIT).distinct().withColumn("bside", F.lit(True))
+        cm = c.where(kinds & (broker | member)).join(F.broadcast(bside), UNIT, "left")
+        cm = cm.where(broker == F.coalesce("bside", F.lit(False)))
         ids = (
-            c.where(F.col("is_member") & F.col("member").isNotNull() & (F.col("member") != ""))
-            .select(*UNIT, "member", F.col("ident").alias("mident"))
+            c.where(member & F.col("member").isNotNull() & (F.col("member") != ""))
+            .select(*UNIT, "member", F.col("source").alias("mident"))
             .distinct()
         )
         cm = cm.join(F.broadcast(ids), [*UNIT, "member"], "left").withColumn(
-            "committer", F.when(F.col("is_broker"), F.col("mident")).otherwise(F.col("ident"))
+            "committer", F.when(broker, F.col("mident")).otherwise(F.col("source"))
         )
         cm = cm.select(
             *UNIT, "ts_ns", "kind", "committer", F.col("partition").alias("p"), "generation"
         ).withColumn("cid", F.monotonically_increasing_id())
-        acc = cm.where(F.col("kind") == "commit")
-        # the owner at ts: the live claimant whose claim began last
-        live_claims = join(
-            self.claims,
-            self.live,
-            [*UNIT, "ident"],
-            (F.col("r_start") < F.col("end")) & (F.col("start") < F.col("r_end")),
-        ).select(
-            *UNIT,
-            "ident",
-            "p",
-            F.col("start").alias("cstart"),
-            F.greatest("start", "r_start").alias("vstart"),
-            F.least("end", "r_end").alias("vend"),
-        )
+        acc = cm.where(F.col("kind") == Kind.COMMIT)
         own = join(
             acc.select("cid", *UNIT, "p", "ts_ns"),
-            live_claims,
+            self.intervals("owned"),
             [*UNIT, "p"],
-            (F.col("r_vstart") <= F.col("ts_ns")) & (F.col("ts_ns") < F.col("r_vend")),
+            (F.col("r_start") <= F.col("ts_ns")) & (F.col("ts_ns") < F.col("r_end")),
             "left",
         )
-        owner = own.groupBy("cid").agg(F.max_by("r_ident", "r_cstart").alias("owner"))
-        # the group's generation at ts
+        owner = own.groupBy("cid").agg(F.max_by("r_ident", "r_since").alias("owner"))
         gens = c.where(
             F.col("generation").isNotNull()
             & (F.col("generation") >= 0)
-            & (
-                (F.col("is_broker") & (F.col("kind") == "group_state"))
-                | (F.col("is_member") & (F.col("kind") == "assigned"))
-            )
+            & ((broker & (F.col("kind") == Kind.GROUP_STATE)) | (member & (F.col("kind") == Kind.ASSIGNED)))
         ).select(*UNIT, F.col("ts_ns").alias("gts"), F.col("generation").alias("g"))
         gen = (
             join(
@@ -644,36 +604,38 @@ class Jobs:
             .agg(F.max("r_g").alias("current"))
         )
         out = acc.join(owner, "cid", "left").join(gen, "cid", "left")
-        return (
-            cm.where(F.col("kind") == "commit_rejected")
-            .select(
+        rejected = cm.where(F.col("kind") == Kind.COMMIT_REJECTED).select(
+            *UNIT,
+            "ts_ns",
+            F.lit(True).alias("rejected"),
+            F.lit(None).cast("boolean").alias("non_owner"),
+            F.lit(None).cast("boolean").alias("stale"),
+        )
+        return rejected.unionByName(
+            out.select(
                 *UNIT,
                 "ts_ns",
-                F.lit(True).alias("rejected"),
-                F.lit(None).cast("boolean").alias("non_owner"),
-                F.lit(None).cast("boolean").alias("stale"),
-            )
-            .unionByName(
-                out.select(
-                    *UNIT,
-                    "ts_ns",
-                    F.lit(False).alias("rejected"),
-                    (
-                        F.col("owner").isNull()
-                        | F.col("committer").isNull()
-                        | (F.col("owner") != F.col("committer"))
-                    ).alias("non_owner"),
-                    F.when(
-                        F.col("generation").isNotNull() & (F.col("generation") >= 0),
-                        F.coalesce(F.col("generation") < F.col("current"), F.lit(False)),
-                    ).alias("stale"),
-                )
+                F.lit(False).alias("rejected"),
+                (
+                    F.col("owner").isNull()
+                    | F.col("committer").isNull()
+                    | (F.col("owner") != F.col("committer"))
+                ).alias("non_owner"),
+                F.when(
+                    F.col("generation").isNotNull() & (F.col("generation") >= 0),
+                    F.coalesce(F.col("generation") < F.col("current"), F.lit(False)),
+                ).alias("stale"),
             )
         )
 
 
+def zk_steady_col() -> Column:
+    """:func:`harness.kernel.events.zk_steady` as a Spark column (the same constants)."""
+    return F.coalesce(F.col("path").contains(ZK_STEADY_PATH) & F.col("op").isin(*ZK_STEADY_OPS), F.lit(False))
+
+
 def to_phase(df: DataFrame, phases: DataFrame, ts: str) -> DataFrame:
-    """Attach ``tid`` of the phase (trigger window, or -1 = startup) that contains ``df[ts]``."""
+    """Attach ``tid`` of the phase (trigger window, startup -1 or drain -2) that contains ``df[ts]``."""
     j = join(
         df,
         F.broadcast(phases),
@@ -681,15 +643,11 @@ def to_phase(df: DataFrame, phases: DataFrame, ts: str) -> DataFrame:
         (F.col(ts) >= F.col("r_pstart")) & (F.col(ts) < F.col("r_pend")),
         "left",
     )
-    return j.withColumn("tid", F.coalesce(F.col("r_tid"), F.lit(-1))).drop("r_tid", "r_pstart", "r_pend")
+    return j.withColumn("tid", F.coalesce(F.col("r_tid"), F.lit(STARTUP))).drop("r_tid", "r_pstart", "r_pend")
 
 
 def pin(df: DataFrame) -> DataFrame:
-    """Materialise a (small) intermediate table now and cut its lineage.
-
-    Later queries then plan against a short plan instead of re-analysing the whole chain, which
-    is most of the cost of many small Spark queries.
-    """
+    """Materialise a (small) intermediate table now and cut its lineage."""
     return df.localCheckpoint(eager=True)
 
 

@@ -13,11 +13,9 @@ from rich.text import Text
 
 from harness.cluster.containers import ContainersOptions
 from harness.errors import ConfigError
-from harness.history.schema import read_parquet
 from harness.images import image_names
 from harness.procs import install_signal_handlers
 from harness.run.runner import RunOptions, run_scenario
-from harness.run.summary import summarize
 from harness.scenario import expand, load_scenario
 
 console = Console()
@@ -206,15 +204,6 @@ def execute(
             console.print(f"interrupted; what was recorded is in {view.last['run_dir']}")
         raise
     console.print(f"run {result.run_id}: {result.events} events in {result.run_dir}")
-    # Harness health (not a protocol metric): session trouble of members no fault targeted.
-    rows = summarize(read_parquet(result.run_dir / "history.parquet"), s.settle_window)
-    troubled = sum(r["session_failures"] for r in rows)
-    startup = sum(r["session_failures_startup"] for r in rows)
-    if troubled or startup:
-        console.print(
-            f"[yellow]heartbeat/session failures of members no fault targeted: {troubled} after the group became "
-            f"stable, {startup} while members were starting (CPU starvation?)[/yellow]"
-        )
     failed = [u for u in result.units if u.get("failed")]
     for u in failed:
         console.print(f"[red]unit {u['unit']} failed:[/red] {u['failed']}")

@@ -6,8 +6,8 @@ While a run goes on, every process appends events to its own JSON-lines file (:m
 When the run ends, :func:`to_parquet` merges all of them into ``history.parquet`` with the columns of
 :data:`SCHEMA`: the known fields become typed columns; any other field of an event is kept, as JSON,
 in the ``extra`` column, so nothing recorded is lost. Run-level columns (``run_id``, ``scenario``,
-``case``, ``impl``, ``repetition``) are filled from the file's context when an event does not carry
-them. Rows are sorted by ``ts_ns``. The same code serves both implementations.
+``case``, ``impl``, ``repetition``) come from the file's context (the unit it belongs to) where one is
+given, else from the event. Rows are sorted by ``ts_ns``. The same code serves both implementations.
 """
 
 from __future__ import annotations
@@ -73,9 +73,11 @@ def _coerce(name: str, value: Any) -> Any:
 
 
 def rows_to_table(events: Iterable[Mapping[str, Any]], context: Mapping[str, Any] | None = None) -> pa.Table:
-    """A table of :data:`SCHEMA` from events; ``context`` fills run-level columns events lack.
+    """A table of :data:`SCHEMA` from events; ``context`` sets the run-level columns.
 
-    A field whose value does not fit its column's type is kept in ``extra`` rather than dropped.
+    The context (the unit a file belongs to) wins over what an event says: a broker started by a
+    legacy_zk unit writes ``impl=coordinator`` into its events, but they belong to that unit. A field
+    whose value does not fit its column's type is kept in ``extra`` rather than dropped.
     """
     cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
     ctx = dict(context or {})
@@ -85,7 +87,7 @@ def rows_to_table(events: Iterable[Mapping[str, Any]], context: Mapping[str, Any
             if k not in _TYPED:
                 extra[k] = v
         for c in COLUMNS[:-1]:
-            raw = e.get(c, ctx.get(c))
+            raw = ctx[c] if c in ctx else e.get(c)
             value = _coerce(c, raw)
             if value is None and raw is not None:
                 extra[c] = raw

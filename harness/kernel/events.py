@@ -121,8 +121,13 @@ OUTCOMES = (SETTLED, NEVER, NO_EFFECT, SKIPPED)
 COORDINATION_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "LeaveGroup", "OffsetFetch", "Metadata")
 
 
+#: A legacy member's ZooKeeper request is steady-state traffic, not the rebalance's, when it is an
+#: offset commit: a write (these ops) under an offsets path, as OffsetCommit is on the broker side.
+#: Offset reads stay coordination traffic, as OffsetFetch does.
+ZK_STEADY_OPS = ("set", "create", "multi")
+ZK_STEADY_PATH = "/offsets/"
+
+
 def zk_steady(op: str | None, path: str | None) -> bool:
-    """A legacy member's ZooKeeper request that is steady-state traffic, not the rebalance's: an
-    offset commit (a write under ``/consumers/<g>/offsets``), as OffsetCommit is on the broker side.
-    Offset reads stay coordination traffic, as OffsetFetch does."""
-    return bool(path) and "/offsets/" in str(path) and op in ("set", "create", "multi")
+    """Whether a ``zk_request`` (op, path) is steady-state traffic (see :data:`ZK_STEADY_OPS`)."""
+    return bool(path) and ZK_STEADY_PATH in str(path) and op in ZK_STEADY_OPS

@@ -118,7 +118,8 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
             for n in list(present):
                 plan.isolated.add(n)
                 plan.steps.append(Step(t, "stop_member", (n,)))
-                plan.steps.append(Step(t + action.downtime, "start_member", (n,)))
+                # the restart is the second half of a compound window that the stop opened
+                plan.steps.append(Step(t + action.downtime, "start_member", (n,), trigger=False))
                 t += action.interval
         elif isinstance(action, AddPartitions):
             plan.steps.append(Step(at, "add_partitions", value=float(action.to)))
@@ -126,3 +127,18 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
             plan.steps.append(Step(at, "restart_broker", value=action.downtime))
     plan.steps.sort(key=lambda s: s.at)
     return plan
+
+
+def check_spacing(plan: Plan, settle_window: float) -> None:
+    """Refuse a plan whose triggers the analysis cannot measure apart: two triggers closer than the
+    settle window (a trigger's window ends at the next one, so the first could never settle). A
+    compound action (a rolling restart: stop, then its restart inside the stop's window) has one
+    trigger per member, so its own restart does not count. Raises ``ValueError`` naming both."""
+    triggers = [s for s in plan.steps if s.trigger]
+    for a, b in zip(triggers, triggers[1:], strict=False):
+        if b.at - a.at < settle_window:
+            raise ValueError(
+                f"triggers {a.kind} at {a.at:g}s and {b.kind} at {b.at:g}s are {b.at - a.at:g}s apart, "
+                f"less than the settle window ({settle_window:g}s): the first could never be measured as "
+                "settled; space them further apart or shorten settle_window"
+            )

@@ -11,9 +11,12 @@ implementation, repetition), in order:
 2. starts the producer and the initial members, and waits until the group is stable (every
    partition owned by exactly one live member for the settle window), or fails the unit after
    ``stable_timeout``;
-3. performs the nemesis plan at its offsets from that moment, each action a ``nemesis`` event;
-4. waits for the group to settle after the last action (bounded), stops the producer, and drains:
-   waits until every produced record was processed or ``drain`` passes;
+3. performs the nemesis plan at its offsets from that moment, each action an ``invoke`` event just
+   before acting and a ``complete`` once it took effect (or ``skipped`` with a reason), as
+   :mod:`harness.kernel.events` defines them;
+4. waits for the group to settle after the last action (bounded) and writes ``settling_end`` (nothing
+   later belongs to a trigger), stops the producer, and drains: waits until every produced record was
+   processed or ``drain`` passes, then writes ``drained``;
 5. stops members (cleanly), producer and cluster, samples ZooKeeper's ``mntr`` into the history.
 
 When all units ran (or on Ctrl-C / an error), the JSON-lines files of every unit are merged into
@@ -24,7 +27,6 @@ When all units ran (or on Ctrl-C / an error), the JSON-lines files of every unit
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import resource
 import secrets
@@ -44,10 +46,11 @@ from harness.faults.proxy import ProxyHost, member_loopback_ip
 from harness.history.manifest import write_manifest
 from harness.history.schema import to_parquet
 from harness.history.writer import HistoryWriter
+from harness.kernel.events import JOIN_ACTIONS, Kind, Role
+from harness.kernel.ownership import GroupView
 from harness.procs import ChildProcess
 from harness.run.launch import Endpoints, MemberHandle, start_member, start_producer
-from harness.run.ownership import Ownership
-from harness.run.plan import Plan, Step, make_plan
+from harness.run.plan import Plan, Step, check_spacing, make_plan
 from harness.run.tail import HistoryTail
 from harness.scenario.loading import Case, expand
 from harness.scenario.model import Scenario
@@ -98,6 +101,23 @@ class UnitFailed(HerdlabError):
     """A unit could not do what the scenario asks (e.g. the group never became stable)."""
 
 
+class _Skip(Exception):
+    """A nemesis action that does not apply here (the message is the reason)."""
+
+
+def _frozen(handle: MemberHandle) -> bool:
+    """Whether a member is stopped (SIGSTOP) or its container paused."""
+    box = getattr(handle, "box", None)
+    if box is not None:  # a member container
+        return bool(box.status() == "paused")
+    import psutil
+
+    try:
+        return psutil.Process(handle.pid).status() == psutil.STATUS_STOPPED  # type: ignore[attr-defined]
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _cpu_since(r0: resource.struct_rusage) -> float:
     r1 = resource.getrusage(resource.RUSAGE_SELF)
     return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
@@ -124,14 +144,16 @@ class UnitRunner:
         self.group = f"{scenario.group.id}-{suffix}" if suffix else scenario.group.id
         self.plan: Plan = make_plan(unit.case.scenario, unit.case.members)
         self.partitions = unit.case.partitions
-        self.nemesis = HistoryWriter(self.events_dir / "nemesis.jsonl", source="nemesis")
+        self.nemesis = HistoryWriter(self.events_dir / "nemesis.jsonl", source="nemesis", role=Role.NEMESIS)
+        self.action_ids = 0
         self.cluster: LocalCluster | ContainersCluster | ExternalCluster | None = None
         self.proxies: ProxyHost | None = None
         self.members: dict[str, MemberHandle] = {}
         self.endpoints: dict[str, Endpoints] = {}
         self.producer: ChildProcess | None = None
         self.tail = HistoryTail(self.events_dir)
-        self.ownership = Ownership(self.partitions)
+        self.view = GroupView(partitions=self.partitions)
+        self.ready: dict[str, int] = {}  # member -> ts_ns of its latest ready event
         self.produced: set[tuple[int, int]] = set()
         self.processed: set[tuple[int, int]] = set()
         self.registrations: dict[str, tuple[int, str]] = {}  # legacy member -> ZooKeeper session
@@ -142,8 +164,10 @@ class UnitRunner:
     # -- observation ---------------------------------------------------------------------------
     def _observe(self) -> None:
         for e in self.tail.poll():
-            self.ownership.apply(e)
+            self.view.apply(e)
             kind = e.get("kind")
+            if kind == Kind.READY and e.get("role") == Role.MEMBER:
+                self.ready[str(e.get("source"))] = int(e["ts_ns"])
             if kind == "produced":
                 self.produced.add((e["partition"], e["offset"]))
             elif kind == "record":
@@ -161,9 +185,9 @@ class UnitRunner:
                     "impl": self.unit.impl,
                     "repetition": self.unit.repetition,
                     "phase": self.phase,
-                    "members_up": len(self.ownership.live),
-                    "owned": len(self.ownership.owners()),
-                    "partitions": self.ownership.partitions,
+                    "members_up": len(self.view.live),
+                    "owned": len(self.view.owners()),
+                    "partitions": self.view.partitions,
                     "produced": len(self.produced),
                     "lag": len(self.produced - self.processed),
                 }
@@ -183,10 +207,15 @@ class UnitRunner:
             time.sleep(min(0.1, remaining))  # polling the members' histories, not synchronisation
 
     def _sample_zk(self, label: str) -> None:
+        """ZooKeeper's mntr counters as a ``zk_mntr`` event (``label``: the window edge it marks)."""
         m = self.cluster.zk_mntr() if self.cluster else None
         if m:
             keep = {k: v for k, v in m.items() if isinstance(v, int | float)}
-            self.nemesis.emit("zk_mntr", label=label, counters=keep)
+            self.nemesis.emit(Kind.ZK_MNTR, role=Role.HARNESS, label=label, counters=keep)
+
+    def _mark(self, kind: str, **fields: Any) -> None:
+        """A harness marker (unit_start, stable, settling_end, drained)."""
+        self.nemesis.emit(kind, role=Role.HARNESS, **fields, **self.unit.context)
 
     # -- set-up --------------------------------------------------------------------------------
     def _start_cluster(self) -> None:
@@ -284,13 +313,12 @@ class UnitRunner:
         self._start_cluster()
         assert self.cluster is not None
         self._create_topic()
-        self.nemesis.emit(
-            "unit_start",
+        self._mark(
+            Kind.UNIT_START,
             topic=self.topic,
             group=self.group,
             partitions=self.partitions,
             members=self.plan.initial,
-            **self.unit.context,
         )
         self._sample_zk("start")
         self.producer = start_producer(
@@ -306,13 +334,13 @@ class UnitRunner:
         initial = set(self.plan.initial)
         if not self._wait(
             s.stable_timeout,
-            lambda: initial <= self.ownership.joined and self.ownership.settled(now_ns(), s.settle_window),
+            lambda: initial <= self.view.live and self.view.settled(now_ns(), s.settle_window),
         ):
             raise UnitFailed(
-                f"{self.unit.key}: group not stable after {s.stable_timeout:g}s ({self.ownership.summary()}); see {self.logs_dir}"
+                f"{self.unit.key}: group not stable after {s.stable_timeout:g}s ({self.view.summary()}); see {self.logs_dir}"
             )
         self.stable_at = time.monotonic()
-        self.nemesis.emit("stable", **self.unit.context)
+        self._mark(Kind.STABLE)
         self._sample_zk("stable")
         self.phase = "timeline"
         for step in self.plan.steps:
@@ -330,82 +358,99 @@ class UnitRunner:
         earliest = time.monotonic() + (detect_s if self.plan.steps else 0.0)
         settled = self._wait(
             s.stable_timeout + detect_s,
-            lambda: time.monotonic() >= earliest and self.ownership.settled(now_ns(), s.settle_window),
+            lambda: time.monotonic() >= earliest and self.view.settled(now_ns(), s.settle_window),
         )
-        self._sample_zk("settled" if settled else "unsettled")
+        self._sample_zk("settling_end")
+        self._mark(Kind.SETTLING_END, settled=settled)
         self.phase = "draining"
         if self.producer is not None:
             self.producer.signal(signal.SIGTERM, group=False)
             self.producer.wait(30)
         drained = self._wait(s.drain, lambda: self.produced <= self.processed)
         self._observe()
-        lost = len(self.produced - self.processed)
-        self.outcome.update(
-            produced=len(self.produced),
-            processed=len(self.processed),
-            unprocessed_after_drain=lost,
-            settled_at_end=settled,
-            drained=drained,
-        )
+        self._mark(Kind.DRAINED, all_processed=drained)
+        self.outcome.update(settled_at_end=settled, drained=drained)
         self.phase = "stopping"
         return self.outcome
 
     def _perform(self, step: Step) -> None:
-        self.nemesis.emit(
-            "nemesis",
-            action=step.kind,
-            targets=list(step.targets),
-            target=step.target,
-            value=step.value,
-            trigger=step.trigger,
-            partitions=int(step.value) if step.kind == "add_partitions" and step.value else None,
+        """One nemesis action: mntr sample (a window edge), ``invoke``, act, ``complete`` once the
+        action took effect (or ``skipped`` with the reason it does not apply)."""
+        self.action_ids += 1
+        pair = {
+            "action": step.kind,
+            "action_id": self.action_ids,
+            "targets": list(step.targets),
+            "target": step.target,
+            "value": step.value,
+            "trigger": step.trigger,
+            "partitions": int(step.value) if step.kind == "add_partitions" and step.value else None,
             **self.unit.context,
-        )
-        self._sample_zk(f"before:{step.kind}")
+        }
+        if step.trigger:
+            self._sample_zk(f"invoke:{self.action_ids}")
         log.info("%s: %s %s %s", self.unit.key, step.kind, ",".join(step.targets), step.target or "")
-        if step.kind in ("join", "start_member"):
+        self.nemesis.emit(Kind.INVOKE, **pair)
+        try:
+            effect = self._act(step)
+        except _Skip as e:
+            self.nemesis.emit(Kind.SKIPPED, reason=str(e), **pair)
+            return
+        self.nemesis.emit(Kind.COMPLETE, **pair, **effect)
+
+    def _act(self, step: Step) -> dict[str, Any]:
+        """Carry out ``step``; return when it took effect, with fields for the ``complete`` event."""
+        targets = [self.members[n] for n in step.targets if n in self.members]
+        if step.kind in JOIN_ACTIONS:
+            since = time.time_ns()
             for n in step.targets:
                 self._start_member(n)
-        elif step.kind in ("leave", "stop_member"):
-            for n in step.targets:
-                p = self.members.get(n)
-                if p is not None:
-                    p.signal(signal.SIGTERM, group=False)
-            for n in step.targets:
-                if n in self.members:
-                    self.members[n].wait(30)
-                    self.members[n].stop()
-        elif step.kind == "crash":
-            for n in step.targets:
-                self.members[n].signal(signal.SIGKILL)
-                self.members[n].wait(10)
-        elif step.kind == "pause":
-            for n in step.targets:
-                self.members[n].signal(signal.SIGSTOP)
-        elif step.kind == "resume":
-            for n in step.targets:
-                self.members[n].signal(signal.SIGCONT)
-        elif step.kind in ("cut", "heal") and step.target == "broker" and self.unit.impl == APACHE_KAFKA:
-            # Apache Kafka advertises its one listener, not the member's proxy address (see README).
-            self.nemesis.emit(
-                "nemesis_skipped", action=step.kind, reason="broker cuts need the herdlab broker"
-            )
-        elif step.kind in ("cut", "heal"):
+            # complete = every new process is ready to join (its `ready` event: t0 of the join)
+            if not self._wait(
+                self.s.stable_timeout, lambda: all(self.ready.get(n, 0) >= since for n in step.targets)
+            ):
+                raise UnitFailed(
+                    f"{self.unit.key}: {','.join(step.targets)} not ready to join; see {self.logs_dir}"
+                )
+            return {"ready_ns": {n: self.ready[n] for n in step.targets}}
+        if step.kind in ("leave", "stop_member"):
+            for p in targets:
+                p.signal(signal.SIGTERM, group=False)
+            for p in targets:
+                p.wait(30)
+                p.stop()
+            return {}
+        if step.kind == "crash":
+            for p in targets:
+                p.signal(signal.SIGKILL)
+            for p in targets:
+                p.wait(10)
+            return {}
+        if step.kind in ("pause", "resume"):
+            stop = step.kind == "pause"
+            for p in targets:
+                p.signal(signal.SIGSTOP if stop else signal.SIGCONT)
+            if not self._wait(10, lambda: all(_frozen(p) == stop for p in targets)):
+                raise UnitFailed(
+                    f"{self.unit.key}: {step.kind} of {','.join(step.targets)} did not take effect"
+                )
+            return {}
+        if step.kind in ("cut", "heal"):
+            if step.target == "broker" and self.unit.impl == APACHE_KAFKA:
+                # Apache Kafka advertises its one listener, not the member's proxy address (see README).
+                raise _Skip("broker cuts need the herdlab broker")
             assert self.proxies is not None
             for n in step.targets:
                 proxy = f"{n}-{step.target}"
                 (self.proxies.cut if step.kind == "cut" else self.proxies.restore)(proxy)
-        elif step.kind == "expire":
+            return {}
+        if step.kind == "expire":
             if self.unit.impl != "legacy_zk":
-                self.nemesis.emit(
-                    "nemesis_skipped",
-                    action="expire",
-                    reason="ZooKeeper sessions exist only on the legacy side",
-                )
-            else:
-                for n in step.targets:
-                    self._expire_session(n)
-        elif step.kind == "add_partitions":
+                raise _Skip("ZooKeeper sessions exist only on the legacy side")
+            for n in step.targets:
+                self._expire_session(n)
+            return {}
+        if step.kind == "add_partitions":
             from kafka.admin import KafkaAdminClient, NewPartitions
 
             assert self.cluster is not None
@@ -416,11 +461,14 @@ class UnitRunner:
                 admin.create_partitions({self.topic: NewPartitions(int(step.value or 0))})
             finally:
                 admin.close()
-        elif step.kind == "restart_broker":
+            return {}
+        if step.kind == "restart_broker":
             assert self.cluster is not None
             self.cluster.stop_broker(0)
             self._wait(step.value or 0.0)
             self.cluster.start_broker(0)
+            return {}
+        raise ConfigError(f"unknown nemesis action {step.kind!r}")
 
     def _expire_session(self, name: str) -> None:
         """Expire member ``name``'s ZooKeeper session from outside, as ZooKeeper's own tests do.
@@ -434,10 +482,7 @@ class UnitRunner:
         self._observe()
         reg = self.registrations.get(name)
         if reg is None or self.cluster is None:
-            self.nemesis.emit(
-                "nemesis_skipped", action="expire", targets=[name], reason="no session registered yet"
-            )
-            return
+            raise _Skip(f"{name} has no ZooKeeper session registered yet")
         sid, pwd = reg
         c = KazooClient(hosts=self.cluster.zookeeper_connect, client_id=(sid, bytes.fromhex(pwd)), timeout=10)
         try:
@@ -467,25 +512,6 @@ class UnitRunner:
         self.nemesis.close()
 
 
-def _relabel(events_dir: Path, impl: str) -> None:
-    """Set ``impl`` on every event of a unit whose members are another implementation's processes
-    (the ``apache_kafka`` column runs coordinator members, which record ``impl=coordinator``)."""
-    for path in sorted(events_dir.glob("*.jsonl")):
-        lines = []
-        for line in path.read_text().splitlines():
-            try:
-                e = json.loads(line)
-            except json.JSONDecodeError:
-                lines.append(line)  # a torn last line stays as the writer left it
-                continue
-            if e.get("impl") not in (None, impl):
-                e["impl"] = impl
-            lines.append(json.dumps(e, separators=(",", ":")))
-        tmp = path.with_suffix(".relabel")
-        tmp.write_text("".join(f"{x}\n" for x in lines))
-        tmp.replace(path)
-
-
 def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
     """Run every unit of ``scenario`` (see the module contract) and return where the results are."""
     if options.backend == "external" and any(a.action == "restart_broker" for a in scenario.timeline):
@@ -497,6 +523,12 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
     if options.backend == "containers":
         preflight(options.containers)
     cases = expand(scenario)
+    for case in cases:  # refuse what the analysis could not measure before anything starts
+        try:
+            check_spacing(make_plan(case.scenario, case.members), case.scenario.settle_window)
+        except ValueError as e:
+            where = f" case {case.label}" if len(cases) > 1 else ""
+            raise ConfigError(f"scenario {scenario.name}{where}: {e}") from None
     impls = list(scenario.implementations)
     if options.backend == "containers" and options.containers.kafka_image and "coordinator" in impls:
         impls.insert(impls.index("coordinator") + 1, APACHE_KAFKA)  # the third column
@@ -527,9 +559,6 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         result.interrupted = True
         raise
     finally:
-        for u in units:
-            if u.impl == APACHE_KAFKA:
-                _relabel(u.dir / "events", u.impl)
         sources = [
             (p, {"run_id": run_id, "scenario": scenario.name, **u.context})
             for u in units

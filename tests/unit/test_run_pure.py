@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.run.ownership import Ownership
-from harness.run.plan import make_plan
+from harness.run.plan import check_spacing, make_plan
 from harness.scenario import expand, load_scenario
 
 
@@ -43,100 +42,39 @@ def test_pause_and_cut_get_their_healing_steps_and_proxies() -> None:
     assert set().union(*plan.proxied.values()) == {"zookeeper", "broker"}
 
 
-def test_rolling_restart_stops_and_starts_every_member_in_turn() -> None:
+def test_rolling_restart_stops_and_starts_every_member_in_turn_one_trigger_each() -> None:
     s = expand(load_scenario("rolling-restart", ["group.members=3"]))[0].scenario
     plan = make_plan(s, 3)
-    assert [(st.at, st.kind, st.targets) for st in plan.steps] == [
-        (5.0, "stop_member", ("m0",)),
-        (7.0, "start_member", ("m0",)),
-        (13.0, "stop_member", ("m1",)),
-        (15.0, "start_member", ("m1",)),
-        (21.0, "stop_member", ("m2",)),
-        (23.0, "start_member", ("m2",)),
+    # interval 15 s, downtime 2 s; the restart belongs to the stop's (compound) window
+    assert [(st.at, st.kind, st.targets, st.trigger) for st in plan.steps] == [
+        (5.0, "stop_member", ("m0",), True),
+        (7.0, "start_member", ("m0",), False),
+        (20.0, "stop_member", ("m1",), True),
+        (22.0, "start_member", ("m1",), False),
+        (35.0, "stop_member", ("m2",), True),
+        (37.0, "start_member", ("m2",), False),
     ]
+    check_spacing(plan, s.settle_window)  # 15 s between triggers, settle window 3 s
+
+
+def test_triggers_closer_than_the_settle_window_are_refused_naming_both() -> None:
+    s = load_scenario(
+        "herd",
+        [
+            "group.members=4",
+            "settle_window='3s'",
+            "timeline=[{at='5s', action='join', count=1}, {at='7s', action='crash', count=1}]",
+        ],
+    )
+    plan = make_plan(s, 4)
+    with pytest.raises(ValueError, match=r"join at 5s and crash at 7s are 2s apart, less than the settle window \(3s\)"):
+        check_spacing(plan, 3.0)
+    # a pause's own resume is not a trigger: a 1 s pause next to nothing else is fine
+    p = load_scenario("herd", ["group.members=4", "timeline=[{at='5s', action='pause', count=1, duration='1s'}]"])
+    check_spacing(make_plan(p, 4), 3.0)
 
 
 def test_a_timeline_that_removes_more_members_than_exist_is_refused() -> None:
     s = load_scenario("herd", ["group.members=1", "timeline=[{at='1s', action='crash', count=2}]"])
     with pytest.raises(ValueError, match="wants 2 members but only 1"):
         make_plan(s, 1)
-
-
-def _ev(ts: float, kind: str, source: str, **kw) -> dict:
-    return {"ts_ns": int(ts * 1e9), "kind": kind, "source": source, **kw}
-
-
-def test_ownership_settles_only_when_each_partition_has_one_live_owner_for_the_window() -> None:
-    o = Ownership(partitions=2)
-    o.apply_all([_ev(0, "started", "a"), _ev(0, "started", "b"), _ev(1, "assigned", "a", partition=0)])
-    assert not o.owned_once()
-    o.apply(_ev(2, "assigned", "b", partition=1))
-    assert o.owned_once()
-    assert not o.settled(int(3e9), window_s=3)
-    assert o.settled(int(5e9), window_s=3)
-    # A second claimant (a zombie that has not noticed) unsettles the group.
-    o.apply(_ev(6, "assigned", "b", partition=0))
-    assert o.owners()[0] == ["a", "b"] and not o.settled(int(60e9), window_s=3)
-    o.apply(_ev(7, "revoked", "a", partition=0))
-    assert o.settled(int(10e9), window_s=3)
-
-
-def test_crash_and_stop_drop_claims_and_producer_start_is_not_a_member() -> None:
-    o = Ownership(partitions=1)
-    o.apply_all(
-        [
-            _ev(0, "started", "producer", role="producer"),
-            _ev(0, "started", "a"),
-            _ev(0, "assigned", "a", partition=0),
-        ]
-    )
-    assert o.live == {"a"} and o.owned_once()
-    o.apply({"ts_ns": int(1e9), "kind": "nemesis", "action": "crash", "targets": ["a"], "source": "nemesis"})
-    assert o.owners() == {} and not o.live
-    o.apply_all([_ev(2, "started", "b"), _ev(2, "assigned", "b", partition=0), _ev(3, "stopped", "b")])
-    assert o.owners() == {}
-
-
-def test_added_partitions_must_be_owned_too() -> None:
-    o = Ownership(partitions=1)
-    o.apply_all([_ev(0, "started", "a"), _ev(0, "assigned", "a", partition=0)])
-    o.apply(
-        {
-            "ts_ns": int(1e9),
-            "kind": "nemesis",
-            "action": "add_partitions",
-            "partitions": 2,
-            "source": "nemesis",
-        }
-    )
-    assert not o.owned_once()
-    o.apply(_ev(2, "assigned", "a", partition=1))
-    assert o.owned_once()
-
-
-def test_a_paused_member_does_not_count_until_resumed_and_then_counts_as_a_second_claimant() -> None:
-    o = Ownership(partitions=1)
-    o.apply_all([_ev(0, "started", "a"), _ev(0, "started", "b"), _ev(0, "assigned", "a", partition=0)])
-    assert o.owned_once()
-    o.apply({"ts_ns": int(10e9), "kind": "nemesis", "action": "pause", "targets": ["a"], "source": "nemesis"})
-    assert not o.owned_once()  # nobody who can act owns partition 0
-    o.apply(_ev(16, "assigned", "b", partition=0))  # b took over after a's session expired
-    assert o.settled(int(20e9), window_s=3)
-    o.apply(
-        {"ts_ns": int(21e9), "kind": "nemesis", "action": "resume", "targets": ["a"], "source": "nemesis"}
-    )
-    assert o.owners()[0] == ["a", "b"] and not o.owned_once()
-    o.apply(_ev(22, "revoked", "a", partition=0))
-    assert o.owned_once()
-
-
-def test_joined_means_a_completed_rebalance_and_is_forgotten_on_stop() -> None:
-    o = Ownership(partitions=1)
-    o.apply_all([_ev(0, "started", "a"), _ev(0, "started", "b"), _ev(1, "assigned", "a", partition=0)])
-    o.apply(_ev(1, "rebalance_end", "a", outcome="ok"))
-    o.apply(_ev(1, "rebalance_end", "b", outcome="exhausted"))
-    assert o.joined == {"a"}
-    o.apply(_ev(2, "rebalance_end", "b", outcome="ok"))
-    assert o.joined == {"a", "b"}
-    o.apply(_ev(3, "stopped", "b"))
-    assert o.joined == {"a"}

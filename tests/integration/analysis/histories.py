@@ -24,6 +24,19 @@ def ns(ms: int) -> int:
     return T0_NS + ms * MS
 
 
+def role_of(source: str, kind: str) -> str:
+    """The role a writer of ``source`` sets (harness.kernel.events)."""
+    if source == "nemesis":
+        return (
+            "harness" if kind in ("unit_start", "stable", "settling_end", "drained", "zk_mntr") else "nemesis"
+        )
+    if source == "producer":
+        return "producer"
+    if source.startswith("broker"):
+        return "broker"
+    return "member"
+
+
 class UnitHistory:
     """Events of one unit (case, impl, repetition); ``topic`` is the unit's topic."""
 
@@ -33,12 +46,15 @@ class UnitHistory:
         self.case, self.impl, self.repetition, self.partitions = case, impl, repetition, partitions
         self.topic = f"t-{case}"
         self.events: list[dict[str, Any]] = []
+        self._action_id = 0
 
     def at(self, ms: int, kind: str, source: str, **fields: Any) -> UnitHistory:
-        self.events.append({"ts_ns": ns(ms), "source": source, "kind": kind, **fields})
+        self.events.append(
+            {"ts_ns": ns(ms), "source": source, "role": role_of(source, kind), "kind": kind, **fields}
+        )
         return self
 
-    # nemesis
+    # harness markers
     def unit_start(self, ms: int, members: list[str]) -> UnitHistory:
         return self.at(
             ms,
@@ -53,20 +69,8 @@ class UnitHistory:
     def stable(self, ms: int) -> UnitHistory:
         return self.at(ms, "stable", "nemesis")
 
-    def nemesis(
-        self, ms: int, action: str, targets: list[str], trigger: bool = True, **kw: Any
-    ) -> UnitHistory:
-        return self.at(
-            ms,
-            "nemesis",
-            "nemesis",
-            action=action,
-            targets=targets,
-            target=kw.pop("target", None),
-            value=None,
-            trigger=trigger,
-            **kw,
-        )
+    def settling_end(self, ms: int) -> UnitHistory:
+        return self.at(ms, "settling_end", "nemesis")
 
     def mntr(self, ms: int, label: str, packets: int) -> UnitHistory:
         return self.at(
@@ -77,9 +81,38 @@ class UnitHistory:
             counters={"zk_packets_received": packets, "zk_packets_sent": packets},
         )
 
+    # nemesis: invoke / complete / skipped pairs
+    def action(
+        self,
+        invoke_ms: int,
+        action: str,
+        targets: list[str],
+        complete_ms: int | None = None,
+        trigger: bool = True,
+        skipped: str | None = None,
+        **kw: Any,
+    ) -> UnitHistory:
+        """An action's invoke and its complete (at ``complete_ms``, default the invoke) or skipped."""
+        self._action_id += 1
+        pair = {"action": action, "action_id": self._action_id, "targets": targets, "trigger": trigger, **kw}
+        self.at(invoke_ms, "invoke", "nemesis", **pair)
+        if skipped is not None:
+            return self.at(invoke_ms, "skipped", "nemesis", reason=skipped, **pair)
+        return self.at(invoke_ms if complete_ms is None else complete_ms, "complete", "nemesis", **pair)
+
     # members
-    def started(self, ms: int, source: str, **kw: Any) -> UnitHistory:
-        return self.at(ms, "started", source, **kw)
+    def ready(self, ms: int, name: str) -> UnitHistory:
+        return self.at(ms, "ready", name)
+
+    def started(self, ms: int, name: str, **kw: Any) -> UnitHistory:
+        return self.at(ms, "started", name, **kw)
+
+    def joined(
+        self, ms: int, name: str, *parts: int, generation: int | None = None, member: str | None = None
+    ) -> UnitHistory:
+        """A completed rebalance: ``assigned`` per partition, then ``rebalance_end`` ok."""
+        self.assigned(ms, name, *parts, generation=generation, member=member)
+        return self.at(ms, "rebalance_end", name, outcome="ok", generation=generation, member=member)
 
     def stopped(self, ms: int, name: str) -> UnitHistory:
         return self.at(ms, "stopped", name, clean=True)
@@ -87,7 +120,7 @@ class UnitHistory:
     def assigned(
         self, ms: int, name: str, *parts: int, generation: int | None = None, member: str | None = None
     ) -> UnitHistory:
-        """Coordinator style: one event per partition."""
+        """One event per partition (both member kinds write them so)."""
         for p in parts:
             self.at(ms, "assigned", name, topic=self.topic, partition=p, generation=generation, member=member)
         return self
@@ -96,26 +129,8 @@ class UnitHistory:
         self, ms: int, name: str, *parts: int, generation: int | None = None, member: str | None = None
     ) -> UnitHistory:
         for p in parts:
-            self.at(
-                ms,
-                "revoked",
-                name,
-                topic=self.topic,
-                partition=p,
-                generation=generation,
-                member=member,
-                lost=False,
-            )
+            self.at(ms, "revoked", name, topic=self.topic, partition=p, generation=generation, member=member)
         return self
-
-    def legacy_assigned(self, ms: int, name: str, *parts: int) -> UnitHistory:
-        """legacy_zk style: one event with the whole selection as [[topic, p], ...]."""
-        return self.at(
-            ms, "assigned", name, partitions=[[self.topic, p] for p in parts], rebalance=1, attempt=0
-        )
-
-    def legacy_revoked(self, ms: int, name: str, *parts: int) -> UnitHistory:
-        return self.at(ms, "revoked", name, partitions=[[self.topic, p] for p in parts], reason="rebalance")
 
     def records(self, name: str, p: int, offsets: Iterable[int], from_ms: int, step_ms: int) -> UnitHistory:
         for i, o in enumerate(offsets):
