@@ -18,80 +18,110 @@ DEFINITIONS: list[tuple[str, str]] = [
         "Times in plots are seconds since the unit's `stable` event (the origin of the timeline).",
     ),
     (
-        "member identity",
-        "The harness's name for a member (the event's `source`, or the `name` its `started` event "
-        "carries when that differs). The protocol-level member id is mapped to it for broker-side events.",
+        "history contract",
+        "Every event has ts_ns, source, role (member, broker, nemesis, producer, harness) and kind "
+        "(harness.kernel.events). A member's identity is its source: the harness's name for it. "
+        "Nemesis actions are pairs: `invoke` just before acting, `complete` once the action took "
+        "effect (process stopped or killed, container paused, proxy cut, new member ready), or "
+        "`skipped` with a reason.",
     ),
     (
-        "claim / tenure",
-        "A member claims a partition from its `assigned` event until its `revoked` event for that "
-        "partition, its `stopped` event, or a nemesis crash of it (an event listing several partitions, "
-        "as legacy_zk members write them, counts once per partition). A member is live from `started` "
-        "until `stopped` or crash; it is suspended from a nemesis pause/cut of it until resume/heal "
-        "(or crash). Only claims of live, unsuspended members count for ownership.",
+        "live member",
+        "From its first completed rebalance (rebalance_end ok) until it is stopped (its own `stopped`), "
+        "killed or made to leave (`complete` of crash / leave / stop_member) or paused or cut "
+        "(`complete` of pause / cut); live again from the `complete` of its resume / heal. A new "
+        "process of a member (its `ready`) starts afresh.",
+    ),
+    (
+        "claim / owned once",
+        "A member claims a partition from its `assigned` to its `revoked` event or its stop; only "
+        "live members' claims count. The group is owned once when every partition 0..P-1 has "
+        "exactly one live claimant and nothing >= P is claimed (P from unit_start, then "
+        "add_partitions). A change point is an event that changes the live set, a live member's "
+        "claims or P.",
     ),
     (
         "trigger t0",
-        "A nemesis action with `trigger` set (join, leave, crash, pause, cut, expire, stop/start of a "
-        "member, partition growth, broker restart). Its window runs to the next trigger, or the unit's "
-        "last event.",
+        "A nemesis `invoke` with `trigger` set (join, leave, crash, pause, cut, expire, stop of a "
+        "member, partition growth, broker restart). For a join, t0 is when the new process was "
+        "ready to join (its `ready` event); the time from invoke to ready is reported as startup.",
     ),
     (
-        "settled t1",
-        "The first change point c >= t0 (t0 itself included) at which every partition 0..P-1 (P as "
-        "of c) has exactly one counting claimant and no one claims a partition >= P; joiners of the "
-        "trigger are live; no change point follows within the settle window; and c + window is no "
-        "later than the next trigger (or the unit's last event). Change points are the times of "
-        "assigned, revoked, started, stopped events and of crash, pause, cut, resume, heal and "
-        "add_partitions actions. A trigger without such a c never settled and is reported as `never`.",
+        "trigger window",
+        "[t0, min(next trigger's t0, settling_end)). Nothing after the unit's `settling_end` marker "
+        "(drain, teardown) belongs to any trigger; it is reported as the drain phase.",
+    ),
+    (
+        "reaction",
+        "In the window: a broker group_state or rebalance_begin, or a member's watch, "
+        "rebalance_begin, revoked, assigned or rebalance_end, by a member that is not a target of "
+        "the trigger (or by a target after its own restart was ready).",
+    ),
+    (
+        "settled t1 and outcomes",
+        "t1 is the first instant c at or after the first reaction (that reaction, or a later change "
+        "point) at which the group is owned once, every member the trigger starts or restarts is "
+        "live, no change point follows within the settle window, and c + window lies in the "
+        "trigger window. Outcomes: settled; never (a reaction, but no such c); no_effect (no "
+        "reaction in the window although one was due); skipped (the action does not apply to the "
+        "implementation). Only settled has a latency. One definition (harness.kernel.windows) "
+        "serves the checker, the runner's live waits and the benches.",
+    ),
+    (
+        "compound window",
+        "A rolling restart has one trigger per member: its stop. The restart is not a trigger; the "
+        "window settles only once the restarted member is live again.",
     ),
     ("rebalance latency", "t1 - t0."),
-    (
-        "detection",
-        "t0 to the first reaction in [t0, t1] (to the next trigger if it never settled): a member "
-        "other than the trigger's targets writing rebalance_begin, revoked or watch, or the broker "
-        "writing a group_state change. `never` when nothing reacted.",
-    ),
-    ("convergence", "From that first reaction to t1 (latency = detection + convergence)."),
+    ("detection", "t0 to the first reaction."),
     (
         "resumed",
         "t0 to the time by which every partition 0..P-1 had a record processed at or after t1 "
-        "(before the next trigger). `never` if a partition got none.",
+        "(within the window). `never` if a partition got none.",
     ),
     (
         "consumption gap",
         "The longest time with no record processed on any partition, among the pauses that overlap "
-        "[t0, resumed] (the stop-the-world gap of the change; to the next trigger if it never resumed).",
-    ),
-    (
-        "herd window",
-        "Herd counts are taken over [t0, t1], or [t0, next trigger] when the trigger never settled.",
+        "[t0, resumed] (the stop-the-world gap of the change; to the window's end if it never resumed).",
     ),
     (
         "herd counts",
-        "watches: watch notifications delivered to members; zk_requests: ZooKeeper requests members "
-        "sent, also by operation; zk_packets: zk_packets_received from the `mntr` sample taken right "
-        "after t0 to the next sample (the next trigger's, or after settling); broker_requests: requests "
-        "the broker counted, also by API (a broker report covers its last interval_s; it is attributed "
-        "in proportion to the overlap of that interval with the window, so these may be fractional); "
-        "broker_group_requests: of those, the group APIs (FindCoordinator, JoinGroup, SyncGroup, "
-        "Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch); conflicts: NodeExists on an owner znode; "
-        "failed_attempts: member rebalance attempts ending in anything but ok / no_brokers / "
-        "shutdown; rebalance_attempts: member rebalance_begin events; group_rebalances: broker-side "
-        "group rebalances begun.",
+        "Exact counts of coordination traffic in the trigger window: watches (notifications "
+        "delivered to members); zk_requests (members' ZooKeeper requests of the rebalance, also by "
+        "operation; offset writes are steady state); zk_packets (server-side zk_packets_received "
+        "from the mntr sample taken just before the invoke to the next window edge, pings "
+        "included); broker_group_requests (one broker `group_request` event per FindCoordinator, "
+        "JoinGroup, SyncGroup, LeaveGroup, OffsetFetch or Metadata request, also by API); "
+        "coordination_requests = zk_requests + broker_group_requests; conflicts (NodeExists on an "
+        "owner znode); failed_attempts (rebalance_end with an outcome other than ok / no_brokers / "
+        "shutdown); rebalance_attempts (member rebalance_begin); group_rebalances (broker "
+        "rebalance_begin). Skipped triggers have none.",
+    ),
+    (
+        "steady-state traffic",
+        "Per unit, from `stable` to `settling_end`, as a rate per second: the broker's requests of "
+        "the other APIs (Heartbeat, OffsetCommit, Fetch, Produce ...) from its counter reports, and "
+        "legacy members' offset writes to ZooKeeper. Never part of the herd.",
+    ),
+    (
+        "session failures",
+        "Harness health, not a protocol metric: heartbeat errors and ZooKeeper SUSPENDED / LOST "
+        "states of members that no nemesis action targeted, after the group first became stable "
+        "(and, apart, before it: start-up starvation), until settling_end.",
     ),
     (
         "processing interval",
-        "A member's processing of a partition, from its first to its last record within one stretch: "
-        "a stretch starts at each `assigned` of that partition to the member and at each pause/cut "
-        "of the member (a zombie's records after its return form a stretch of their own).",
+        "A member's processing of a partition: from its first record until the interval closes "
+        "(its revocation of the partition, its stop, or the `complete` of a crash, leave, stop, "
+        "pause or cut of it), else its last record; it reopens at its next record.",
     ),
     (
-        "overlap (split brain)",
-        "Per partition, two processing intervals of different members that intersect (closed "
-        "intervals; one record inside another member's interval counts, with duration 0). overlaps "
-        "counts such pairs; overlap_s is the length of their union. Attributed to the trigger "
-        "window in which the overlap starts (before the first trigger: `startup`).",
+        "overlap episodes (split brain)",
+        "Per partition, maximal intervals in which processing intervals of two different members "
+        "intersect (one record inside another member's interval counts, with duration 0). Reported "
+        "as episodes and total seconds, attributed to the phase in which an episode starts: before "
+        "the first trigger (startup), a trigger window, or the drain (after settling_end). Unit "
+        "totals cover startup and the trigger windows.",
     ),
     (
         "duplicates",
@@ -194,26 +224,6 @@ UNIT_METRICS: list[Metric] = [
 METRICS: dict[str, Metric] = {m.name: m for m in TRIGGER_METRICS} | {
     f"unit.{m.name}": m for m in UNIT_METRICS
 }
-
-#: Broker APIs counted as group coordination (``broker_group_requests``).
-GROUP_APIS = (
-    "FindCoordinator",
-    "JoinGroup",
-    "SyncGroup",
-    "Heartbeat",
-    "LeaveGroup",
-    "OffsetCommit",
-    "OffsetFetch",
-)
-
-#: rebalance_end outcomes that are not failures.
-OK_OUTCOMES = ("ok", "no_brokers", "shutdown")
-
-#: Member event kinds that count as a reaction for detection (plus the broker's group_state).
-REACTION_KINDS = ("rebalance_begin", "revoked", "watch")
-
-#: Nemesis actions that change ownership state (change points), besides member events.
-STATE_ACTIONS = ("crash", "pause", "cut", "resume", "heal", "add_partitions")
 
 
 def metric(name: str) -> Metric:

@@ -14,8 +14,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import HistoryWriter, read_events
+from harness.kernel.ownership import GroupView
 from harness.procs import ChildProcess, spawn
-from harness.run.ownership import Ownership
 from harness.workload.producer import Producer, ProducerConfig
 from tests.waiting import wait_until
 
@@ -47,8 +47,8 @@ def _events(tmp: Path, *names: str) -> list[dict]:
     return sorted(out, key=lambda e: e["ts_ns"])
 
 
-def _ownership(tmp: Path, *names: str) -> Ownership:
-    o = Ownership(PARTITIONS)
+def _ownership(tmp: Path, *names: str) -> GroupView:
+    o = GroupView(partitions=PARTITIONS)
     o.apply_all(_events(tmp, *names))
     return o
 

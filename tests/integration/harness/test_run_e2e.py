@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from harness.history.schema import read_parquet
-from harness.run.ownership import Ownership
+from harness.kernel.ownership import GroupView
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
 from tests.waiting import wait_until
@@ -52,15 +52,15 @@ def _run(
     assert len(result.units) == 1
     unit = result.units[0]
     assert "failed" not in unit, unit.get("failed")
+    unit["run_dir"] = result.run_dir
     return read_parquet(result.run_dir / "history.parquet"), unit
 
 
-def _final_ownership(events: list[dict[str, Any]]) -> Ownership:
-    start = next(e for e in events if e["kind"] == "unit_start")
-    o = Ownership(start["partitions"])
-    # Ownership as it stood when the members were told to stop (before the teardown's own revokes).
+def _final_ownership(events: list[dict[str, Any]]) -> GroupView:
+    o = GroupView()
+    # Ownership as it stood at the end of the settling phase (before the teardown's own revokes).
     for e in events:
-        if e["kind"] == "zk_mntr" and e.get("label") in ("settled", "unsettled"):
+        if e["kind"] == "settling_end":
             break
         o.apply(e)
     return o
@@ -73,8 +73,9 @@ def _assert_complete(events: list[dict[str, Any]]) -> None:
     assert produced <= processed, f"{len(produced - processed)} produced records were never processed"
 
 
-def _nemesis(events: list[dict[str, Any]], action: str) -> dict[str, Any]:
-    return next(e for e in events if e["kind"] == "nemesis" and e["action"] == action)
+def _nemesis(events: list[dict[str, Any]], action: str, kind: str = "invoke") -> dict[str, Any]:
+    """The nemesis ``invoke`` (or ``complete``) event of the first ``action``."""
+    return next(e for e in events if e["kind"] == kind and e.get("action") == action)
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -175,7 +176,7 @@ def test_split_brain_cut_off_member(tmp_path: Path, impl: str) -> None:
 def test_rolling_restart(tmp_path: Path, impl: str, static: bool) -> None:
     if impl == "legacy_zk" and static:
         pytest.skip("static membership is a coordinator feature (KIP-345)")
-    timeline = 'timeline=[{at="1s",action="rolling_restart",interval="4s",downtime="1s"}]'
+    timeline = 'timeline=[{at="1s",action="rolling_restart",interval="6s",downtime="1s"}]'
     extra = [
         "group.members=3",
         "topic.partitions=3",
@@ -184,9 +185,17 @@ def test_rolling_restart(tmp_path: Path, impl: str, static: bool) -> None:
     ]
     events, unit = _run(tmp_path, "rolling-restart", impl, extra)
     _assert_complete(events)
-    restarts = [e for e in events if e["kind"] == "nemesis" and e["action"] == "start_member"]
+    restarts = [e for e in events if e["kind"] == "complete" and e["action"] == "start_member"]
     assert len(restarts) == 3
     assert unit["settled_at_end"]
+    # One compound window per member, from its stop until the group settled after its restart:
+    # every one of them has a finite latency.
+    from harness.analysis import analyze_run
+
+    m = analyze_run(unit["run_dir"])
+    (u,) = m["units"]
+    assert [(t["action"], t["outcome"]) for t in u["triggers"]] == [("stop_member", "settled")] * 3
+    assert all(t["latency_s"] > 0 for t in u["triggers"])
     if impl == "coordinator":
         stable_at = next(e["ts_ns"] for e in events if e["kind"] == "stable")
         rebalances = [
