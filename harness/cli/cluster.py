@@ -108,9 +108,29 @@ def _zookeeper_smoke(connect: str) -> list[tuple[str, bool, str]]:
 
 
 @cluster.command("check")
-@click.option("--tick-time", "tick_time_ms", default=500, show_default=True, help="ZooKeeper tickTime in ms.")
-def check(tick_time_ms: int) -> None:
-    """Start the embedded local cluster, check ZooKeeper with kazoo, print its health, stop it."""
+@click.option(
+    "--tick-time", "tick_time_ms", default=500, show_default=True, help="ZooKeeper tickTime in ms (local)."
+)
+@click.option(
+    "--bootstrap",
+    default=None,
+    metavar="HOST:PORT[,...]",
+    help="Check this existing Kafka-compatible cluster instead of starting the local one.",
+)
+@click.option(
+    "--zookeeper", default=None, metavar="HOST:PORT[,...]", help="With --bootstrap: check this ZooKeeper too."
+)
+def check(tick_time_ms: int, bootstrap: str | None, zookeeper: str | None) -> None:
+    """Start the embedded local cluster, check ZooKeeper with kazoo, print its health, stop it.
+
+    With --bootstrap (and --zookeeper), check an existing cluster the way `herdlab run --backend
+    external` does before it starts: every address must answer as a Kafka broker (ApiVersions and a
+    kafka-python bootstrap, advertised brokers reachable) or as ZooKeeper (srvr and a kazoo session);
+    otherwise one line names the address and the cause (exit status 2).
+    """
+    if bootstrap or zookeeper:
+        _check_external(zookeeper, bootstrap or "")
+        return
     install_signal_handlers()
     t0 = time.monotonic()
     with LocalCluster(tick_time_ms=tick_time_ms) as c:
@@ -131,3 +151,20 @@ def check(tick_time_ms: int) -> None:
     console.print(f"cluster stopped; {time.monotonic() - t0:.1f}s in all")
     if not all(ok for _, ok, _ in checks):
         raise click.ClickException("a cluster check failed")
+
+
+def _check_external(zookeeper: str | None, bootstrap: str) -> None:
+    """The external backend's address check, printed as a table (raises ``Unreachable`` on failure)."""
+    from harness.cluster.external import ExternalCluster
+
+    t0 = time.monotonic()
+    c = ExternalCluster(zookeeper, bootstrap)
+    table = Table(title="herdlab external cluster")
+    table.add_column("role")
+    table.add_column("address")
+    table.add_column("result")
+    table.add_column("detail")
+    for p in c.probes:
+        table.add_row(p.role, p.address, "[green]pass[/green]", p.detail)
+    console.print(table)
+    console.print(f"checked in {time.monotonic() - t0:.2f}s")

@@ -12,6 +12,7 @@ from rich.live import Live
 from rich.text import Text
 
 from harness.cluster.containers import ContainersOptions
+from harness.cluster.external import ExternalCluster
 from harness.errors import ConfigError
 from harness.images import image_names
 from harness.procs import install_signal_handlers
@@ -179,10 +180,16 @@ def execute(
         raise ConfigError(
             "--members-in-containers, --kafka-image and --image-prefix need --backend containers"
         )
+    if backend != "external" and (zookeeper or bootstrap):
+        raise ConfigError("--zookeeper and --bootstrap need --backend external")
     containers = ContainersOptions(members_in_containers=members_in_containers, kafka_image=kafka_image)
     if image_prefix is not None:
         containers.images = image_names(image_prefix)
     s = load_scenario(scenario, overrides)
+    if backend == "external":
+        # Constructing it checks every address (within seconds, one line on failure): do it before a
+        # run directory is made; the runner constructs its own per unit.
+        ExternalCluster(zookeeper, bootstrap or "")
     columns = len(s.implementations) + (1 if kafka_image and "coordinator" in s.implementations else 0)
     total = len(expand(s)) * s.repetitions * columns
     view = ProgressView(total)

@@ -3,18 +3,32 @@
 Nothing is started or stopped. ZooKeeper is needed only by the legacy side (and for ``mntr``
 counters, which work when the server allows four-letter words). Broker restarts are not possible
 here: a scenario that asks for one fails with a clear error before the run starts.
+
+Constructing an :class:`ExternalCluster` checks its addresses (:meth:`ExternalCluster.check`, see
+:mod:`harness.cluster.probe`): every bootstrap address must be a Kafka broker a kafka-python client
+bootstraps from, and the ZooKeeper connect string, when given, must reach ZooKeeper. Otherwise
+:class:`harness.errors.Unreachable` names the address and the cause, within
+:data:`CHECK_BUDGET_S` seconds and without a kafka-python or kazoo log line on the terminal.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from harness.cluster.probe import Probe, check_bootstrap, check_zookeeper
 from harness.cluster.zookeeper import four_letter, parse_mntr
 from harness.errors import ConfigError
 
+#: Upper bound of the whole address check, however many addresses are given.
+CHECK_BUDGET_S = 10.0
+
 
 class ExternalCluster:
-    """An existing cluster, by address."""
+    """An existing cluster, by address; the constructor checks the addresses (see the module docstring).
+
+    ``probes``: what answered at each address, as the check found it.
+    """
 
     def __init__(self, zookeeper: str | None, bootstrap: str) -> None:
         if not bootstrap:
@@ -23,6 +37,16 @@ class ExternalCluster:
             )
         self.zookeeper_connect = zookeeper or ""
         self.bootstrap = bootstrap
+        self.probes: list[Probe] = self.check()
+
+    def check(self, budget_s: float = CHECK_BUDGET_S) -> list[Probe]:
+        """Check the bootstrap addresses, then ZooKeeper when given; raise ``Unreachable`` on the first
+        failure (see :mod:`harness.cluster.probe`), return what answered otherwise."""
+        deadline = time.monotonic() + budget_s
+        probes = check_bootstrap(self.bootstrap, deadline)
+        if self.zookeeper_connect:
+            probes += check_zookeeper(self.zookeeper_connect, deadline)
+        return probes
 
     def start(self) -> ExternalCluster:
         return self
