@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from harness.kernel.events import (
     COORDINATION_APIS,
     OK_OUTCOMES,
+    WORKLOAD_CLIENTS,
     ZK_STEADY_OPS,
     ZK_STEADY_PATH,
     Kind,
@@ -50,7 +51,7 @@ EXTRA_SCHEMA = (
     "action string, action_id long, targets array<string>, target string, `trigger` boolean, "
     "label string, counters map<string,double>, partitions string, requests map<string,double>, "
     "interval_s double, name string, from_state string, to_state string, broker_id long, api string, "
-    "reason string, state string"
+    "reason string, state string, client string"
 )
 
 #: The columns the per-unit fold reads (see :func:`harness.kernel.windows.evaluate`).
@@ -344,7 +345,8 @@ class Jobs:
                 Kind.REBALANCE_BEGIN,
                 Kind.GROUP_REQUEST,
             )
-        ).select(*UNIT, "ts_ns", "kind", "op", "path", "outcome", "api", "role")
+        ).select(*UNIT, "ts_ns", "kind", "op", "path", "outcome", "api", "role", "client")
+        ev = ev.where(~F.coalesce(F.col("client").isin(*WORKLOAD_CLIENTS), F.lit(False)))
         j = ev.join(F.broadcast(t), UNIT).where(
             (F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") < F.col("wend"))
         )

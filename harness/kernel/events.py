@@ -119,6 +119,9 @@ OUTCOMES = (SETTLED, NEVER, NO_EFFECT, SKIPPED)
 #: event per request of these. Everything else (Heartbeat, OffsetCommit, Fetch, Produce, ...) is
 #: steady-state traffic, reported as a rate from ``broker_request`` counters.
 COORDINATION_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "LeaveGroup", "OffsetFetch", "Metadata")
+#: Kafka client ids of the workload and the harness: their requests (the producer's metadata
+#: refreshes, the harness's admin calls) are not the group's coordination traffic.
+WORKLOAD_CLIENTS = ("herdlab-producer", "herdlab-harness")
 
 
 #: A legacy member's ZooKeeper request is steady-state traffic, not the rebalance's, when it is an

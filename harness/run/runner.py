@@ -518,6 +518,8 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         raise ConfigError(
             "the external backend cannot restart brokers; remove restart_broker from the timeline"
         )
+    if options.backend == "external" and "legacy_zk" in scenario.implementations and not options.zookeeper:
+        raise ConfigError("legacy_zk needs ZooKeeper: give --zookeeper with the external backend")
     if options.backend != "containers" and options.containers.kafka_image:
         raise ConfigError("--kafka-image needs --backend containers")
     if options.backend == "containers":

@@ -28,7 +28,8 @@ def zombie() -> UnitHistory:
     processes 12..77 except 40 from 8300, every 100 ms. a is resumed at 12000, processes 12 and 13
     at 12100 and 12200, commits p0 at 12250 (generation 1, accepted by the broker) and revokes at
     12300. Steady traffic: one broker report at 5000 (Heartbeat 10, OffsetCommit 2, JoinGroup 1).
-    b has a heartbeat error at 9000 (untargeted), a one at 12150 (targeted). Settling ends at
+    b has a heartbeat error at 9000 (untargeted), a one at 12150 (targeted); the producer refreshes
+    its metadata at 9100 (workload, not coordination). Settling ends at
     15000; a Metadata request at 16000 belongs to no trigger. Produced: offsets 0..79.
     """
     u = UnitHistory("zombie", partitions=1)
@@ -54,6 +55,7 @@ def zombie() -> UnitHistory:
     u.joined(8200, "b", 0, generation=2, member="B")
     u.records("b", 0, [o for o in range(12, 78) if o != 40], 8300, 100)
     u.at(9000, "heartbeat_error", "b", error="timeout")
+    u.at(9100, "group_request", "broker-0", api="Metadata", client="herdlab-producer")
     u.action(12000, "resume", ["a"], trigger=False)
     u.records("a", 0, [12, 13], 12100, 100)
     u.at(12150, "heartbeat_error", "a", error="rebalance in progress")
@@ -138,7 +140,8 @@ def test_records_between_invoke_and_effect_open_no_phantom_overlap(analysed: dic
 def test_herd_counts_coordination_exactly_and_steady_traffic_as_a_rate(analysed: dict[str, Any]) -> None:
     u = unit(analysed, "zombie")
     (t,) = u["triggers"]
-    # JoinGroup 8050 and SyncGroup 8150 are in [2000, 15000); Metadata at 16000 is not; the
+    # JoinGroup 8050 and SyncGroup 8150 are in [2000, 15000); Metadata at 16000 is not, the
+    # producer's at 9100 is workload traffic; the
     # report's JoinGroup 1 is a counter, not an event: coordination traffic is the events.
     assert t["broker_requests_by_api"] == {"JoinGroup": 1, "SyncGroup": 1}
     assert (t["broker_group_requests"], t["coordination_requests"]) == (2, 2)

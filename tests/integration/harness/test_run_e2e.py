@@ -183,6 +183,8 @@ def test_rolling_restart(tmp_path: Path, impl: str, static: bool) -> None:
         timeline,
         f"group.coordinator.static_membership={str(static).lower()}",
     ]
+    if static:  # a restart (1 s down + a process start-up) must come back within the session
+        extra.append("group.coordinator.session_timeout_ms=10000")
     events, unit = _run(tmp_path, "rolling-restart", impl, extra)
     _assert_complete(events)
     restarts = [e for e in events if e["kind"] == "complete" and e["action"] == "start_member"]
