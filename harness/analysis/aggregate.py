@@ -1,18 +1,34 @@
-"""Statistics over repetitions and the run's alerts, from the per-unit metrics the checker computed.
+"""Statistics over repetitions, the verdict and the run's alerts, from the per-unit metrics the
+checker computed. Pure Python: k values per row need no Spark.
 
-``aggregate(out)`` fills ``out["aggregates"]``; ``alerts(out)`` fills ``out["alerts"]`` (see
-:mod:`harness.analysis.analyze` for the format).
+* ``aggregate(out)`` fills ``out["aggregates"]`` (one row per implementation, case, trigger key and
+  metric; ``"unit"`` rows for whole-unit totals) and ``out["verdict"]`` (see
+  :mod:`harness.analysis.verdict`);
+* ``alerts(out)`` appends one line per problem to ``out["alerts"]``.
+
+An aggregate row: ``impl``, ``case``, ``trigger`` (``"#1 join"`` or ``"unit"``), ``trigger_index``
+(-1 for unit rows), ``action``, ``targets``, ``metric``; ``n`` (repetitions with the trigger, failed
+units left out), ``never``, ``no_effect``, ``skipped`` (outcome counts; 0 for unit rows); ``m``
+(values in the sample), ``k`` (finite ones), ``left_out`` (never ones, left out of the mean);
+``value`` (the one value when m == 1: a number or ``"never"``, else None); ``p50``, ``p95``, ``p99``,
+``max`` (numbers, ``"never"``, or None for an empty sample); ``mean``, ``ci95`` ([lo, hi] or None)
+over the finite values; ``note`` (a short human reading: ``"n=1"``, ``"1 of 5 never"`` ...). The
+sample and the rank rule are stated in :mod:`harness.analysis.definitions` ("statistics over
+repetitions") and implemented once, in :func:`harness.analysis.stats.describe`.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
+from collections import Counter, defaultdict
 from typing import Any
 
-from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS
-from harness.analysis.stats import mean_ci
+from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, Metric
+from harness.analysis.stats import describe
+from harness.kernel.events import NEVER, NO_EFFECT, SETTLED, SKIPPED
 
-SENTINEL = 1e18  # stands for +infinity ("never") inside percentile computations
+#: Per-operation / per-API maps of a trigger, and the metric whose breakdown each is.
+BREAKDOWNS = (("zk_requests_by_op", "zk_requests"), ("broker_requests_by_api", "broker_group_requests"))
 
 
 def case_order(label: str, cases: list[dict[str, Any]]) -> int:
@@ -23,122 +39,110 @@ def case_order(label: str, cases: list[dict[str, Any]]) -> int:
     return 10**6
 
 
-def aggregate(out: dict[str, Any]) -> None:
-    """Statistics over repetitions, computed by Spark from the per-unit values (see definitions)."""
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
+def outcome(t: dict[str, Any]) -> str:
+    """A trigger's outcome (``settled`` | ``never`` | ``no_effect`` | ``skipped``); a trigger dict
+    without one (an older checker) is settled when ``settled`` is true, else never."""
+    o = t.get("outcome")
+    if o in (SETTLED, NEVER, NO_EFFECT, SKIPPED):
+        return str(o)
+    return SETTLED if t.get("settled") else NEVER
 
-    spark = SparkSession.getActiveSession()
 
-    rows: list[tuple[Any, ...]] = []
-    labels: dict[tuple[str, str, str], list[str]] = {}
-    for u in out["units"]:
-        if not u.get("events"):
+def trigger_sample(m: Metric, triggers: list[dict[str, Any]], name: str | None = None) -> list[float]:
+    """The sample of metric ``m`` (value under ``name``, default ``m.name``) over one trigger's
+    repetitions: skipped triggers never count; for censored (latency) metrics no_effect ones do not
+    either, and never (or a missing value) counts as +infinity; for other metrics missing values
+    (not measured) are left out."""
+    key = name or m.name
+    out: list[float] = []
+    for t in triggers:
+        o = outcome(t)
+        if o == SKIPPED:
             continue
-        for t in u.get("triggers", []):
-            for m in TRIGGER_METRICS:
-                v = t.get(m.name)
-                rows.append(
-                    (u["impl"], u["case"], t["key"], t["index"], t["action"], m.name, _f(v), m.censored)
-                )
-            for op, v in (t.get("zk_requests_by_op") or {}).items():
-                rows.append(
-                    (
-                        u["impl"],
-                        u["case"],
-                        t["key"],
-                        t["index"],
-                        t["action"],
-                        f"zk_requests[{op}]",
-                        _f(v),
-                        False,
-                    )
-                )
-            for api, v in (t.get("broker_requests_by_api") or {}).items():
-                rows.append(
-                    (
-                        u["impl"],
-                        u["case"],
-                        t["key"],
-                        t["index"],
-                        t["action"],
-                        f"broker_requests[{api}]",
-                        _f(v),
-                        False,
-                    )
-                )
-            labels.setdefault((u["impl"], u["case"], t["key"]), t.get("targets") or [])
+        v = t.get(key)
+        if m.censored:
+            if o == NO_EFFECT:
+                continue
+            out.append(math.inf if o == NEVER or v is None else float(v))
+        elif v is not None:
+            out.append(float(v))
+    return out
+
+
+def _row(
+    head: dict[str, Any], metric_name: str, n: int, counts: Counter[str], sample: list[float]
+) -> dict[str, Any]:
+    s = describe(sample)
+    notes = []
+    if s.m == 1:
+        notes.append("n=1")
+    if counts[NEVER]:
+        notes.append(f"{counts[NEVER]} of {n} never")
+    if s.left_out and s.k:
+        notes.append(f"mean of {s.k}, {s.left_out} never left out")
+    if counts[NO_EFFECT]:
+        notes.append(f"{counts[NO_EFFECT]} no effect")
+    if counts[SKIPPED]:
+        notes.append(f"{counts[SKIPPED]} skipped")
+    return {
+        **head,
+        "metric": metric_name,
+        "n": n,
+        "never": counts[NEVER],
+        "no_effect": counts[NO_EFFECT],
+        "skipped": counts[SKIPPED],
+        "m": s.m,
+        "k": s.k,
+        "left_out": s.left_out,
+        "value": s.value,
+        **s.quantiles,
+        "mean": s.mean,
+        "ci95": None if s.ci95 is None else list(s.ci95),
+        "note": "; ".join(notes),
+    }
+
+
+def aggregate_units(units: list[dict[str, Any]], cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The aggregate rows of ``units`` (see the module docstring), in scenario order."""
+    live = [u for u in units if not u.get("failed")]
+    by_trigger: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_case: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for u in live:
+        by_case[(u["impl"], u["case"])].append(u)
+        for t in u.get("triggers") or []:
+            by_trigger[(u["impl"], u["case"], t["key"])].append(t)
+    rows: list[dict[str, Any]] = []
+    for (impl, case, key), ts in by_trigger.items():
+        first = ts[0]
+        head = {
+            "impl": impl,
+            "case": case,
+            "trigger": key,
+            "trigger_index": int(first.get("index") or 0),
+            "action": first.get("action"),
+            "targets": list(first.get("targets") or []),
+        }
+        n = len(ts)
+        counts = Counter(outcome(t) for t in ts)
+        for m in TRIGGER_METRICS:
+            sample = trigger_sample(m, ts)
+            if sample or (m.censored and n):
+                rows.append(_row(head, m.name, n, counts, sample))
+        for field, parent in BREAKDOWNS:
+            # a repetition that measured the parent but not this operation had 0 of it
+            measured = [t for t in ts if outcome(t) != SKIPPED and t.get(parent) is not None]
+            names = sorted({op for t in measured for op in (t.get(field) or {})})
+            for op in names:
+                sample = [float((t.get(field) or {}).get(op) or 0) for t in measured]
+                rows.append(_row(head, f"{parent}[{op}]", n, counts, sample))
+    for (impl, case), us in by_case.items():
+        head = {"impl": impl, "case": case, "trigger": "unit", "trigger_index": -1, "action": "unit"}
+        head["targets"] = []
         for m in UNIT_METRICS:
-            rows.append((u["impl"], u["case"], "unit", -1, "unit", m.name, _f(u.get(m.name)), False))
-    if not rows:
-        return
-    # every trigger metric also pooled over the triggers of a case ("all")
-    rows += [(r[0], r[1], "all", -2, "all", r[5], r[6], r[7]) for r in rows if r[2] != "unit"]
-    # zero-filled by-op/API metrics: a repetition without that op had 0 of it
-    reps: dict[tuple[str, str, str], int] = defaultdict(int)
-    for u in out["units"]:
-        for t in u.get("triggers", []):
-            reps[(u["impl"], u["case"], t["key"])] += 1
-            reps[(u["impl"], u["case"], "all")] += 1
-    seen: dict[tuple[str, str, str, str], int] = defaultdict(int)
-    meta: dict[tuple[str, str, str, str], tuple[int, str]] = {}
-    for r in rows:
-        if "[" in r[5]:
-            seen[(r[0], r[1], r[2], r[5])] += 1
-            meta[(r[0], r[1], r[2], r[5])] = (r[3], r[4])
-    for key, n in seen.items():
-        for _ in range(reps[key[:3]] - n):
-            rows.append((key[0], key[1], key[2], meta[key][0], meta[key][1], key[3], 0.0, False))
-    df = spark.createDataFrame(
-        rows,
-        "impl string, case string, tkey string, tindex int, action string, metric string, value double, censored boolean",
-    )
-    df = df.where(F.col("value").isNotNull() | F.col("censored"))
-    filled = F.when(F.col("value").isNull(), F.lit(SENTINEL)).otherwise(F.col("value"))
-    agg = df.groupBy("impl", "case", "tkey", "tindex", "action", "metric").agg(
-        F.count("*").alias("n"),
-        F.count("value").alias("k"),
-        F.percentile(filled, F.array(F.lit(0.5), F.lit(0.95), F.lit(0.99))).alias("q"),
-        F.max(filled).alias("max"),
-        F.avg("value").alias("mean"),
-        F.stddev_samp("value").alias("sd"),
-    )
-    res = []
-    for r in agg.collect():
-        q = [None if v is None or v >= SENTINEL / 10 else round(v, 6) for v in (r["q"] or [None] * 3)]
-        mx = None if r["max"] is None or r["max"] >= SENTINEL / 10 else round(r["max"], 6)
-        never = r["n"] - r["k"]
-        ci = mean_ci(r["mean"], r["sd"], r["k"])
-        note = ""
-        if r["k"] == 1:
-            note = "n=1"
-        elif r["k"] == 0:
-            note = "no finite value"
-        if never:
-            note = (note + "; " if note else "") + f"{never} of {r['n']} never"
-        res.append(
-            {
-                "impl": r["impl"],
-                "case": r["case"],
-                "trigger": r["tkey"],
-                "trigger_index": r["tindex"],
-                "action": r["action"],
-                "targets": labels.get((r["impl"], r["case"], r["tkey"]), []),
-                "metric": r["metric"],
-                "n": r["n"],
-                "k": r["k"],
-                "never": never,
-                "p50": q[0],
-                "p95": q[1],
-                "p99": q[2],
-                "max": mx,
-                "mean": None if r["mean"] is None else round(r["mean"], 6),
-                "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)],
-                "ci_note": note,
-            }
-        )
-    cases = out.get("cases") or []
-    res.sort(
+            sample = [float(u[m.name]) for u in us if u.get(m.name) is not None]
+            if sample:
+                rows.append(_row(head, m.name, len(us), Counter(), sample))
+    rows.sort(
         key=lambda a: (
             case_order(a["case"], cases),
             a["trigger_index"] if a["trigger_index"] >= 0 else 10**6,
@@ -146,26 +150,54 @@ def aggregate(out: dict[str, Any]) -> None:
             a["impl"],
         )
     )
-    out["aggregates"] = res
+    return rows
 
 
-def _f(v: Any) -> float | None:
-    return None if v is None else float(v)
+def aggregate(out: dict[str, Any]) -> None:
+    """Fill ``out["aggregates"]`` and ``out["verdict"]`` from ``out["units"]`` (pure Python)."""
+    from harness.analysis.verdict import verdict
+
+    out["aggregates"] = aggregate_units(out.get("units") or [], out.get("cases") or [])
+    out["verdict"] = verdict(out)
+
+
+def unit_name(u: dict[str, Any]) -> str:
+    """``legacy_zk members=4 rep 0``."""
+    return f"{u['impl']} {u['case']} rep {u['repetition']}"
 
 
 def alerts(out: dict[str, Any]) -> None:
-    alerts = out["alerts"]
-    for u in out["units"]:
-        name = f"{u['impl']} {u['case']} rep {u['repetition']}"
+    """Append to ``out["alerts"]`` one line per lost / not-drained unit (``LOST`` / ``NOT DRAINED``
+    first, they fail the run), failed unit, partial history, trigger that never settled or had no
+    effect, member session trouble, and an interrupted run."""
+    lines = out.setdefault("alerts", [])
+    for u in out.get("units") or []:
+        name = unit_name(u)
         if u.get("lost"):
             sample = ", ".join(f"p{p}@{o}" for p, o in (u.get("lost_sample") or [])[:5])
-            alerts.append(f"LOST {u['lost']} produced records in {name} (e.g. {sample})")
+            lines.append(
+                f"LOST {u['lost']} records in {name}: acknowledged offsets skipped below a processed offset"
+                + (f" (e.g. {sample})" if sample else "")
+            )
+        if u.get("not_drained"):
+            lines.append(
+                f"NOT DRAINED: {u['not_drained']} acknowledged records in {name} lay above the last "
+                "processed offset of their partition when the drain ended"
+            )
         if u.get("failed"):
-            alerts.append(f"unit {name} failed: {u['failed']}")
-        elif u.get("events") and not u.get("unit_started"):
-            alerts.append(f"unit {name} has no unit_start event: the history of this unit is partial")
-        for t in u.get("triggers", []):
-            if not t.get("settled"):
-                alerts.append(f"{name}: trigger {t['key']} {','.join(t['targets'])} never settled")
-    if out["run"].get("interrupted"):
-        alerts.append("the run was interrupted: results cover what was recorded")
+            lines.append(f"unit {name} failed: {u['failed']}")
+        elif "unit_started" in u and u.get("events") and not u["unit_started"]:
+            lines.append(f"unit {name} has no unit_start event: the history of this unit is partial")
+        for t in u.get("triggers") or []:
+            o = outcome(t)
+            targets = ",".join(t.get("targets") or [])
+            if o == NEVER:
+                lines.append(f"{name}: trigger {t['key']} {targets} never settled")
+            elif o == NO_EFFECT:
+                lines.append(f"{name}: trigger {t['key']} {targets} had no effect (nothing reacted)")
+        if u.get("session_failures"):
+            lines.append(
+                f"{name}: {u['session_failures']} heartbeat/session failures of members no fault targeted"
+            )
+    if (out.get("run") or {}).get("interrupted"):
+        lines.append("the run was interrupted: results cover what was recorded")

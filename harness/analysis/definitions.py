@@ -148,17 +148,33 @@ DEFINITIONS: list[tuple[str, str]] = [
     ),
     (
         "lost",
-        "A produced (partition, offset) (a `produced` event: acknowledged by the broker) that no member "
-        "processed by the end of the unit. Must be zero; a run with loss says so in red.",
+        "Produced and acknowledged (partition, offset) records (`produced` events) that no member "
+        "processed although a higher offset of the same partition was processed: a skip. Must be zero "
+        "in every scenario; any lost record fails the run (`LOST`), and `herdlab compare` flags it.",
+    ),
+    (
+        "not drained",
+        "Produced and acknowledged records above the last processed offset of their partition when the "
+        "drain phase ended: an unconsumed tail, not a skip. It also fails the run, with its own "
+        "message (`NOT DRAINED`), and `herdlab compare` flags it.",
     ),
     (
         "statistics over repetitions",
-        "For each implementation, case and trigger (by its position in the timeline): n repetitions, "
-        "p50 / p95 / p99 / max by linear interpolation between order statistics, where a trigger "
-        "that never settled counts as +infinity (so a percentile that reaches it reads `never`); "
-        "mean and a t-based 95% confidence interval of the mean, mean +- t(0.975, k-1) s / sqrt(k), "
-        "over the k repetitions with a finite value. With k = 1 there is no interval: `n=1`. The row "
-        "`all` pools every trigger of a case (all actions, all repetitions).",
+        "One row per implementation, case, trigger (by its position in the timeline, e.g. `#1 join`) and "
+        "metric; `unit` rows summarise whole units. Units that failed are left out (they are flagged). "
+        "n: repetitions with the trigger; never / no_effect / skipped: how many had that outcome. The "
+        "sample: for latency metrics (latency, detection, convergence, resumed) every repetition but "
+        "the no_effect and skipped ones, a `never` one counting as +infinity; for other metrics every "
+        "measured value of a repetition whose trigger was not skipped. p50 / p95 / p99: order the m "
+        "values of the sample, x(1) <= ... <= x(m); the q-quantile sits at rank h = 1 + (m - 1) q, "
+        "i = floor(h), f = h - i, and is x(i) + f (x(i+1) - x(i)) (x(i) alone when f = 0). It reads "
+        "`never` when a rank it touches is never (so with 20 repetitions and one never, p95 is never: "
+        "rank 19.05 touches rank 20). max = x(m). With m = 1 the one value is shown (`value`), not four "
+        "equal statistics. mean and a t-based 95% confidence interval, mean +- t(0.975, k-1) s / sqrt(k), "
+        "over the k finite values; `left_out` says how many were never; with k = 1 there is no interval. "
+        "`herdlab compare --stat mean` reads a mean with any never left out as `never`. By-operation "
+        "counts (zk_requests[getData], broker_group_requests[JoinGroup]) count a repetition without "
+        "that operation as 0. No row pools different triggers.",
     ),
 ]
 
@@ -189,36 +205,41 @@ TRIGGER_METRICS: list[Metric] = [
     Metric("convergence_s", "convergence", "s", "latency", censored=True, abs_tolerance=_S),
     Metric("resumed_s", "resumed after", "s", "latency", censored=True, abs_tolerance=_S),
     Metric("gap_s", "consumption gap", "s", "latency", abs_tolerance=_S),
+    Metric("startup_s", "process start-up (joins)", "s", "latency", compare=False),
+    Metric("coordination_requests", "coordination requests", "", "herd"),
     Metric("watches", "watch notifications", "", "herd"),
     Metric("zk_requests", "ZooKeeper requests", "", "herd"),
     Metric("zk_packets", "ZooKeeper packets (mntr)", "", "herd"),
-    Metric("broker_requests", "broker requests", "", "herd", abs_tolerance=1.0),
-    Metric("broker_group_requests", "broker group requests", "", "herd", abs_tolerance=1.0),
+    Metric("broker_group_requests", "broker coordination requests", "", "herd"),
     Metric("conflicts", "ownership conflicts", "", "herd"),
     Metric("failed_attempts", "failed rebalance attempts", "", "herd"),
     Metric("rebalance_attempts", "member rebalance attempts", "", "herd"),
     Metric("group_rebalances", "broker group rebalances", "", "herd"),
-    Metric("overlaps", "processing overlaps", "", "split_brain"),
+    Metric("overlap_episodes", "overlap episodes", "", "split_brain"),
     Metric("overlap_s", "overlap duration", "s", "split_brain", abs_tolerance=_S),
     Metric("duplicates", "duplicates", "", "split_brain"),
     Metric("commits_non_owner", "commits from non-owners", "", "split_brain"),
     Metric("commits_stale_generation", "commits from stale generations", "", "split_brain"),
 ]
 
+#: Whole-unit metrics. ``lost`` and ``not_drained`` are not compared as statistics: any of them in the
+#: current run is flagged by ``herdlab compare`` on its own.
 UNIT_METRICS: list[Metric] = [
     Metric("produced", "records produced", "", "completeness", compare=False),
     Metric("processed", "distinct records processed", "", "completeness", compare=False),
-    Metric("lost", "records lost", "", "completeness"),
+    Metric("lost", "records lost (skipped)", "", "completeness", compare=False),
+    Metric("not_drained", "records not drained", "", "completeness", compare=False),
     Metric("processed_not_produced", "processed but never acknowledged", "", "completeness", compare=False),
     Metric("produce_errors", "produce errors", "", "completeness", compare=False),
     Metric("duplicates", "duplicates", "", "split_brain"),
     Metric("duplicate_deliveries", "duplicate deliveries", "", "split_brain"),
     Metric("duplicates_cross_member", "duplicates across members", "", "split_brain"),
-    Metric("overlaps", "processing overlaps", "", "split_brain"),
+    Metric("overlap_episodes", "overlap episodes", "", "split_brain"),
     Metric("overlap_s", "overlap duration", "s", "split_brain", abs_tolerance=_S),
     Metric("commits_non_owner", "commits from non-owners", "", "split_brain"),
     Metric("commits_stale_generation", "commits from stale generations", "", "split_brain"),
     Metric("commits_rejected", "commits rejected", "", "split_brain", compare=False),
+    Metric("session_failures", "session failures of untargeted members", "", "health", compare=False),
 ]
 
 METRICS: dict[str, Metric] = {m.name: m for m in TRIGGER_METRICS} | {

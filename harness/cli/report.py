@@ -2,17 +2,19 @@
 
 * ``report`` analyses a run's history with PySpark (local mode unless ``--spark-master``) and
   writes ``index.html``, ``summary.md``, ``metrics.json`` (and ``plots/``) into the run directory,
-  then prints the summary table and the paths. ``--from-metrics`` re-renders from an existing
-  ``metrics.json`` without Spark. Exits 1 when a produced record was lost.
+  then prints the verdict, the summary table, the alerts and the paths. ``--from-metrics``
+  re-renders from an existing ``metrics.json`` without Spark. Exits 1 when the run is invalid:
+  records lost, a tail not drained, a unit failed, or the run was interrupted.
 * ``compare`` checks CURRENT against BASELINE (run directories with ``metrics.json``, or the files
-  themselves) and exits 1 on a regression, naming each metric that moved and by how much;
-  ``--junit FILE`` writes the comparison as JUnit XML for CI.
+  themselves) and exits 1 on any regression (see :mod:`harness.report.compare`), each with its own
+  message; ``--junit FILE`` writes the comparison as JUnit XML for CI.
 
 Both are click commands named ``report`` and ``compare`` (registered by :mod:`harness.cli`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -42,17 +44,20 @@ def report(run_dir: Path, spark_master: str | None, from_metrics: bool) -> None:
     """Analyse RUN_DIR (a `herdlab run` output) and write its reports.
 
     Writes index.html (offline, plots embedded), summary.md and metrics.json into RUN_DIR and
-    prints the summary table. Exits 1 if a produced record was lost.
+    prints the verdict and the summary table. Exits 1 if the run is invalid: records lost (skipped),
+    a tail not drained, a unit failed, or the run was interrupted.
     """
     if publish(run_dir, spark_master=spark_master, from_metrics=from_metrics):
         raise SystemExit(1)
 
 
 def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool = False) -> bool:
-    """Analyse ``run_dir`` (or re-read its metrics.json), write its reports, print the summary table,
-    the alerts and the report paths. Returns True when a produced record was lost."""
+    """Analyse ``run_dir`` (or re-read its metrics.json), write its reports, print the verdict, the
+    summary table, the alerts and the report paths. Returns True when the run is invalid (records
+    lost, a tail not drained, a unit failed, or the run was interrupted)."""
     from harness.report import load_metrics, render_report
-    from harness.report.terminal import summary_table
+    from harness.report.tables import verdict_of
+    from harness.report.terminal import summary_table, verdict_panel
 
     if from_metrics:
         metrics = load_metrics(run_dir)
@@ -62,14 +67,15 @@ def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
         with console.status("analysing the history with Spark ..."):
             metrics = analyze_run(run_dir, spark_master=spark_master)
     paths = render_report(run_dir, metrics)
+    console.print(verdict_panel(metrics))
     console.print(summary_table(metrics))
     for a in metrics.get("alerts") or []:
-        style = "bold red" if a.startswith("LOST") else "yellow"
+        style = "bold red" if a.startswith(("LOST", "NOT DRAINED")) else "yellow"
         console.print(f"[{style}]{a}[/{style}]", highlight=False)
     console.print(
         f"report: {paths['html']}\n        {paths['markdown']}\n        {paths['json']}", highlight=False
     )
-    return any(u.get("lost") for u in metrics.get("units", []))
+    return not verdict_of(metrics)["valid"]
 
 
 @click.command("compare")
@@ -93,7 +99,7 @@ def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
     type=click.Choice(["p50", "p95", "p99", "max", "mean"]),
     default="p50",
     show_default=True,
-    help="Which statistic over repetitions to compare.",
+    help="Which statistic over repetitions to compare (a mean with a never in its sample reads never).",
 )
 @click.option(
     "--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write JUnit XML here."
@@ -111,8 +117,10 @@ def compare(
     """Compare CURRENT against BASELINE; exit 1 on a regression.
 
     Each is a run directory holding metrics.json (write it with `herdlab report`) or a
-    metrics.json file. Lower is better for every compared metric; a trigger that no longer
-    settles and any lost record are regressions whatever the tolerance.
+    metrics.json file. Lower is better for every compared metric. Whatever the tolerance, these
+    are regressions too: more repetitions that never settled, a failed or missing unit, fewer
+    repetitions than the baseline, any lost record or undrained tail in CURRENT, and (with
+    --stat mean) a mean that had to leave a never out.
     """
     from harness.report import load_metrics
     from harness.report.compare import compare as run_compare
@@ -132,11 +140,24 @@ def compare(
         console.print(f"JUnit XML: {junit_xml(result, junit)}", highlight=False)
     n, k = len(result.changes), len(result.regressions)
     if k:
+        kinds = Counter(c.kind for c in result.regressions)
+        what = ", ".join(f"{v} {KIND_LABELS.get(kind, kind)}" for kind, v in kinds.items())
         console.print(
-            f"[bold red]{k} regression{'s' if k != 1 else ''}[/bold red] among {n} compared metrics",
+            f"[bold red]{k} regression{'s' if k != 1 else ''}[/bold red] among {n} checks ({what})",
             highlight=False,
         )
         raise SystemExit(1)
-    console.print(
-        f"no regression among {n} compared metrics ({stat}, tolerance {default:g})", highlight=False
-    )
+    console.print(f"no regression among {n} checks ({stat}, tolerance {default:g})", highlight=False)
+
+
+KIND_LABELS = {
+    "stat": "statistics",
+    "missing": "missing metrics",
+    "never": "rising never counts",
+    "lost": "units with lost records",
+    "not_drained": "units not drained",
+    "failed": "failed units",
+    "missing_unit": "missing units",
+    "repetitions": "fewer repetitions",
+    "interrupted": "interrupted run",
+}

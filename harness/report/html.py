@@ -1,4 +1,7 @@
-"""``index.html``: one self-contained page (CSS inline, plots as base64 PNG): it opens offline."""
+"""``index.html``: one self-contained page (CSS inline, plots as base64 PNG): it opens offline.
+
+It leads with the verdict (run valid or not, the legacy/coordinator ratios per trigger kind,
+completeness and split brain per implementation), then alerts, tables, plots, units, definitions."""
 
 from __future__ import annotations
 
@@ -9,15 +12,20 @@ from typing import Any
 from harness.analysis.definitions import metric
 from harness.report.plots import Plot
 from harness.report.tables import (
-    STATS,
+    COMPLETENESS_COLUMNS,
     UNIT_COLUMNS,
+    VERDICT_COLUMNS,
     SideBySide,
+    cells,
+    columns,
+    completeness_rows,
     fmt,
-    fmt_mean,
-    fmt_stat,
     side_by_side,
     trigger_title,
     unit_rows,
+    verdict_intro,
+    verdict_of,
+    verdict_rows,
 )
 
 CSS = """
@@ -35,6 +43,9 @@ tr.totals td{background:#fafafa;text-align:left;white-space:normal}tr.failed td,
 th.impl{background:#e8eef8}.never{color:#b00020;font-weight:600}
 img{max-width:100%;border:1px solid #eee;margin:8px 0}dl dt{font-weight:600;margin-top:8px}dl dd{margin-left:18px}
 details{margin:8px 0}summary{cursor:pointer;color:#1b6ac9}.scroll{overflow-x:auto;max-width:100%}
+.verdict{border:2px solid #2e7d32;border-radius:6px;padding:6px 14px;margin:14px 0}
+.verdict.invalid{border-color:#d32f2f}.verdict .line{font-size:1.15em;font-weight:bold;color:#1b5e20}
+.verdict.invalid .line{color:#8b0000}.verdict td{white-space:normal}
 """
 
 
@@ -48,30 +59,43 @@ def _cell(text: str) -> str:
 
 
 def _side_table(t: SideBySide) -> str:
+    cols = columns(t)
     head1 = (
         '<tr><th class="l" rowspan="2">metric</th>'
-        + "".join(f'<th class="impl" colspan="{len(STATS) + 2}">{_e(i)}</th>' for i in t.impls)
+        + "".join(f'<th class="impl" colspan="{len(cols)}">{_e(i)}</th>' for i in t.impls)
         + "</tr>"
     )
-    head2 = (
-        "<tr>"
-        + "".join("".join(f"<th>{s}</th>" for s in (*STATS, "mean [95% CI]", "n")) for _ in t.impls)
-        + "</tr>"
-    )
+    head2 = "<tr>" + "".join("".join(f"<th>{_e(s)}</th>" for s in cols) for _ in t.impls) + "</tr>"
     body = []
-    for name, cells in t.rows:
+    for name, by_impl in t.rows:
         m = metric(name)
         tds = [f'<td class="l">{_e(m.label)}{" (" + _e(m.unit) + ")" if m.unit else ""}</td>']
         for impl in t.impls:
-            a = cells.get(impl)
-            if a is None:
-                tds += ["<td>—</td>"] * (len(STATS) + 2)
-                continue
-            tds += [_cell(fmt_stat(a, s)) for s in STATS]
-            tds.append(_cell(fmt_mean(a)))
-            tds.append(f"<td>{a['n']}</td>")
+            tds += [_cell(c) for c in cells(t, by_impl.get(impl))]
         body.append("<tr>" + "".join(tds) + "</tr>")
     return f'<div class="scroll"><table><thead>{head1}{head2}</thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def _grid(head: list[str], rows: list[list[str]]) -> str:
+    th = "".join(f'<th class="l">{_e(h)}</th>' for h in head)
+    trs = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
+    return f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table></div>'
+
+
+def verdict_block(metrics: dict[str, Any]) -> str:
+    """The verdict block (HTML)."""
+    v = verdict_of(metrics)
+    cls = "verdict" if v["valid"] else "verdict invalid"
+    parts = [f'<div class="{cls}"><h2>Verdict</h2><p class="line">{_e(v["line"])}</p>']
+    ratios = verdict_rows(metrics)
+    if ratios:
+        parts.append(_grid(VERDICT_COLUMNS, ratios))
+        parts.append(f'<p class="meta">{_e(verdict_intro(metrics))}</p>')
+    else:
+        parts.append("<p>No trigger kind ran on legacy_zk and another implementation: no ratio.</p>")
+    parts.append(_grid(COMPLETENESS_COLUMNS, completeness_rows(metrics)))
+    parts.append("</div>")
+    return "".join(parts)
 
 
 def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str = "summary.md") -> str:
@@ -82,6 +106,7 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title><style>{CSS}</style></head><body>"
     ]
     parts.append(f"<h1>{_e(title)}</h1>")
+    parts.append(verdict_block(metrics))
     if run.get("description"):
         parts.append(f"<p>{_e(run['description'])}</p>")
     spark = metrics.get("spark") or {}
@@ -102,24 +127,23 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
         + f' · also as <a href="{_e(summary_md_name)}">Markdown</a> and <a href="metrics.json">JSON</a></p>'
     )
     alerts = metrics.get("alerts") or []
-    lost = [a for a in alerts if a.startswith("LOST")]
-    for a in lost:
+    loud = [a for a in alerts if a.startswith(("LOST", "NOT DRAINED"))]
+    for a in loud:
         parts.append(f'<div class="alert lost">{_e(a)}</div>')
-    others = [a for a in alerts if not a.startswith("LOST")]
+    others = [a for a in alerts if a not in loud]
     if others:
         parts.append(
             '<div class="alert"><b>Attention</b><ul>'
             + "".join(f"<li>{_e(a)}</li>" for a in others)
             + "</ul></div>"
         )
-    if not lost and metrics.get("units"):
-        parts.append('<div class="ok">No produced record was lost.</div>')
 
     parts.append("<h2>Results per trigger, side by side</h2>")
     parts.append(
-        '<p class="meta">Statistics over repetitions: p50/p95/p99/max by linear interpolation, '
-        "<span class=never>never</span> = a repetition that did not settle (counted as +infinity); "
-        "mean with a t-based 95% confidence interval over the finite values. Definitions at the end.</p>"
+        '<p class="meta">Statistics over repetitions: p50/p95/p99/max by the rank rule of the definitions; '
+        "a statistic whose rank touches a repetition that did not settle reads <span class=never>never</span>; "
+        "mean with a t-based 95% confidence interval over the finite values, saying how many never values it "
+        "left out. One repetition: one value. Definitions at the end.</p>"
     )
     tables = side_by_side(metrics)
     if not tables:
@@ -129,7 +153,9 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
         parts.append(_side_table(t))
     breakdown = side_by_side(metrics, breakdown=True)
     if breakdown:
-        parts.append("<details><summary>ZooKeeper requests by operation and broker requests by API</summary>")
+        parts.append(
+            "<details><summary>ZooKeeper requests by operation and broker coordination requests by API</summary>"
+        )
         for t in breakdown:
             parts.append(f"<h3>{_e(trigger_title(t))}</h3>{_side_table(t)}")
         parts.append("</details>")

@@ -1,5 +1,7 @@
-"""``summary.md``: the report as Markdown (tables side by side per implementation; plots linked
-from ``plots/``)."""
+"""``summary.md``: the report as Markdown. It leads with the verdict (run valid or not, the
+legacy/coordinator ratios per trigger kind, completeness and split brain per implementation), then
+the tables side by side per implementation, the plots (linked from ``plots/``), every unit and the
+definitions."""
 
 from __future__ import annotations
 
@@ -8,14 +10,19 @@ from typing import Any
 from harness.analysis.definitions import metric
 from harness.report.plots import Plot
 from harness.report.tables import (
-    STATS,
+    COMPLETENESS_COLUMNS,
     UNIT_COLUMNS,
+    VERDICT_COLUMNS,
     SideBySide,
-    fmt_mean,
-    fmt_stat,
+    cells,
+    columns,
+    completeness_rows,
     side_by_side,
     trigger_title,
     unit_rows,
+    verdict_intro,
+    verdict_of,
+    verdict_rows,
 )
 
 
@@ -23,21 +30,35 @@ def _md(s: Any) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
+def _grid(head: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(_md(h) for h in head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+    return lines
+
+
 def _table(t: SideBySide) -> list[str]:
-    head = ["metric"] + [f"{i} {s}" for i in t.impls for s in (*STATS, "mean [95% CI]", "n")]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, cells in t.rows:
+    head = ["metric"] + [f"{i} {s}" for i in t.impls for s in columns(t)]
+    rows = []
+    for name, by_impl in t.rows:
         m = metric(name)
         row = [m.label + (f" ({m.unit})" if m.unit else "")]
         for impl in t.impls:
-            a = cells.get(impl)
-            row += (
-                ["—"] * (len(STATS) + 2)
-                if a is None
-                else [*(fmt_stat(a, s) for s in STATS), fmt_mean(a), str(a["n"])]
-            )
-        lines.append("| " + " | ".join(_md(c) for c in row) + " |")
-    return lines
+            row += cells(t, by_impl.get(impl))
+        rows.append(row)
+    return _grid(head, rows)
+
+
+def verdict_section(metrics: dict[str, Any]) -> list[str]:
+    """The verdict block (Markdown lines)."""
+    v = verdict_of(metrics)
+    out = ["## Verdict", "", f"**{_md(v['line'])}**", ""]
+    ratios = verdict_rows(metrics)
+    if ratios:
+        out += [*_grid(VERDICT_COLUMNS, ratios), "", _md(verdict_intro(metrics)), ""]
+    else:
+        out += ["No trigger kind ran on legacy_zk and another implementation: no ratio.", ""]
+    out += [*_grid(COMPLETENESS_COLUMNS, completeness_rows(metrics)), ""]
+    return out
 
 
 def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = "plots") -> str:
@@ -45,6 +66,7 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
     run = metrics.get("run") or {}
     spark = metrics.get("spark") or {}
     out = [f"# herdlab report: {run.get('scenario') or '?'} / {run.get('run_id') or '?'}", ""]
+    out += verdict_section(metrics)
     if run.get("description"):
         out += [run["description"], ""]
     out += [
@@ -55,24 +77,23 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
     ]
     alerts = metrics.get("alerts") or []
     for a in alerts:
-        out.append(f"> **{'LOST RECORDS: ' if a.startswith('LOST') else ''}{_md(a)}**")
+        loud = a.startswith(("LOST", "NOT DRAINED"))
+        out.append(f"> {'**' if loud else ''}{_md(a)}{'**' if loud else ''}")
     if alerts:
         out.append("")
-    elif metrics.get("units"):
-        settled = any(u.get("triggers") for u in metrics["units"])
-        out += ["No produced record was lost" + ("; every trigger settled." if settled else "."), ""]
     out += [
         "## Results per trigger, side by side",
         "",
-        "p50/p95/p99/max over repetitions (linear interpolation; `never` = a repetition that did not settle, "
-        "counted as +infinity); mean with a t-based 95% confidence interval over the finite values.",
+        "p50/p95/p99/max over repetitions by the rank rule of the definitions: a statistic whose rank "
+        "touches a repetition that never settled reads `never`; mean with a t-based 95% confidence interval "
+        "over the finite values, saying how many never values it left out. One repetition: one value.",
         "",
     ]
     for t in side_by_side(metrics):
         out += [f"### {trigger_title(t)}", "", *_table(t), ""]
     breakdown = side_by_side(metrics, breakdown=True)
     if breakdown:
-        out += ["## ZooKeeper requests by operation, broker requests by API", ""]
+        out += ["## ZooKeeper requests by operation, broker coordination requests by API", ""]
         for t in breakdown:
             out += [f"### {trigger_title(t)}", "", *_table(t), ""]
     if plots:
@@ -81,17 +102,15 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
         out.append("")
     rows = unit_rows(metrics)
     if rows:
-        head = ["unit", *(c for c, _ in UNIT_COLUMNS)]
-        out += ["## Every unit", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        grid = []
         for r in rows:
-            cells = (
+            c = (
                 r["cells"]
                 if r["kind"] == "trigger"
                 else [f"**{r['text']}**" if r.get("lost") or r["kind"] == "failed" else r["text"]]
             )
-            cells = cells + [""] * (len(UNIT_COLUMNS) - len(cells))
-            out.append("| " + " | ".join(_md(c) for c in [r["unit"], *cells]) + " |")
-        out.append("")
+            grid.append([r["unit"], *c, *[""] * (len(UNIT_COLUMNS) - len(c))])
+        out += ["## Every unit", "", *_grid(["unit", *(c for c, _ in UNIT_COLUMNS)], grid), ""]
     out += ["## Definitions", ""]
     out += [f"- **{term}**: {text}" for term, text in metrics.get("definitions") or []]
     out.append("")

@@ -2,9 +2,10 @@
 
 * :func:`latency_plot`: rebalance latency against N (members) per trigger, mean with its 95% CI,
   detection dotted; triggers that never settled are counted on the plot.
-* :func:`herd_plot`: herd counts per membership change against N, log-log, with the analytic
-  N and N-squared curves (anchored at the smallest N of the largest series: only their slopes mean
-  anything).
+* :func:`herd_plot`: coordination requests (ZooKeeper requests plus broker coordination requests)
+  per membership change against N, one panel per trigger, log-log, watch notifications dotted, with
+  the analytic N and N-squared curves (anchored at the smallest N of the largest series: only their
+  slopes mean anything). Nothing is pooled across triggers.
 * :func:`unit_plot`: one unit: records processed per second over time with each trigger's
   consumption gap shaded (top), and who owned each partition when, suspensions hatched and
   processing overlaps in red (bottom).
@@ -29,14 +30,6 @@ from harness.report.tables import cases, implementations
 
 IMPL_COLORS = {"legacy_zk": "#d95f02", "coordinator": "#1b6ac9"}
 OTHER = ["#7570b3", "#66a61e", "#e7298a", "#a6761d"]
-HERD_METRICS = (
-    "watches",
-    "zk_requests",
-    "zk_packets",
-    "broker_group_requests",
-    "conflicts",
-    "failed_attempts",
-)
 
 
 @dataclass
@@ -74,13 +67,9 @@ def _aggs(metrics: dict[str, Any]) -> dict[tuple[str, str, str, str], dict[str, 
 
 def latency_plot(metrics: dict[str, Any]) -> Plot | None:
     """Rebalance latency against N, one panel per trigger (see the module docstring)."""
-    keys = []
-    for a in metrics.get("aggregates", []):
-        if a["trigger"] not in ("all", "unit") and a["metric"] == "latency_s" and a["trigger"] not in keys:
-            keys.append(a["trigger"])
+    keys = _trigger_keys(metrics, "latency_s")
     if not keys:
         return None
-    keys.sort(key=lambda k: int(k.split()[0].lstrip("#")) if k.startswith("#") else 0)
     impls = implementations(metrics)
     xs, ticks, xlabel = _axis(metrics)
     aggs = _aggs(metrics)
@@ -141,43 +130,56 @@ def latency_plot(metrics: dict[str, Any]) -> Plot | None:
     return Plot("latency", "Rebalance latency against N", _png(fig))
 
 
+def _trigger_keys(metrics: dict[str, Any], name: str) -> list[str]:
+    keys: list[str] = []
+    for a in metrics.get("aggregates", []):
+        if a["trigger"] != "unit" and a["metric"] == name and a["trigger"] not in keys:
+            keys.append(a["trigger"])
+    return sorted(keys, key=lambda k: int(k.split()[0].lstrip("#")) if k.startswith("#") else 0)
+
+
 def herd_plot(metrics: dict[str, Any]) -> Plot | None:
-    """Herd counts per membership change against N, with N and N^2 curves."""
+    """Coordination requests per membership change against N, one panel per trigger (mean, 95% CI;
+    dotted: watch notifications), with N and N-squared curves when the x axis is N."""
+    keys = _trigger_keys(metrics, "coordination_requests")
     impls = implementations(metrics)
     xs, ticks, xlabel = _axis(metrics)
     aggs = _aggs(metrics)
-    shown = []
-    for name in HERD_METRICS:
-        vals = [aggs.get((i, c, "all", name), {}).get("mean") for i in impls for c in xs]
-        if any(v for v in vals if v):
-            shown.append(name)
-    if not shown:
-        return None
-    cols = min(3, len(shown))
-    rows = (len(shown) + cols - 1) // cols
-    fig = Figure(figsize=(4.4 * cols, 3.5 * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False).ravel()
     numeric = ticks is None
-    for ax, name in zip(axes, shown, strict=False):
+
+    def points(impl: str, key: str, name: str) -> tuple[list[float], list[float], list[list[float]]]:
+        px: list[float] = []
+        py: list[float] = []
+        err: list[list[float]] = [[], []]
+        for case, x in xs.items():
+            a = aggs.get((impl, case, key, name))
+            if not a or a.get("mean") is None or (numeric and a["mean"] <= 0):
+                continue
+            px.append(x)
+            py.append(a["mean"])
+            ci = a.get("ci95") or [a["mean"], a["mean"]]
+            # on log axes an interval reaching zero or below is cut at a third of the mean
+            low = max(ci[0], a["mean"] / 3) if numeric else ci[0]
+            err[0].append(max(0.0, a["mean"] - low))
+            err[1].append(max(0.0, ci[1] - a["mean"]))
+        return px, py, err
+
+    if not any(points(i, k, "coordination_requests")[0] for i in impls for k in keys):
+        return None
+    fig = Figure(figsize=(min(4.4 * len(keys), 14), 3.8), layout="constrained")
+    axes = fig.subplots(1, len(keys), squeeze=False)[0]
+    for ax, key in zip(axes, keys, strict=True):
         best: tuple[float, list[float], list[float]] | None = None
         for impl in impls:
-            px, py, err = [], [], [[], []]
-            for case, x in xs.items():
-                a = aggs.get((impl, case, "all", name))
-                if not a or a.get("mean") is None or (numeric and a["mean"] <= 0):
-                    continue
-                px.append(x)
-                py.append(a["mean"])
-                ci = a.get("ci95") or [a["mean"], a["mean"]]
-                # on log axes an interval reaching zero or below is cut at a third of the mean
-                low = max(ci[0], a["mean"] / 3) if numeric else ci[0]
-                err[0].append(max(0.0, a["mean"] - low))
-                err[1].append(max(0.0, ci[1] - a["mean"]))
-            if not px:
-                continue
-            ax.errorbar(px, py, yerr=err, fmt="o-", color=_color(impl, impls), capsize=3, label=impl)
-            if best is None or max(py) > best[0]:
-                best = (max(py), px, py)
+            col = _color(impl, impls)
+            px, py, err = points(impl, key, "coordination_requests")
+            if px:
+                ax.errorbar(px, py, yerr=err, fmt="o-", color=col, capsize=3, label=impl)
+                if best is None or max(py) > best[0]:
+                    best = (max(py), px, py)
+            wx, wy, _ = points(impl, key, "watches")
+            if wx:
+                ax.plot(wx, wy, linestyle=":", marker=".", color=col, alpha=0.8)
         if numeric and best is not None and len(best[1]) >= 2:
             x0, y0 = best[1][0], best[2][0]
             grid = [min(xs.values()) + (max(xs.values()) - min(xs.values())) * k / 40 for k in range(41)]
@@ -193,14 +195,17 @@ def herd_plot(metrics: dict[str, Any]) -> Plot | None:
         else:
             ax.set_xticks(range(len(ticks or [])), ticks or [], rotation=20, fontsize=7)
             ax.set_xlim(-0.5, len(ticks or []) - 0.5)
-        ax.set_title(metric(name).label, fontsize=10)
+        ax.set_title(key, fontsize=10)
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
-    for ax in axes[len(shown) :]:
-        ax.set_visible(False)
-    fig.suptitle("herd per membership change (mean over triggers and repetitions, 95% CI)", fontsize=11)
-    return Plot("herd", "Herd counts against N", _png(fig))
+    axes[0].set_ylabel("requests per change")
+    fig.suptitle(
+        f"{metric('coordination_requests').label} per membership change (mean, 95% CI; dotted: "
+        f"{metric('watches').label})",
+        fontsize=11,
+    )
+    return Plot("herd", "Coordination requests against N", _png(fig))
 
 
 def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:

@@ -1,9 +1,10 @@
 """The tables every report shows, as plain data (rendered by :mod:`.html`, :mod:`.markdown` and
 :mod:`.terminal`), and the formatting of values.
 
-Nothing here computes a figure: it arranges the aggregates of ``metrics.json`` side by side per
-implementation. A missing value reads ``never`` when the metric is censored and some repetition
-never got there, and ``—`` when it was not measured.
+Nothing here computes a figure: it arranges the aggregates and the verdict of ``metrics.json``.
+A statistic reads ``never`` when the analysis says so (the string ``"never"``), ``no effect`` /
+``skipped`` when the sample is empty because of those outcomes, and ``—`` when nothing was measured.
+A row whose sample holds one value shows that value once, not four equal statistics.
 """
 
 from __future__ import annotations
@@ -13,15 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, metric
+from harness.analysis.stats import NEVER
 
 DASH = "—"
 STATS = ("p50", "p95", "p99", "max")
 
 
 def fmt(v: Any, unit: str = "", never: bool = False) -> str:
-    """One value: ``1.234 s``, ``12``, ``3.5``; None -> ``never`` or ``—``."""
+    """One value: ``1.234 s``, ``12``, ``3.5``; ``"never"`` -> ``never``; None -> ``never`` when
+    ``never`` else ``—``."""
     if v is None:
-        return "never" if never else DASH
+        return NEVER if never else DASH
+    if v == NEVER:
+        return NEVER
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, int | float):
@@ -33,37 +38,56 @@ def fmt(v: Any, unit: str = "", never: bool = False) -> str:
     return str(v)
 
 
+def _empty(a: dict[str, Any]) -> str:
+    """What an empty sample reads: its outcomes, or ``—``."""
+    if a.get("no_effect") and not a.get("m"):
+        return "no effect"
+    if a.get("skipped") and not a.get("m"):
+        return "skipped"
+    return DASH
+
+
 def fmt_stat(a: dict[str, Any], stat: str) -> str:
-    """One statistic of an aggregate row."""
-    m = metric(a["metric"])
-    return fmt(a.get(stat), m.unit, never=bool(a.get("never")))
+    """One statistic (``p50`` ... ``max``, or ``value``) of an aggregate row."""
+    v = a.get(stat)
+    return _empty(a) if v is None else fmt(v, metric(a["metric"]).unit)
 
 
 def fmt_mean(a: dict[str, Any]) -> str:
-    """``mean [lo, hi]``, or ``mean (n=1)`` / with the never count."""
+    """``mean [lo, hi]``, with how many never values it left out; ``never`` when all were."""
     m = metric(a["metric"])
     if a.get("mean") is None:
-        return "never" if a.get("never") else DASH
+        return NEVER if a.get("left_out") else _empty(a)
     s = fmt(a["mean"], m.unit)
     if a.get("ci95"):
         lo, hi = a["ci95"]
         s += f" [{fmt(lo, m.unit)}, {fmt(hi, m.unit)}]"
-    if a.get("ci_note"):
-        s += f" ({a['ci_note']})"
+    if a.get("left_out"):
+        s += f" ({a['left_out']} never left out)"
     return s
+
+
+def single(a: dict[str, Any]) -> bool:
+    """Whether the row's sample holds at most one value (shown as one value)."""
+    return int(a.get("m") or 0) <= 1
+
+
+def fmt_one(a: dict[str, Any]) -> str:
+    """The one value of a row whose sample holds at most one."""
+    return fmt_stat(a, "value")
 
 
 @dataclass
 class SideBySide:
-    """One table: rows are metrics, column groups are implementations."""
+    """One table: rows are metrics, column groups are implementations. ``single``: every cell holds
+    at most one value (one repetition), so the table shows one column per implementation."""
 
     case: str
     trigger: str
     targets: list[str]
     impls: list[str]
-    rows: list[tuple[str, dict[str, dict[str, Any]]]] = field(
-        default_factory=list
-    )  # (metric, impl -> aggregate)
+    rows: list[tuple[str, dict[str, dict[str, Any]]]] = field(default_factory=list)
+    single: bool = False
 
 
 def implementations(metrics: dict[str, Any]) -> list[str]:
@@ -83,10 +107,10 @@ def cases(metrics: dict[str, Any]) -> list[str]:
 
 
 def side_by_side(metrics: dict[str, Any], breakdown: bool = False) -> list[SideBySide]:
-    """Per case and trigger key (then ``all``, then ``unit``): the aggregates side by side.
+    """Per case and trigger key (then ``unit``): the aggregates side by side.
 
     ``breakdown``: the by-operation / by-API metrics instead of the headline ones. Metrics no
-    implementation has a value or a never for are left out.
+    implementation has a value, a never or an outcome for are left out.
     """
     impls = implementations(metrics)
     by: dict[tuple[str, str], dict[str, dict[str, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
@@ -96,19 +120,10 @@ def side_by_side(metrics: dict[str, Any], breakdown: bool = False) -> list[SideB
         k = (a["case"], a["trigger"])
         by[k][a["metric"]][a["impl"]] = a
         targets.setdefault(k, a.get("targets") or [])
-        order.setdefault(
-            k,
-            a["trigger_index"]
-            if a["trigger_index"] >= 0
-            else (10**6 if a["trigger"] == "all" else 10**6 + 1),
-        )
+        order.setdefault(k, a["trigger_index"] if a["trigger"] != "unit" else 10**6)
     tables = []
     for case in cases(metrics):
-        keys = sorted((k for k in by if k[0] == case), key=lambda k: order[k])
-        singles = [k for k in keys if k[1] not in ("all", "unit")]
-        for k in keys:
-            if k[1] == "all" and len(singles) < 2:
-                continue  # pooling one trigger repeats its table
+        for k in sorted((k for k in by if k[0] == case), key=lambda k: order[k]):
             if breakdown:
                 names = sorted(n for n in by[k] if "[" in n)
             else:
@@ -116,8 +131,9 @@ def side_by_side(metrics: dict[str, Any], breakdown: bool = False) -> list[SideB
             t = SideBySide(case=case, trigger=k[1], targets=targets[k], impls=impls)
             for n in names:
                 cells = by[k].get(n, {})
-                if any(c.get("k") or c.get("never") for c in cells.values()):
+                if any(c.get("m") or c.get("no_effect") or c.get("skipped") for c in cells.values()):
                     t.rows.append((f"unit.{n}" if k[1] == "unit" else n, cells))
+            t.single = all(single(a) for _, cells in t.rows for a in cells.values())
             if t.rows:
                 tables.append(t)
     return tables
@@ -126,28 +142,160 @@ def side_by_side(metrics: dict[str, Any], breakdown: bool = False) -> list[SideB
 def trigger_title(t: SideBySide) -> str:
     if t.trigger == "unit":
         return f"{t.case}: whole units"
-    if t.trigger == "all":
-        return f"{t.case}: all triggers pooled"
     tg = f" {','.join(t.targets)}" if t.targets else ""
     return f"{t.case}: trigger {t.trigger}{tg}"
 
 
+def columns(t: SideBySide) -> list[str]:
+    """The statistic columns under each implementation."""
+    return ["value"] if t.single else [*STATS, "mean [95% CI]", "n"]
+
+
+def cells(t: SideBySide, a: dict[str, Any] | None) -> list[str]:
+    """The cells of one implementation in one row of ``t`` (see :func:`columns`). A row whose sample
+    holds one value, in a table that is not ``single``, shows it under p50 and leaves the rest blank."""
+    width = len(columns(t))
+    if a is None:
+        return [DASH] * width
+    if t.single:
+        return [fmt_one(a)]
+    if single(a):
+        return [fmt_one(a), "", "", "", "", str(a["n"])]
+    return [*(fmt_stat(a, s) for s in STATS), fmt_mean(a), str(a["n"])]
+
+
+# --- the verdict -------------------------------------------------------------------------------------
+
+
+def verdict_of(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The metrics' verdict; computed from the units when the file predates it."""
+    if metrics.get("verdict"):
+        return metrics["verdict"]
+    from harness.analysis.verdict import verdict
+
+    return verdict(metrics)
+
+
+def fmt_ratio(r: dict[str, Any]) -> str:
+    """``2.00× [1.16, 13.9]``, ``2.00×`` (no interval) or ``—``."""
+    if r.get("ratio") is None:
+        return DASH
+    s = f"{_g(r['ratio'])}×"
+    if r.get("ci95"):
+        s += f" [{_g(r['ci95'][0])}, {_g(r['ci95'][1])}]"
+    return s
+
+
+def _g(v: float) -> str:
+    """Three significant digits (``2.00``, ``13.9``, ``0.500``); whole numbers from 100 on."""
+    return f"{v:#.3g}" if abs(v) < 100 else f"{v:.0f}"
+
+
+VERDICT_COLUMNS = [
+    "case",
+    "trigger kind",
+    "ratio",
+    "latency",
+    "latency means",
+    "coordination requests",
+    "request means",
+    "repetitions",
+    "notes",
+]
+COMPLETENESS_COLUMNS = [
+    "implementation",
+    "units",
+    "failed",
+    "lost",
+    "not drained",
+    "overlap episodes",
+    "overlap",
+    "non-owner commits",
+    "stale commits accepted",
+]
+
+
+def verdict_rows(metrics: dict[str, Any]) -> list[list[str]]:
+    """The ratio table of the verdict, one row per case, trigger kind and pair (see
+    :data:`VERDICT_COLUMNS`)."""
+    out = []
+    for r in verdict_of(metrics).get("ratios") or []:
+        lat, req = r["latency_s"], r["coordination_requests"]
+        means = [
+            " / ".join(fmt(v, unit) for v in x["means"]) if any(v is not None for v in x["means"]) else DASH
+            for x, unit in ((lat, "s"), (req, ""))
+        ]
+        notes = [
+            f"latency: {lat['note']}" if lat["note"] else "",
+            f"requests: {req['note']}" if req["note"] else "",
+        ]
+        out.append(
+            [
+                r["case"],
+                f"{r['action']} ({', '.join(r['triggers'])})",
+                f"{r['numerator']} / {r['denominator']}",
+                fmt_ratio(lat),
+                means[0],
+                fmt_ratio(req),
+                means[1],
+                f"{lat['n'][0] + lat['never'][0]} / {lat['n'][1] + lat['never'][1]}",
+                "; ".join(n for n in notes if n),
+            ]
+        )
+    return out
+
+
+def completeness_rows(metrics: dict[str, Any]) -> list[list[str]]:
+    """Per implementation: units, failed, lost, not drained, split brain (see
+    :data:`COMPLETENESS_COLUMNS`); ``n/a`` for stale commits of an implementation without generations."""
+    out = []
+    for c in verdict_of(metrics).get("completeness") or []:
+        stale = c.get("commits_stale_generation")
+        out.append(
+            [
+                c["impl"],
+                str(c["units"]),
+                str(c["failed"]),
+                fmt(c.get("lost") or 0),
+                fmt(c.get("not_drained") or 0),
+                fmt(c.get("overlap_episodes") or 0),
+                fmt(c.get("overlap_s") or 0.0, "s"),
+                fmt(c.get("commits_non_owner") or 0),
+                "n/a" if stale is None else fmt(stale),
+            ]
+        )
+    return out
+
+
+def verdict_intro(metrics: dict[str, Any]) -> str:
+    """The sentence under the verdict's ratio table: what a ratio is and how its interval is made."""
+    v = verdict_of(metrics)
+    return (
+        "A ratio above 1: legacy_zk took longer or sent more. "
+        + (v.get("method") or "")
+        + " Completeness and split brain below: totals over every unit of each implementation."
+    )
+
+
+# --- every unit -------------------------------------------------------------------------------------
+
 UNIT_COLUMNS = [
     ("trigger", ""),
     ("t0_s", "s"),
-    ("settled", ""),
+    ("outcome", ""),
     ("latency_s", "s"),
     ("detection_s", "s"),
     ("convergence_s", "s"),
     ("resumed_s", "s"),
-    ("gap_s", "s"),
+    ("startup_s", "s"),
+    ("coordination_requests", ""),
     ("watches", ""),
     ("zk_requests", ""),
     ("zk_packets", ""),
     ("broker_group_requests", ""),
     ("conflicts", ""),
     ("failed_attempts", ""),
-    ("overlaps", ""),
+    ("overlap_episodes", ""),
     ("overlap_s", "s"),
     ("duplicates", ""),
     ("commits_non_owner", ""),
@@ -157,29 +305,39 @@ UNIT_COLUMNS = [
 
 def unit_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     """The per-unit detail table: per unit a row per trigger (``cells`` under :data:`UNIT_COLUMNS`),
-    then a ``totals`` row (``text``); a failed unit gets a ``failed`` row."""
+    then a ``totals`` row (``text``); a failed unit gets a ``failed`` row. A latency of a trigger
+    that did not settle reads its outcome, never a number."""
+    from harness.analysis.aggregate import outcome
+
     out: list[dict[str, Any]] = []
     for u in metrics.get("units", []):
         label = f"{u['impl']} {u['case']} r{u['repetition']}"
         if u.get("failed"):
             out.append({"unit": label, "kind": "failed", "text": f"FAILED: {u['failed']}"})
         for t in u.get("triggers", []):
-            cells = []
+            o = outcome(t)
+            row = []
             for name, unit in UNIT_COLUMNS:
                 if name == "trigger":
-                    cells.append(f"{t['key']} {','.join(t.get('targets') or [])}".strip())
-                elif name in ("latency_s", "convergence_s", "resumed_s"):
-                    cells.append(fmt(t.get(name), unit, never=not t.get("settled") or name == "resumed_s"))
+                    row.append(f"{t['key']} {','.join(t.get('targets') or [])}".strip())
+                elif name == "outcome" or (metric(name).censored and o != "settled"):
+                    row.append(o.replace("_", " "))
+                elif metric(name).censored:
+                    row.append(fmt(t.get(name), unit, never=True))
                 else:
-                    cells.append(fmt(t.get(name), unit))
-            out.append({"unit": label, "kind": "trigger", "cells": cells})
-        if not u.get("events"):
+                    row.append(fmt(t.get(name), unit))
+            out.append({"unit": label, "kind": "trigger", "cells": row})
+        if "produced" not in u:
             continue
         text = (
             f"produced {u.get('produced', 0)}, processed {u.get('processed', 0)}, lost {u.get('lost', 0)}, "
-            f"duplicates {u.get('duplicates', 0)}, overlaps {u.get('overlaps', 0)} ({fmt(u.get('overlap_s'), 's')}), "
-            f"non-owner commits {u.get('commits_non_owner', 0)}, stale-generation commits "
+            f"not drained {u.get('not_drained', 0)}, duplicates {u.get('duplicates', 0)}, overlap episodes "
+            f"{u.get('overlap_episodes', 0)} ({fmt(u.get('overlap_s'), 's')}), non-owner commits "
+            f"{u.get('commits_non_owner', 0)}, stale-generation commits "
             f"{fmt(u.get('commits_stale_generation'))}, rejected commits {u.get('commits_rejected', 0)}"
         )
-        out.append({"unit": label, "kind": "totals", "text": text, "lost": bool(u.get("lost"))})
+        if u.get("session_failures"):
+            text += f", session failures {u['session_failures']}"
+        bad = bool(u.get("lost") or u.get("not_drained"))
+        out.append({"unit": label, "kind": "totals", "text": text, "lost": bad})
     return out

@@ -1,21 +1,59 @@
-"""The terminal summary table that ends ``herdlab run`` and ``herdlab report`` (rich)."""
+"""What ``herdlab run`` and ``herdlab report`` print (rich): the verdict first, then the summary table."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
-from harness.report.tables import cases, fmt, implementations
+from harness.report.tables import (
+    COMPLETENESS_COLUMNS,
+    VERDICT_COLUMNS,
+    cases,
+    completeness_rows,
+    fmt_stat,
+    implementations,
+    single,
+    verdict_intro,
+    verdict_of,
+    verdict_rows,
+)
+
+
+def verdict_panel(metrics: dict[str, Any]) -> Group:
+    """The verdict: the one-line run verdict, the ratio table and the completeness table."""
+    v = verdict_of(metrics)
+    style = "bold green" if v["valid"] else "bold red"
+    parts: list[Any] = [Text(f"verdict: {v['line']}", style=style)]
+    ratios = verdict_rows(metrics)
+    if ratios:
+        t = Table(title="legacy_zk against the other implementations, per trigger kind", title_justify="left")
+        for c in VERDICT_COLUMNS:
+            t.add_column(c, justify="left", overflow="fold")
+        for r in ratios:
+            t.add_row(*r)
+        parts += [t, Text(verdict_intro(metrics), style="dim")]
+    c = Table(title="completeness and split brain per implementation", title_justify="left")
+    for name in COMPLETENESS_COLUMNS:
+        c.add_column(name, justify="left" if name == "implementation" else "right")
+    for r in completeness_rows(metrics):
+        bad = r[3] != "0" or r[4] != "0"
+        c.add_row(*r, style="red" if bad else None)
+    parts.append(c)
+    return Group(*parts)
 
 
 def summary_table(metrics: dict[str, Any]) -> Table:
-    """One row per case, trigger and implementation (medians over repetitions; ``never`` when a
-    repetition did not settle), then per case and implementation a ``whole unit`` row with loss,
-    duplicates and overlaps (worst repetition)."""
+    """One row per case, trigger and implementation (the median over repetitions, or the one value
+    of a single repetition; ``never`` when the rank rule reaches a repetition that did not settle),
+    then per case and implementation a ``whole unit`` row with loss, undrained tails, duplicates and
+    overlap episodes (worst repetition)."""
     run = metrics.get("run") or {}
     t = Table(
-        title=f"herdlab {run.get('scenario') or ''} {run.get('run_id') or ''}: medians over repetitions (PySpark)"
+        title=f"herdlab {run.get('scenario') or ''} {run.get('run_id') or ''}: medians over repetitions "
+        "(one repetition: its value)"
     )
     cols = [
         ("case", "left"),
@@ -26,34 +64,44 @@ def summary_table(metrics: dict[str, Any]) -> Table:
         ("latency max", "right"),
         ("detect", "right"),
         ("resumed", "right"),
-        ("gap", "right"),
+        ("coord req", "right"),
         ("watches", "right"),
         ("zk req", "right"),
         ("zk pkts", "right"),
-        ("broker grp", "right"),
+        ("broker coord", "right"),
         ("conflicts", "right"),
         ("failed", "right"),
         ("overlaps", "right"),
         ("dup", "right"),
         ("lost", "right"),
+        ("not drained", "right"),
     ]
     for name, justify in cols:
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     aggs = {(a["impl"], a["case"], a["trigger"], a["metric"]): a for a in metrics.get("aggregates", [])}
     keys: dict[str, list[str]] = {}
     for a in metrics.get("aggregates", []):
-        if a["trigger"] not in ("all", "unit"):
+        if a["trigger"] != "unit":
             keys.setdefault(a["case"], [])
             if a["trigger"] not in keys[a["case"]]:
                 keys[a["case"]].append(a["trigger"])
 
-    def p50(impl: str, case: str, key: str, m: str, stat: str = "p50", unit: str = "") -> str:
+    def stat(impl: str, case: str, key: str, m: str, which: str = "p50") -> str:
         a = aggs.get((impl, case, key, m))
         if a is None:
             return "-"
-        v = a.get(stat)
-        s = fmt(v, unit, never=bool(a.get("never")))
+        if single(a) and which == "max":
+            return ""  # one value: shown once, under p50
+        s = fmt_stat(a, "value" if single(a) else which)
         return f"[red]{s}[/red]" if s == "never" else s
+
+    def worst(impl: str, case: str, m: str) -> str:
+        a = aggs.get((impl, case, "unit", m))
+        if a is None:
+            return "-"
+        s = fmt_stat(a, "value" if single(a) else "max")
+        bad = m in ("lost", "not_drained") and s not in ("0", "-", "—")
+        return f"[bold red]{s}[/bold red]" if bad else s
 
     impls = implementations(metrics)
     for case in cases(metrics):
@@ -68,19 +116,20 @@ def summary_table(metrics: dict[str, Any]) -> Table:
                     f"{key} {','.join(a.get('targets') or [])}",
                     impl,
                     str(a["n"]),
-                    p50(impl, case, key, "latency_s", unit="s"),
-                    p50(impl, case, key, "latency_s", "max", "s"),
-                    p50(impl, case, key, "detection_s", unit="s"),
-                    p50(impl, case, key, "resumed_s", unit="s"),
-                    p50(impl, case, key, "gap_s", unit="s"),
-                    p50(impl, case, key, "watches"),
-                    p50(impl, case, key, "zk_requests"),
-                    p50(impl, case, key, "zk_packets"),
-                    p50(impl, case, key, "broker_group_requests"),
-                    p50(impl, case, key, "conflicts"),
-                    p50(impl, case, key, "failed_attempts"),
-                    p50(impl, case, key, "overlaps"),
-                    p50(impl, case, key, "duplicates"),
+                    stat(impl, case, key, "latency_s"),
+                    stat(impl, case, key, "latency_s", "max"),
+                    stat(impl, case, key, "detection_s"),
+                    stat(impl, case, key, "resumed_s"),
+                    stat(impl, case, key, "coordination_requests"),
+                    stat(impl, case, key, "watches"),
+                    stat(impl, case, key, "zk_requests"),
+                    stat(impl, case, key, "zk_packets"),
+                    stat(impl, case, key, "broker_group_requests"),
+                    stat(impl, case, key, "conflicts"),
+                    stat(impl, case, key, "failed_attempts"),
+                    stat(impl, case, key, "overlap_episodes"),
+                    stat(impl, case, key, "duplicates"),
+                    "",
                     "",
                 )
                 first = False
@@ -88,16 +137,16 @@ def summary_table(metrics: dict[str, Any]) -> Table:
             lost = aggs.get((impl, case, "unit", "lost"))
             if lost is None:
                 continue
-            lost_s = fmt(lost.get("max"))
             t.add_row(
                 case if first else "",
                 "whole unit (worst rep)",
                 impl,
                 str(lost["n"]),
                 *[""] * 11,
-                p50(impl, case, "unit", "overlaps", "max"),
-                p50(impl, case, "unit", "duplicates", "max"),
-                f"[bold red]{lost_s}[/bold red]" if lost.get("max") else lost_s,
+                worst(impl, case, "overlap_episodes"),
+                worst(impl, case, "duplicates"),
+                worst(impl, case, "lost"),
+                worst(impl, case, "not_drained"),
             )
             first = False
     return t
