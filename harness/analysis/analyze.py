@@ -38,7 +38,7 @@ from harness.analysis.load import RunInputs, load_run
 from harness.analysis.spark import spark_session
 from harness.kernel.events import SETTLED, SKIPPED
 
-FORMAT = "herdlab-metrics/1"
+FORMAT = "herdlab-metrics/2"
 MAX_TIMELINES = 12
 MAX_TIMELINE_PARTITIONS = 64
 MAX_RATE_POINTS = 1500

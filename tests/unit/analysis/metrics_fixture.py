@@ -122,7 +122,7 @@ def build(units: list[dict[str, Any]], repetitions: int | None = None, **run: An
     impls = [i for i in IMPLS if any(u["impl"] == i for u in units)]
     reps = repetitions if repetitions is not None else 1 + max((u["repetition"] for u in units), default=-1)
     out: dict[str, Any] = {
-        "format": "herdlab-metrics/1",
+        "format": "herdlab-metrics/2",
         "run": {
             "run_id": "r1",
             "scenario": "herd",

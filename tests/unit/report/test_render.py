@@ -82,7 +82,7 @@ def test_side_by_side_tables_with_statistics(tmp_path: Path) -> None:
         "| rebalance latency (s) | 4.000 s | 4.180 s | 4.196 s | 4.200 s | 4.000 s [3.503 s, 4.497 s] | 3 |"
         in md
     )
-    assert "## Definitions" in md and "**settled t1**" in md
+    assert "## Definitions" in md and "**settled t1 and outcomes**" in md
 
 
 def test_one_repetition_shows_one_value(tmp_path: Path) -> None:
