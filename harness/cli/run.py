@@ -214,12 +214,12 @@ def execute(
     failed = [u for u in result.units if u.get("failed")]
     for u in failed:
         console.print(f"[red]unit {u['unit']} failed:[/red] {u['failed']}")
-    lost = False
+    invalid = False
     if report:
-        lost = publish(result.run_dir, spark_master=spark_master)
+        invalid = publish(result.run_dir, spark_master=spark_master)
     else:
         console.print(f"no report: render it with `herdlab report {result.run_dir}`")
-    if failed or lost:
+    if failed or invalid:
         raise SystemExit(1)
     return result.run_dir
 
