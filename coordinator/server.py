@@ -36,7 +36,8 @@ Contract
   "requests": {"Heartbeat": 12, ...}, "total": 12, "handling_us": {"Heartbeat": 150, ...},
   "rejected": {"malformed": 1, ...}}`` (``handling_us``: summed synchronous handling time -- decode
   and handler, not the wait of a parked request; ``rejected``: connections closed or requests
-  refused, by reason). Nothing is written for an interval without requests. Cheap: two counter
+  refused, by reason; ``group_failure`` counts groups reset after an internal error, see
+  :mod:`coordinator.groups`). Nothing is written for an interval without requests. Cheap: two counter
   increments per request.
 """
 
@@ -66,7 +67,7 @@ from coordinator.context import RequestContext
 from coordinator.dataplane import DATA_VERSIONS, DataPlane
 from coordinator.group.machine import GroupCoordinator
 from coordinator.group_log import GroupLog
-from coordinator.groups import GROUP_VERSIONS, GroupShell
+from coordinator.groups import GROUP_VERSIONS, GroupFailure, GroupShell
 from coordinator.topics import TopicStore
 from coordinator.wire import (
     ZERO_TD,
@@ -279,6 +280,7 @@ class Broker:
         self.data = DataPlane(config, self.store, self.cluster)
         self.group_log = GroupLog(data_dir / "groups") if data_dir is not None else None
         self.machine = machine or GroupCoordinator(config.group)
+        self.rejected: Counter[str] = Counter()
         self.groups = GroupShell(
             self.machine,
             self.cluster,
@@ -287,6 +289,7 @@ class Broker:
             self.group_log,
             broker_id=config.broker_id,
             known_topic=self._known_topic,
+            rejected=self.rejected,
         )
         self.served = dict(SERVED_VERSIONS)
         self.handlers: dict[int, Callable[[RequestContext, Any], Any]] = {
@@ -297,7 +300,6 @@ class Broker:
         self.requests: Counter[int] = Counter()
         self._coordination_keys = frozenset(k for k, n in API_NAMES.items() if n in COORDINATION_APIS)
         self.handling_ns: Counter[int] = Counter()
-        self.rejected: Counter[str] = Counter()
         self._reported: Counter[int] = Counter()
         self._reported_rejected: Counter[str] = Counter()
         self._reported_ns: Counter[int] = Counter()
@@ -389,8 +391,17 @@ class Broker:
         )
         try:
             result = self.handlers[api_key](ctx, req.body)
-        except Exception:
-            log.exception("%s v%d from %s failed", API_NAMES.get(api_key), req.api_version, peer.client_host)
+        except CloseConnection:
+            raise
+        except Exception as e:
+            if isinstance(e, GroupFailure):  # the shell logged the traceback and reset the group
+                log.error(
+                    "%s v%d from %s failed: %s", API_NAMES.get(api_key), req.api_version, peer.client_host, e
+                )
+            else:
+                log.exception(
+                    "%s v%d from %s failed", API_NAMES.get(api_key), req.api_version, peer.client_host
+                )
             result = error_response(api_key, req.api_version, ErrorCode.unknown_server_error)
             if result is None:
                 raise CloseConnection(f"handler_error: {API_NAMES.get(api_key)}") from None
