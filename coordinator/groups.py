@@ -372,22 +372,41 @@ class GroupShell:
 
     # ------------------------------------------------------------------ loading
 
-    async def load(self) -> int:
-        """Replay the group log into the machine; the number of records loaded."""
+    async def load(self) -> tuple[int, int]:
+        """Replay the group log into the machine; ``(records loaded, records skipped)``.
+
+        A line that does not decode (see :class:`~coordinator.group_log.GroupLog`) or a record the machine
+        rejects is skipped with a warning naming its line; everything else is loaded. If reading the log
+        itself fails, the error propagates, and the groups loaded until then are served (Kafka's
+        ``loadGroupsAndOffsets`` logs the error and owns the partition all the same): loading always ends.
+        """
         self.loading = True
         self.apply(self.machine.begin_loading())
-        count = 0
+        count = skipped = 0
         try:
             if self.group_log is not None:
-                for record in self.group_log.replay():
-                    self.machine.load(record)
+                for lineno, record in self.group_log.replay_lines():
+                    try:
+                        self.machine.load(record)
+                    except Exception as e:
+                        skipped += 1
+                        log.warning(
+                            "group log %s line %d skipped: %s (%s: %s)",
+                            self.group_log.path,
+                            lineno,
+                            record,
+                            type(e).__name__,
+                            e,
+                        )
+                        continue
                     count += 1
                     if count % _LOAD_CHUNK == 0:
                         await asyncio.sleep(0)
+                skipped += self.group_log.skipped
         finally:
             self.apply(self.machine.finish_loading(self.clock()))
             self.loading = False
-        return count
+        return count, skipped
 
     # ------------------------------------------------------------------ helpers
 

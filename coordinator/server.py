@@ -5,7 +5,8 @@ Contract
 * One :class:`Broker` per process. :meth:`Broker.start` opens the data directory, binds
   ``host:port`` (port 0: any free port, see :attr:`Broker.port`), registers in ZooKeeper when
   configured, starts loading the group log in the background (group APIs answer
-  COORDINATOR_LOAD_IN_PROGRESS until it is done) and finally writes the ready file.
+  COORDINATOR_LOAD_IN_PROGRESS until it is done; damaged lines are skipped, see
+  :mod:`coordinator.group_log`) and finally writes the ready file.
 * Connections are served concurrently; each one serves **one request at a time**, as Kafka's muted
   channel does (spec 2.19): the next request of a connection is read and decoded only after the
   response to the previous one was written (or, for Produce with acks=0, found to be none). A
@@ -447,12 +448,18 @@ class Broker:
     async def _load_groups(self) -> None:
         t0 = time.monotonic()
         try:
-            count = await self.groups.load()
+            count, skipped = await self.groups.load()
         except Exception:
-            log.exception("loading the group log failed; group APIs stay unavailable")
-            raise
-        self.loaded.set()
-        log.info("group log loaded: %d records in %.3fs", count, time.monotonic() - t0)
+            groups = len(self.machine.group_ids())
+            log.exception(
+                "reading the group log failed; serving the %d groups loaded before the error", groups
+            )
+        else:
+            log.info(
+                "group log loaded: %d records (%d skipped) in %.3fs", count, skipped, time.monotonic() - t0
+            )
+        finally:
+            self.loaded.set()
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

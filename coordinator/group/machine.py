@@ -1456,7 +1456,8 @@ class GroupCoordinator:
     def load(self, record: Record) -> None:
         """Replay one persisted record (in log order). Offsets are last-writer-wins; the last group record of a
         group replaces its membership (loaded as Stable, or Empty if it has no members); a tombstone drops the
-        group and its offsets."""
+        group and its offsets. Raises (changing nothing) for a record that cannot be a group's state: a member id
+        twice, a static instance id twice."""
         if isinstance(record, OffsetCommitRecord):
             group = self._groups.get(record.group_id)
             if group is None:
@@ -1466,6 +1467,8 @@ class GroupCoordinator:
                 record.offset, record.leader_epoch, record.metadata, record.commit_timestamp_ms
             )
         elif isinstance(record, GroupMetadataRecord):
+            if len({m.member_id for m in record.members}) != len(record.members):
+                raise ValueError(f"group {record.group_id}: a member id appears twice")
             previous = self._groups.get(record.group_id)
             group = Group(record.group_id, _STABLE if record.members else _EMPTY, record.timestamp_ms)
             group.generation_id = record.generation_id

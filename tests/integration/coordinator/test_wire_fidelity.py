@@ -11,19 +11,22 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin import DescribeGroupsRequest
-from kafka.protocol.consumer import JoinGroupRequest, SyncGroupRequest
+from kafka.protocol.consumer import JoinGroupRequest, OffsetFetchRequest, SyncGroupRequest
 
+from coordinator.group.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord, encode_record
+from coordinator.group_log import LOG_NAME
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from tests.integration.conftest import BrokerFactory
 from tests.waiting import wait_until
 
 FAST = ["--group-min-session-timeout-ms", "1000"]
-NONE = 0
+NONE, LOAD_IN_PROGRESS = 0, 14
 JOIN_V, SYNC_V = 3, 3
 
 
@@ -111,3 +114,50 @@ def test_a_kafka_python_member_gets_an_assignment_after_a_duplicate_protocol_joi
             assert time.monotonic() - t0 < 10.0
         finally:
             consumer.close()
+
+
+# ====================================================================================== group log recovery
+
+
+def _committed(raw: RawClient, group: str) -> dict[tuple[str, int], int] | None:
+    """The group's committed offsets; None while the broker still loads its group log."""
+    r = raw.call(OffsetFetchRequest(group_id=group, topics=None), 5)
+    if r.error_code == LOAD_IN_PROGRESS:
+        return None
+    assert r.error_code == NONE
+    return {(t.name, p.partition_index): p.committed_offset for t in r.topics for p in t.partitions}
+
+
+def test_a_corrupt_group_log_line_is_skipped_and_the_groups_around_it_load(tmp_path: Path) -> None:
+    member = MemberRecord("m-1", None, "c", "/127.0.0.1", 30000, 6000, b"sub", b"asg")
+    good_before = [
+        OffsetCommitRecord("g-before", "t", 0, 11, -1, "", 1000),
+        GroupMetadataRecord("g-before", 4, "consumer", None, None, 1000, ()),
+    ]
+    good_after = [
+        OffsetCommitRecord("g-after", "t", 1, 22, -1, "", 2000),
+        GroupMetadataRecord("g-after", 7, "consumer", "range", "m-1", 2000, (member,)),
+    ]
+    lines = [encode_record(r) for r in good_before]
+    lines.append(b'{"type":"group","group_id":"g-lost","generation_id":\x00\x13 bit rot')  # line 3
+    lines += [encode_record(r) for r in good_after]
+    log_file = tmp_path / "data" / "groups" / LOG_NAME
+    log_file.parent.mkdir(parents=True)
+    log_file.write_bytes(b"\n".join(lines) + b"\n")
+    broker_log = tmp_path / "broker.log"
+    with (
+        BrokerProcess(data_dir=tmp_path / "data", log_path=broker_log) as broker,
+        RawClient("127.0.0.1", broker.port) as raw,
+    ):
+        assert wait_until(lambda: _committed(raw, "g-before"), 10, what="the log loaded") == {("t", 0): 11}
+        assert _committed(raw, "g-after") == {("t", 1): 22}
+        groups = raw.call(DescribeGroupsRequest(groups=["g-before", "g-after", "g-lost"]), 1).groups
+        assert [(g.group_state, [m.member_id for m in g.members]) for g in groups] == [
+            ("Empty", []),
+            ("Stable", ["m-1"]),
+            ("Dead", []),  # never loaded: DescribeGroups' answer for an unknown group
+        ]
+    text = broker_log.read_text()
+    assert f"group log {log_file} line 3 skipped" in text
+    assert "group log loaded: 4 records (1 skipped)" in text
+    assert "unavailable" not in text
