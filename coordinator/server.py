@@ -72,6 +72,7 @@ from coordinator.groups import GROUP_VERSIONS, GroupFailure, GroupShell
 from coordinator.topics import TopicStore
 from coordinator.wire import (
     ZERO_TD,
+    CloseConnection,
     FrameTooLarge,
     MalformedRequest,
     UnknownApi,
@@ -133,10 +134,6 @@ def _advertised_host(local_ip: str, peer_ip: str) -> str:
     except ValueError:
         pass
     return local_ip
-
-
-class CloseConnection(Exception):
-    """Stop serving this connection; the message starts with a reason key (``malformed: ...``)."""
 
 
 class Peer(Protocol):

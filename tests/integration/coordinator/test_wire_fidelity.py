@@ -10,23 +10,31 @@
 
 from __future__ import annotations
 
+import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import crc32c
+import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer import JoinGroupRequest, OffsetFetchRequest, SyncGroupRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.producer import ProduceRequest
 
 from coordinator.group.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord, encode_record
 from coordinator.group_log import LOG_NAME
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from tests.integration.conftest import BrokerFactory
+from tests.unit.coordinator.test_log_partition import batch
 from tests.waiting import wait_until
 
 FAST = ["--group-min-session-timeout-ms", "1000"]
-NONE, LOAD_IN_PROGRESS = 0, 14
+NONE, CORRUPT_MESSAGE, LOAD_IN_PROGRESS, INVALID_RECORD = 0, 2, 14, 87
+PRODUCE_V = 9
 JOIN_V, SYNC_V = 3, 3
 
 
@@ -161,3 +169,98 @@ def test_a_corrupt_group_log_line_is_skipped_and_the_groups_around_it_load(tmp_p
     assert f"group log {log_file} line 3 skipped" in text
     assert "group log loaded: 4 records (1 skipped)" in text
     assert "unavailable" not in text
+
+
+# ====================================================================================== produce validation
+
+
+def _with(data: bytes, offset: int, fmt: str, value: int) -> bytes:
+    """``data`` with the header field at ``offset`` set to ``value`` and the CRC recomputed (a valid CRC)."""
+    buf = bytearray(data)
+    struct.pack_into(fmt, buf, offset, value)
+    struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
+    return bytes(buf)
+
+
+LAST_OFFSET_DELTA, RECORD_COUNT, ATTRIBUTES, BASE_OFFSET, BASE_SEQUENCE = 23, 57, 21, 0, 53
+
+INVALID_BATCHES: dict[str, Callable[[], bytes]] = {
+    # The reproduction: one record claiming offsets 0..99 (the next record would get offset 100).
+    "offset range wider than the records": lambda: _with(batch([b"a"]), LAST_OFFSET_DELTA, ">i", 99),
+    "offset range narrower than the records": lambda: _with(
+        batch([b"a", b"b", b"c"]), LAST_OFFSET_DELTA, ">i", 0
+    ),
+    "a count of zero": lambda: _with(batch([b"a"]), RECORD_COUNT, ">i", 0),
+    "an empty offset range": lambda: _with(
+        _with(batch([b"a"]), LAST_OFFSET_DELTA, ">i", -1), RECORD_COUNT, ">i", 0
+    ),
+    "a control batch": lambda: _with(batch([b"a"]), ATTRIBUTES, ">h", 0x20),
+    "two batches": lambda: batch([b"a"]) + batch([b"b", b"c"]),
+    "a base offset other than 0": lambda: _with(batch([b"a"]), BASE_OFFSET, ">q", 5),
+    "an idempotent batch without a sequence": lambda: _with(
+        batch([b"a"], producer_id=7, epoch=0, seq=0), BASE_SEQUENCE, ">i", -1
+    ),
+}
+
+
+def _produce(
+    raw: RawClient, topic: str, records: dict[int, bytes], acks: int = 1
+) -> dict[int, tuple[int, int]]:
+    """Produce ``records`` (partition -> bytes); partition -> (error code, base offset)."""
+    parts = [
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=p, records=r) for p, r in records.items()
+    ]
+    req = ProduceRequest(
+        transactional_id=None,
+        acks=acks,
+        timeout_ms=5000,
+        topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=parts)],
+    )
+    r = raw.call(req, PRODUCE_V)
+    return {p.index: (p.error_code, p.base_offset) for p in r.responses[0].partition_responses}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID_BATCHES))
+def test_an_invalid_batch_is_rejected_and_nothing_is_appended(broker: BrokerProcess, case: str) -> None:
+    _topic(broker, "v", 2)
+    with RawClient("127.0.0.1", broker.port) as raw:
+        # Partition 0 gets the invalid batch, partition 1 a valid one in the same request.
+        got = _produce(raw, "v", {0: INVALID_BATCHES[case](), 1: batch([b"ok"])})
+        assert got == {0: (INVALID_RECORD, -1), 1: (NONE, 0)}
+        # Nothing of the invalid batch was appended: the next batch of partition 0 starts at offset 0.
+        assert _produce(raw, "v", {0: batch([b"x", b"y"])}) == {0: (NONE, 0)}
+        assert _produce(raw, "v", {0: batch([b"z"])}) == {0: (NONE, 2)}
+
+
+def test_a_damaged_batch_is_corrupt_not_invalid(broker: BrokerProcess) -> None:
+    data = bytearray(batch([b"a"]))
+    data[-1] ^= 0xFF  # CRC no longer matches
+    _topic(broker, "c", 1)
+    with RawClient("127.0.0.1", broker.port) as raw:
+        assert _produce(raw, "c", {0: bytes(data)}) == {0: (CORRUPT_MESSAGE, -1)}
+
+
+def test_a_failed_acks_zero_produce_closes_the_connection(broker: BrokerProcess) -> None:
+    _topic(broker, "z0", 1)
+    with RawClient("127.0.0.1", broker.port) as raw:
+        part = ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=batch([b"fine"]))
+        good = ProduceRequest(
+            transactional_id=None,
+            acks=0,
+            timeout_ms=5000,
+            topic_data=[ProduceRequest.TopicProduceData(name="z0", partition_data=[part])],
+        )
+        raw.send(good, PRODUCE_V)  # no response, connection stays open:
+        assert raw.call(MetadataRequest(topics=None), 1).brokers
+        bad_part = ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=batch([b"a"]) * 2)
+        bad = ProduceRequest(
+            transactional_id=None,
+            acks=0,
+            timeout_ms=5000,
+            topic_data=[ProduceRequest.TopicProduceData(name="z0", partition_data=[bad_part])],
+        )
+        raw.send(bad, PRODUCE_V)
+        assert raw.is_closed_by_peer(5)
+    with RawClient("127.0.0.1", broker.port) as raw:
+        # The first (valid) acks=0 batch was appended, the failed one was not.
+        assert _produce(raw, "z0", {0: batch([b"next"])}) == {0: (NONE, 1)}
