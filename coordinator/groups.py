@@ -30,7 +30,11 @@ Contract
   the history is logged.
 * Time is wall-clock milliseconds (record timestamps are meaningful across restarts).
 * With several brokers, a group this broker does not coordinate (see
-  :class:`~coordinator.cluster.ClusterView`) gets NOT_COORDINATOR without reaching the machine.
+  :class:`~coordinator.cluster.ClusterView`) gets NOT_COORDINATOR without reaching the machine, in
+  Kafka 3.7's order (``GroupCoordinator.validateGroupStatus``): an empty group id is INVALID_GROUP_ID
+  for JoinGroup / SyncGroup / Heartbeat / LeaveGroup wherever it is sent; unknown topics of an
+  OffsetCommit stay UNKNOWN_TOPIC_OR_PARTITION. A SyncGroup v5+ without protocol type or name is
+  INCONSISTENT_GROUP_PROTOCOL before anything else (``KafkaApis.handleSyncGroupRequest``).
 * Loading: :meth:`GroupShell.load` replays the group log into the machine between
   ``begin_loading`` and ``finish_loading``, yielding to the event loop between chunks, so requests
   arriving meanwhile are answered by the machine (COORDINATOR_LOAD_IN_PROGRESS).
@@ -413,6 +417,14 @@ class GroupShell:
     def _not_coordinator(self, group_id: str) -> bool:
         return not self.cluster.is_coordinator(group_id)
 
+    def _other_coordinates(self, group_id: str) -> bool:
+        """NOT_COORDINATOR is the answer for a JoinGroup / SyncGroup / Heartbeat / LeaveGroup: Kafka 3.7's
+        ``GroupCoordinator.validateGroupStatus`` checks, in order, INVALID_GROUP_ID (an empty id, which the
+        machine answers), COORDINATOR_LOAD_IN_PROGRESS (only for a group whose offsets partition this broker is
+        loading, i.e. one it coordinates: the machine answers that too) and NOT_COORDINATOR. So an empty id
+        never gets NOT_COORDINATOR, and a group of another broker gets it even while this one loads."""
+        return bool(group_id) and not self.cluster.is_coordinator(group_id)
+
     # ------------------------------------------------------------------ FindCoordinator
 
     def find_coordinator(self, ctx: RequestContext, req: Any) -> Any:
@@ -484,7 +496,7 @@ class GroupShell:
                 ),
             )
 
-        if self._not_coordinator(req.group_id):
+        if self._other_coordinates(req.group_id):
             return convert(g.JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=req.member_id))
         token = _Token(convert)
         mreq = g.JoinGroupRequest(
@@ -519,7 +531,10 @@ class GroupShell:
                 protocol_name=r.protocol_name,
             )
 
-        if self._not_coordinator(req.group_id):
+        if ctx.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+            # KafkaApis.handleSyncGroupRequest (areMandatoryProtocolTypeAndNamePresent), before any other check.
+            return convert(g.SyncGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        if self._other_coordinates(req.group_id):
             return convert(g.SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
         token = _Token(convert)
         mreq = g.SyncGroupRequest(
@@ -545,7 +560,7 @@ class GroupShell:
                 return cls(error_code=kio_error(r.error))
             return cls(throttle_time=ZERO_TD, error_code=kio_error(r.error))
 
-        if self._not_coordinator(req.group_id):
+        if self._other_coordinates(req.group_id):
             return convert(g.HeartbeatResponse(ErrorCode.NOT_COORDINATOR))
         token = _Token(convert)
         mreq = g.HeartbeatRequest(
@@ -586,7 +601,7 @@ class GroupShell:
                 ),
             )
 
-        if self._not_coordinator(req.group_id):
+        if self._other_coordinates(req.group_id):
             return convert(g.LeaveGroupResponse(ErrorCode.NOT_COORDINATOR))
         if v < 3:
             members = [(req.member_id, None)]
@@ -651,9 +666,10 @@ class GroupShell:
                 topics=tuple(make(topic_cls, name=n, partitions=tuple(ps)) for n, ps in by_topic.items()),
             )
 
-        if self._not_coordinator(req.group_id):
+        if self._not_coordinator(req.group_id):  # "" is a valid group id for commits
+            # KafkaApis answers unknown topics first; only the rest reaches the coordinator's checks.
             for key in order:
-                errors[key] = ErrorCode.NOT_COORDINATOR
+                errors.setdefault(key, ErrorCode.NOT_COORDINATOR)
             return convert(None)
         if not offsets:
             return convert(None)

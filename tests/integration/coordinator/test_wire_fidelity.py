@@ -20,20 +20,28 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin import DescribeGroupsRequest
-from kafka.protocol.consumer import JoinGroupRequest, OffsetFetchRequest, SyncGroupRequest
-from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.consumer import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
 from coordinator.group.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord, encode_record
 from coordinator.group_log import LOG_NAME
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
+from harness.cluster.zookeeper import ZooKeeperServer
 from tests.integration.conftest import BrokerFactory
 from tests.unit.coordinator.test_log_partition import batch
 from tests.waiting import wait_until
 
 FAST = ["--group-min-session-timeout-ms", "1000"]
 NONE, CORRUPT_MESSAGE, LOAD_IN_PROGRESS, INVALID_RECORD = 0, 2, 14, 87
+INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID = 23, 24
 PRODUCE_V = 9
 JOIN_V, SYNC_V = 3, 3
 
@@ -264,3 +272,58 @@ def test_a_failed_acks_zero_produce_closes_the_connection(broker: BrokerProcess)
     with RawClient("127.0.0.1", broker.port) as raw:
         # The first (valid) acks=0 batch was appended, the failed one was not.
         assert _produce(raw, "z0", {0: batch([b"next"])}) == {0: (NONE, 1)}
+
+
+# ====================================================================================== error order
+
+
+def test_group_errors_come_in_kafkas_order_on_a_two_broker_cluster(
+    broker_factory: BrokerFactory, fresh_zookeeper: ZooKeeperServer
+) -> None:
+    # Brokers 0 and 1: group g is coordinated by broker [0, 1][partitionFor(g) % 2] (spec 2.2 vectors):
+    # "" -> partition 0 -> broker 0, "my-group" -> 12 -> broker 0, "Java Exercises." -> 43 -> broker 1.
+    zk = fresh_zookeeper.connect_string
+    broker_factory(broker_id=0, zookeeper=zk, extra_args=["--group-initial-rebalance-delay-ms", "0"])
+    one = broker_factory(broker_id=1, zookeeper=zk, extra_args=["--group-initial-rebalance-delay-ms", "0"])
+    with RawClient("127.0.0.1", one.port) as raw:
+        wait_until(
+            lambda: raw.call(FindCoordinatorRequest(key="my-group", key_type=0), 1).node_id == 0,
+            20,
+            what="broker 1 sees broker 0",
+        )
+        # An empty group id is INVALID_GROUP_ID, not NOT_COORDINATOR, though broker 0 would coordinate "".
+        sync = SyncGroupRequest(group_id="", generation_id=1, member_id="m", assignments=[])
+        leave = LeaveGroupRequest(group_id="", members=[LeaveGroupRequest.MemberIdentity(member_id="m")])
+        assert [
+            raw.call(_join("", [("range", b"")]), JOIN_V).error_code,
+            raw.call(sync, SYNC_V).error_code,
+            raw.call(HeartbeatRequest(group_id="", generation_id=1, member_id="m"), 4).error_code,
+            raw.call(leave, 5).error_code,
+        ] == [INVALID_GROUP_ID] * 4
+        # A SyncGroup v5 without protocol type or name: INCONSISTENT_GROUP_PROTOCOL before anything else.
+        for group in ("", "my-group"):
+            v5 = SyncGroupRequest(
+                group_id=group, generation_id=1, member_id="m", protocol_type=None, protocol_name="range"
+            )
+            assert raw.call(v5, 5).error_code == INCONSISTENT_GROUP_PROTOCOL
+        # A real member of broker 1's group: v5 needs both fields, and then they must match the group's.
+        r = raw.call(_join("Java Exercises.", [("range", b"m")]), JOIN_V)
+        assert (r.error_code, r.generation_id, r.protocol_name) == (NONE, 1, "range")
+
+        def sync_v5(kind: str | None, name: str | None) -> int:
+            req = SyncGroupRequest(
+                group_id="Java Exercises.",
+                generation_id=1,
+                member_id=r.member_id,
+                protocol_type=kind,
+                protocol_name=name,
+                assignments=[
+                    SyncGroupRequest.SyncGroupRequestAssignment(member_id=r.member_id, assignment=b"a")
+                ],
+            )
+            return raw.call(req, 5).error_code
+
+        assert sync_v5("consumer", None) == INCONSISTENT_GROUP_PROTOCOL
+        assert sync_v5(None, None) == INCONSISTENT_GROUP_PROTOCOL
+        assert sync_v5("consumer", "roundrobin") == INCONSISTENT_GROUP_PROTOCOL
+        assert sync_v5("consumer", "range") == NONE
