@@ -11,8 +11,13 @@ Served versions (also what ApiVersions advertises, see :data:`DATA_VERSIONS`) an
   auto-created when the broker allows it and the request does (v4+ ``allow_auto_topic_creation``).
 * CreateTopics v2-7, CreatePartitions v0-3: there is no replication, so a replication factor other
   than -1 or 1 is INVALID_REPLICATION_FACTOR and manual assignments may name this broker only.
-* Produce v3-9: magic-2 batches only, CRC checked; acks 0, 1, -1 (all the same here: one replica);
-  transactional producers are not supported (their batches are stored like any other).
+* Produce v3-9: one magic-2 batch per partition, validated as Kafka's ``LogValidator`` does (see
+  :func:`coordinator.records.validate_produce`): an inconsistent or empty offset range, a control batch,
+  several batches, a base offset other than 0 are INVALID_RECORD, framing or CRC damage CORRUPT_MESSAGE,
+  and nothing of that partition is appended; acks 0, 1, -1 (all the same here: one replica). A produce
+  with acks=0 that fails for any partition closes the connection (Kafka's ``KafkaApis.handleProduceRequest``:
+  the producer has no response to learn from, so it sees the close and refreshes its metadata).
+  Transactional producers are not supported (their batches are stored like any other).
 * Fetch v4-12: no incremental fetch sessions (always session id 0, which clients treat as
   "sessionless"); long-polls up to ``max_wait`` until ``min_bytes`` are available.
 * ListOffsets v1-7: -1 latest, -2 earliest, -3 max timestamp, else the first batch whose max
@@ -38,7 +43,7 @@ from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
 from coordinator.context import RequestContext
 from coordinator.partition_log import OffsetOutOfRange, PartitionLog
-from coordinator.records import InvalidRecords, split_batches
+from coordinator.records import InvalidRecords, validate_produce
 from coordinator.topics import (
     InvalidPartitions,
     InvalidTopic,
@@ -47,7 +52,7 @@ from coordinator.topics import (
     TopicStore,
     validate_topic_name,
 )
-from coordinator.wire import ZERO_TD, make, nested, response_class
+from coordinator.wire import ZERO_TD, CloseConnection, make, nested, response_class
 
 __all__ = ["DATA_VERSIONS", "DataPlane"]
 
@@ -398,7 +403,7 @@ class DataPlane:
                     error = ErrorCode.invalid_record
                 else:
                     try:
-                        batches = split_batches(pd.records)
+                        batches = validate_produce(pd.records)
                     except InvalidRecords as e:
                         error = ErrorCode.corrupt_message if e.corrupt else ErrorCode.invalid_record
                         log.warning("produce to %s-%d rejected: %s", td.name, pd.index, e)
@@ -419,6 +424,15 @@ class DataPlane:
                 )
             responses.append(make(topic_cls, name=td.name, partition_responses=tuple(parts)))
         if acks == 0:
+            failed = [
+                f"{td.name}-{p.index}: {p.error_code.name}"
+                for td in responses
+                for p in td.partition_responses
+                if p.error_code is not ErrorCode.none
+            ]
+            if failed:
+                # KafkaApis.handleProduceRequest: no response to carry the error, so close the connection.
+                raise CloseConnection(f"produce_error: acks=0 produce failed ({', '.join(failed)})")
             return None
         return make(cls, responses=tuple(responses), throttle_time=ZERO_TD)
 

@@ -6,11 +6,15 @@ Contract
   or one committed offset). :meth:`GroupLog.append` writes whole lines with one ``write`` call per
   batch, so a killed broker leaves at most one torn line at the end, which :meth:`GroupLog.replay`
   drops (and cuts from the file).
-* :meth:`GroupLog.replay` yields every record in the order it was written.
+* :meth:`GroupLog.replay` yields every record in the order it was written. A line that does not
+  decode as a record (a bit flip, a hand edit, a line from an incompatible version) is skipped with
+  a warning naming the file and line, and everything before and after it is still replayed, as
+  Kafka 3.7's ``GroupMetadataManager.doLoadGroupsAndOffsets`` skips a record it cannot read
+  ("Unknown message key ... Ignoring it"). :attr:`GroupLog.skipped` counts such lines.
 * Compaction: a log whose records are mostly superseded is rewritten on open, keeping exactly what
   replay keeps (:func:`live_records`: last writer wins per key, tombstones delete a group's earlier
   records) in the original order. The rewrite goes to a temporary file that replaces the log
-  atomically.
+  atomically. A log with skipped lines is never compacted, so the damaged lines stay for a human.
 * No fsync (like Kafka's defaults): a process crash loses nothing written, an OS crash may.
 """
 
@@ -70,12 +74,22 @@ class GroupLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd: int | None = None
         self.records_written = 0
+        #: Lines the last :meth:`replay` skipped because they do not decode.
+        self.skipped = 0
 
     def replay(self) -> Iterator[Record]:
-        """Every complete record in write order; cuts a torn last line from the file.
+        """Every record in write order (see :meth:`replay_lines`)."""
+        for _, record in self.replay_lines():
+            yield record
 
-        Must be called before the first :meth:`append`. Compacts the file first when worthwhile.
+    def replay_lines(self) -> Iterator[tuple[int, Record]]:
+        """``(line number, record)`` for every decodable record in write order; skips (with a warning)
+        lines that do not decode and cuts a torn last line from the file.
+
+        Must be called before the first :meth:`append`. Compacts the file first when worthwhile (then the
+        line numbers are those of the compacted file).
         """
+        self.skipped = 0
         if not self.path.exists():
             return
         data = self.path.read_bytes()
@@ -85,16 +99,27 @@ class GroupLog:
             with open(self.path, "r+b") as f:
                 f.truncate(end)
             data = data[:end]
-        records: list[Record] = []
+        numbered: list[tuple[int, Record]] = []
         for lineno, line in enumerate(data.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                records.append(decode_record(line))
-            except (ValueError, KeyError, TypeError) as e:
-                raise ValueError(f"group log {self.path} line {lineno} is not a record: {e}") from e
-        records = self._maybe_compact(records)
-        yield from records
+                numbered.append((lineno, decode_record(line)))
+            except Exception as e:  # anything a damaged line can make the decoder raise
+                self.skipped += 1
+                log.warning(
+                    "group log %s line %d skipped: not a record (%s: %s): %r",
+                    self.path,
+                    lineno,
+                    type(e).__name__,
+                    e,
+                    line[:120],
+                )
+        if self.skipped == 0:
+            records = self._maybe_compact([r for _, r in numbered])
+            if len(records) != len(numbered):
+                numbered = list(enumerate(records, 1))
+        yield from numbered
 
     def _maybe_compact(self, records: list[Record]) -> list[Record]:
         if len(records) < _COMPACT_MIN_RECORDS:

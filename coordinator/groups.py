@@ -18,9 +18,23 @@ Contract
   - ``Emit`` events go to the history with ``impl="coordinator"`` and the broker id; group state
     transitions also get one INFO log line naming group, generation and members.
 
+* **Failures are loud, never a wedge.** Every machine call (a request or a timer) runs through
+  :meth:`GroupShell.run`: if the machine raises, if applying an effect fails (a group-log write, a
+  timer), or if afterwards a group is in PreparingRebalance without an armed join timer, the shell
+  logs the error with its traceback, counts it (``group_failure`` in the broker's ``rejected``
+  counters), and resets the group (:meth:`~coordinator.group.machine.GroupCoordinator.reset_group`):
+  every parked JoinGroup / SyncGroup of it is answered (UNKNOWN_MEMBER_ID, or UNKNOWN_SERVER_ERROR
+  when its answer was lost in the failure), its timers go, and it continues Empty with its offsets,
+  so members simply join again. The request that hit the failure is answered UNKNOWN_SERVER_ERROR.
+  A response that cannot be converted fails only that request; an event that cannot be written to
+  the history is logged.
 * Time is wall-clock milliseconds (record timestamps are meaningful across restarts).
 * With several brokers, a group this broker does not coordinate (see
-  :class:`~coordinator.cluster.ClusterView`) gets NOT_COORDINATOR without reaching the machine.
+  :class:`~coordinator.cluster.ClusterView`) gets NOT_COORDINATOR without reaching the machine, in
+  Kafka 3.7's order (``GroupCoordinator.validateGroupStatus``): an empty group id is INVALID_GROUP_ID
+  for JoinGroup / SyncGroup / Heartbeat / LeaveGroup wherever it is sent; unknown topics of an
+  OffsetCommit stay UNKNOWN_TOPIC_OR_PARTITION. A SyncGroup v5+ without protocol type or name is
+  INCONSISTENT_GROUP_PROTOCOL before anything else (``KafkaApis.handleSyncGroupRequest``).
 * Loading: :meth:`GroupShell.load` replays the group log into the machine between
   ``begin_loading`` and ``finish_loading``, yielding to the event loop between chunks, so requests
   arriving meanwhile are answered by the machine (COORDINATOR_LOAD_IN_PROGRESS).
@@ -29,9 +43,11 @@ Contract
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode as KioError
@@ -47,7 +63,7 @@ from coordinator.topics import TopicStore
 from coordinator.wire import ZERO_TD, make, nested, response_class
 from harness.history.writer import History
 
-__all__ = ["GROUP_VERSIONS", "GroupShell"]
+__all__ = ["GROUP_VERSIONS", "GroupFailure", "GroupShell"]
 
 log = logging.getLogger("coordinator")
 
@@ -82,15 +98,21 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+class GroupFailure(RuntimeError):
+    """A machine call or the application of its effects failed for a group; the group was reset."""
+
+
 class _Token:
     """Tags one request in the machine; carries where its answer goes."""
 
-    __slots__ = ("convert", "fut", "response")
+    __slots__ = ("convert", "error", "fut", "response")
 
     def __init__(self, convert: Callable[[Any], Any]) -> None:
         self.convert = convert
         self.fut: asyncio.Future[Any] | None = None
         self.response: Any = None
+        #: Set when ``convert`` failed for an answer given during the call itself.
+        self.error: BaseException | None = None
 
 
 class _Timer:
@@ -116,6 +138,7 @@ class GroupShell:
         broker_id: int = 0,
         clock: Callable[[], int] = now_ms,
         known_topic: Callable[[str], bool] | None = None,
+        rejected: Counter[str] | None = None,
     ) -> None:
         self.machine = machine
         self.cluster = cluster
@@ -125,7 +148,11 @@ class GroupShell:
         self.broker_id = broker_id
         self.clock = clock
         self.known_topic = known_topic or (lambda name: store.get(name) is not None)
+        #: Counters by reason; a group failure counts as ``group_failure`` (the broker reports them).
+        self.rejected: Counter[str] = rejected if rejected is not None else Counter()
         self._timers: dict[Any, _Timer] = {}
+        #: Parked requests (JoinGroup / SyncGroup) by group, so that a failed group answers all of them.
+        self._waiting: dict[str, set[_Token]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self.loading = False
 
@@ -145,16 +172,85 @@ class GroupShell:
 
     # ------------------------------------------------------------------ effects
 
-    def _call(self, token: _Token, effects: list[g.Effect]) -> Any:
-        """Apply ``effects``; the handler's answer (a response or a future of one)."""
-        self.apply(effects)
+    def _call(
+        self, token: _Token, group_ids: Sequence[str], what: str, call: Callable[[], list[g.Effect]]
+    ) -> Any:
+        """Run a machine request for ``group_ids`` (see :meth:`run`); the handler's answer: the response, or a
+        future of it when the request is parked. Raises :class:`GroupFailure` (the request is then answered
+        UNKNOWN_SERVER_ERROR by the server) or the response conversion's error."""
+        self.run(group_ids, what, call)
+        if token.error is not None:
+            raise token.error
         if token.response is not None:
             return token.response
-        token.fut = asyncio.get_running_loop().create_future()
-        return token.fut
+        fut = asyncio.get_running_loop().create_future()
+        token.fut = fut
+        if group_ids:
+            waiting = self._waiting.setdefault(group_ids[0], set())
+            waiting.add(token)
+            fut.add_done_callback(lambda _f: waiting.discard(token))
+        return fut
+
+    def run(self, group_ids: Sequence[str], what: str, call: Callable[[], list[g.Effect]]) -> None:
+        """Call the machine and apply its effects; afterwards no group of ``group_ids`` may be wedged
+        (:meth:`GroupCoordinator.wedged`, or PreparingRebalance without an armed join timer).
+
+        Any exception -- in the machine, in applying an effect, or a wedged group -- is a loud failure: an ERROR
+        log line with the traceback, the ``group_failure`` counter, and every group of ``group_ids`` is reset
+        (:meth:`GroupCoordinator.reset_group`: parked requests answered, members rejoin). Then
+        :class:`GroupFailure` is raised.
+        """
+        try:
+            self.apply(call())
+            for group_id in group_ids:
+                why = self._wedged(group_id)
+                if why is not None:
+                    raise GroupFailure(f"group {group_id} is wedged after {what}: {why}")
+        except Exception as e:
+            self._fail(group_ids, what, e)
+            raise GroupFailure(f"{what} failed for group(s) {list(group_ids)}: {e}") from e
+
+    def _wedged(self, group_id: str) -> str | None:
+        why = self.machine.wedged(group_id)
+        if why is not None:
+            return why
+        group = self.machine.group(group_id)
+        if (
+            group is not None
+            and group.state is g.GroupState.PREPARING_REBALANCE
+            and group.join_key not in self._timers
+        ):
+            return "PreparingRebalance without an armed join timer"
+        return None
+
+    def _fail(self, group_ids: Sequence[str], what: str, error: BaseException) -> None:
+        self.rejected["group_failure"] += 1
+        log.error("group(s) %s: %s failed; resetting: %s", list(group_ids), what, error, exc_info=error)
+        for group_id in group_ids:
+            for key in [k for k in self._timers if len(k) > 1 and k[1] == group_id]:
+                self._timers.pop(key).handle.cancel()
+            try:
+                effects = self.machine.reset_group(self.clock(), group_id, f"{what} failed: {error}")
+            except Exception:
+                log.critical("group=%s cannot be reset; dropping it from memory", group_id, exc_info=True)
+                self.machine.drop_group(group_id)
+            else:
+                try:
+                    self.apply(effects)  # its one Persist comes last: a failed write loses only that
+                except Exception:
+                    log.error(
+                        "group=%s was reset, but its empty state was not written", group_id, exc_info=True
+                    )
+            for key in [k for k in self._timers if len(k) > 1 and k[1] == group_id]:
+                self._timers.pop(key).handle.cancel()
+            for token in list(self._waiting.pop(group_id, ())):
+                if token.fut is not None and not token.fut.done():
+                    token.fut.set_exception(GroupFailure(f"group {group_id}: {what} failed"))
 
     def apply(self, effects: Iterable[g.Effect]) -> None:
-        """Apply machine effects in order (see the module docstring)."""
+        """Apply machine effects in order (see the module docstring). A failing Persist or timer effect raises
+        (the caller resets the group); a response that cannot be converted fails that request only; a history
+        event that cannot be written is logged."""
         pending: list[Record] = []
         for effect in effects:
             if isinstance(effect, g.Respond):
@@ -171,7 +267,10 @@ class GroupShell:
             elif isinstance(effect, g.Persist):
                 pending.append(effect.record)
             elif isinstance(effect, g.Emit):
-                self._emit(effect)
+                try:
+                    self._emit(effect)
+                except Exception:
+                    log.exception("cannot record group event %s", effect.kind)
         if pending:
             self._persist(pending)
 
@@ -183,7 +282,15 @@ class GroupShell:
     def _respond(token: Any, response: Any) -> None:
         if not isinstance(token, _Token):
             return
-        converted = token.convert(response)
+        try:
+            converted = token.convert(response)
+        except Exception as e:
+            log.exception("cannot convert the answer %r", response)
+            if token.fut is None:
+                token.error = e
+            elif not token.fut.done():
+                token.fut.set_exception(e)
+            return
         if token.fut is None:
             token.response = converted
         elif not token.fut.done():
@@ -249,10 +356,14 @@ class GroupShell:
             self._arm(key, t.deadline_ms)
             return
         del self._timers[key]
-        try:
-            self.apply(self.machine.on_timer(max(now, t.deadline_ms), key))
-        except Exception:
-            log.exception("group timer %r failed", key)
+        group_id = key[1] if len(key) > 1 and isinstance(key[1], str) else None
+        due = max(now, t.deadline_ms)
+        with contextlib.suppress(GroupFailure):  # loud already (see run); the group was reset
+            self.run(
+                (group_id,) if group_id is not None else (),
+                f"timer {key}",
+                lambda: self.machine.on_timer(due, key),
+            )
 
     def cancel_timers(self) -> None:
         for t in self._timers.values():
@@ -265,27 +376,54 @@ class GroupShell:
 
     # ------------------------------------------------------------------ loading
 
-    async def load(self) -> int:
-        """Replay the group log into the machine; the number of records loaded."""
+    async def load(self) -> tuple[int, int]:
+        """Replay the group log into the machine; ``(records loaded, records skipped)``.
+
+        A line that does not decode (see :class:`~coordinator.group_log.GroupLog`) or a record the machine
+        rejects is skipped with a warning naming its line; everything else is loaded. If reading the log
+        itself fails, the error propagates, and the groups loaded until then are served (Kafka's
+        ``loadGroupsAndOffsets`` logs the error and owns the partition all the same): loading always ends.
+        """
         self.loading = True
         self.apply(self.machine.begin_loading())
-        count = 0
+        count = skipped = 0
         try:
             if self.group_log is not None:
-                for record in self.group_log.replay():
-                    self.machine.load(record)
+                for lineno, record in self.group_log.replay_lines():
+                    try:
+                        self.machine.load(record)
+                    except Exception as e:
+                        skipped += 1
+                        log.warning(
+                            "group log %s line %d skipped: %s (%s: %s)",
+                            self.group_log.path,
+                            lineno,
+                            record,
+                            type(e).__name__,
+                            e,
+                        )
+                        continue
                     count += 1
                     if count % _LOAD_CHUNK == 0:
                         await asyncio.sleep(0)
+                skipped += self.group_log.skipped
         finally:
             self.apply(self.machine.finish_loading(self.clock()))
             self.loading = False
-        return count
+        return count, skipped
 
     # ------------------------------------------------------------------ helpers
 
     def _not_coordinator(self, group_id: str) -> bool:
         return not self.cluster.is_coordinator(group_id)
+
+    def _other_coordinates(self, group_id: str) -> bool:
+        """NOT_COORDINATOR is the answer for a JoinGroup / SyncGroup / Heartbeat / LeaveGroup: Kafka 3.7's
+        ``GroupCoordinator.validateGroupStatus`` checks, in order, INVALID_GROUP_ID (an empty id, which the
+        machine answers), COORDINATOR_LOAD_IN_PROGRESS (only for a group whose offsets partition this broker is
+        loading, i.e. one it coordinates: the machine answers that too) and NOT_COORDINATOR. So an empty id
+        never gets NOT_COORDINATOR, and a group of another broker gets it even while this one loads."""
+        return bool(group_id) and not self.cluster.is_coordinator(group_id)
 
     # ------------------------------------------------------------------ FindCoordinator
 
@@ -358,7 +496,7 @@ class GroupShell:
                 ),
             )
 
-        if self._not_coordinator(req.group_id):
+        if self._other_coordinates(req.group_id):
             return convert(g.JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=req.member_id))
         token = _Token(convert)
         mreq = g.JoinGroupRequest(
@@ -374,7 +512,9 @@ class GroupShell:
             client_host=ctx.client_host,
             reason=getattr(req, "reason", None),
         )
-        return self._call(token, self.machine.join_group(self.clock(), token, mreq))
+        return self._call(
+            token, (req.group_id,), "JoinGroup", lambda: self.machine.join_group(self.clock(), token, mreq)
+        )
 
     # ------------------------------------------------------------------ SyncGroup
 
@@ -391,7 +531,10 @@ class GroupShell:
                 protocol_name=r.protocol_name,
             )
 
-        if self._not_coordinator(req.group_id):
+        if ctx.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+            # KafkaApis.handleSyncGroupRequest (areMandatoryProtocolTypeAndNamePresent), before any other check.
+            return convert(g.SyncGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        if self._other_coordinates(req.group_id):
             return convert(g.SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
         token = _Token(convert)
         mreq = g.SyncGroupRequest(
@@ -403,7 +546,9 @@ class GroupShell:
             protocol_type=getattr(req, "protocol_type", None),
             protocol_name=getattr(req, "protocol_name", None),
         )
-        return self._call(token, self.machine.sync_group(self.clock(), token, mreq))
+        return self._call(
+            token, (req.group_id,), "SyncGroup", lambda: self.machine.sync_group(self.clock(), token, mreq)
+        )
 
     # ------------------------------------------------------------------ Heartbeat
 
@@ -415,7 +560,7 @@ class GroupShell:
                 return cls(error_code=kio_error(r.error))
             return cls(throttle_time=ZERO_TD, error_code=kio_error(r.error))
 
-        if self._not_coordinator(req.group_id):
+        if self._other_coordinates(req.group_id):
             return convert(g.HeartbeatResponse(ErrorCode.NOT_COORDINATOR))
         token = _Token(convert)
         mreq = g.HeartbeatRequest(
@@ -424,7 +569,9 @@ class GroupShell:
             member_id=req.member_id,
             group_instance_id=getattr(req, "group_instance_id", None),
         )
-        return self._call(token, self.machine.heartbeat(self.clock(), token, mreq))
+        return self._call(
+            token, (req.group_id,), "Heartbeat", lambda: self.machine.heartbeat(self.clock(), token, mreq)
+        )
 
     # ------------------------------------------------------------------ LeaveGroup
 
@@ -454,7 +601,7 @@ class GroupShell:
                 ),
             )
 
-        if self._not_coordinator(req.group_id):
+        if self._other_coordinates(req.group_id):
             return convert(g.LeaveGroupResponse(ErrorCode.NOT_COORDINATOR))
         if v < 3:
             members = [(req.member_id, None)]
@@ -464,7 +611,9 @@ class GroupShell:
             reason = next((m.reason for m in req.members if getattr(m, "reason", None)), None)
         token = _Token(convert)
         mreq = g.LeaveGroupRequest(group_id=req.group_id, members=members, reason=reason)
-        return self._call(token, self.machine.leave_group(self.clock(), token, mreq))
+        return self._call(
+            token, (req.group_id,), "LeaveGroup", lambda: self.machine.leave_group(self.clock(), token, mreq)
+        )
 
     # ------------------------------------------------------------------ OffsetCommit
 
@@ -517,9 +666,10 @@ class GroupShell:
                 topics=tuple(make(topic_cls, name=n, partitions=tuple(ps)) for n, ps in by_topic.items()),
             )
 
-        if self._not_coordinator(req.group_id):
+        if self._not_coordinator(req.group_id):  # "" is a valid group id for commits
+            # KafkaApis answers unknown topics first; only the rest reaches the coordinator's checks.
             for key in order:
-                errors[key] = ErrorCode.NOT_COORDINATOR
+                errors.setdefault(key, ErrorCode.NOT_COORDINATOR)
             return convert(None)
         if not offsets:
             return convert(None)
@@ -531,7 +681,12 @@ class GroupShell:
             member_id=req.member_id,
             group_instance_id=getattr(req, "group_instance_id", None),
         )
-        return self._call(token, self.machine.offset_commit(self.clock(), token, mreq))
+        return self._call(
+            token,
+            (req.group_id,),
+            "OffsetCommit",
+            lambda: self.machine.offset_commit(self.clock(), token, mreq),
+        )
 
     # ------------------------------------------------------------------ OffsetFetch
 
@@ -691,4 +846,7 @@ class GroupShell:
         if not mine:
             return convert(None)
         token = _Token(convert)
-        return self._call(token, self.machine.delete_groups(self.clock(), token, g.DeleteGroupsRequest(mine)))
+        request = g.DeleteGroupsRequest(mine)
+        return self._call(
+            token, mine, "DeleteGroups", lambda: self.machine.delete_groups(self.clock(), token, request)
+        )

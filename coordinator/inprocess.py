@@ -14,8 +14,10 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from coordinator.server import Broker
-from coordinator.wire import encode_response
+from coordinator.wire import encode_response, error_response
 
 __all__ = ["InProcessClient", "LoopbackPeer"]
 
@@ -62,13 +64,19 @@ class InProcessClient:
         return decoded
 
     async def acall(self, request: Any, version: int) -> Any:
-        """Like :meth:`call`, awaiting a parked response (JoinGroup, SyncGroup, long-poll Fetch)."""
+        """Like :meth:`call`, awaiting a parked response (JoinGroup, SyncGroup, long-poll Fetch). A parked
+        response that fails is answered UNKNOWN_SERVER_ERROR, as the server's connection does."""
         sent = self.send(request, version)
         if sent is None:
             return None
         correlation_id, result = sent
         if inspect.isawaitable(result):
-            result = await result
+            try:
+                result = await result
+            except Exception:
+                result = error_response(request.API_KEY, version, ErrorCode.unknown_server_error)
+                if result is None:
+                    raise
         return self.decode(request, version, correlation_id, result)
 
     def call(self, request: Any, version: int) -> Any:

@@ -23,6 +23,12 @@ Batch header layout (``DefaultRecordBatch`` in Kafka's clients, all big-endian):
     61 records...
 
 Everything here is pure (bytes in, values out) and raises :class:`InvalidRecords` for bad input.
+
+:func:`validate_produce` is what a Produce payload (one partition, from a client) must pass before anything
+is appended, in Kafka 3.7.0's order: ``UnifiedLog.analyzeAndValidateRecords`` per batch (base offset 0,
+then CRC), then ``LogValidator.getFirstBatchAndMaybeValidateNoMoreBatches`` (magic 2: exactly one batch) and
+``LogValidator.validateBatch`` (offset range, record count, their agreement, no control batch, a sequence for
+an idempotent producer).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ __all__ = [
     "batch_infos",
     "rebase",
     "split_batches",
+    "validate_produce",
 ]
 
 BATCH_HEADER_SIZE = 61
@@ -111,12 +118,16 @@ def _parse_header(data: bytes | memoryview, pos: int) -> tuple[BatchInfo, int]:
     ), magic
 
 
-def split_batches(data: bytes, *, verify_crc: bool = True) -> list[tuple[BatchInfo, bytes]]:
-    """Split a Produce payload into ``(info, batch_bytes)`` pairs, validating every batch.
+def split_batches(
+    data: bytes, *, verify_crc: bool = True, from_client: bool = False
+) -> list[tuple[BatchInfo, bytes]]:
+    """Split record batches into ``(info, batch_bytes)`` pairs, checking the framing of every batch.
 
     Checks: at least one batch; each header complete; ``batchLength`` within the data; magic 2;
-    non-negative ``lastOffsetDelta`` and ``recordCount``; CRC-32C over bytes 21..end when
-    ``verify_crc``. Raises :class:`InvalidRecords`; nothing is returned for a partly valid payload.
+    with ``from_client`` a ``baseOffset`` of 0 (Kafka ``analyzeAndValidateRecords``: "The baseOffset of the
+    record batch ... should be 0"); CRC-32C over bytes 21..end when ``verify_crc``. The counts are not checked
+    here (see :func:`validate_produce`). Raises :class:`InvalidRecords`; nothing is returned for a partly
+    valid payload.
     """
     if not data:
         raise InvalidRecords("empty record set")
@@ -134,8 +145,10 @@ def split_batches(data: bytes, *, verify_crc: bool = True) -> list[tuple[BatchIn
             raise InvalidRecords(f"record batch magic {magic} not supported (only v2)", corrupt=False)
         if info.size < BATCH_HEADER_SIZE or pos + info.size > n:
             raise InvalidRecords(f"record batch length {info.size} out of bounds at byte {pos}")
-        if info.last_offset_delta < 0 or info.record_count < 0:
-            raise InvalidRecords("negative record count in batch header")
+        if from_client and info.base_offset != 0:
+            raise InvalidRecords(
+                f"the base offset of a client's batch must be 0, not {info.base_offset}", corrupt=False
+            )
         end = pos + info.size
         if verify_crc:
             (crc,) = struct.unpack_from(">I", data, pos + 17)
@@ -144,6 +157,36 @@ def split_batches(data: bytes, *, verify_crc: bool = True) -> list[tuple[BatchIn
         out.append((info, bytes(view[pos:end])))
         pos = end
     return out
+
+
+def validate_produce(data: bytes) -> list[tuple[BatchInfo, bytes]]:
+    """The one batch of a client's Produce payload for one partition, checked as Kafka 3.7.0 checks it (see the
+    module docstring); raises :class:`InvalidRecords` (``corrupt`` for framing and CRC damage: CORRUPT_MESSAGE;
+    otherwise INVALID_RECORD). The broker assigns offsets itself, so a batch must describe its own offset range
+    consistently: ``lastOffsetDelta + 1 == recordCount > 0``."""
+    batches = split_batches(data, from_client=True)
+    if len(batches) > 1:
+        # LogValidator.getFirstBatchAndMaybeValidateNoMoreBatches: magic >= 2 means one batch per partition.
+        raise InvalidRecords(f"{len(batches)} record batches for one partition: v2 allows one", corrupt=False)
+    info = batches[0][0]
+    # LogValidator.validateBatch (origin CLIENT, magic 2), in its order.
+    count_from_offsets = info.last_offset_delta + 1
+    if count_from_offsets <= 0:
+        raise InvalidRecords(f"invalid offset range: lastOffsetDelta {info.last_offset_delta}", corrupt=False)
+    if info.record_count <= 0:
+        raise InvalidRecords(f"invalid record count {info.record_count}", corrupt=False)
+    if count_from_offsets != info.record_count:
+        raise InvalidRecords(
+            f"inconsistent batch: offset range of {count_from_offsets} for {info.record_count} records",
+            corrupt=False,
+        )
+    if info.is_control:
+        raise InvalidRecords("clients may not write control batches", corrupt=False)
+    if info.producer_id >= 0 and info.base_sequence < 0:
+        raise InvalidRecords(
+            f"invalid sequence {info.base_sequence} for producer id {info.producer_id}", corrupt=False
+        )
+    return batches
 
 
 def rebase(batch: bytes, base_offset: int) -> bytes:

@@ -5,12 +5,15 @@ Contract
 * One :class:`Broker` per process. :meth:`Broker.start` opens the data directory, binds
   ``host:port`` (port 0: any free port, see :attr:`Broker.port`), registers in ZooKeeper when
   configured, starts loading the group log in the background (group APIs answer
-  COORDINATOR_LOAD_IN_PROGRESS until it is done) and finally writes the ready file.
-* Connections are served concurrently. Within one connection requests are decoded and handled in
-  arrival order as soon as they arrive -- a Heartbeat is processed even while an earlier Fetch on the
-  same connection long-polls -- and responses are written in request order (Kafka's per-connection
-  ordering guarantee). At most :data:`MAX_IN_FLIGHT` responses may be outstanding per connection;
-  then the connection is not read until one is written.
+  COORDINATOR_LOAD_IN_PROGRESS until it is done; damaged lines are skipped, see
+  :mod:`coordinator.group_log`) and finally writes the ready file.
+* Connections are served concurrently; each one serves **one request at a time**, as Kafka's muted
+  channel does (spec 2.19): the next request of a connection is read and decoded only after the
+  response to the previous one was written (or, for Produce with acks=0, found to be none). A
+  JoinGroup parked in the join barrier or a long-polling Fetch therefore holds back everything the
+  client pipelined behind it on that connection: a LeaveGroup or OffsetCommit sent behind a parked
+  JoinGroup takes effect after the join is answered, never before. Responses go out in request
+  order.
 * Bad input never affects other connections and never half-applies a change:
 
   - a frame size below 8 bytes or above ``max_request_bytes``, undecodable bytes, an API key kio
@@ -34,7 +37,8 @@ Contract
   "requests": {"Heartbeat": 12, ...}, "total": 12, "handling_us": {"Heartbeat": 150, ...},
   "rejected": {"malformed": 1, ...}}`` (``handling_us``: summed synchronous handling time -- decode
   and handler, not the wait of a parked request; ``rejected``: connections closed or requests
-  refused, by reason). Nothing is written for an interval without requests. Cheap: two counter
+  refused, by reason; ``group_failure`` counts groups reset after an internal error, see
+  :mod:`coordinator.groups`). Nothing is written for an interval without requests. Cheap: two counter
   increments per request.
 """
 
@@ -64,10 +68,11 @@ from coordinator.context import RequestContext
 from coordinator.dataplane import DATA_VERSIONS, DataPlane
 from coordinator.group.machine import GroupCoordinator
 from coordinator.group_log import GroupLog
-from coordinator.groups import GROUP_VERSIONS, GroupShell
+from coordinator.groups import GROUP_VERSIONS, GroupFailure, GroupShell
 from coordinator.topics import TopicStore
 from coordinator.wire import (
     ZERO_TD,
+    CloseConnection,
     FrameTooLarge,
     MalformedRequest,
     UnknownApi,
@@ -83,12 +88,10 @@ from coordinator.wire import (
 from harness.history.writer import History, open_history
 from harness.kernel.events import COORDINATION_APIS
 
-__all__ = ["API_NAMES", "Broker", "CloseConnection", "MAX_IN_FLIGHT", "Peer", "SERVED_VERSIONS", "run_broker"]
+__all__ = ["API_NAMES", "Broker", "CloseConnection", "Peer", "SERVED_VERSIONS", "run_broker"]
 
 log = logging.getLogger("coordinator")
 
-#: Outstanding responses per connection before the broker stops reading from it.
-MAX_IN_FLIGHT = 128
 _WRITE_HIGH_WATER = 4 * 1024 * 1024
 _PROXY_MAX = 107  # longest PROXY v1 line, CRLF included
 
@@ -133,10 +136,6 @@ def _advertised_host(local_ip: str, peer_ip: str) -> str:
     return local_ip
 
 
-class CloseConnection(Exception):
-    """Stop serving this connection; the message starts with a reason key (``malformed: ...``)."""
-
-
 class Peer(Protocol):
     """What the broker needs to know about the other end of a connection."""
 
@@ -146,7 +145,17 @@ class Peer(Protocol):
 
 
 class Connection:
-    """One client connection: read frames, dispatch, write responses in order."""
+    """One client connection: one request at a time, as Kafka's muted channel.
+
+    Kafka 3.7.0 ``SocketServer.Processor.processCompletedReceives`` mutes a channel after it read
+    one request (``selector.mute``) and ``processCompletedSends`` / ``processNewResponses`` (a
+    ``NoOpResponse``) unmute it once that request's response was sent or was found to need none.
+    Here the same holds by construction: :meth:`_serve` is one loop that reads a frame, dispatches
+    it, waits for its response (a parked JoinGroup or SyncGroup, a long-polling Fetch) and writes
+    it, and only then reads the next frame. Requests a client pipelines wait, undecoded, in the
+    stream buffer (``GroupCoordinator.addMemberAndRebalance`` relies on this: "sockets are muted
+    while the JoinGroup is in purgatory").
+    """
 
     def __init__(self, broker: Broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.broker = broker
@@ -158,13 +167,19 @@ class Connection:
         self.advertised_port: int = sock[1]
         self.peer = f"{peer[0]}:{peer[1]}"
         self.client_host = f"/{peer[0]}"
-        self.queue: asyncio.Queue[tuple[int, int, int, Any]] = asyncio.Queue(MAX_IN_FLIGHT)
-        self.tasks: set[asyncio.Task[Any]] = set()
+        #: Done once the broker closes this connection (a response being awaited is then dropped).
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def close(self) -> None:
+        """Stop serving: abort the socket and wake a wait for a parked response."""
+        if not self.closed.done():
+            self.closed.set_result(None)
+        with contextlib.suppress(Exception):
+            self.writer.transport.abort()
 
     async def serve(self) -> None:
-        writer_task = asyncio.create_task(self._write_loop())
         try:
-            await self._read_loop()
+            await self._serve()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except CloseConnection as e:
@@ -175,16 +190,11 @@ class Connection:
         except Exception:
             log.exception("connection from %s failed", self.peer)
         finally:
-            writer_task.cancel()
-            for task in self.tasks:
-                task.cancel()
-            with contextlib.suppress(Exception):
-                self.writer.transport.abort()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await writer_task
+            self.close()
 
-    async def _read_loop(self) -> None:
+    async def _serve(self) -> None:
         reader = self.reader
+        writer = self.writer
         max_size = self.broker.config.max_request_bytes
         head = await reader.readexactly(4)
         if head == b"PROX":
@@ -197,8 +207,40 @@ class Connection:
             except FrameTooLarge as e:
                 raise CloseConnection(f"bad_frame_size: {e}") from None
             frame = await reader.readexactly(size)
-            await self._dispatch(frame)
+            out = self.broker.dispatch(frame, self)
+            if out is not None:  # None: Produce acks=0, no response (Kafka's NoOpResponse)
+                correlation_id, api_key, version, result = out
+                if inspect.isawaitable(result):
+                    result = await self._response_of(api_key, version, result)
+                    if result is None:
+                        return
+                try:
+                    data = encode_response(correlation_id, result)
+                except Exception:
+                    log.exception(
+                        "cannot encode %s v%d response for %s", API_NAMES.get(api_key), version, self.peer
+                    )
+                    return
+                writer.write(data)
+                if writer.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
+                    await writer.drain()
             head = await reader.readexactly(4)
+
+    async def _response_of(self, api_key: int, version: int, awaitable: Any) -> Any:
+        """Wait for a parked response; None if the connection must close instead."""
+        fut = asyncio.ensure_future(awaitable)
+        try:
+            await asyncio.wait((fut, self.closed), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not fut.done():
+                fut.cancel()
+        if self.closed.done() or fut.cancelled():
+            return None
+        exc = fut.exception()
+        if exc is None:
+            return fut.result()
+        log.error("%s v%d from %s failed", API_NAMES.get(api_key), version, self.peer, exc_info=exc)
+        return error_response(api_key, version, ErrorCode.unknown_server_error)
 
     async def _proxy_header(self) -> None:
         try:
@@ -223,45 +265,6 @@ class Connection:
         elif parts[1] != "UNKNOWN":
             raise CloseConnection(f"bad_proxy_header: {line!r}")
 
-    async def _dispatch(self, frame: bytes) -> None:
-        out = self.broker.dispatch(frame, self)
-        if out is None:
-            return
-        correlation_id, api_key, version, result = out
-        if inspect.iscoroutine(result):
-            task = asyncio.ensure_future(result)
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-            result = task
-        await self.queue.put((correlation_id, api_key, version, result))
-
-    async def _write_loop(self) -> None:
-        writer = self.writer
-        while True:
-            correlation_id, api_key, version, item = await self.queue.get()
-            if isinstance(item, asyncio.Future):
-                try:
-                    item = await asyncio.shield(item)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("%s v%d from %s failed", API_NAMES.get(api_key), version, self.peer)
-                    item = error_response(api_key, version, ErrorCode.unknown_server_error)
-                    if item is None:
-                        writer.transport.abort()
-                        return
-            try:
-                data = encode_response(correlation_id, item)
-            except Exception:
-                log.exception(
-                    "cannot encode %s v%d response for %s", API_NAMES.get(api_key), version, self.peer
-                )
-                writer.transport.abort()
-                return
-            writer.write(data)
-            if writer.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
-                await writer.drain()
-
 
 class Broker:
     """The broker: storage, handlers, server, metrics, ZooKeeper registration."""
@@ -275,6 +278,7 @@ class Broker:
         self.data = DataPlane(config, self.store, self.cluster)
         self.group_log = GroupLog(data_dir / "groups") if data_dir is not None else None
         self.machine = machine or GroupCoordinator(config.group)
+        self.rejected: Counter[str] = Counter()
         self.groups = GroupShell(
             self.machine,
             self.cluster,
@@ -283,6 +287,7 @@ class Broker:
             self.group_log,
             broker_id=config.broker_id,
             known_topic=self._known_topic,
+            rejected=self.rejected,
         )
         self.served = dict(SERVED_VERSIONS)
         self.handlers: dict[int, Callable[[RequestContext, Any], Any]] = {
@@ -293,7 +298,6 @@ class Broker:
         self.requests: Counter[int] = Counter()
         self._coordination_keys = frozenset(k for k, n in API_NAMES.items() if n in COORDINATION_APIS)
         self.handling_ns: Counter[int] = Counter()
-        self.rejected: Counter[str] = Counter()
         self._reported: Counter[int] = Counter()
         self._reported_rejected: Counter[str] = Counter()
         self._reported_ns: Counter[int] = Counter()
@@ -385,8 +389,17 @@ class Broker:
         )
         try:
             result = self.handlers[api_key](ctx, req.body)
-        except Exception:
-            log.exception("%s v%d from %s failed", API_NAMES.get(api_key), req.api_version, peer.client_host)
+        except CloseConnection:
+            raise
+        except Exception as e:
+            if isinstance(e, GroupFailure):  # the shell logged the traceback and reset the group
+                log.error(
+                    "%s v%d from %s failed: %s", API_NAMES.get(api_key), req.api_version, peer.client_host, e
+                )
+            else:
+                log.exception(
+                    "%s v%d from %s failed", API_NAMES.get(api_key), req.api_version, peer.client_host
+                )
             result = error_response(api_key, req.api_version, ErrorCode.unknown_server_error)
             if result is None:
                 raise CloseConnection(f"handler_error: {API_NAMES.get(api_key)}") from None
@@ -432,12 +445,18 @@ class Broker:
     async def _load_groups(self) -> None:
         t0 = time.monotonic()
         try:
-            count = await self.groups.load()
+            count, skipped = await self.groups.load()
         except Exception:
-            log.exception("loading the group log failed; group APIs stay unavailable")
-            raise
-        self.loaded.set()
-        log.info("group log loaded: %d records in %.3fs", count, time.monotonic() - t0)
+            groups = len(self.machine.group_ids())
+            log.exception(
+                "reading the group log failed; serving the %d groups loaded before the error", groups
+            )
+        else:
+            log.info(
+                "group log loaded: %d records (%d skipped) in %.3fs", count, skipped, time.monotonic() - t0
+            )
+        finally:
+            self.loaded.set()
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -459,10 +478,11 @@ class Broker:
         """Stop serving and release everything; idempotent enough for signal + finally."""
         if self._server is not None:
             self._server.close()
-        # Abort the sockets rather than cancel the connection tasks: their read loops then end
-        # normally (asyncio logs an error for a cancelled client-connected callback).
+        # Close the connections rather than cancel their tasks: their loops then end normally
+        # (asyncio logs an error for a cancelled client-connected callback), also one waiting for
+        # a parked response.
         for conn in list(self._connections.values()):
-            conn.writer.transport.abort()
+            conn.close()
         if self._connections:
             await asyncio.wait(list(self._connections), timeout=2.0)
         for task in list(self._connections) + list(self._bg):

@@ -51,6 +51,7 @@ from coordinator.guard import check_body
 
 __all__ = [
     "MIN_FRAME",
+    "CloseConnection",
     "FrameTooLarge",
     "MalformedRequest",
     "Request",
@@ -70,6 +71,11 @@ MIN_FRAME = 8
 _PEEK = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 ZERO_TD = datetime.timedelta(0)
+
+
+class CloseConnection(Exception):
+    """Stop serving this connection (raised by the server or a handler); the message starts with a reason key
+    (``malformed: ...``), under which the server counts it."""
 
 
 class FrameTooLarge(ValueError):

@@ -85,6 +85,7 @@ __all__ = [
     "REMOVED_FENCED",
     "REMOVED_JOIN_TIMEOUT",
     "REMOVED_LEAVE",
+    "REMOVED_RESET",
     "REMOVED_SYNC_TIMEOUT",
     "Respond",
     "Response",
@@ -473,6 +474,7 @@ REMOVED_EXPIRED = "expired"  #: session (or new-member join) timeout
 REMOVED_JOIN_TIMEOUT = "join_timeout"  #: dynamic member that did not rejoin before the join barrier completed
 REMOVED_SYNC_TIMEOUT = "sync_timeout"  #: member that did not send SyncGroup within the rebalance timeout
 REMOVED_FENCED = "fenced"  #: old member id of a static member replaced by a new incarnation
+REMOVED_RESET = "reset"  #: the group was reset after an internal error (``GroupCoordinator.reset_group``)
 
 
 @dataclass(slots=True, frozen=True)

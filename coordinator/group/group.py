@@ -249,14 +249,22 @@ class Group:
 
     # ---------------------------------------------------------------------------------------------- protocols
 
+    # ``supported_protocols`` counts *members* per protocol name: a member that lists a name twice counts once.
+    # Deviation: Kafka 3.7 ``GroupMetadata.incSupportedProtocols`` counts list entries, while its checks
+    # (``supportsProtocols`` with ``MemberMetadata.plainProtocolSet``, ``candidateProtocols``) compare the count
+    # with the number of members. There, one JoinGroup that lists a name twice makes every later member fail with
+    # INCONSISTENT_GROUP_PROTOCOL, and ``selectProtocol`` throws inside the DelayedJoin (the generation is already
+    # bumped), leaving the group in PreparingRebalance with no join operation. Kafka answers the duplicate
+    # JoinGroup itself normally (nothing rejects it), so we do too, and count what the checks assume.
+
     def _inc_protocols(self, member: Member) -> None:
         counts = self.supported_protocols
-        for name, _ in member.protocols:
+        for name in member.protocol_names():
             counts[name] = counts.get(name, 0) + 1
 
     def _dec_protocols(self, member: Member) -> None:
         counts = self.supported_protocols
-        for name, _ in member.protocols:
+        for name in member.protocol_names():
             left = counts.get(name, 0) - 1
             if left > 0:
                 counts[name] = left

@@ -25,6 +25,9 @@ Deviations from Kafka (each also noted where it happens):
   are the shell's business.
 * Transactional offset commits (TxnOffsetCommit) are not served, so ``require_stable`` never yields
   UNSTABLE_OFFSET_COMMIT.
+* A member that lists a protocol name twice counts once towards that protocol's support (see
+  :class:`~coordinator.group.group.Group`): Kafka counts entries, which wedges the group.
+* :meth:`GroupCoordinator.reset_group` recovers a group after an internal error; Kafka has no such path.
 
 Decisions where the spec says UNVERIFIED or Kafka is arbitrary:
 
@@ -57,6 +60,7 @@ from coordinator.group.api import (
     REMOVED_FENCED,
     REMOVED_JOIN_TIMEOUT,
     REMOVED_LEAVE,
+    REMOVED_RESET,
     REMOVED_SYNC_TIMEOUT,
     TIMER_HEARTBEAT,
     TIMER_JOIN,
@@ -1338,6 +1342,79 @@ class GroupCoordinator:
         )
         self._prepare_rebalance(group, now_ms, out, f"pending sync expired for {len(laggards)} members")
 
+    # ============================================================================================ recovery
+
+    def wedged(self, group_id: str) -> str | None:
+        """Why ``group_id`` cannot make progress on its own, or ``None``: a group in PreparingRebalance must have
+        its join barrier armed (a shell also checks the timer itself is armed)."""
+        group = self._groups.get(group_id)
+        if group is not None and group.state is _PREPARING and group.join_deadline_ms is None:
+            return "PreparingRebalance without a join barrier"
+        return None
+
+    def reset_group(self, now_ms: int, group_id: str, reason: str) -> list[Effect]:
+        """Recover ``group_id`` after an internal error left its state in doubt (no Kafka counterpart: Kafka has
+        no recovery and such a group stays wedged). Every parked JoinGroup and SyncGroup is answered
+        UNKNOWN_MEMBER_ID, every timer of the group is cancelled and all members and pending members are dropped;
+        the group goes on as an Empty group of the next generation that keeps its protocol type and offsets, and is
+        persisted as such. Members learn at their next request (UNKNOWN_MEMBER_ID) and join again. Emits
+        ``member_removed`` (reason ``"reset"``) per member and a ``group_state`` event carrying ``reason``.
+
+        Uses only plain attributes of the group, so it works on a group whose bookkeeping is inconsistent."""
+        out: list[Effect] = []
+        group = self._groups.get(group_id)
+        if group is None:
+            return out
+        for member in list(group.members.values()):
+            if member.awaiting_join:
+                member.awaiting_join = False
+                out.append(
+                    Respond(member.join_token, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=""))
+                )
+            if member.awaiting_sync:
+                self._answer_sync(out, member, SyncGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+            member.heartbeat_deadline_ms = -1
+            out.append(CancelTimer(member.heartbeat_key))
+            self._emit_removed(out, group, member, REMOVED_RESET)
+        for pending_id in group.pending_members:
+            out.append(CancelTimer((TIMER_PENDING, group_id, pending_id)))
+        out.append(CancelTimer(group.join_key))
+        out.append(CancelTimer((TIMER_SYNC, group_id, group.sync_generation)))
+        fresh = Group(group_id, _EMPTY, now_ms)
+        fresh.generation_id = group.generation_id + 1
+        fresh.protocol_type = group.protocol_type
+        fresh.offsets = group.offsets
+        self._groups[group_id] = fresh
+        log.error(
+            "group=%s generation=%d reset from %s with %d members after an internal error (%s)",
+            group_id,
+            fresh.generation_id,
+            group.state.value,
+            len(group.members),
+            reason,
+        )
+        if self._emit_events:
+            out.append(
+                Emit(
+                    EMIT_GROUP_STATE,
+                    {
+                        "group": group_id,
+                        "from_state": group.state.value,
+                        "to_state": _EMPTY.value,
+                        "generation": fresh.generation_id,
+                        "members": 0,
+                        "reason": reason,
+                    },
+                )
+            )
+        self._persist_group(fresh, now_ms, out)
+        return out
+
+    def drop_group(self, group_id: str) -> None:
+        """Forget ``group_id`` and its offsets in memory (the last resort when :meth:`reset_group` itself failed;
+        the shell answers what was parked). The durable log is untouched: a restart loads it again."""
+        self._groups.pop(group_id, None)
+
     # ============================================================================================ durability
 
     def begin_loading(self) -> list[Effect]:
@@ -1379,7 +1456,8 @@ class GroupCoordinator:
     def load(self, record: Record) -> None:
         """Replay one persisted record (in log order). Offsets are last-writer-wins; the last group record of a
         group replaces its membership (loaded as Stable, or Empty if it has no members); a tombstone drops the
-        group and its offsets."""
+        group and its offsets. Raises (changing nothing) for a record that cannot be a group's state: a member id
+        twice, a static instance id twice."""
         if isinstance(record, OffsetCommitRecord):
             group = self._groups.get(record.group_id)
             if group is None:
@@ -1389,6 +1467,8 @@ class GroupCoordinator:
                 record.offset, record.leader_epoch, record.metadata, record.commit_timestamp_ms
             )
         elif isinstance(record, GroupMetadataRecord):
+            if len({m.member_id for m in record.members}) != len(record.members):
+                raise ValueError(f"group {record.group_id}: a member id appears twice")
             previous = self._groups.get(record.group_id)
             group = Group(record.group_id, _STABLE if record.members else _EMPTY, record.timestamp_ms)
             group.generation_id = record.generation_id

@@ -87,8 +87,13 @@ class Member:
             return False
         return self.awaiting_join or self.awaiting_sync
 
+    def protocol_names(self) -> dict[str, None]:
+        """The distinct protocol names, in preference order (a name listed twice appears once)."""
+        return dict.fromkeys(name for name, _ in self.protocols)
+
     def metadata(self, protocol: str) -> bytes:
-        """Subscription metadata for ``protocol``; ``KeyError`` if the member does not support it."""
+        """Subscription metadata for ``protocol`` (its first entry, as Kafka's ``MemberMetadata.metadata``
+        finds it); ``KeyError`` if the member does not support it."""
         for name, data in self.protocols:
             if name == protocol:
                 return data

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from coordinator.group.records import (
     GroupTombstoneRecord,
     MemberRecord,
     OffsetCommitRecord,
+    encode_record,
 )
 from coordinator.group_log import LOG_NAME, GroupLog, live_records
 from coordinator.records import split_batches
@@ -87,10 +89,38 @@ def test_group_log_replays_in_order_and_drops_a_torn_line(tmp_path: Path) -> Non
     assert list(GroupLog(tmp_path).replay())[-1] == _offset("g", 1, 1)
 
 
-def test_group_log_rejects_garbage_in_the_middle(tmp_path: Path) -> None:
-    (tmp_path / LOG_NAME).write_bytes(b"not json\n")
-    with pytest.raises(ValueError, match="line 1"):
-        list(GroupLog(tmp_path).replay())
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"not json",
+        b'{"type":"offset","group_id":"g","topic":',  # cut short
+        b'{"type":"group","group_id":"g"}',  # a field missing
+        b'{"type":"offset","group_id":"g","topic":"t","partition":"x","offset":1}',  # a bad value
+        b"[1, 2]",
+        b'{"type":"nope"}',
+        b"\xff\xfe",
+    ],
+)
+def test_group_log_skips_a_line_that_is_not_a_record_and_keeps_the_rest(
+    tmp_path: Path, garbage: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    before, after = _offset("g", 0, 5), _group("h", 2)
+    (tmp_path / LOG_NAME).write_bytes(
+        encode_record(before) + b"\n" + garbage + b"\n" + encode_record(after) + b"\n"
+    )
+    log = GroupLog(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="coordinator"):
+        assert list(log.replay_lines()) == [(1, before), (3, after)]
+    assert log.skipped == 1
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert f"{tmp_path / LOG_NAME} line 2 skipped" in warning
+
+
+def test_a_log_with_skipped_lines_is_not_compacted(tmp_path: Path) -> None:
+    data = b"".join(encode_record(_offset("g", 0, i)) + b"\n" for i in range(12_000)) + b"garbage\n"
+    (tmp_path / LOG_NAME).write_bytes(data)
+    assert list(GroupLog(tmp_path).replay())[-1] == _offset("g", 0, 11_999)
+    assert (tmp_path / LOG_NAME).read_bytes() == data  # the damaged line stays for a human to see
 
 
 def test_live_records_keeps_last_writer_and_honours_tombstones() -> None:
