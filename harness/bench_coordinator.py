@@ -5,11 +5,12 @@ Subcommands (``all`` runs every one with its defaults):
 * ``handling``: server-side handling time of Heartbeat and JoinGroup, in process: the request frame
   as kafka-python encodes it is decoded (kio, after the bounds guard), handled by the shell and the
   state machine, and the response encoded -- everything but the socket. Median and p99 in us.
-* ``rebalance``: rebalance latency of a stable group of N kafka-python consumers (separate
-  processes; heartbeat 500 ms, session 6 s) when one member joins and when one leaves, from the
-  coordinator's own history: from ``rebalance_begin`` (the broker got the JoinGroup / LeaveGroup)
-  to the group's transition to Stable with the new generation (the leader's SyncGroup; every
-  member's SyncGroup is answered then). Median and max over the repetitions.
+* ``rebalance``: rebalance latency of a settled group of N kafka-python consumers (the harness's
+  member processes; heartbeat 500 ms, session 6 s) when one member joins and when one leaves,
+  measured as the reports measure it (:mod:`harness.bench_rebalance`): t1 - t0 of each trigger
+  window of :func:`harness.kernel.windows.evaluate` over the merged histories (t0 = the invoke, for
+  a join the joiner's ``ready``; t1 = settled), with its detection and convergence. Median and max
+  over the repetitions.
 * ``throughput``: kafka-python producer then consumer, 100-byte records, records/s each way, and
   the broker's CPU time per record (the client is usually the bottleneck).
 * ``memory``: broker RSS before and after 1,000 members in 100 groups joined and heartbeating
@@ -21,12 +22,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import signal
 import statistics
-import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +32,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.bench_rebalance import Change, RebalanceBench, run_rebalance
 from harness.cluster.broker import BrokerProcess
-from harness.history.writer import read_events
-from harness.procs import ChildProcess, spawn
 
 __all__ = ["coordinator"]
 
@@ -194,130 +191,123 @@ def handling(members: int, heartbeats: int, rounds: int) -> None:
 # ---------------------------------------------------------------------------------------- rebalance
 
 
-def _describe(bootstrap: str, group: str) -> tuple[str, int]:
-    """(state, member count) of ``group`` via DescribeGroups."""
-    from kafka.protocol.admin import DescribeGroupsRequest
+class _Sizes(click.ParamType):
+    """Comma-separated group sizes, each at least 1 (a type, so ``ctx.invoke`` defaults parse too)."""
 
-    from coordinator.rawclient import RawClient
+    name = "N[,N...]"
 
-    host, port = bootstrap.rsplit(":", 1)
-    with RawClient(host, int(port)) as raw:
-        g = raw.call(DescribeGroupsRequest(groups=[group]), 1).groups[0]
-    return g.group_state, len(g.members)
-
-
-def _wait(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[int]:
+        if isinstance(value, list):
             return value
-        time.sleep(0.1)
-    raise click.ClickException(f"timed out after {timeout:.0f}s waiting for {what}")
+        try:
+            sizes = [int(s) for s in str(value).split(",")]
+        except ValueError:
+            self.fail(f"{value!r} is not a comma-separated list of group sizes", param, ctx)
+        if any(n < 1 for n in sizes):
+            self.fail(f"group sizes must be at least 1, got {value!r}", param, ctx)
+        return sizes
 
 
-def _latency_after(history: Path, group: str, mark_ns: int) -> tuple[float, int] | None:
-    """(ms from the first rebalance_begin after ``mark_ns`` to the next Stable, new generation)."""
-    events = [e for e in read_events(history) if e.get("group") == group and e["ts_ns"] > mark_ns]
-    begin = next((e for e in events if e["kind"] == "rebalance_begin"), None)
-    if begin is None:
-        return None
-    stable = next(
-        (
-            e
-            for e in events
-            if e["kind"] == "group_state" and e.get("to_state") == "Stable" and e["ts_ns"] >= begin["ts_ns"]
-        ),
-        None,
-    )
-    if stable is None:
-        return None
-    return (stable["ts_ns"] - begin["ts_ns"]) / 1e6, int(stable.get("generation", -1))
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}"
 
 
-def _member(broker: BrokerProcess, group: str, topic: str, workdir: Path, name: str) -> ChildProcess:
-    argv = [sys.executable, "-m", "coordinator.benchmember", "--bootstrap", broker.bootstrap]
-    argv += ["--group", group, "--topic", topic]
-    return spawn(argv, name, log_path=workdir / f"{name}.log")
+def _median(changes: list[Change], attr: str) -> float:
+    return statistics.median(getattr(c, attr) for c in changes)
 
 
-def _rebalance(n: int, reps: int, workdir: Path) -> dict[str, list[float]]:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    history = workdir / f"broker-{n}.jsonl"
-    broker = BrokerProcess(
-        history_path=history, log_path=workdir / f"broker-{n}.log", extra_args=["--metrics-interval", "0"]
-    )
-    members: list[ChildProcess] = []
-    group, topic = f"bench-{n}", f"bench-{n}"
-    out: dict[str, list[float]] = {"join": [], "leave": []}
-    try:
-        broker.start()
-        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
-        admin.create_topics([NewTopic(topic, n + 1, 1)])
-        admin.close()
-        members = [_member(broker, group, topic, workdir, f"m{n}-{i}") for i in range(n)]
-        _wait(lambda: _describe(broker.bootstrap, group) == ("Stable", n), 300, f"a stable group of {n}")
-        _wait_quiet(history, group, 2.0)
-        for rep in range(reps):
-            for kind in ("join", "leave"):
-                mark = time.time_ns()
-                if kind == "join":
-                    extra = _member(broker, group, topic, workdir, f"extra{n}-{rep}")
-                    want = n + 1
-                else:
-                    extra.signal(signal.SIGTERM)
-                    want = n
-                _wait(
-                    lambda w=want: _describe(broker.bootstrap, group) == ("Stable", w), 60, f"{want} members"
+def _rebalance_rows(n: int, changes: list[Change]) -> list[tuple[str, str]]:
+    """Table rows of one group size: per action, latency median / max and its parts (settled only)."""
+    rows = []
+    for action, verb in (("join", "joins"), ("leave", "leaves")):
+        mine = [c for c in changes if c.action == action]
+        done = [c for c in mine if c.latency_ms is not None]
+        settled = f"settled {len(done)} of {len(mine)}"
+        if not done:
+            outcomes = ", ".join(sorted({c.outcome for c in mine})) or "no trigger"
+            rows.append((f"N={n}, one member {verb}: rebalance latency ({settled})", outcomes))
+            continue
+        lat = [c.latency_ms for c in done if c.latency_ms is not None]
+        rows.append(
+            (
+                f"N={n}, one member {verb}: rebalance latency median / max ({settled})",
+                f"{statistics.median(lat):.0f} / {max(lat):.0f} ms",
+            )
+        )
+        rows.append(
+            ("    detection (first reaction - t0), median", f"{_median(done, 'detection_ms'):.0f} ms")
+        )
+        rows.append(
+            ("    convergence (t1 - first reaction), median", f"{_median(done, 'convergence_ms'):.0f} ms")
+        )
+        if action == "join":
+            rows.append(
+                (
+                    "    start-up (t0 - invoke: the joiner booting), median",
+                    f"{_median(done, 'startup_ms'):.0f} ms",
                 )
-                got = _wait(lambda m=mark: _latency_after(history, group, m), 10, "the rebalance events")
-                out[kind].append(got[0])
-                if kind == "leave":
-                    extra.wait(15)
-                    extra.stop()
-                _wait_quiet(history, group, 1.0)
-                console.print(f"  N={n} rep {rep + 1} {kind}: {got[0]:.0f} ms (generation {got[1]})")
-    finally:
-        for m in members:
-            m.signal(signal.SIGTERM)
-        for m in members:
-            m.stop()
-        broker.stop()
-    return out
-
-
-def _wait_quiet(history: Path, group: str, quiet_s: float) -> None:
-    """Wait until no group event has been written for ``quiet_s`` seconds."""
-
-    def quiet() -> bool:
-        events = [e for e in read_events(history) if e.get("group") == group]
-        return not events or time.time_ns() - events[-1]["ts_ns"] > quiet_s * 1e9
-
-    _wait(quiet, 60, "a quiet group")
+            )
+    return rows
 
 
 @coordinator.command("rebalance")
 @click.option(
-    "--members", "sizes", default="10,50", show_default=True, help="Group sizes N, comma-separated."
+    "--members",
+    "sizes",
+    default="10,50",
+    show_default=True,
+    type=_Sizes(),
+    help="Group sizes N, comma-separated.",
 )
-@click.option("--reps", default=5, show_default=True, help="Joins and leaves per size.")
-def rebalance(sizes: str, reps: int) -> None:
-    """Rebalance latency of a stable group of N kafka-python consumers, one join / one leave."""
+@click.option(
+    "--reps", type=click.IntRange(min=1), default=5, show_default=True, help="Joins and leaves per size."
+)
+@click.option(
+    "--settle-window",
+    type=click.FloatRange(min=0, min_open=True),
+    default=3.0,
+    show_default=True,
+    help="W in seconds: settled = owned once with no ownership change for W (the scenarios' default).",
+)
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the histories and logs here (default: a temporary directory, removed afterwards).",
+)
+def rebalance(sizes: list[int], reps: int, settle_window: float, workdir: Path | None) -> None:
+    """Rebalance latency of a settled group of N kafka-python consumers, one join / one leave.
+
+    Measured as the reports measure it: t1 - t0 of each trigger window (harness.kernel.windows).
+    """
     rows = []
-    with tempfile.TemporaryDirectory(prefix="herdlab-bench-") as tmp:
-        for n in (int(s) for s in sizes.split(",")):
+    with contextlib.ExitStack() as stack:
+        root = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="herdlab-bench-")))
+        for n in sizes:
             console.print(f"N={n}: starting {n} consumers ...")
-            r = _rebalance(n, reps, Path(tmp))
-            for kind in ("join", "leave"):
-                v = r[kind]
-                rows.append(
-                    (
-                        f"N={n}, one member {'joins' if kind == 'join' else 'leaves'}: median / max (reps={len(v)})",
-                        f"{statistics.median(v):.0f} / {max(v):.0f} ms",
-                    )
+            bench = RebalanceBench(members=n, reps=reps, workdir=root, settle_window_s=settle_window)
+            changes = run_rebalance(bench, echo=console.print)
+            for c in changes:
+                figures = (
+                    f"{c.latency_ms:.0f} ms (detection {_ms(c.detection_ms)} ms, convergence {_ms(c.convergence_ms)} ms)"
+                    if c.latency_ms is not None
+                    else c.outcome
                 )
-    _table("Rebalance latency (heartbeat 500 ms, session 6 s; target median <= 800 ms)", rows)
+                console.print(f"  N={n} {c.action} {c.member}: {figures}")
+            rows += _rebalance_rows(n, changes)
+    t = Table(
+        title=f"Rebalance latency (heartbeat 500 ms, session 6 s, W = {settle_window:g} s; target median <= 800 ms)",
+        caption=(
+            'The reports\' "rebalance latency" (harness.kernel.windows): t1 - t0 of each trigger, '
+            "t0 = the invoke, for a join the joiner's ready; t1 = every partition owned by exactly one "
+            "live member (the joiner live) with no change for W."
+        ),
+    )
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    for k, v in rows:
+        t.add_row(k, v)
+    console.print(t)
 
 
 # ---------------------------------------------------------------------------------------- throughput
