@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import statistics
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ from rich.table import Table
 
 from harness.bench_rebalance import Change, RebalanceBench, run_rebalance
 from harness.cluster.broker import BrokerProcess
+from harness.errors import HerdlabError
 
 __all__ = ["coordinator"]
 
@@ -212,39 +215,43 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:.0f}"
 
 
-def _median(changes: list[Change], attr: str) -> float:
-    return statistics.median(getattr(c, attr) for c in changes)
+def _median_of(changes: list[Change], attr: str) -> float:
+    """The median over repetitions where a change that did not settle counts as +infinity (never),
+    as the reports' statistics count it (design.md, "statistics")."""
+    return statistics.median(math.inf if getattr(c, attr) is None else getattr(c, attr) for c in changes)
+
+
+def _shown(*values: float) -> str:
+    if all(math.isfinite(v) for v in values):
+        return " / ".join(f"{v:.0f}" for v in values) + " ms"
+    return " / ".join("never" if math.isinf(v) else f"{v:.0f} ms" for v in values)
 
 
 def _rebalance_rows(n: int, changes: list[Change]) -> list[tuple[str, str]]:
-    """Table rows of one group size: per action, latency median / max and its parts (settled only)."""
+    """Table rows of one group size: per action, latency median / max and the medians of its parts."""
     rows = []
     for action, verb in (("join", "joins"), ("leave", "leaves")):
         mine = [c for c in changes if c.action == action]
-        done = [c for c in mine if c.latency_ms is not None]
-        settled = f"settled {len(done)} of {len(mine)}"
-        if not done:
-            outcomes = ", ".join(sorted({c.outcome for c in mine})) or "no trigger"
-            rows.append((f"N={n}, one member {verb}: rebalance latency ({settled})", outcomes))
+        if not mine:
             continue
-        lat = [c.latency_ms for c in done if c.latency_ms is not None]
+        unsettled = Counter(c.outcome for c in mine if c.latency_ms is None)
+        note = "".join(f", {k} {outcome}" for outcome, k in sorted(unsettled.items()))
+        worst = max(math.inf if c.latency_ms is None else c.latency_ms for c in mine)
         rows.append(
             (
-                f"N={n}, one member {verb}: rebalance latency median / max ({settled})",
-                f"{statistics.median(lat):.0f} / {max(lat):.0f} ms",
+                f"N={n}, one member {verb}: rebalance latency median / max (n={len(mine)}{note})",
+                _shown(_median_of(mine, "latency_ms"), worst),
             )
         )
+        rows.append(("    detection (first reaction - t0), median", _shown(_median_of(mine, "detection_ms"))))
         rows.append(
-            ("    detection (first reaction - t0), median", f"{_median(done, 'detection_ms'):.0f} ms")
-        )
-        rows.append(
-            ("    convergence (t1 - first reaction), median", f"{_median(done, 'convergence_ms'):.0f} ms")
+            ("    convergence (t1 - first reaction), median", _shown(_median_of(mine, "convergence_ms")))
         )
         if action == "join":
             rows.append(
                 (
                     "    start-up (t0 - invoke: the joiner booting), median",
-                    f"{_median(done, 'startup_ms'):.0f} ms",
+                    _shown(_median_of(mine, "startup_ms")),
                 )
             )
     return rows
@@ -286,7 +293,12 @@ def rebalance(sizes: list[int], reps: int, settle_window: float, workdir: Path |
         for n in sizes:
             console.print(f"N={n}: starting {n} consumers ...")
             bench = RebalanceBench(members=n, reps=reps, workdir=root, settle_window_s=settle_window)
-            changes = run_rebalance(bench, echo=console.print)
+            try:
+                changes = run_rebalance(bench, echo=console.print)
+            except HerdlabError as e:
+                if workdir is not None:
+                    raise
+                raise HerdlabError(f"{e} (a temporary directory: --workdir DIR keeps the logs)") from None
             for c in changes:
                 figures = (
                     f"{c.latency_ms:.0f} ms (detection {_ms(c.detection_ms)} ms, convergence {_ms(c.convergence_ms)} ms)"
@@ -300,7 +312,8 @@ def rebalance(sizes: list[int], reps: int, settle_window: float, workdir: Path |
         caption=(
             'The reports\' "rebalance latency" (harness.kernel.windows): t1 - t0 of each trigger, '
             "t0 = the invoke, for a join the joiner's ready; t1 = every partition owned by exactly one "
-            "live member (the joiner live) with no change for W."
+            "live member (the joiner live) with no change for W. A change that did not settle counts as "
+            "never (+infinity) in the statistics, as in the reports."
         ),
     )
     t.add_column("figure")

@@ -61,14 +61,20 @@ def test_latency_is_t1_minus_t0_with_detection_convergence_and_startup_apart() -
     assert leave == Change("leave", "j0", "settled", 300.0, 50.0, 250.0, None)
 
 
-def test_a_change_that_does_not_settle_in_its_window_has_an_outcome_and_no_figures() -> None:
+def test_a_change_that_does_not_settle_counts_as_never_in_the_statistics() -> None:
     join, leave = measure(history(leave_settles=False), W)
     assert join.latency_ms == 500.0
     assert leave == Change("leave", "j0", "never", None, None, None, None)
     rows = dict(_rebalance_rows(3, [join, leave]))
-    assert rows["N=3, one member joins: rebalance latency median / max (settled 1 of 1)"] == "500 / 500 ms"
+    assert rows["N=3, one member joins: rebalance latency median / max (n=1)"] == "500 / 500 ms"
     assert rows["    start-up (t0 - invoke: the joiner booting), median"] == "500 ms"
-    assert rows["N=3, one member leaves: rebalance latency (settled 0 of 1)"] == "never"
+    assert rows["N=3, one member leaves: rebalance latency median / max (n=1, 1 never)"] == "never / never"
+    # over three joins, one never: the median is the middle finite one, the max is never
+    slow = Change("join", "j1", "settled", 900.0, 100.0, 800.0, 400.0)
+    rows = dict(_rebalance_rows(3, [join, slow, Change("join", "j2", "never", None, None, None, 600.0)]))
+    assert rows["N=3, one member joins: rebalance latency median / max (n=3, 1 never)"] == "900 ms / never"
+    assert rows["    convergence (t1 - first reaction), median"] == "800 ms"  # 400, 800, never
+    assert rows["    start-up (t0 - invoke: the joiner booting), median"] == "500 ms"  # 400, 500, 600
 
 
 def test_members_run_as_the_harness_runs_them(tmp_path) -> None:

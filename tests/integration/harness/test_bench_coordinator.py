@@ -72,8 +72,8 @@ def test_rebalance_bench_prints_the_windows_latencies(tmp_path: Path) -> None:
 
     join_latency, join_detection = _by_hand(evs, ready, leave_invoke["ts_ns"], "j0")
     leave_latency, leave_detection = _by_hand(evs, leave_invoke["ts_ns"], settling_end, None)
-    join = _row(out, "N=3, one member joins: rebalance latency median / max (settled 1 of 1)")
-    leave = _row(out, "N=3, one member leaves: rebalance latency median / max (settled 1 of 1)")
+    join = _row(out, "N=3, one member joins: rebalance latency median / max (n=1)")
+    leave = _row(out, "N=3, one member leaves: rebalance latency median / max (n=1)")
     assert join == [round(join_latency)] * 2 and leave == [round(leave_latency)] * 2, out
     assert 0 < join_latency < 60_000 and 0 < leave_latency < 60_000
     assert _row(out, "detection (first reaction - t0)")[0] == round(join_detection)
