@@ -1,0 +1,283 @@
+"""Rebalance latency of a coordinator group when one member joins and when one leaves, measured with
+the one definition of trigger windows (:func:`harness.kernel.windows.evaluate`): the same figure as
+the reports' "rebalance latency".
+
+Contract
+--------
+:func:`run_rebalance` measures one group size N in a directory of its own:
+
+* a broker (``python -m coordinator``, history ``broker.jsonl``, role broker), a topic of N + 1
+  partitions (so with range every member owns at least one), and N members run as the harness runs
+  them: ``python -m harness member coordinator ... --history <name>.jsonl`` (unmodified kafka-python;
+  heartbeat 500 ms, session 6 s by default; no auto-commit, nothing is produced);
+* a nemesis history ``nemesis.jsonl`` (:mod:`harness.kernel.events`): ``unit_start`` (role harness,
+  with ``partitions``), ``stable`` once the N members settled, then ``reps`` times a ``join`` of a new
+  member ``j<rep>`` and its ``leave``, each an ``invoke`` (``trigger`` true, ``action_id``) just before
+  acting and a ``complete`` once it took effect (a join: the joiner's ``ready`` was read, carried as
+  ``ready_ns``; a leave: the SIGTERMed process exited, after its clean close and LeaveGroup), and
+  ``settling_end`` (role harness) after the last change settled;
+* every wait is :meth:`GroupView.settled` over the events read so far from all of these files (a join
+  also waits for the joiner to be live): the same fold and window ``W`` that :func:`evaluate` uses,
+  so each trigger's window holds its settled instant. Afterwards DescribeGroups checks, as a sanity
+  check only, that the broker agrees (group Stable with the expected member count).
+
+:func:`measure` evaluates the merged events of all files with window ``W`` and returns one
+:class:`Change` per trigger: latency = t1 - t0 (t0 = the invoke, for a join the joiner's ``ready``;
+t1 = settled), detection = first reaction - t0, convergence = t1 - first reaction, and for a join the
+start-up (t0 - invoke) apart. Raises :class:`~harness.errors.HerdlabError` (one line, naming the
+directory with the logs) when the group does not settle in time or the broker disagrees.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.cluster.broker import BrokerProcess
+from harness.errors import HerdlabError
+from harness.history.writer import HistoryWriter, read_events
+from harness.kernel.events import SETTLED, Kind, Role
+from harness.kernel.ownership import GroupView
+from harness.kernel.windows import evaluate
+from harness.procs import ChildProcess, spawn
+from harness.run.launch import PY
+from harness.run.tail import HistoryTail
+
+__all__ = ["Change", "RebalanceBench", "measure", "member_argv", "run_rebalance"]
+
+POLL_S = 0.1  # how often the histories are read while waiting (the runner's rate)
+
+
+@dataclass(frozen=True)
+class RebalanceBench:
+    """One group size's measurement (see the module contract)."""
+
+    members: int
+    reps: int
+    workdir: Path
+    settle_window_s: float = 3.0
+    session_timeout_ms: int = 6000
+    heartbeat_interval_ms: int = 500
+    form_timeout_s: float = 300.0
+    change_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class Change:
+    """One trigger's figures in ms (None unless its outcome is ``settled``; ``startup_ms`` for joins)."""
+
+    action: str
+    member: str
+    outcome: str
+    latency_ms: float | None
+    detection_ms: float | None
+    convergence_ms: float | None
+    startup_ms: float | None
+
+
+def measure(events: list[dict[str, Any]], window_ns: int) -> list[Change]:
+    """Every trigger of one run's merged events, in time order, from :func:`evaluate`."""
+    out = []
+    for t in evaluate(events, window_ns).triggers:
+        lat = det = conv = None
+        if t.outcome == SETTLED and t.t1_ns is not None and t.react_ns is not None:
+            lat = (t.t1_ns - t.t0_ns) / 1e6
+            det = (t.react_ns - t.t0_ns) / 1e6
+            conv = (t.t1_ns - t.react_ns) / 1e6
+        startup = None if t.startup_ns is None else t.startup_ns / 1e6
+        out.append(Change(t.action, ",".join(t.targets), t.outcome, lat, det, conv, startup))
+    return out
+
+
+def member_argv(
+    b: RebalanceBench, bootstrap: str, group: str, topic: str, name: str, history: Path
+) -> list[str]:
+    """The harness's coordinator member (``herdlab member coordinator``) with the bench's settings."""
+    argv = PY + ["member", "coordinator", "--bootstrap", bootstrap, "--group", group, "--topic", topic]
+    argv += ["--name", name, "--history", str(history)]
+    argv += ["--session-timeout-ms", str(b.session_timeout_ms)]
+    argv += ["--heartbeat-interval-ms", str(b.heartbeat_interval_ms)]
+    return argv + ["--no-auto-commit", "--auto-offset-reset", "latest"]
+
+
+class _Watch:
+    """The events read so far from every history file of one run, folded into a :class:`GroupView`."""
+
+    def __init__(self, directory: Path, partitions: int) -> None:
+        self.directory = directory
+        self.tail = HistoryTail(directory)
+        self.view = GroupView(partitions=partitions)
+        self.ready: dict[str, int] = {}  # member -> ts_ns of its latest ready event
+
+    def observe(self) -> None:
+        for e in self.tail.poll():
+            self.view.apply(e)
+            if e.get("kind") == Kind.READY and e.get("role") == Role.MEMBER:
+                self.ready[str(e.get("source"))] = int(e["ts_ns"])
+
+    def settled(self, window_s: float) -> bool:
+        return self.view.settled(time.time_ns(), window_s)
+
+    def until(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+        """Read the histories until ``condition()`` holds; HerdlabError after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.observe()
+            if condition():
+                return
+            if time.monotonic() > deadline:
+                raise HerdlabError(
+                    f"timed out after {timeout_s:g}s waiting for {what} ({self.view.summary()}); "
+                    f"see {self.directory}"
+                )
+            time.sleep(POLL_S)  # polling the members' files, as the runner does
+
+
+def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="herdlab-bench")
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def _check_broker(bootstrap: str, group: str, members: int, directory: Path) -> None:
+    """Sanity check, not the definition: the broker's group is Stable with ``members`` members."""
+    from kafka.protocol.admin import DescribeGroupsRequest
+
+    from coordinator.rawclient import RawClient
+
+    host, port = bootstrap.rsplit(":", 1)
+    with RawClient(host, int(port)) as raw:
+        g = raw.call(DescribeGroupsRequest(groups=[group]), 1).groups[0]
+    if (g.group_state, len(g.members)) != ("Stable", members):
+        raise HerdlabError(
+            f"the members settled but the broker has group {group} {g.group_state} with "
+            f"{len(g.members)} members (expected Stable with {members}); see {directory}"
+        )
+
+
+class _Run:
+    """One group size's processes and nemesis history (see :func:`run_rebalance`)."""
+
+    def __init__(self, b: RebalanceBench, directory: Path) -> None:
+        self.b = b
+        self.d = directory
+        self.group = self.topic = f"bench-{b.members}"
+        self.partitions = b.members + 1
+        self.broker = BrokerProcess(
+            history_path=directory / "broker.jsonl",
+            log_path=directory / "broker.log",
+            extra_args=["--metrics-interval", "0"],
+        )
+        self.nemesis = HistoryWriter(directory / "nemesis.jsonl", source="nemesis", role=Role.NEMESIS)
+        self.watch = _Watch(directory, self.partitions)
+        self.procs: dict[str, ChildProcess] = {}
+        self.action_id = 0
+
+    def start(self, name: str) -> None:
+        argv = member_argv(
+            self.b, self.broker.bootstrap, self.group, self.topic, name, self.d / f"{name}.jsonl"
+        )
+        self.procs[name] = spawn(argv, name=f"coordinator:{name}", log_path=self.d / f"{name}.log")
+
+    def settled(self) -> bool:
+        return self.watch.settled(self.b.settle_window_s)
+
+    def form(self) -> None:
+        """``unit_start``, the N initial members, a settled group of them, ``stable``."""
+        self.broker.start()
+        _create_topic(self.broker.bootstrap, self.topic, self.partitions)
+        initial = [f"m{i}" for i in range(self.b.members)]
+        self.nemesis.emit(
+            Kind.UNIT_START,
+            role=Role.HARNESS,
+            topic=self.topic,
+            group=self.group,
+            partitions=self.partitions,
+            members=initial,
+        )
+        for name in initial:
+            self.start(name)
+        self.watch.until(
+            lambda: set(initial) <= self.watch.view.live and self.settled(),
+            self.b.form_timeout_s,
+            f"a settled group of {self.b.members}",
+        )
+        _check_broker(self.broker.bootstrap, self.group, self.b.members, self.d)
+        self.nemesis.emit(Kind.STABLE, role=Role.HARNESS)
+
+    def _pair(self, action: str, name: str) -> dict[str, Any]:
+        self.action_id += 1
+        return {"action": action, "action_id": self.action_id, "targets": [name], "trigger": True}
+
+    def join(self, name: str) -> None:
+        """Start ``name``; complete once its ``ready`` was read; wait until it is live and settled."""
+        pair = self._pair("join", name)
+        since = time.time_ns()
+        self.nemesis.emit(Kind.INVOKE, **pair)
+        self.start(name)
+        self.watch.until(
+            lambda: self.watch.ready.get(name, 0) >= since, self.b.change_timeout_s, f"{name} ready"
+        )
+        self.nemesis.emit(Kind.COMPLETE, **pair, ready_ns={name: self.watch.ready[name]})
+        self.watch.until(
+            lambda: name in self.watch.view.live and self.settled(),
+            self.b.change_timeout_s,
+            f"{name} to join and the group to settle",
+        )
+        _check_broker(self.broker.bootstrap, self.group, len(self.procs), self.d)
+
+    def leave(self, name: str) -> None:
+        """SIGTERM ``name`` (clean close, LeaveGroup); complete once it exited; wait until settled."""
+        pair = self._pair("leave", name)
+        self.nemesis.emit(Kind.INVOKE, **pair)
+        leaver = self.procs.pop(name)
+        leaver.signal(signal.SIGTERM, group=False)
+        code = leaver.wait(self.b.change_timeout_s)
+        leaver.stop()
+        if code is None:
+            raise HerdlabError(
+                f"{name} did not exit within {self.b.change_timeout_s:g}s of SIGTERM; see {self.d}"
+            )
+        self.nemesis.emit(Kind.COMPLETE, **pair, exit_code=code)
+        self.watch.until(self.settled, self.b.change_timeout_s, f"the group to settle after {name} left")
+        _check_broker(self.broker.bootstrap, self.group, len(self.procs), self.d)
+
+    def close(self) -> None:
+        """Stop every member (clean close first), then the broker."""
+        for p in self.procs.values():
+            p.signal(signal.SIGTERM, group=False)
+        for p in self.procs.values():
+            p.stop()
+        self.procs.clear()
+        self.broker.stop()
+        self.nemesis.close()
+
+
+def run_rebalance(b: RebalanceBench, echo: Callable[[str], None] = print) -> list[Change]:
+    """Form a group of ``b.members``, then ``b.reps`` times one join and one leave; their figures."""
+    d = b.workdir / f"N{b.members}"
+    if d.exists() and any(d.iterdir()):
+        raise HerdlabError(f"{d} is not empty: give a workdir without earlier histories")
+    d.mkdir(parents=True, exist_ok=True)
+    run = _Run(b, d)
+    try:
+        run.form()
+        for rep in range(b.reps):
+            name = f"j{rep}"
+            run.join(name)
+            echo(f"  N={b.members} rep {rep + 1}: {name} joined, the group settled")
+            run.leave(name)
+            echo(f"  N={b.members} rep {rep + 1}: {name} left, the group settled")
+        run.nemesis.emit(Kind.SETTLING_END, role=Role.HARNESS, settled=True)
+    finally:
+        run.close()
+    events = [e for f in sorted(d.glob("*.jsonl")) for e in read_events(f)]
+    return measure(events, int(b.settle_window_s * 1e9))
