@@ -69,7 +69,7 @@ if isinstance(_bench, click.Group):
     _register(_bench, "harness.bench", "zookeeper")
     _register(_bench, "harness.bench", "history")
     _register(_bench, "harness.cli.bench_analysis", "analysis")
-    _register(_bench, "coordinator.bench", "coordinator")
+    _register(_bench, "harness.bench_coordinator", "coordinator")
     _register(_bench, "legacy_zk.bench", "legacy_zk")
 
 

@@ -1,8 +1,7 @@
 """``herdlab bench ...``: benchmarks that print figures.
 
-Each part registers its own command here: ``coordinator.bench:coordinator`` (``herdlab bench
-coordinator``; the code is :mod:`harness.bench_coordinator`, re-exported there),
-``legacy_zk.bench:legacy_zk`` (``herdlab bench legacy_zk``), ``harness.bench.zookeeper`` (``herdlab
+Each part registers its own command here: ``harness.bench_coordinator:coordinator`` (``herdlab bench
+coordinator``), ``legacy_zk.bench:legacy_zk`` (``herdlab bench legacy_zk``), ``harness.bench.zookeeper`` (``herdlab
 bench zookeeper``). Figures are measured on the machine at hand; nothing is asserted.
 """
 
