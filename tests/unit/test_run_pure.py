@@ -67,10 +67,14 @@ def test_triggers_closer_than_the_settle_window_are_refused_naming_both() -> Non
         ],
     )
     plan = make_plan(s, 4)
-    with pytest.raises(ValueError, match=r"join at 5s and crash at 7s are 2s apart, less than the settle window \(3s\)"):
+    with pytest.raises(
+        ValueError, match=r"join at 5s and crash at 7s are 2s apart, less than the settle window \(3s\)"
+    ):
         check_spacing(plan, 3.0)
     # a pause's own resume is not a trigger: a 1 s pause next to nothing else is fine
-    p = load_scenario("herd", ["group.members=4", "timeline=[{at='5s', action='pause', count=1, duration='1s'}]"])
+    p = load_scenario(
+        "herd", ["group.members=4", "timeline=[{at='5s', action='pause', count=1, duration='1s'}]"]
+    )
     check_spacing(make_plan(p, 4), 3.0)
 
 
