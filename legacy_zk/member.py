@@ -34,7 +34,10 @@ Then, until :meth:`close`:
 * a plain disconnect changes nothing: the fetcher keeps fetching (the split-brain ingredient);
 * offsets are committed to ``/consumers/<g>/offsets/<t>/<p>`` as the next offset to read (1.12),
   or, with ``offsets.commit.fenced``, only while the owner znode belongs to this session, by a
-  ``multi`` of (check owner version, set offset at the version last read/written).
+  ``multi`` of (check owner version, set offset at the version last read/written); a commit refused
+  because someone else wrote the offset znode re-reads its version, so the next commit can succeed;
+* with ``takeover.delay.ms``, an attempt that would take over partitions of a vanished owner waits
+  that long, then reads the group again and claims on that fresh view.
 
 Every ZooKeeper request, watch notification, attempt, conflict, claim, release, record and commit
 is an event in the history (``impl: legacy_zk``, ``group``, ``member`` on each).
@@ -595,6 +598,19 @@ class LegacyZkMember:
             )
             if self._shutdown_event.wait(self.config.takeover_delay_ms / 1000.0):
                 return "shutdown"
+            # the group may have changed while we waited: claim on a fresh view, not the old one
+            waited_for = plan.takeover
+            view = self._read_view()
+            plan = plan_rebalance(view, self.id, self.strategy, owned_before, self._previous_view)
+            self._emit(
+                "takeover_reread",
+                rebalance=rid,
+                attempt=attempt,
+                consumers=len(view.consumers),
+                claim=_tp_list(plan.claim),
+                takeover=_tp_list(plan.takeover),
+                waited_for=_tp_list(waited_for),
+            )
         offsets = self._fetch_offsets(plan.claim)
         if self._shutting_down:
             return "shutdown"
@@ -968,11 +984,19 @@ class LegacyZkMember:
         else:
             ops = [("check", opath, owner_stat.version), ("set", path, (data, info.offset_version))]
         results = self.zk.multi(ops)
+        check, write = results[0], results[1]  # a failed op's error; the other op: rolled back
+        if isinstance(check, (BadVersionError, NoNodeError)):
+            return reject("owner znode changed during the commit")
+        if isinstance(write, (BadVersionError, NodeExistsError)):
+            # Someone else wrote the offset znode since we last read or wrote it. Refuse this commit,
+            # but learn the znode's version now: the next commit (still fenced by the owner check)
+            # overwrites it, instead of being refused until the next rebalance.
+            stat = self.zk.exists(path)
+            info.offset_version = stat.version if stat is not None else None
+            return reject("offset znode was written by someone else since we read it")
         errors = [r for r in results if isinstance(r, Exception)]
         if errors:
             kinds = {type(e) for e in errors}
-            if BadVersionError in kinds or NodeExistsError in kinds:
-                return reject("offset znode was written by someone else since we read it")
             return reject(f"transaction failed: {', '.join(sorted(k.__name__ for k in kinds))}")
         new_version = 0 if info.offset_version is None else results[1].version
         info.offset_version = new_version
