@@ -34,7 +34,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionClosedError, NoNodeError
 from kazoo.protocol.states import EventType
 
 from legacy_zk.zkclient import CountingZk
@@ -77,6 +77,8 @@ class EventThread:
             description, job = item
             try:
                 job()
+            except ConnectionClosedError:
+                log.debug("%s: event %s ended: the client is closing", self.name, description)
             except Exception:  # noqa: BLE001 - ZkEventThread: log and go on
                 log.exception("%s: Error handling event %s", self.name, description)
 
