@@ -13,8 +13,9 @@ the server-side ``mntr`` counters see them.
 delete, readData, writeData, exists and getChildren: when it fails with ``ConnectionLoss`` or
 ``SessionExpiredError`` the caller waits, without a time limit, until the client is connected again
 (to the same session or, after an expiry, to a new one) and the request is issued again (counted
-again, and reported to ``on_retry(op, path, error)`` first). A blip therefore stalls the caller; it
-does not fail it. A reissued write may meet its own earlier success (``NodeExists`` after a create,
+again, and reported to ``on_retry(op, path, error)`` first). A request made while the client is not
+connected waits before it is sent (the Java client queued it). A blip therefore stalls the caller;
+it does not fail it. A reissued write may meet its own earlier success (``NodeExists`` after a create,
 ``NoNode`` after a delete, ``BadVersion`` after a versioned set): callers handle those as ZkClient's
 callers did. Only :meth:`shutdown` ends a wait: waiting callers, and any request that fails for want
 of a connection afterwards, get ``ConnectionClosedError``. Never call a request from one of kazoo's
@@ -123,6 +124,10 @@ class CountingZk:
     def _call(self, op: str, path: str, request: Callable[[], T]) -> T:
         """One request under ``retryUntilConnected`` (module contract)."""
         while True:
+            if not self.client.connected:
+                # The Java client queues a request until it is connected; kazoo fails it at once
+                # while a session is being replaced. Wait here, so only requests sent are counted.
+                self._wait_connected()
             with self._lock:
                 self.counts[op] += 1
             if self._on_request is not None:
