@@ -6,8 +6,8 @@ Contract
 answer within ``zookeeper.connection.timeout.ms``), registers the ephemeral
 ``/consumers/<g>/ids/<id>`` with the 0.8 JSON, subscribes to the children of ``/consumers/<g>/ids``
 and to the data of ``/brokers/topics/<t>`` per topic, starts the rebalance thread and the auto
-committer, and runs the first synced rebalance on the caller (spec 1.5). It returns True when that rebalance
-succeeded and False when it gave up (0.8 threw ``ConsumerRebalanceFailedException`` to the
+committer, and runs the first synced rebalance on the caller (spec 1.5). It returns True when that
+rebalance succeeded and False when it gave up (0.8 threw ``ConsumerRebalanceFailedException`` to the
 application here; the connector itself stayed registered and reacting, and so does this member).
 
 Then, until :meth:`close`:
@@ -60,6 +60,13 @@ Decisions where 0.8.2 and a port differ (and why):
 * an exception out of the rebalance after a session expiry (spec 1.8, UNVERIFIED): ZkClient's event
   thread catches listener exceptions and logs them (``ZkEventThread.run``: "Error handling event"),
   so the consumer stays registered without partitions; this member does the same (gave_up);
+* kazoo forgets its watches on every disconnect, where the Java client replayed them to the server
+  (``SetWatches``) and got the events it had missed: after a reconnect within the session every
+  subscription is re-armed (the same two requests) and a change missed meanwhile is delivered as a
+  notification with ``via: reconnect`` (:mod:`legacy_zk.listeners`);
+* closing ends every wait for a connection (retryUntilConnected would wait for an unreachable
+  ZooKeeper forever, and 0.8's shutdown waited for the rebalance lock): an attempt ended so has the
+  outcome ``shutdown``, not a failure;
 * malformed znodes written by someone else are reported (``malformed`` event, once per version)
   and skipped: a peer registration that does not parse is left out of the view, an unparsable topic
   znode counts as no partitions, an unparsable offset as no offset. 0.8 threw on the first and

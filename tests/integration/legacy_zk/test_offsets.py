@@ -1,7 +1,8 @@
 """Offsets in ZooKeeper: committed as the next offset to read, resumed after a restart; fenced commits
 (refused from a member that lost ownership; once refused for a foreign write, accepted next time);
-the takeover delay, which claims on the group as it is after the wait (spec 1.12, the two mitigations). The fetcher is not involved here: records are
-reported to the member through the fetcher's callback (``record_processed``)."""
+the takeover delay, which claims on the group as it is after the wait (spec 1.12, the two
+mitigations). The fetcher is not involved here: records are reported to the member through the
+fetcher's callback (``record_processed``)."""
 
 from __future__ import annotations
 

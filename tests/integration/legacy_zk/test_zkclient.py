@@ -42,7 +42,7 @@ BLIP = dict(zookeeper_session_timeout_ms=1800, zk_reconnect_random_ms=250, zk_re
 
 
 def requests_after(evs: list[dict[str, Any]], i: int, stop: set[str]) -> list[tuple[str, str]]:
-    """The (op, path) of the ``zk_request`` events after ``evs[i]``, up to the first event of a kind in ``stop``."""
+    """(op, path) of the ``zk_request`` events after ``evs[i]``, up to the first event of a ``stop`` kind."""
     out = []
     for e in evs[i + 1 :]:
         if e["kind"] in stop:
