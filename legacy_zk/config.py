@@ -14,6 +14,9 @@ Contract
   ``offsets.commit.fenced`` (mitigation b), ``herdlab.fetch`` (false = coordination-only member,
   no kafka-python fetcher), ``bootstrap.servers`` (where the fetcher connects; default: the
   brokers registered under ``/brokers/ids``).
+* ZooKeeper client timing (herdlab extras, defaulting to what 0.8.2 did with the ZooKeeper 3.4.6
+  Java client and one server): before each reconnect attempt wait ``herdlab.zk.reconnect.delay.ms``
+  (1000) plus a random ``0 .. herdlab.zk.reconnect.random.ms`` (1000), see :mod:`legacy_zk.reconnect`.
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ class ConsumerConfig:
     fetch: bool = True
     takeover_delay_ms: int = 0
     offsets_commit_fenced: bool = False
+    #: reconnect timing: fixed wait and upper bound of the random wait before each reconnect attempt
+    zk_reconnect_delay_ms: int = 1000
+    zk_reconnect_random_ms: int = 1000
     #: the harness's name for this member: the ``source`` of its history events (default: the consumer id)
     name: str | None = None
 
@@ -103,6 +109,8 @@ class ConsumerConfig:
             ("rebalance.max.retries", "rebalance_max_retries", 1),
             ("auto.commit.interval.ms", "auto_commit_interval_ms", 1),
             ("takeover.delay.ms", "takeover_delay_ms", 0),
+            ("herdlab.zk.reconnect.delay.ms", "zk_reconnect_delay_ms", 0),
+            ("herdlab.zk.reconnect.random.ms", "zk_reconnect_random_ms", 0),
         ):
             if getattr(self, attr) < low:
                 raise bad(prop, f"must be >= {low}, got {getattr(self, attr)}")
@@ -159,6 +167,8 @@ PROPERTIES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "herdlab.fetch": ("fetch", _bool),
     "takeover.delay.ms": ("takeover_delay_ms", int),
     "offsets.commit.fenced": ("offsets_commit_fenced", _bool),
+    "herdlab.zk.reconnect.delay.ms": ("zk_reconnect_delay_ms", int),
+    "herdlab.zk.reconnect.random.ms": ("zk_reconnect_random_ms", int),
 }
 
 

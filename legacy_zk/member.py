@@ -4,14 +4,20 @@ Contract
 --------
 :class:`LegacyZkMember` ``start()`` connects a kazoo session (``Unreachable`` when ZooKeeper does not
 answer within ``zookeeper.connection.timeout.ms``), registers the ephemeral
-``/consumers/<g>/ids/<id>`` with the 0.8 JSON, arms a children watch on ``/consumers/<g>/ids`` and a
-data watch on ``/brokers/topics/<t>`` per topic, starts the rebalance thread and the auto committer,
-and runs the first synced rebalance on the caller (spec 1.5). It returns True when that rebalance
-succeeded and False when it gave up (0.8 threw ``ConsumerRebalanceFailedException`` to the
+``/consumers/<g>/ids/<id>`` with the 0.8 JSON, subscribes to the children of ``/consumers/<g>/ids``
+and to the data of ``/brokers/topics/<t>`` per topic, starts the rebalance thread and the auto
+committer, and runs the first synced rebalance on the caller (spec 1.5). It returns True when that
+rebalance succeeded and False when it gave up (0.8 threw ``ConsumerRebalanceFailedException`` to the
 application here; the connector itself stayed registered and reacting, and so does this member).
 
 Then, until :meth:`close`:
 
+* ZooKeeper is reached as the 0.8.2 consumer reached it, through ZkClient 0.3 (spec 1.15): every
+  request waits out a connection loss or an expiry and is reissued (``retryUntilConnected``, see
+  :mod:`legacy_zk.zkclient`), so a blip stalls a rebalance attempt or a commit and fails neither;
+  notifications are handled on one event thread (``ZkEventThread``) that re-arms each watch with
+  two requests before calling the listener (:mod:`legacy_zk.listeners`); the session reconnects
+  with the ZooKeeper 3.4.6 Java client's timing (:mod:`legacy_zk.reconnect`);
 * a watch notification sets a flag; the rebalance thread (``<id>_watcher_executor``) waits for it
   up to 1000 ms and runs one synced rebalance per wake-up, so bursts coalesce (spec 1.6);
 * a synced rebalance (1.8) makes up to ``rebalance.max.retries`` attempts, each (1.9): read the own
@@ -20,12 +26,18 @@ Then, until :meth:`close`:
   the owner znodes. A ``NodeExists`` fails the attempt and rolls back its claims (1.11). A failed
   attempt stops fetching, commits, sleeps ``rebalance.backoff.ms``. When all attempts failed the
   member gives up: registered, owning nothing, until the next watch event (log + history);
-* session expiry (1.7): forget ownership (the znodes died with the session), re-register, rebalance;
-  ZkClient also re-fired every listener after an expiry, so a second (coalesced) rebalance follows;
+* session expiry (1.7, 1.15): ``handleNewSession`` runs on the event thread as soon as the expiry is
+  known, outside the rebalance lock: forget ownership (the znodes died with the session), re-register
+  (once a new session is connected), then a synced rebalance, which alone waits for the lock (a
+  rebalance in flight finishes first, in the new session). ZkClient then re-fires every listener,
+  so a second (coalesced) rebalance follows;
 * a plain disconnect changes nothing: the fetcher keeps fetching (the split-brain ingredient);
 * offsets are committed to ``/consumers/<g>/offsets/<t>/<p>`` as the next offset to read (1.12),
   or, with ``offsets.commit.fenced``, only while the owner znode belongs to this session, by a
-  ``multi`` of (check owner version, set offset at the version last read/written).
+  ``multi`` of (check owner version, set offset at the version last read/written); a commit refused
+  because someone else wrote the offset znode re-reads its version, so the next commit can succeed;
+* with ``takeover.delay.ms``, an attempt that would take over partitions of a vanished owner waits
+  that long, then reads the group again and claims on that fresh view.
 
 Every ZooKeeper request, watch notification, attempt, conflict, claim, release, record and commit
 is an event in the history (``impl: legacy_zk``, ``group``, ``member`` on each).
@@ -48,6 +60,13 @@ Decisions where 0.8.2 and a port differ (and why):
 * an exception out of the rebalance after a session expiry (spec 1.8, UNVERIFIED): ZkClient's event
   thread catches listener exceptions and logs them (``ZkEventThread.run``: "Error handling event"),
   so the consumer stays registered without partitions; this member does the same (gave_up);
+* kazoo forgets its watches on every disconnect, where the Java client replayed them to the server
+  (``SetWatches``) and got the events it had missed: after a reconnect within the session every
+  subscription is re-armed (the same two requests) and a change missed meanwhile is delivered as a
+  notification with ``via: reconnect`` (:mod:`legacy_zk.listeners`);
+* closing ends every wait for a connection (retryUntilConnected would wait for an unreachable
+  ZooKeeper forever, and 0.8's shutdown waited for the rebalance lock): an attempt ended so has the
+  outcome ``shutdown``, not a failure;
 * malformed znodes written by someone else are reported (``malformed`` event, once per version)
   and skipped: a peer registration that does not parse is left out of the view, an unparsable topic
   znode counts as no partitions, an unparsable offset as no offset. 0.8 threw on the first and
@@ -72,8 +91,7 @@ from kazoo.exceptions import (
     NodeExistsError,
     NoNodeError,
 )
-from kazoo.protocol.states import EventType, KazooState
-from kazoo.retry import KazooRetry
+from kazoo.protocol.states import KazooState, KeeperState
 
 from harness.errors import ConfigError, Unreachable
 from harness.history.writer import History, NullHistory
@@ -82,7 +100,9 @@ from legacy_zk.assignors import AssignmentError, View
 from legacy_zk.config import ConsumerConfig
 from legacy_zk.fetcher import RecordFetcher
 from legacy_zk.ids import ThreadId, TopicPartition, java_string_key, make_consumer_id
+from legacy_zk.listeners import EventThread, Subscriptions
 from legacy_zk.plan import RebalancePlan, plan_rebalance
+from legacy_zk.reconnect import JavaReconnectPolicy, install
 from legacy_zk.zkclient import CountingZk
 
 log = logging.getLogger("legacy_zk")
@@ -122,57 +142,6 @@ class _Signal:
         return reasons
 
 
-class _Watch:
-    """A re-arming ZooKeeper watch (ZkClient re-subscribes after each event; kazoo does not).
-
-    ``kind`` is ``children`` (get_children) or ``data`` (exists). Notifications go to
-    ``member._on_watch``. After a reconnect in the same session the watch is re-armed and, when the
-    node changed meanwhile, reported as the notification the Java client would have received from
-    its SetWatches replay.
-    """
-
-    def __init__(self, member: LegacyZkMember, path: str, kind: str) -> None:
-        self.member = member
-        self.path = path
-        self.kind = kind
-        self.last: Any = None
-        self.seen = False
-        self.stopped = False
-
-    def arm(self, resync: bool = False) -> None:
-        if self.stopped:
-            return
-        zk = self.member.zk
-        try:
-            if self.kind == "children":
-                result = zk.get_children_async(self.path, watch=self._fired)
-            else:
-                result = zk.exists_async(self.path, watch=self._fired)
-        except KazooException as e:  # the client is closing or not connected
-            log.debug("cannot arm watch on %s: %s", self.path, e)
-            return
-        result.rawlink(lambda r: self._armed(r, resync))
-
-    def _armed(self, result: Any, resync: bool) -> None:
-        if not result.successful():
-            # Not connected now; the CONNECTED transition re-arms every watch.
-            log.debug("arming watch on %s failed: %r", self.path, result.exception)
-            return
-        value = result.value
-        value = sorted(value) if self.kind == "children" else (value.mzxid if value is not None else None)
-        changed = self.seen and value != self.last
-        self.last, self.seen = value, True
-        if resync and changed and not self.stopped:
-            etype = "CHILD" if self.kind == "children" else ("CHANGED" if value is not None else "DELETED")
-            self.member._on_watch(self.path, etype, via="reconnect")
-
-    def _fired(self, event: Any) -> None:
-        if event.type == EventType.NONE or self.stopped:
-            return  # kazoo clears its local watchers on disconnect with a NONE event
-        self.member._on_watch(self.path, event.type)
-        self.arm()
-
-
 class LegacyZkMember:
     """One 0.8 high-level consumer (see the module docstring for the contract)."""
 
@@ -206,18 +175,26 @@ class LegacyZkMember:
 
             h = SequentialThreadingHandler()
         session_s = config.zookeeper_session_timeout_ms / 1000.0
-        retry = KazooRetry(
-            max_tries=-1,
-            delay=0.05,
-            backoff=2,
-            max_delay=max(0.2, min(2.0, session_s / 3)),
+        self._client = KazooClient(hosts=config.zookeeper_connect, timeout=session_s, handler=h)
+        self.reconnect_policy = JavaReconnectPolicy(
+            random_ms=config.zk_reconnect_random_ms,
+            delay_ms=config.zk_reconnect_delay_ms,
             sleep_func=h.sleep_func,
+            expired=lambda: self._client.client_state == KeeperState.EXPIRED_SESSION,
+            interrupted=lambda: self._stopping_client,  # a reconnect wait must not delay stop()
         )
-        self._client = KazooClient(
-            hosts=config.zookeeper_connect, timeout=session_s, handler=h, connection_retry=retry
-        )
-        self.zk = CountingZk(self._client, self._on_zk_request)
+        install(self._client, self.reconnect_policy)
+        self.zk = CountingZk(self._client, self._on_zk_request, self._on_zk_retry)
         self.handler = h
+        self._events = EventThread(h, f"{self.id}_zk_event_thread")
+        self._subs = Subscriptions(
+            self.zk,
+            self._events,
+            on_notification=self._notified,
+            on_children=self._children_changed,
+            on_data=self._data_changed,
+            active=lambda: not (self._quiesced or self._closed),
+        )
 
         # 0.8's rebalanceLock; everything that rebalances, re-registers or shuts down holds it.
         self._rebalance_lock = h.rlock_object()
@@ -228,17 +205,15 @@ class LegacyZkMember:
         self._registry: dict[TopicPartition, OwnedPartition] = {}
         self._checkpointed: dict[TopicPartition, int] = {}
         self._previous_view: View | None = None
-        self._watches: list[_Watch] = []
-        self._broker_watch: _Watch | None = None
         self._brokers: list[tuple[int, str, int]] = []
         self._malformed_seen: set[tuple[str, int]] = set()
         self._rebalance_seq = 0
         self._shutting_down = False
         self._quiesced = False
         self._closed = False
+        self._stopping_client = False
         self._started = False
         self._session_lost = False
-        self._new_session_pending = False
         self.gave_up = False
         self.stats: dict[str, int] = {
             k: 0
@@ -255,6 +230,7 @@ class LegacyZkMember:
                 "commits",
                 "commits_rejected",
                 "session_expiries",
+                "zk_retries",
             )
         }
         self._fetcher: RecordFetcher | None = None
@@ -285,6 +261,18 @@ class LegacyZkMember:
 
     def _on_zk_request(self, op: str, path: str) -> None:
         self._emit("zk_request", op=op, path=path)
+
+    def _on_zk_retry(self, op: str, path: str, error: BaseException) -> None:
+        """A request failed for want of a connection; it is reissued once connected (retryUntilConnected)."""
+        self.stats["zk_retries"] += 1
+        log.info(
+            "%s: %s %s interrupted (%s); reissuing once connected",
+            self._tag(),
+            op,
+            path,
+            error.__class__.__name__,
+        )
+        self._emit("zk_retry", op=op, path=path, error=error.__class__.__name__)
 
     def _tag(self, rid: int | None = None, attempt: int | None = None) -> str:
         s = f"group={self.group} member={self.id}"
@@ -320,6 +308,7 @@ class LegacyZkMember:
         try:
             self._client.start(timeout=timeout_s)
         except Exception as e:  # kazoo raises handler-specific timeout classes
+            self._stopping_client = True
             self._client.stop()
             self._client.close()
             if self._fetcher is not None:
@@ -338,13 +327,12 @@ class LegacyZkMember:
             config=self.config.as_properties(),
         )
         log.info("%s: connected (session 0x%x), registering", self._tag(), self.session_id or 0)
-        with self._rebalance_lock:
-            self._register()
-            self._watches = [_Watch(self, paths.ids_dir(self.group), "children")] + [
-                _Watch(self, paths.topic_path(t), "data") for t in sorted(self.config.topics)
-            ]
-            for w in self._watches:
-                w.arm()
+        self._events.start()
+        self._register()
+        # reinitializeConsumer: subscribe to the ids children and to each topic's data
+        self._subs.subscribe_children(paths.ids_dir(self.group))
+        for t in sorted(self.config.topics):
+            self._subs.subscribe_data(paths.topic_path(t))
         self.handler.spawn(self._watcher_executor)
         if self.config.auto_commit_enable:
             self.handler.spawn(self._auto_committer)
@@ -353,8 +341,6 @@ class LegacyZkMember:
     def quiesce(self) -> None:
         """Stop re-arming watches and starting rebalances (before a group is torn down: no teardown herd)."""
         self._quiesced = True
-        for w in self._all_watches():
-            w.stopped = True
         self._signal.set("quiesce")
 
     def close(self) -> None:
@@ -370,9 +356,11 @@ class LegacyZkMember:
             if self._fetcher is not None:
                 self._fetcher.close()
             return
-        # 0.8 waits for a rebalance in progress (rebalanceLock). A rebalance blocked on a ZooKeeper
-        # that is unreachable would never finish, so wait a bounded time, then close the session
+        # 0.8 waits for a rebalance in progress (rebalanceLock). A request waiting for ZooKeeper to
+        # come back would wait forever (retryUntilConnected): end such waits now, so the rebalance
+        # ends; one that is merely slow is waited for a bounded time, then the session is closed
         # under it (its pending requests fail and it ends).
+        self.zk.shutdown()
         got = self._rebalance_lock.acquire(
             timeout=max(2.0, self.config.zookeeper_session_timeout_ms / 1000.0)
         )
@@ -393,6 +381,7 @@ class LegacyZkMember:
             owned = self._clear_registry()
             if owned:
                 self._emit_each("revoked", owned, reason="shutdown")
+            self._stopping_client = True
             try:
                 self._client.stop()
             finally:
@@ -400,13 +389,11 @@ class LegacyZkMember:
         finally:
             if got:
                 self._rebalance_lock.release()
+        self._events.stop()
         if self._fetcher is not None:
             self._fetcher.close()
         self._emit("stopped", stats=dict(self.stats))
         log.info("%s: stopped", self._tag())
-
-    def _all_watches(self) -> list[_Watch]:
-        return self._watches + ([self._broker_watch] if self._broker_watch else [])
 
     # -- registration ---------------------------------------------------------------------------
     def _register(self) -> None:
@@ -448,34 +435,44 @@ class LegacyZkMember:
             self.zk.create(path, data, ephemeral=True)
 
     # -- events from ZooKeeper ------------------------------------------------------------------
-    def _on_watch(self, path: str, etype: str, via: str = "notification") -> None:
+    def _notified(self, path: str, etype: str, via: str) -> None:
+        """A watch notification reached this member (kazoo's callback thread, or the event thread
+        for one replayed after a reconnect): one ``watch`` event."""
         self.stats["watches"] += 1
         self._emit("watch", path=path, type=str(etype), via=via)
-        if etype == EventType.DELETED and path.startswith(paths.BROKER_TOPICS):
-            # ZKTopicPartitionChangeListener.handleDataDeleted only warns.
+
+    def _children_changed(self, path: str, children: list[str] | None, reason: str) -> None:
+        """``ZKRebalancerListener.handleChildChange`` (ids, or brokers after "no brokers"): trigger."""
+        if not self._quiesced:
+            self._signal.set(reason)
+
+    def _data_changed(self, path: str, exists: bool, reason: str) -> None:
+        """``ZKTopicPartitionChangeListener``: a changed topic triggers; a deleted one only warns."""
+        if not exists:
             log.warning("%s: topic znode %s was deleted; not rebalancing", self._tag(), path)
             return
         if not self._quiesced:
-            self._signal.set(f"watch:{path}")
+            self._signal.set(reason)
 
     def _on_state(self, state: str) -> None:
         """kazoo connection listener (runs on kazoo's connection thread: never blocks)."""
         self._emit("zk_state", state=str(state), session_id=self.session_id)
+        if self._closed:
+            return
         if state == KazooState.LOST:
-            if not self._closed:
-                self._session_lost = True
-                self.stats["session_expiries"] += 1
-                log.warning("%s: ZooKeeper session expired", self._tag())
+            self._session_lost = True
+            self.stats["session_expiries"] += 1
+            log.warning("%s: ZooKeeper session expired", self._tag())
+            # ZkClient.process(Expired): handleNewSession on the event thread, then fireAllEvents()
+            self._events.send("new session", self._handle_new_session)
+            self._subs.fire_all("new_session")
         elif state == KazooState.SUSPENDED:
             log.info("%s: ZooKeeper connection suspended; still fetching (as 0.8 did)", self._tag())
-        elif state == KazooState.CONNECTED and not self._closed:
+        elif state == KazooState.CONNECTED:
             if self._session_lost:
-                self._session_lost = False
-                self._new_session_pending = True
-                self._signal.set("new_session")
+                self._session_lost = False  # the new session: the queued events go ahead now
             elif not self._quiesced:
-                for w in self._all_watches():
-                    self.handler.spawn(w.arm, True)
+                self._subs.resync()  # same session: re-arm (kazoo dropped its watches)
 
     # -- the rebalance thread -------------------------------------------------------------------
     def _watcher_executor(self) -> None:
@@ -486,9 +483,6 @@ class LegacyZkMember:
                 reasons = self._signal.wait_and_clear(1.0)
                 if self._shutting_down:
                     break
-                if self._new_session_pending:
-                    self._handle_new_session()
-                    continue  # its rebalance ran; the re-fired listeners' flag is picked up next
                 if self._quiesced:
                     continue
                 real = [r for r in reasons if r not in ("quiesce", "shutdown")]
@@ -499,28 +493,21 @@ class LegacyZkMember:
         log.debug("%s: watcher executor stopped", self._tag())
 
     def _handle_new_session(self) -> None:
-        """``ZKSessionExpireListener.handleNewSession`` + ZkClient's re-fired listeners."""
-        with self._rebalance_lock:
-            if self._shutting_down:
-                return
-            self._new_session_pending = False
-            log.info("%s: new session 0x%x after expiry: re-registering", self._tag(), self.session_id or 0)
-            owned = self._clear_registry()  # resetState: the owner znodes died with the session
-            if owned:
-                self._emit_each("revoked", owned, reason="session_expired")
-                self._assignment_changed("revoked", [])
-            try:
-                self._register()
-            except KazooException as e:
-                log.warning("%s: re-registration failed (%s); will retry", self._tag(), e)
-                self._new_session_pending = True
-                self._session_lost = False
-                return
-            for w in self._all_watches():
-                w.seen = False
-                w.arm()
-            self._signal.set("new_session")  # ZkClient fireAllEvents(): every listener fires once
-            self._synced_rebalance(["new_session"])
+        """``ZKSessionExpireListener.handleNewSession``, on the event thread (spec 1.7, 1.15).
+
+        ``resetState`` and the re-registration run at once, outside the rebalance lock (the
+        registration's create waits for the new session); only the synced rebalance waits for the
+        lock, behind a rebalance in flight. Errors propagate to the event thread, which logs them.
+        """
+        if self._shutting_down or self._quiesced:
+            return
+        log.info("%s: session expired: releasing ownership, re-registering", self._tag())
+        owned = self._clear_registry()  # resetState: the owner znodes died with the session
+        if owned:
+            self._emit_each("revoked", owned, reason="session_expired")
+            self._assignment_changed("revoked", [])
+        self._register()
+        self._synced_rebalance(["new_session"])
 
     # -- synced rebalance -----------------------------------------------------------------------
     def _synced_rebalance(self, reasons: list[str]) -> bool:
@@ -550,6 +537,8 @@ class LegacyZkMember:
                     log.warning(
                         "%s: unexpected error during rebalance", self._tag(rid, attempt), exc_info=True
                     )
+                if outcome == "error" and self._shutting_down:
+                    outcome = "shutdown"  # closing ended a request that waited for ZooKeeper
                 ok = outcome in ("ok", "no_brokers")
                 stopping = outcome == "shutdown"
                 last = not ok and not stopping and attempt == retries - 1
@@ -590,9 +579,9 @@ class LegacyZkMember:
         self._read_cluster()  # getAllBrokersInCluster
         if not self._brokers:
             log.warning("%s: no brokers found when trying to rebalance", self._tag(rid, attempt))
-            if self._broker_watch is None:
-                self._broker_watch = _Watch(self, paths.BROKER_IDS, "children")
-                self._broker_watch.arm()
+            # subscribeChildChanges(BrokerIdsPath): exists + getChildren, every time (ZkClient's
+            # listener set keeps one listener); the exists watch fires when /brokers/ids is created
+            self._subs.subscribe_children(paths.BROKER_IDS)
             return "no_brokers"
         owned_before = self.owned()
         self._close_fetchers()
@@ -616,6 +605,19 @@ class LegacyZkMember:
             )
             if self._shutdown_event.wait(self.config.takeover_delay_ms / 1000.0):
                 return "shutdown"
+            # the group may have changed while we waited: claim on a fresh view, not the old one
+            waited_for = plan.takeover
+            view = self._read_view()
+            plan = plan_rebalance(view, self.id, self.strategy, owned_before, self._previous_view)
+            self._emit(
+                "takeover_reread",
+                rebalance=rid,
+                attempt=attempt,
+                consumers=len(view.consumers),
+                claim=_tp_list(plan.claim),
+                takeover=_tp_list(plan.takeover),
+                waited_for=_tp_list(waited_for),
+            )
         offsets = self._fetch_offsets(plan.claim)
         if self._shutting_down:
             return "shutdown"
@@ -989,11 +991,19 @@ class LegacyZkMember:
         else:
             ops = [("check", opath, owner_stat.version), ("set", path, (data, info.offset_version))]
         results = self.zk.multi(ops)
+        check, write = results[0], results[1]  # a failed op's error; the other op: rolled back
+        if isinstance(check, (BadVersionError, NoNodeError)):
+            return reject("owner znode changed during the commit")
+        if isinstance(write, (BadVersionError, NodeExistsError)):
+            # Someone else wrote the offset znode since we last read or wrote it. Refuse this commit,
+            # but learn the znode's version now: the next commit (still fenced by the owner check)
+            # overwrites it, instead of being refused until the next rebalance.
+            stat = self.zk.exists(path)
+            info.offset_version = stat.version if stat is not None else None
+            return reject("offset znode was written by someone else since we read it")
         errors = [r for r in results if isinstance(r, Exception)]
         if errors:
             kinds = {type(e) for e in errors}
-            if BadVersionError in kinds or NodeExistsError in kinds:
-                return reject("offset znode was written by someone else since we read it")
             return reject(f"transaction failed: {', '.join(sorted(k.__name__ for k in kinds))}")
         new_version = 0 if info.offset_version is None else results[1].version
         info.offset_version = new_version

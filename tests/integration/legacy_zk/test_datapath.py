@@ -15,7 +15,6 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from legacy_zk import paths
 from tests.integration.legacy_zk.conftest import create_topic
 from tests.integration.legacy_zk.helpers import owners, settled
-from tests.integration.legacy_zk.proxy import CuttableProxy
 from tests.waiting import wait_until
 
 PARTITIONS = 3
@@ -101,33 +100,26 @@ def test_largest_starts_at_the_end_without_a_stored_offset(
     assert sorted(e["seq"] for e in processed(events, m.id)) == [6, 7, 8]
 
 
-@pytest.fixture
-def zk_proxy(zookeeper):
-    """Requested before ``make_member``, so it is closed after the members (they close through it)."""
-    proxy = CuttableProxy("127.0.0.1", zookeeper.port)
-    yield proxy
-    proxy.close()
-
-
 def test_a_member_cut_off_from_zookeeper_keeps_fetching_split_brain(
-    zk_proxy, make_member, broker, zk_admin, group, data_topic, producer, events
+    proxy_host, zk_proxy, make_member, broker, zk_admin, group, data_topic, producer, events
 ) -> None:
     """0.8 did nothing on a disconnect: the fetcher ran on. Once the session expires the peer owns the
-    partitions too, and both process the same records: the history shows the overlap."""
+    partitions too, and both process the same records: the history shows the overlap. (The proxy is
+    the harness's: a partition, not a closed connection. ``zk_proxy`` is requested before
+    ``make_member``, so it is closed after the members, which close through it.)"""
     topic = data_topic
-    proxy = zk_proxy
     kw = dict(
         fetch=True,
         bootstrap_servers=broker.bootstrap,
         auto_offset_reset="smallest",
         auto_commit_interval_ms=300,
     )
-    cut_off = make_member(group, {topic: 1}, zookeeper_connect=proxy.address, consumer_id="a", **kw)
+    cut_off = make_member(group, {topic: 1}, zookeeper_connect=zk_proxy.address, consumer_id="a", **kw)
     wait_until(lambda: settled(zk_admin, group, topic, 1), 20, what="the first member owns everything")
     produce(producer, topic, range(3))
     wait_until(lambda: len(processed(events, cut_off.id)) == 3, 20, what="first records")
 
-    proxy.cut()
+    proxy_host.cut(zk_proxy.name)
     wait_until(lambda: any(e["state"] == "SUSPENDED" for e in events("zk_state", member=cut_off.id)), 10)
     peer = make_member(group, {topic: 1}, consumer_id="b", **kw)
     # the cut-off member's session expires; the peer alone is registered and claims everything
@@ -147,7 +139,7 @@ def test_a_member_cut_off_from_zookeeper_keeps_fetching_split_brain(
     }
     assert dup, "the same records were processed by both members"
 
-    proxy.restore()
+    proxy_host.restore(zk_proxy.name)
     # back in touch: it learns the session expired, drops its partitions, re-registers, rebalances
     wait_until(lambda: len(events("registered", member=cut_off.id)) == 2, 30, what="re-registration")
     wait_until(lambda: settled(zk_admin, group, topic, 2), 30, what="2 members settle")

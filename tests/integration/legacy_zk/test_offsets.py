@@ -1,6 +1,8 @@
-"""Offsets in ZooKeeper: committed as the next offset to read, resumed after a restart; fenced commits;
-the takeover delay (spec 1.12 and the two mitigations). The fetcher is not involved here: records are
-reported to the member through the fetcher's callback (``record_processed``)."""
+"""Offsets in ZooKeeper: committed as the next offset to read, resumed after a restart; fenced commits
+(refused from a member that lost ownership; once refused for a foreign write, accepted next time);
+the takeover delay, which claims on the group as it is after the wait (spec 1.12, the two
+mitigations). The fetcher is not involved here: records are reported to the member through the
+fetcher's callback (``record_processed``)."""
 
 from __future__ import annotations
 
@@ -76,6 +78,12 @@ def test_fenced_commit_from_a_member_that_lost_ownership_is_refused(
     rejected = {e["partition"]: e["reason"] for e in events("commit_rejected", member=m.id)}
     assert rejected[0] == "owner znode belongs to another session"
     assert rejected[1] == "offset znode was written by someone else since we read it"
+    # the refusal re-read tp1's offset version: the next commit (tp1 is still ours) goes through,
+    # while tp0, owned by someone else, is refused again
+    assert m.commit_offsets() == 1
+    assert stored_offset(zk_admin, group, topic, 1) == 9 and stored_offset(zk_admin, group, topic, 0) == 43
+    assert [e["partition"] for e in events("commit", member=m.id)][-1] == 1
+    assert [e["partition"] for e in events("commit_rejected", member=m.id)] == [0, 1, 0]
     zk_admin.delete(owner)
 
 
@@ -117,3 +125,38 @@ def test_takeover_delay_waits_before_claiming_a_vanished_owners_partitions(
     )
     claims = [e for e in events("claim", member=a.id) if e["rebalance"] == waits[0]["rebalance"]]
     assert claims and all((e["ts_ns"] - begin["ts_ns"]) / 1e6 >= delay_ms for e in claims)
+
+
+def test_takeover_delay_claims_on_the_group_as_it_is_after_the_wait(
+    make_member, zk_admin, group, topic, events
+) -> None:
+    """A member that joins while a survivor waits to take over a vanished owner's partitions is in
+    the survivor's view when the wait ends: the survivor claims its share of the new group (range
+    over a, c: p0-p1), not the whole topic of the view it had before waiting (which would conflict)."""
+    create_topic(zk_admin, topic, 4)
+    delay_ms = 2500
+    a = make_member(group, {topic: 1}, consumer_id="a", takeover_delay_ms=delay_ms)
+    b = make_member(group, {topic: 1}, consumer_id="b", takeover_delay_ms=delay_ms)
+    wait_until(lambda: settled(zk_admin, group, topic, 2), 20, what="2 members settle")
+    b.close()
+    wait = wait_until(lambda: events("takeover_wait", member=a.id), 20, what="a waits to take over")[0]
+    assert [p for _t, p in wait["partitions"]] == [2, 3]  # b's share under range over a, b
+    c = make_member(group, {topic: 1}, consumer_id="c", takeover_delay_ms=delay_ms)
+    assert events("registered", member=c.id)[0]["ts_ns"] < wait["ts_ns"] + delay_ms * 1e6, (
+        "c joined during the wait"
+    )
+    attempt = (wait["rebalance"], wait["attempt"])
+    end = wait_until(
+        lambda: [
+            e for e in events("rebalance_end", member=a.id) if (e["rebalance"], e["attempt"]) == attempt
+        ],
+        20,
+        what="the attempt that waited ends",
+    )[0]
+    assert not [e for e in events("conflict", member=a.id) if (e["rebalance"], e["attempt"]) == attempt]
+    assert end["outcome"] == "ok" and [p for _t, p in end["owned"]] == [0, 1]
+    reread = events("takeover_reread", member=a.id)
+    assert [(e["rebalance"], e["attempt"], e["consumers"]) for e in reread] == [(*attempt, 2)]
+    assert [p for _t, p in reread[0]["claim"]] == [0, 1]
+    wait_until(lambda: settled(zk_admin, group, topic, 2), 20, what="a and c settle")
+    assert sorted(c.owned()) == [TopicPartition(topic, 2), TopicPartition(topic, 3)]

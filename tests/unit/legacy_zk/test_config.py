@@ -23,6 +23,8 @@ def test_defaults_are_those_of_0_8() -> None:
     assert props["auto.commit.enable"] is True and props["auto.commit.interval.ms"] == 60000
     assert props["partition.assignment.strategy"] == "range" and props["auto.offset.reset"] == "largest"
     assert props["takeover.delay.ms"] == 0 and props["offsets.commit.fenced"] is False
+    # the ZooKeeper 3.4.6 Java client with one server: 1000 ms + random 0..999 ms between attempts
+    assert props["herdlab.zk.reconnect.delay.ms"] == 1000 and props["herdlab.zk.reconnect.random.ms"] == 1000
 
 
 def test_backoff_follows_sync_time_unless_set() -> None:
@@ -35,6 +37,12 @@ def test_properties_parse_to_attributes() -> None:
         {"rebalance.max.retries": "7", "auto.commit.enable": "false", "consumer.id": "x"}
     )
     assert attrs == {"rebalance_max_retries": 7, "auto_commit_enable": False, "consumer_id": "x"}
+    assert parse_properties(
+        {"herdlab.zk.reconnect.random.ms": "0", "herdlab.zk.reconnect.delay.ms": "250"}
+    ) == {
+        "zk_reconnect_random_ms": 0,
+        "zk_reconnect_delay_ms": 250,
+    }
 
 
 @pytest.mark.parametrize(
@@ -58,6 +66,8 @@ def test_bad_properties_name_the_property(props: dict[str, str], message: str) -
         ({"auto_offset_reset": "earliest"}, "auto.offset.reset"),
         ({"offsets_storage": "kafka"}, "offsets.storage"),
         ({"zookeeper_session_timeout_ms": 0}, "zookeeper.session.timeout.ms"),
+        ({"zk_reconnect_delay_ms": -1}, "herdlab.zk.reconnect.delay.ms"),
+        ({"zk_reconnect_random_ms": -5}, "herdlab.zk.reconnect.random.ms"),
         ({"topics": {}}, "topic"),
     ],
 )
