@@ -58,6 +58,8 @@ class Kind(StrEnum):
     ZK_REQUEST = "zk_request"  # legacy_zk: one ZooKeeper request (op, path)
     ZK_STATE = "zk_state"  # legacy_zk: connection state change
     CONFLICT = "conflict"  # legacy_zk: NodeExists on an owner znode
+    ZK_RETRY = "zk_retry"  # legacy_zk: a request reissued after a connection loss (retryUntilConnected)
+    TAKEOVER_REREAD = "takeover_reread"  # legacy_zk: the takeover delay re-read the group
     HEARTBEAT_ERROR = "heartbeat_error"  # coordinator member: a heartbeat failed
     STOPPED = "stopped"
     # broker

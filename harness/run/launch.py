@@ -83,6 +83,8 @@ def legacy_argv(s: Scenario, name: str, ep: Endpoints, history: Path, group: str
         "partition.assignment.strategy": s.group.assignor,
         "takeover.delay.ms": c.takeover_delay_ms,
         "offsets.commit.fenced": str(c.fenced_commits).lower(),
+        "herdlab.zk.reconnect.delay.ms": c.reconnect_delay_ms,
+        "herdlab.zk.reconnect.random.ms": c.reconnect_random_ms,
     }
     argv = PY + [
         "member",

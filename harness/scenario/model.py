@@ -88,6 +88,12 @@ class LegacySettings(Strict):
     fenced_commits: bool = Field(
         default=False, description="mitigation (b): conditional, owner-checked commits"
     )
+    reconnect_delay_ms: int = Field(
+        default=1000, ge=0, description="ZooKeeper 3.4.6 client: wait between reconnect attempts (one host)"
+    )
+    reconnect_random_ms: int = Field(
+        default=1000, ge=0, description="ZooKeeper 3.4.6 client: random extra wait before a reconnect"
+    )
 
 
 class CoordinatorSettings(Strict):
