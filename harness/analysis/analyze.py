@@ -361,6 +361,7 @@ def _run_jobs(
                 else zk + (bg or 0),
                 "conflicts": hc.get("conflicts", 0) if measured else None,
                 "failed_attempts": hc.get("failed_attempts", 0) if measured else None,
+                "gave_up": hc.get("gave_up", 0) if measured else None,
                 "rebalance_attempts": hc.get("rebalance_attempts", 0) if measured else None,
                 "group_rebalances": hc.get("group_rebalances", 0) if has_broker and measured else None,
                 "zk_requests_by_op": dict(sorted(h.get("op", {}).items())),

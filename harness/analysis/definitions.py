@@ -94,7 +94,9 @@ DEFINITIONS: list[tuple[str, str]] = [
         "JoinGroup, SyncGroup, LeaveGroup, OffsetFetch or Metadata request, also by API); "
         "coordination_requests = zk_requests + broker_group_requests; conflicts (NodeExists on an "
         "owner znode); failed_attempts (rebalance_end with an outcome other than ok / no_brokers / "
-        "shutdown); rebalance_attempts (member rebalance_begin); group_rebalances (broker "
+        "shutdown); gave_up (a member's last failed attempt: it stays registered with no partitions, "
+        "the 0.8 ConsumerRebalanceFailedException); rebalance_attempts (member rebalance_begin); "
+        "group_rebalances (broker "
         "rebalance_begin). Skipped triggers have none.",
     ),
     (
@@ -213,6 +215,7 @@ TRIGGER_METRICS: list[Metric] = [
     Metric("broker_group_requests", "broker coordination requests", "", "herd"),
     Metric("conflicts", "ownership conflicts", "", "herd"),
     Metric("failed_attempts", "failed rebalance attempts", "", "herd"),
+    Metric("gave_up", "rebalances given up", "", "herd"),
     Metric("rebalance_attempts", "member rebalance attempts", "", "herd"),
     Metric("group_rebalances", "broker group rebalances", "", "herd"),
     Metric("overlap_episodes", "overlap episodes", "", "split_brain"),

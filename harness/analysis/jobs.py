@@ -51,7 +51,7 @@ EXTRA_SCHEMA = (
     "action string, action_id long, targets array<string>, target string, `trigger` boolean, "
     "label string, counters map<string,double>, partitions string, requests map<string,double>, "
     "interval_s double, name string, from_state string, to_state string, broker_id long, api string, "
-    "reason string, state string, client string"
+    "reason string, state string, client string, gave_up boolean"
 )
 
 #: The columns the per-unit fold reads (see :func:`harness.kernel.windows.evaluate`).
@@ -345,7 +345,7 @@ class Jobs:
                 Kind.REBALANCE_BEGIN,
                 Kind.GROUP_REQUEST,
             )
-        ).select(*UNIT, "ts_ns", "kind", "op", "path", "outcome", "api", "role", "client")
+        ).select(*UNIT, "ts_ns", "kind", "op", "path", "outcome", "api", "role", "client", "gave_up")
         ev = ev.where(~F.coalesce(F.col("client").isin(*WORKLOAD_CLIENTS), F.lit(False)))
         j = ev.join(F.broadcast(t), UNIT).where(
             (F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") < F.col("wend"))
@@ -366,6 +366,9 @@ class Jobs:
                 & F.col("outcome").isNotNull()
                 & ~F.col("outcome").isin(*OK_OUTCOMES)
             ).alias("failed_attempts"),
+            n(member & (kind == Kind.REBALANCE_END) & F.coalesce(F.col("gave_up"), F.lit(False))).alias(
+                "gave_up"
+            ),
             n(member & (kind == Kind.REBALANCE_BEGIN)).alias("rebalance_attempts"),
             n(broker & (kind == Kind.REBALANCE_BEGIN)).alias("group_rebalances"),
             n(broker & (kind == Kind.GROUP_REQUEST)).alias("broker_group_requests"),

@@ -295,6 +295,7 @@ UNIT_COLUMNS = [
     ("broker_group_requests", ""),
     ("conflicts", ""),
     ("failed_attempts", ""),
+    ("gave_up", ""),
     ("overlap_episodes", ""),
     ("overlap_s", "s"),
     ("duplicates", ""),

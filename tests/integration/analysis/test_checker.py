@@ -73,7 +73,8 @@ def legacy() -> UnitHistory:
     Nobody reacts until a's and b's watches at 10000. a: rebalance_begin 10000, getChildren twice
     (10010, 10020), an offset write (steady, 10060), revoked p0 10100, delete owner (10050), create
     owner (10290), assigned p0 and rebalance_end ok at 10300. b: rebalance_begin 10005, a conflict
-    and a failed attempt at 10200, rebalance_begin 10250, ok at 10400. mntr before the next trigger
+    and a failed attempt at 10200, rebalance_begin 10250, and a failed last attempt (it gives up)
+    at 10400. mntr before the next trigger
     (11990): 160. a is paused at 12000 (complete 12010, resumed 13000): nobody reacts before the
     settling ends at 14000 (mntr 170). In the drain a processes 50 and 51 at 15000 and 15200, b
     processes 52 at 15100. Produced: 0..52.
@@ -94,9 +95,9 @@ def legacy() -> UnitHistory:
     u.at(10060, "zk_request", "a", op="set", path="/consumers/g/offsets/t/0")
     u.revoked(10100, "a", 0)
     u.at(10200, "conflict", "b", path="/consumers/g/owners/t/0")
-    u.at(10200, "rebalance_end", "b", outcome="failed").at(10250, "rebalance_begin", "b")
+    u.at(10200, "rebalance_end", "b", outcome="failed", gave_up=False).at(10250, "rebalance_begin", "b")
     u.at(10290, "zk_request", "a", op="create", path="/consumers/g/owners/t/0")
-    u.joined(10300, "a", 0).at(10400, "rebalance_end", "b", outcome="ok")
+    u.joined(10300, "a", 0).at(10400, "rebalance_end", "b", outcome="failed", gave_up=True)
     u.mntr(11990, "invoke:3", 160).action(12000, "pause", ["a"], complete_ms=12010)
     u.action(13000, "resume", ["a"], trigger=False)
     u.mntr(14000, "settling_end", 170).settling_end(14000)
@@ -193,7 +194,8 @@ def test_legacy_herd_excludes_offset_writes_and_counts_packets_between_window_ed
     # get_children x2, delete, create; the offset write at 10060 is steady state
     assert t["zk_requests_by_op"] == {"create": 1, "delete": 1, "get_children": 2}
     assert (t["zk_requests"], t["coordination_requests"], t["broker_group_requests"]) == (4, 4, None)
-    assert (t["watches"], t["conflicts"], t["failed_attempts"], t["rebalance_attempts"]) == (2, 1, 1, 3)
+    assert (t["watches"], t["conflicts"], t["failed_attempts"], t["rebalance_attempts"]) == (2, 1, 2, 3)
+    assert t["gave_up"] == 1  # b's second attempt (10400) was its last
     assert t["zk_packets"] == 160 - 100  # the sample before this invoke to the next one's
     # one offset write between stable (1000) and settling_end (14000): 1 / 13 s
     assert u["steady"]["zk_commits_per_s"] == round(1 / 13, 3)
