@@ -19,6 +19,9 @@ in the history contract of :mod:`harness.kernel.events` (times in seconds from t
   the triggers' rebalances (legacy_zk: a ``set`` under ``/offsets/`` and a member ``commit``;
   coordinator: a broker ``commit`` with the generation); one ``broker_request`` counter report
   per second (both implementations run a broker).
+* the records (:mod:`.synthetic_records`); with ``zombie_s``, the old owner that replays a
+  partition after a trigger writes a second ``revoked`` of it when the replay ends (it claims
+  nothing, so ownership and the trigger's latency stay as they were).
 * ``settling_end`` (and its ``zk_mntr`` sample) ``duration_s`` after ``stable`` (with
   ``settle_last=False``: half a settle window after the last trigger's t1); the drain; ``drained``
   50 ms after the last record; every live member revokes and stops 100 ms later.
@@ -33,7 +36,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from harness.history.schema import SCHEMA, rows_to_table
+from harness.analysis.synthetic_records import (
+    Records,
+    Zombie,
+    build_records,
+    duplicate_last_ts,
+    tables,
+)
+from harness.history.schema import rows_to_table
 from harness.kernel.events import COORDINATION_APIS, zk_steady
 
 NS = 1_000_000_000
@@ -42,8 +52,6 @@ STABLE_S = 1.0  # the ``stable`` marker, seconds after the unit's start
 JOIN_STARTUP_S = 0.4  # from a join's invoke to its joiner's ``ready`` (t0 of the join)
 COMMIT_EVERY_S = 5.0  # steady offset commits
 PINGS_PER_S = 2  # ZooKeeper packets that are not requests of the members (mntr counter)
-ZOMBIE_RECORDS = 4  # records an old owner replays after its revocation (``zombie_s``)
-ZOMBIE_AFTER_S = 0.5  # earliest replay after t1
 #: (action, seconds after ``stable`` on a 60 s timeline)
 PLAN = (("join", 5.0), ("leave", 25.0), ("crash", 45.0))
 #: the ZooKeeper requests of a legacy rebalance, in turn ({m}: a member, {p}: a partition)
@@ -67,6 +75,11 @@ def latency_s(impl: str, action: str, n: int) -> float:
     """Seconds from t0 to settled for a trigger of ``action`` in a group of ``n`` members."""
     conv = 0.5 if impl == "coordinator" else 0.05 * n
     return round(detection_s(impl, action) + conv, 6)
+
+
+class Ns(int):
+    """An absolute time in ns (``ts_ns``), where the event helpers otherwise take seconds from the
+    unit's start."""
 
 
 @dataclass(frozen=True)
@@ -142,12 +155,12 @@ class _Unit:
     def ns(self, t: float) -> int:
         return self.start + int(round(t * NS))
 
-    def at(self, t: float | int, kind: str, source: str, role: str, **f: Any) -> None:
-        """An event at ``t`` seconds (float) or at ``t`` ns (int, absolute)."""
-        ts = t if isinstance(t, int) else self.ns(t)
+    def at(self, t: float | Ns, kind: str, source: str, role: str, **f: Any) -> None:
+        """An event at ``t`` seconds from the unit's start, or at :class:`Ns` ``t``."""
+        ts = int(t) if isinstance(t, Ns) else self.ns(t)
         self.ev.append({"ts_ns": ts, "source": source, "role": role, "kind": kind, **f})
 
-    def member(self, t: float | int, kind: str, m: str, **f: Any) -> None:
+    def member(self, t: float | Ns, kind: str, m: str, **f: Any) -> None:
         self.at(t, kind, m, "member", **f)
 
     def harness(self, t: float, kind: str, **f: Any) -> None:
@@ -191,7 +204,7 @@ class _Unit:
             self.member(t, "rebalance_end", m, outcome="ok", attempt=0, **self.ids(m))
         return owners
 
-    def revoke(self, t: float | int, m: str, owners: dict[int, str], **f: Any) -> None:
+    def revoke(self, t: float | Ns, m: str, owners: dict[int, str], **f: Any) -> None:
         for p in (p for p, o in owners.items() if o == m):
             self.member(t, "revoked", m, topic=TOPIC, partition=p, **self.ids(m), **f)
 
@@ -223,13 +236,13 @@ class _Unit:
             self.trigger(k + 1, action, STABLE_S + rel * scale, targets[action])
         self.windows()
         self.steady_commits()
-        bulk, records = self.bulk()
-        last_record = int(records["ts"].max()) if records["ts"].size else self.ns(self.settling_end)
+        rec = self.records()
+        last_record = int(rec.ts.max()) if rec.ts.size else self.ns(self.settling_end)
         self.drain((last_record - self.start) / NS)
         self.mntr_samples()
         self.broker_reports()
         control = rows_to_table([{**self.ctx, **e} for e in self.ev])
-        return pa.concat_tables([control, *bulk]), self.expected(records)
+        return pa.concat_tables([control, *tables(self.ctx, TOPIC, rec)]), self.expected(rec)
 
     def startup(self) -> None:
         live = self.live
@@ -316,12 +329,12 @@ class _Unit:
         herd["broker_group_requests"] = sum(herd["broker_requests_by_api"].values())
         herd["coordination_requests"] = herd["zk_requests"] + herd["broker_group_requests"]
         self.epochs.append((t1, dict(self.owners)))
+        after = dict(self.owners)
         self.triggers.append(
             _Trigger(
-                action, aid, targets, inv, t0, react, t1, before, dict(self.owners), list(self.live), herd
+                action, aid, targets, inv, t0, react, t1, before, after, list(self.live), herd, sample=sample
             )
         )
-        self.triggers[-1].sample = sample
 
     def legacy_reaction(
         self, react: float, t1: float, stay: list[str], before: dict[int, str]
@@ -342,7 +355,12 @@ class _Unit:
             m = live[i % len(live)]
             p = i % self.n
             self.member(
-                react + 0.001, "conflict", m, topic=TOPIC, partition=p, path=f"/consumers/g/owners/herd/{p}"
+                react + 0.001,
+                "conflict",
+                m,
+                topic=TOPIC,
+                partition=p,
+                path=f"/consumers/{GROUP}/owners/{TOPIC}/{p}",
             )
             self.member(react + 0.002, "rebalance_end", m, outcome="conflict", attempt=0)
             self.member(react + 0.003, "rebalance_begin", m, attempt=1)
@@ -422,121 +440,36 @@ class _Unit:
             t += COMMIT_EVERY_S
 
     # -- the bulk: produced records and their processing ---------------------------------------------
-    def bulk(self) -> tuple[list[pa.Table], dict[str, np.ndarray]]:
-        """Produced and processed records (numpy); returns the tables and the records' arrays
-        (ts ns, partition, offset, member index) for the expected figures."""
-        o, n = self.o, self.n
-        total = int(o.rate * (self.o.duration_s + 0.5))
-        i = np.arange(total, dtype=np.int64)
-        p_ts = STABLE_S + 0.2 + i / o.rate
-        part = (i % n).astype(np.int32)
-        off = i // n
-        proc = p_ts + 0.002
-        for t in self.triggers:  # stop the world: records of [t0, t1) are processed right after t1
-            inside = (proc >= t.t0) & (proc < t.t1)
-            proc = np.where(inside, t.t1 + 0.001 + (proc - t.t0) * 1e-3, proc)
-        names = sorted({m for _, owners in self.epochs for m in owners.values()})
-        index = {m: k for k, m in enumerate(names)}
-        matrix = np.array([[index[owners[p]] for p in range(n)] for _, owners in self.epochs], dtype=np.int32)
-        epoch = np.searchsorted(np.array([since for since, _ in self.epochs]), proc, side="right") - 1
-        who = matrix[epoch, part]
-        keep = np.ones(total, dtype=bool)
-        if o.undrained:
-            keep[max(0, total - o.undrained) :] = False
-        if o.lose:  # skips: below the last p_count records before the tail, so below the top
-            pool = total - o.undrained - n
-            if o.lose > pool:
-                raise ValueError(f"lose={o.lose}: only {max(pool, 0)} records can be skipped in a unit")
-            keep[self.rng.choice(pool, size=o.lose, replace=False)] = False
-        base_ts = self.start + np.round(proc * NS).astype(np.int64)
-        parts = [(base_ts[keep], part[keep], off[keep], who[keep])]
-        for k, t in enumerate(self.triggers):  # redelivery to the new owners right after t1
-            sel = np.nonzero((p_ts >= t.t0 - o.redeliver_s) & (p_ts < t.t0) & keep)[0]
-            ts = self.ns(t.t1 + 0.0005) + np.arange(sel.size, dtype=np.int64) * 1000
-            parts.append((ts, part[sel], off[sel], matrix[k + 1, part[sel]]))
-        if o.zombie_s > 0:
-            for t in self.triggers:
-                z = self.zombie(t, parts, index)
-                if z is not None:
-                    parts.append(z)
-        rec = {
-            "ts": np.concatenate([x[0] for x in parts]),
-            "part": np.concatenate([x[1] for x in parts]),
-            "off": np.concatenate([x[2] for x in parts]),
-            "who": np.concatenate([x[3] for x in parts]),
-        }
-        prod_ts = self.start + np.round(p_ts * NS).astype(np.int64)
-        tables = [
-            self.bulk_table(
-                prod_ts, part, off, "produced", "producer", ["producer"], np.zeros(total, np.int32)
-            ),
-            self.bulk_table(rec["ts"], rec["part"], rec["off"], "record", "member", names, rec["who"]),
-        ]
-        self.produced = total
-        return tables, rec
-
-    def zombie(
-        self, t: _Trigger, parts: list[tuple[np.ndarray, ...]], index: dict[str, int]
-    ) -> tuple[np.ndarray, ...] | None:
-        """The old owner of the first partition that moved away from a member that stays replays its
-        last ZOMBIE_RECORDS records of it while the new owner processes it, then revokes it again."""
-        moved = [p for p in range(self.n) if t.before[p] in t.live and t.after[p] != t.before[p]]
-        if not moved:
-            return None
-        p = moved[0]
-        a, b = index[t.before[p]], index[t.after[p]]
-        ts, part, off, who = (np.concatenate([x[k] for x in parts]) for k in range(4))
-        mine = (who == a) & (part == p) & (ts < self.ns(t.t0))
-        replay = np.sort(off[mine])[-ZOMBIE_RECORDS:]
-        theirs = ts[(who == b) & (part == p) & (ts >= self.ns(t.t1))]
-        if replay.size < 2 or not theirs.size:
-            raise ValueError(f"rate={self.o.rate:g} is too low for a zombie replay on partition {p}")
-        first = max(self.ns(t.t1 + ZOMBIE_AFTER_S), int(theirs.min()))
-        step = int(round(self.o.zombie_s * NS / (replay.size - 1)))
-        zts = first + np.arange(replay.size, dtype=np.int64) * step
-        last = int(zts[-1])
-        if last >= self.ns(t.end - 0.05):
-            raise ValueError(f"zombie_s={self.o.zombie_s:g} does not fit in the {t.action}'s window")
-        self.revoke(last, t.before[p], {p: t.before[p]}, reason="zombie")
-        t.zombie = (first, last)
-        return zts, np.full(replay.size, p, np.int32), replay, np.full(replay.size, a, np.int32)
-
-    def bulk_table(
-        self,
-        ts: np.ndarray,
-        part: np.ndarray,
-        off: np.ndarray,
-        kind: str,
-        role: str,
-        names: list[str],
-        source: np.ndarray,
-    ) -> pa.Table:
-        n = len(ts)
-
-        def const(v: Any, typ: pa.DataType) -> pa.Array:
-            return pa.DictionaryArray.from_arrays(
-                pa.array(np.zeros(n, dtype=np.int32)), pa.array([v], typ)
-            ).cast(typ)
-
-        cols = {
-            "ts_ns": pa.array(ts.astype(np.int64)),
-            "run_id": const(self.ctx["run_id"], pa.string()),
-            "scenario": const(self.ctx["scenario"], pa.string()),
-            "case": const(self.ctx["case"], pa.string()),
-            "impl": const(self.ctx["impl"], pa.string()),
-            "repetition": const(self.ctx["repetition"], pa.int32()),
-            "source": pa.DictionaryArray.from_arrays(pa.array(source.astype(np.int32)), pa.array(names)).cast(
-                pa.string()
-            ),
-            "role": const(role, pa.string()),
-            "kind": const(kind, pa.string()),
-            "topic": const(TOPIC, pa.string()),
-            "partition": pa.array(part.astype(np.int32)),
-            "offset": pa.array(off.astype(np.int64)),
-            "seq": pa.array(off.astype(np.int64)),
-        }
-        arrays = [cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in SCHEMA]
-        return pa.Table.from_arrays(arrays, schema=SCHEMA)
+    def records(self) -> Records:
+        """The records (:mod:`.synthetic_records`); a zombie replay after each trigger that moved a
+        partition away from a member that stays (the first such partition), closed by a second
+        ``revoked`` of it so that ownership never changes."""
+        o = self.o
+        zombies = []
+        for k, t in enumerate(self.triggers):
+            moved = [p for p in range(self.n) if t.before[p] in t.live and t.after[p] != t.before[p]]
+            if o.zombie_s > 0 and moved:
+                zombies.append(Zombie(k, moved[0], t.before[moved[0]], t.after[moved[0]], t.end))
+        rec = build_records(
+            start=self.start,
+            n=self.n,
+            rate=o.rate,
+            produce_from=STABLE_S + 0.2,
+            produce_s=o.duration_s + 0.5,
+            epochs=self.epochs,
+            stops=[(t.t0, t.t1) for t in self.triggers],
+            redeliver_s=o.redeliver_s,
+            lose=o.lose,
+            undrained=o.undrained,
+            zombies=zombies,
+            zombie_s=o.zombie_s,
+            rng=self.rng,
+        )
+        for z, (first, last) in zip(zombies, rec.zombies, strict=True):
+            self.revoke(Ns(last), z.old, {z.p: z.old}, reason="zombie")
+            self.triggers[z.k].zombie = (first, last)
+        self.produced = rec.produced
+        return rec
 
     # -- after the settling phase --------------------------------------------------------------------
     def drain(self, last_record: float) -> None:
@@ -559,7 +492,7 @@ class _Unit:
         self.zk_sorted = np.sort(np.array(self.zk_ns, dtype=np.int64))
         for ts, label in self.samples:
             self.at(
-                ts,
+                Ns(ts),
                 "zk_mntr",
                 "nemesis",
                 "harness",
@@ -592,9 +525,9 @@ class _Unit:
             self.reports.append((self.ns(float(s)), requests))
 
     # -- the answers -----------------------------------------------------------------------------------
-    def expected(self, rec: dict[str, np.ndarray]) -> dict[str, Any]:
+    def expected(self, rec: Records) -> dict[str, Any]:
         o = self.o
-        dup_last = _duplicate_last_ts(rec)
+        dup_last = duplicate_last_ts(rec)
         triggers = []
         for k, t in enumerate(self.triggers):
             t0, t1, react, end = self.ns(t.t0), self.ns(t.t1), self.ns(t.react), self.ns(t.end)
@@ -646,16 +579,3 @@ class _Unit:
 
 def _dur(a: int, b: int) -> float:
     return round((b - a) / NS, 6)
-
-
-def _duplicate_last_ts(rec: dict[str, np.ndarray]) -> np.ndarray:
-    """For every (partition, offset) processed more than once: the time of its last delivery."""
-    if not rec["ts"].size:
-        return np.empty(0, dtype=np.int64)
-    keys = rec["part"].astype(np.int64) << 40 | rec["off"].astype(np.int64)
-    order = np.lexsort((rec["ts"], keys))
-    ks, ts = keys[order], rec["ts"][order]
-    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    ends = np.r_[starts[1:], ks.size]
-    many = (ends - starts) > 1
-    return ts[ends[many] - 1]
