@@ -117,6 +117,8 @@ class LegacyBench:
     def __post_init__(self) -> None:
         if any(n < 2 for n in self.sizes):
             raise HerdlabError("group sizes must be >= 2 (one member is the crash victim)")
+        if len(set(self.sizes)) != len(self.sizes):
+            raise HerdlabError(f"each group size is measured once, got {list(self.sizes)}")
         bad = [c for c in self.changes if c not in CHANGES]
         if bad:
             raise HerdlabError(f"unknown changes {bad} (known: {', '.join(CHANGES)})")
@@ -176,16 +178,16 @@ def count_window(events: Iterable[Mapping[str, Any]], t0_ns: int, end_ns: int) -
             op, path = str(e.get("op") or "?"), str(e.get("path") or "")
             zk += 1
             ops[op] += 1
-            owner += op in ("create", "delete") and "/owners/" in path
-            reg += op == "get" and REGISTRATION.match(path) is not None
+            owner += int(op in ("create", "delete") and "/owners/" in path)
+            reg += int(op == "get" and REGISTRATION.match(path) is not None)
         elif kind == Kind.CONFLICT:
             conflicts += 1
         elif kind == Kind.REBALANCE_BEGIN:
             attempts += 1
             rebalancing.add(str(e.get("source")))
         elif kind == Kind.REBALANCE_END:
-            failed += failed_attempt(kind, e.get("outcome"))
-            gave_up += bool(e.get("gave_up"))
+            failed += int(failed_attempt(kind, e.get("outcome")))
+            gave_up += int(bool(e.get("gave_up")))
     return Counts(
         watches=watches,
         zk_requests=zk,
@@ -364,6 +366,10 @@ def _s(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def _s0(v: int | None) -> str:
+    return "-" if v is None else str(v)
+
+
 def format_size(n: int, changes: list[ChangeFigures], window_s: float) -> str:
     """One Markdown table of a group size: per change the measurement, the model and the deviation."""
     lines = [
@@ -385,10 +391,6 @@ def format_size(n: int, changes: list[ChangeFigures], window_s: float) -> str:
             f"| {k.failed_attempts} | {k.gave_up} | {k.rebalancing_members} |"
         )
     return "\n".join(lines)
-
-
-def _s0(v: int | None) -> str:
-    return "-" if v is None else str(v)
 
 
 def _shown(v: Any) -> str:

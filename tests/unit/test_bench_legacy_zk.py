@@ -221,3 +221,5 @@ def test_member_names_and_settings_are_checked() -> None:
         LegacyBench(sizes=(3,), changes=("join", "join"))
     with pytest.raises(HerdlabError, match=">= 2"):
         LegacyBench(sizes=(1,))
+    with pytest.raises(HerdlabError, match="measured once"):
+        LegacyBench(sizes=(3, 3))
