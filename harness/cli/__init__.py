@@ -70,7 +70,7 @@ if isinstance(_bench, click.Group):
     _register(_bench, "harness.bench", "history")
     _register(_bench, "harness.cli.bench_analysis", "analysis")
     _register(_bench, "harness.bench_coordinator", "coordinator")
-    _register(_bench, "legacy_zk.bench", "legacy_zk")
+    _register(_bench, "harness.bench_legacy_zk", "legacy_zk")
 
 
 def main() -> None:

@@ -1,0 +1,917 @@
+"""``herdlab bench legacy_zk``: the herd effect of the 0.8 ZooKeeper consumer per membership change,
+beside the analytic model (:mod:`legacy_zk.model`), counted by the bench and by the PySpark checker.
+
+Contract
+--------
+For each group size N (default 10, 50, 100, 200; P = N partitions, one registered broker: B = 1) on a
+fresh ZooKeeper, in ``<workdir>/N<n>/`` (:func:`run_size`):
+
+* member processes ``python -m legacy_zk --no-fetch --name <process> --history <process>.jsonl``
+  (coordination-only: the 0.8 rebalance reads and writes the same znodes with or without a
+  fetcher): N - 1 members on gevent in processes ``host<i>`` (``members_per_host`` each, named
+  ``host<i>-<j>``; a process of one member is named as the process) and ``victim`` alone in its own;
+* a history ``nemesis.jsonl`` in the contract of :mod:`harness.kernel.events`: ``unit_start`` (role
+  harness, with ``partitions``), ``stable`` once the N members settled, then per change an
+  ``invoke`` (``trigger`` true, ``action_id``) just before acting and its ``complete`` once it took
+  effect -- **join**: a new member ``joiner`` in its own process, complete once its ``ready`` was
+  read (``ready_ns``); **leave**: SIGTERM to ``joiner`` (a clean close), complete once the process
+  exited; **crash**: SIGKILL to ``victim``, complete once the process is dead, with every member
+  of that process as targets (the survivors learn of it when its session expires) --; ``zk_mntr``
+  samples (role harness; labels ``idle:<action_id>`` ``idle_s`` before the invoke, ``invoke:<action_id>``
+  just before it, and ``settling_end``) and ``settling_end`` once the last change settled;
+* every wait is :meth:`harness.kernel.ownership.GroupView.settled` (window W) over the events read so
+  far from all these files, after a first reaction to the change (as
+  :func:`harness.kernel.windows.evaluate` defines both; a join also waits for the joiner to be
+  live). A start-up in which members gave up is nudged by touching the topic znode (before
+  ``stable``: not measured). A change that does not settle within ``settle_timeout_s`` ends the
+  measurement of that N (its outcome is ``never``).
+
+:func:`measure` turns one N's merged events into one :class:`ChangeFigures` per trigger, with the
+definitions the checker (:mod:`harness.analysis.jobs`) uses: the trigger windows of
+:func:`~harness.kernel.windows.evaluate` with W ([t0, end): t0 = the invoke, for a join the joiner's
+``ready``; end = the next trigger's t0, else ``settling_end``); in each window the members' ``watch``
+events (notifications) and their ``zk_request`` events of the rebalance (offset writes are steady
+state: :func:`~harness.kernel.events.zk_steady`), by operation; owner writes (``create`` /
+``delete`` under ``/owners/``); registration reads; conflicts; failed attempts
+(:func:`~harness.kernel.events.failed_attempt`); latency t1 - t0; ZooKeeper packets received from the
+``invoke:`` sample to the next window edge's sample, raw and minus the idle rate measured from the
+``idle:`` sample to the ``invoke:`` one. Each beside :func:`legacy_zk.model.herd_model` of the
+members live at the invoke, with the deviation (measured - model, and %).
+
+Then (:func:`write_run_dir`) the histories of every N become one run directory ``<workdir>/run``
+(``history.parquet``, ``manifest.json`` with one unit per N: case ``N=<n>``, impl legacy_zk,
+settle window W) which the PySpark checker analyses (:func:`harness.analysis.analyze_run`;
+``metrics.json`` is kept there); :func:`compare` sets its outcome, watches, zk_requests (total and
+by operation), latency and zk_packets per trigger beside the bench's: they must be equal. The
+command exits 1 when they are not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import secrets
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.errors import HerdlabError
+from harness.history.writer import HistoryWriter, read_events
+from harness.kernel.events import SETTLED, Kind, Role, failed_attempt, zk_steady
+from harness.kernel.ownership import GroupView
+from harness.kernel.windows import MEMBER_REACTIONS, evaluate
+from harness.procs import ChildProcess, spawn
+from harness.run.tail import HistoryTail
+from legacy_zk import paths
+from legacy_zk.model import CHANGES, HerdModel, herd_model
+
+__all__ = [
+    "ChangeFigures",
+    "Check",
+    "Counts",
+    "LegacyBench",
+    "compare",
+    "count_window",
+    "format_checks",
+    "format_size",
+    "legacy_zk",
+    "measure",
+    "run_size",
+    "write_run_dir",
+]
+
+BROKERS = 1  # the bench registers one 0.8 broker: B of the model
+IMPL = "legacy_zk"
+SCENARIO = "bench-legacy_zk"
+POLL_S = 0.1  # how often the histories are read while waiting (the runner's rate)
+REGISTRATION = re.compile(r"^/consumers/[^/]+/ids/[^/]+$")
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class LegacyBench:
+    """What to measure and how (see the module contract); times in ms unless named ``_s``."""
+
+    sizes: tuple[int, ...]
+    changes: tuple[str, ...] = CHANGES
+    settle_window_s: float = 3.0
+    session_timeout_ms: int = 6000
+    backoff_ms: int = 2000
+    retries: int = 4
+    strategy: str = "range"
+    members_per_host: int = 50
+    tick_time_ms: int = 500
+    idle_s: float = 2.0
+    settle_timeout_s: float = 180.0
+
+    def __post_init__(self) -> None:
+        if any(n < 2 for n in self.sizes):
+            raise HerdlabError("group sizes must be >= 2 (one member is the crash victim)")
+        if len(set(self.sizes)) != len(self.sizes):
+            raise HerdlabError(f"each group size is measured once, got {list(self.sizes)}")
+        bad = [c for c in self.changes if c not in CHANGES]
+        if bad:
+            raise HerdlabError(f"unknown changes {bad} (known: {', '.join(CHANGES)})")
+        if len(set(self.changes)) != len(self.changes):
+            raise HerdlabError(f"each change is measured once per size, got {list(self.changes)}")
+        if "leave" in self.changes and (
+            "join" not in self.changes or self.changes.index("join") > self.changes.index("leave")
+        ):
+            raise HerdlabError("'leave' stops the member 'join' started: measure join before leave")
+
+
+def case_label(n: int) -> str:
+    """The run directory's case (one unit per group size)."""
+    return f"N={n}"
+
+
+# -- the figures, from a history ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Counts:
+    """The members' events in one window [t0, end), counted as the checker counts them."""
+
+    watches: int = 0
+    zk_requests: int = 0
+    by_op: dict[str, int] = field(default_factory=dict)
+    owner_writes: int = 0
+    registration_reads: int = 0
+    conflicts: int = 0
+    failed_attempts: int = 0
+    gave_up: int = 0
+    rebalance_attempts: int = 0
+    rebalancing_members: int = 0
+    first_watch_ns: int | None = None
+
+
+def count_window(events: Iterable[Mapping[str, Any]], t0_ns: int, end_ns: int) -> Counts:
+    """Count the role-member events with ``t0_ns <= ts_ns < end_ns``.
+
+    ``zk_requests``: ``zk_request`` events that are not steady-state (offset writes); ``by_op``: the
+    same by ``op`` (``?`` when absent); ``owner_writes``: of these, ``create`` / ``delete`` under
+    ``/owners/``; ``registration_reads``: ``get`` of ``/consumers/<g>/ids/<id>``;
+    ``failed_attempts``: ``rebalance_end`` events that are failed attempts; ``gave_up``: those that
+    ended a synced rebalance for good; ``rebalancing_members``: members with a ``rebalance_begin``.
+    """
+    watches = zk = owner = reg = conflicts = failed = gave_up = attempts = 0
+    ops: Counter[str] = Counter()
+    rebalancing: set[str] = set()
+    first_watch: int | None = None
+    for e in events:
+        ts = int(e.get("ts_ns") or 0)
+        if not t0_ns <= ts < end_ns or e.get("role") != Role.MEMBER:
+            continue
+        kind = e.get("kind")
+        if kind == Kind.WATCH:
+            watches += 1
+            first_watch = ts if first_watch is None else min(first_watch, ts)
+        elif kind == Kind.ZK_REQUEST and not zk_steady(e.get("op"), e.get("path")):
+            op, path = str(e.get("op") or "?"), str(e.get("path") or "")
+            zk += 1
+            ops[op] += 1
+            owner += int(op in ("create", "delete") and "/owners/" in path)
+            reg += int(op == "get" and REGISTRATION.match(path) is not None)
+        elif kind == Kind.CONFLICT:
+            conflicts += 1
+        elif kind == Kind.REBALANCE_BEGIN:
+            attempts += 1
+            rebalancing.add(str(e.get("source")))
+        elif kind == Kind.REBALANCE_END:
+            failed += int(failed_attempt(kind, e.get("outcome")))
+            gave_up += int(bool(e.get("gave_up")))
+    return Counts(
+        watches=watches,
+        zk_requests=zk,
+        by_op=dict(sorted(ops.items())),
+        owner_writes=owner,
+        registration_reads=reg,
+        conflicts=conflicts,
+        failed_attempts=failed,
+        gave_up=gave_up,
+        rebalance_attempts=attempts,
+        rebalancing_members=len(rebalancing),
+        first_watch_ns=first_watch,
+    )
+
+
+@dataclass(frozen=True)
+class ChangeFigures:
+    """One trigger of one group size: what was measured, and the model of it."""
+
+    action: str
+    targets: tuple[str, ...]
+    outcome: str
+    members_before: int
+    partitions: int
+    invoke_ns: int
+    t0_ns: int
+    end_ns: int
+    t1_ns: int | None
+    counts: Counts
+    packets: int | None
+    packets_minus_idle: int | None
+    model: HerdModel
+
+    @property
+    def latency_s(self) -> float | None:
+        """t1 - t0 in seconds, rounded to the microsecond as the checker rounds it; None unless settled."""
+        return None if self.t1_ns is None else round((self.t1_ns - self.t0_ns) / 1e9, 6)
+
+    @property
+    def first_notification_s(self) -> float | None:
+        """From t0 to the first watch notification in the window."""
+        w = self.counts.first_watch_ns
+        return None if w is None else round((w - self.t0_ns) / 1e9, 6)
+
+
+Sample = tuple[int, str, float]  # ts_ns, label, zk_packets_received
+
+
+def _samples(events: Iterable[Mapping[str, Any]]) -> list[Sample]:
+    out = []
+    for e in events:
+        if e.get("kind") == Kind.ZK_MNTR:
+            packets = (e.get("counters") or {}).get("zk_packets_received")
+            if packets is not None:
+                out.append((int(e["ts_ns"]), str(e.get("label") or ""), float(packets)))
+    return sorted(out)
+
+
+def packet_window(samples: list[Sample], invoke_ns: int) -> tuple[Sample, Sample] | None:
+    """The mntr samples bounding a trigger's packets, as the checker picks them: the last
+    ``invoke:`` sample at or before the invoke, and the first ``invoke:`` or ``settling_end``
+    sample after it."""
+    start = max((s for s in samples if s[1].startswith("invoke:") and s[0] <= invoke_ns), default=None)
+    end = next(
+        (s for s in samples if s[0] > invoke_ns and (s[1].startswith("invoke:") or s[1] == "settling_end")),
+        None,
+    )
+    return None if start is None or end is None else (start, end)
+
+
+def _packets(samples: list[Sample], invoke_ns: int, action_id: int | None) -> tuple[int | None, int | None]:
+    """(packets received in the trigger's window, the same minus the idle rate before the invoke)."""
+    edges = packet_window(samples, invoke_ns)
+    if edges is None:
+        return None, None
+    (s0, _, p0), (s1, _, p1) = edges
+    packets = int(p1 - p0)
+    idle = next((s for s in samples if s[1] == f"idle:{action_id}"), None)
+    if idle is None or s0 <= idle[0]:
+        return packets, None
+    rate = (p0 - idle[2]) / (s0 - idle[0])  # packets per ns while nothing changed
+    return packets, round(packets - rate * (s1 - s0))
+
+
+def measure(
+    events: Iterable[Mapping[str, Any]], window_ns: int, brokers: int = BROKERS
+) -> list[ChangeFigures]:
+    """Every trigger of one group size's merged events, in the checker's order (by t0)."""
+    evs = sorted(events, key=lambda e: int(e.get("ts_ns") or 0))
+    facts = evaluate(evs, window_ns)
+    samples = _samples(evs)
+    view = GroupView()
+    i = 0
+    before: dict[int, tuple[int, int]] = {}  # tid -> (live members, partitions) just before its invoke
+    for t in sorted(facts.triggers, key=lambda t: t.invoke_ns):
+        while i < len(evs) and int(evs[i].get("ts_ns") or 0) < t.invoke_ns:
+            view.apply(evs[i])
+            i += 1
+        before[t.tid] = (len(view.live), view.partitions)
+    out = []
+    for t in facts.triggers:
+        members, partitions = before[t.tid]
+        packets, minus_idle = _packets(samples, t.invoke_ns, t.action_id)
+        out.append(
+            ChangeFigures(
+                action=t.action,
+                targets=tuple(t.targets),
+                outcome=t.outcome,
+                members_before=members,
+                partitions=partitions,
+                invoke_ns=t.invoke_ns,
+                t0_ns=t.t0_ns,
+                end_ns=t.end_ns,
+                t1_ns=t.t1_ns if t.outcome == SETTLED else None,
+                counts=count_window(evs, t.t0_ns, t.end_ns),
+                packets=packets,
+                packets_minus_idle=minus_idle,
+                model=herd_model(t.action, members, brokers, partitions),
+            )
+        )
+    return out
+
+
+# -- the checker's figures beside the bench's ---------------------------------------------------------
+@dataclass(frozen=True)
+class Check:
+    """One figure of one trigger, as the checker and as the bench found it."""
+
+    n: int
+    action: str
+    figure: str
+    checker: Any
+    bench: Any
+
+    @property
+    def equal(self) -> bool:
+        return bool(self.checker == self.bench)
+
+
+def compare(n: int, changes: list[ChangeFigures], triggers: list[Mapping[str, Any]]) -> list[Check]:
+    """The checker's ``triggers`` of unit ``N=<n>`` (from ``metrics.json``) beside the bench's figures:
+    outcome, watches, zk_requests, zk_requests_by_op, latency_s and zk_packets of each trigger, in
+    order; a different number of triggers is one more (unequal) check."""
+    checks = []
+    if len(triggers) != len(changes):
+        checks.append(Check(n, "-", "triggers", len(triggers), len(changes)))
+    for t, c in zip(triggers, changes, strict=False):
+        action = str(t.get("action"))
+        if action != c.action:
+            checks.append(Check(n, c.action, "action", action, c.action))
+            continue
+        checks += [
+            Check(n, action, "outcome", t.get("outcome"), c.outcome),
+            Check(n, action, "watches", t.get("watches"), c.counts.watches),
+            Check(n, action, "zk_requests", t.get("zk_requests"), c.counts.zk_requests),
+            Check(n, action, "zk_requests_by_op", dict(t.get("zk_requests_by_op") or {}), c.counts.by_op),
+            Check(n, action, "latency_s", t.get("latency_s"), c.latency_s),
+            Check(n, action, "zk_packets", t.get("zk_packets"), c.packets),
+        ]
+    return checks
+
+
+# -- printing -----------------------------------------------------------------------------------------
+def deviation(measured: int, model: int) -> str:
+    """``measured - model`` and its share of the model: ``+2 (+0.7%)``."""
+    d = measured - model
+    pct = f"{100.0 * d / model:+.1f}%" if model else "n/a"
+    return f"{d:+d} ({pct})"
+
+
+def _cell(measured: int, model: int) -> str:
+    return f"{measured} ({model}) {deviation(measured, model)}"
+
+
+def _s(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def _s0(v: int | None) -> str:
+    return "-" if v is None else str(v)
+
+
+def format_size(n: int, changes: list[ChangeFigures], window_s: float) -> str:
+    """One Markdown table of a group size: per change the measurement, the model and the deviation."""
+    lines = [
+        f"\nN = {n}: {n} members, {n} partitions, B = {BROKERS} broker (coordination-only members), "
+        f"W = {window_s:g} s; cells: measured (model) measured - model (%)\n",
+        "| change | outcome | latency s | 1st notification s | notifications | zk requests | owner writes "
+        "| registration reads | packets recv (-idle) | conflicts | failed attempts | gave up "
+        "| rebalancing members |",
+        "|" + "---|" * 13,
+    ]
+    for c in changes:
+        k, m = c.counts, c.model
+        packets = "-" if c.packets is None else f"{c.packets} ({_s0(c.packets_minus_idle)})"
+        lines.append(
+            f"| {c.action} | {c.outcome} | {_s(c.latency_s)} | {_s(c.first_notification_s)} "
+            f"| {_cell(k.watches, m.notifications)} | {_cell(k.zk_requests, m.zk_requests)} "
+            f"| {_cell(k.owner_writes, m.owner_writes)} "
+            f"| {_cell(k.registration_reads, m.registration_reads)} | {packets} | {k.conflicts} "
+            f"| {k.failed_attempts} | {k.gave_up} | {k.rebalancing_members} |"
+        )
+    return "\n".join(lines)
+
+
+def _shown(v: Any) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {n}" for k, n in v.items()) or "{}"
+    return "-" if v is None else str(v)
+
+
+def format_checks(checks: list[Check]) -> str:
+    """A Markdown table: per (N, change) and figure, ``equal (value)`` or both values."""
+    figures = ["outcome", "watches", "zk_requests", "zk_requests_by_op", "latency_s", "zk_packets"]
+    rows: dict[tuple[int, str], dict[str, Check]] = {}
+    for c in checks:
+        rows.setdefault((c.n, c.action), {})[c.figure] = c
+    lines = [
+        "| N | change | " + " | ".join(figures) + " |",
+        "|" + "---|" * (2 + len(figures)),
+    ]
+    for (n, action), by in rows.items():
+        cells = []
+        for f in figures:
+            c = by.get(f)
+            if c is None:
+                cells.append("-")
+            elif c.equal:
+                cells.append("equal" if f == "zk_requests_by_op" else f"equal ({_shown(c.bench)})")
+            else:
+                cells.append(f"checker {_shown(c.checker)}, bench {_shown(c.bench)}")
+        lines.append(f"| {n} | {action} | " + " | ".join(cells) + " |")
+    extra = [c for c in checks if c.figure not in figures]
+    lines += [f"N={c.n} {c.figure}: checker {c.checker}, bench {c.bench}" for c in extra]
+    return "\n".join(lines)
+
+
+# -- the processes --------------------------------------------------------------------------------------
+def member_names(process: str, members: int) -> list[str]:
+    """The history names of a process's members (``herdlab member legacy_zk --name``)."""
+    return [process] if members == 1 else [f"{process}-{i}" for i in range(members)]
+
+
+class _Watch:
+    """The events read so far from every history file of one size, folded into a :class:`GroupView`."""
+
+    def __init__(self, directory: Path, partitions: int) -> None:
+        self.directory = directory
+        self.tail = HistoryTail(directory)
+        self.view = GroupView(partitions=partitions)
+        self.ready: dict[str, int] = {}  # member -> ts_ns of its latest ready
+        self.gave_up: set[str] = set()  # members whose last synced rebalance gave up
+        self.reactions: list[tuple[int, str]] = []  # (ts_ns, member) of every member reaction
+
+    def observe(self) -> None:
+        for e in self.tail.poll():
+            self.view.apply(e)
+            if e.get("role") != Role.MEMBER:
+                continue
+            kind, src, ts = e.get("kind"), str(e.get("source")), int(e["ts_ns"])
+            if kind == Kind.READY:
+                self.ready[src] = ts
+            if kind in MEMBER_REACTIONS:
+                self.reactions.append((ts, src))
+            if kind == Kind.REBALANCE_END:
+                if e.get("gave_up"):
+                    self.gave_up.add(src)
+                elif e.get("outcome") in ("ok", "no_brokers"):
+                    self.gave_up.discard(src)
+
+    def first_reaction(self, t0_ns: int, targets: list[str]) -> int | None:
+        """The first reaction (windows.py's definition) at or after ``t0_ns`` by a non-target."""
+        return min((ts for ts, m in self.reactions if ts >= t0_ns and m not in targets), default=None)
+
+    def until(self, condition: Callable[[], bool], timeout_s: float) -> bool:
+        """Read the histories until ``condition()`` holds (True) or ``timeout_s`` passed (False)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.observe()
+            if condition():
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_S)  # polling the members' files, as the runner does
+
+
+class _Run:
+    """One group size's ZooKeeper, member processes and nemesis history (see :func:`run_size`)."""
+
+    def __init__(self, b: LegacyBench, n: int, directory: Path, echo: Echo) -> None:
+        self.b, self.n, self.d, self.echo = b, n, directory, echo
+        self.group, self.topic = f"bench-{n}", f"herd-{n}"
+        self.nemesis = HistoryWriter(directory / "nemesis.jsonl", source="nemesis", role=Role.NEMESIS)
+        self.watch = _Watch(directory, n)
+        self.procs: dict[str, ChildProcess] = {}
+        self.members_of: dict[str, list[str]] = {}
+        self.action_id = 0
+        self.zk: Any = None
+        self.admin: Any = None
+
+    # processes
+    def _argv(self, process: str, members: int) -> list[str]:
+        b = self.b
+        return [
+            sys.executable,
+            "-m",
+            "legacy_zk",
+            "--zookeeper",
+            self.zk.connect_string,
+            "--group",
+            self.group,
+            "--topic",
+            self.topic,
+            "--no-fetch",
+            "--members",
+            str(members),
+            "--name",
+            process,
+            "--history",
+            str(self.d / f"{process}.jsonl"),
+            "--zookeeper.session.timeout.ms",
+            str(b.session_timeout_ms),
+            "--zookeeper.connection.timeout.ms",
+            "30000",
+            "--rebalance.backoff.ms",
+            str(b.backoff_ms),
+            "--rebalance.max.retries",
+            str(b.retries),
+            "--partition.assignment.strategy",
+            b.strategy,
+            "--auto.commit.interval.ms",
+            "600000",
+        ]
+
+    def start(self, process: str, members: int) -> list[str]:
+        self.members_of[process] = member_names(process, members)
+        self.procs[process] = spawn(
+            self._argv(process, members),
+            name=f"legacy-zk-{self.group}-{process}",
+            log_path=self.d / f"{process}.log",
+            env={"HERDLAB_LOG_LEVEL": "WARNING"},
+        )
+        return self.members_of[process]
+
+    def sample(self, label: str) -> None:
+        """ZooKeeper's mntr counters as a ``zk_mntr`` event (``label``: the moment it marks)."""
+        counters = {k: v for k, v in self.zk.mntr().items() if isinstance(v, int | float)}
+        self.nemesis.emit(Kind.ZK_MNTR, role=Role.HARNESS, label=label, counters=counters)
+
+    def _settled(self, members: list[str]) -> bool:
+        v = self.watch.view
+        return set(members) <= v.live and v.settled(time.time_ns(), self.b.settle_window_s)
+
+    def _rss_mb(self) -> float:
+        import psutil
+
+        total = 0
+        for p in self.procs.values():
+            with contextlib.suppress(psutil.Error):
+                total += psutil.Process(p.pid).memory_info().rss
+        return total / 2**20
+
+    # the unit
+    def form(self) -> None:
+        """ZooKeeper, the broker and topic znodes, ``unit_start``, the N members settled, ``stable``."""
+        from kazoo.client import KazooClient
+
+        from harness.cluster.zookeeper import ZooKeeperServer
+
+        b = self.b
+        self.zk = ZooKeeperServer(tick_time_ms=b.tick_time_ms, heap_mb=1024, log_level="WARN").start()
+        self.admin = KazooClient(hosts=self.zk.connect_string, timeout=30.0)
+        self.admin.start(timeout=30)
+        # coordination-only: one 0.8.2 broker registration, so that the 0.8 rebalance proceeds
+        self.admin.create(
+            paths.broker_path(0), paths.encode_broker("127.0.0.1", 9, 0), ephemeral=True, makepath=True
+        )
+        self.admin.create(paths.topic_path(self.topic), self._topic_data(), makepath=True)
+        hosted = self.n - 1
+        sizes = [min(b.members_per_host, hosted - i) for i in range(0, hosted, b.members_per_host)]
+        plan = [(f"host{h}", k) for h, k in enumerate(sizes)] + [("victim", 1)]
+        initial = [m for process, k in plan for m in member_names(process, k)]
+        self.nemesis.emit(
+            Kind.UNIT_START,
+            role=Role.HARNESS,
+            topic=self.topic,
+            group=self.group,
+            partitions=self.n,
+            members=initial,
+        )
+        self.sample("start")
+        t0 = time.monotonic()
+        running: list[str] = []
+        for process, k in plan:  # one process at a time: a smaller start-up herd
+            running += self.start(process, k)
+            if not self._wait_formed(running):
+                raise HerdlabError(
+                    f"N={self.n}: {len(running)} members did not settle during start-up within "
+                    f"{b.settle_timeout_s:g}s ({self.watch.view.summary()}); see {self.d}"
+                )
+        self.nemesis.emit(Kind.STABLE, role=Role.HARNESS)
+        self.sample("stable")
+        self.echo(
+            f"  N={self.n}: {self.n} members settled in {time.monotonic() - t0:.1f}s; member processes "
+            f"RSS {self._rss_mb():.0f} MB in {len(self.procs)} processes"
+        )
+
+    def _topic_data(self) -> bytes:
+        return paths.encode_topic({p: [0] for p in range(self.n)})
+
+    def _wait_formed(self, members: list[str]) -> bool:
+        """Wait until ``members`` are live and settled; touch the topic if some gave up meanwhile."""
+        b = self.b
+        deadline = time.monotonic() + b.settle_timeout_s
+        patience = max(20.0, 3 * b.backoff_ms * b.retries / 1000.0)
+        while time.monotonic() < deadline:
+            if self.watch.until(lambda: self._settled(members), min(patience, deadline - time.monotonic())):
+                return True
+            if self.watch.gave_up:
+                self.echo(
+                    f"  N={self.n}: {len(self.watch.gave_up)} members gave up during start-up; "
+                    "touching the topic znode"
+                )
+                self.admin.set(paths.topic_path(self.topic), self._topic_data())
+        return False
+
+    def change(self, action: str) -> bool:
+        """One measured change (see the module contract); True once the group settled after it."""
+        b = self.b
+        self.action_id += 1
+        aid = self.action_id
+        targets = self.members_of["victim"] if action == "crash" else ["joiner"]
+        pair = {"action": action, "action_id": aid, "targets": targets, "trigger": True}
+        self.sample(f"idle:{aid}")
+        idle_end = time.monotonic() + b.idle_s
+        self.watch.until(lambda: time.monotonic() >= idle_end, b.idle_s + 1.0)  # the idle rate's interval
+        self.sample(f"invoke:{aid}")
+        t0 = time.time_ns()
+        self.nemesis.emit(Kind.INVOKE, **pair)
+        if action == "join":
+            self.start("joiner", 1)
+            if not self.watch.until(lambda: self.watch.ready.get("joiner", 0) >= t0, b.settle_timeout_s):
+                raise HerdlabError(f"N={self.n}: the joiner was not ready within {b.settle_timeout_s:g}s")
+            t0 = self.watch.ready["joiner"]
+            self.nemesis.emit(Kind.COMPLETE, **pair, ready_ns={"joiner": t0})
+        else:
+            process = "joiner" if action == "leave" else "victim"
+            proc = self.procs.pop(process)
+            if action == "leave":
+                proc.signal(signal.SIGTERM, group=False)  # a clean close: the member deletes its znodes
+            else:
+                proc.signal(signal.SIGKILL)
+            code = proc.wait(b.settle_timeout_s)
+            proc.stop()
+            if code is None:
+                raise HerdlabError(f"N={self.n}: {process} did not exit within {b.settle_timeout_s:g}s")
+            self.nemesis.emit(Kind.COMPLETE, **pair, exit_code=code)
+        must_live = targets if action == "join" else []
+        window_ns = b.settle_window_s * 1e9
+
+        def settled() -> bool:
+            react = self.watch.first_reaction(t0, targets)
+            return react is not None and time.time_ns() - react >= window_ns and self._settled(must_live)
+
+        ok = self.watch.until(settled, b.settle_timeout_s)
+        took = (time.time_ns() - t0) / 1e9
+        self.echo(
+            f"  N={self.n} {action}: "
+            + (f"settled (seen {took:.1f}s after t0)" if ok else f"NOT settled after {took:.0f}s")
+        )
+        return ok
+
+    def finish(self, settled: bool) -> None:
+        self.sample("settling_end")
+        self.nemesis.emit(Kind.SETTLING_END, role=Role.HARNESS, settled=settled)
+
+    def close(self) -> None:
+        """Quiesce every member (no teardown herd), stop them, the admin client and ZooKeeper."""
+        for p in self.procs.values():
+            p.signal(signal.SIGUSR1)
+        for p in self.procs.values():
+            p.stop(grace=30)
+        self.procs.clear()
+        if self.admin is not None:
+            with contextlib.suppress(Exception):
+                self.admin.stop()
+                self.admin.close()
+        if self.zk is not None:
+            self.zk.stop()
+        self.nemesis.close()
+
+
+def run_size(b: LegacyBench, n: int, directory: Path, echo: Echo = print) -> list[ChangeFigures]:
+    """Form a group of ``n`` in ``directory`` (new or empty), make ``b.changes``; their figures."""
+    if directory.exists() and any(directory.iterdir()):
+        raise HerdlabError(f"{directory} is not empty: give a workdir without earlier histories")
+    directory.mkdir(parents=True, exist_ok=True)
+    run = _Run(b, n, directory, echo)
+    try:
+        run.form()
+        settled = True
+        for action in b.changes:
+            settled = run.change(action)
+            if not settled:
+                echo(f"  N={n}: the remaining changes are not measured (the group did not settle)")
+                break
+        run.finish(settled)
+    finally:
+        run.close()
+    events = [e for f in sorted(directory.glob("*.jsonl")) for e in read_events(f)]
+    return measure(events, int(b.settle_window_s * 1e9))
+
+
+# -- the run directory and the checker ---------------------------------------------------------------
+def write_run_dir(run_dir: Path, b: LegacyBench, size_dirs: Mapping[int, Path], started: str) -> int:
+    """``history.parquet`` (every size's files, one unit per size) and ``manifest.json``; the row count."""
+    from harness.history.manifest import write_manifest
+    from harness.history.schema import to_parquet
+
+    run_id = f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+    def ctx(n: int) -> dict[str, Any]:
+        return {"run_id": run_id, "scenario": SCENARIO, "case": case_label(n), "impl": IMPL, "repetition": 0}
+
+    sources = [(p, ctx(n)) for n, d in size_dirs.items() for p in sorted(d.glob("*.jsonl"))]
+    rows = to_parquet(sources, run_dir / "history.parquet")
+    write_manifest(
+        run_dir / "manifest.json",
+        run_id=run_id,
+        scenario={
+            "name": SCENARIO,
+            "description": "herdlab bench legacy_zk: one join, leave and crash per group size",
+            "settle_window": b.settle_window_s,
+            "implementations": [IMPL],
+        },
+        cases=[
+            {"index": i, "label": case_label(n), "params": {"members": n}, "members": n, "partitions": n}
+            for i, n in enumerate(size_dirs)
+        ],
+        repetitions=1,
+        backend="local",
+        started=started,
+        finished=datetime.now(UTC).isoformat(),
+        interrupted=False,
+        units=[{"unit": f"N{n}", "case": case_label(n), "impl": IMPL, "repetition": 0} for n in size_dirs],
+        bench=asdict(b),
+    )
+    return rows
+
+
+def check_with_checker(run_dir: Path, results: Mapping[int, list[ChangeFigures]]) -> list[Check]:
+    """Analyse ``run_dir`` with the PySpark checker (``metrics.json`` is written there) and compare."""
+    from harness.analysis import analyze_run
+    from harness.analysis.spark import stop_spark
+
+    try:
+        metrics = analyze_run(run_dir)
+    finally:
+        stop_spark()
+    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str) + "\n")
+    units = {u["case"]: u for u in metrics["units"]}
+    checks: list[Check] = []
+    for n, changes in results.items():
+        checks += compare(n, changes, (units.get(case_label(n)) or {}).get("triggers") or [])
+    return checks
+
+
+# -- the command ------------------------------------------------------------------------------------
+class _Sizes(click.ParamType):
+    name = "N,N,..."
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        try:
+            sizes = tuple(int(x) for x in str(value).split(",") if x.strip())
+        except ValueError:
+            self.fail(f"{value!r} is not a comma-separated list of group sizes", param, ctx)
+        if not sizes or any(n < 2 for n in sizes):
+            self.fail(
+                f"group sizes must be at least 2 (one member is the crash victim), got {value!r}", param, ctx
+            )
+        return sizes
+
+
+@click.command("legacy_zk")
+@click.option(
+    "--sizes", type=_Sizes(), default="10,50,100,200", show_default=True, help="Group sizes N (P = N)."
+)
+@click.option(
+    "--changes",
+    default="join,leave,crash",
+    show_default=True,
+    help="Membership changes to measure, in order.",
+)
+@click.option(
+    "--settle-window",
+    type=click.FloatRange(min=0, min_open=True),
+    default=3.0,
+    show_default=True,
+    help="W in seconds: settled = owned once with no ownership change for W (the scenarios' default).",
+)
+@click.option(
+    "--session-timeout-ms", type=int, default=6000, show_default=True, help="zookeeper.session.timeout.ms"
+)
+@click.option("--backoff-ms", type=int, default=2000, show_default=True, help="rebalance.backoff.ms")
+@click.option("--retries", type=int, default=4, show_default=True, help="rebalance.max.retries")
+@click.option("--strategy", type=click.Choice(["range", "roundrobin"]), default="range", show_default=True)
+@click.option(
+    "--members-per-host",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="gevent members per process.",
+)
+@click.option(
+    "--tick-time", "tick_time_ms", type=int, default=500, show_default=True, help="ZooKeeper tickTime in ms."
+)
+@click.option(
+    "--idle",
+    "idle_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=2.0,
+    show_default=True,
+    help="Seconds before each change over which the idle packet rate (pings) is measured.",
+)
+@click.option(
+    "--settle-timeout", type=float, default=180.0, show_default=True, help="Seconds before a wait gives up."
+)
+@click.option("--no-analysis", is_flag=True, help="Skip the PySpark checker (and the comparison with it).")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the histories, logs and run directory here (default: a temporary directory, removed afterwards).",
+)
+@click.option(
+    "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write all figures as JSON here."
+)
+def legacy_zk(
+    sizes: tuple[int, ...],
+    changes: str,
+    settle_window: float,
+    session_timeout_ms: int,
+    backoff_ms: int,
+    retries: int,
+    strategy: str,
+    members_per_host: int,
+    tick_time_ms: int,
+    idle_s: float,
+    settle_timeout: float,
+    no_analysis: bool,
+    workdir: Path | None,
+    output: Path | None,
+) -> None:
+    """Herd effect of the 0.8 ZooKeeper consumer per join / leave / crash, against the model.
+
+    Counts notifications, ZooKeeper requests and owner writes per trigger window (as the reports
+    count them), prints the deviation from the analytic model, then checks that the PySpark checker
+    finds the same figures in the bench's history (exit status 1 when it does not).
+    """
+    b = LegacyBench(
+        sizes=sizes,
+        changes=tuple(c.strip() for c in changes.split(",") if c.strip()),
+        settle_window_s=settle_window,
+        session_timeout_ms=session_timeout_ms,
+        backoff_ms=backoff_ms,
+        retries=retries,
+        strategy=strategy,
+        members_per_host=members_per_host,
+        tick_time_ms=tick_time_ms,
+        idle_s=idle_s,
+        settle_timeout_s=settle_timeout,
+    )
+    click.echo(
+        f"legacy_zk herd benchmark: sizes {list(b.sizes)}, changes {list(b.changes)}, W {settle_window:g} s, "
+        f"session {session_timeout_ms} ms, backoff {backoff_ms} ms x {retries}, {strategy}; coordination-only "
+        f"members ({members_per_host} per gevent process, the victim and the joiner alone in theirs)"
+    )
+    with contextlib.ExitStack() as stack:
+        root = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="herdlab-bench-")))
+        started = datetime.now(UTC).isoformat()
+        results: dict[int, list[ChangeFigures]] = {}
+        dirs: dict[int, Path] = {}
+        for n in b.sizes:
+            click.echo(f"N={n}: starting {n} members ...")
+            dirs[n] = root / f"N{n}"
+            try:
+                results[n] = run_size(b, n, dirs[n], echo=click.echo)
+            except HerdlabError as e:
+                if workdir is not None:
+                    raise
+                raise HerdlabError(f"{e} (a temporary directory: --workdir DIR keeps the logs)") from None
+            click.echo(format_size(n, results[n], settle_window))
+        checks: list[Check] = []
+        if not no_analysis:
+            run_dir = root / "run"
+            rows = write_run_dir(run_dir, b, dirs, started)
+            click.echo(f"\nthe PySpark checker on the bench's history ({rows} events, {run_dir}) ...")
+            checks = check_with_checker(run_dir, results)
+            click.echo(format_checks(checks))
+            differ = [c for c in checks if not c.equal]
+            if differ:
+                click.echo(f"checker and bench differ on {len(differ)} of {len(checks)} figures")
+            else:
+                click.echo(f"checker and bench: all {len(checks)} figures equal")
+        if output:
+            _write_json(output, b, results, checks)
+            click.echo(f"\nfigures written to {output}")
+    if any(not c.equal for c in checks):
+        sys.exit(1)
+
+
+def _write_json(
+    path: Path, b: LegacyBench, results: Mapping[int, list[ChangeFigures]], checks: list[Check]
+) -> None:
+    def figures(c: ChangeFigures) -> dict[str, Any]:
+        d = asdict(c)
+        d.update(latency_s=c.latency_s, first_notification_s=c.first_notification_s)
+        return d
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "settings": asdict(b),
+        "results": {str(n): [figures(c) for c in cs] for n, cs in results.items()},
+        "checks": [{**asdict(c), "equal": c.equal} for c in checks],
+    }
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
