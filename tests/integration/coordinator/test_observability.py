@@ -14,7 +14,7 @@ from tests.waiting import wait_until
 def test_history_has_request_counters_and_group_events(broker_factory: BrokerFactory) -> None:
     """One consumer joins once, consumes, commits and leaves; the broker's history and log show it.
 
-    Two kafka-python 3.0.12 bugs would make the one join flaky (this test failed about 2 runs in 5),
+    Two kafka-python 3.0.12 bugs would make the one join flaky (this test timed out intermittently),
     so the consumer learns the partitions of ``obs`` before its first poll and polls with a timeout
     long enough to see a join through (``poll()`` returns as soon as records arrive).
 
