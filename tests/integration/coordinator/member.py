@@ -62,6 +62,10 @@ def main() -> None:
         enable_auto_commit=False,
         partition_assignment_strategy=[ASSIGNORS[args.assignor]],
     )
+    # The topic's metadata before the first JoinGroup: a first member that joins without it leads a
+    # generation that assigns nothing and then rejoins, a rejoin kafka-python 3.0.12 can lose (see
+    # tests/integration/coordinator/test_kafka_python_rejoin.py).
+    consumer.partitions_for_topic(args.topic)
     last = None
     while not stopping:
         records = consumer.poll(timeout_ms=100)
