@@ -436,6 +436,9 @@ class UnitRunner:
                 )
             return {}
         if step.kind in ("cut", "heal"):
+            if step.target == "zookeeper" and self.unit.impl != "legacy_zk":
+                # the coordinator's members never talk to ZooKeeper: nothing to cut them off from
+                raise _Skip("coordinator members do not use ZooKeeper")
             if step.target == "broker" and self.unit.impl == APACHE_KAFKA:
                 # Apache Kafka advertises its one listener, not the member's proxy address (see README).
                 raise _Skip("broker cuts need the herdlab broker")
