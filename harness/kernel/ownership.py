@@ -41,6 +41,9 @@ class GroupView:
     claims: dict[str, set[int]] = field(default_factory=dict)
     rebalanced: set[str] = field(default_factory=set)  # completed a rebalance, not stopped since
     suspended: set[str] = field(default_factory=set)
+    #: members between a rebalance_begin and the end of that rebalance (not part of "settled": the
+    #: runner's first stable wait uses it to insist every initial member finished joining)
+    rebalancing: set[str] = field(default_factory=set)
     last_change_ns: int = 0
 
     # -- queries ------------------------------------------------------------------------------------
@@ -93,6 +96,10 @@ class GroupView:
             m = e.get("source")
             if not m:
                 return False
+            if kind == Kind.REBALANCE_BEGIN:
+                self.rebalancing.add(m)
+            elif kind == Kind.REBALANCE_END:
+                self.rebalancing.discard(m)
             if kind in (Kind.READY, Kind.STOPPED):
                 changed = self._drop(m)
             elif kind == Kind.REBALANCE_END and e.get("outcome") in COMPLETED:
@@ -136,6 +143,7 @@ class GroupView:
         was_live = m in self.live
         self.rebalanced.discard(m)
         self.suspended.discard(m)
+        self.rebalancing.discard(m)
         self.claims.pop(m, None)
         return was_live
 

@@ -189,6 +189,26 @@ class CoordinatorMember:
             self.on_change("assigned", added, self.generation)
 
     # -- life cycle ----------------------------------------------------------------------------
+    def _await_topic_metadata(self, timeout_s: float = 30.0) -> None:
+        """Before the first poll (so before the first JoinGroup): refresh metadata now that the topic is
+        subscribed and wait until it names the topic's partitions (at most ``timeout_s``, or until stop).
+
+        Without it the first member to join, the leader, assigns nothing in generation 1 (its metadata
+        does not have the topic yet) and rejoins when the metadata arrives. kafka-python 3.0.12 starts
+        that rejoin from its metadata snapshot, not from its rejoin flag, and the leader's assignment
+        makes the snapshots equal again: if ``poll``'s timeout ends while that JoinGroup/SyncGroup is in
+        flight, the completed join is never picked up. The member then has no assignment and sends no
+        heartbeat; the broker expires it and it never rejoins (a zombie that the runner counted as
+        joined). With the partitions known at the first join, rejoins come only from the rejoin flag,
+        which stays set until the join's result is applied.
+        """
+        deadline = time.monotonic() + timeout_s
+        self.consumer.topics()  # one Metadata refresh that includes the subscribed topic
+        while not self.consumer.partitions_for_topic(self.config.topic):
+            if time.monotonic() > deadline or self._stop.is_set():
+                return  # join as before: the topic may yet be created
+            self._stop.wait(0.1)  # polling the client's metadata cache
+
     def run(self) -> None:
         """Join and consume until :meth:`stop`; then leave (clean) or just return."""
         from kafka import KafkaConsumer
@@ -220,6 +240,7 @@ class CoordinatorMember:
             )
             self.emit("started", name=c.name, static=c.group_instance_id is not None, assignor=c.assignor)
             self.consumer.subscribe([c.topic], listener=self._listener())
+            self._await_topic_metadata()
             while not self._stop.is_set():
                 batches = self.consumer.poll(timeout_ms=c.poll_timeout_ms)
                 for tp, records in batches.items():

@@ -334,7 +334,11 @@ class UnitRunner:
         initial = set(self.plan.initial)
         if not self._wait(
             s.stable_timeout,
-            lambda: initial <= self.view.live and self.view.settled(now_ns(), s.settle_window),
+            lambda: (
+                initial <= self.view.live
+                and not (initial & self.view.rebalancing)
+                and self.view.settled(now_ns(), s.settle_window)
+            ),
         ):
             raise UnitFailed(
                 f"{self.unit.key}: group not stable after {s.stable_timeout:g}s ({self.view.summary()}); see {self.logs_dir}"

@@ -154,3 +154,12 @@ def test_processing_intervals_close_at_the_effect_of_a_pause_not_at_its_invoke()
     assert f.owned == [("a", 0, 100 * MS, 2100 * MS, 100 * MS)]
     assert f.claims == [("a", 0, 100 * MS, 2500 * MS)]
     assert f.away == [("a", 2100 * MS, None)]
+
+
+def test_a_member_between_rebalance_begin_and_end_is_rebalancing() -> None:
+    # the runner's first stable wait insists no initial member is still joining (a lost rejoin)
+    v = GroupView()
+    v.apply_all(H(1).joined(10, "a", 0).at(20, "rebalance_begin", "a").ev)
+    assert v.rebalancing == {"a"} and v.owned_once()  # owned once, but a is still rebalancing
+    v.apply({"ts_ns": 30 * MS, "kind": "rebalance_end", "source": "a", "role": "member", "outcome": "ok"})
+    assert v.rebalancing == set()
