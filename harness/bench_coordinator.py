@@ -34,7 +34,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.bench_rebalance import Change, RebalanceBench, run_rebalance
+from harness.bench_rebalance import Change, RebalanceBench, run_rebalance, settle_window_option
 from harness.cluster.broker import BrokerProcess
 from harness.errors import HerdlabError
 
@@ -269,13 +269,7 @@ def _rebalance_rows(n: int, changes: list[Change]) -> list[tuple[str, str]]:
 @click.option(
     "--reps", type=click.IntRange(min=1), default=5, show_default=True, help="Joins and leaves per size."
 )
-@click.option(
-    "--settle-window",
-    type=click.FloatRange(min=0, min_open=True),
-    default=3.0,
-    show_default=True,
-    help="W in seconds: settled = owned once with no ownership change for W (the scenarios' default).",
-)
+@settle_window_option
 @click.option(
     "--workdir",
     type=click.Path(file_okay=False, path_type=Path),

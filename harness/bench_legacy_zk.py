@@ -65,6 +65,7 @@ from typing import Any
 
 import click
 
+from harness.bench_rebalance import settle_window_option
 from harness.errors import HerdlabError
 from harness.history.writer import HistoryWriter, read_events
 from harness.kernel.events import SETTLED, Kind, Role, failed_attempt, zk_steady
@@ -783,13 +784,7 @@ class _Sizes(click.ParamType):
     show_default=True,
     help="Membership changes to measure, in order.",
 )
-@click.option(
-    "--settle-window",
-    type=click.FloatRange(min=0, min_open=True),
-    default=3.0,
-    show_default=True,
-    help="W in seconds: settled = owned once with no ownership change for W (the scenarios' default).",
-)
+@settle_window_option
 @click.option(
     "--session-timeout-ms", type=int, default=6000, show_default=True, help="zookeeper.session.timeout.ms"
 )

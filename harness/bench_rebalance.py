@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
+
 from harness.cluster.broker import BrokerProcess
 from harness.errors import HerdlabError
 from harness.history.writer import HistoryWriter, read_events
@@ -281,3 +283,13 @@ def run_rebalance(b: RebalanceBench, echo: Callable[[str], None] = print) -> lis
         run.close()
     events = [e for f in sorted(d.glob("*.jsonl")) for e in read_events(f)]
     return measure(events, int(b.settle_window_s * 1e9))
+
+
+#: The benches' ``--settle-window`` option (W of the one definition of settled), declared once.
+settle_window_option = click.option(
+    "--settle-window",
+    type=click.FloatRange(min=0, min_open=True),
+    default=3.0,
+    show_default=True,
+    help="W in seconds: settled = owned once with no ownership change for W (the scenarios' default).",
+)
