@@ -1,4 +1,5 @@
-"""``python -m coordinator [options]``: the same as ``herdlab broker [options]``."""
+"""``python -m coordinator [options]``: run one broker without a history (the harness's
+``herdlab broker`` / ``python -m harness.cluster.broker_main`` adds ``--history``)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,15 @@ import sys
 
 import click
 
-from harness.errors import HerdlabError
-from harness.logs import setup_logging
+from harness.kernel.errors import HerdlabError
+from harness.kernel.logs import setup_logging
 
 
-def main() -> None:
-    """Run the ``broker`` command with INFO logging; user errors become one line and exit status 2."""
-    from coordinator.cli import broker
-
+def run(command: click.Command) -> None:
+    """Run a broker ``command`` with INFO logging; user errors become one line and exit status 2."""
     setup_logging(1)
     try:
-        broker.main(standalone_mode=False)
+        command.main(standalone_mode=False)
     except HerdlabError as e:
         click.echo(f"broker: error: {e}", err=True)
         sys.exit(2)
@@ -25,6 +24,13 @@ def main() -> None:
         sys.exit(e.exit_code)
     except (KeyboardInterrupt, click.exceptions.Abort):
         sys.exit(130)
+
+
+def main() -> None:
+    """Run the ``broker`` command of :mod:`coordinator.cli` (no ``--history`` option)."""
+    from coordinator.cli import broker
+
+    run(broker)
 
 
 if __name__ == "__main__":

@@ -5,172 +5,197 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from coordinator.config import DEFAULT_MAX_REQUEST_BYTES, BrokerConfig
 from coordinator.group.config import GroupConfig
-from harness.errors import ConfigError, HerdlabError
+from harness.kernel.errors import ConfigError, HerdlabError
+from harness.kernel.history import History
 
-__all__ = ["broker"]
+__all__ = ["HistoryOpener", "broker", "broker_command"]
 
 _G = GroupConfig()  # defaults (slots dataclass: read them from an instance)
 
 
-@click.command("broker")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port", type=int, default=9092, show_default=True, help="Port to listen on (0: any free port)."
-)
-@click.option("--broker-id", type=int, default=0, show_default=True, help="broker.id (node id in Metadata).")
-@click.option("--zookeeper", default=None, help="ZooKeeper connect string: register in the 0.8 layout.")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Keep partition logs and the group log here (default: in memory only).",
-)
-@click.option(
-    "--history",
-    "history_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write broker_request counters and group events to this JSON-lines file.",
-)
-@click.option(
-    "--ready-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help='Write {"port": ..., "pid": ...} here once the broker accepts connections.',
-)
-@click.option(
-    "--advertised-host",
-    default=None,
-    help="Host to advertise (default: the address each client connected through).",
-)
-@click.option(
-    "--num-partitions",
-    type=int,
-    default=1,
-    show_default=True,
-    help="num.partitions: partitions of auto-created topics.",
-)
-@click.option(
-    "--auto-create-topics/--no-auto-create-topics",
-    default=True,
-    show_default=True,
-    help="auto.create.topics.enable",
-)
-@click.option(
-    "--offsets-partitions",
-    type=int,
-    default=50,
-    show_default=True,
-    help="offsets.topic.num.partitions (FindCoordinator's hash modulus with several brokers).",
-)
-@click.option(
-    "--max-request-bytes",
-    type=int,
-    default=DEFAULT_MAX_REQUEST_BYTES,
-    show_default=True,
-    help="socket.request.max.bytes: larger frames close the connection.",
-)
-@click.option(
-    "--metrics-interval",
-    type=float,
-    default=1.0,
-    show_default=True,
-    help="Seconds between broker_request history events (0: only at shutdown).",
-)
-@click.option(
-    "--group-min-session-timeout-ms",
-    type=int,
-    default=_G.min_session_timeout_ms,
-    show_default=True,
-    help="group.min.session.timeout.ms",
-)
-@click.option(
-    "--group-max-session-timeout-ms",
-    type=int,
-    default=_G.max_session_timeout_ms,
-    show_default=True,
-    help="group.max.session.timeout.ms",
-)
-@click.option(
-    "--group-initial-rebalance-delay-ms",
-    type=int,
-    default=_G.initial_rebalance_delay_ms,
-    show_default=True,
-    help="group.initial.rebalance.delay.ms",
-)
-@click.option("--group-max-size", type=int, default=_G.max_size, show_default=True, help="group.max.size")
-@click.option(
-    "--offset-metadata-max-bytes",
-    type=int,
-    default=_G.offset_metadata_max_bytes,
-    show_default=True,
-    help="offset.metadata.max.bytes",
-)
-def broker(
-    host: str,
-    port: int,
-    broker_id: int,
-    zookeeper: str | None,
-    data_dir: Path | None,
-    history_path: Path | None,
-    ready_file: Path | None,
-    advertised_host: str | None,
-    num_partitions: int,
-    auto_create_topics: bool,
-    offsets_partitions: int,
-    max_request_bytes: int,
-    metrics_interval: float,
-    group_min_session_timeout_ms: int,
-    group_max_session_timeout_ms: int,
-    group_initial_rebalance_delay_ms: int,
-    group_max_size: int,
-    offset_metadata_max_bytes: int,
-) -> None:
-    """Run a Kafka-protocol broker with the classic group coordinator (kio wire codec).
+HistoryOpener = Callable[[Path, str], History]
+"""``(path, source) -> History``: how the caller turns ``--history FILE`` into a writer."""
 
-    Serves ApiVersions, Metadata, CreateTopics, CreatePartitions, Produce, Fetch, ListOffsets,
-    InitProducerId, DescribeCluster and the group APIs to unmodified Kafka clients.
+
+def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
+    """The ``broker`` click command.
+
+    The broker never opens a history itself (it may import only the kernel): with ``open_history``
+    the command takes ``--history FILE`` and passes ``open_history(FILE, "broker-<id>")`` to the
+    broker; without it (``python -m coordinator``) there is no ``--history`` option.
     """
-    from coordinator.server import run_broker
 
-    log = logging.getLogger("coordinator")
-    if log.getEffectiveLevel() > logging.INFO:
-        log.setLevel(logging.INFO)  # group transitions are always logged
-    try:
-        group = GroupConfig(
-            min_session_timeout_ms=group_min_session_timeout_ms,
-            max_session_timeout_ms=group_max_session_timeout_ms,
-            initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
-            max_size=group_max_size,
-            offset_metadata_max_bytes=offset_metadata_max_bytes,
-        )
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    config = BrokerConfig(
-        host=host,
-        port=port,
-        broker_id=broker_id,
-        advertised_host=advertised_host,
-        zookeeper=zookeeper,
-        data_dir=data_dir,
-        auto_create_topics=auto_create_topics,
-        num_partitions=num_partitions,
-        offsets_partitions=offsets_partitions,
-        max_request_bytes=max_request_bytes,
-        history_path=history_path,
-        metrics_interval_s=metrics_interval,
-        ready_file=ready_file,
-        group=group,
+    @click.command("broker")
+    @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+    @click.option(
+        "--port", type=int, default=9092, show_default=True, help="Port to listen on (0: any free port)."
     )
-    try:
-        asyncio.run(run_broker(config))
-    except OSError as e:
-        if e.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
-            raise HerdlabError(f"cannot listen on {host}:{port}: {e.strerror}") from None
-        raise
+    @click.option(
+        "--broker-id", type=int, default=0, show_default=True, help="broker.id (node id in Metadata)."
+    )
+    @click.option("--zookeeper", default=None, help="ZooKeeper connect string: register in the 0.8 layout.")
+    @click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Keep partition logs and the group log here (default: in memory only).",
+    )
+    @click.option(
+        "--history",
+        "history_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Write broker_request counters and group events to this JSON-lines file.",
+    )
+    @click.option(
+        "--ready-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help='Write {"port": ..., "pid": ...} here once the broker accepts connections.',
+    )
+    @click.option(
+        "--advertised-host",
+        default=None,
+        help="Host to advertise (default: the address each client connected through).",
+    )
+    @click.option(
+        "--num-partitions",
+        type=int,
+        default=1,
+        show_default=True,
+        help="num.partitions: partitions of auto-created topics.",
+    )
+    @click.option(
+        "--auto-create-topics/--no-auto-create-topics",
+        default=True,
+        show_default=True,
+        help="auto.create.topics.enable",
+    )
+    @click.option(
+        "--offsets-partitions",
+        type=int,
+        default=50,
+        show_default=True,
+        help="offsets.topic.num.partitions (FindCoordinator's hash modulus with several brokers).",
+    )
+    @click.option(
+        "--max-request-bytes",
+        type=int,
+        default=DEFAULT_MAX_REQUEST_BYTES,
+        show_default=True,
+        help="socket.request.max.bytes: larger frames close the connection.",
+    )
+    @click.option(
+        "--metrics-interval",
+        type=float,
+        default=1.0,
+        show_default=True,
+        help="Seconds between broker_request history events (0: only at shutdown).",
+    )
+    @click.option(
+        "--group-min-session-timeout-ms",
+        type=int,
+        default=_G.min_session_timeout_ms,
+        show_default=True,
+        help="group.min.session.timeout.ms",
+    )
+    @click.option(
+        "--group-max-session-timeout-ms",
+        type=int,
+        default=_G.max_session_timeout_ms,
+        show_default=True,
+        help="group.max.session.timeout.ms",
+    )
+    @click.option(
+        "--group-initial-rebalance-delay-ms",
+        type=int,
+        default=_G.initial_rebalance_delay_ms,
+        show_default=True,
+        help="group.initial.rebalance.delay.ms",
+    )
+    @click.option("--group-max-size", type=int, default=_G.max_size, show_default=True, help="group.max.size")
+    @click.option(
+        "--offset-metadata-max-bytes",
+        type=int,
+        default=_G.offset_metadata_max_bytes,
+        show_default=True,
+        help="offset.metadata.max.bytes",
+    )
+    def broker(
+        host: str,
+        port: int,
+        broker_id: int,
+        zookeeper: str | None,
+        data_dir: Path | None,
+        ready_file: Path | None,
+        advertised_host: str | None,
+        num_partitions: int,
+        auto_create_topics: bool,
+        offsets_partitions: int,
+        max_request_bytes: int,
+        metrics_interval: float,
+        group_min_session_timeout_ms: int,
+        group_max_session_timeout_ms: int,
+        group_initial_rebalance_delay_ms: int,
+        group_max_size: int,
+        offset_metadata_max_bytes: int,
+        history_path: Path | None = None,
+    ) -> None:
+        """Run a Kafka-protocol broker with the classic group coordinator (kio wire codec).
+
+        Serves ApiVersions, Metadata, CreateTopics, CreatePartitions, Produce, Fetch, ListOffsets,
+        InitProducerId, DescribeCluster and the group APIs to unmodified Kafka clients.
+        """
+        from coordinator.server import run_broker
+
+        log = logging.getLogger("coordinator")
+        if log.getEffectiveLevel() > logging.INFO:
+            log.setLevel(logging.INFO)  # group transitions are always logged
+        try:
+            group = GroupConfig(
+                min_session_timeout_ms=group_min_session_timeout_ms,
+                max_session_timeout_ms=group_max_session_timeout_ms,
+                initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
+                max_size=group_max_size,
+                offset_metadata_max_bytes=offset_metadata_max_bytes,
+            )
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        config = BrokerConfig(
+            host=host,
+            port=port,
+            broker_id=broker_id,
+            advertised_host=advertised_host,
+            zookeeper=zookeeper,
+            data_dir=data_dir,
+            auto_create_topics=auto_create_topics,
+            num_partitions=num_partitions,
+            offsets_partitions=offsets_partitions,
+            max_request_bytes=max_request_bytes,
+            metrics_interval_s=metrics_interval,
+            ready_file=ready_file,
+            group=group,
+        )
+        try:
+            history = (
+                open_history(history_path, f"broker-{broker_id}") if open_history and history_path else None
+            )
+            asyncio.run(run_broker(config, history))
+        except OSError as e:
+            if e.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+                raise HerdlabError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+            raise
+
+    if open_history is None:
+        broker.params = [p for p in broker.params if p.name != "history_path"]
+    return broker
+
+
+broker = broker_command()

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from harness.javacompat import partition_for
+from harness.kernel.javacompat import partition_for
 
 __all__ = ["ClusterView", "Node"]
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from coordinator.group.config import GroupConfig
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 
 __all__ = ["BrokerConfig", "DEFAULT_MAX_REQUEST_BYTES"]
 
@@ -30,7 +30,6 @@ class BrokerConfig:
     * ``offsets_partitions``: ``offsets.topic.num.partitions``, the modulus of FindCoordinator's
       ``partitionFor(group)`` when there are several brokers.
     * ``max_request_bytes``: ``socket.request.max.bytes``; a larger frame closes the connection.
-    * ``history_path``: JSON-lines history for ``broker_request`` and group events, or None.
     * ``metrics_interval_s``: how often request counters go to the history (0: only at shutdown).
     * ``ready_file``: written (``{"port": ..., "pid": ...}``) once the broker accepts connections.
     * ``group``: the group coordinator's settings.
@@ -46,7 +45,6 @@ class BrokerConfig:
     num_partitions: int = 1
     offsets_partitions: int = 50
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
-    history_path: Path | None = None
     metrics_interval_s: float = 1.0
     ready_file: Path | None = None
     cluster_id: str = "herdlab-cluster"

@@ -61,7 +61,7 @@ from coordinator.group.records import Record
 from coordinator.group_log import GroupLog
 from coordinator.topics import TopicStore
 from coordinator.wire import ZERO_TD, make, nested, response_class
-from harness.history.writer import History
+from harness.kernel.history import History
 
 __all__ = ["GROUP_VERSIONS", "GroupFailure", "GroupShell"]
 

@@ -85,8 +85,8 @@ from coordinator.wire import (
     nested,
     response_class,
 )
-from harness.history.writer import History, open_history
 from harness.kernel.events import COORDINATION_APIS
+from harness.kernel.history import History, NullHistory
 
 __all__ = ["API_NAMES", "Broker", "CloseConnection", "Peer", "SERVED_VERSIONS", "run_broker"]
 
@@ -269,9 +269,13 @@ class Connection:
 class Broker:
     """The broker: storage, handlers, server, metrics, ZooKeeper registration."""
 
-    def __init__(self, config: BrokerConfig, *, machine: GroupCoordinator | None = None) -> None:
+    def __init__(
+        self, config: BrokerConfig, *, history: History | None = None, machine: GroupCoordinator | None = None
+    ) -> None:
+        """``history`` receives ``broker_request`` counters and group events (the harness passes its
+        writer, source ``broker-<id>``, role ``broker``); None drops them. The broker closes it at stop."""
         self.config = config
-        self.history: History = open_history(config.history_path, f"broker-{config.broker_id}", role="broker")
+        self.history: History = history if history is not None else NullHistory()
         data_dir = Path(config.data_dir) if config.data_dir is not None else None
         self.store = TopicStore(data_dir)
         self.cluster = ClusterView(config.broker_id, config.offsets_partitions)
@@ -532,9 +536,9 @@ class Broker:
             self.report()
 
 
-async def run_broker(config: BrokerConfig) -> None:
-    """Run a broker until SIGTERM / SIGINT, then stop it cleanly."""
-    broker = Broker(config)
+async def run_broker(config: BrokerConfig, history: History | None = None) -> None:
+    """Run a broker until SIGTERM / SIGINT, then stop it cleanly; events go to ``history``."""
+    broker = Broker(config, history=history)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, broker.request_stop)

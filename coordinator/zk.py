@@ -13,7 +13,7 @@ Contract
 
   If the id is still registered by an earlier session of a killed broker, it waits (up to twice the
   session timeout) for that ephemeral node to expire, as Kafka does, then raises
-  :class:`harness.errors.Unreachable`.
+  :class:`harness.kernel.errors.Unreachable`.
 * ``/brokers/topics/<t>`` is ``{"version":1,"partitions":{"0":[<id>],...}}`` (partition -> replica
   list; this broker is the only replica) and is rewritten whenever the topic gains partitions, so
   0.8 consumers watching it see the change. Writes happen on one ZooKeeper thread, in order.
@@ -41,7 +41,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from coordinator.cluster import ClusterView, Node
 from coordinator.config import BrokerConfig
 from coordinator.topics import Topic, TopicStore
-from harness.errors import Unreachable
+from harness.kernel.errors import Unreachable
 
 __all__ = ["ZkRegistration", "broker_json", "topic_json"]
 

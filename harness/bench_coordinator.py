@@ -36,7 +36,7 @@ from rich.table import Table
 
 from harness.bench_rebalance import Change, RebalanceBench, run_rebalance, settle_window_option
 from harness.cluster.broker import BrokerProcess
-from harness.errors import HerdlabError
+from harness.kernel.errors import HerdlabError
 
 __all__ = ["coordinator"]
 

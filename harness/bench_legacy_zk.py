@@ -6,7 +6,7 @@ Contract
 For each group size N (default 10, 50, 100, 200; P = N partitions, one registered broker: B = 1) on a
 fresh ZooKeeper, in ``<workdir>/N<n>/`` (:func:`run_size`):
 
-* member processes ``python -m legacy_zk --no-fetch --name <process> --history <process>.jsonl``
+* member processes ``python -m harness member legacy_zk --no-fetch --name <process> --history <process>.jsonl``
   (coordination-only: the 0.8 rebalance reads and writes the same znodes with or without a
   fetcher): N - 1 members on gevent in processes ``host<i>`` (``members_per_host`` each, named
   ``host<i>-<j>``; a process of one member is named as the process) and ``victim`` alone in its own;
@@ -66,8 +66,8 @@ from typing import Any
 import click
 
 from harness.bench_rebalance import settle_window_option
-from harness.errors import HerdlabError
 from harness.history.writer import HistoryWriter, read_events
+from harness.kernel.errors import HerdlabError
 from harness.kernel.events import SETTLED, Kind, Role, failed_attempt, zk_steady
 from harness.kernel.ownership import GroupView
 from harness.kernel.windows import MEMBER_REACTIONS, evaluate
@@ -495,6 +495,8 @@ class _Run:
         return [
             sys.executable,
             "-m",
+            "harness",
+            "member",
             "legacy_zk",
             "--zookeeper",
             self.zk.connect_string,

@@ -6,7 +6,7 @@ Contract
 --------
 :func:`run_rebalance` measures one group size N in a directory of its own:
 
-* a broker (``python -m coordinator``, history ``broker.jsonl``, role broker), a topic of N + 1
+* a broker (``python -m harness.cluster.broker_main``, history ``broker.jsonl``, role broker), a topic of N + 1
   partitions (so with range every member owns at least one), and N members run as the harness runs
   them: ``python -m harness member coordinator ... --history <name>.jsonl`` (unmodified kafka-python;
   heartbeat 500 ms, session 6 s by default; no auto-commit, nothing is produced);
@@ -24,7 +24,7 @@ Contract
 :func:`measure` evaluates the merged events of all files with window ``W`` and returns one
 :class:`Change` per trigger: latency = t1 - t0 (t0 = the invoke, for a join the joiner's ``ready``;
 t1 = settled), detection = first reaction - t0, convergence = t1 - first reaction, and for a join the
-start-up (t0 - invoke) apart. Raises :class:`~harness.errors.HerdlabError` (one line, naming the
+start-up (t0 - invoke) apart. Raises :class:`~harness.kernel.errors.HerdlabError` (one line, naming the
 directory with the logs) when the group does not settle in time or the broker disagrees.
 """
 
@@ -40,8 +40,8 @@ from typing import Any
 import click
 
 from harness.cluster.broker import BrokerProcess
-from harness.errors import HerdlabError
 from harness.history.writer import HistoryWriter, read_events
+from harness.kernel.errors import HerdlabError
 from harness.kernel.events import SETTLED, Kind, Role
 from harness.kernel.ownership import GroupView
 from harness.kernel.windows import evaluate

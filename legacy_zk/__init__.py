@@ -11,5 +11,5 @@ IO shell: :mod:`legacy_zk.zkclient` (counting kazoo wrapper with ZkClient 0.3's 
 :mod:`legacy_zk.member` (one member: registration, the rebalance thread, session expiry, offsets),
 :mod:`legacy_zk.fetcher`
 (kafka-python record fetcher), :mod:`legacy_zk.host` (one member on threads, many on gevent),
-:mod:`legacy_zk.cli` (``herdlab member legacy_zk``), :mod:`legacy_zk.model` (the analytic herd model; ``herdlab bench legacy_zk`` lives in the harness).
+:mod:`legacy_zk.model` (the analytic herd model; ``herdlab bench legacy_zk`` lives in the harness).
 """

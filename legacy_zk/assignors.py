@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from harness.javacompat import java_string_hashcode
+from harness.kernel.javacompat import java_string_hashcode
 from legacy_zk.ids import ThreadId, TopicPartition, java_string_key, thread_ids
 
 RANGE = "range"

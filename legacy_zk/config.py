@@ -8,7 +8,7 @@ Contract
 * Defaults are 0.8.2's: session 6000 ms, connection timeout = session timeout, sync time 2000 ms,
   4 rebalance attempts, backoff = sync time, ``range``, auto commit on every 60000 ms,
   ``auto.offset.reset=largest``.
-* :meth:`ConsumerConfig.validate` raises :class:`harness.errors.ConfigError` with one line naming
+* :meth:`ConsumerConfig.validate` raises :class:`harness.kernel.errors.ConfigError` with one line naming
   the property. Only ZooKeeper offset storage exists here (``offsets.storage=kafka`` is refused).
 * herdlab extras (not 0.8 properties, off by default): ``takeover.delay.ms`` (mitigation a),
   ``offsets.commit.fenced`` (mitigation b), ``herdlab.fetch`` (false = coordination-only member,
@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 from legacy_zk.assignors import STRATEGIES
 
 

@@ -28,8 +28,8 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 
-from harness.errors import HerdlabError
-from harness.history.writer import History
+from harness.kernel.errors import HerdlabError
+from harness.kernel.history import History
 from legacy_zk.config import ConsumerConfig
 from legacy_zk.ids import TopicPartition
 from legacy_zk.member import LegacyZkMember

@@ -93,8 +93,8 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import KazooState, KeeperState
 
-from harness.errors import ConfigError, Unreachable
-from harness.history.writer import History, NullHistory
+from harness.kernel.errors import ConfigError, Unreachable
+from harness.kernel.history import History, NullHistory
 from legacy_zk import paths
 from legacy_zk.assignors import AssignmentError, View
 from legacy_zk.config import ConsumerConfig

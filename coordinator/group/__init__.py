@@ -24,7 +24,7 @@ How a shell drives it
 4. When a timer fires, call ``on_timer(now_ms, key)`` and apply its effects the same way. Stale firings are
    harmless.
 
-The shell answers what the machine does not model: FindCoordinator (``harness.javacompat.partition_for``),
+The shell answers what the machine does not model: FindCoordinator (``harness.kernel.javacompat.partition_for``),
 NOT_COORDINATOR for groups another broker owns, authorization, UNKNOWN_TOPIC_OR_PARTITION for commits to unknown
 topics, and version-specific response shapes.
 

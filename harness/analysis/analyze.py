@@ -21,7 +21,7 @@ Contract
 
 Times inside ``units`` and ``series`` are seconds since the unit's origin (its ``stable`` event,
 else ``unit_start``, else its first event). A run with an empty history yields no units but a valid
-dict. Errors in the input raise :class:`~harness.errors.ConfigError` (see :mod:`.load`).
+dict. Errors in the input raise :class:`~harness.kernel.errors.ConfigError` (see :mod:`.load`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Contract
 :func:`load_run` checks ``RUN_DIR/history.parquet`` (present, a readable Parquet file with the
 columns of :data:`harness.history.schema.SCHEMA` that the analysis needs) and reads
 ``RUN_DIR/manifest.json`` if present (a run interrupted early may lack it: the analysis then takes
-what it needs from the history). Problems raise :class:`~harness.errors.ConfigError` naming the
+what it needs from the history). Problems raise :class:`~harness.kernel.errors.ConfigError` naming the
 file. Nothing here starts Spark.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.errors import ConfigError
 from harness.history.schema import SCHEMA
+from harness.kernel.errors import ConfigError
 
 HISTORY = "history.parquet"
 MANIFEST = "manifest.json"

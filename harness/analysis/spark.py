@@ -9,7 +9,7 @@ and adaptive query execution off: the jobs run many small stages, where AQE's re
 more than it saves (measured: 3-4x slower on a small history). The number of shuffle partitions is
 set per analysis from the history's size (:func:`shuffle_partitions_for`). Calling it again
 returns the same session (Spark allows one per JVM); a different ``master`` than the running
-session's raises :class:`~harness.errors.ConfigError` rather than silently using the wrong cluster. :func:`stop_spark` stops it (tests and the bench use it).
+session's raises :class:`~harness.kernel.errors.ConfigError` rather than silently using the wrong cluster. :func:`stop_spark` stops it (tests and the bench use it).
 
 Settings that only take effect when the JVM starts (``driver_memory``) are ignored once a session
 runs.
@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Any
 
-from harness.errors import ConfigError, EnvironmentProblem
+from harness.kernel.errors import ConfigError, EnvironmentProblem
 
 log = logging.getLogger("harness.analysis.spark")
 

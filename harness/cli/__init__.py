@@ -4,10 +4,10 @@ Subcommands live next to what they drive:
 
 * ``herdlab cluster ...`` and ``herdlab demo``: :mod:`harness.cli.cluster`;
 * ``herdlab broker``: :mod:`coordinator.cli` (click command named ``broker``);
-* ``herdlab member legacy_zk``: :mod:`legacy_zk.cli` (click command named ``legacy_zk``), added to the
+* ``herdlab member legacy_zk``: :mod:`harness.members.legacy_zk` (click command named ``legacy_zk``), added to the
   ``member`` group; ``herdlab member coordinator`` comes with the harness.
 
-User errors raise :class:`harness.errors.HerdlabError`; :func:`main` prints them as one line on
+User errors raise :class:`harness.kernel.errors.HerdlabError`; :func:`main` prints them as one line on
 stderr and exits with status 2, without a traceback. Ctrl-C exits with status 130 after every child
 process has been stopped.
 """
@@ -19,7 +19,7 @@ import sys
 
 import click
 
-from harness.errors import HerdlabError
+from harness.kernel.errors import HerdlabError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -31,7 +31,7 @@ def cli(verbose: int) -> None:
     Runs the same scenario against the 0.8-style ZooKeeper consumer (legacy_zk) and the broker-side
     group coordinator (coordinator) and measures herd effect, split brain and rebalance latency.
     """
-    from harness.logs import setup_logging
+    from harness.kernel.logs import setup_logging
 
     setup_logging(verbose)
 
@@ -59,8 +59,8 @@ _register(cli, "harness.cli.run", "run")
 _register(cli, "harness.cli.produce", "produce")
 _register(cli, "harness.cli.report", "report")
 _register(cli, "harness.cli.report", "compare")
-_register(cli, "coordinator.cli", "broker")
-_register(member, "legacy_zk.cli", "legacy_zk")
+cli.add_command(importlib.import_module("harness.cluster.broker_main").command())
+_register(member, "harness.members.legacy_zk", "legacy_zk")
 _register(member, "harness.cli.members", "coordinator")
 _register(cli, "harness.cli.images", "images")
 _register(cli, "harness.cli.bench", "bench")

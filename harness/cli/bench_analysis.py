@@ -83,7 +83,7 @@ def analysis(
 ) -> None:
     """Aggregate synthetic histories of each size: time and peak memory (growth should be linear)."""
     from harness.analysis.synthetic import rate_for, write_synthetic_run
-    from harness.errors import HerdlabError
+    from harness.kernel.errors import HerdlabError
 
     console = Console()
     rows = []

@@ -13,8 +13,8 @@ from rich.text import Text
 
 from harness.cluster.containers import ContainersOptions
 from harness.cluster.external import ExternalCluster
-from harness.errors import ConfigError
 from harness.images import image_names
+from harness.kernel.errors import ConfigError
 from harness.procs import install_signal_handlers
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import expand, load_scenario

@@ -1,4 +1,4 @@
-"""Launch a herdlab broker (``python -m coordinator``) as a registered child process.
+"""Launch a herdlab broker (``python -m harness.cluster.broker_main``) as a registered child process.
 
 Contract
 --------
@@ -6,7 +6,7 @@ Contract
   127.0.0.1, on the requested port or on port 0 (the broker picks a free port and reports it in a
   ready file, so there is never a race for a port), and returns once the ready file exists and the
   port accepts connections. If the process dies or the timeout passes first it is stopped and
-  :class:`harness.errors.Unreachable` is raised with the tail of its log.
+  :class:`harness.kernel.errors.Unreachable` is raised with the tail of its log.
 * ``bootstrap`` is ``"127.0.0.1:PORT"``. ``stop()`` (SIGTERM, then SIGKILL) and ``kill()``
   (SIGKILL: a crash) are idempotent; ``restart()`` starts it again on the *same* port with the same
   data directory, history file and options. Also a context manager.
@@ -27,7 +27,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import Unreachable
+from harness.kernel.errors import Unreachable
 from harness.procs import ChildProcess, spawn
 
 __all__ = ["BrokerProcess"]
@@ -85,7 +85,7 @@ class BrokerProcess:
         argv = [
             sys.executable,
             "-m",
-            "coordinator",
+            "harness.cluster.broker_main",
             "--host",
             self.host,
             "--port",

@@ -4,7 +4,7 @@ Contract
 --------
 * ``ContainersCluster(...).start()`` has the shape of :class:`~harness.cluster.local.LocalCluster`:
   it starts a ZooKeeper container (image ``<prefix>zookeeper``), then ``brokers`` broker containers
-  (image ``<prefix>herdlab``, ``python -m coordinator``) — or, with ``kafka_image``, Apache Kafka
+  (image ``<prefix>herdlab``, ``python -m harness.cluster.broker_main``) — or, with ``kafka_image``, Apache Kafka
   brokers in ZooKeeper mode — and returns when all are ready; ``stop()`` removes them (idempotent).
   ``zookeeper_connect``, ``bootstrap``, ``zk_mntr()``, ``stop_broker(i)``, ``start_broker(i)`` and
   ``describe()`` mean what they mean for the local backend.
@@ -17,7 +17,7 @@ Contract
   images run as the invoking user (files stay the user's).
 * Readiness: ZooKeeper answers ``ruok`` with ``imok`` and ``srvr`` says it serves; our broker wrote
   its ready file and accepts TCP; Apache Kafka accepts TCP and registered ``/brokers/ids/<id>``.
-  A container that exits first, or a timeout, raises :class:`~harness.errors.Unreachable` with the
+  A container that exits first, or a timeout, raises :class:`~harness.kernel.errors.Unreachable` with the
   tail of its log, after removing what was started.
 * Logs: ``docker logs`` of each container is saved when it is removed (ZooKeeper to
   ``<workdir>/zookeeper/zookeeper.log``, broker ``i`` to ``<workdir>/broker-<i>/broker.log``, a member
@@ -63,8 +63,8 @@ from typing import Any
 
 from harness.cluster.local import ComponentHealth
 from harness.cluster.zookeeper import four_letter, parse_mntr, write_config
-from harness.errors import ConfigError, EnvironmentProblem, Unreachable
 from harness.images import LABEL_SOURCE, ImageNames, docker_client, image_labels, image_names, source_digest
+from harness.kernel.errors import ConfigError, EnvironmentProblem, Unreachable
 from harness.procs import free_port
 
 log = logging.getLogger("harness.containers")
@@ -510,7 +510,7 @@ class ZooKeeperContainer:
 
 
 class BrokerContainer:
-    """A herdlab broker (``python -m coordinator``) in the ``herdlab`` image.
+    """A herdlab broker (``python -m harness.cluster.broker_main``) in the ``herdlab`` image.
 
     The port is picked free on the host and passed as ``--port`` (so :meth:`start` after
     :meth:`stop` restarts the *same* container on the same port); the broker's ready file lives in

@@ -7,7 +7,7 @@ here: a scenario that asks for one fails with a clear error before the run start
 Constructing an :class:`ExternalCluster` checks its addresses (:meth:`ExternalCluster.check`, see
 :mod:`harness.cluster.probe`): every bootstrap address must be a Kafka broker a kafka-python client
 bootstraps from, and the ZooKeeper connect string, when given, must reach ZooKeeper. Otherwise
-:class:`harness.errors.Unreachable` names the address and the cause, within
+:class:`harness.kernel.errors.Unreachable` names the address and the cause, within
 :data:`CHECK_BUDGET_S` seconds and without a kafka-python or kazoo log line on the terminal.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.cluster.probe import Probe, check_bootstrap, check_zookeeper
 from harness.cluster.zookeeper import four_letter, parse_mntr
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 
 #: Upper bound of the whole address check, however many addresses are given.
 CHECK_BUDGET_S = 10.0

@@ -1,6 +1,6 @@
 """Finding Java and the ZooKeeper jars that ship inside the pyspark wheel.
 
-Both functions raise :class:`harness.errors.EnvironmentProblem` with a one-line message that says
+Both functions raise :class:`harness.kernel.errors.EnvironmentProblem` with a one-line message that says
 what is missing and how to fix it.
 """
 
@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.errors import EnvironmentProblem
+from harness.kernel.errors import EnvironmentProblem
 
 MIN_JAVA = 17
 

@@ -4,7 +4,7 @@ Contract
 --------
 :func:`check_bootstrap` checks every ``host:port`` of a bootstrap list, :func:`check_zookeeper` every
 host of a ZooKeeper connect string. Both return one :class:`Probe` per address (what answered) or
-raise :class:`harness.errors.Unreachable` (or :class:`harness.errors.ConfigError` for a malformed
+raise :class:`harness.kernel.errors.Unreachable` (or :class:`harness.kernel.errors.ConfigError` for a malformed
 address) whose one-line message names the address and the cause: connection refused, timed out,
 host name does not resolve, not a Kafka broker, not ZooKeeper, ... Every network wait is bounded by
 its step timeout and by ``deadline`` (a :func:`time.monotonic` value), so a check never outlives it
@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from harness.errors import ConfigError, Unreachable
+from harness.kernel.errors import ConfigError, Unreachable
 
 KAFKA_DEFAULT_PORT = 9092
 ZOOKEEPER_DEFAULT_PORT = 2181

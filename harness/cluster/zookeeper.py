@@ -6,7 +6,7 @@ Contract
 (a fresh temporary one unless given), picks a free loopback port, starts
 ``org.apache.zookeeper.server.quorum.QuorumPeerMain`` as a registered child process
 (:mod:`harness.procs`) and returns once the server answers ``ruok`` with ``imok``. On failure it
-stops the process and raises :class:`harness.errors.Unreachable` with the cause and the tail of
+stops the process and raises :class:`harness.kernel.errors.Unreachable` with the cause and the tail of
 ZooKeeper's log. ``stop()`` stops the process and removes a temporary work directory; it is
 idempotent and also runs on ``with`` exit.
 
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from harness.cluster.java import check_java, zookeeper_classpath, zookeeper_version
-from harness.errors import Unreachable
+from harness.kernel.errors import Unreachable
 from harness.procs import ChildProcess, free_port, spawn
 
 log = logging.getLogger("harness.zookeeper")

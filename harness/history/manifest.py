@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 
 from harness.cluster.java import java_executable, java_version, zookeeper_classpath, zookeeper_version
-from harness.errors import HerdlabError
+from harness.kernel.errors import HerdlabError
 
 
 def _version(dist: str) -> str | None:

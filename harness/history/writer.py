@@ -19,25 +19,11 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from harness.kernel.history import History, NullHistory
 
-class History(Protocol):
-    """What producers of events need: ``emit`` and ``close``."""
-
-    def emit(self, kind: str, **fields: Any) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class NullHistory:
-    """A history that drops every event (for components run without a history file)."""
-
-    def emit(self, kind: str, **fields: Any) -> None:  # noqa: D102 - see History
-        return None
-
-    def close(self) -> None:  # noqa: D102
-        return None
+__all__ = ["History", "HistoryWriter", "NullHistory", "open_history", "read_events"]
 
 
 class HistoryWriter:

@@ -4,10 +4,10 @@ Contract
 --------
 * Two images run a cluster: ``<prefix>zookeeper:<version>`` (Apache ZooKeeper from the pyspark wheel's
   jars, started by ``herdlab-zookeeper CONF_DIR``) and ``<prefix>herdlab:<version>`` (the broker and
-  the members: ``python -m coordinator ...``, ``python -m harness member ...``). ``<version>`` is the
+  the members: ``python -m harness.cluster.broker_main ...``, ``python -m harness member ...``). ``<version>`` is the
   herdlab version; the default prefix is ``herdlab/``. :mod:`harness.images.build` builds them.
 * :func:`docker_client` returns a connected ``docker.DockerClient`` or raises
-  :class:`~harness.errors.EnvironmentProblem` with one line that says whether Docker is not installed,
+  :class:`~harness.kernel.errors.EnvironmentProblem` with one line that says whether Docker is not installed,
   the engine is not running, or the user may not use it.
 * :func:`source_digest` is a digest of the herdlab sources; the herdlab image carries it in the label
   ``herdlab.source`` so a run can tell that an image was built from other sources.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, EnvironmentProblem
+from harness.kernel.errors import ConfigError, EnvironmentProblem
 
 DEFAULT_PREFIX = "herdlab/"
 #: Label keys put on images by the build.

@@ -18,7 +18,7 @@ installed pyspark wheel (:func:`harness.cluster.java.zookeeper_classpath`, the j
 runs), the wheels of :func:`runtime_requirements` fetched by the host's pip (its index, proxy and CA
 settings apply; pip inside the build needs no network) and herdlab's wheel built from the checkout's
 sources. Failures raise
-:class:`~harness.errors.EnvironmentProblem` with one line (and the path of the full build log).
+:class:`~harness.kernel.errors.EnvironmentProblem` with one line (and the path of the full build log).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
-from harness.errors import EnvironmentProblem
 from harness.images import (
     DEFAULT_PREFIX,
     LABEL_SOURCE,
@@ -50,6 +49,7 @@ from harness.images import (
     source_files,
     source_root,
 )
+from harness.kernel.errors import EnvironmentProblem
 
 HERE = Path(__file__).resolve().parent
 ONLINE_BASE = "debian:bookworm-slim"

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 
 METRICS_JSON = "metrics.json"
 SUMMARY_MD = "summary.md"

@@ -25,7 +25,7 @@ Contract
 * ``missing``: an aggregate row of the baseline that CURRENT lacks.
 
 Two runs of different scenarios or metrics formats, or without an aggregate row in common, are
-incompatible: :class:`~harness.errors.ConfigError`. :func:`junit_xml` writes the result as JUnit XML
+incompatible: :class:`~harness.kernel.errors.ConfigError`. :func:`junit_xml` writes the result as JUnit XML
 (one test case per check) for CI.
 """
 
@@ -40,7 +40,7 @@ from typing import Any
 
 from harness.analysis.definitions import metric
 from harness.analysis.stats import STATISTICS, statistic
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 from harness.report.tables import fmt
 
 DEFAULT_TOLERANCE = 0.10

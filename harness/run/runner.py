@@ -41,11 +41,11 @@ from typing import Any
 from harness.cluster.containers import APACHE_KAFKA, ContainersCluster, ContainersOptions, preflight
 from harness.cluster.external import ExternalCluster
 from harness.cluster.local import LocalCluster
-from harness.errors import ConfigError, HerdlabError
 from harness.faults.proxy import ProxyHost, member_loopback_ip
 from harness.history.manifest import write_manifest
 from harness.history.schema import to_parquet
 from harness.history.writer import HistoryWriter
+from harness.kernel.errors import ConfigError, HerdlabError
 from harness.kernel.events import JOIN_ACTIONS, Kind, Role
 from harness.kernel.ownership import GroupView
 from harness.procs import ChildProcess

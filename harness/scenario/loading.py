@@ -5,7 +5,7 @@ Contract
 * :func:`load_scenario` takes a built-in name (``herd``) or a path to a TOML file, applies
   ``key=value`` overrides (dotted keys, TOML values: ``group.members=5``, ``implementations=["legacy_zk"]``;
   a value that is not TOML is taken as a string) and returns a validated :class:`Scenario`.
-* Every problem raises :class:`harness.errors.ConfigError` whose message is one line naming the file,
+* Every problem raises :class:`harness.kernel.errors.ConfigError` whose message is one line naming the file,
   the key, the value and what was expected.
 * :func:`expand` turns a scenario into its matrix cases: one :class:`Case` per combination of the list
   values of ``group.members`` and of the ``[matrix]`` keys, in a stable order.
@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 from harness.scenario.model import Scenario
 
 BUILTIN_PACKAGE = "harness.scenario"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.java import zookeeper_classpath
-from harness.errors import EnvironmentProblem
+from harness.kernel.errors import EnvironmentProblem
 
 HERDLAB = os.path.join(os.path.dirname(sys.executable), "herdlab")
 

@@ -18,7 +18,7 @@ from harness.bench_legacy_zk import (
     measure,
     member_names,
 )
-from harness.errors import HerdlabError
+from harness.kernel.errors import HerdlabError
 from legacy_zk.model import HerdModel
 
 MS = 1_000_000

@@ -11,7 +11,7 @@ import pytest
 from harness.cluster.java import java_version
 from harness.cluster.zookeeper import parse_mntr
 from harness.history.writer import HistoryWriter, NullHistory, open_history, read_events
-from harness.javacompat import java_abs, java_string_hashcode, partition_for
+from harness.kernel.javacompat import java_abs, java_string_hashcode, partition_for
 
 
 @pytest.mark.parametrize(

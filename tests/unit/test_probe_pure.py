@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from harness.cluster.probe import client_logs_captured, last_problem, split_hosts
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 
 
 @pytest.mark.parametrize(

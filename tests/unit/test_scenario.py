@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 from harness.scenario import builtin_names, expand, load_scenario, parse_duration
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 from tests.integration.analysis.histories import UnitHistory, write_run
 
 pytestmark = pytest.mark.slow

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from harness.errors import EnvironmentProblem
 from harness.images import ImageNames, docker_client, image_labels, image_names
+from harness.kernel.errors import EnvironmentProblem
 
 STUB_DIR = Path(__file__).parent / "kafka_stub"
 IMAGE_PREFIX = os.environ.get("HERDLAB_TEST_IMAGE_PREFIX", "herdlab/")

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from harness.cluster.containers import ContainersOptions, kafka_env, preflight
-from harness.errors import ConfigError, EnvironmentProblem
 from harness.images import docker_client, image_names
 from harness.images.build import EXCLUDED, runtime_requirements
+from harness.kernel.errors import ConfigError, EnvironmentProblem
 
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/herdlab-test/docker.sock"}
 

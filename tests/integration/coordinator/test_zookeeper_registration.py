@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from harness.cluster.zookeeper import ZooKeeperServer
-from harness.javacompat import partition_for
+from harness.kernel.javacompat import partition_for
 from legacy_zk.paths import decode_broker, decode_topic_partitions
 from tests.integration.conftest import BrokerFactory
 from tests.waiting import wait_until

@@ -22,7 +22,7 @@ from harness.cluster.broker import BrokerProcess
 from harness.cluster.external import ExternalCluster
 from harness.cluster.probe import REQUEST_TIMEOUT_S
 from harness.cluster.zookeeper import ZooKeeperServer
-from harness.errors import Unreachable
+from harness.kernel.errors import Unreachable
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
 from tests.integration.conftest import BrokerFactory

@@ -128,10 +128,12 @@ def make_member(
 
 
 def member_argv(zookeeper: ZooKeeperServer, group: str, topic: str, *extra: str) -> list[str]:
-    """argv of a member process (``python -m legacy_zk``), coordination-only, fast timeouts."""
+    """argv of a member process (``python -m harness member legacy_zk``), coordination-only, fast timeouts."""
     return [
         sys.executable,
         "-m",
+        "harness",
+        "member",
         "legacy_zk",
         "--zookeeper",
         zookeeper.connect_string,

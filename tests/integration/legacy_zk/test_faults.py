@@ -9,8 +9,8 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from harness.errors import Unreachable
 from harness.history.writer import read_events
+from harness.kernel.errors import Unreachable
 from harness.procs import free_port, spawn
 from legacy_zk import paths
 from legacy_zk.config import ConsumerConfig
@@ -154,6 +154,8 @@ def member_argv_unreachable(port: int) -> list[str]:
     return [
         sys.executable,
         "-m",
+        "harness",
+        "member",
         "legacy_zk",
         "--zookeeper",
         f"127.0.0.1:{port}",

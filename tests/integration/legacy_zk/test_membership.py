@@ -102,7 +102,7 @@ def test_roundrobin_vector_three_consumers_twelve_partitions(make_member, zk_adm
         by_member.setdefault(t, []).append(p)
     assert owners(zk_admin, group, topic) == want
     # the order of "[<topic>,<p>]" hash codes for p = 0..11 decides who gets what
-    from harness.javacompat import java_string_hashcode
+    from harness.kernel.javacompat import java_string_hashcode
 
     order = sorted(range(12), key=lambda p: java_string_hashcode(f"[{topic},{p}]"))
     threads = [f"{group}_A-0", f"{group}_B-0", f"{group}_C-0"]

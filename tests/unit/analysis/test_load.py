@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.analysis.load import load_run
-from harness.errors import ConfigError
 from harness.history.schema import SCHEMA
+from harness.kernel.errors import ConfigError
 
 
 def test_missing_directory(tmp_path: Path) -> None:

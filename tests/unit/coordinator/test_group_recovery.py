@@ -33,7 +33,7 @@ from coordinator.group.machine import GroupCoordinator
 from coordinator.groups import GroupFailure
 from coordinator.inprocess import InProcessClient
 from coordinator.server import Broker
-from harness.history.writer import read_events
+from harness.history.writer import HistoryWriter, read_events
 from tests.unit.coordinator.test_group_harness import Driver, G
 
 DUPLICATE = [("range", b"first"), ("range", b"second")]
@@ -138,7 +138,8 @@ def test_wedged_names_a_preparing_group_without_a_join_barrier() -> None:
 def _broker(tmp_path: Path) -> Broker:
     group = GroupConfig(initial_rebalance_delay_ms=20, min_session_timeout_ms=1000)
     return Broker(
-        BrokerConfig(data_dir=tmp_path / "data", history_path=tmp_path / "history.jsonl", group=group)
+        BrokerConfig(data_dir=tmp_path / "data", group=group),
+        history=HistoryWriter(tmp_path / "history.jsonl", "broker-0", role="broker"),
     )
 
 

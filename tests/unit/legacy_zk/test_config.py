@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 from legacy_zk.config import ConsumerConfig, parse_properties, read_properties_file
 
 

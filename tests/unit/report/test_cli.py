@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.report import compare, report
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 from tests.unit.analysis.metrics_fixture import build, default_units, metrics
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 from harness.report.compare import compare, junit_xml, parse_tolerances
 from tests.unit.analysis.metrics_fixture import build, default_units, metrics, trigger, unit
 

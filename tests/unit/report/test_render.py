@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.errors import ConfigError
+from harness.kernel.errors import ConfigError
 from harness.report import load_metrics, render_report
 from harness.report.tables import fmt, fmt_mean, fmt_ratio, side_by_side, unit_rows
 from harness.report.terminal import summary_table, verdict_panel

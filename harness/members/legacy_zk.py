@@ -1,5 +1,9 @@
 """``herdlab member legacy_zk``: run a 0.8 ZooKeeper consumer in the foreground until Ctrl-C / SIGTERM.
 
+This is the harness's adapter for the legacy member: it turns options into :class:`ConsumerConfig`,
+opens the history writer (``legacy_zk`` never opens one: it receives a :class:`History`) and runs
+the members with :func:`legacy_zk.host.run_members`.
+
 Options mirror the 0.8 consumer property names (``--rebalance.max.retries 8`` and
 ``--rebalance-max-retries 8`` are the same option); ``--config FILE`` reads a ``.properties`` file and
 ``-X name=value`` sets any property; explicit options win over ``-X``, which wins over the file.
@@ -15,8 +19,8 @@ from typing import Any
 
 import click
 
-from harness.errors import ConfigError
 from harness.history.writer import open_history
+from harness.kernel.errors import ConfigError
 from legacy_zk.config import ConsumerConfig, parse_properties, read_properties_file
 from legacy_zk.host import run_members
 from legacy_zk.ids import TopicPartition
@@ -187,10 +191,3 @@ def legacy_zk(
     finally:
         history.close()
 
-
-def main() -> None:
-    """``python -m legacy_zk ...``: the same command, with herdlab's one-line error handling."""
-    from harness.cli import main as herdlab_main
-
-    sys.argv[1:1] = ["member", "legacy_zk"]
-    herdlab_main()
