@@ -883,7 +883,9 @@ class ContainersCluster:
         images: ImageNames | None = None,
         kafka_image: str | None = None,
         labels: Mapping[str, str] | None = None,
+        members_in_containers: bool = False,
     ) -> None:
+        self.members_in_containers = members_in_containers
         self._given_workdir = Path(workdir).resolve() if workdir else None
         self.workdir: Path | None = None
         self.history_dir = Path(history_dir).resolve() if history_dir else None
@@ -923,8 +925,14 @@ class ContainersCluster:
                 ) from None
 
     # -- life cycle -----------------------------------------------------------------------------
-    def start(self, members_in_containers: bool = False) -> ContainersCluster:
-        """Start ZooKeeper, then the brokers; on any failure remove what was started and re-raise."""
+    def start(self, members_in_containers: bool | None = None) -> ContainersCluster:
+        """Start ZooKeeper, then the brokers; on any failure remove what was started and re-raise.
+
+        ``members_in_containers`` (default: the constructor's) also checks the herdlab image for members.
+        """
+        if members_in_containers is not None:
+            self.members_in_containers = members_in_containers
+        members_in_containers = self.members_in_containers
         self._client = docker_client()
         try:
             ours = self.n_brokers > 0 and not self.kafka_image
@@ -1018,8 +1026,11 @@ class ContainersCluster:
         self.members.append(m)
         return m
 
-    def member_launcher(self, mounts: Sequence[Path]) -> Launcher:
-        """A launcher for :func:`harness.run.launch.start_member`: members in containers."""
+    def member_launcher(self, mounts: Sequence[Path]) -> Launcher | None:
+        """A launcher for :func:`harness.run.launch.start_member`: members in containers when the
+        cluster was made with ``members_in_containers``, else None (local processes)."""
+        if not self.members_in_containers:
+            return None
 
         def launch(argv: list[str], name: str, log_path: Path) -> MemberContainer:
             return self.start_member(argv, name, log_path, mounts)

@@ -63,6 +63,10 @@ class ExternalCluster:
         except (OSError, ValueError):
             return None
 
+    def member_launcher(self, mounts: object) -> None:
+        """Members run as local processes (see :class:`harness.cluster.base.Cluster`)."""
+        return None
+
     def stop_broker(self, index: int = 0) -> None:
         raise ConfigError("the external backend cannot restart brokers")
 

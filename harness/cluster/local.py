@@ -93,6 +93,10 @@ class LocalCluster:
         except (OSError, RuntimeError):
             return None
 
+    def member_launcher(self, mounts: object) -> None:
+        """Members run as local processes (see :class:`harness.cluster.base.Cluster`)."""
+        return None
+
     def stop_broker(self, index: int = 0) -> None:
         """Stop broker ``index`` (SIGTERM, then SIGKILL); :meth:`start_broker` brings it back."""
         self.brokers[index].stop()

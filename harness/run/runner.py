@@ -38,9 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.containers import APACHE_KAFKA, ContainersCluster, ContainersOptions, preflight
-from harness.cluster.external import ExternalCluster
-from harness.cluster.local import LocalCluster
+from harness.cluster.base import Cluster, ClusterSpec, make_cluster
+from harness.cluster.containers import APACHE_KAFKA, ContainersOptions, preflight
 from harness.faults.proxy import ProxyHost, member_loopback_ip
 from harness.history.manifest import write_manifest
 from harness.history.schema import to_parquet
@@ -146,7 +145,7 @@ class UnitRunner:
         self.partitions = unit.case.partitions
         self.nemesis = HistoryWriter(self.events_dir / "nemesis.jsonl", source="nemesis", role=Role.NEMESIS)
         self.action_ids = 0
-        self.cluster: LocalCluster | ContainersCluster | ExternalCluster | None = None
+        self.cluster: Cluster | None = None
         self.proxies: ProxyHost | None = None
         self.members: dict[str, MemberHandle] = {}
         self.endpoints: dict[str, Endpoints] = {}
@@ -227,31 +226,22 @@ class UnitRunner:
             str(c.min_session_timeout_ms),
             "--no-auto-create-topics",
         )
-        if self.options.backend == "local":
-            self.cluster = LocalCluster(
-                brokers=1,
-                tick_time_ms=self.options.zk_tick_ms,
+        containers = self.options.containers
+        self.cluster = make_cluster(
+            ClusterSpec(
+                backend=self.options.backend,
                 workdir=self.unit.dir / "cluster",
-                broker_args=broker_args,
                 history_dir=self.events_dir,
-            ).start()
-        elif self.options.backend == "containers":
-            self.cluster = ContainersCluster(
-                brokers=1,
                 tick_time_ms=self.options.zk_tick_ms,
-                workdir=self.unit.dir / "cluster",
                 broker_args=broker_args,
-                history_dir=self.events_dir,
-                images=self.options.containers.images,
-                kafka_image=self.options.containers.kafka_image if self.unit.impl == APACHE_KAFKA else None,
+                zookeeper=self.options.zookeeper,
+                bootstrap=self.options.bootstrap,
+                images=containers.images,
+                kafka_image=containers.kafka_image if self.unit.impl == APACHE_KAFKA else None,
                 labels={"herdlab.run": self.run_id, "herdlab.unit": self.unit.key},
-            ).start(members_in_containers=self.options.containers.members_in_containers)
-        elif self.options.backend == "external":
-            self.cluster = ExternalCluster(self.options.zookeeper, self.options.bootstrap or "")
-        else:
-            raise ConfigError(
-                f"unknown backend {self.options.backend!r} (known: local, containers, external)"
+                members_in_containers=containers.members_in_containers,
             )
+        ).start()
         if self.unit.impl == "legacy_zk" and not self.cluster.zookeeper_connect:
             raise ConfigError("legacy_zk needs ZooKeeper: give --zookeeper with the external backend")
 
@@ -291,9 +281,8 @@ class UnitRunner:
     def _start_member(self, name: str) -> None:
         if name not in self.endpoints:
             self.endpoints[name] = self._endpoints_for(name, len(self.endpoints))
-        launcher = None
-        if isinstance(self.cluster, ContainersCluster) and self.options.containers.members_in_containers:
-            launcher = self.cluster.member_launcher([self.events_dir])
+        assert self.cluster is not None
+        launcher = self.cluster.member_launcher([self.events_dir])
         self.members[name] = start_member(
             "coordinator" if self.unit.impl == APACHE_KAFKA else self.unit.impl,  # kafka-python members
             self.unit.case.scenario,

@@ -1,0 +1,126 @@
+"""The ``Cluster`` seam: what a run needs from a cluster, and the one factory that makes one.
+
+Contract
+--------
+* :class:`Cluster` is what the runner, benches and tests use: the two addresses, ZooKeeper's
+  ``mntr`` counters, stopping and starting a broker (the ``restart-broker`` action), a launcher for
+  member processes, and ``start`` / ``stop``. ``stop`` is idempotent and leaves no process or
+  container behind. Implementations live beside this module: :mod:`~harness.cluster.local` (processes
+  on loopback), :mod:`~harness.cluster.containers` (containers on the host network),
+  :mod:`~harness.cluster.external` (an existing cluster, by address).
+* :class:`ClusterSpec` says which backend and how; :func:`make_cluster` turns it into an unstarted
+  :class:`Cluster` (``start()`` it). An unknown backend is a :class:`ConfigError` naming the known ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.kernel.errors import ConfigError
+
+__all__ = ["BACKENDS", "Cluster", "ClusterSpec", "Launcher", "make_cluster"]
+
+BACKENDS = ("local", "containers", "external")
+
+Launcher = Callable[[list[str], str, Path], Any]
+"""``(argv, name, log_path) -> handle``: starts one member process somewhere (see
+:func:`harness.run.launch.start_member`); None from :meth:`Cluster.member_launcher` means a local process."""
+
+
+class Cluster(Protocol):
+    """A ZooKeeper ensemble and Kafka-protocol brokers, wherever they run."""
+
+    @property
+    def zookeeper_connect(self) -> str:
+        """ZooKeeper connect string, ``""`` when the cluster has no ZooKeeper."""
+        ...
+
+    @property
+    def bootstrap(self) -> str:
+        """Comma-separated ``host:port`` of the brokers."""
+        ...
+
+    def start(self) -> Cluster:
+        """Start every component and wait until each serves; on failure stop what started, re-raise."""
+        ...
+
+    def stop(self) -> None:
+        """Stop every component the cluster started (idempotent)."""
+        ...
+
+    def zk_mntr(self) -> dict[str, Any] | None:
+        """ZooKeeper's ``mntr`` counters now, or None when unavailable."""
+        ...
+
+    def stop_broker(self, index: int = 0) -> None:
+        """Stop broker ``index`` (a clean shutdown)."""
+        ...
+
+    def start_broker(self, index: int = 0) -> None:
+        """Start broker ``index`` again and wait until it serves."""
+        ...
+
+    def member_launcher(self, mounts: Sequence[Path]) -> Launcher | None:
+        """How member processes start on this cluster (None: local processes); ``mounts`` are the
+        host directories a member must see (its history and log directories)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Which cluster a unit runs on.
+
+    ``backend``: one of :data:`BACKENDS`. ``workdir``: logs and data. ``history_dir``: where brokers
+    write their history. ``broker_args``: extra broker options (local and containers).
+    ``zookeeper`` / ``bootstrap``: the external cluster's addresses. ``images``, ``kafka_image``,
+    ``labels``, ``members_in_containers``: the containers backend's options.
+    """
+
+    backend: str = "local"
+    workdir: Path | None = None
+    history_dir: Path | None = None
+    brokers: int = 1
+    tick_time_ms: int = 500
+    broker_args: tuple[str, ...] = ()
+    zookeeper: str | None = None
+    bootstrap: str | None = None
+    images: Any = None
+    kafka_image: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    members_in_containers: bool = False
+
+
+def make_cluster(spec: ClusterSpec) -> Cluster:
+    """An unstarted cluster for ``spec`` (see the module contract)."""
+    if spec.backend == "local":
+        from harness.cluster.local import LocalCluster
+
+        return LocalCluster(
+            brokers=spec.brokers,
+            tick_time_ms=spec.tick_time_ms,
+            workdir=spec.workdir,
+            broker_args=spec.broker_args,
+            history_dir=spec.history_dir,
+        )
+    if spec.backend == "containers":
+        from harness.cluster.containers import ContainersCluster
+
+        return ContainersCluster(
+            brokers=spec.brokers,
+            tick_time_ms=spec.tick_time_ms,
+            workdir=spec.workdir,
+            broker_args=spec.broker_args,
+            history_dir=spec.history_dir,
+            images=spec.images,
+            kafka_image=spec.kafka_image,
+            labels=spec.labels,
+            members_in_containers=spec.members_in_containers,
+        )
+    if spec.backend == "external":
+        from harness.cluster.external import ExternalCluster
+
+        return ExternalCluster(spec.zookeeper, spec.bootstrap or "")
+    raise ConfigError(f"unknown backend {spec.backend!r} (known: {', '.join(BACKENDS)})")
