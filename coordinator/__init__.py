@@ -9,9 +9,12 @@ protocol to unmodified clients, with ``kio`` as the codec. Modules:
   kio; the bounds check that keeps a hostile array count from aborting the process.
 * :mod:`coordinator.dataplane` -- Metadata, CreateTopics, CreatePartitions, Produce, Fetch
   (long-poll), ListOffsets, InitProducerId, DescribeCluster.
-* :mod:`coordinator.groups` -- the shell around the pure state machine in :mod:`coordinator.group`
-  (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
-  DescribeGroups, ListGroups, DeleteGroups): version adapters, timers, durable log, history events.
+* :mod:`coordinator.groups` -- the kio adapters of the group APIs (FindCoordinator, JoinGroup,
+  SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, ListGroups,
+  DeleteGroups) over the pure state machine in :mod:`coordinator.group`;
+  :mod:`coordinator.group_runner` -- the shell that runs the machine's effects: timers, durable log,
+  responses, history events, loud failures.
+* :mod:`coordinator.api_keys` -- the :class:`~coordinator.api_keys.ApiKey` enum (Kafka's ``ApiKeys``).
 * :mod:`coordinator.records`, :mod:`coordinator.partition_log`, :mod:`coordinator.topics` --
   record batches as bytes, partition logs (Kafka segment format on disk), the topic store.
 * :mod:`coordinator.group_log` -- the durable group log (this broker's ``__consumer_offsets``).

@@ -39,6 +39,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from coordinator.api_keys import ApiKey
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
 from coordinator.context import RequestContext
@@ -60,14 +61,14 @@ log = logging.getLogger("coordinator")
 
 #: API key -> (min, max) served by :class:`DataPlane`.
 DATA_VERSIONS: dict[int, tuple[int, int]] = {
-    0: (3, 9),  # Produce
-    1: (4, 12),  # Fetch
-    2: (1, 7),  # ListOffsets
-    3: (0, 12),  # Metadata
-    19: (2, 7),  # CreateTopics
-    22: (0, 4),  # InitProducerId
-    37: (0, 3),  # CreatePartitions
-    60: (1, 2),  # DescribeCluster
+    ApiKey.PRODUCE: (3, 9),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DESCRIBE_CLUSTER: (1, 2),
 }
 
 #: Longest Fetch long-poll honoured (a bad max_wait must not park a request for days).
@@ -131,14 +132,14 @@ class DataPlane:
 
     def handlers(self) -> dict[int, Callable[[RequestContext, Any], Any]]:
         return {
-            0: self.produce,
-            1: self.fetch,
-            2: self.list_offsets,
-            3: self.metadata,
-            19: self.create_topics,
-            22: self.init_producer_id,
-            37: self.create_partitions,
-            60: self.describe_cluster,
+            ApiKey.PRODUCE: self.produce,
+            ApiKey.FETCH: self.fetch,
+            ApiKey.LIST_OFFSETS: self.list_offsets,
+            ApiKey.METADATA: self.metadata,
+            ApiKey.CREATE_TOPICS: self.create_topics,
+            ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
+            ApiKey.CREATE_PARTITIONS: self.create_partitions,
+            ApiKey.DESCRIBE_CLUSTER: self.describe_cluster,
         }
 
     # ------------------------------------------------------------------ topics
@@ -162,7 +163,7 @@ class DataPlane:
             return self.store.get(name), ErrorCode.none
 
     def metadata(self, ctx: RequestContext, req: Any) -> Any:
-        cls = response_class(3, ctx.api_version)
+        cls = response_class(ApiKey.METADATA, ctx.api_version)
         broker_cls = nested(cls, "brokers")
         topic_cls = nested(cls, "topics")
         part_cls = nested(topic_cls, "partitions")
@@ -279,7 +280,7 @@ class DataPlane:
         )
 
     def create_topics(self, ctx: RequestContext, req: Any) -> Any:
-        cls = response_class(19, ctx.api_version)
+        cls = response_class(ApiKey.CREATE_TOPICS, ctx.api_version)
         topic_cls = nested(cls, "topics")
         names = [t.name for t in req.topics]
         results = []
@@ -325,7 +326,7 @@ class DataPlane:
         return make(cls, throttle_time=ZERO_TD, topics=tuple(results))
 
     def create_partitions(self, ctx: RequestContext, req: Any) -> Any:
-        cls = response_class(37, ctx.api_version)
+        cls = response_class(ApiKey.CREATE_PARTITIONS, ctx.api_version)
         result_cls = nested(cls, "results")
         names = [t.name for t in req.topics]
         results = []
@@ -345,7 +346,7 @@ class DataPlane:
         return make(cls, throttle_time=ZERO_TD, results=tuple(results))
 
     def describe_cluster(self, ctx: RequestContext, req: Any) -> Any:
-        cls = response_class(60, ctx.api_version)
+        cls = response_class(ApiKey.DESCRIBE_CLUSTER, ctx.api_version)
         broker_cls = nested(cls, "brokers")
         brokers = tuple(
             make(broker_cls, broker_id=n.node_id, host=n.host, port=n.port, rack=None, is_fenced=False)
@@ -385,7 +386,7 @@ class DataPlane:
         return ErrorCode.unknown_topic_or_partition
 
     def produce(self, ctx: RequestContext, req: Any) -> Any:
-        cls = response_class(0, ctx.api_version)
+        cls = response_class(ApiKey.PRODUCE, ctx.api_version)
         topic_cls = nested(cls, "responses")
         part_cls = nested(topic_cls, "partition_responses")
         acks = req.acks
@@ -437,7 +438,7 @@ class DataPlane:
         return make(cls, responses=tuple(responses), throttle_time=ZERO_TD)
 
     def fetch(self, ctx: RequestContext, req: Any) -> Any:
-        cls = response_class(1, ctx.api_version)
+        cls = response_class(ApiKey.FETCH, ctx.api_version)
         if ctx.api_version >= 7 and (req.session_id != 0 or req.session_epoch not in (0, -1)):
             error = (
                 ErrorCode.fetch_session_id_not_found
@@ -522,7 +523,7 @@ class DataPlane:
         return response, total, any_error, logs
 
     def list_offsets(self, ctx: RequestContext, req: Any) -> Any:
-        cls = response_class(2, ctx.api_version)
+        cls = response_class(ApiKey.LIST_OFFSETS, ctx.api_version)
         topic_cls = nested(cls, "topics")
         part_cls = nested(topic_cls, "partitions")
         topics = []
@@ -562,7 +563,7 @@ class DataPlane:
         return make(cls, throttle_time=ZERO_TD, topics=tuple(topics))
 
     def init_producer_id(self, ctx: RequestContext, req: Any) -> Any:
-        cls = response_class(22, ctx.api_version)
+        cls = response_class(ApiKey.INIT_PRODUCER_ID, ctx.api_version)
         if req.transactional_id is not None:
             return make(
                 cls,

@@ -38,7 +38,7 @@ Contract
   "rejected": {"malformed": 1, ...}}`` (``handling_us``: summed synchronous handling time -- decode
   and handler, not the wait of a parked request; ``rejected``: connections closed or requests
   refused, by reason; ``group_failure`` counts groups reset after an internal error, see
-  :mod:`coordinator.groups`). Nothing is written for an interval without requests. Cheap: two counter
+  :mod:`coordinator.group_runner`). Nothing is written for an interval without requests. Cheap: two counter
   increments per request.
 """
 
@@ -62,13 +62,15 @@ from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.errors import ErrorCode
 
+from coordinator.api_keys import ApiKey
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
 from coordinator.context import RequestContext
 from coordinator.dataplane import DATA_VERSIONS, DataPlane
 from coordinator.group.machine import GroupCoordinator
 from coordinator.group_log import GroupLog
-from coordinator.groups import GROUP_VERSIONS, GroupFailure, GroupShell
+from coordinator.group_runner import GroupFailure
+from coordinator.groups import GROUP_VERSIONS, GroupApis
 from coordinator.topics import TopicStore
 from coordinator.wire import (
     ZERO_TD,
@@ -95,30 +97,11 @@ log = logging.getLogger("coordinator")
 _WRITE_HIGH_WATER = 4 * 1024 * 1024
 _PROXY_MAX = 107  # longest PROXY v1 line, CRLF included
 
-API_NAMES: dict[int, str] = {
-    0: "Produce",
-    1: "Fetch",
-    2: "ListOffsets",
-    3: "Metadata",
-    8: "OffsetCommit",
-    9: "OffsetFetch",
-    10: "FindCoordinator",
-    11: "JoinGroup",
-    12: "Heartbeat",
-    13: "LeaveGroup",
-    14: "SyncGroup",
-    15: "DescribeGroups",
-    16: "ListGroups",
-    18: "ApiVersions",
-    19: "CreateTopics",
-    22: "InitProducerId",
-    37: "CreatePartitions",
-    42: "DeleteGroups",
-    60: "DescribeCluster",
-}
+#: API key -> Kafka's name of the API (history events and log lines).
+API_NAMES: dict[int, str] = {k: k.title for k in ApiKey}
 
 #: Everything this broker advertises in ApiVersions: API key -> (min, max).
-SERVED_VERSIONS: dict[int, tuple[int, int]] = {18: (0, 4), **DATA_VERSIONS, **GROUP_VERSIONS}
+SERVED_VERSIONS: dict[int, tuple[int, int]] = {ApiKey.API_VERSIONS: (0, 4), **DATA_VERSIONS, **GROUP_VERSIONS}
 
 
 def _advertised_host(local_ip: str, peer_ip: str) -> str:
@@ -283,7 +266,7 @@ class Broker:
         self.group_log = GroupLog(data_dir / "groups") if data_dir is not None else None
         self.machine = machine or GroupCoordinator(config.group)
         self.rejected: Counter[str] = Counter()
-        self.groups = GroupShell(
+        self.groups = GroupApis(
             self.machine,
             self.cluster,
             self.store,
@@ -295,7 +278,7 @@ class Broker:
         )
         self.served = dict(SERVED_VERSIONS)
         self.handlers: dict[int, Callable[[RequestContext, Any], Any]] = {
-            18: self.api_versions,
+            ApiKey.API_VERSIONS: self.api_versions,
             **self.data.handlers(),
             **self.groups.handlers(),
         }
@@ -328,7 +311,7 @@ class Broker:
         )
 
     def api_versions(self, ctx: RequestContext, req: Any) -> Any:
-        cls = response_class(18, ctx.api_version)
+        cls = response_class(ApiKey.API_VERSIONS, ctx.api_version)
         return make(
             cls,
             error_code=ErrorCode.none,
@@ -356,16 +339,16 @@ class Broker:
         try:
             req = decode_request(frame, self.served)
         except VersionNotServed as e:
-            if e.api_key == 18:
-                return e.correlation_id, 18, 0, self.api_versions_error()
+            if e.api_key == ApiKey.API_VERSIONS:
+                return e.correlation_id, ApiKey.API_VERSIONS, 0, self.api_versions_error()
             resp = error_response(e.api_key, e.api_version, ErrorCode.unsupported_version)
             if resp is None:
                 raise CloseConnection(f"unsupported_version: {e}") from None
             self.rejected["unsupported_version"] += 1
             return e.correlation_id, e.api_key, e.api_version, resp
         except UnknownApi as e:
-            if e.api_key == 18:
-                return e.correlation_id, 18, 0, self.api_versions_error()
+            if e.api_key == ApiKey.API_VERSIONS:
+                return e.correlation_id, ApiKey.API_VERSIONS, 0, self.api_versions_error()
             raise CloseConnection(f"unknown_api: {e}") from None
         except MalformedRequest as e:
             raise CloseConnection(f"malformed: {e}") from None

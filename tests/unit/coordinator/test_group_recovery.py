@@ -30,7 +30,7 @@ from coordinator.group import (
 )
 from coordinator.group.group import Group
 from coordinator.group.machine import GroupCoordinator
-from coordinator.groups import GroupFailure
+from coordinator.group_runner import GroupFailure
 from coordinator.inprocess import InProcessClient
 from coordinator.server import Broker
 from harness.history.writer import HistoryWriter, read_events
