@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import logging
 import threading
 import time
@@ -42,53 +41,29 @@ from coordinator.cluster import ClusterView, Node
 from coordinator.config import BrokerConfig
 from coordinator.topics import Topic, TopicStore
 from harness.kernel.errors import Unreachable
+from legacy_zk.paths import (
+    BROKER_IDS,
+    BROKER_TOPICS,
+    MalformedZnode,
+    broker_path,
+    decode_broker,
+    decode_topic_replicas,
+    encode_broker_v4,
+    encode_topic,
+    topic_path,
+)
 
-__all__ = ["ZkRegistration", "broker_json", "topic_json"]
+__all__ = ["ZkRegistration", "topic_payload"]
 
 log = logging.getLogger("coordinator")
 
-BROKER_IDS = "/brokers/ids"
-BROKER_TOPICS = "/brokers/topics"
 COMMON_PATHS = (BROKER_IDS, BROKER_TOPICS, "/consumers", "/config/topics", "/admin")
 SESSION_TIMEOUT_S = 6.0  # Kafka 0.8's zookeeper.session.timeout.ms
 
 
-def broker_json(host: str, port: int, timestamp_ms: int) -> bytes:
-    """The ``/brokers/ids/<id>`` payload (version 4; includes the version-1 fields)."""
-    return json.dumps(
-        {
-            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
-            "endpoints": [f"PLAINTEXT://{host}:{port}"],
-            "jmx_port": -1,
-            "host": host,
-            "timestamp": str(timestamp_ms),
-            "port": port,
-            "version": 4,
-        },
-        separators=(",", ":"),
-    ).encode()
-
-
-def topic_json(partitions: int, broker_id: int) -> bytes:
-    """The ``/brokers/topics/<t>`` payload: every partition has this broker as its only replica."""
-    return json.dumps(
-        {"version": 1, "partitions": {str(p): [broker_id] for p in range(partitions)}}, separators=(",", ":")
-    ).encode()
-
-
-def _decode_broker(data: bytes) -> tuple[str, int] | None:
-    try:
-        obj = json.loads(data)
-        host, port = obj.get("host"), obj.get("port")
-        if isinstance(host, str) and isinstance(port, int):
-            return host, port
-        for ep in obj.get("endpoints") or []:
-            rest = str(ep).split("://", 1)[-1]
-            h, _, p = rest.rpartition(":")
-            return h.strip("[]"), int(p)
-    except (ValueError, AttributeError, TypeError):
-        pass
-    return None
+def topic_payload(partitions: int, broker_id: int) -> bytes:
+    """The ``/brokers/topics/<t>`` payload of a local topic: this broker is every partition's only replica."""
+    return encode_topic({p: [broker_id] for p in range(partitions)})
 
 
 class ZkRegistration:
@@ -109,7 +84,7 @@ class ZkRegistration:
         self.port = port
         self.loop = loop
         self.host = config.advertised_host or config.host
-        self.path = f"{BROKER_IDS}/{config.broker_id}"
+        self.path = broker_path(config.broker_id)
         self.client = KazooClient(hosts=config.zookeeper, timeout=SESSION_TIMEOUT_S)
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="zk-writer")
         self._stopping = False
@@ -154,7 +129,7 @@ class ZkRegistration:
     # ------------------------------------------------------------------ registration
 
     def _register(self) -> None:
-        data = broker_json(self.host, self.port, int(time.time() * 1000))
+        data = encode_broker_v4(self.host, self.port, int(time.time() * 1000))
         deadline = time.monotonic() + 2 * SESSION_TIMEOUT_S + 2
         while True:
             try:
@@ -212,8 +187,8 @@ class ZkRegistration:
             log.exception("writing %s/%s failed", BROKER_TOPICS, name)
 
     def _write_topic(self, name: str, partitions: int) -> None:
-        path = f"{BROKER_TOPICS}/{name}"
-        data = topic_json(partitions, self.config.broker_id)
+        path = topic_path(name)
+        data = topic_payload(partitions, self.config.broker_id)
         try:
             self.client.create(path, data, makepath=True)
         except NodeExistsError:
@@ -225,9 +200,9 @@ class ZkRegistration:
     def _remember_remote(self, name: str, data: bytes) -> None:
         """Record topic ``name`` as led elsewhere, unless this broker leads it (caller holds the lock)."""
         try:
-            parts = {int(p): [int(r) for r in rs] for p, rs in json.loads(data)["partitions"].items()}
-        except (ValueError, KeyError, TypeError, AttributeError):
-            log.warning("unreadable %s/%s: %r", BROKER_TOPICS, name, data[:100])
+            parts = decode_topic_replicas(topic_path(name), data)
+        except MalformedZnode as e:
+            log.warning("unreadable %s", e)
             return
         if parts and all(rs[:1] == [self.config.broker_id] for rs in parts.values()):
             self._remote_topics.pop(name, None)  # ours (the local store has it, or will)
@@ -239,17 +214,15 @@ class ZkRegistration:
         trip or two). False if a live broker registered it first; it is then known as remote at
         once. A topic registered by a broker that is not live (a leftover of an earlier run) is
         adopted: its records went with that broker."""
-        path = f"{BROKER_TOPICS}/{name}"
-        data = topic_json(partitions, self.config.broker_id)
+        path = topic_path(name)
+        data = topic_payload(partitions, self.config.broker_id)
         try:
             self.client.create(path, data, makepath=True)
             return True
         except NodeExistsError:
             current, stat = self.client.get(path)
-        leaders = self._leaders(current)
-        if leaders and not any(
-            self.client.exists(f"{BROKER_IDS}/{b}") for b in leaders - {self.config.broker_id}
-        ):
+        leaders = self._leaders(name, current)
+        if leaders and not any(self.client.exists(broker_path(b)) for b in leaders - {self.config.broker_id}):
             try:
                 self.client.set(path, data, version=stat.version)
                 log.info("adopted %s (its leader %s is not live)", path, sorted(leaders))
@@ -265,10 +238,10 @@ class ZkRegistration:
         return not remote
 
     @staticmethod
-    def _leaders(data: bytes) -> set[int]:
+    def _leaders(name: str, data: bytes) -> set[int]:
         try:
-            return {int(rs[0]) for rs in json.loads(data)["partitions"].values() if rs}
-        except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+            return {rs[0] for rs in decode_topic_replicas(topic_path(name), data).values() if rs}
+        except MalformedZnode:
             return set()
 
     def knows_topic(self, name: str) -> bool:
@@ -289,12 +262,15 @@ class ZkRegistration:
             if broker_id == self.config.broker_id:
                 continue
             try:
-                data, _ = self.client.get(f"{BROKER_IDS}/{child}")
+                data, _ = self.client.get(broker_path(child))
             except NoNodeError:
                 continue
-            addr = _decode_broker(data)
-            if addr is not None:
-                peers[broker_id] = Node(broker_id, addr[0], addr[1])
+            try:
+                host, port = decode_broker(broker_path(child), data)
+            except MalformedZnode as e:
+                log.warning("skipping peer: %s", e)
+                continue
+            peers[broker_id] = Node(broker_id, host, port)
         self.loop.call_soon_threadsafe(self.cluster.set_peers, peers)
         return True
 
@@ -304,7 +280,7 @@ class ZkRegistration:
         for name in children:
             if name not in self._topic_watches:
                 self._topic_watches.add(name)
-                self.client.DataWatch(f"{BROKER_TOPICS}/{name}", self._topic_watcher(name))
+                self.client.DataWatch(topic_path(name), self._topic_watcher(name))
         return True
 
     def _topic_watcher(self, name: str) -> Any:

@@ -192,6 +192,17 @@ def encode_topic(partitions: dict[int, list[int]]) -> bytes:
     ).encode()
 
 
+def decode_topic_replicas(path: str, data: bytes | None) -> dict[int, list[int]]:
+    """Partition -> replica list of a topic znode (``getReplicaAssignmentForTopics``)."""
+    obj = _json(path, data)
+    if not isinstance(obj, dict) or not isinstance(obj.get("partitions"), dict):
+        raise MalformedZnode(path, 'no "partitions" object', data)
+    try:
+        return {int(p): [int(r) for r in rs] for p, rs in obj["partitions"].items()}
+    except (ValueError, TypeError):
+        raise MalformedZnode(path, "partition ids and replicas must be integers", data) from None
+
+
 def decode_topic_partitions(path: str, data: bytes | None) -> list[int]:
     """The partition ids of a topic znode, ascending (``getPartitionsForTopics``)."""
     obj = _json(path, data)
@@ -207,6 +218,23 @@ def encode_broker(host: str, port: int, timestamp_ms: int, jmx_port: int = -1) -
     """A 0.8.2 broker registration (version 1)."""
     return json.dumps(
         {"version": 1, "host": host, "port": port, "jmx_port": jmx_port, "timestamp": str(timestamp_ms)},
+        separators=(",", ":"),
+    ).encode()
+
+
+def encode_broker_v4(host: str, port: int, timestamp_ms: int, jmx_port: int = -1) -> bytes:
+    """A broker registration of version 4 (Kafka 0.10's ``registerBrokerInZk``, one PLAINTEXT endpoint), which
+    still carries the version-1 ``host`` / ``port`` that 0.8.2 consumers read; keys in the order Kafka wrote them."""
+    return json.dumps(
+        {
+            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+            "endpoints": [f"PLAINTEXT://{host}:{port}"],
+            "jmx_port": jmx_port,
+            "host": host,
+            "timestamp": str(timestamp_ms),
+            "port": port,
+            "version": 4,
+        },
         separators=(",", ":"),
     ).encode()
 
