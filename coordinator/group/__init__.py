@@ -30,7 +30,9 @@ topics, and version-specific response shapes.
 
 Modules: :mod:`~coordinator.group.api` (requests, responses, effects), :mod:`~coordinator.group.errors`,
 :mod:`~coordinator.group.config`, :mod:`~coordinator.group.records` (durable records),
-:mod:`~coordinator.group.machine` (the coordinator), :mod:`~coordinator.group.group` and
+:mod:`~coordinator.group.machine` (the coordinator), which delegates to :mod:`~coordinator.group.offsets`
+(commit validation, storage, fetch), :mod:`~coordinator.group.admin` (describe, list, delete groups) and
+:mod:`~coordinator.group.loading` (replay of the group log, the group record), :mod:`~coordinator.group.group` and
 :mod:`~coordinator.group.member` (internal state).
 """
 

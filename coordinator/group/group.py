@@ -2,7 +2,7 @@
 
 This module holds data and the invariants that are local to one group (counts, leader, protocol support,
 ``validPreviousStates``). Everything that produces effects (timers, responses, records) lives in
-:mod:`coordinator.group.machine`.
+:mod:`coordinator.group.machine` and the modules it delegates to.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Semantics follow Kafka 3.7's Scala ``GroupCoordinator`` (spec PART 2); names of private methods mirror Kafka's
 (``_prepare_rebalance`` = ``prepareRebalance``, ``_on_complete_join`` = ``onCompleteJoin`` ...) so the two can
-be read side by side. Kafka's purgatories become timers:
+be read side by side. Offsets (:mod:`~coordinator.group.offsets`), the admin requests
+(:mod:`~coordinator.group.admin`) and loading from the group log (:mod:`~coordinator.group.loading`) live in
+modules of their own; the machine delegates to them. Kafka's purgatories become timers:
 
 * ``DelayedHeartbeat`` -> ``("heartbeat", group, member)`` (one per member; re-armed on every liveness signal);
 * pending-member expiry -> ``("pending", group, member)``;
@@ -44,12 +46,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
+from coordinator.group import admin, offsets
 from coordinator.group.api import (
-    EMIT_COMMIT,
-    EMIT_COMMIT_REJECTED,
     EMIT_GROUP_STATE,
     EMIT_HEARTBEAT_ERROR,
     EMIT_MEMBER_ADDED,
@@ -67,11 +68,7 @@ from coordinator.group.api import (
     TIMER_PENDING,
     TIMER_SYNC,
     CancelTimer,
-    DeletedGroup,
     DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DescribedGroup,
-    DescribedMember,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Effect,
@@ -85,13 +82,9 @@ from coordinator.group.api import (
     LeaveGroupMemberResult,
     LeaveGroupRequest,
     LeaveGroupResponse,
-    ListedGroup,
     ListGroupsRequest,
     ListGroupsResponse,
-    OffsetCommitPartitionResult,
     OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetFetchPartition,
     OffsetFetchRequest,
     OffsetFetchResponse,
     Persist,
@@ -103,15 +96,10 @@ from coordinator.group.api import (
 )
 from coordinator.group.config import GroupConfig
 from coordinator.group.errors import ErrorCode
-from coordinator.group.group import Group, OffsetEntry
+from coordinator.group.group import Group
+from coordinator.group.loading import group_record, load_record
 from coordinator.group.member import Member
-from coordinator.group.records import (
-    GroupMetadataRecord,
-    GroupTombstoneRecord,
-    MemberRecord,
-    OffsetCommitRecord,
-    Record,
-)
+from coordinator.group.records import Record
 
 __all__ = ["GroupCoordinator", "REMOVED_GROUP_MAX_SIZE"]
 
@@ -129,13 +117,6 @@ _DEAD = GroupState.DEAD
 
 #: Heartbeat answers carry nothing but the error, so they are shared (treat responses as read-only).
 _HEARTBEAT_RESPONSES = {code: HeartbeatResponse(code) for code in ErrorCode}
-
-
-def _java_length(text: str) -> int:
-    """Java ``String.length()``: UTF-16 code units (what ``offset.metadata.max.bytes`` is compared with)."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 class GroupCoordinator:
@@ -1038,209 +1019,66 @@ class GroupCoordinator:
         persisted (one :class:`~coordinator.group.records.OffsetCommitRecord` each) before the answer."""
         out: list[Effect] = []
         if self._loading:
-            self._reject_commit(out, token, req, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None)
+            offsets.reject_commit(
+                out, token, req, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None, emit=self._emit_events
+            )
             return out
         group = self._groups.get(req.group_id)
         if group is None:
             if req.generation_id >= 0:
-                self._reject_commit(out, token, req, ErrorCode.ILLEGAL_GENERATION, None)
+                offsets.reject_commit(
+                    out, token, req, ErrorCode.ILLEGAL_GENERATION, None, emit=self._emit_events
+                )
                 return out
             # Not relying on group management (simple consumer / admin): create an Empty group for the offsets.
             group = Group(req.group_id, _EMPTY, now_ms)
             self._groups[req.group_id] = group
-        error = self._validate_offset_commit(group, req)
+        error = offsets.validate_commit(group, req, self._validate_current_member)
         if error is None and group.state is _COMPLETING:
             # A valid member of the new generation that has not synced yet: let it finish the rebalance first.
             error = ErrorCode.REBALANCE_IN_PROGRESS
         if error is not None:
-            self._reject_commit(out, token, req, error, group)
+            offsets.reject_commit(out, token, req, error, group, emit=self._emit_events)
             return out
         if group.state is _STABLE or group.state is _PREPARING:
             # Commits count as liveness. In PreparingRebalance the generation has not been bumped yet, so a
             # member of the previous generation may still commit.
             self._schedule_heartbeat(group.members[req.member_id], now_ms, out)
-        self._store_offsets(group, req, now_ms, out, token)
+        offsets.store_offsets(
+            group,
+            req,
+            now_ms,
+            out,
+            token,
+            max_bytes=self.config.offset_metadata_max_bytes,
+            emit=self._emit_events,
+        )
         return out
-
-    def _validate_offset_commit(self, group: Group, req: OffsetCommitRequest) -> ErrorCode | None:
-        """Kafka ``validateOffsetCommit`` (non-transactional)."""
-        if group.state is _DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if req.generation_id < 0 and group.state is _EMPTY:
-            return None
-        if req.generation_id >= 0 or req.member_id != "" or req.group_instance_id is not None:
-            error = self._validate_current_member(group, req.member_id, req.group_instance_id)
-            if error is not None:
-                return error
-            if req.generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
-            return None
-        if group.state is not _EMPTY:
-            return ErrorCode.UNKNOWN_MEMBER_ID  # only members may commit to a non-empty group
-        return None
-
-    def _store_offsets(
-        self, group: Group, req: OffsetCommitRequest, now_ms: int, out: list[Effect], token: Any
-    ) -> None:
-        max_bytes = self.config.offset_metadata_max_bytes
-        group_id = group.group_id
-        results: list[OffsetCommitPartitionResult] = []
-        emit = self._emit_events
-        for p in req.offsets:
-            metadata = p.metadata or ""
-            if _java_length(metadata) > max_bytes:
-                error = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                if emit:
-                    out.append(Emit(EMIT_COMMIT_REJECTED, self._commit_fields(group_id, req, p, error)))
-            else:
-                error = ErrorCode.NONE
-                group.offsets[(p.topic, p.partition)] = OffsetEntry(
-                    p.offset, p.leader_epoch, metadata, now_ms
-                )
-                out.append(
-                    Persist(
-                        OffsetCommitRecord(
-                            group_id, p.topic, p.partition, p.offset, p.leader_epoch, metadata, now_ms
-                        )
-                    )
-                )
-                if emit:
-                    out.append(Emit(EMIT_COMMIT, self._commit_fields(group_id, req, p, None)))
-            results.append(OffsetCommitPartitionResult(p.topic, p.partition, error))
-        out.append(Respond(token, OffsetCommitResponse(results)))
-
-    def _reject_commit(
-        self, out: list[Effect], token: Any, req: OffsetCommitRequest, error: ErrorCode, group: Group | None
-    ) -> None:
-        if self._emit_events:
-            for p in req.offsets:
-                out.append(Emit(EMIT_COMMIT_REJECTED, self._commit_fields(req.group_id, req, p, error)))
-        if group is not None:
-            log.debug(
-                "group=%s generation=%d member=%s commit rejected: %s (sent generation %d)",
-                group.group_id,
-                group.generation_id,
-                req.member_id,
-                error.name,
-                req.generation_id,
-            )
-        results = [OffsetCommitPartitionResult(p.topic, p.partition, error) for p in req.offsets]
-        out.append(Respond(token, OffsetCommitResponse(results)))
-
-    @staticmethod
-    def _commit_fields(
-        group_id: str, req: OffsetCommitRequest, p: Any, error: ErrorCode | None
-    ) -> dict[str, Any]:
-        fields: dict[str, Any] = {
-            "group": group_id,
-            "member": req.member_id,
-            "generation": req.generation_id,
-            "topic": p.topic,
-            "partition": p.partition,
-            "offset": p.offset,
-        }
-        if error is not None:
-            fields["error"] = error.name
-        return fields
 
     def offset_fetch(self, now_ms: int, req: OffsetFetchRequest) -> OffsetFetchResponse:
         """Handle an OffsetFetch: no generation or member check; ``partitions=None`` means all stored ones
-        (sorted by topic, partition). Unknown partitions come back as offset -1, error NONE."""
+        (sorted by topic, partition). Unknown partitions come back as offset -1, error NONE
+        (:func:`~coordinator.group.offsets.fetch_offsets`)."""
         if self._loading:
             return OffsetFetchResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        group = self._groups.get(req.group_id)
-        if group is None or group.state is _DEAD:
-            wanted: Iterable[tuple[str, int]] = req.partitions or ()
-            return OffsetFetchResponse(ErrorCode.NONE, [OffsetFetchPartition(t, p, -1) for t, p in wanted])
-        offsets = group.offsets
-        keys = req.partitions if req.partitions is not None else sorted(offsets)
-        partitions = []
-        for topic, partition in keys:
-            # Commits are applied synchronously, so nothing is ever pending: require_stable changes nothing.
-            entry = offsets.get((topic, partition))
-            if entry is None:
-                partitions.append(OffsetFetchPartition(topic, partition, -1))
-            else:
-                partitions.append(
-                    OffsetFetchPartition(topic, partition, entry.offset, entry.leader_epoch, entry.metadata)
-                )
-        return OffsetFetchResponse(ErrorCode.NONE, partitions)
+        return offsets.fetch_offsets(self._groups.get(req.group_id), req)
 
     # ============================================================================================ admin
 
     def describe_groups(self, now_ms: int, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
-        """Describe groups; an unknown group is ``Dead`` with no members and no error."""
-        described = []
-        for group_id in req.groups:
-            if self._loading:
-                described.append(DescribedGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ""))
-                continue
-            group = self._groups.get(group_id)
-            if group is None:
-                described.append(DescribedGroup(group_id, ErrorCode.NONE, _DEAD.value))
-                continue
-            if group.state is _STABLE:
-                protocol = group.protocol_name or ""
-                members = [
-                    DescribedMember(
-                        m.member_id,
-                        m.group_instance_id,
-                        m.client_id,
-                        m.client_host,
-                        m.metadata(protocol),
-                        m.assignment,
-                    )
-                    for m in group.members.values()
-                ]
-            else:
-                protocol = ""
-                members = [
-                    DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host)
-                    for m in group.members.values()
-                ]
-            described.append(
-                DescribedGroup(
-                    group_id, ErrorCode.NONE, group.state.value, group.protocol_type or "", protocol, members
-                )
-            )
-        return DescribeGroupsResponse(described)
+        """Describe groups; an unknown group is ``Dead`` with no members and no error
+        (:func:`~coordinator.group.admin.describe_groups`)."""
+        return admin.describe_groups(self._groups, self._loading, req)
 
     def list_groups(self, now_ms: int, req: ListGroupsRequest) -> ListGroupsResponse:
         """List groups (in creation order), optionally filtered by exact state names. While loading the error is
         COORDINATOR_LOAD_IN_PROGRESS but the groups known so far are still listed."""
-        wanted = set(req.states_filter) if req.states_filter else None
-        groups = [
-            ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
-            for g in self._groups.values()
-            if wanted is None or g.state.value in wanted
-        ]
-        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
-        return ListGroupsResponse(error, groups)
+        return admin.list_groups(self._groups, self._loading, req)
 
     def delete_groups(self, now_ms: int, token: Any, req: DeleteGroupsRequest) -> list[Effect]:
-        """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, a tombstone is persisted, offsets go."""
-        out: list[Effect] = []
-        results = []
-        for group_id in req.groups:
-            if self._loading:
-                results.append(DeletedGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
-                continue
-            group = self._groups.get(group_id)
-            if group is None or group.state is _DEAD:
-                results.append(DeletedGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
-            elif group.state is _EMPTY:
-                for pending_id in group.pending_members:
-                    out.append(CancelTimer((TIMER_PENDING, group_id, pending_id)))
-                group.pending_members.clear()
-                self._transition(group, _DEAD, now_ms, out)
-                del self._groups[group_id]
-                out.append(Persist(GroupTombstoneRecord(group_id)))
-                log.info("group=%s generation=%d deleted", group_id, group.generation_id)
-                results.append(DeletedGroup(group_id, ErrorCode.NONE))
-            else:
-                results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))
-        out.append(Respond(token, DeleteGroupsResponse(results)))
-        return out
+        """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, a tombstone is persisted, offsets go
+        (:func:`~coordinator.group.admin.delete_groups`)."""
+        return admin.delete_groups(self._groups, self._loading, now_ms, token, req, self._transition)
 
     # ============================================================================================ timers
 
@@ -1457,45 +1295,8 @@ class GroupCoordinator:
         """Replay one persisted record (in log order). Offsets are last-writer-wins; the last group record of a
         group replaces its membership (loaded as Stable, or Empty if it has no members); a tombstone drops the
         group and its offsets. Raises (changing nothing) for a record that cannot be a group's state: a member id
-        twice, a static instance id twice."""
-        if isinstance(record, OffsetCommitRecord):
-            group = self._groups.get(record.group_id)
-            if group is None:
-                group = Group(record.group_id, _EMPTY, record.commit_timestamp_ms)
-                self._groups[record.group_id] = group
-            group.offsets[(record.topic, record.partition)] = OffsetEntry(
-                record.offset, record.leader_epoch, record.metadata, record.commit_timestamp_ms
-            )
-        elif isinstance(record, GroupMetadataRecord):
-            if len({m.member_id for m in record.members}) != len(record.members):
-                raise ValueError(f"group {record.group_id}: a member id appears twice")
-            previous = self._groups.get(record.group_id)
-            group = Group(record.group_id, _STABLE if record.members else _EMPTY, record.timestamp_ms)
-            group.generation_id = record.generation_id
-            group.protocol_type = record.protocol_type or None
-            group.protocol_name = record.protocol_name
-            group.leader_id = record.leader_id
-            for m in record.members:
-                member = Member(
-                    record.group_id,
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    m.rebalance_timeout_ms,
-                    m.session_timeout_ms,
-                    record.protocol_type or "",
-                    [(record.protocol_name or "", m.subscription)],
-                    m.assignment,
-                )
-                group.add(member)
-            if previous is not None:
-                group.offsets = previous.offsets
-            self._groups[record.group_id] = group
-        elif isinstance(record, GroupTombstoneRecord):
-            self._groups.pop(record.group_id, None)
-        else:
-            raise TypeError(f"not a group coordinator record: {record!r}")
+        twice, a static instance id twice (:func:`~coordinator.group.loading.load_record`)."""
+        load_record(self._groups, record)
 
     def finish_loading(self, now_ms: int) -> list[Effect]:
         """End loading (Kafka ``onGroupLoaded`` for every group): a group over ``group.max.size`` rebalances, and
@@ -1518,36 +1319,7 @@ class GroupCoordinator:
 
     def _persist_group(self, group: Group, now_ms: int, out: list[Effect]) -> None:
         """``storeGroup``: the group with the members' current assignments (no members when Empty)."""
-        protocol = group.protocol_name
-        members: tuple[MemberRecord, ...] = ()
-        if group.members:
-            assert protocol is not None
-            members = tuple(
-                MemberRecord(
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    m.rebalance_timeout_ms,
-                    m.session_timeout_ms,
-                    m.metadata(protocol),
-                    m.assignment,
-                )
-                for m in group.members.values()
-            )
-        out.append(
-            Persist(
-                GroupMetadataRecord(
-                    group.group_id,
-                    group.generation_id,
-                    group.protocol_type,
-                    protocol,
-                    group.leader_id if group.members else None,
-                    now_ms,
-                    members,
-                )
-            )
-        )
+        out.append(Persist(group_record(group, now_ms)))
 
     # ============================================================================================ events
 

@@ -1,0 +1,131 @@
+# pyright: strict
+"""Admin requests of the classic group coordinator: DescribeGroups, ListGroups, DeleteGroups (Kafka
+``GroupCoordinator.handleDescribeGroup`` / ``handleListGroups`` / ``handleDeleteGroups``).
+
+The :class:`~coordinator.group.machine.GroupCoordinator` delegates here with its group table and its loading
+flag; DeleteGroups also gets the machine's state transition (which emits the ``group_state`` event).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from coordinator.group.api import (
+    TIMER_PENDING,
+    CancelTimer,
+    DeletedGroup,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    Effect,
+    GroupState,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    Persist,
+    Respond,
+)
+from coordinator.group.errors import ErrorCode
+from coordinator.group.group import Group
+from coordinator.group.records import GroupTombstoneRecord
+
+__all__ = ["Transition", "delete_groups", "describe_groups", "list_groups"]
+
+log = logging.getLogger("coordinator.group")
+
+#: The machine's ``_transition(group, state, now_ms, out)``.
+Transition = Callable[[Group, GroupState, int, list[Effect]], None]
+
+
+def describe_groups(
+    groups: Mapping[str, Group], loading: bool, req: DescribeGroupsRequest
+) -> DescribeGroupsResponse:
+    """Describe groups; an unknown group is ``Dead`` with no members and no error. Members carry metadata and
+    assignment only in Stable (as Kafka's ``GroupMetadata.summary``)."""
+    described: list[DescribedGroup] = []
+    for group_id in req.groups:
+        if loading:
+            described.append(DescribedGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ""))
+            continue
+        group = groups.get(group_id)
+        if group is None:
+            described.append(DescribedGroup(group_id, ErrorCode.NONE, GroupState.DEAD.value))
+            continue
+        if group.state is GroupState.STABLE:
+            protocol = group.protocol_name or ""
+            members = [
+                DescribedMember(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.metadata(protocol),
+                    m.assignment,
+                )
+                for m in group.members.values()
+            ]
+        else:
+            protocol = ""
+            members = [
+                DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host)
+                for m in group.members.values()
+            ]
+        described.append(
+            DescribedGroup(
+                group_id, ErrorCode.NONE, group.state.value, group.protocol_type or "", protocol, members
+            )
+        )
+    return DescribeGroupsResponse(described)
+
+
+def list_groups(groups: Mapping[str, Group], loading: bool, req: ListGroupsRequest) -> ListGroupsResponse:
+    """List groups (in creation order), optionally filtered by exact state names. While loading the error is
+    COORDINATOR_LOAD_IN_PROGRESS but the groups known so far are still listed."""
+    wanted = set(req.states_filter) if req.states_filter else None
+    listed = [
+        ListedGroup(g.group_id, g.protocol_type or "", g.state.value)
+        for g in groups.values()
+        if wanted is None or g.state.value in wanted
+    ]
+    error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if loading else ErrorCode.NONE
+    return ListGroupsResponse(error, listed)
+
+
+def delete_groups(
+    groups: dict[str, Group],
+    loading: bool,
+    now_ms: int,
+    token: Any,
+    req: DeleteGroupsRequest,
+    transition: Transition,
+) -> list[Effect]:
+    """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, the group leaves ``groups`` with its offsets,
+    a tombstone is persisted; the answer to ``token`` comes last. Unknown or Dead: GROUP_ID_NOT_FOUND; with
+    members: NON_EMPTY_GROUP; while loading: COORDINATOR_LOAD_IN_PROGRESS."""
+    out: list[Effect] = []
+    results: list[DeletedGroup] = []
+    for group_id in req.groups:
+        if loading:
+            results.append(DeletedGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            continue
+        group = groups.get(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            results.append(DeletedGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
+        elif group.state is GroupState.EMPTY:
+            for pending_id in group.pending_members:
+                out.append(CancelTimer((TIMER_PENDING, group_id, pending_id)))
+            group.pending_members.clear()
+            transition(group, GroupState.DEAD, now_ms, out)
+            del groups[group_id]
+            out.append(Persist(GroupTombstoneRecord(group_id)))
+            log.info("group=%s generation=%d deleted", group_id, group.generation_id)
+            results.append(DeletedGroup(group_id, ErrorCode.NONE))
+        else:
+            results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))
+    out.append(Respond(token, DeleteGroupsResponse(results)))
+    return out
