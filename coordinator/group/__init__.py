@@ -1,3 +1,4 @@
+# pyright: strict
 """Kafka's classic GroupCoordinator (spec PART 2) as a pure state machine: no sockets, threads or clocks.
 
 How a shell drives it

@@ -1,3 +1,4 @@
+# pyright: strict
 """Version-neutral requests, responses and effects of the pure group coordinator.
 
 The shell (the asyncio broker, or a simulator) decodes a wire request of any version into one of the request
@@ -164,7 +165,7 @@ class JoinGroupResponse:
     protocol_name: str | None = None
     leader: str = ""
     skip_assignment: bool = False
-    members: list[JoinGroupMember] = field(default_factory=list)
+    members: list[JoinGroupMember] = field(default_factory=list[JoinGroupMember])
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -179,7 +180,7 @@ class SyncGroupRequest:
     group_id: str
     generation_id: int
     member_id: str
-    assignments: list[tuple[str, bytes]] = field(default_factory=list)
+    assignments: list[tuple[str, bytes]] = field(default_factory=list[tuple[str, bytes]])
     group_instance_id: str | None = None
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -239,7 +240,7 @@ class LeaveGroupResponse:
     when the top-level error is set)."""
 
     error: ErrorCode
-    members: list[LeaveGroupMemberResult] = field(default_factory=list)
+    members: list[LeaveGroupMemberResult] = field(default_factory=list[LeaveGroupMemberResult])
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -306,7 +307,7 @@ class OffsetFetchPartition:
 @dataclass(slots=True)
 class OffsetFetchResponse:
     error: ErrorCode
-    partitions: list[OffsetFetchPartition] = field(default_factory=list)
+    partitions: list[OffsetFetchPartition] = field(default_factory=list[OffsetFetchPartition])
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -340,7 +341,7 @@ class DescribedGroup:
     state: str
     protocol_type: str = ""
     protocol: str = ""
-    members: list[DescribedMember] = field(default_factory=list)
+    members: list[DescribedMember] = field(default_factory=list[DescribedMember])
 
 
 @dataclass(slots=True)
@@ -367,7 +368,7 @@ class ListGroupsResponse:
     """While loading, ``error`` is COORDINATOR_LOAD_IN_PROGRESS and the groups loaded so far are still listed."""
 
     error: ErrorCode
-    groups: list[ListedGroup] = field(default_factory=list)
+    groups: list[ListedGroup] = field(default_factory=list[ListedGroup])
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
+# pyright: strict
 """Broker-side configuration of the group coordinator (spec 2.1)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import SupportsIndex, SupportsInt
 
 __all__ = ["GroupConfig", "NEW_MEMBER_JOIN_TIMEOUT_MS"]
 
@@ -53,5 +55,14 @@ class GroupConfig:
     @classmethod
     def from_properties(cls, props: Mapping[str, object]) -> GroupConfig:
         """Build from Kafka property names (``group.max.size`` ...); unknown keys are ignored."""
-        kwargs = {_PROPERTY_NAMES[k]: int(v) for k, v in props.items() if k in _PROPERTY_NAMES}  # type: ignore[call-overload]
+        kwargs = {_PROPERTY_NAMES[k]: _as_int(v) for k, v in props.items() if k in _PROPERTY_NAMES}
         return cls(**kwargs)
+
+
+def _as_int(value: object) -> int:
+    """``int(value)`` for what ``int`` accepts (numbers, numeric text); ``TypeError`` for anything else."""
+    if isinstance(value, (str, bytes, bytearray, SupportsInt, SupportsIndex)):
+        return int(value)
+    raise TypeError(
+        f"int() argument must be a string, a bytes-like object or a real number, not {type(value).__name__!r}"
+    )

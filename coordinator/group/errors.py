@@ -1,3 +1,4 @@
+# pyright: strict
 """Kafka protocol error codes used by the group APIs.
 
 Names are Kafka's ``Errors`` enum names (``clients/.../common/protocol/Errors.java``); values are the

@@ -1,3 +1,4 @@
+# pyright: strict
 """Per-group state of a classic group (Kafka ``GroupMetadata``): membership bookkeeping and the state graph.
 
 This module holds data and the invariants that are local to one group (counts, leader, protocol support,

@@ -23,7 +23,7 @@ from coordinator.group.records import (
 __all__ = ["group_record", "load_record"]
 
 
-def load_record(groups: dict[str, Group], record: Record) -> None:
+def load_record(groups: dict[str, Group], record: Record | object) -> None:
     """Replay one persisted record (in log order) into ``groups``. Offsets are last-writer-wins; the last group
     record of a group replaces its membership (loaded as Stable, or Empty if it has no members) and keeps its
     offsets; a tombstone drops the group and its offsets. Raises (changing nothing) for a record that cannot be a

@@ -1,3 +1,4 @@
+# pyright: strict
 """The classic GroupCoordinator as a pure state machine.
 
 Semantics follow Kafka 3.7's Scala ``GroupCoordinator`` (spec PART 2); names of private methods mirror Kafka's
@@ -966,7 +967,7 @@ class GroupCoordinator:
         if group.state is _DEAD:
             out.append(Respond(token, LeaveGroupResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)))
             return out
-        results = []
+        results: list[LeaveGroupMemberResult] = []
         for member_id, instance_id in req.members:
             if member_id == "":
                 # Admin-style removal of a static member by instance id.
@@ -1087,18 +1088,25 @@ class GroupCoordinator:
         out: list[Effect] = []
         if self._loading or len(key) < 2:
             return out
-        kind = key[0]
-        group = self._groups.get(key[1])  # type: ignore[arg-type]
+        kind, group_id = key[0], key[1]
+        # Keys are the machine's own: group ids and member ids are str, generations int; anything else is stale.
+        group = self._groups.get(group_id) if isinstance(group_id, str) else None
         if group is None or group.state is _DEAD:
             return out
         if kind == TIMER_HEARTBEAT:
-            self._on_heartbeat_timer(group, key[2], now_ms, out)  # type: ignore[arg-type]
+            member_id = key[2]
+            if isinstance(member_id, str):
+                self._on_heartbeat_timer(group, member_id, now_ms, out)
         elif kind == TIMER_JOIN:
             self._on_join_timer(group, now_ms, out)
         elif kind == TIMER_SYNC:
-            self._on_sync_timer(group, key[2], now_ms, out)  # type: ignore[arg-type]
+            generation = key[2]
+            if isinstance(generation, int):
+                self._on_sync_timer(group, generation, now_ms, out)
         elif kind == TIMER_PENDING:
-            self._on_pending_timer(group, key[2], now_ms, out)  # type: ignore[arg-type]
+            member_id = key[2]
+            if isinstance(member_id, str):
+                self._on_pending_timer(group, member_id, now_ms, out)
         return out
 
     def _on_heartbeat_timer(self, group: Group, member_id: str, now_ms: int, out: list[Effect]) -> None:

@@ -1,3 +1,4 @@
+# pyright: strict
 """Per-member state of a classic group (Kafka ``MemberMetadata``)."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# pyright: strict
 """Durable records: what a shell appends to its log for every :class:`~coordinator.group.api.Persist` effect.
 
 Three record types, mirroring Kafka's ``__consumer_offsets`` payloads (``GroupMetadataManager``):
@@ -198,7 +199,7 @@ def record_from_dict(d: dict[str, Any]) -> Record:
         cls = _BY_TYPE[d["type"]]
     except KeyError:
         raise ValueError(f"unknown record type in {d!r}") from None
-    return cls.from_dict(d)  # type: ignore[no-any-return]
+    return cls.from_dict(d)
 
 
 def encode_record(record: Record) -> bytes:
