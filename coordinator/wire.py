@@ -47,6 +47,7 @@ from kio.serial._introspect import (
 )
 from kio.serial.errors import SerialError
 
+from coordinator.api_keys import ApiKey
 from coordinator.guard import check_body
 
 __all__ = [
@@ -173,7 +174,7 @@ def _heartbeat_fast(correlation_id: int, response: Any) -> bytes | None:
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """Frame ``response`` (a kio response dataclass) with its header and size prefix."""
-    if response.__api_key__ == 12 and response.__version__ >= 1:
+    if response.__api_key__ == ApiKey.HEARTBEAT and response.__version__ >= 1:
         fast = _heartbeat_fast(correlation_id, response)
         if fast is not None:
             return fast
