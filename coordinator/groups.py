@@ -313,6 +313,7 @@ class GroupApis:
 
         if self._other_coordinates(req.group_id):
             return convert(g.LeaveGroupResponse(ErrorCode.NOT_COORDINATOR))
+        members: list[tuple[str, str | None]]
         if v < 3:
             members = [(req.member_id, None)]
             reason = None
@@ -513,7 +514,7 @@ class GroupApis:
         cls = response_class(ApiKey.LIST_GROUPS, ctx.api_version)
         group_cls = nested(cls, "groups")
         types_filter = [t.lower() for t in getattr(req, "types_filter", ())]
-        states = list(getattr(req, "states_filter", ())) or None
+        states: list[str] | None = list(getattr(req, "states_filter", ())) or None
         r = self.machine.list_groups(self.clock(), g.ListGroupsRequest(states_filter=states))
         listed = r.groups if not types_filter or "classic" in types_filter else []
         return make(
