@@ -1,3 +1,4 @@
+# pyright: strict
 """Kafka API keys of the requests this broker serves (``org.apache.kafka.common.protocol.ApiKeys``).
 
 The one place API keys are named: handler tables, served-version tables and response lookups use

@@ -1,3 +1,4 @@
+# pyright: strict
 """The effect runner: the asyncio shell that runs the pure :class:`~coordinator.group.machine.GroupCoordinator`.
 
 The kio adapters (:mod:`coordinator.groups`) turn requests into machine calls; this module runs those calls and
@@ -202,24 +203,25 @@ class GroupRunner:
         event that cannot be written is logged."""
         pending: list[Record] = []
         for effect in effects:
-            if isinstance(effect, g.Respond):
-                if pending:
-                    self._persist(pending)
-                    pending = []
-                self._respond(effect.token, effect.response)
-            elif isinstance(effect, g.SetTimer):
-                self._set_timer(effect.key, effect.deadline_ms)
-            elif isinstance(effect, g.CancelTimer):
-                t = self._timers.pop(effect.key, None)
-                if t is not None:
-                    t.handle.cancel()
-            elif isinstance(effect, g.Persist):
-                pending.append(effect.record)
-            elif isinstance(effect, g.Emit):
-                try:
-                    self._emit(effect)
-                except Exception:
-                    log.exception("cannot record group event %s", effect.kind)
+            match effect:
+                case g.Respond():
+                    if pending:
+                        self._persist(pending)
+                        pending = []
+                    self._respond(effect.token, effect.response)
+                case g.SetTimer():
+                    self._set_timer(effect.key, effect.deadline_ms)
+                case g.CancelTimer():
+                    t = self._timers.pop(effect.key, None)
+                    if t is not None:
+                        t.handle.cancel()
+                case g.Persist():
+                    pending.append(effect.record)
+                case g.Emit():
+                    try:
+                        self._emit(effect)
+                    except Exception:
+                        log.exception("cannot record group event %s", effect.kind)
         if pending:
             self._persist(pending)
 
