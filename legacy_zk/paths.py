@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 CONSUMERS = "/consumers"
 BROKER_IDS = "/brokers/ids"
@@ -195,10 +195,11 @@ def encode_topic(partitions: dict[int, list[int]]) -> bytes:
 def decode_topic_replicas(path: str, data: bytes | None) -> dict[int, list[int]]:
     """Partition -> replica list of a topic znode (``getReplicaAssignmentForTopics``)."""
     obj = _json(path, data)
-    if not isinstance(obj, dict) or not isinstance(obj.get("partitions"), dict):
+    parts: Any = cast("dict[str, Any]", obj).get("partitions") if isinstance(obj, dict) else None
+    if not isinstance(parts, dict):
         raise MalformedZnode(path, 'no "partitions" object', data)
     try:
-        return {int(p): [int(r) for r in rs] for p, rs in obj["partitions"].items()}
+        return {int(p): [int(r) for r in rs] for p, rs in cast("dict[Any, Any]", parts).items()}
     except (ValueError, TypeError):
         raise MalformedZnode(path, "partition ids and replicas must be integers", data) from None
 
