@@ -131,7 +131,7 @@ class MemZk:
     def _create(self, path: str, value: bytes, owner: int, fire: _Fire) -> str:
         if path in self._nodes:
             raise NodeExistsError(path)
-        up = parent(path)
+        up = _parent(path)
         if up not in self._nodes:
             raise NoNodeError(up)
         self._zxid += 1
@@ -162,7 +162,7 @@ class MemZk:
             raise NotEmptyError(path)
         self._zxid += 1
         del self._nodes[path]
-        up = parent(path)
+        up = _parent(path)
         pnode = self._nodes[up]
         pnode.children.discard(path.rsplit("/", 1)[1])
         pnode.cversion += 1
@@ -180,6 +180,11 @@ class MemZk:
             ws = table.setdefault(path, [])
             if watch not in ws:  # ZooKeeper keeps one registration per (watcher, path)
                 ws.append(watch)
+
+
+def _parent(path: str) -> str:
+    """The parent of a node: ``/`` for a top-level one (``paths.parent`` gives '')."""
+    return parent(path) or "/"
 
 
 def _call(fire: _Fire) -> None:

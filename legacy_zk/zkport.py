@@ -26,7 +26,7 @@ an exception instance per op (the failed op's own error, the others rolled back)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kazoo.exceptions import (  # pyright: ignore[reportMissingTypeStubs]
     BadVersionError,
@@ -87,6 +87,7 @@ Watcher = Callable[[Any], None]
 MultiOp = tuple[str, str, Any]
 
 
+@runtime_checkable
 class ZkPort(Protocol):
     """What a member asks of ZooKeeper (module contract)."""
 
