@@ -42,6 +42,13 @@ Then, until :meth:`close`:
 Every ZooKeeper request, watch notification, attempt, conflict, claim, release, record and commit
 is an event in the history (``impl: legacy_zk``, ``group``, ``member`` on each).
 
+Where each part lives: the member's life is a :class:`legacy_zk.states.Lifecycle` machine (checked
+transitions); the synced rebalance and its attempts are :class:`legacy_zk.attempt.Rebalancer`
+(against the :class:`legacy_zk.zkport.ZkPort` this member's :class:`legacy_zk.zkclient.CountingZk`
+implements); watches are :mod:`legacy_zk.watches`; offsets :mod:`legacy_zk.offsets`; owned
+partitions :mod:`legacy_zk.registry`. This module keeps the IO shell: the kazoo session, threads,
+registration, session expiry and shutdown.
+
 The member runs on kazoo's threading handler (default; can fetch records) or on its gevent handler
 (many members per process; coordination only, see :mod:`legacy_zk.host`). All its own concurrency
 uses the handler's primitives, so the same code serves both.

@@ -5,7 +5,7 @@ Contract (spec 1.9; ``ZkUtils`` / ``ZookeeperConsumerConnector`` of 0.8.2)
 -------------------------------------------------------------------------
 :class:`GroupReader` reads through a :class:`legacy_zk.zkport.ZkPort`, request by request as 0.8
 did (so the request counts are 0.8's). Malformed znodes written by someone else are reported to
-``malformed(kind_fields)`` once per (path, version) and skipped: a peer registration that does not
+the :class:`MalformedLog` once per (path, version) and skipped: a peer registration that does not
 parse is left out of the view, an unparsable topic znode counts as no partitions, an unparsable
 broker is left out. The member's *own* registration must parse (else ``MalformedZnode``); a missing
 registration raises ``NoNodeError`` (0.8's ``readData`` threw: the attempt fails).
