@@ -1,3 +1,4 @@
+# pyright: strict
 """The 0.8.2 partition assignors, ``range`` and ``roundrobin`` (spec 1.10; ``PartitionAssignor.scala``).
 
 Every member runs the same deterministic function over **its own view** of ZooKeeper and claims

@@ -1,3 +1,4 @@
+# pyright: strict
 """Member configuration: the 0.8 consumer property names, their defaults, and herdlab's extras.
 
 Contract
@@ -46,7 +47,7 @@ class ConsumerConfig:
     group_id: str
     zookeeper_connect: str
     #: topic -> number of streams (0.8's ``topicCountMap`` given to ``createMessageStreams``).
-    topics: dict[str, int] = field(default_factory=dict)
+    topics: dict[str, int] = field(default_factory=dict[str, int])
     consumer_id: str | None = None
     zookeeper_session_timeout_ms: int = 6000
     #: None means "= zookeeper.session.timeout.ms" (0.8's default).

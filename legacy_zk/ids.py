@@ -1,3 +1,4 @@
+# pyright: strict
 """Identifiers of the 0.8 high-level consumer: consumer ids, thread ids, topic-partitions.
 
 Contract (spec 1.3; ``ZookeeperConsumerConnector.consumerIdString`` and ``TopicCount.scala`` @0.8.2.2):

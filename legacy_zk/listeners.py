@@ -37,7 +37,7 @@ from typing import Any
 from kazoo.exceptions import ConnectionClosedError, NoNodeError
 from kazoo.protocol.states import EventType
 
-from legacy_zk.zkclient import CountingZk
+from legacy_zk.zkport import ZkPort
 
 log = logging.getLogger("legacy_zk")
 
@@ -88,7 +88,7 @@ class Subscriptions:
 
     def __init__(
         self,
-        zk: CountingZk,
+        zk: ZkPort,
         events: EventThread,
         on_notification: Callable[[str, str, str], None],
         on_children: Callable[[str, list[str] | None, str], None],

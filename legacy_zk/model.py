@@ -1,3 +1,4 @@
+# pyright: strict
 """The analytic herd model of the 0.8 ZooKeeper consumer: what one membership change costs.
 
 Pure (no ZooKeeper, no clock). ``herdlab bench legacy_zk`` (:mod:`harness.bench_legacy_zk`) prints

@@ -1,3 +1,4 @@
+# pyright: strict
 """ZooKeeper paths and znode payloads of the 0.8 layout (spec 1.4), as pure functions.
 
 Paths (``ZKGroupDirs`` / ``ZKGroupTopicDirs`` / ``ZkUtils`` @0.8.2.2)::
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -93,6 +95,14 @@ def _json(path: str, data: bytes | None) -> Any:
         raise MalformedZnode(path, f"not JSON ({e.__class__.__name__}: {e})", data) from None
 
 
+def _object(path: str, data: bytes | None, what: str) -> dict[str, Any]:
+    """The JSON object in ``data`` (``MalformedZnode`` naming ``what`` when it is not one)."""
+    obj = _json(path, data)
+    if not isinstance(obj, dict):
+        raise MalformedZnode(path, f"{what} is not a JSON object", data)
+    return cast("dict[str, Any]", obj)
+
+
 # -- consumer registration --------------------------------------------------------------------
 
 
@@ -128,9 +138,7 @@ def encode_registration(subscription: dict[str, int], timestamp_ms: int, pattern
 
 def decode_registration(path: str, data: bytes | None) -> Registration:
     """Parse a registration; ``pattern`` and ``subscription`` are required (as in ``TopicCount``)."""
-    obj = _json(path, data)
-    if not isinstance(obj, dict):
-        raise MalformedZnode(path, "registration is not a JSON object", data)
+    obj = _object(path, data, "registration")
     pattern = obj.get("pattern")
     sub = obj.get("subscription")
     if pattern not in PATTERNS:
@@ -138,7 +146,7 @@ def decode_registration(path: str, data: bytes | None) -> Registration:
     if not isinstance(sub, dict):
         raise MalformedZnode(path, "subscription must be a JSON object", data)
     subscription: dict[str, int] = {}
-    for topic, streams in sub.items():
+    for topic, streams in cast("dict[Any, Any]", sub).items():
         if not isinstance(streams, int) or isinstance(streams, bool) or streams < 1:
             raise MalformedZnode(path, f"stream count of {topic!r} must be an integer >= 1", data)
         subscription[str(topic)] = streams
@@ -160,7 +168,7 @@ def normalize_filter_regex(raw: str) -> str:
     return re.sub(r"""["']+$""", "", regex)
 
 
-def topic_filter(raw_regex: str, pattern: str, exclude_internal: bool = True):  # noqa: ANN201
+def topic_filter(raw_regex: str, pattern: str, exclude_internal: bool = True) -> Callable[[str], bool]:
     """A predicate ``topic -> bool``: ``Whitelist`` (full match) or ``Blacklist`` (no full match).
 
     Java and Python regex dialects agree on the topic-name patterns people write; a regex Python
@@ -207,10 +215,11 @@ def decode_topic_replicas(path: str, data: bytes | None) -> dict[int, list[int]]
 def decode_topic_partitions(path: str, data: bytes | None) -> list[int]:
     """The partition ids of a topic znode, ascending (``getPartitionsForTopics``)."""
     obj = _json(path, data)
-    if not isinstance(obj, dict) or not isinstance(obj.get("partitions"), dict):
+    parts: Any = cast("dict[str, Any]", obj).get("partitions") if isinstance(obj, dict) else None
+    if not isinstance(parts, dict):
         raise MalformedZnode(path, 'no "partitions" object', data)
     try:
-        return sorted(int(p) for p in obj["partitions"])
+        return sorted(int(p) for p in cast("dict[Any, Any]", parts))
     except ValueError:
         raise MalformedZnode(path, "partition ids must be integers", data) from None
 
@@ -242,13 +251,12 @@ def encode_broker_v4(host: str, port: int, timestamp_ms: int, jmx_port: int = -1
 
 def decode_broker(path: str, data: bytes | None) -> tuple[str, int]:
     """``(host, port)`` of a broker registration, version 1 (host/port) or 2+ (first endpoint)."""
-    obj = _json(path, data)
-    if not isinstance(obj, dict):
-        raise MalformedZnode(path, "broker registration is not a JSON object", data)
+    obj = _object(path, data, "broker registration")
     host, port = obj.get("host"), obj.get("port")
     if isinstance(host, str) and host and isinstance(port, int) and port > 0:
         return host, port
-    for ep in obj.get("endpoints") or []:
+    endpoints: Any = obj.get("endpoints") or []
+    for ep in cast("list[Any]", endpoints):
         m = re.match(r"^[A-Za-z0-9_]+://\[?([^\]]*)\]?:(\d+)$", str(ep))
         if m and m.group(1):
             return m.group(1), int(m.group(2))

@@ -1,3 +1,4 @@
+# pyright: strict
 """The rebalance plan of one attempt: from a view to what to release and what to claim.
 
 0.8 is *eager*: an attempt first releases **every** owner znode the member holds (before it even

@@ -1,4 +1,4 @@
-"""A thin counting wrapper around one ``KazooClient`` that retries as ZkClient 0.3 did.
+"""A thin counting wrapper around one ``KazooClient`` that retries as ZkClient 0.3 did (a ``ZkPort``).
 
 Contract
 --------
@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
@@ -45,6 +45,7 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import KazooState, ZnodeStat
 
 from legacy_zk.paths import parent
+from legacy_zk.zkport import MultiOp
 
 T = TypeVar("T")
 
@@ -164,7 +165,7 @@ class CountingZk:
     def delete(self, path: str, version: int = -1) -> None:
         self._call("delete", path, lambda: self.client.delete(path, version=version))
 
-    def multi(self, ops: list[tuple[str, str, Any]]) -> list[Any]:
+    def multi(self, ops: Sequence[MultiOp]) -> list[Any]:
         """One ``multi`` request. ``ops``: ``("check", path, version)``, ``("set", path, (value,
         version))``, ``("create", path, value)``. Returns kazoo's per-op results (exceptions for
         failed ops, the whole transaction then being rolled back by the server)."""

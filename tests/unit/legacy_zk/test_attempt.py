@@ -1,0 +1,296 @@
+"""The synced rebalance of 2-3 members against the in-memory ZooKeeper (no server, no threads).
+
+Each member has its own session of one :class:`MemZk` tree holding a 0.8 layout: broker 1, topic
+``t`` with 4 partitions, and the members' ephemeral registrations. Expected assignments are worked
+out by hand from 0.8's range assignor: consumers sorted, ``4 // n`` partitions each, the first
+``4 % n`` consumers one more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from legacy_zk import paths
+from legacy_zk.attempt import Rebalancer
+from legacy_zk.ids import ThreadId, TopicPartition
+from legacy_zk.memzk import MemZk, MemZkSession
+from legacy_zk.offsets import OffsetStore
+from legacy_zk.reads import GroupReader, MalformedLog
+from legacy_zk.registry import Registry
+from legacy_zk.states import RebalanceState
+
+G = "g"
+
+
+def tp(p: int) -> TopicPartition:
+    return TopicPartition("t", p)
+
+
+class Hooks:
+    """Records what the attempt asks of its member; ``on_wait`` runs during a backoff."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+        self.closed_fetchers = 0
+        self.fetching: list[dict[TopicPartition, int]] = []
+        self.watched_brokers = 0
+        self.assignments: list[tuple[str, list[TopicPartition]]] = []
+        self.on_wait: Callable[[int], None] | None = None
+        self.stopping = False
+
+    def shutting_down(self) -> bool:
+        return self.stopping
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(seconds)
+        if self.on_wait is not None:
+            self.on_wait(len(self.waits))
+        return self.stopping
+
+    def close_fetchers(self) -> None:
+        self.closed_fetchers += 1
+
+    def start_fetching(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self.fetching.append(dict(offsets))
+
+    def watch_brokers(self) -> None:
+        self.watched_brokers += 1
+
+    def assignment_changed(self, what: str, partitions: list[TopicPartition]) -> None:
+        self.assignments.append((what, partitions))
+
+
+class Member:
+    """One member's rebalancer on its own session, with its events and hooks."""
+
+    def __init__(self, zk: MemZk, name: str, register: bool = True, **kw: Any) -> None:
+        self.session: MemZkSession = zk.session()
+        self.id = f"{G}_{name}"
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.hooks = Hooks()
+        self.registry = Registry()
+        self.stats: dict[str, int] = {
+            k: 0
+            for k in (
+                "rebalances",
+                "attempts",
+                "failed_attempts",
+                "gave_up",
+                "conflicts",
+                "claims",
+                "releases",
+            )
+        }
+        store = OffsetStore(
+            self.session,
+            G,
+            self.registry,
+            fenced=False,
+            emit=self.emit,
+            stats=self.stats,
+            lock=_NoLock(),
+            tag=lambda: self.id,
+        )
+        self.rebalancer = Rebalancer(
+            zk=self.session,
+            group=G,
+            member_id=self.id,
+            strategy=kw.pop("strategy", "range"),
+            topics={"t": 1},
+            max_retries=kw.pop("max_retries", 4),
+            backoff_ms=kw.pop("backoff_ms", 250),
+            takeover_delay_ms=0,
+            reader=GroupReader(self.session, G, self.id, True, MalformedLog(self.malformed)),
+            registry=self.registry,
+            offsets=store,
+            hooks=self.hooks,
+            emit=self.emit,
+            stats=self.stats,
+            clock=lambda: 0.0,
+        )
+        if register:
+            self.register()
+
+    def register(self) -> None:
+        self.session.create_parents(paths.ids_dir(G))
+        self.session.create(paths.id_path(G, self.id), paths.encode_registration({"t": 1}, 0), ephemeral=True)
+
+    def emit(self, kind: str, /, **fields: Any) -> None:
+        self.events.append((kind, fields))
+
+    def malformed(self, err: paths.MalformedZnode) -> None:
+        self.emit("malformed", path=err.path, error=str(err))
+
+    def kinds(self, kind: str) -> list[dict[str, Any]]:
+        return [f for k, f in self.events if k == kind]
+
+
+class _NoLock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@pytest.fixture
+def zk() -> MemZk:
+    """Broker 1 and topic t (4 partitions, replicas on broker 1), as 0.8's admin tools wrote them."""
+    tree = MemZk()
+    admin = tree.session()
+    admin.create_parents(paths.BROKER_IDS)
+    admin.create(paths.broker_path(1), paths.encode_broker("127.0.0.1", 9092, 0), ephemeral=True)
+    admin.create_parents(paths.BROKER_TOPICS)
+    admin.create(paths.topic_path("t"), paths.encode_topic({p: [1] for p in range(4)}))
+    return tree
+
+
+def owners(zk: MemZk) -> dict[int, bytes]:
+    prefix = paths.owners_dir(G, "t") + "/"
+    return {int(p[len(prefix) :]): d for p, d in zk.dump().items() if p.startswith(prefix)}
+
+
+def test_two_members_split_the_partitions_by_range_and_claim_them(zk: MemZk) -> None:
+    # a committed offset 42 for partition 1 earlier (the znode holds the next offset to read)
+    admin = zk.session()
+    admin.create_parents(paths.offsets_dir(G, "t"))
+    admin.create(paths.offset_path(G, "t", 1), b"42")
+    a, b = Member(zk, "a"), Member(zk, "b")
+    a.session.counts.clear()  # count the rebalance's requests only (not the registration)
+
+    assert a.rebalancer.synced_rebalance(["start"]) is True
+    # consumers [g_a, g_b], 4 partitions: 4 // 2 = 2 each, g_a-0 first
+    assert owners(zk) == {0: b"g_a-0", 1: b"g_a-0"}
+    for p in (0, 1):
+        assert admin.get(paths.owner_path(G, "t", p))[1].ephemeralOwner == a.session.id
+    assert a.registry.owned() == {tp(0), tp(1)}
+    assert a.registry.consumed() == {tp(0): -1, tp(1): 42}  # no offset znode: auto.offset.reset
+    assert a.hooks.fetching == [{tp(0): -1, tp(1): 42}]
+    assert [(e["outcome"], e["gave_up"], e["owned"]) for e in a.kinds("rebalance_end")] == [
+        ("ok", False, [["t", 0], ["t", 1]])
+    ]
+    assert [(e["partition"], e["thread"]) for e in a.kinds("claim")] == [(0, "g_a-0"), (1, "g_a-0")]
+    assert [e["partition"] for e in a.kinds("assigned")] == [0, 1]
+    assert a.kinds("assigned")[0]["consumers"] == 2
+    # the requests of 0.8's attempt, worked out per step (see legacy_zk.model):
+    # get_children: /brokers/ids twice, the ids twice (consumers per topic, consumers in group) = 4;
+    # get: broker 1 twice, own registration, then in the view: own registration, topic, g_a, g_b,
+    #      then 2 offsets = 9;
+    # create: owner t/0 (NoNode), owners/t (NoNode), owners, owners/t, owner t/0, then owner t/1 = 6
+    assert dict(a.session.counts) == {"get_children": 4, "get": 9, "create": 6}
+    assert a.rebalancer.state.state is RebalanceState.SETTLED and not a.rebalancer.gave_up
+
+    assert b.rebalancer.synced_rebalance(["start"]) is True
+    assert owners(zk) == {0: b"g_a-0", 1: b"g_a-0", 2: b"g_b-0", 3: b"g_b-0"}
+    assert b.registry.consumed() == {tp(2): -1, tp(3): -1}
+
+
+def test_a_join_makes_the_owner_release_everything_then_claim_its_share(zk: MemZk) -> None:
+    a = Member(zk, "a")
+    assert a.rebalancer.synced_rebalance(["start"])
+    assert owners(zk) == {p: b"g_a-0" for p in range(4)}  # alone: all four
+    Member(zk, "b")  # joins (registers); a's ids watch would fire
+    assert a.rebalancer.synced_rebalance(["watch:/consumers/g/ids"])
+    # eager: all four owner znodes deleted first, then 0 and 1 claimed again
+    assert [e["partition"] for e in a.kinds("release")] == [0, 1, 2, 3]
+    assert [e["partition"] for e in a.kinds("revoked")] == [0, 1, 2, 3]
+    assert owners(zk) == {0: b"g_a-0", 1: b"g_a-0"}
+    last = [e for e in a.kinds("assigned") if e["rebalance"] == 2]
+    assert last[0]["lost"] == [["t", 2], ["t", 3]] and last[0]["gained"] == []
+
+
+def test_a_conflicting_claim_fails_the_attempt_and_the_retry_after_backoff_succeeds(zk: MemZk) -> None:
+    a, b, c = Member(zk, "a"), Member(zk, "b"), Member(zk, "c")
+    # consumers [g_a, g_b, g_c]: 4 // 3 = 1 each, 4 % 3 = 1 extra for g_a -> g_a-0 owns 0 and 1
+    stale = zk.session()  # a vanished owner whose session has not expired yet holds partition 1
+    stale.create_parents(paths.owners_dir(G, "t"))
+    stale.create(paths.owner_path(G, "t", 1), b"g_z-0", ephemeral=True)
+    a.hooks.on_wait = lambda n: stale.expire()  # the stale session expires during the backoff
+
+    assert a.rebalancer.synced_rebalance(["start"]) is True
+    ends = a.kinds("rebalance_end")
+    assert [(e["attempt"], e["outcome"], e["gave_up"]) for e in ends] == [
+        (0, "conflict", False),
+        (1, "ok", False),
+    ]
+    assert [(e["partition"], e["holder"]) for e in a.kinds("conflict")] == [(1, "g_z-0")]
+    # attempt 0 had claimed partition 0 before it met the conflict: that claim was rolled back
+    assert [(e["attempt"], e["partition"], e.get("rollback")) for e in a.kinds("release")] == [(0, 0, True)]
+    assert [(e["attempt"], e["partition"]) for e in a.kinds("claim")] == [(0, 0), (1, 0), (1, 1)]
+    assert a.hooks.waits == [0.25]  # rebalance.backoff.ms once, between the two attempts
+    # stop fetching + commit: in each attempt, and once more after the failed one
+    assert a.hooks.closed_fetchers == 3
+    assert owners(zk) == {0: b"g_a-0", 1: b"g_a-0"}
+    assert (a.stats["conflicts"], a.stats["failed_attempts"], a.stats["attempts"]) == (1, 1, 2)
+    assert b.rebalancer.synced_rebalance(["start"]) and c.rebalancer.synced_rebalance(["start"])
+    assert owners(zk) == {0: b"g_a-0", 1: b"g_a-0", 2: b"g_b-0", 3: b"g_c-0"}
+
+
+def test_a_member_gives_up_after_its_last_attempt_and_owns_nothing(zk: MemZk) -> None:
+    a = Member(zk, "a", max_retries=2, backoff_ms=100)
+    Member(zk, "b")
+    stale = zk.session()
+    stale.create_parents(paths.owners_dir(G, "t"))
+    stale.create(paths.owner_path(G, "t", 1), b"g_z-0", ephemeral=True)
+
+    assert a.rebalancer.synced_rebalance(["start"]) is False
+    ends = a.kinds("rebalance_end")
+    assert [(e["outcome"], e["gave_up"]) for e in ends] == [("conflict", False), ("conflict", True)]
+    assert a.hooks.waits == [0.1, 0.1]  # 0.8 backs off after the last attempt too
+    assert a.rebalancer.gave_up and a.rebalancer.state.state is RebalanceState.GAVE_UP
+    assert a.hooks.assignments == [("gave_up", [])]
+    assert a.registry.owned() == frozenset()
+    assert owners(zk) == {1: b"g_z-0"}  # its claims of partition 0 were rolled back each time
+    assert a.stats["gave_up"] == 1
+
+    # the next change: the stale owner is gone, the member rebalances and succeeds
+    stale.expire()
+    assert a.rebalancer.synced_rebalance(["watch:/consumers/g/ids"]) is True
+    assert not a.rebalancer.gave_up and owners(zk) == {0: b"g_a-0", 1: b"g_a-0"}
+
+
+def test_no_broker_is_a_success_that_watches_the_broker_ids(zk: MemZk) -> None:
+    admin = zk.session()
+    admin.delete(paths.broker_path(1))
+    a = Member(zk, "a")
+    assert a.rebalancer.synced_rebalance(["start"]) is True
+    assert [e["outcome"] for e in a.kinds("rebalance_end")] == ["no_brokers"]
+    assert a.hooks.watched_brokers == 1 and owners(zk) == {}
+
+
+def test_a_vanished_registration_is_an_error_outcome(zk: MemZk) -> None:
+    a = Member(zk, "a", register=False, max_retries=1)
+    assert a.rebalancer.synced_rebalance(["start"]) is False
+    (end,) = a.kinds("rebalance_end")
+    assert end["outcome"] == "error" and end["detail"].startswith("NoNodeError")
+
+
+def test_shutdown_during_the_backoff_stops_the_rebalance(zk: MemZk) -> None:
+    a = Member(zk, "a")
+    stale = zk.session()
+    stale.create_parents(paths.owners_dir(G, "t"))
+    stale.create(paths.owner_path(G, "t", 0), b"g_z-0", ephemeral=True)
+
+    def close(n: int) -> None:
+        a.hooks.stopping = True
+
+    a.hooks.on_wait = close
+    assert a.rebalancer.synced_rebalance(["start"]) is False
+    assert [e["outcome"] for e in a.kinds("rebalance_end")] == ["conflict"]
+    assert a.rebalancer.state.state is RebalanceState.STOPPED and not a.rebalancer.gave_up
+    assert a.rebalancer.synced_rebalance(["late"]) is False  # nothing starts once closing
+    assert a.kinds("rebalance_begin") == [a.kinds("rebalance_begin")[0]]
+
+
+def test_a_malformed_peer_registration_is_left_out_of_the_view(zk: MemZk) -> None:
+    a = Member(zk, "a")
+    admin = zk.session()
+    admin.create(paths.id_path(G, "g_bad"), b"not json", ephemeral=True)
+    assert a.rebalancer.synced_rebalance(["start"])
+    # g_bad is a consumer in the group but subscribes to nothing: a owns all four
+    assert owners(zk) == {p: b"g_a-0" for p in range(4)}
+    assert [e["path"] for e in a.kinds("malformed")] == [paths.id_path(G, "g_bad")]
+    assert ThreadId("g_a", 0) == ThreadId.parse(owners(zk)[0].decode())
