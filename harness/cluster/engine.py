@@ -244,9 +244,9 @@ class Box:
             kwargs["user"] = self.user
         # Host networking through the SDK's ``network`` (not testcontainers' Network objects); giving it
         # also keeps testcontainers from attaching a network of its own choosing.
-        tc = DockerContainer(self.image, command=self.command, env=self.env, name=self.name).with_kwargs(
-            **kwargs
-        )
+        # ``command`` as a list (no shell splitting): the Docker SDK takes one; testcontainers' hint says str.
+        command: Any = self.command
+        tc = DockerContainer(self.image, command=command, env=self.env, name=self.name).with_kwargs(**kwargs)
         for m in self.mounts:
             m.mkdir(parents=True, exist_ok=True)
             tc.with_volume_mapping(str(m), str(m), "rw")

@@ -1,3 +1,4 @@
+# pyright: strict
 """``Service``: one life cycle for every cluster-side process and container (ducktape's model).
 
 Contract
