@@ -104,7 +104,7 @@ def list_images(tag_prefix: str) -> None:
 @click.option("--all", "everything", is_flag=True, help="Also containers of herdlab processes still running.")
 def clean(everything: bool) -> None:
     """Remove containers left by herdlab runs whose process is gone (normally there are none)."""
-    from harness.cluster.containers import remove_leftovers
+    from harness.cluster.engine import remove_leftovers
 
     removed = remove_leftovers(everything)
     console.print(f"removed {len(removed)} container(s){': ' + ', '.join(removed) if removed else ''}")

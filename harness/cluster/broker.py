@@ -12,6 +12,8 @@ Contract
   data directory, history file and options. Also a context manager.
 * Without ``log_path`` the broker log goes to a temporary directory that is removed by ``stop()``
   (the ready file lives there too). ``data_dir`` and ``history_path`` are never removed.
+* A :class:`~harness.cluster.service.Service` (through :class:`~harness.cluster.service.ProcessService`):
+  ``name`` is ``broker-<id>``, ``ready()`` is "the ready file names the port and it accepts".
 """
 
 from __future__ import annotations
@@ -23,17 +25,15 @@ import signal
 import socket
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.kernel.errors import Unreachable
-from harness.procs import ChildProcess, spawn
+from harness.cluster.service import ProcessService
 
 __all__ = ["BrokerProcess"]
 
 
-class BrokerProcess:
+class BrokerProcess(ProcessService):
     """One broker child process (see the module docstring)."""
 
     def __init__(
@@ -57,7 +57,8 @@ class BrokerProcess:
         self.host = host
         self.port = port
         self.env = env
-        self.process: ChildProcess | None = None
+        self.name = f"broker-{broker_id}"
+        self.process = None
         self._tmp: Path | None = None
 
     # ------------------------------------------------------------------ addresses
@@ -109,36 +110,26 @@ class BrokerProcess:
         """Spawn the broker and wait until it serves; returns ``self``."""
         if self.process is not None and self.process.alive():
             return self
-        ready = self._workdir() / f"ready-{self.broker_id}.json"
-        ready.unlink(missing_ok=True)
-        self.process = spawn(
-            self.argv(ready), f"broker-{self.broker_id}", log_path=self.log_path, env=self.env
-        )
-        deadline = time.monotonic() + timeout
-        while True:
-            if ready.exists():
-                try:
-                    info = json.loads(ready.read_text())
-                except json.JSONDecodeError:
-                    info = None  # being replaced right now
-                if info is not None:
-                    self.port = int(info["port"])
-                    if self._accepts():
-                        return self
-            if not self.process.alive():
-                tail = self.process.log_tail()
-                self.process.stop()
-                raise Unreachable(
-                    f"broker {self.broker_id} exited with status {self.process.returncode} before it was ready; "
-                    f"log tail: {tail[-2000:]}"
-                )
-            if time.monotonic() > deadline:
-                tail = self.process.log_tail()
-                self.process.stop()
-                raise Unreachable(
-                    f"broker {self.broker_id} not ready after {timeout:.0f}s; log tail: {tail[-2000:]}"
-                )
-            time.sleep(0.02)
+        self._ready_file().unlink(missing_ok=True)
+        self._spawn_ready(self.argv(self._ready_file()), f"broker {self.broker_id}", timeout, env=self.env)
+        return self
+
+    def _ready_file(self) -> Path:
+        return self._workdir() / f"ready-{self.broker_id}.json"
+
+    def ready(self) -> bool:
+        """Serves now: the ready file names the port (taken as :attr:`port`) and the port accepts."""
+        if self.process is None:
+            return False
+        ready = self._ready_file()
+        if not ready.exists():
+            return False
+        try:
+            info = json.loads(ready.read_text())
+        except (json.JSONDecodeError, OSError):
+            return False  # being replaced right now
+        self.port = int(info["port"])
+        return self._accepts()
 
     def _accepts(self) -> bool:
         try:
@@ -147,9 +138,6 @@ class BrokerProcess:
         except OSError:
             return False
 
-    def alive(self) -> bool:
-        return self.process is not None and self.process.alive()
-
     def signal(self, sig: int) -> None:
         """Send ``sig`` to the broker (e.g. SIGSTOP / SIGCONT to pause it)."""
         if self.process is not None:
@@ -157,8 +145,7 @@ class BrokerProcess:
 
     def stop(self, grace: float = 5.0) -> None:
         """SIGTERM (clean shutdown), SIGKILL after ``grace`` seconds; removes a temporary work dir."""
-        if self.process is not None:
-            self.process.stop(grace)
+        self.stop_process(grace)
         self._cleanup()
 
     def kill(self) -> None:

@@ -2,7 +2,8 @@
 
 Contract: ``LocalCluster(...).start()`` starts ZooKeeper then the brokers on free loopback ports and
 returns when all are ready; ``stop()`` stops them in reverse order and is idempotent. Both also run
-as a context manager. ``describe()`` reports addresses and health for people and the CLI.
+as a context manager. Each component is a :class:`~harness.cluster.service.Service`, held in a
+:class:`~harness.cluster.service.ServiceStack`. ``describe()`` reports addresses and health for people and the CLI.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.service import ServiceStack
 from harness.cluster.zookeeper import ZooKeeperServer
 
 log = logging.getLogger("harness.cluster")
@@ -55,10 +57,11 @@ class LocalCluster:
         self.n_brokers = brokers
         self.broker_args = broker_args
         self.brokers: list[Any] = []
+        self._services = ServiceStack()
 
     def start(self) -> LocalCluster:
         try:
-            self.zookeeper.start()
+            self._services.push(self.zookeeper).start()
             if self.n_brokers:
                 broker_mod = importlib.import_module("harness.cluster.broker")
                 for i in range(self.n_brokers):
@@ -70,8 +73,8 @@ class LocalCluster:
                         history_path=self.history_dir / f"broker-{i}.jsonl" if self.history_dir else None,
                         extra_args=self.broker_args,
                     )
+                    self.brokers.append(self._services.push(b))
                     b.start()
-                    self.brokers.append(b)
         except BaseException:
             self.stop()
             raise
@@ -106,10 +109,11 @@ class LocalCluster:
         self.brokers[index].restart()
 
     def stop(self) -> None:
-        for b in reversed(self.brokers):
-            b.stop()
-        self.brokers.clear()
-        self.zookeeper.stop()
+        """Stop the brokers, then ZooKeeper (every one, even if one fails). Idempotent."""
+        try:
+            self._services.stop_all()
+        finally:
+            self.brokers.clear()
 
     def describe(self) -> list[ComponentHealth]:
         """Addresses and health of every component, checked now."""

@@ -8,7 +8,8 @@ Contract
 (:mod:`harness.procs`) and returns once the server answers ``ruok`` with ``imok``. On failure it
 stops the process and raises :class:`harness.kernel.errors.Unreachable` with the cause and the tail of
 ZooKeeper's log. ``stop()`` stops the process and removes a temporary work directory; it is
-idempotent and also runs on ``with`` exit.
+idempotent and also runs on ``with`` exit. A :class:`~harness.cluster.service.Service` (through
+:class:`~harness.cluster.service.ProcessService`): ``ready()`` is the ``ruok`` + ``srvr`` probe.
 
 ``mntr()`` returns the server's ``mntr`` counters, numbers parsed (``zk_packets_received`` etc.).
 Minimum session timeout is 2 x ``tick_time_ms`` (ZooKeeper's rule), so tests use short ticks.
@@ -21,12 +22,11 @@ import os
 import shutil
 import socket
 import tempfile
-import time
 from pathlib import Path
 
 from harness.cluster.java import check_java, zookeeper_classpath, zookeeper_version
-from harness.kernel.errors import Unreachable
-from harness.procs import ChildProcess, free_port, spawn
+from harness.cluster.service import ProcessService, on_free_port
+from harness.procs import free_port
 
 log = logging.getLogger("harness.zookeeper")
 
@@ -106,7 +106,7 @@ def write_config(
     return cfg_path, log4j
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(ProcessService):
     """One standalone ZooKeeper server on 127.0.0.1 (see the module docstring for the contract).
 
     Parameters: ``tick_time_ms`` (ZooKeeper's tickTime; sessions may be as short as 2 ticks),
@@ -136,7 +136,7 @@ class ZooKeeperServer:
         self.max_session_timeout_ms = max_session_timeout_ms
         self.log_level = log_level
         self.name = name
-        self.process: ChildProcess | None = None
+        self.process = None
         self.version = "unknown"
         self.ready_seconds: float | None = None
 
@@ -149,9 +149,9 @@ class ZooKeeperServer:
         return f"{self.host}:{self.port}"
 
     @property
-    def log_path(self) -> Path:
-        assert self.workdir is not None
-        return self.workdir / "zookeeper.log"
+    def log_path(self) -> Path | None:
+        """``<workdir>/zookeeper.log`` (None before start and after a temporary workdir is removed)."""
+        return self.workdir / "zookeeper.log" if self.workdir is not None else None
 
     def start(self, timeout: float = 60.0) -> ZooKeeperServer:
         """Start the server and wait until it answers ``ruok``; returns ``self``."""
@@ -163,20 +163,18 @@ class ZooKeeperServer:
             self.workdir.mkdir(parents=True, exist_ok=True)
         else:
             self.workdir = Path(tempfile.mkdtemp(prefix="herdlab-zk-"))
-        attempts = 1 if self.requested_port else 3  # a picked free port can be taken in between
-        last_error: Unreachable | None = None
-        for _ in range(attempts):
+
+        def attempt() -> None:
             self.port = self.requested_port or free_port(self.host)
-            try:
-                self._launch(java, jars, timeout)
-                return self
-            except Unreachable as e:
-                last_error = e
-                if "Address already in use" not in str(e):
-                    break
-        self.stop()
-        assert last_error is not None
-        raise last_error
+            self._launch(java, jars, timeout)
+
+        try:
+            # A picked free port can be taken in between: retry then (a requested port: no retry).
+            on_free_port(attempt, 1 if self.requested_port else 3, clash=("Address already in use",))
+        except BaseException:
+            self.stop()
+            raise
+        return self
 
     def _launch(self, java: str, jars: list, timeout: float) -> None:
         assert self.workdir is not None and self.port is not None
@@ -198,40 +196,25 @@ class ZooKeeperServer:
             "org.apache.zookeeper.server.quorum.QuorumPeerMain",
             str(cfg_path),
         ]
-        t0 = time.monotonic()
-        self.process = spawn(argv, name=f"{self.name}:{self.port}", log_path=self.log_path)
-        deadline = t0 + timeout
-        while True:
-            if not self.process.alive():
-                tail = self.process.log_tail(20)
-                self.process.stop()
-                raise Unreachable(
-                    f"ZooKeeper exited with status {self.process.returncode} before serving on port "
-                    f"{self.port}; log tail:\n{tail}"
-                )
-            try:
-                # ruok says imok as soon as the port is bound; srvr tells when requests are served.
-                if four_letter(self.host, self.port, "ruok", timeout=1.0).strip() == "imok" and (
-                    "not currently serving" not in four_letter(self.host, self.port, "srvr", timeout=1.0)
-                ):
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                tail = self.process.log_tail(20)
-                self.process.stop()
-                raise Unreachable(
-                    f"ZooKeeper did not answer ruok on {self.host}:{self.port} within {timeout:.0f}s; "
-                    f"log tail:\n{tail}"
-                )
-            time.sleep(0.05)  # polling the server's own readiness probe, not test synchronisation
-        self.ready_seconds = time.monotonic() - t0
+        self.ready_seconds = self._spawn_ready(
+            argv, f"ZooKeeper on {self.host}:{self.port}", timeout, process_name=f"{self.name}:{self.port}"
+        )
         log.info("ZooKeeper %s ready on %s in %.2fs", self.version, self.connect_string, self.ready_seconds)
+
+    def ready(self) -> bool:
+        """Serves now: ``ruok`` says ``imok`` (the port is bound) and ``srvr`` says it serves requests."""
+        if self.port is None:
+            return False
+        try:
+            return four_letter(self.host, self.port, "ruok", timeout=1.0).strip() == "imok" and (
+                "not currently serving" not in four_letter(self.host, self.port, "srvr", timeout=1.0)
+            )
+        except OSError:
+            return False
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL) and remove a temporary work directory."""
-        if self.process is not None:
-            self.process.stop()
+        self.stop_process()
         if self.workdir is not None and self._given_workdir is None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None

@@ -178,13 +178,15 @@ def test_clean_removes_containers_whose_owner_is_gone(engine: Any, images: Image
             engine.containers.create(
                 images.herdlab,
                 ["sleep", "60"],
-                labels={"herdlab": "1", "herdlab.owner": owner},
+                labels={"herdlab": "1", "herdlab.owner": owner, "herdlab.session": SESSION},
                 network_mode="host",
             )
         )
     try:
-        assert remove_leftovers() == [made[0].name]
-        assert remove_leftovers(everything=True) == [made[1].name]
+        # Restricted to this test session's label: another user's containers on the engine stay.
+        mine = f"herdlab.session={SESSION}"
+        assert remove_leftovers(label=mine) == [made[0].name]
+        assert remove_leftovers(everything=True, label=mine) == [made[1].name]
     finally:
         for c in made:
             with contextlib.suppress(Exception):

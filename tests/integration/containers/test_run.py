@@ -24,7 +24,7 @@ from harness.images import ImageNames
 from harness.kernel.ownership import GroupView
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
-from tests.integration.containers.conftest import IMAGE_PREFIX, assert_nothing_left
+from tests.integration.containers.conftest import IMAGE_PREFIX, assert_nothing_left, started_herdlab
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.containers
@@ -191,9 +191,9 @@ def _herdlab_run(out: Path) -> subprocess.Popen[bytes]:
     argv += ["--members-in-containers", "--out", str(out), "--image-prefix", IMAGE_PREFIX]
     for kv in [*FAST, 'implementations=["coordinator"]', HERD]:
         argv += ["--set", kv]
-    return subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    started_herdlab(p.pid)
+    return p
 
 
 def _owned_by(engine: Any, pid: int) -> list[Any]:

@@ -1,0 +1,81 @@
+"""Pure parts of the containers backend: Box naming and labels, exit reasons, Service conformance.
+
+Nothing here talks to a Docker engine (the engine tests are in tests/integration/containers).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from harness.cluster.container_services import (
+    BrokerContainer,
+    KafkaContainer,
+    MemberContainer,
+    ZooKeeperContainer,
+)
+from harness.cluster.engine import SESSION, Box, box_exited, uid_gid
+from harness.cluster.service import Service
+
+
+class FakeBox:
+    def __init__(self, status: str, code: int | None) -> None:
+        self._status = status
+        self._code = code
+
+    def status(self) -> str:
+        return self._status
+
+    def exit_code(self) -> int | None:
+        return self._code
+
+
+def test_box_name_is_sanitized_and_carries_the_session() -> None:
+    box = Box("img", role="broker", name="u0 / broker:0")
+    assert box.name == f"herdlab-u0-broker-0-{SESSION}"
+
+
+def test_box_labels_ours_win_over_the_callers() -> None:
+    box = Box(
+        "img",
+        role="member",
+        name="m",
+        labels={"herdlab.run": "r1", "herdlab.session": "forged", "herdlab.role": "x", "n": 3},  # type: ignore[dict-item]
+    )
+    assert box.labels == {
+        "herdlab": "1",
+        "herdlab.run": "r1",
+        "n": "3",
+        "herdlab.session": SESSION,
+        "herdlab.owner": f"{socket.gethostname()}:{os.getpid()}",
+        "herdlab.role": "member",
+    }
+    assert box.status() == "removed" and not box.alive()  # never started: nothing in the engine
+
+
+def test_box_exited_says_why_only_once_the_container_cannot_serve() -> None:
+    for status in ("created", "running", "restarting"):
+        assert box_exited(FakeBox(status, None)) is None  # type: ignore[arg-type]
+    assert box_exited(FakeBox("exited", 137)) == "is exited (exit code 137)"  # type: ignore[arg-type]
+    assert box_exited(FakeBox("removed", None)) == "is removed (exit code None)"  # type: ignore[arg-type]
+
+
+def test_uid_gid_is_this_process() -> None:
+    assert uid_gid() == f"{os.getuid()}:{os.getgid()}"
+
+
+def test_every_container_service_is_a_service(tmp_path: Path) -> None:
+    zk = ZooKeeperContainer("zk-image")
+    broker = BrokerContainer("herdlab-image", 0, "127.0.0.1:2181", tmp_path / "broker-0")
+    kafka = KafkaContainer("kafka-image", 1, "127.0.0.1:2181", tmp_path / "broker-1")
+    member = MemberContainer(Box("herdlab-image", "member", "m0", log_path=tmp_path / "m0.log"), "m0")
+    for s in (zk, broker, kafka, member):
+        assert isinstance(s, Service)
+        assert not s.ready()  # not started
+        s.stop()  # idempotent and safe before start
+        s.stop()
+    assert zk.log_path is None  # no workdir before start
+    assert broker.log_path == tmp_path / "broker-0/broker.log"
+    assert kafka.log_path == tmp_path / "broker-1/broker.log"
+    assert member.log_path == tmp_path / "m0.log"
