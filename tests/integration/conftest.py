@@ -10,15 +10,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from harness.cluster.broker import BrokerProcess
 from harness.cluster.zookeeper import ZooKeeperServer
-
-BrokerFactory = Callable[..., BrokerProcess]
+from tests.support.brokers import BrokerFactory
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from harness.cluster.zookeeper import ZooKeeperServer
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 
 def _client(zk: ZooKeeperServer, timeout: float = 4.0) -> KazooClient:

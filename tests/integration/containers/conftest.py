@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,9 @@ import pytest
 
 from harness.images import ImageNames, docker_client, image_labels, image_names
 from harness.kernel.errors import EnvironmentProblem
+from tests.support.containers import IMAGE_PREFIX, assert_nothing_left, state
 
 STUB_DIR = Path(__file__).parent / "kafka_stub"
-IMAGE_PREFIX = os.environ.get("HERDLAB_TEST_IMAGE_PREFIX", "herdlab/")
 
 
 @pytest.fixture(scope="session")
@@ -44,26 +43,9 @@ def engine(images: ImageNames) -> Any:
     return client
 
 
-def _state(client: Any) -> tuple[set[str], set[str], set[str]]:
-    containers = {
-        c.name for c in client.containers.list(all=True, ignore_removed=True, filters={"label": "herdlab"})
-    }
-    networks = {n.name for n in client.networks.list()}
-    volumes = {v.name for v in client.volumes.list()}
-    return containers, networks, volumes
-
-
-def assert_nothing_left(client: Any, before: tuple[set[str], set[str], set[str]]) -> None:
-    """No container labelled ``herdlab`` beyond ``before``; networks and volumes as they were."""
-    containers, networks, volumes = _state(client)
-    assert containers <= before[0], f"containers left behind: {sorted(containers - before[0])}"
-    assert networks == before[1], f"networks changed: {sorted(networks ^ before[1])}"
-    assert volumes == before[2], f"volumes changed: {sorted(volumes ^ before[2])}"
-
-
 @pytest.fixture
 def baseline(engine: Any) -> Iterator[tuple[set[str], set[str], set[str]]]:
-    before = _state(engine)
+    before = state(engine)
     yield before
     assert_nothing_left(engine, before)
 

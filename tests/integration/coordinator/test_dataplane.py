@@ -13,7 +13,7 @@ from kafka.protocol.metadata import MetadataRequest
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import read_events
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 
 def _admin(broker: BrokerProcess) -> KafkaAdminClient:

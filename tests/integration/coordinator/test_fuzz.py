@@ -30,8 +30,8 @@ from coordinator.rawclient import RawClient
 from coordinator.server import SERVED_VERSIONS
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import read_events
-from tests.integration.conftest import BrokerFactory
-from tests.unit.coordinator.test_log_partition import batch
+from tests.support.batches import batch
+from tests.support.brokers import BrokerFactory
 
 FRAMES = 12_000
 FAST_GROUPS = ["--group-initial-rebalance-delay-ms", "0", "--group-min-session-timeout-ms", "100"]

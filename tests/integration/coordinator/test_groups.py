@@ -30,8 +30,8 @@ from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import read_events
 from harness.procs import ChildProcess, spawn
-from tests.integration.conftest import BrokerFactory
-from tests.waiting import wait_until
+from tests.support.brokers import BrokerFactory
+from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[3]
 #: The tests are not about the initial delay or the minimum session: make them fast.

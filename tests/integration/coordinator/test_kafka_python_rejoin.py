@@ -20,8 +20,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
 
 from harness.history.writer import read_events
-from tests.integration.conftest import BrokerFactory
-from tests.waiting import wait_until
+from tests.support.brokers import BrokerFactory
+from tests.support.waiting import wait_until
 
 GROUP = "g-rejoin"
 TOPIC = "rejoin"

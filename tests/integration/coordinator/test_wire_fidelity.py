@@ -35,9 +35,9 @@ from coordinator.group_log import LOG_NAME
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from harness.cluster.zookeeper import ZooKeeperServer
-from tests.integration.conftest import BrokerFactory
-from tests.unit.coordinator.test_log_partition import batch
-from tests.waiting import wait_until
+from tests.support.batches import batch
+from tests.support.brokers import BrokerFactory
+from tests.support.waiting import wait_until
 
 FAST = ["--group-min-session-timeout-ms", "1000"]
 NONE, CORRUPT_MESSAGE, LOAD_IN_PROGRESS, INVALID_RECORD = 0, 2, 14, 87

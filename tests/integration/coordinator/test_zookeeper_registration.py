@@ -17,8 +17,8 @@ from harness.cluster.broker import BrokerProcess
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.kernel.javacompat import partition_for
 from legacy_zk.paths import decode_broker, decode_topic_partitions
-from tests.integration.conftest import BrokerFactory
-from tests.waiting import wait_until
+from tests.support.brokers import BrokerFactory
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

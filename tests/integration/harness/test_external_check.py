@@ -25,7 +25,7 @@ from harness.cluster.zookeeper import ZooKeeperServer
 from harness.kernel.errors import Unreachable
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
-from tests.integration.conftest import BrokerFactory
+from tests.support.brokers import BrokerFactory
 
 HERDLAB = os.path.join(os.path.dirname(sys.executable), "herdlab")
 

@@ -21,27 +21,10 @@ from harness.history.schema import read_parquet
 from harness.kernel.ownership import GroupView
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
-from tests.waiting import wait_until
+from tests.support.runs import FAST
+from tests.support.waiting import wait_until
 
 IMPLS = ["coordinator", "legacy_zk"]
-
-FAST = [
-    "repetitions=1",
-    "matrix={}",
-    "settle_window=1s",
-    "stable_timeout=60s",
-    "drain=20s",
-    "workload.rate=100",
-    "group.coordinator.session_timeout_ms=3000",
-    "group.coordinator.heartbeat_interval_ms=300",
-    "group.coordinator.min_session_timeout_ms=1000",
-    "group.coordinator.initial_rebalance_delay_ms=0",
-    "group.coordinator.auto_commit_interval_ms=500",
-    "group.legacy_zk.zookeeper_session_timeout_ms=3000",
-    "group.legacy_zk.rebalance_backoff_ms=500",
-    "group.legacy_zk.rebalance_max_retries=10",
-    "group.legacy_zk.auto_commit_interval_ms=500",
-]
 
 
 def _run(

@@ -37,7 +37,7 @@ from coordinator.config import BrokerConfig
 from coordinator.group.config import GroupConfig
 from coordinator.inprocess import InProcessClient, LoopbackPeer
 from coordinator.server import SERVED_VERSIONS, Broker
-from tests.unit.coordinator.test_log_partition import batch, read_back
+from tests.support.batches import batch, read_back
 
 NONE, OUT_OF_RANGE, UNKNOWN_TOPIC = 0, 1, 3
 UNKNOWN_MEMBER, MEMBER_ID_REQUIRED = 25, 79
