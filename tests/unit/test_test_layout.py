@@ -5,7 +5,13 @@ names and couples tests that should stand alone)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
+
+from tests.support.selection import opted_out_markers
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -55,3 +61,32 @@ def test_no_test_module_imports_another_test_module() -> None:
         if (names := _imported_test_modules(p))
     }
     assert offenders == {}
+
+
+@pytest.mark.parametrize(
+    ("markexpr", "out"),
+    [
+        ("", {"bench", "containers"}),
+        ("not slow", {"bench", "containers"}),
+        ("containers", {"bench"}),
+        ("bench and not slow", {"containers"}),
+        ("containers or bench", set()),
+        ("not benchmarks", {"bench", "containers"}),  # a whole word only
+    ],
+)
+def test_bench_and_containers_run_only_when_the_mark_expression_names_them(
+    markexpr: str, out: set[str]
+) -> None:
+    assert opted_out_markers(markexpr) == out
+
+
+def test_not_slow_still_leaves_out_containers_and_bench_tests() -> None:
+    """pytest keeps only the last -m: the conftest must deselect containers tests under -m "not slow" too."""
+    argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    target = str(TESTS / "integration" / "containers" / "test_cluster.py")  # every test marked containers
+    not_slow = subprocess.run([*argv, "-m", "not slow", target], capture_output=True, text=True, timeout=120)
+    assert not_slow.returncode == 5, not_slow.stdout[-2000:]  # 5: nothing collected (all deselected)
+    assert "deselected" in not_slow.stdout
+    asked = subprocess.run([*argv, "-m", "containers", target], capture_output=True, text=True, timeout=120)
+    assert asked.returncode == 0, asked.stdout[-2000:]
+    assert "deselected" not in asked.stdout
