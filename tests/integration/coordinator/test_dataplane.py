@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
 from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.metadata import MetadataRequest
+from kafka.structs import TopicPartition
 
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess

@@ -10,7 +10,7 @@ import threading
 import time
 from collections import Counter
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.protocol.admin import CreateTopicsRequest, DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer import (
     FetchRequest,
@@ -22,9 +22,11 @@ from kafka.protocol.consumer import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
-from kafka.structs import OffsetAndMetadata
+from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from coordinator.rawclient import RawClient
 from coordinator.server import SERVED_VERSIONS

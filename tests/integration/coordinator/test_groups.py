@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer import (
@@ -25,6 +25,7 @@ from kafka.protocol.consumer import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from kafka.structs import TopicPartition
 
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess

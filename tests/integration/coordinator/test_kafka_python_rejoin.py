@@ -16,8 +16,9 @@ give a consumer its topic's metadata before its first poll (``test_observability
 
 from __future__ import annotations
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
+from kafka.structs import TopicPartition
 
 from harness.history.writer import read_events
 from tests.support.brokers import BrokerFactory

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import crc32c
 import pytest
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer import (
@@ -27,8 +27,10 @@ from kafka.protocol.consumer import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer import ProduceRequest
+from kafka.structs import TopicPartition
 
 from coordinator.group.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord, encode_record
 from coordinator.group_log import LOG_NAME

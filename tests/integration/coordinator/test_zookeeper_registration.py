@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
-from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kazoo.client import KazooClient
 
 from coordinator.rawclient import RawClient

@@ -16,10 +16,10 @@ from kafka.protocol.admin import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteGroupsRequest,
-    DescribeClusterRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
 )
+from kafka.protocol.admin.cluster import DescribeClusterRequest
 from kafka.protocol.consumer import (
     FetchRequest,
     HeartbeatRequest,
@@ -30,7 +30,9 @@ from kafka.protocol.consumer import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from coordinator.config import BrokerConfig
