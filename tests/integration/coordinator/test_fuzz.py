@@ -10,6 +10,7 @@ import threading
 import time
 from collections import Counter
 
+import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.protocol.admin import CreateTopicsRequest, DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer import (
@@ -219,6 +220,7 @@ def _check_precious_state(broker: BrokerProcess) -> None:
     assert [(r.offset, r.value) for r in got[:100]] == [(i, b"value-%d" % i) for i in range(100)]
 
 
+@pytest.mark.slow
 def test_fuzz_frames_then_a_normal_client_still_works(broker_factory: BrokerFactory) -> None:
     broker = broker_factory(extra_args=FAST_GROUPS)
     _precious_state(broker)

@@ -134,6 +134,7 @@ def _events(broker: BrokerProcess, kind: str, group: str) -> list[dict]:
     return [e for e in read_events(broker.history_path) if e["kind"] == kind and e.get("group") == group]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("assignor", ["range", "roundrobin", "sticky", "cooperative-sticky"])
 def test_every_partition_has_exactly_one_live_owner_through_joins_leaves_and_kills(
     broker_factory: BrokerFactory, tmp_path: Path, assignor: str
@@ -169,6 +170,7 @@ def test_every_partition_has_exactly_one_live_owner_through_joins_leaves_and_kil
         members.stop_all()
 
 
+@pytest.mark.slow
 def test_static_member_restart_within_the_session_timeout_causes_no_rebalance(
     broker_factory: BrokerFactory, tmp_path: Path
 ) -> None:
@@ -271,6 +273,7 @@ def test_zombie_commit_with_an_old_generation_is_rejected(broker_factory: Broker
     assert [(e["member"], e["generation"], e["error"]) for e in rejected] == [(ma, 1, "ILLEGAL_GENERATION")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_offsets_and_groups_survive_a_broker_restart(
     broker_factory: BrokerFactory, tmp_path: Path, how: str
@@ -326,6 +329,7 @@ def _committed_offsets(broker: BrokerProcess, group: str) -> dict[int, int]:
         consumer.close()
 
 
+@pytest.mark.slow
 def test_a_stable_group_carries_on_across_a_broker_crash_without_a_rebalance(
     broker_factory: BrokerFactory, tmp_path: Path
 ) -> None:

@@ -87,6 +87,7 @@ def test_topics_are_registered_and_rewritten_when_partitions_are_added(
     assert _topic(zk, f"auto-{b.broker_id}") == {"version": 1, "partitions": {"0": [b.broker_id]}}
 
 
+@pytest.mark.slow
 def test_killed_broker_disappears_with_its_session_and_reregisters_on_restart(
     fresh_id_broker: BrokerProcess, zk: KazooClient
 ) -> None:
@@ -150,6 +151,7 @@ def test_two_brokers_share_groups_by_hash_and_list_each_other(
     assert sorted(int(r.value) for r in got) == list(range(20))
 
 
+@pytest.mark.slow
 def test_broker_reregisters_after_its_session_expired(
     fresh_id_broker: BrokerProcess, zk: KazooClient
 ) -> None:

@@ -123,6 +123,7 @@ def test_the_runner_stops_on_an_unreachable_cluster_instead_of_failing_units(
         run_scenario(load_scenario("herd-small"), options)
 
 
+@pytest.mark.slow
 def test_silent_server_is_neither_kafka_nor_zookeeper(silent: str, broker: BrokerProcess) -> None:
     with pytest.raises(Unreachable) as e:
         ExternalCluster(None, silent)

@@ -28,6 +28,7 @@ def expire_session(zookeeper, member: LegacyZkMember) -> None:
     thief.close()
 
 
+@pytest.mark.slow
 def test_a_paused_member_loses_its_znodes_and_rejoins_after_sigcont(
     make_member, zookeeper, zk_admin, group, topic, tmp_path
 ) -> None:
