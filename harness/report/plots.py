@@ -56,8 +56,9 @@ def _axis(metrics: dict[str, Any]) -> tuple[dict[str, float], list[str] | None, 
     labels = cases(metrics)
     n_of = {c.get("label"): c.get("members") for c in metrics.get("cases") or []}
     ns = [n_of.get(c) for c in labels]
-    if all(isinstance(n, int) for n in ns) and len(set(ns)) == len(ns) and len(ns) >= 2:
-        return {c: float(n) for c, n in zip(labels, ns, strict=True)}, None, "N (members at the start)"
+    ints = [n for n in ns if isinstance(n, int)]
+    if len(ints) == len(ns) and len(set(ints)) == len(ints) and len(ints) >= 2:
+        return {c: float(n) for c, n in zip(labels, ints, strict=True)}, None, "N (members at the start)"
     return {c: float(i) for i, c in enumerate(labels)}, labels, "case"
 
 

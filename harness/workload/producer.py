@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from harness.history.writer import History
 
@@ -42,7 +42,7 @@ class ProducerConfig:
     topic: str
     rate: float = 200.0
     record_size: int = 100
-    acks: int | str = "all"
+    acks: int | Literal["all"] = "all"
     metadata_refresh_s: float = 0.5
     max_records: int | None = None
 

@@ -15,7 +15,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from harness.cluster.zookeeper import ZooKeeperServer
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 
 def _client(zk: ZooKeeperServer, timeout: float = 4.0) -> KazooClient:
@@ -163,6 +163,7 @@ def test_mntr_counters_move_with_requests_watches_and_ephemerals(fresh_zookeeper
     )
 
 
+@pytest.mark.slow
 def test_two_servers_run_at_once_on_different_ports() -> None:
     with ZooKeeperServer(tick_time_ms=200) as a, ZooKeeperServer(tick_time_ms=200) as b:
         assert a.port != b.port
@@ -211,6 +212,7 @@ def _zk_children(pid: int) -> list[psutil.Process]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"]
 )
@@ -234,6 +236,7 @@ def test_signalled_harness_leaves_no_zookeeper(sig: int) -> None:
             proc.wait()
 
 
+@pytest.mark.slow
 def test_cluster_up_stops_zookeeper_on_ctrl_c() -> None:
     herdlab = os.path.join(os.path.dirname(sys.executable), "herdlab")
     proc = subprocess.Popen(

@@ -11,7 +11,7 @@ import textwrap
 import psutil
 
 from harness.procs import registry, spawn
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 
 def _gone(pid: int) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from harness.kernel.errors import ConfigError
-from tests.integration.analysis.histories import UnitHistory, write_run
+from tests.support.histories import UnitHistory, write_run
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.analysis.metrics_fixture import build, default_units, metrics, trigger
+from tests.support.metrics import build, default_units, metrics, trigger
 
 
 def _herdlab(*args: str) -> subprocess.CompletedProcess[str]:

@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.analysis import analyze_run
 from harness.report import render_report
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
-from tests.integration.harness.test_run_e2e import FAST
+from tests.support.runs import FAST
+
+pytestmark = pytest.mark.slow  # a real run of both implementations, then Spark
 
 
 def test_a_small_real_run_is_analysed_and_reported(tmp_path: Path, spark) -> None:

@@ -17,20 +17,17 @@
 
 from __future__ import annotations
 
-import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.cluster.engine import LABEL_OWNER, LABEL_SESSION, SESSION
 from harness.images import ImageNames, docker_client, image_labels, image_names
 from harness.kernel.errors import EnvironmentProblem
+from tests.support.containers import IMAGE_PREFIX, State, assert_nothing_left, state
 
 STUB_DIR = Path(__file__).parent / "kafka_stub"
-IMAGE_PREFIX = os.environ.get("HERDLAB_TEST_IMAGE_PREFIX", "herdlab/")
 
 
 @pytest.fixture(scope="session")
@@ -50,44 +47,9 @@ def engine(images: ImageNames) -> Any:
     return client
 
 
-#: pids of the herdlab processes the tests started: their containers carry a session of their own.
-_STARTED: set[int] = set()
-
-State = tuple[set[str], set[str], set[str]]
-
-
-def started_herdlab(pid: int) -> None:
-    """Count the containers of herdlab process ``pid`` (started by a test) as this test session's."""
-    _STARTED.add(pid)
-
-
-def _containers(client: Any, label: str) -> set[str]:
-    return {c.name for c in client.containers.list(all=True, ignore_removed=True, filters={"label": label})}
-
-
-def _state(client: Any) -> State:
-    from testcontainers.core.labels import LABEL_SESSION_ID, SESSION_ID
-
-    containers = _containers(client, f"{LABEL_SESSION}={SESSION}")
-    host = socket.gethostname()
-    for pid in _STARTED:
-        containers |= _containers(client, f"{LABEL_OWNER}={host}:{pid}")
-    networks = {n.name for n in client.networks.list(filters={"label": f"{LABEL_SESSION_ID}={SESSION_ID}"})}
-    volumes = {v.name for v in client.volumes.list(filters={"dangling": True})}
-    return containers, networks, volumes
-
-
-def assert_nothing_left(client: Any, before: State) -> None:
-    """None of this test session's containers, networks or dangling volumes beyond ``before``."""
-    containers, networks, volumes = _state(client)
-    assert containers <= before[0], f"containers left behind: {sorted(containers - before[0])}"
-    assert networks <= before[1], f"networks left behind: {sorted(networks - before[1])}"
-    assert volumes <= before[2], f"volumes left behind: {sorted(volumes - before[2])}"
-
-
 @pytest.fixture
 def baseline(engine: Any) -> Iterator[State]:
-    before = _state(engine)
+    before = state(engine)
     yield before
     assert_nothing_left(engine, before)
 

@@ -16,7 +16,7 @@ from harness.cluster.containers import SESSION, ContainersCluster
 from harness.cluster.zookeeper import four_letter
 from harness.history.writer import read_events
 from harness.images import ImageNames
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.containers
 

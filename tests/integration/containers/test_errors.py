@@ -45,6 +45,7 @@ def test_no_engine_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
         preflight(ContainersOptions())
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     line = _one_line_error(
         _herdlab("run", "herd", "--backend", "containers", "--out", str(tmp_path), env=NO_ENGINE)

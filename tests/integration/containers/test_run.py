@@ -24,8 +24,8 @@ from harness.images import ImageNames
 from harness.kernel.ownership import GroupView
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
-from tests.integration.containers.conftest import IMAGE_PREFIX, assert_nothing_left, started_herdlab
-from tests.waiting import wait_until
+from tests.support.containers import IMAGE_PREFIX, assert_nothing_left, started_herdlab
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.containers
 

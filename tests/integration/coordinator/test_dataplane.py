@@ -5,15 +5,16 @@ from __future__ import annotations
 import time
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
 from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.metadata import MetadataRequest
+from kafka.structs import TopicPartition
 
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import read_events
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 
 def _admin(broker: BrokerProcess) -> KafkaAdminClient:

@@ -10,7 +10,8 @@ import threading
 import time
 from collections import Counter
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+import pytest
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.protocol.admin import CreateTopicsRequest, DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer import (
     FetchRequest,
@@ -22,16 +23,18 @@ from kafka.protocol.consumer import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
-from kafka.structs import OffsetAndMetadata
+from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from coordinator.rawclient import RawClient
 from coordinator.server import SERVED_VERSIONS
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import read_events
-from tests.integration.conftest import BrokerFactory
-from tests.unit.coordinator.test_log_partition import batch
+from tests.support.batches import batch
+from tests.support.brokers import BrokerFactory
 
 FRAMES = 12_000
 FAST_GROUPS = ["--group-initial-rebalance-delay-ms", "0", "--group-min-session-timeout-ms", "100"]
@@ -217,6 +220,7 @@ def _check_precious_state(broker: BrokerProcess) -> None:
     assert [(r.offset, r.value) for r in got[:100]] == [(i, b"value-%d" % i) for i in range(100)]
 
 
+@pytest.mark.slow
 def test_fuzz_frames_then_a_normal_client_still_works(broker_factory: BrokerFactory) -> None:
     broker = broker_factory(extra_args=FAST_GROUPS)
     _precious_state(broker)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer import (
@@ -25,13 +25,14 @@ from kafka.protocol.consumer import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from kafka.structs import TopicPartition
 
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import read_events
 from harness.procs import ChildProcess, spawn
-from tests.integration.conftest import BrokerFactory
-from tests.waiting import wait_until
+from tests.support.brokers import BrokerFactory
+from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[3]
 #: The tests are not about the initial delay or the minimum session: make them fast.
@@ -133,6 +134,7 @@ def _events(broker: BrokerProcess, kind: str, group: str) -> list[dict]:
     return [e for e in read_events(broker.history_path) if e["kind"] == kind and e.get("group") == group]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("assignor", ["range", "roundrobin", "sticky", "cooperative-sticky"])
 def test_every_partition_has_exactly_one_live_owner_through_joins_leaves_and_kills(
     broker_factory: BrokerFactory, tmp_path: Path, assignor: str
@@ -168,6 +170,7 @@ def test_every_partition_has_exactly_one_live_owner_through_joins_leaves_and_kil
         members.stop_all()
 
 
+@pytest.mark.slow
 def test_static_member_restart_within_the_session_timeout_causes_no_rebalance(
     broker_factory: BrokerFactory, tmp_path: Path
 ) -> None:
@@ -270,6 +273,7 @@ def test_zombie_commit_with_an_old_generation_is_rejected(broker_factory: Broker
     assert [(e["member"], e["generation"], e["error"]) for e in rejected] == [(ma, 1, "ILLEGAL_GENERATION")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_offsets_and_groups_survive_a_broker_restart(
     broker_factory: BrokerFactory, tmp_path: Path, how: str
@@ -325,6 +329,7 @@ def _committed_offsets(broker: BrokerProcess, group: str) -> dict[int, int]:
         consumer.close()
 
 
+@pytest.mark.slow
 def test_a_stable_group_carries_on_across_a_broker_crash_without_a_rebalance(
     broker_factory: BrokerFactory, tmp_path: Path
 ) -> None:

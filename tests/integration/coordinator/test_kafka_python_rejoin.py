@@ -16,12 +16,13 @@ give a consumer its topic's metadata before its first poll (``test_observability
 
 from __future__ import annotations
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
+from kafka.structs import TopicPartition
 
 from harness.history.writer import read_events
-from tests.integration.conftest import BrokerFactory
-from tests.waiting import wait_until
+from tests.support.brokers import BrokerFactory
+from tests.support.waiting import wait_until
 
 GROUP = "g-rejoin"
 TOPIC = "rejoin"

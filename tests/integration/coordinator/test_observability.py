@@ -7,8 +7,8 @@ from collections import Counter
 from kafka import KafkaConsumer, KafkaProducer
 
 from harness.history.writer import read_events
-from tests.integration.conftest import BrokerFactory
-from tests.waiting import wait_until
+from tests.support.brokers import BrokerFactory
+from tests.support.waiting import wait_until
 
 
 def test_history_has_request_counters_and_group_events(broker_factory: BrokerFactory) -> None:

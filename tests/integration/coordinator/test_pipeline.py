@@ -36,8 +36,8 @@ from coordinator.group.config import GroupConfig
 from coordinator.rawclient import RawClient
 from coordinator.server import Broker
 from harness.cluster.broker import BrokerProcess
-from tests.integration.conftest import BrokerFactory
-from tests.waiting import wait_until
+from tests.support.brokers import BrokerFactory
+from tests.support.waiting import wait_until
 
 FAST = ["--group-initial-rebalance-delay-ms", "100", "--group-min-session-timeout-ms", "1000"]
 NONE, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS = 0, 22, 27

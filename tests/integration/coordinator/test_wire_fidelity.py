@@ -17,7 +17,7 @@ from pathlib import Path
 
 import crc32c
 import pytest
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer import (
@@ -27,17 +27,19 @@ from kafka.protocol.consumer import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer import ProduceRequest
+from kafka.structs import TopicPartition
 
 from coordinator.group.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord, encode_record
 from coordinator.group_log import LOG_NAME
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from harness.cluster.zookeeper import ZooKeeperServer
-from tests.integration.conftest import BrokerFactory
-from tests.unit.coordinator.test_log_partition import batch
-from tests.waiting import wait_until
+from tests.support.batches import batch
+from tests.support.brokers import BrokerFactory
+from tests.support.waiting import wait_until
 
 FAST = ["--group-min-session-timeout-ms", "1000"]
 NONE, CORRUPT_MESSAGE, LOAD_IN_PROGRESS, INVALID_RECORD = 0, 2, 14, 87

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
-from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kazoo.client import KazooClient
 
 from coordinator.rawclient import RawClient
@@ -17,8 +18,8 @@ from harness.cluster.broker import BrokerProcess
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.kernel.javacompat import partition_for
 from legacy_zk.paths import decode_broker, decode_topic_partitions
-from tests.integration.conftest import BrokerFactory
-from tests.waiting import wait_until
+from tests.support.brokers import BrokerFactory
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -86,6 +87,7 @@ def test_topics_are_registered_and_rewritten_when_partitions_are_added(
     assert _topic(zk, f"auto-{b.broker_id}") == {"version": 1, "partitions": {"0": [b.broker_id]}}
 
 
+@pytest.mark.slow
 def test_killed_broker_disappears_with_its_session_and_reregisters_on_restart(
     fresh_id_broker: BrokerProcess, zk: KazooClient
 ) -> None:
@@ -149,6 +151,7 @@ def test_two_brokers_share_groups_by_hash_and_list_each_other(
     assert sorted(int(r.value) for r in got) == list(range(20))
 
 
+@pytest.mark.slow
 def test_broker_reregisters_after_its_session_expired(
     fresh_id_broker: BrokerProcess, zk: KazooClient
 ) -> None:

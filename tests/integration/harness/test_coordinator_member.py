@@ -17,7 +17,7 @@ from harness.history.writer import HistoryWriter, read_events
 from harness.kernel.ownership import GroupView
 from harness.procs import ChildProcess, spawn
 from harness.workload.producer import Producer, ProducerConfig
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 HERDLAB = os.path.join(os.path.dirname(sys.executable), "herdlab")
 PARTITIONS = 4

@@ -25,7 +25,7 @@ from harness.cluster.zookeeper import ZooKeeperServer
 from harness.kernel.errors import Unreachable
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
-from tests.integration.conftest import BrokerFactory
+from tests.support.brokers import BrokerFactory
 
 HERDLAB = os.path.join(os.path.dirname(sys.executable), "herdlab")
 
@@ -123,6 +123,7 @@ def test_the_runner_stops_on_an_unreachable_cluster_instead_of_failing_units(
         run_scenario(load_scenario("herd-small"), options)
 
 
+@pytest.mark.slow
 def test_silent_server_is_neither_kafka_nor_zookeeper(silent: str, broker: BrokerProcess) -> None:
     with pytest.raises(Unreachable) as e:
         ExternalCluster(None, silent)

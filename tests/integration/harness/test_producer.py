@@ -19,7 +19,7 @@ from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import HistoryWriter, read_events
 from harness.workload.producer import Producer, ProducerConfig
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 TOPIC = "grow"
 SLACK_S = 1.0  # a loaded 2-core machine: scheduling, the broker's append, the ack's way back

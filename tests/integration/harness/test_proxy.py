@@ -12,7 +12,7 @@ from kazoo.client import KazooClient, KazooState
 
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.faults.proxy import ProxyHost, member_loopback_ip
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 
 class _Echo(socketserver.BaseRequestHandler):

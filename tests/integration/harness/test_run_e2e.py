@@ -1,7 +1,9 @@
 """End to end: small versions of every built-in scenario, both implementations, asserted on the history.
 
 Sizes and timeouts are shrunk (3 members, short sessions) so the whole file stays within a few
-minutes; the behaviour asserted is what each scenario exists to show.
+minutes; the behaviour asserted is what each scenario exists to show. Runs share one cluster
+(``shared_cluster``, the ``external`` backend) unless they assert on the broker's own history or
+restart the broker.
 """
 
 from __future__ import annotations
@@ -21,34 +23,19 @@ from harness.history.schema import read_parquet
 from harness.kernel.ownership import GroupView
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
-from tests.waiting import wait_until
+from tests.support.runs import FAST, SharedCluster
+from tests.support.waiting import wait_until
 
 IMPLS = ["coordinator", "legacy_zk"]
 
-FAST = [
-    "repetitions=1",
-    "matrix={}",
-    "settle_window=1s",
-    "stable_timeout=60s",
-    "drain=20s",
-    "workload.rate=100",
-    "group.coordinator.session_timeout_ms=3000",
-    "group.coordinator.heartbeat_interval_ms=300",
-    "group.coordinator.min_session_timeout_ms=1000",
-    "group.coordinator.initial_rebalance_delay_ms=0",
-    "group.coordinator.auto_commit_interval_ms=500",
-    "group.legacy_zk.zookeeper_session_timeout_ms=3000",
-    "group.legacy_zk.rebalance_backoff_ms=500",
-    "group.legacy_zk.rebalance_max_retries=10",
-    "group.legacy_zk.auto_commit_interval_ms=500",
-]
-
 
 def _run(
-    tmp_path: Path, scenario: str, impl: str, extra: list[str]
+    tmp_path: Path, scenario: str, impl: str, extra: list[str], cluster: SharedCluster | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run ``scenario`` on ``cluster`` (the module's shared one), or on a local cluster of its own when
+    None (for assertions on the broker's own history, or a broker restart)."""
     s = load_scenario(scenario, [*FAST, f'implementations=["{impl}"]', *extra])
-    result = run_scenario(s, RunOptions(out=tmp_path))
+    result = run_scenario(s, cluster.options(tmp_path) if cluster else RunOptions(out=tmp_path))
     assert len(result.units) == 1
     unit = result.units[0]
     assert "failed" not in unit, unit.get("failed")
@@ -78,10 +65,13 @@ def _nemesis(events: list[dict[str, Any]], action: str, kind: str = "invoke") ->
     return next(e for e in events if e["kind"] == kind and e.get("action") == action)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", IMPLS)
-def test_herd_join_leave_crash(tmp_path: Path, impl: str) -> None:
+def test_herd_join_leave_crash(tmp_path: Path, impl: str, shared_cluster: SharedCluster) -> None:
     timeline = 'timeline=[{at="1s",action="join"},{at="5s",action="leave"},{at="9s",action="crash"}]'
-    events, unit = _run(tmp_path, "herd", impl, ["group.members=3", "topic.partitions=4", timeline])
+    events, unit = _run(
+        tmp_path, "herd", impl, ["group.members=3", "topic.partitions=4", timeline], shared_cluster
+    )
     _assert_complete(events)
     assert unit["settled_at_end"]
     o = _final_ownership(events)
@@ -98,10 +88,15 @@ def test_herd_join_leave_crash(tmp_path: Path, impl: str) -> None:
     assert left not in o.live and crashed not in o.live
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", IMPLS)
-def test_split_brain_pause_moves_partitions_and_a_zombie_is_caught(tmp_path: Path, impl: str) -> None:
+def test_split_brain_pause_moves_partitions_and_a_zombie_is_caught(
+    tmp_path: Path, impl: str, shared_cluster: SharedCluster
+) -> None:
     timeline = 'timeline=[{at="1s",action="pause",duration="8s",select="oldest"}]'
-    events, unit = _run(tmp_path, "split-brain", impl, ["group.members=3", "topic.partitions=6", timeline])
+    events, unit = _run(
+        tmp_path, "split-brain", impl, ["group.members=3", "topic.partitions=6", timeline], shared_cluster
+    )
     _assert_complete(events)
     pause = _nemesis(events, "pause")
     resume = _nemesis(events, "resume")
@@ -139,11 +134,14 @@ def test_split_brain_pause_moves_partitions_and_a_zombie_is_caught(tmp_path: Pat
     assert unit["settled_at_end"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", IMPLS)
-def test_split_brain_cut_off_member(tmp_path: Path, impl: str) -> None:
+def test_split_brain_cut_off_member(tmp_path: Path, impl: str, shared_cluster: SharedCluster) -> None:
     target = "zookeeper" if impl == "legacy_zk" else "broker"
     timeline = f'timeline=[{{at="1s",action="cut",target="{target}",duration="8s",select="oldest"}}]'
-    events, unit = _run(tmp_path, "split-brain", impl, ["group.members=3", "topic.partitions=6", timeline])
+    events, unit = _run(
+        tmp_path, "split-brain", impl, ["group.members=3", "topic.partitions=6", timeline], shared_cluster
+    )
     _assert_complete(events)
     cut, heal = _nemesis(events, "cut"), _nemesis(events, "heal")
     victim = cut["targets"][0]
@@ -171,6 +169,7 @@ def test_split_brain_cut_off_member(tmp_path: Path, impl: str) -> None:
     assert unit["settled_at_end"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 def test_rolling_restart(tmp_path: Path, impl: str, static: bool) -> None:
@@ -214,11 +213,16 @@ def test_rolling_restart(tmp_path: Path, impl: str, static: bool) -> None:
             assert len(rebalances) >= 3, rebalances  # every restart costs the whole group a rebalance
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", IMPLS)
-def test_partition_growth(tmp_path: Path, impl: str) -> None:
+def test_partition_growth(tmp_path: Path, impl: str, shared_cluster: SharedCluster) -> None:
     timeline = 'timeline=[{at="1s",action="add_partitions",to=6}]'
     events, unit = _run(
-        tmp_path, "partition-growth", impl, ["group.members=3", "topic.partitions=3", timeline]
+        tmp_path,
+        "partition-growth",
+        impl,
+        ["group.members=3", "topic.partitions=3", timeline],
+        shared_cluster,
     )
     _assert_complete(events)
     assert unit["settled_at_end"]
@@ -241,6 +245,7 @@ def test_malformed_scenario_gives_one_line_and_runs_nothing(tmp_path: Path) -> N
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_interrupted_run_keeps_its_history_and_leaves_no_process(tmp_path: Path) -> None:
     herdlab = os.path.join(os.path.dirname(sys.executable), "herdlab")
     argv = [herdlab, "run", "herd", "--out", str(tmp_path), *[a for x in FAST for a in ("--set", x)]]
@@ -278,9 +283,14 @@ def test_interrupted_run_keeps_its_history_and_leaves_no_process(tmp_path: Path)
     assert (runs[0] / "manifest.json").exists()
 
 
-def test_expired_zookeeper_session_makes_a_legacy_member_re_register(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_expired_zookeeper_session_makes_a_legacy_member_re_register(
+    tmp_path: Path, shared_cluster: SharedCluster
+) -> None:
     timeline = 'timeline=[{at="1s",action="expire",select="oldest"}]'
-    events, unit = _run(tmp_path, "herd", "legacy_zk", ["group.members=3", "topic.partitions=3", timeline])
+    events, unit = _run(
+        tmp_path, "herd", "legacy_zk", ["group.members=3", "topic.partitions=3", timeline], shared_cluster
+    )
     _assert_complete(events)
     expire = _nemesis(events, "expire")
     victim = expire["targets"][0]
@@ -290,6 +300,7 @@ def test_expired_zookeeper_session_makes_a_legacy_member_re_register(tmp_path: P
     assert unit["settled_at_end"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", IMPLS)
 def test_broker_restart_is_survived_without_loss(tmp_path: Path, impl: str) -> None:
     timeline = 'timeline=[{at="1s",action="restart_broker",downtime="1s"}]'

@@ -4,7 +4,8 @@
 * ``fake_broker``: one broker registration (ephemeral, for this package's tests only) so that the
   0.8 rebalance finds a broker; the members here run coordination-only unless a test says otherwise.
 * ``group``, ``topic``: unique names per test (the ZooKeeper server is shared).
-* ``make_member``: builds in-process members with short timeouts; closes them at teardown.
+* ``make_member``: builds in-process members with short timeouts (:func:`tests.support.legacy_zk.fast_config`);
+  closes them at teardown.
 * ``proxy_host``: the harness's fault proxies (:mod:`harness.faults.proxy`): a member connected
   through one can be cut off from ZooKeeper as by a network partition (traffic held, nothing closed).
 * ``hooked_history``: the test's history file, calling ``hook(kind, fields)`` on the emitting thread
@@ -14,7 +15,6 @@
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,8 +27,8 @@ from harness.cluster.zookeeper import ZooKeeperServer
 from harness.faults.proxy import ProxyHost, TcpProxy
 from harness.history.writer import HistoryWriter, read_events
 from legacy_zk import paths
-from legacy_zk.config import ConsumerConfig
 from legacy_zk.member import LegacyZkMember
+from tests.support.legacy_zk import fast_config
 
 FAKE_BROKER_ID = 9999
 
@@ -49,13 +49,6 @@ def fake_broker(zk_admin: KazooClient) -> int:
     if not zk_admin.exists(path):
         zk_admin.create(path, paths.encode_broker("127.0.0.1", 9, 0), ephemeral=True, makepath=True)
     return FAKE_BROKER_ID
-
-
-def create_topic(admin: KazooClient, topic: str, partitions: int) -> None:
-    """What ``kafka-topics.sh --create`` did in 0.8: the topic znode with a replica map."""
-    admin.create(
-        paths.topic_path(topic), paths.encode_topic({p: [0] for p in range(partitions)}), makepath=True
-    )
 
 
 @pytest.fixture
@@ -96,17 +89,6 @@ def events(history_path: Path) -> Callable[..., list[dict]]:
     return get
 
 
-def fast_config(zookeeper: ZooKeeperServer, group: str, topics: dict[str, int], **kw) -> ConsumerConfig:
-    """Short sessions and backoffs (tickTime is 200 ms): tests not about defaults use these."""
-    kw.setdefault("zookeeper_session_timeout_ms", 1500)
-    kw.setdefault("zookeeper_connection_timeout_ms", 10000)
-    kw.setdefault("rebalance_backoff_ms", 200)
-    kw.setdefault("rebalance_max_retries", 10)
-    kw.setdefault("fetch", False)
-    kw.setdefault("zookeeper_connect", zookeeper.connect_string)
-    return ConsumerConfig(group_id=group, topics=topics, **kw)
-
-
 @pytest.fixture
 def make_member(
     zookeeper: ZooKeeperServer, fake_broker: int, history: HistoryWriter
@@ -125,33 +107,6 @@ def make_member(
         m.quiesce()
     for m in made:
         m.close()
-
-
-def member_argv(zookeeper: ZooKeeperServer, group: str, topic: str, *extra: str) -> list[str]:
-    """argv of a member process (``python -m harness member legacy_zk``), coordination-only, fast timeouts."""
-    return [
-        sys.executable,
-        "-m",
-        "harness",
-        "member",
-        "legacy_zk",
-        "--zookeeper",
-        zookeeper.connect_string,
-        "--group",
-        group,
-        "--topic",
-        topic,
-        "--no-fetch",
-        "--zookeeper.session.timeout.ms",
-        "1500",
-        "--zookeeper.connection.timeout.ms",
-        "10000",
-        "--rebalance.backoff.ms",
-        "200",
-        "--rebalance.max.retries",
-        "10",
-        *extra,
-    ]
 
 
 @pytest.fixture

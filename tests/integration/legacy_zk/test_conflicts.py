@@ -9,9 +9,8 @@ from kazoo.client import KazooClient
 
 from legacy_zk import paths
 from legacy_zk.ids import TopicPartition
-from tests.integration.legacy_zk.conftest import create_topic
-from tests.integration.legacy_zk.helpers import owners, registered, settled
-from tests.waiting import wait_until
+from tests.support.legacy_zk import create_topic, owners, registered, settled
+from tests.support.waiting import wait_until
 
 
 def _block(admin: KazooClient, group: str, topic: str, partition: int, holder: str = "someone-else-0") -> str:

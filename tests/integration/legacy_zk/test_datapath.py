@@ -13,9 +13,8 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from legacy_zk import paths
-from tests.integration.legacy_zk.conftest import create_topic
-from tests.integration.legacy_zk.helpers import owners, settled
-from tests.waiting import wait_until
+from tests.support.legacy_zk import create_topic, owners, settled
+from tests.support.waiting import wait_until
 
 PARTITIONS = 3
 
@@ -156,7 +155,7 @@ def test_members_find_broker_and_topic_through_zookeeper_and_follow_partition_ch
     from kazoo.client import KazooClient
 
     from legacy_zk.member import LegacyZkMember
-    from tests.integration.legacy_zk.conftest import fast_config
+    from tests.support.legacy_zk import fast_config
 
     b = broker_factory(zookeeper=fresh_zookeeper.connect_string)
     admin = KafkaAdminClient(bootstrap_servers=b.bootstrap)

@@ -16,9 +16,8 @@ from legacy_zk import paths
 from legacy_zk.config import ConsumerConfig
 from legacy_zk.ids import TopicPartition
 from legacy_zk.member import LegacyZkMember
-from tests.integration.legacy_zk.conftest import create_topic, member_argv
-from tests.integration.legacy_zk.helpers import owners, registered, settled
-from tests.waiting import wait_until
+from tests.support.legacy_zk import create_topic, member_argv, owners, registered, settled
+from tests.support.waiting import wait_until
 
 
 def expire_session(zookeeper, member: LegacyZkMember) -> None:
@@ -29,6 +28,7 @@ def expire_session(zookeeper, member: LegacyZkMember) -> None:
     thief.close()
 
 
+@pytest.mark.slow
 def test_a_paused_member_loses_its_znodes_and_rejoins_after_sigcont(
     make_member, zookeeper, zk_admin, group, topic, tmp_path
 ) -> None:

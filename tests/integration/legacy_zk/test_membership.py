@@ -11,9 +11,8 @@ from kazoo.client import KazooClient
 from harness.procs import spawn
 from legacy_zk import paths
 from legacy_zk.ids import TopicPartition
-from tests.integration.legacy_zk.conftest import create_topic, member_argv
-from tests.integration.legacy_zk.helpers import expected, owners, registered, settled
-from tests.waiting import wait_until
+from tests.support.legacy_zk import create_topic, expected, member_argv, owners, registered, settled
+from tests.support.waiting import wait_until
 
 
 def test_one_member_registers_and_owns_every_partition(

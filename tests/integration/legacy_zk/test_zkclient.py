@@ -32,9 +32,8 @@ from harness.history.writer import HistoryWriter
 from legacy_zk import paths
 from legacy_zk.ids import TopicPartition
 from legacy_zk.member import LegacyZkMember
-from tests.integration.legacy_zk.conftest import create_topic, fast_config
-from tests.integration.legacy_zk.helpers import registered, settled
-from tests.waiting import wait_until
+from tests.support.legacy_zk import create_topic, fast_config, registered, settled
+from tests.support.waiting import wait_until
 
 CUT_S = 1.5
 #: a session that notices a 1.5 s cut (within 1.2 s) and outlives it (1.8 s), reconnecting quickly

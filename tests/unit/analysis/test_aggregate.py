@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.analysis.metrics_fixture import build, metrics, row, trigger, unit
+from tests.support.metrics import build, metrics, row, trigger, unit
 
 
 def _run(triggers_per_rep: list[dict], impl: str = "coordinator", **unit_kw: object) -> dict:

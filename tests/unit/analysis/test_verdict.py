@@ -9,7 +9,7 @@ import pytest
 
 from harness.analysis.stats import t_quantile
 from harness.analysis.verdict import verdict
-from tests.unit.analysis.metrics_fixture import build, metrics, trigger, unit
+from tests.support.metrics import build, metrics, trigger, unit
 
 
 def _ratio_row(m: dict, case: str, action: str = "crash") -> dict:

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 import pytest
 
 from coordinator.group import ErrorCode, GroupConfig, GroupState
-
-from .test_group_harness import Driver, G
+from tests.support.group_driver import Driver, G
 
 S = GroupState
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.group import ErrorCode, GroupConfig, GroupState, JoinGroupMember
-
-from .test_group_harness import Driver, G
+from tests.support.group_driver import Driver, G
 
 S = GroupState
 

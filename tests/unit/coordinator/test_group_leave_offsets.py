@@ -13,8 +13,7 @@ from coordinator.group import (
     OffsetFetchPartition,
     OffsetFetchRequest,
 )
-
-from .test_group_harness import Driver, G
+from tests.support.group_driver import Driver, G
 
 S = GroupState
 

@@ -34,7 +34,7 @@ from coordinator.group_runner import GroupFailure
 from coordinator.inprocess import InProcessClient
 from coordinator.server import Broker
 from harness.history.writer import HistoryWriter, read_events
-from tests.unit.coordinator.test_group_harness import Driver, G
+from tests.support.group_driver import Driver, G
 
 DUPLICATE = [("range", b"first"), ("range", b"second")]
 

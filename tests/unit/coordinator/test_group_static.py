@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from coordinator.group import ErrorCode, GroupMetadataRecord, GroupState, JoinGroupMember
-
-from .test_group_harness import Driver, G
+from tests.support.group_driver import Driver, G
 
 S = GroupState
 

@@ -12,8 +12,7 @@ from coordinator.group import (
     Respond,
     SyncGroupRequest,
 )
-
-from .test_group_harness import Driver, G
+from tests.support.group_driver import Driver, G
 
 S = GroupState
 

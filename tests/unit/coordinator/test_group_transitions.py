@@ -14,8 +14,7 @@ from coordinator.group import (
     GroupTombstoneRecord,
 )
 from coordinator.group.group import VALID_PREVIOUS_STATES, Group, IllegalTransition
-
-from .test_group_harness import Driver, G
+from tests.support.group_driver import Driver, G
 
 S = GroupState
 

@@ -6,38 +6,10 @@ import struct
 from pathlib import Path
 
 import pytest
-from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from coordinator.partition_log import SEGMENT_NAME, OffsetOutOfRange, PartitionLog
 from coordinator.records import InvalidRecords, rebase, split_batches
-
-
-def batch(
-    values: list[bytes], *, producer_id: int = -1, epoch: int = -1, seq: int = -1, ts: int = 1000
-) -> bytes:
-    b = MemoryRecordsBuilder(
-        magic=2,
-        compression_type=0,
-        batch_size=1 << 20,
-        producer_id=producer_id,
-        producer_epoch=epoch,
-        base_sequence=seq,
-    )
-    for i, v in enumerate(values):
-        b.append(ts + i, None, v)
-    b.close()
-    return bytes(b.buffer())
-
-
-def read_back(data: bytes) -> list[tuple[int, bytes]]:
-    """(offset, value) of every record, decoded by kafka-python (which checks CRCs)."""
-    out = []
-    records = MemoryRecords(data)
-    while records.has_next():
-        b = records.next_batch()
-        assert b.validate_crc()
-        out.extend((r.offset, r.value) for r in b)
-    return out
+from tests.support.batches import batch, read_back
 
 
 def test_split_batches_reads_headers_and_counts() -> None:

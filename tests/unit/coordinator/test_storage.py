@@ -17,7 +17,7 @@ from coordinator.group.records import (
 from coordinator.group_log import LOG_NAME, GroupLog, live_records
 from coordinator.records import split_batches
 from coordinator.topics import InvalidPartitions, InvalidTopic, TopicExists, TopicStore, validate_topic_name
-from tests.unit.coordinator.test_log_partition import batch
+from tests.support.batches import batch
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "a b", "x" * 250, "ü", "a/b"])

@@ -16,10 +16,10 @@ from kafka.protocol.admin import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteGroupsRequest,
-    DescribeClusterRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
 )
+from kafka.protocol.admin.cluster import DescribeClusterRequest
 from kafka.protocol.consumer import (
     FetchRequest,
     HeartbeatRequest,
@@ -30,7 +30,9 @@ from kafka.protocol.consumer import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from coordinator.api_keys import ApiKey
@@ -38,7 +40,7 @@ from coordinator.config import BrokerConfig
 from coordinator.group.config import GroupConfig
 from coordinator.inprocess import InProcessClient, LoopbackPeer
 from coordinator.server import SERVED_VERSIONS, Broker
-from tests.unit.coordinator.test_log_partition import batch, read_back
+from tests.support.batches import batch, read_back
 
 NONE, OUT_OF_RANGE, UNKNOWN_TOPIC = 0, 1, 3
 UNKNOWN_MEMBER, MEMBER_ID_REQUIRED = 25, 79

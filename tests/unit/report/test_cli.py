@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from harness.cli.report import compare, report
 from harness.kernel.errors import ConfigError
-from tests.unit.analysis.metrics_fixture import build, default_units, metrics
+from tests.support.metrics import build, default_units, metrics
 
 
 def _write(d: Path, m: dict) -> Path:

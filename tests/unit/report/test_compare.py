@@ -12,7 +12,7 @@ import pytest
 
 from harness.kernel.errors import ConfigError
 from harness.report.compare import compare, junit_xml, parse_tolerances
-from tests.unit.analysis.metrics_fixture import build, default_units, metrics, trigger, unit
+from tests.support.metrics import build, default_units, metrics, trigger, unit
 
 
 def _with(units: list[dict], impl: str, case: str, *outcomes: float | str) -> dict:

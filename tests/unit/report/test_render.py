@@ -14,7 +14,7 @@ from harness.kernel.errors import ConfigError
 from harness.report import load_metrics, render_report
 from harness.report.tables import fmt, fmt_mean, fmt_ratio, side_by_side, unit_rows
 from harness.report.terminal import summary_table, verdict_panel
-from tests.unit.analysis.metrics_fixture import build, metrics, trigger, unit
+from tests.support.metrics import build, metrics, trigger, unit
 
 
 def _text(renderable: object) -> str:
