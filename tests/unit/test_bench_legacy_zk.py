@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.bench_legacy_zk import (
+from harness.bench.legacy_zk import (
     Check,
     LegacyBench,
     compare,

@@ -7,7 +7,7 @@ Subcommands (``all`` runs every one with its defaults):
   state machine, and the response encoded -- everything but the socket. Median and p99 in us.
 * ``rebalance``: rebalance latency of a settled group of N kafka-python consumers (the harness's
   member processes; heartbeat 500 ms, session 6 s) when one member joins and when one leaves,
-  measured as the reports measure it (:mod:`harness.bench_rebalance`): t1 - t0 of each trigger
+  measured as the reports measure it (:mod:`harness.bench.rebalance`): t1 - t0 of each trigger
   window of :func:`harness.kernel.windows.evaluate` over the merged histories (t0 = the invoke, for
   a join the joiner's ``ready``; t1 = settled), with its detection and convergence. Median and max
   over the repetitions.
@@ -34,7 +34,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.bench_rebalance import Change, RebalanceBench, run_rebalance, settle_window_option
+from harness.bench.common import Sizes, settle_window_option
+from harness.bench.rebalance import Change, RebalanceBench, run_rebalance
 from harness.cluster.broker import BrokerProcess
 from harness.kernel.errors import HerdlabError
 
@@ -194,23 +195,6 @@ def handling(members: int, heartbeats: int, rounds: int) -> None:
 # ---------------------------------------------------------------------------------------- rebalance
 
 
-class _Sizes(click.ParamType):
-    """Comma-separated group sizes, each at least 1 (a type, so ``ctx.invoke`` defaults parse too)."""
-
-    name = "N[,N...]"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[int]:
-        if isinstance(value, list):
-            return value
-        try:
-            sizes = [int(s) for s in str(value).split(",")]
-        except ValueError:
-            self.fail(f"{value!r} is not a comma-separated list of group sizes", param, ctx)
-        if any(n < 1 for n in sizes):
-            self.fail(f"group sizes must be at least 1, got {value!r}", param, ctx)
-        return sizes
-
-
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:.0f}"
 
@@ -263,7 +247,7 @@ def _rebalance_rows(n: int, changes: list[Change]) -> list[tuple[str, str]]:
     "sizes",
     default="10,50",
     show_default=True,
-    type=_Sizes(),
+    type=Sizes(minimum=1),
     help="Group sizes N, comma-separated.",
 )
 @click.option(
@@ -276,7 +260,7 @@ def _rebalance_rows(n: int, changes: list[Change]) -> list[tuple[str, str]]:
     default=None,
     help="Keep the histories and logs here (default: a temporary directory, removed afterwards).",
 )
-def rebalance(sizes: list[int], reps: int, settle_window: float, workdir: Path | None) -> None:
+def rebalance(sizes: tuple[int, ...], reps: int, settle_window: float, workdir: Path | None) -> None:
     """Rebalance latency of a settled group of N kafka-python consumers, one join / one leave.
 
     Measured as the reports measure it: t1 - t0 of each trigger window (harness.kernel.windows).

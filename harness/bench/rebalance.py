@@ -9,15 +9,16 @@ Contract
 * a broker (``python -m harness.cluster.broker_main``, history ``broker.jsonl``, role broker), a topic of N + 1
   partitions (so with range every member owns at least one), and N members run as the harness runs
   them: ``python -m harness member coordinator ... --history <name>.jsonl`` (unmodified kafka-python;
-  heartbeat 500 ms, session 6 s by default; no auto-commit, nothing is produced);
+  heartbeat 500 ms, session 6 s by default; no auto-commit, nothing is produced), each a
+  :class:`harness.run.launch.MemberService`;
 * a nemesis history ``nemesis.jsonl`` (:mod:`harness.kernel.events`): ``unit_start`` (role harness,
   with ``partitions``), ``stable`` once the N members settled, then ``reps`` times a ``join`` of a new
   member ``j<rep>`` and its ``leave``, each an ``invoke`` (``trigger`` true, ``action_id``) just before
   acting and a ``complete`` once it took effect (a join: the joiner's ``ready`` was read, carried as
   ``ready_ns``; a leave: the SIGTERMed process exited, after its clean close and LeaveGroup), and
   ``settling_end`` (role harness) after the last change settled;
-* every wait is :meth:`GroupView.settled` over the events read so far from all of these files (a join
-  also waits for the joiner to be live): the same fold and window ``W`` that :func:`evaluate` uses,
+* every wait is :meth:`GroupView.settled` over the events read so far from all of these files
+  (:class:`harness.run.tail.GroupWatch`; a join also waits for the joiner to be live): the same fold and window ``W`` that :func:`evaluate` uses,
   so each trigger's window holds its settled instant. Afterwards DescribeGroups checks, as a sanity
   check only, that the broker agrees (group Stable with the expected member count).
 
@@ -31,27 +32,21 @@ directory with the logs) when the group does not settle in time or the broker di
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
-
+from harness.bench.common import emit_unit_start, merged_events, settle_window_option
 from harness.cluster.broker import BrokerProcess
-from harness.history.writer import HistoryWriter, read_events
+from harness.history.writer import HistoryWriter
 from harness.kernel.errors import HerdlabError
 from harness.kernel.events import SETTLED, Kind, Role
-from harness.kernel.ownership import GroupView
 from harness.kernel.windows import evaluate
-from harness.procs import ChildProcess, spawn
-from harness.run.launch import PY
-from harness.run.tail import HistoryTail
+from harness.run.launch import PY, MemberService
+from harness.run.tail import GroupWatch
 
-__all__ = ["Change", "RebalanceBench", "measure", "member_argv", "run_rebalance"]
-
-POLL_S = 0.1  # how often the histories are read while waiting (the runner's rate)
+__all__ = ["Change", "RebalanceBench", "measure", "member_argv", "run_rebalance", "settle_window_option"]
 
 
 @dataclass(frozen=True)
@@ -106,37 +101,12 @@ def member_argv(
     return argv + ["--no-auto-commit", "--auto-offset-reset", "latest"]
 
 
-class _Watch:
-    """The events read so far from every history file of one run, folded into a :class:`GroupView`."""
-
-    def __init__(self, directory: Path, partitions: int) -> None:
-        self.directory = directory
-        self.tail = HistoryTail(directory)
-        self.view = GroupView(partitions=partitions)
-        self.ready: dict[str, int] = {}  # member -> ts_ns of its latest ready event
-
-    def observe(self) -> None:
-        for e in self.tail.poll():
-            self.view.apply(e)
-            if e.get("kind") == Kind.READY and e.get("role") == Role.MEMBER:
-                self.ready[str(e.get("source"))] = int(e["ts_ns"])
-
-    def settled(self, window_s: float) -> bool:
-        return self.view.settled(time.time_ns(), window_s)
-
-    def until(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-        """Read the histories until ``condition()`` holds; HerdlabError after ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            self.observe()
-            if condition():
-                return
-            if time.monotonic() > deadline:
-                raise HerdlabError(
-                    f"timed out after {timeout_s:g}s waiting for {what} ({self.view.summary()}); "
-                    f"see {self.directory}"
-                )
-            time.sleep(POLL_S)  # polling the members' files, as the runner does
+def _until(watch: GroupWatch, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Read the histories until ``condition()`` holds; HerdlabError after ``timeout_s``."""
+    if not watch.until(condition, timeout_s):
+        raise HerdlabError(
+            f"timed out after {timeout_s:g}s waiting for {what} ({watch.view.summary()}); see {watch.path}"
+        )
 
 
 def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -179,15 +149,17 @@ class _Run:
             extra_args=["--metrics-interval", "0"],
         )
         self.nemesis = HistoryWriter(directory / "nemesis.jsonl", source="nemesis", role=Role.NEMESIS)
-        self.watch = _Watch(directory, self.partitions)
-        self.procs: dict[str, ChildProcess] = {}
+        self.watch = GroupWatch(directory, self.partitions)
+        self.procs: dict[str, MemberService] = {}
         self.action_id = 0
 
-    def start(self, name: str) -> None:
-        argv = member_argv(
-            self.b, self.broker.bootstrap, self.group, self.topic, name, self.d / f"{name}.jsonl"
-        )
-        self.procs[name] = spawn(argv, name=f"coordinator:{name}", log_path=self.d / f"{name}.log")
+    def start(self, name: str, ready_timeout: float | None = None) -> MemberService:
+        """Start member ``name``; with ``ready_timeout``, wait until it wrote ``ready``."""
+        history = self.d / f"{name}.jsonl"
+        argv = member_argv(self.b, self.broker.bootstrap, self.group, self.topic, name, history)
+        member = MemberService(f"coordinator:{name}", argv, history, self.d / f"{name}.log")
+        self.procs[name] = member
+        return member.start(ready_timeout)
 
     def settled(self) -> bool:
         return self.watch.settled(self.b.settle_window_s)
@@ -197,17 +169,11 @@ class _Run:
         self.broker.start()
         _create_topic(self.broker.bootstrap, self.topic, self.partitions)
         initial = [f"m{i}" for i in range(self.b.members)]
-        self.nemesis.emit(
-            Kind.UNIT_START,
-            role=Role.HARNESS,
-            topic=self.topic,
-            group=self.group,
-            partitions=self.partitions,
-            members=initial,
-        )
+        emit_unit_start(self.nemesis, self.topic, self.group, self.partitions, initial)
         for name in initial:
             self.start(name)
-        self.watch.until(
+        _until(
+            self.watch,
             lambda: set(initial) <= self.watch.view.live and self.settled(),
             self.b.form_timeout_s,
             f"a settled group of {self.b.members}",
@@ -220,16 +186,13 @@ class _Run:
         return {"action": action, "action_id": self.action_id, "targets": [name], "trigger": True}
 
     def join(self, name: str) -> None:
-        """Start ``name``; complete once its ``ready`` was read; wait until it is live and settled."""
+        """Start ``name``; complete once it is ready; wait until it is live and settled."""
         pair = self._pair("join", name)
-        since = time.time_ns()
         self.nemesis.emit(Kind.INVOKE, **pair)
-        self.start(name)
-        self.watch.until(
-            lambda: self.watch.ready.get(name, 0) >= since, self.b.change_timeout_s, f"{name} ready"
-        )
-        self.nemesis.emit(Kind.COMPLETE, **pair, ready_ns={name: self.watch.ready[name]})
-        self.watch.until(
+        joiner = self.start(name, ready_timeout=self.b.change_timeout_s)
+        self.nemesis.emit(Kind.COMPLETE, **pair, ready_ns={name: joiner.ready_ns})
+        _until(
+            self.watch,
             lambda: name in self.watch.view.live and self.settled(),
             self.b.change_timeout_s,
             f"{name} to join and the group to settle",
@@ -249,7 +212,7 @@ class _Run:
                 f"{name} did not exit within {self.b.change_timeout_s:g}s of SIGTERM; see {self.d}"
             )
         self.nemesis.emit(Kind.COMPLETE, **pair, exit_code=code)
-        self.watch.until(self.settled, self.b.change_timeout_s, f"the group to settle after {name} left")
+        _until(self.watch, self.settled, self.b.change_timeout_s, f"the group to settle after {name} left")
         _check_broker(self.broker.bootstrap, self.group, len(self.procs), self.d)
 
     def close(self) -> None:
@@ -281,15 +244,4 @@ def run_rebalance(b: RebalanceBench, echo: Callable[[str], None] = print) -> lis
         run.nemesis.emit(Kind.SETTLING_END, role=Role.HARNESS, settled=True)
     finally:
         run.close()
-    events = [e for f in sorted(d.glob("*.jsonl")) for e in read_events(f)]
-    return measure(events, int(b.settle_window_s * 1e9))
-
-
-#: The benches' ``--settle-window`` option (W of the one definition of settled), declared once.
-settle_window_option = click.option(
-    "--settle-window",
-    type=click.FloatRange(min=0, min_open=True),
-    default=3.0,
-    show_default=True,
-    help="W in seconds: settled = owned once with no ownership change for W (the scenarios' default).",
-)
+    return measure(merged_events(d), int(b.settle_window_s * 1e9))

@@ -65,14 +65,14 @@ from typing import Any
 
 import click
 
-from harness.bench_rebalance import settle_window_option
-from harness.history.writer import HistoryWriter, read_events
+from harness.bench.common import Sizes, emit_unit_start, merged_events, settle_window_option
+from harness.history.writer import HistoryWriter
 from harness.kernel.errors import HerdlabError
 from harness.kernel.events import SETTLED, Kind, Role, failed_attempt, zk_steady
 from harness.kernel.ownership import GroupView
-from harness.kernel.windows import MEMBER_REACTIONS, evaluate
-from harness.procs import ChildProcess, spawn
-from harness.run.tail import HistoryTail
+from harness.kernel.windows import evaluate
+from harness.run.launch import MemberService
+from harness.run.tail import GroupWatch
 from legacy_zk import paths
 from legacy_zk.model import CHANGES, HerdModel, herd_model
 
@@ -94,7 +94,6 @@ __all__ = [
 BROKERS = 1  # the bench registers one 0.8 broker: B of the model
 IMPL = "legacy_zk"
 SCENARIO = "bench-legacy_zk"
-POLL_S = 0.1  # how often the histories are read while waiting (the runner's rate)
 REGISTRATION = re.compile(r"^/consumers/[^/]+/ids/[^/]+$")
 Echo = Callable[[str], None]
 
@@ -432,49 +431,6 @@ def member_names(process: str, members: int) -> list[str]:
     return [process] if members == 1 else [f"{process}-{i}" for i in range(members)]
 
 
-class _Watch:
-    """The events read so far from every history file of one size, folded into a :class:`GroupView`."""
-
-    def __init__(self, directory: Path, partitions: int) -> None:
-        self.directory = directory
-        self.tail = HistoryTail(directory)
-        self.view = GroupView(partitions=partitions)
-        self.ready: dict[str, int] = {}  # member -> ts_ns of its latest ready
-        self.gave_up: set[str] = set()  # members whose last synced rebalance gave up
-        self.reactions: list[tuple[int, str]] = []  # (ts_ns, member) of every member reaction
-
-    def observe(self) -> None:
-        for e in self.tail.poll():
-            self.view.apply(e)
-            if e.get("role") != Role.MEMBER:
-                continue
-            kind, src, ts = e.get("kind"), str(e.get("source")), int(e["ts_ns"])
-            if kind == Kind.READY:
-                self.ready[src] = ts
-            if kind in MEMBER_REACTIONS:
-                self.reactions.append((ts, src))
-            if kind == Kind.REBALANCE_END:
-                if e.get("gave_up"):
-                    self.gave_up.add(src)
-                elif e.get("outcome") in ("ok", "no_brokers"):
-                    self.gave_up.discard(src)
-
-    def first_reaction(self, t0_ns: int, targets: list[str]) -> int | None:
-        """The first reaction (windows.py's definition) at or after ``t0_ns`` by a non-target."""
-        return min((ts for ts, m in self.reactions if ts >= t0_ns and m not in targets), default=None)
-
-    def until(self, condition: Callable[[], bool], timeout_s: float) -> bool:
-        """Read the histories until ``condition()`` holds (True) or ``timeout_s`` passed (False)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            self.observe()
-            if condition():
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(POLL_S)  # polling the members' files, as the runner does
-
-
 class _Run:
     """One group size's ZooKeeper, member processes and nemesis history (see :func:`run_size`)."""
 
@@ -482,8 +438,8 @@ class _Run:
         self.b, self.n, self.d, self.echo = b, n, directory, echo
         self.group, self.topic = f"bench-{n}", f"herd-{n}"
         self.nemesis = HistoryWriter(directory / "nemesis.jsonl", source="nemesis", role=Role.NEMESIS)
-        self.watch = _Watch(directory, n)
-        self.procs: dict[str, ChildProcess] = {}
+        self.watch = GroupWatch(directory, n)
+        self.procs: dict[str, MemberService] = {}
         self.members_of: dict[str, list[str]] = {}
         self.action_id = 0
         self.zk: Any = None
@@ -527,12 +483,13 @@ class _Run:
 
     def start(self, process: str, members: int) -> list[str]:
         self.members_of[process] = member_names(process, members)
-        self.procs[process] = spawn(
+        self.procs[process] = MemberService(
+            f"legacy-zk-{self.group}-{process}",
             self._argv(process, members),
-            name=f"legacy-zk-{self.group}-{process}",
-            log_path=self.d / f"{process}.log",
+            self.d / f"{process}.jsonl",
+            self.d / f"{process}.log",
             env={"HERDLAB_LOG_LEVEL": "WARNING"},
-        )
+        ).start()
         return self.members_of[process]
 
     def sample(self, label: str) -> None:
@@ -541,8 +498,7 @@ class _Run:
         self.nemesis.emit(Kind.ZK_MNTR, role=Role.HARNESS, label=label, counters=counters)
 
     def _settled(self, members: list[str]) -> bool:
-        v = self.watch.view
-        return set(members) <= v.live and v.settled(time.time_ns(), self.b.settle_window_s)
+        return self.watch.settled(self.b.settle_window_s, members)
 
     def _rss_mb(self) -> float:
         import psutil
@@ -573,14 +529,7 @@ class _Run:
         sizes = [min(b.members_per_host, hosted - i) for i in range(0, hosted, b.members_per_host)]
         plan = [(f"host{h}", k) for h, k in enumerate(sizes)] + [("victim", 1)]
         initial = [m for process, k in plan for m in member_names(process, k)]
-        self.nemesis.emit(
-            Kind.UNIT_START,
-            role=Role.HARNESS,
-            topic=self.topic,
-            group=self.group,
-            partitions=self.n,
-            members=initial,
-        )
+        emit_unit_start(self.nemesis, self.topic, self.group, self.n, initial)
         self.sample("start")
         t0 = time.monotonic()
         running: list[str] = []
@@ -700,8 +649,7 @@ def run_size(b: LegacyBench, n: int, directory: Path, echo: Echo = print) -> lis
         run.finish(settled)
     finally:
         run.close()
-    events = [e for f in sorted(directory.glob("*.jsonl")) for e in read_events(f)]
-    return measure(events, int(b.settle_window_s * 1e9))
+    return measure(merged_events(directory), int(b.settle_window_s * 1e9))
 
 
 # -- the run directory and the checker ---------------------------------------------------------------
@@ -759,26 +707,13 @@ def check_with_checker(run_dir: Path, results: Mapping[int, list[ChangeFigures]]
 
 
 # -- the command ------------------------------------------------------------------------------------
-class _Sizes(click.ParamType):
-    name = "N,N,..."
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> tuple[int, ...]:
-        if isinstance(value, tuple):
-            return value
-        try:
-            sizes = tuple(int(x) for x in str(value).split(",") if x.strip())
-        except ValueError:
-            self.fail(f"{value!r} is not a comma-separated list of group sizes", param, ctx)
-        if not sizes or any(n < 2 for n in sizes):
-            self.fail(
-                f"group sizes must be at least 2 (one member is the crash victim), got {value!r}", param, ctx
-            )
-        return sizes
-
-
 @click.command("legacy_zk")
 @click.option(
-    "--sizes", type=_Sizes(), default="10,50,100,200", show_default=True, help="Group sizes N (P = N)."
+    "--sizes",
+    type=Sizes(minimum=2, why=" (one member is the crash victim)"),
+    default="10,50,100,200",
+    show_default=True,
+    help="Group sizes N (P = N).",
 )
 @click.option(
     "--changes",
