@@ -94,7 +94,10 @@ class MemberService:
 
     # -- the Service lifecycle ---------------------------------------------------------------------
     def start(self, timeout: float | None = None) -> MemberService:
-        """Launch the process; with ``timeout``, wait until :meth:`ready` (HerdlabError after it)."""
+        """Launch the process; with ``timeout``, wait until :meth:`ready` (HerdlabError after it, or
+        when the process exits first). HerdlabError when this service's process is still running."""
+        if self.alive():
+            raise HerdlabError(f"{self.name} is already running")
         self.started_ns = time.time_ns()
         self._ready_ns = None
         if self.launcher is not None:
