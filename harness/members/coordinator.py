@@ -14,6 +14,12 @@ Contract
   ``source`` is the harness's name for the member; ``member`` is the broker-assigned member id.
 * One member per process: kafka-python's log records carry no member identity, so the log-based
   observation is only unambiguous with one consumer in the process.
+* The one kafka-python member of the harness: runs, benches (:mod:`harness.bench.rebalance`) and tests
+  start it as ``herdlab member coordinator`` (:class:`harness.run.launch.MemberService`) and read
+  what it did from its history, never from kafka-python's private fields.
+* With ``cooperative-sticky``, kafka-python 3.0.12 calls the listener only for partitions revoked or
+  added, so a completed rebalance that changes nothing of this member's assignment writes no
+  ``rebalance_end``: its ``generation`` field then lags the group's (read the broker's).
 * :meth:`stop` with ``clean=True`` closes the consumer (commit, LeaveGroup for dynamic members);
   ``clean=False`` returns without leaving (used only when the process is about to die anyway).
 """
@@ -266,6 +272,11 @@ class CoordinatorMember:
                 self.emit("stopped", clean=False, records=self.records)
             kc_log.removeHandler(observer)
             hb_log.removeHandler(observer)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stop.is_set()
 
     def stop(self, clean: bool = True) -> None:
         """Ask :meth:`run` to return after the current poll; ``clean`` closes the consumer (leave)."""
