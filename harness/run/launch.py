@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.kernel.errors import HerdlabError
+from harness.kernel.errors import HerdlabError, Unreachable
 from harness.kernel.events import Kind
 from harness.procs import ChildProcess, spawn
 from harness.run.tail import POLL_S, HistoryTail
@@ -94,8 +94,11 @@ class MemberService:
 
     # -- the Service lifecycle ---------------------------------------------------------------------
     def start(self, timeout: float | None = None) -> MemberService:
-        """Launch the process; with ``timeout``, wait until :meth:`ready` (HerdlabError after it, or
-        when the process exits first). HerdlabError when this service's process is still running."""
+        """Launch the process and return ``self``; with ``timeout``, first wait until :meth:`ready`.
+
+        As the cluster's services: when the member exits first or is not ready after ``timeout``, it
+        is stopped (nothing is left running) and :class:`~harness.kernel.errors.Unreachable` names
+        it with the tail of its log. HerdlabError when this service's process is still running."""
         if self.alive():
             raise HerdlabError(f"{self.name} is already running")
         self.started_ns = time.time_ns()
@@ -107,15 +110,23 @@ class MemberService:
         if timeout is not None:
             deadline = time.monotonic() + timeout
             while not self.ready():
-                if not self.alive():
-                    raise HerdlabError(f"{self.name} exited before it was ready; see {self.log_path}")
-                if time.monotonic() > deadline:
-                    raise HerdlabError(f"{self.name} not ready after {timeout:g}s; see {self.log_path}")
+                why = (
+                    "exited before it was ready"
+                    if not self.alive()
+                    else f"not ready after {timeout:g}s"
+                    if time.monotonic() > deadline
+                    else None
+                )
+                if why is not None:
+                    tail = self.log_tail(10).replace("\n", " | ")
+                    self.stop()
+                    raise Unreachable(f"member {self.name} {why} (log {self.log_path}: {tail[-800:]})")
                 time.sleep(POLL_S)  # polling its history file
         return self
 
     def ready(self) -> bool:
-        """Whether the member wrote ``ready`` since :meth:`start` (its history is read on each call)."""
+        """Whether the member wrote ``ready`` since :meth:`start` (its history is read on each call; a
+        probe: never raises)."""
         if self._ready_ns is None:
             for e in self._tail.poll():
                 if e.get("kind") == Kind.READY and int(e.get("ts_ns") or 0) >= self.started_ns:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.kernel.errors import HerdlabError
+from harness.kernel.errors import HerdlabError, Unreachable
 from harness.run.launch import MemberService
 from harness.run.tail import GroupWatch, HistoryTail
 
@@ -98,8 +98,10 @@ def test_a_ready_of_an_earlier_process_does_not_count(tmp_path: Path) -> None:
     (tmp_path / "m0.jsonl").write_bytes(_line(1, "ready"))  # the previous process under this name
     m = _service(tmp_path, write_ready=False)
     try:
-        with pytest.raises(HerdlabError, match="not ready after 0.3s"):
+        with pytest.raises(Unreachable, match="not ready after 0.3s"):
             m.start(timeout=0.3)
+        assert not m.alive() and not m.ready()  # a failed start leaves nothing running
+        m.start()
         assert m.alive() and not m.ready()
         with pytest.raises(HerdlabError, match="already running"):
             m.start()
@@ -109,9 +111,12 @@ def test_a_ready_of_an_earlier_process_does_not_count(tmp_path: Path) -> None:
 
 def test_start_reports_a_member_that_exits_before_it_is_ready(tmp_path: Path) -> None:
     history = tmp_path / "m0.jsonl"
-    m = MemberService("test:m0", [sys.executable, "-c", "raise SystemExit(3)"], history, tmp_path / "m0.log")
+    crash = "import sys; print('boom: no broker'); sys.exit(3)"
+    m = MemberService("test:m0", [sys.executable, "-c", crash], history, tmp_path / "m0.log")
     try:
-        with pytest.raises(HerdlabError, match="exited before it was ready"):
+        with pytest.raises(
+            Unreachable, match=r"member test:m0 exited before it was ready \(log .*boom: no broker"
+        ):
             m.start(timeout=30)
         assert m.wait(5) == 3
     finally:
