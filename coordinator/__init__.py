@@ -21,7 +21,7 @@ protocol to unmodified clients, with ``kio`` as the codec. Modules:
 * :mod:`coordinator.cluster`, :mod:`coordinator.zk` -- the cluster view and the ZooKeeper-era
   registration (``/brokers/ids``, ``/brokers/topics`` in the 0.8 layout).
 * :mod:`coordinator.cli` -- ``herdlab broker`` (its bench lives in the harness:
-  :mod:`harness.bench_coordinator`); :mod:`coordinator.inprocess` / :mod:`coordinator.rawclient` drive a broker from
+  :mod:`harness.bench.coordinator`); :mod:`coordinator.inprocess` / :mod:`coordinator.rawclient` drive a broker from
   tests and benchmarks.
 
 The launcher for harness and tests is :class:`harness.cluster.broker.BrokerProcess`.

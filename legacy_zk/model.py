@@ -1,7 +1,7 @@
 # pyright: strict
 """The analytic herd model of the 0.8 ZooKeeper consumer: what one membership change costs.
 
-Pure (no ZooKeeper, no clock). ``herdlab bench legacy_zk`` (:mod:`harness.bench_legacy_zk`) prints
+Pure (no ZooKeeper, no clock). ``herdlab bench legacy_zk`` (:mod:`harness.bench.legacy_zk`) prints
 its measurement beside these figures.
 
 One membership change, every member present after it rebalancing once, in one attempt (``B``

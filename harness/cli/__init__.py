@@ -66,11 +66,11 @@ _register(cli, "harness.cli.images", "images")
 _register(cli, "harness.cli.bench", "bench")
 _bench = cli.commands.get("bench")
 if isinstance(_bench, click.Group):
-    _register(_bench, "harness.bench", "zookeeper")
-    _register(_bench, "harness.bench", "history")
-    _register(_bench, "harness.cli.bench_analysis", "analysis")
-    _register(_bench, "harness.bench_coordinator", "coordinator")
-    _register(_bench, "harness.bench_legacy_zk", "legacy_zk")
+    _register(_bench, "harness.bench.zookeeper", "zookeeper")
+    _register(_bench, "harness.bench.history", "history")
+    _register(_bench, "harness.bench.analysis", "analysis")
+    _register(_bench, "harness.bench.coordinator", "coordinator")
+    _register(_bench, "harness.bench.legacy_zk", "legacy_zk")
 
 
 def main() -> None:

@@ -1,8 +1,9 @@
 """``herdlab bench ...``: benchmarks that print figures.
 
-Each part registers its own command here: ``harness.bench_coordinator:coordinator`` (``herdlab bench
-coordinator``), ``harness.bench_legacy_zk:legacy_zk`` (``herdlab bench legacy_zk``), ``harness.bench.zookeeper`` (``herdlab
-bench zookeeper``). Figures are measured on the machine at hand; nothing is asserted.
+The benches live in :mod:`harness.bench`, one module per bench; :mod:`harness.cli` adds each one's
+command to this group (``harness.bench.coordinator:coordinator`` is ``herdlab bench coordinator``,
+``harness.bench.legacy_zk:legacy_zk`` is ``herdlab bench legacy_zk``, and so on). Figures are measured
+on the machine at hand; nothing is asserted.
 """
 
 from __future__ import annotations

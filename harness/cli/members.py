@@ -83,7 +83,7 @@ def coordinator(
     member = CoordinatorMember(config, hist, on_change=on_change)
 
     def handler(signum: int, _frame: object) -> None:
-        if member._stop.is_set():
+        if member.stopping:
             os._exit(128 + signum)
         member.stop(clean=True)
 

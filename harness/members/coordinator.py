@@ -14,6 +14,14 @@ Contract
   ``source`` is the harness's name for the member; ``member`` is the broker-assigned member id.
 * One member per process: kafka-python's log records carry no member identity, so the log-based
   observation is only unambiguous with one consumer in the process.
+* The one kafka-python member of the harness: runs, benches (:mod:`harness.bench.rebalance`) and tests
+  start it as ``herdlab member coordinator`` (:class:`harness.run.launch.MemberService`) and read
+  what it did from its history, never from kafka-python's private fields.
+* With ``cooperative-sticky``, kafka-python 3.0.12 calls the listener only for partitions revoked or
+  added, so a completed rebalance that changes nothing of this member's assignment writes no
+  ``rebalance_end``: its ``generation`` field then lags the group's (read the broker's).
+* A retriable client error from ``poll`` (no broker reachable: kafka-python 3.0.12 raises where
+  Java's consumer retries) is logged and polling goes on; the member outlives a broker outage.
 * :meth:`stop` with ``clean=True`` closes the consumer (commit, LeaveGroup for dynamic members);
   ``clean=False`` returns without leaving (used only when the process is about to die anyway).
 """
@@ -212,6 +220,7 @@ class CoordinatorMember:
     def run(self) -> None:
         """Join and consume until :meth:`stop`; then leave (clean) or just return."""
         from kafka import KafkaConsumer
+        from kafka.errors import KafkaError
 
         c = self.config
         observer = _ClientLogObserver(self)
@@ -242,7 +251,16 @@ class CoordinatorMember:
             self.consumer.subscribe([c.topic], listener=self._listener())
             self._await_topic_metadata()
             while not self._stop.is_set():
-                batches = self.consumer.poll(timeout_ms=c.poll_timeout_ms)
+                try:
+                    batches = self.consumer.poll(timeout_ms=c.poll_timeout_ms)
+                except KafkaError as e:
+                    if not e.retriable:
+                        raise
+                    # kafka-python 3.0.12 raises from poll() when a coordinator lookup finds no broker
+                    # (Java's consumer retries inside poll): a broker outage must not end the member.
+                    log.warning("%s: poll failed (%s), polling again", c.name, e)
+                    self._stop.wait(c.poll_timeout_ms / 1000)  # a poll's worth of backoff
+                    continue
                 for tp, records in batches.items():
                     for r in records:
                         self.emit(
@@ -266,6 +284,11 @@ class CoordinatorMember:
                 self.emit("stopped", clean=False, records=self.records)
             kc_log.removeHandler(observer)
             hb_log.removeHandler(observer)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stop.is_set()
 
     def stop(self, clean: bool = True) -> None:
         """Ask :meth:`run` to return after the current poll; ``clean`` closes the consumer (leave)."""

@@ -4,27 +4,55 @@ Every process goes through :func:`harness.procs.spawn` (own process group, regis
 the end) and writes its events to ``<events>/<name>.jsonl`` and its log to ``<logs>/<name>.log``.
 Members are started with ``python -m harness member <impl> ...``, the same commands a person uses.
 :func:`start_member` takes a ``launcher`` to run that command elsewhere (the containers backend runs
-it in a container); the runner handles every member through :class:`MemberHandle`.
+it in a container). Every member, of every kind, is a :class:`MemberService` (the runner's and the
+benches' handle, also named :data:`MemberHandle`):
+
+* the Service lifecycle of the cluster's services: ``name``, ``log_path``, :meth:`MemberService.start`
+  (optionally waiting until ready), :meth:`MemberService.ready` (the member wrote a ``ready`` event to
+  its history since this start: booted, about to connect) and :meth:`MemberService.stop`;
+* the operations the nemesis uses, names and meaning unchanged: ``alive()``, ``signal(sig, group)``
+  (SIGKILL / SIGSTOP / SIGCONT; a container turns them into kill / pause / unpause), ``wait(timeout)``,
+  ``pid`` and ``box`` (the member's container, None for a local process).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from harness.kernel.errors import HerdlabError, Unreachable
+from harness.kernel.events import Kind
 from harness.procs import ChildProcess, spawn
+from harness.run.tail import POLL_S, HistoryTail
 from harness.scenario.model import Scenario
+
+__all__ = [
+    "PY",
+    "Endpoints",
+    "Launcher",
+    "MemberHandle",
+    "MemberProcess",
+    "MemberService",
+    "coordinator_argv",
+    "legacy_argv",
+    "start_member",
+    "start_producer",
+]
 
 PY = [sys.executable, "-m", "harness"]
 
 
-class MemberHandle(Protocol):
-    """A running member as the runner drives it: :class:`~harness.procs.ChildProcess` (a local
-    process) or :class:`~harness.cluster.containers.MemberContainer` (SIGKILL / SIGSTOP / SIGCONT
-    become docker kill / pause / unpause)."""
+class MemberProcess(Protocol):
+    """What runs a member: :class:`~harness.procs.ChildProcess` or a member container."""
+
+    name: str
+
+    @property
+    def pid(self) -> int: ...
 
     def alive(self) -> bool: ...
 
@@ -32,11 +60,121 @@ class MemberHandle(Protocol):
 
     def wait(self, timeout: float | None = None) -> int | None: ...
 
+    def log_tail(self, lines: int = 30) -> str: ...
+
     def stop(self, grace: float = 5.0) -> None: ...
 
 
-#: Starts a member command elsewhere: ``(argv, name, log_path) -> handle``; ``argv[0]`` is this Python.
-Launcher = Callable[[list[str], str, Path], MemberHandle]
+#: Starts a member command elsewhere: ``(argv, name, log_path) -> process``; ``argv[0]`` is this Python.
+Launcher = Callable[[list[str], str, Path], Any]
+
+
+class MemberService:
+    """One member process (see the module contract); ``name`` is ``<impl>:<member name>``."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        history: Path,
+        log_path: Path,
+        launcher: Launcher | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.argv = argv
+        self.history = history
+        self.log_path = log_path
+        self.launcher = launcher
+        self.env = env
+        self.process: MemberProcess | None = None
+        self.started_ns = 0
+        self._tail = HistoryTail(history)
+        self._ready_ns: int | None = None
+
+    # -- the Service lifecycle ---------------------------------------------------------------------
+    def start(self, timeout: float | None = None) -> MemberService:
+        """Launch the process and return ``self``; with ``timeout``, first wait until :meth:`ready`.
+
+        As the cluster's services: when the member exits first or is not ready after ``timeout``, it
+        is stopped (nothing is left running) and :class:`~harness.kernel.errors.Unreachable` names
+        it with the tail of its log. HerdlabError when this service's process is still running."""
+        if self.alive():
+            raise HerdlabError(f"{self.name} is already running")
+        self.started_ns = time.time_ns()
+        self._ready_ns = None
+        if self.launcher is not None:
+            self.process = self.launcher(self.argv, self.name, self.log_path)
+        else:
+            self.process = spawn(self.argv, name=self.name, log_path=self.log_path, env=self.env)
+        if timeout is not None:
+            deadline = time.monotonic() + timeout
+            while not self.ready():
+                why = (
+                    "exited before it was ready"
+                    if not self.alive()
+                    else f"not ready after {timeout:g}s"
+                    if time.monotonic() > deadline
+                    else None
+                )
+                if why is not None:
+                    tail = self.log_tail(10).replace("\n", " | ")
+                    self.stop()
+                    raise Unreachable(f"member {self.name} {why} (log {self.log_path}: {tail[-800:]})")
+                time.sleep(POLL_S)  # polling its history file
+        return self
+
+    def ready(self) -> bool:
+        """Whether the member wrote ``ready`` since :meth:`start` (its history is read on each call; a
+        probe: never raises)."""
+        if self._ready_ns is None:
+            for e in self._tail.poll():
+                if e.get("kind") == Kind.READY and int(e.get("ts_ns") or 0) >= self.started_ns:
+                    self._ready_ns = int(e["ts_ns"])
+                    break
+        return self._ready_ns is not None
+
+    @property
+    def ready_ns(self) -> int | None:
+        """When the member wrote its ``ready`` (after :meth:`ready` returned True), else None."""
+        return self._ready_ns
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM, SIGKILL after ``grace`` seconds, reap (a container: stop and remove). Idempotent."""
+        if self.process is not None:
+            self.process.stop(grace)
+
+    # -- what the nemesis uses ---------------------------------------------------------------------
+    def _proc(self) -> MemberProcess:
+        if self.process is None:
+            raise HerdlabError(f"{self.name} was not started")
+        return self.process
+
+    @property
+    def pid(self) -> int:
+        return self._proc().pid
+
+    @property
+    def box(self) -> Any:
+        """The member's container (None for a local process)."""
+        return getattr(self.process, "box", None)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.alive()
+
+    def signal(self, sig: int, group: bool = True) -> None:
+        """Send ``sig`` (to the process group when ``group``); no error if the process is gone."""
+        self._proc().signal(sig, group=group)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait up to ``timeout`` seconds for exit; the exit code, or None if still running."""
+        return self._proc().wait(timeout)
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "" if self.process is None else self.process.log_tail(lines)
+
+    def __repr__(self) -> str:
+        return f"<MemberService {self.name} {self.process!r}>"
 
 
 @dataclass(frozen=True)
@@ -102,6 +240,10 @@ def legacy_argv(s: Scenario, name: str, ep: Endpoints, history: Path, group: str
     return argv
 
 
+#: The runner's name for a member handle.
+MemberHandle = MemberService
+
+
 def start_member(
     impl: str,
     s: Scenario,
@@ -112,14 +254,13 @@ def start_member(
     group: str,
     topic: str,
     launcher: Launcher | None = None,
-) -> MemberHandle:
-    """Start one member of ``impl`` named ``name``: a child process, or through ``launcher``."""
+) -> MemberService:
+    """Start one member of ``impl`` named ``name`` (a child process, or through ``launcher``); it
+    returns at once: wait on :meth:`MemberService.ready` (or the history) for the member to boot."""
     history = events / f"{name}.jsonl"
     build = coordinator_argv if impl == "coordinator" else legacy_argv
     argv = build(s, name, ep, history, group, topic)
-    if launcher is not None:
-        return launcher(argv, f"{impl}:{name}", logs / f"{name}.log")
-    return spawn(argv, name=f"{impl}:{name}", log_path=logs / f"{name}.log")
+    return MemberService(f"{impl}:{name}", argv, history, logs / f"{name}.log", launcher).start()
 
 
 def start_producer(s: Scenario, bootstrap: str, events: Path, logs: Path, topic: str) -> ChildProcess:

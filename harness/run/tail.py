@@ -1,27 +1,50 @@
-"""Following a run's JSON-lines files while processes append to them.
+"""Following a run's JSON-lines histories while processes append to them.
 
-:class:`HistoryTail` remembers how far it read each ``*.jsonl`` file under a directory and returns
-the complete new lines on each :meth:`poll` (a torn last line is kept for the next poll). Files that
-appear later (a member that joined) are picked up on the next poll.
+* :class:`HistoryTail` remembers how far it read each ``*.jsonl`` file (one file, or every file under
+  a directory) and returns the complete new lines on each :meth:`~HistoryTail.poll` (a torn last line
+  is kept for the next poll). Files that appear later (a member that joined) are picked up on the next
+  poll. The one tail of the harness: the runner, the benches, member handles and tests read with it.
+* :class:`GroupWatch` folds what a tail reads into a :class:`~harness.kernel.ownership.GroupView`
+  and remembers each member's latest ``ready``, its reactions (:data:`MEMBER_REACTIONS`) and who gave
+  up; :meth:`GroupWatch.until` waits on a condition over them with a timeout. It only observes:
+  the definitions (settled, first reaction) are :mod:`harness.kernel.ownership`'s and
+  :mod:`harness.kernel.windows`'s.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.kernel.events import Kind, Role
+from harness.kernel.ownership import GroupView
+from harness.kernel.windows import MEMBER_REACTIONS
+
+__all__ = ["POLL_S", "GroupWatch", "HistoryTail"]
+
+POLL_S = 0.1  # how often histories are read while waiting (the runner's rate)
+
 
 class HistoryTail:
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    """New events of one JSON-lines file, or of every ``*.jsonl`` file under a directory."""
+
+    def __init__(self, path: Path) -> None:
+        self.directory = path  # the name callers used; a file works too
         self._offsets: dict[Path, int] = {}
         self._partial: dict[Path, bytes] = {}
+
+    def _files(self) -> list[Path]:
+        if self.directory.is_dir():
+            return sorted(self.directory.rglob("*.jsonl"))
+        return [self.directory]
 
     def poll(self) -> list[dict[str, Any]]:
         """New complete events from every file, sorted by ``ts_ns``."""
         events: list[dict[str, Any]] = []
-        for path in sorted(self.directory.rglob("*.jsonl")):
+        for path in self._files():
             offset = self._offsets.get(path, 0)
             try:
                 with open(path, "rb") as f:
@@ -44,3 +67,61 @@ class HistoryTail:
                         continue
         events.sort(key=lambda e: e.get("ts_ns", 0))
         return events
+
+
+class GroupWatch:
+    """The events read so far from the histories under ``path``, folded (see the module contract).
+
+    ``view``: the group's ownership; ``ready``: member -> ts_ns of its latest ``ready``;
+    ``reactions``: (ts_ns, member) of every member reaction; ``gave_up``: members whose last synced
+    rebalance gave up (a later ``ok`` / ``no_brokers`` end clears it); ``events``: every event read,
+    in the order read, when ``keep`` is set.
+    """
+
+    def __init__(self, path: Path, partitions: int | None = None, keep: bool = False) -> None:
+        self.path = path
+        self.tail = HistoryTail(path)
+        self.view = GroupView() if partitions is None else GroupView(partitions=partitions)
+        self.ready: dict[str, int] = {}
+        self.reactions: list[tuple[int, str]] = []
+        self.gave_up: set[str] = set()
+        self.keep = keep
+        self.events: list[dict[str, Any]] = []
+
+    def observe(self) -> None:
+        """Read what was appended since the last call and fold it."""
+        for e in self.tail.poll():
+            if self.keep:
+                self.events.append(e)
+            self.view.apply(e)
+            if e.get("role") != Role.MEMBER:
+                continue
+            kind, src, ts = e.get("kind"), str(e.get("source")), int(e["ts_ns"])
+            if kind == Kind.READY:
+                self.ready[src] = ts
+            if kind in MEMBER_REACTIONS:
+                self.reactions.append((ts, src))
+            if kind == Kind.REBALANCE_END:
+                if e.get("gave_up"):
+                    self.gave_up.add(src)
+                elif e.get("outcome") in ("ok", "no_brokers"):
+                    self.gave_up.discard(src)
+
+    def settled(self, window_s: float, members: list[str] | tuple[str, ...] = ()) -> bool:
+        """``members`` are live and the group is settled now with window ``window_s`` (GroupView's)."""
+        return set(members) <= self.view.live and self.view.settled(time.time_ns(), window_s)
+
+    def first_reaction(self, t0_ns: int, targets: list[str]) -> int | None:
+        """The first reaction (windows.py's definition) at or after ``t0_ns`` by a non-target."""
+        return min((ts for ts, m in self.reactions if ts >= t0_ns and m not in targets), default=None)
+
+    def until(self, condition: Callable[[], bool], timeout_s: float) -> bool:
+        """Read the histories until ``condition()`` holds (True) or ``timeout_s`` passed (False)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.observe()
+            if condition():
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_S)  # polling the members' files between reads, as the runner does

@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
-from harness.bench_legacy_zk import (
+from harness.bench.legacy_zk import LegacyBench, member_names
+from harness.bench.legacy_zk_figures import (
     Check,
-    LegacyBench,
     compare,
     deviation,
     format_checks,
     format_size,
     measure,
-    member_names,
 )
 from harness.kernel.errors import HerdlabError
 from legacy_zk.model import HerdModel

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.bench_coordinator import _rebalance_rows
-from harness.bench_rebalance import Change, RebalanceBench, measure, member_argv
+from harness.bench.rebalance import Change, RebalanceBench, _rebalance_rows, measure, member_argv
 
 MS = 1_000_000
 W = 1000 * MS

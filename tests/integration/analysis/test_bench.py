@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli.bench_analysis import analysis
+from harness.bench.analysis import analysis
 
 pytestmark = pytest.mark.bench
 

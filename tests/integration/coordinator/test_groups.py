@@ -1,4 +1,5 @@
-"""Consumer groups of unmodified kafka-python members (separate processes) on a real broker process.
+"""Consumer groups of unmodified kafka-python members (``herdlab member coordinator`` processes, read
+through their histories) on a real broker process.
 
 For every assignor kafka-python has: after joins, clean leaves and kills (session expiry), every
 partition is assigned to exactly one live member. Static members restart without a rebalance. A
@@ -8,9 +9,7 @@ broker restart (clean and SIGKILL).
 
 from __future__ import annotations
 
-import json
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -30,11 +29,11 @@ from kafka.structs import TopicPartition
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import read_events
-from harness.procs import ChildProcess, spawn
+from harness.run.launch import PY, MemberService
+from harness.run.tail import HistoryTail
 from tests.support.brokers import BrokerFactory
 from tests.support.waiting import wait_until
 
-REPO = Path(__file__).resolve().parents[3]
 #: The tests are not about the initial delay or the minimum session: make them fast.
 FAST = ["--group-initial-rebalance-delay-ms", "100", "--group-min-session-timeout-ms", "1000"]
 PARTITIONS = 6
@@ -42,40 +41,66 @@ NONE, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS = 0, 22, 27
 JOIN_V = 3  # JoinGroup v3: no MEMBER_ID_REQUIRED round trip (v4+), keeps the raw test short
 
 
+class _MemberState:
+    """One member process, folded from the events its history has since ``since_ns`` (a restarted
+    member appends to the same file: the previous process's events are older)."""
+
+    def __init__(self, history: Path, since_ns: int) -> None:
+        self.since_ns = since_ns
+        self.tail = HistoryTail(history)
+        self.assignment: set[int] = set()
+        self.member_id: str | None = None
+        self.records: list[tuple[int, int]] = []
+
+    def update(self) -> None:
+        for e in self.tail.poll():
+            kind = e["kind"]
+            if e["ts_ns"] < self.since_ns:
+                continue
+            if kind == "assigned":
+                self.assignment.add(e["partition"])
+            elif kind == "revoked":
+                self.assignment.discard(e["partition"])
+            elif kind == "rebalance_end":
+                self.member_id = e["member"]
+            elif kind == "record":
+                self.records.append((e["partition"], e["offset"]))
+
+
 class Members:
-    """Member processes of one group, each reporting its assignment through a state file."""
+    """Member processes of one group (``herdlab member coordinator``, the harness's member), each
+    observed through its history: its assignment (``assigned`` / ``revoked``), its member id (from
+    ``rebalance_end``) and the records it processed; the group's generation is the broker's."""
 
     def __init__(
         self, broker: BrokerProcess, tmp: Path, group: str, topic: str, assignor: str = "range"
     ) -> None:
         self.broker, self.tmp, self.group, self.topic, self.assignor = broker, tmp, group, topic, assignor
-        self.procs: dict[str, ChildProcess] = {}
+        self.procs: dict[str, MemberService] = {}
+        self.states: dict[str, _MemberState] = {}
+        self.broker_tail = HistoryTail(broker.history_path)
+        self.stable: tuple[int, int] | None = None  # (generation, members) of the broker's latest Stable
+        self.group_state = ""
 
-    def start(self, name: str, instance_id: str | None = None, commit: bool = False) -> ChildProcess:
-        state = self.tmp / f"{name}.json"
-        state.unlink(missing_ok=True)
-        argv = [
-            sys.executable,
-            "-m",
-            "tests.integration.coordinator.member",
-            "--bootstrap",
-            self.broker.bootstrap,
-        ]
+    def start(self, name: str, instance_id: str | None = None, commit: bool = False) -> MemberService:
+        """Start ``name``; ``commit``: auto-commit every 100 ms (else nothing is committed)."""
+        history = self.tmp / f"{name}.jsonl"
+        argv = [*PY, "member", "coordinator", "--bootstrap", self.broker.bootstrap, "--group", self.group]
         argv += [
-            "--group",
-            self.group,
             "--topic",
             self.topic,
-            "--state",
-            str(state),
+            "--name",
+            name,
+            "--history",
+            str(history),
             "--assignor",
             self.assignor,
         ]
+        argv += ["--auto-commit-interval-ms", "100"] if commit else ["--no-auto-commit"]
         if instance_id:
-            argv += ["--instance-id", instance_id]
-        if commit:
-            argv += ["--commit-every-poll"]
-        proc = spawn(argv, name, log_path=self.tmp / f"{name}.log", cwd=REPO)
+            argv += ["--group-instance-id", instance_id]
+        proc = MemberService(name, argv, history, self.tmp / f"{name}.log").start()
+        self.states[name] = _MemberState(history, proc.started_ns)
         self.procs[name] = proc
         return proc
 
@@ -92,21 +117,39 @@ class Members:
         proc.wait(5)
         proc.stop()
 
+    def _observe_broker(self) -> None:
+        for e in self.broker_tail.poll():
+            if e["kind"] == "group_state" and e.get("group") == self.group:
+                self.group_state = e["to_state"]
+                if e["to_state"] == "Stable":
+                    self.stable = (e["generation"], e["members"])
+
     def state(self, name: str) -> dict | None:
-        try:
-            return json.loads((self.tmp / f"{name}.json").read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+        """``name``'s assignment and member id (None before its first completed rebalance), with the
+        generation of the broker's latest Stable group."""
+        self._observe_broker()
+        st = self.states[name]
+        st.update()
+        if st.member_id is None or self.stable is None:
             return None
+        return {"assignment": sorted(st.assignment), "member_id": st.member_id, "generation": self.stable[0]}
+
+    def records(self, name: str) -> list[tuple[int, int]]:
+        """(partition, offset) of every record ``name``'s latest process processed."""
+        self.states[name].update()
+        return list(self.states[name].records)
 
     def balanced(self) -> dict[str, dict] | None:
         """The live members' states if every partition is owned by exactly one live member, every
-        live member owns something, and all report the same generation; else None."""
+        live member owns something, and the broker's group is Stable with exactly these members (one
+        generation); else None."""
         states = {n: self.state(n) for n in self.procs}
         if any(s is None for s in states.values()):
             return None
         owned = [p for s in states.values() for p in s["assignment"]]
-        generations = {s["generation"] for s in states.values()}
-        if sorted(owned) != list(range(PARTITIONS)) or len(generations) != 1:
+        if sorted(owned) != list(range(PARTITIONS)):
+            return None
+        if self.group_state != "Stable" or self.stable is None or self.stable[1] != len(states):
             return None
         if any(not s["assignment"] for s in states.values()):
             return None
@@ -116,7 +159,9 @@ class Members:
         return wait_until(self.balanced, timeout, interval=0.05, what=f"balanced group {what} {self.tails()}")
 
     def tails(self) -> str:
-        return " | ".join(f"{n}: {self.state(n)}" for n in self.procs)
+        return f"broker: {self.group_state} {self.stable} | " + " | ".join(
+            f"{n}: {self.state(n)}" for n in self.procs
+        )
 
     def stop_all(self) -> None:
         for proc in self.procs.values():
@@ -316,7 +361,8 @@ def test_offsets_and_groups_survive_a_broker_restart(
         wait_until(
             lambda: _committed_offsets(broker, "g-dur") == {0: 21, 1: 20}, 30, what="resumed after commits"
         )
-        assert (tmp_path / "c2.json").exists()
+        # c2 resumed after the commits: it processed the new record only (partition 0, offset 20).
+        assert wait_until(lambda: members.records("c2"), 10, what="c2's record") == [(0, 20)]
     finally:
         members.stop_all()
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
@@ -16,7 +17,9 @@ from kazoo.client import KazooClient
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from harness.cluster.zookeeper import ZooKeeperServer
+from harness.history.writer import read_events
 from harness.kernel.javacompat import partition_for
+from harness.run.launch import PY, MemberService
 from legacy_zk.paths import decode_broker, decode_topic_partitions
 from tests.support.brokers import BrokerFactory
 from tests.support.waiting import wait_until
@@ -106,7 +109,7 @@ def test_killed_broker_disappears_with_its_session_and_reregisters_on_restart(
 
 
 def test_two_brokers_share_groups_by_hash_and_list_each_other(
-    broker_factory: BrokerFactory, fresh_zookeeper: ZooKeeperServer
+    broker_factory: BrokerFactory, fresh_zookeeper: ZooKeeperServer, tmp_path: Path
 ) -> None:
     fast = ["--group-initial-rebalance-delay-ms", "0"]
     b0 = broker_factory(broker_id=0, zookeeper=fresh_zookeeper.connect_string, extra_args=fast)
@@ -132,23 +135,28 @@ def test_two_brokers_share_groups_by_hash_and_list_each_other(
     admin.close()
     producer = KafkaProducer(bootstrap_servers=b0.bootstrap)
     for i in range(20):
-        producer.send("shared", b"%d" % i)
+        producer.send("shared", json.dumps({"seq": i}).encode())  # the workload's value shape
     producer.flush()
     producer.close()
     group = next(g for g in (f"grp-{i}" for i in range(100)) if ids[partition_for(g, 50) % 2] == b0.broker_id)
-    consumer = KafkaConsumer(
-        "shared",
-        bootstrap_servers=b0.bootstrap,
-        group_id=group,
-        auto_offset_reset="earliest",
-        session_timeout_ms=6000,
-        heartbeat_interval_ms=500,
+    # The harness's member (unmodified kafka-python) consumes it; what it processed is in its history.
+    history = tmp_path / "c.jsonl"
+    argv = [*PY, "member", "coordinator", "--bootstrap", b0.bootstrap, "--group", group, "--topic", "shared"]
+    member = MemberService(
+        "c", argv + ["--name", "c", "--history", str(history)], history, tmp_path / "c.log"
     )
-    got: list = []
-    wait_until(lambda: got.extend(r for rs in consumer.poll(200).values() for r in rs) or len(got) >= 20, 30)
-    consumer.commit()
-    consumer.close()
-    assert sorted(int(r.value) for r in got) == list(range(20))
+    member.start(timeout=30)
+    try:
+
+        def seqs() -> list[int]:
+            return [e["seq"] for e in read_events(history) if e["kind"] == "record"]
+
+        wait_until(lambda: len(seqs()) >= 20, 30, what="the member to process the 20 records")
+        member.signal(signal.SIGTERM, group=False)  # a clean close: commit, LeaveGroup
+        assert member.wait(15) == 0, member.log_tail()
+    finally:
+        member.stop()
+    assert sorted(seqs()) == list(range(20))
 
 
 @pytest.mark.slow

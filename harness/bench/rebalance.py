@@ -9,15 +9,16 @@ Contract
 * a broker (``python -m harness.cluster.broker_main``, history ``broker.jsonl``, role broker), a topic of N + 1
   partitions (so with range every member owns at least one), and N members run as the harness runs
   them: ``python -m harness member coordinator ... --history <name>.jsonl`` (unmodified kafka-python;
-  heartbeat 500 ms, session 6 s by default; no auto-commit, nothing is produced);
+  heartbeat 500 ms, session 6 s by default; no auto-commit, nothing is produced), each a
+  :class:`harness.run.launch.MemberService`;
 * a nemesis history ``nemesis.jsonl`` (:mod:`harness.kernel.events`): ``unit_start`` (role harness,
   with ``partitions``), ``stable`` once the N members settled, then ``reps`` times a ``join`` of a new
   member ``j<rep>`` and its ``leave``, each an ``invoke`` (``trigger`` true, ``action_id``) just before
   acting and a ``complete`` once it took effect (a join: the joiner's ``ready`` was read, carried as
   ``ready_ns``; a leave: the SIGTERMed process exited, after its clean close and LeaveGroup), and
   ``settling_end`` (role harness) after the last change settled;
-* every wait is :meth:`GroupView.settled` over the events read so far from all of these files (a join
-  also waits for the joiner to be live): the same fold and window ``W`` that :func:`evaluate` uses,
+* every wait is :meth:`GroupView.settled` over the events read so far from all of these files
+  (:class:`harness.run.tail.GroupWatch`; a join also waits for the joiner to be live): the same fold and window ``W`` that :func:`evaluate` uses,
   so each trigger's window holds its settled instant. Afterwards DescribeGroups checks, as a sanity
   check only, that the broker agrees (group Stable with the expected member count).
 
@@ -26,32 +27,41 @@ Contract
 t1 = settled), detection = first reaction - t0, convergence = t1 - first reaction, and for a join the
 start-up (t0 - invoke) apart. Raises :class:`~harness.kernel.errors.HerdlabError` (one line, naming the
 directory with the logs) when the group does not settle in time or the broker disagrees.
+
+:func:`rebalance` is the command ``herdlab bench coordinator rebalance`` (added to the
+``coordinator`` group by :mod:`harness.bench.coordinator`): per group size, the figures of every
+trigger and a table of their medians.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import signal
-import time
+import statistics
+import tempfile
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
+from rich.table import Table
 
+from harness.bench.common import Sizes, emit_unit_start, merged_events, settle_window_option
 from harness.cluster.broker import BrokerProcess
-from harness.history.writer import HistoryWriter, read_events
+from harness.history.writer import HistoryWriter
 from harness.kernel.errors import HerdlabError
 from harness.kernel.events import SETTLED, Kind, Role
-from harness.kernel.ownership import GroupView
 from harness.kernel.windows import evaluate
-from harness.procs import ChildProcess, spawn
-from harness.run.launch import PY
-from harness.run.tail import HistoryTail
+from harness.run.launch import PY, MemberService
+from harness.run.tail import GroupWatch
 
-__all__ = ["Change", "RebalanceBench", "measure", "member_argv", "run_rebalance"]
+__all__ = ["Change", "RebalanceBench", "measure", "member_argv", "rebalance", "run_rebalance"]
 
-POLL_S = 0.1  # how often the histories are read while waiting (the runner's rate)
+console = Console()
 
 
 @dataclass(frozen=True)
@@ -106,37 +116,12 @@ def member_argv(
     return argv + ["--no-auto-commit", "--auto-offset-reset", "latest"]
 
 
-class _Watch:
-    """The events read so far from every history file of one run, folded into a :class:`GroupView`."""
-
-    def __init__(self, directory: Path, partitions: int) -> None:
-        self.directory = directory
-        self.tail = HistoryTail(directory)
-        self.view = GroupView(partitions=partitions)
-        self.ready: dict[str, int] = {}  # member -> ts_ns of its latest ready event
-
-    def observe(self) -> None:
-        for e in self.tail.poll():
-            self.view.apply(e)
-            if e.get("kind") == Kind.READY and e.get("role") == Role.MEMBER:
-                self.ready[str(e.get("source"))] = int(e["ts_ns"])
-
-    def settled(self, window_s: float) -> bool:
-        return self.view.settled(time.time_ns(), window_s)
-
-    def until(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-        """Read the histories until ``condition()`` holds; HerdlabError after ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            self.observe()
-            if condition():
-                return
-            if time.monotonic() > deadline:
-                raise HerdlabError(
-                    f"timed out after {timeout_s:g}s waiting for {what} ({self.view.summary()}); "
-                    f"see {self.directory}"
-                )
-            time.sleep(POLL_S)  # polling the members' files, as the runner does
+def _until(watch: GroupWatch, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Read the histories until ``condition()`` holds; HerdlabError after ``timeout_s``."""
+    if not watch.until(condition, timeout_s):
+        raise HerdlabError(
+            f"timed out after {timeout_s:g}s waiting for {what} ({watch.view.summary()}); see {watch.path}"
+        )
 
 
 def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -179,15 +164,17 @@ class _Run:
             extra_args=["--metrics-interval", "0"],
         )
         self.nemesis = HistoryWriter(directory / "nemesis.jsonl", source="nemesis", role=Role.NEMESIS)
-        self.watch = _Watch(directory, self.partitions)
-        self.procs: dict[str, ChildProcess] = {}
+        self.watch = GroupWatch(directory, self.partitions)
+        self.procs: dict[str, MemberService] = {}
         self.action_id = 0
 
-    def start(self, name: str) -> None:
-        argv = member_argv(
-            self.b, self.broker.bootstrap, self.group, self.topic, name, self.d / f"{name}.jsonl"
-        )
-        self.procs[name] = spawn(argv, name=f"coordinator:{name}", log_path=self.d / f"{name}.log")
+    def start(self, name: str, ready_timeout: float | None = None) -> MemberService:
+        """Start member ``name``; with ``ready_timeout``, wait until it wrote ``ready``."""
+        history = self.d / f"{name}.jsonl"
+        argv = member_argv(self.b, self.broker.bootstrap, self.group, self.topic, name, history)
+        member = MemberService(f"coordinator:{name}", argv, history, self.d / f"{name}.log")
+        self.procs[name] = member
+        return member.start(ready_timeout)
 
     def settled(self) -> bool:
         return self.watch.settled(self.b.settle_window_s)
@@ -197,17 +184,11 @@ class _Run:
         self.broker.start()
         _create_topic(self.broker.bootstrap, self.topic, self.partitions)
         initial = [f"m{i}" for i in range(self.b.members)]
-        self.nemesis.emit(
-            Kind.UNIT_START,
-            role=Role.HARNESS,
-            topic=self.topic,
-            group=self.group,
-            partitions=self.partitions,
-            members=initial,
-        )
+        emit_unit_start(self.nemesis, self.topic, self.group, self.partitions, initial)
         for name in initial:
             self.start(name)
-        self.watch.until(
+        _until(
+            self.watch,
             lambda: set(initial) <= self.watch.view.live and self.settled(),
             self.b.form_timeout_s,
             f"a settled group of {self.b.members}",
@@ -220,16 +201,13 @@ class _Run:
         return {"action": action, "action_id": self.action_id, "targets": [name], "trigger": True}
 
     def join(self, name: str) -> None:
-        """Start ``name``; complete once its ``ready`` was read; wait until it is live and settled."""
+        """Start ``name``; complete once it is ready; wait until it is live and settled."""
         pair = self._pair("join", name)
-        since = time.time_ns()
         self.nemesis.emit(Kind.INVOKE, **pair)
-        self.start(name)
-        self.watch.until(
-            lambda: self.watch.ready.get(name, 0) >= since, self.b.change_timeout_s, f"{name} ready"
-        )
-        self.nemesis.emit(Kind.COMPLETE, **pair, ready_ns={name: self.watch.ready[name]})
-        self.watch.until(
+        joiner = self.start(name, ready_timeout=self.b.change_timeout_s)
+        self.nemesis.emit(Kind.COMPLETE, **pair, ready_ns={name: joiner.ready_ns})
+        _until(
+            self.watch,
             lambda: name in self.watch.view.live and self.settled(),
             self.b.change_timeout_s,
             f"{name} to join and the group to settle",
@@ -249,7 +227,7 @@ class _Run:
                 f"{name} did not exit within {self.b.change_timeout_s:g}s of SIGTERM; see {self.d}"
             )
         self.nemesis.emit(Kind.COMPLETE, **pair, exit_code=code)
-        self.watch.until(self.settled, self.b.change_timeout_s, f"the group to settle after {name} left")
+        _until(self.watch, self.settled, self.b.change_timeout_s, f"the group to settle after {name} left")
         _check_broker(self.broker.bootstrap, self.group, len(self.procs), self.d)
 
     def close(self) -> None:
@@ -281,15 +259,113 @@ def run_rebalance(b: RebalanceBench, echo: Callable[[str], None] = print) -> lis
         run.nemesis.emit(Kind.SETTLING_END, role=Role.HARNESS, settled=True)
     finally:
         run.close()
-    events = [e for f in sorted(d.glob("*.jsonl")) for e in read_events(f)]
-    return measure(events, int(b.settle_window_s * 1e9))
+    return measure(merged_events(d), int(b.settle_window_s * 1e9))
 
 
-#: The benches' ``--settle-window`` option (W of the one definition of settled), declared once.
-settle_window_option = click.option(
-    "--settle-window",
-    type=click.FloatRange(min=0, min_open=True),
-    default=3.0,
+# -- the command (``herdlab bench coordinator rebalance``) ------------------------------------------
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}"
+
+
+def _median_of(changes: list[Change], attr: str) -> float:
+    """The median over repetitions where a change that did not settle counts as +infinity (never),
+    as the reports' statistics count it (design.md, "statistics")."""
+    return statistics.median(math.inf if getattr(c, attr) is None else getattr(c, attr) for c in changes)
+
+
+def _shown(*values: float) -> str:
+    if all(math.isfinite(v) for v in values):
+        return " / ".join(f"{v:.0f}" for v in values) + " ms"
+    return " / ".join("never" if math.isinf(v) else f"{v:.0f} ms" for v in values)
+
+
+def _rebalance_rows(n: int, changes: list[Change]) -> list[tuple[str, str]]:
+    """Table rows of one group size: per action, latency median / max and the medians of its parts."""
+    rows = []
+    for action, verb in (("join", "joins"), ("leave", "leaves")):
+        mine = [c for c in changes if c.action == action]
+        if not mine:
+            continue
+        unsettled = Counter(c.outcome for c in mine if c.latency_ms is None)
+        note = "".join(f", {k} {outcome}" for outcome, k in sorted(unsettled.items()))
+        worst = max(math.inf if c.latency_ms is None else c.latency_ms for c in mine)
+        rows.append(
+            (
+                f"N={n}, one member {verb}: rebalance latency median / max (n={len(mine)}{note})",
+                _shown(_median_of(mine, "latency_ms"), worst),
+            )
+        )
+        rows.append(("    detection (first reaction - t0), median", _shown(_median_of(mine, "detection_ms"))))
+        rows.append(
+            ("    convergence (t1 - first reaction), median", _shown(_median_of(mine, "convergence_ms")))
+        )
+        if action == "join":
+            rows.append(
+                (
+                    "    start-up (t0 - invoke: the joiner booting), median",
+                    _shown(_median_of(mine, "startup_ms")),
+                )
+            )
+    return rows
+
+
+@click.command("rebalance")
+@click.option(
+    "--members",
+    "sizes",
+    default="10,50",
     show_default=True,
-    help="W in seconds: settled = owned once with no ownership change for W (the scenarios' default).",
+    type=Sizes(minimum=1),
+    help="Group sizes N, comma-separated.",
 )
+@click.option(
+    "--reps", type=click.IntRange(min=1), default=5, show_default=True, help="Joins and leaves per size."
+)
+@settle_window_option
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the histories and logs here (default: a temporary directory, removed afterwards).",
+)
+def rebalance(sizes: tuple[int, ...], reps: int, settle_window: float, workdir: Path | None) -> None:
+    """Rebalance latency of a settled group of N kafka-python consumers, one join / one leave.
+
+    Measured as the reports measure it: t1 - t0 of each trigger window (harness.kernel.windows).
+    """
+    rows = []
+    with contextlib.ExitStack() as stack:
+        root = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="herdlab-bench-")))
+        for n in sizes:
+            console.print(f"N={n}: starting {n} consumers ...")
+            bench = RebalanceBench(members=n, reps=reps, workdir=root, settle_window_s=settle_window)
+            try:
+                changes = run_rebalance(bench, echo=console.print)
+            except HerdlabError as e:
+                if workdir is not None:
+                    raise
+                raise HerdlabError(f"{e} (a temporary directory: --workdir DIR keeps the logs)") from None
+            for c in changes:
+                figures = (
+                    f"{c.latency_ms:.0f} ms (detection {_ms(c.detection_ms)} ms, convergence {_ms(c.convergence_ms)} ms)"
+                    if c.latency_ms is not None
+                    else c.outcome
+                )
+                console.print(f"  N={n} {c.action} {c.member}: {figures}")
+            rows += _rebalance_rows(n, changes)
+    t = Table(
+        title=f"Rebalance latency (heartbeat 500 ms, session 6 s, W = {settle_window:g} s; target median <= 800 ms)",
+        caption=(
+            'The reports\' "rebalance latency" (harness.kernel.windows): t1 - t0 of each trigger, '
+            "t0 = the invoke, for a join the joiner's ready; t1 = every partition owned by exactly one "
+            "live member (the joiner live) with no change for W. A change that did not settle counts as "
+            "never (+infinity) in the statistics, as in the reports."
+        ),
+    )
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    for k, v in rows:
+        t.add_row(k, v)
+    console.print(t)

@@ -7,7 +7,7 @@ Subcommands (``all`` runs every one with its defaults):
   state machine, and the response encoded -- everything but the socket. Median and p99 in us.
 * ``rebalance``: rebalance latency of a settled group of N kafka-python consumers (the harness's
   member processes; heartbeat 500 ms, session 6 s) when one member joins and when one leaves,
-  measured as the reports measure it (:mod:`harness.bench_rebalance`): t1 - t0 of each trigger
+  measured as the reports measure it (:mod:`harness.bench.rebalance`): t1 - t0 of each trigger
   window of :func:`harness.kernel.windows.evaluate` over the merged histories (t0 = the invoke, for
   a join the joiner's ``ready``; t1 = settled), with its detection and convergence. Median and max
   over the repetitions.
@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import random
 import statistics
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +32,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.bench_rebalance import Change, RebalanceBench, run_rebalance, settle_window_option
+from harness.bench.rebalance import rebalance
 from harness.cluster.broker import BrokerProcess
-from harness.kernel.errors import HerdlabError
 
 __all__ = ["coordinator"]
 
@@ -60,6 +57,9 @@ def _table(title: str, rows: list[tuple[str, str]]) -> None:
 @click.group("coordinator")
 def coordinator() -> None:
     """Benchmarks of the broker (handling time, rebalance latency, throughput, memory)."""
+
+
+coordinator.add_command(rebalance)  # ``herdlab bench coordinator rebalance``: harness.bench.rebalance
 
 
 # ---------------------------------------------------------------------------------------- handling
@@ -189,132 +189,6 @@ def handling(members: int, heartbeats: int, rounds: int) -> None:
             (f"{label}: median / p99 (n={len(v)})", f"{statistics.median(v):.1f} / {_pct(v, 0.99):.1f} us")
         )
     _table(f"Server-side handling time, group of {members}", rows)
-
-
-# ---------------------------------------------------------------------------------------- rebalance
-
-
-class _Sizes(click.ParamType):
-    """Comma-separated group sizes, each at least 1 (a type, so ``ctx.invoke`` defaults parse too)."""
-
-    name = "N[,N...]"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[int]:
-        if isinstance(value, list):
-            return value
-        try:
-            sizes = [int(s) for s in str(value).split(",")]
-        except ValueError:
-            self.fail(f"{value!r} is not a comma-separated list of group sizes", param, ctx)
-        if any(n < 1 for n in sizes):
-            self.fail(f"group sizes must be at least 1, got {value!r}", param, ctx)
-        return sizes
-
-
-def _ms(v: float | None) -> str:
-    return "-" if v is None else f"{v:.0f}"
-
-
-def _median_of(changes: list[Change], attr: str) -> float:
-    """The median over repetitions where a change that did not settle counts as +infinity (never),
-    as the reports' statistics count it (design.md, "statistics")."""
-    return statistics.median(math.inf if getattr(c, attr) is None else getattr(c, attr) for c in changes)
-
-
-def _shown(*values: float) -> str:
-    if all(math.isfinite(v) for v in values):
-        return " / ".join(f"{v:.0f}" for v in values) + " ms"
-    return " / ".join("never" if math.isinf(v) else f"{v:.0f} ms" for v in values)
-
-
-def _rebalance_rows(n: int, changes: list[Change]) -> list[tuple[str, str]]:
-    """Table rows of one group size: per action, latency median / max and the medians of its parts."""
-    rows = []
-    for action, verb in (("join", "joins"), ("leave", "leaves")):
-        mine = [c for c in changes if c.action == action]
-        if not mine:
-            continue
-        unsettled = Counter(c.outcome for c in mine if c.latency_ms is None)
-        note = "".join(f", {k} {outcome}" for outcome, k in sorted(unsettled.items()))
-        worst = max(math.inf if c.latency_ms is None else c.latency_ms for c in mine)
-        rows.append(
-            (
-                f"N={n}, one member {verb}: rebalance latency median / max (n={len(mine)}{note})",
-                _shown(_median_of(mine, "latency_ms"), worst),
-            )
-        )
-        rows.append(("    detection (first reaction - t0), median", _shown(_median_of(mine, "detection_ms"))))
-        rows.append(
-            ("    convergence (t1 - first reaction), median", _shown(_median_of(mine, "convergence_ms")))
-        )
-        if action == "join":
-            rows.append(
-                (
-                    "    start-up (t0 - invoke: the joiner booting), median",
-                    _shown(_median_of(mine, "startup_ms")),
-                )
-            )
-    return rows
-
-
-@coordinator.command("rebalance")
-@click.option(
-    "--members",
-    "sizes",
-    default="10,50",
-    show_default=True,
-    type=_Sizes(),
-    help="Group sizes N, comma-separated.",
-)
-@click.option(
-    "--reps", type=click.IntRange(min=1), default=5, show_default=True, help="Joins and leaves per size."
-)
-@settle_window_option
-@click.option(
-    "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Keep the histories and logs here (default: a temporary directory, removed afterwards).",
-)
-def rebalance(sizes: list[int], reps: int, settle_window: float, workdir: Path | None) -> None:
-    """Rebalance latency of a settled group of N kafka-python consumers, one join / one leave.
-
-    Measured as the reports measure it: t1 - t0 of each trigger window (harness.kernel.windows).
-    """
-    rows = []
-    with contextlib.ExitStack() as stack:
-        root = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="herdlab-bench-")))
-        for n in sizes:
-            console.print(f"N={n}: starting {n} consumers ...")
-            bench = RebalanceBench(members=n, reps=reps, workdir=root, settle_window_s=settle_window)
-            try:
-                changes = run_rebalance(bench, echo=console.print)
-            except HerdlabError as e:
-                if workdir is not None:
-                    raise
-                raise HerdlabError(f"{e} (a temporary directory: --workdir DIR keeps the logs)") from None
-            for c in changes:
-                figures = (
-                    f"{c.latency_ms:.0f} ms (detection {_ms(c.detection_ms)} ms, convergence {_ms(c.convergence_ms)} ms)"
-                    if c.latency_ms is not None
-                    else c.outcome
-                )
-                console.print(f"  N={n} {c.action} {c.member}: {figures}")
-            rows += _rebalance_rows(n, changes)
-    t = Table(
-        title=f"Rebalance latency (heartbeat 500 ms, session 6 s, W = {settle_window:g} s; target median <= 800 ms)",
-        caption=(
-            'The reports\' "rebalance latency" (harness.kernel.windows): t1 - t0 of each trigger, '
-            "t0 = the invoke, for a join the joiner's ready; t1 = every partition owned by exactly one "
-            "live member (the joiner live) with no change for W. A change that did not settle counts as "
-            "never (+infinity) in the statistics, as in the reports."
-        ),
-    )
-    t.add_column("figure")
-    t.add_column("value", justify="right")
-    for k, v in rows:
-        t.add_row(k, v)
-    console.print(t)
 
 
 # ---------------------------------------------------------------------------------------- throughput

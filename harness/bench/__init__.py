@@ -1,0 +1,13 @@
+"""``herdlab bench ...``: measurements that print figures, one module per bench.
+
+* :mod:`harness.bench.zookeeper` (``herdlab bench zookeeper``): ZooKeeper start-to-ready and memory;
+* :mod:`harness.bench.history` (``herdlab bench history``): the cost of one history event;
+* :mod:`harness.bench.analysis` (``herdlab bench analysis``): the PySpark analysis at 1, 3, 10 M events;
+* :mod:`harness.bench.coordinator` (``herdlab bench coordinator ...``): the broker and its group
+  coordinator; its ``rebalance`` runs :mod:`harness.bench.rebalance`;
+* :mod:`harness.bench.legacy_zk` (``herdlab bench legacy_zk``): the 0.8 consumer's herd effect;
+* :mod:`harness.bench.common`: the options and history markers the benches share.
+
+A bench only orchestrates: it sets up, writes a history and takes its figures from the analysis.
+Figures are measured on the machine at hand; nothing is asserted.
+"""
