@@ -1,3 +1,4 @@
+# pyright: strict
 """One nemesis class per planned action, and the registry the runner looks them up in.
 
 Each class's :meth:`~harness.faults.nemesis.Action.act` returns once its effect was seen (the
@@ -189,7 +190,7 @@ class Expire(Action):
         """A second client attaches to the session with its id and password (from the member's
         ``registered`` event) and closes it: the server ends the session, deletes its ephemerals and
         the member learns of the expiry when it next talks to ZooKeeper."""
-        from kazoo.client import KazooClient
+        from kazoo.client import KazooClient  # pyright: ignore[reportMissingTypeStubs]
 
         reg = ctx.registration(name)
         if reg is None:
@@ -215,7 +216,8 @@ class AddPartitions(Action):
             bootstrap_servers=ctx.cluster.bootstrap.split(","), client_id="herdlab-harness"
         )
         try:
-            admin.create_partitions({ctx.topic: NewPartitions(int(step.value or 0))})
+            grow = {ctx.topic: NewPartitions(int(step.value or 0))}
+            admin.create_partitions(grow)  # pyright: ignore[reportUnknownMemberType]
         finally:
             admin.close()
         return {}

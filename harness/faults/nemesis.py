@@ -1,3 +1,4 @@
+# pyright: strict
 """The nemesis: what one fault action needs, and how it records itself in the history.
 
 Contract
@@ -139,7 +140,7 @@ class ActionPair:
     action_id: int
     history: History
     now_ns: Callable[[], int]
-    context: Mapping[str, Any] = field(default_factory=dict)
+    context: Mapping[str, Any] = field(default_factory=dict[str, Any])
 
     @property
     def fields(self) -> dict[str, Any]:

@@ -1,3 +1,4 @@
+# pyright: strict
 """Watching a unit while it runs: the clock, what the histories say, progress, and waiting on both.
 
 * :class:`Clock` is the runner's only source of time (:class:`SystemClock` in a run; unit tests pass
@@ -83,7 +84,7 @@ class Progress:
     callback: Callable[[dict[str, Any]], None] | None
     run_dir: Path
     unit: str
-    context: dict[str, Any] = field(default_factory=dict)  # case, impl, repetition
+    context: dict[str, Any] = field(default_factory=dict[str, Any])  # case, impl, repetition
     phase: str = "starting"
 
     def report(self, obs: Observer) -> None:

@@ -1,3 +1,4 @@
+# pyright: strict
 """The processes of one run unit: cluster, topic, proxies, producer and members.
 
 Contract
@@ -140,7 +141,8 @@ class UnitRig:
             bootstrap_servers=self.cluster.bootstrap.split(","), client_id="herdlab-harness"
         )
         try:
-            admin.create_topics([NewTopic(self.spec.topic, self.spec.partitions, 1)])
+            topic = NewTopic(self.spec.topic, self.spec.partitions, 1)
+            admin.create_topics([topic])  # pyright: ignore[reportUnknownMemberType]
         except TopicAlreadyExistsError:
             raise UnitFailed(f"topic {self.spec.topic} already exists on the cluster") from None
         finally:

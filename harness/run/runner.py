@@ -1,3 +1,4 @@
+# pyright: strict
 """Running a scenario: every case x implementation x repetition, on one cluster backend.
 
 Contract
@@ -96,7 +97,7 @@ class Unit:
 class RunResult:
     run_dir: Path
     run_id: str
-    units: list[dict[str, Any]] = field(default_factory=list)
+    units: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     interrupted: bool = False
     events: int = 0
 
@@ -344,7 +345,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         except ValueError as e:
             where = f" case {case.label}" if len(cases) > 1 else ""
             raise ConfigError(f"scenario {scenario.name}{where}: {e}") from None
-    impls = list(scenario.implementations)
+    impls: list[str] = list(scenario.implementations)
     if options.backend == "containers" and options.containers.kafka_image and "coordinator" in impls:
         impls.insert(impls.index("coordinator") + 1, APACHE_KAFKA)  # the third column
     run_id = new_run_id()

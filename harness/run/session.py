@@ -1,3 +1,4 @@
+# pyright: strict
 """A ``herdlab run`` session without its terminal: checks, the scenario, the units, the analysis.
 
 Contract
