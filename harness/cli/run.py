@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from harness.procs import install_signal_handlers
 from harness.run.session import SessionRequest, failed_units, prepare
 
 console = Console()
@@ -170,6 +171,7 @@ def execute(
     """Run a scenario with live progress, then analyse and report it (see ``herdlab run``)."""
     from harness.cli.report import publish
 
+    install_signal_handlers()
     session = prepare(
         SessionRequest(
             scenario=scenario,

@@ -5,9 +5,9 @@ Contract
 --------
 * :func:`prepare` turns a :class:`SessionRequest` (what the command line said) into a
   :class:`Session`, or raises a one-line :class:`~harness.kernel.errors.HerdlabError` before anything
-  is started or written: it installs the signal handlers (Ctrl-C stops cleanly), checks Java (ZooKeeper
-  and Spark need it), refuses backend options given to the wrong backend, loads the scenario with its
-  overrides, and for the external backend checks every address. :attr:`Session.total_units` is how
+  is started or written: it checks Java (ZooKeeper and Spark need it), refuses backend options given to the wrong backend, loads the scenario with its
+  overrides, and for the external backend checks every address. The caller installs the process's
+  signal handlers first (:func:`harness.procs.install_signal_handlers`: SIGTERM stops cleanly). :attr:`Session.total_units` is how
   many units the run will have (cases x repetitions x columns).
 * :meth:`Session.run` runs every unit (:func:`harness.run.runner.run_scenario`) reporting progress to a
   callback, and returns the :class:`~harness.run.runner.RunResult`; Ctrl-C propagates as
@@ -63,9 +63,7 @@ def prepare(req: SessionRequest) -> Session:
     """Check ``req`` and load its scenario (see the module contract)."""
     from harness.cluster.java import check_java
     from harness.images import image_names
-    from harness.procs import install_signal_handlers
 
-    install_signal_handlers()
     check_java()  # ZooKeeper and Spark need it: fail before anything is started or written
     if req.backend != "containers" and (req.members_in_containers or req.kafka_image or req.image_prefix):
         raise ConfigError(
