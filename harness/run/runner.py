@@ -38,7 +38,7 @@ import logging
 import resource
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,15 +46,16 @@ from typing import Any
 
 from harness.cluster.containers import APACHE_KAFKA, ContainersOptions, preflight
 from harness.faults.actions import nemesis_for
-from harness.faults.nemesis import ActionFailed, ActionPair, MemberProcess, ProxyControl
+from harness.faults.nemesis import ActionFailed, ActionPair
 from harness.history.manifest import write_manifest
 from harness.history.schema import to_parquet
 from harness.history.writer import HistoryWriter
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import Kind, Role
+from harness.run.context import UnitContext
 from harness.run.observe import Clock, Observer, Progress, SystemClock, Waiter
 from harness.run.plan import Plan, Step, check_spacing, make_plan
-from harness.run.rig import Rig, RigCluster, RigSpec, UnitFailed, UnitRig
+from harness.run.rig import Rig, RigSpec, UnitFailed, UnitRig
 from harness.scenario.loading import Case, expand
 from harness.scenario.model import Scenario
 
@@ -109,51 +110,6 @@ def _cpu_since(r0: resource.struct_rusage) -> float:
 
 def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-
-
-@dataclass
-class UnitContext:
-    """What a nemesis sees of the running unit (:class:`harness.faults.nemesis.NemesisContext`)."""
-
-    rig: Rig
-    waiter: Waiter
-    impl: str
-    unit_key: str
-    logs_dir: Path
-    stable_timeout: float
-    topic: str
-
-    @property
-    def members(self) -> Mapping[str, MemberProcess]:
-        return self.rig.members
-
-    @property
-    def cluster(self) -> RigCluster:
-        assert self.rig.cluster is not None, "the cluster starts before the timeline"
-        return self.rig.cluster
-
-    @property
-    def proxies(self) -> ProxyControl | None:
-        return self.rig.proxies
-
-    def start_member(self, name: str) -> None:
-        self.rig.start_member(name)
-
-    def frozen(self, member: MemberProcess) -> bool:
-        return self.rig.frozen(member)
-
-    def wait(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
-        return self.waiter.wait(seconds, until)
-
-    def ready_ns(self, name: str) -> int:
-        return self.waiter.observer.ready.get(name, 0)
-
-    def registration(self, name: str) -> tuple[int, str] | None:
-        self.waiter.observer.poll()
-        return self.waiter.observer.registrations.get(name)
-
-    def time_ns(self) -> int:
-        return self.waiter.clock.time_ns()
 
 
 class UnitRunner:
