@@ -55,18 +55,15 @@ def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
     """Analyse ``run_dir`` (or re-read its metrics.json), write its reports, print the verdict, the
     summary table, the alerts and the report paths. Returns True when the run is invalid (records
     lost, a tail not drained, a unit failed, or the run was interrupted)."""
-    from harness.report import load_metrics, render_report
-    from harness.report.tables import verdict_of
     from harness.report.terminal import summary_table, verdict_panel
+    from harness.run.session import analyse, is_valid, render
 
     if from_metrics:
-        metrics = load_metrics(run_dir)
+        metrics = analyse(run_dir, from_metrics=True)
     else:
-        from harness.analysis import analyze_run
-
         with console.status("analysing the history with Spark ..."):
-            metrics = analyze_run(run_dir, spark_master=spark_master)
-    paths = render_report(run_dir, metrics)
+            metrics = analyse(run_dir, spark_master=spark_master)
+    paths = render(run_dir, metrics)
     console.print(verdict_panel(metrics))
     console.print(summary_table(metrics))
     for a in metrics.get("alerts") or []:
@@ -75,7 +72,7 @@ def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
     console.print(
         f"report: {paths['html']}\n        {paths['markdown']}\n        {paths['json']}", highlight=False
     )
-    return not verdict_of(metrics)["valid"]
+    return not is_valid(metrics)
 
 
 @click.command("compare")

@@ -1,4 +1,7 @@
-"""``herdlab run``: run a scenario against both implementations, with live progress."""
+"""``herdlab run`` and ``herdlab demo``: option parsing, live progress and printing.
+
+The session itself (checks, scenario, units, analysis) is :mod:`harness.run.session`.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +14,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from harness.cluster.containers import ContainersOptions
-from harness.cluster.external import ExternalCluster
-from harness.images import image_names
-from harness.kernel.errors import ConfigError
 from harness.procs import install_signal_handlers
-from harness.run.runner import RunOptions, run_scenario
-from harness.scenario import expand, load_scenario
+from harness.run.session import SessionRequest, failed_units, prepare
 
 console = Console()
 if not console.is_terminal:  # logs and CI: wide enough for the summary table
@@ -172,46 +170,31 @@ def execute(
 ) -> Path:
     """Run a scenario with live progress, then analyse and report it (see ``herdlab run``)."""
     from harness.cli.report import publish
-    from harness.cluster.java import check_java
 
     install_signal_handlers()
-    check_java()  # ZooKeeper and Spark need it: fail before anything is started or written
-    if backend != "containers" and (members_in_containers or kafka_image or image_prefix):
-        raise ConfigError(
-            "--members-in-containers, --kafka-image and --image-prefix need --backend containers"
+    session = prepare(
+        SessionRequest(
+            scenario=scenario,
+            overrides=tuple(overrides),
+            backend=backend,
+            zookeeper=zookeeper,
+            bootstrap=bootstrap,
+            out=out,
+            members_in_containers=members_in_containers,
+            kafka_image=kafka_image,
+            image_prefix=image_prefix,
         )
-    if backend != "external" and (zookeeper or bootstrap):
-        raise ConfigError("--zookeeper and --bootstrap need --backend external")
-    containers = ContainersOptions(members_in_containers=members_in_containers, kafka_image=kafka_image)
-    if image_prefix is not None:
-        containers.images = image_names(image_prefix)
-    s = load_scenario(scenario, overrides)
-    if backend == "external":
-        # Constructing it checks every address (within seconds, one line on failure): do it before a
-        # run directory is made; the runner constructs its own per unit.
-        ExternalCluster(zookeeper, bootstrap or "")
-    columns = len(s.implementations) + (1 if kafka_image and "coordinator" in s.implementations else 0)
-    total = len(expand(s)) * s.repetitions * columns
-    view = ProgressView(total)
+    )
+    view = ProgressView(session.total_units)
     try:
         with view:
-            result = run_scenario(
-                s,
-                RunOptions(
-                    backend=backend,
-                    out=out,
-                    zookeeper=zookeeper,
-                    bootstrap=bootstrap,
-                    progress=view,
-                    containers=containers,
-                ),
-            )
+            result = session.run(progress=view)
     except KeyboardInterrupt:
         if view.last.get("run_dir"):
             console.print(f"interrupted; what was recorded is in {view.last['run_dir']}")
         raise
     console.print(f"run {result.run_id}: {result.events} events in {result.run_dir}")
-    failed = [u for u in result.units if u.get("failed")]
+    failed = failed_units(result)
     for u in failed:
         console.print(f"[red]unit {u['unit']} failed:[/red] {u['failed']}")
     invalid = False

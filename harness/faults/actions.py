@@ -1,0 +1,263 @@
+# pyright: strict
+"""One nemesis class per planned action, and the registry the runner looks them up in.
+
+Each class's :meth:`~harness.faults.nemesis.Action.act` returns once its effect was seen (the
+``complete`` condition below); :meth:`~harness.faults.nemesis.Action.applicable` holds the skip rules.
+
+==============  =================================================  ==========================================
+action          effect, and when it is complete                    skipped
+==============  =================================================  ==========================================
+join,           start the targets' processes; complete when each   never
+start_member    wrote a ``ready`` event since (``ready_ns``)
+leave,          SIGTERM to each target (not its group), wait up    never
+stop_member     to 30 s each for it to exit, then reap it
+crash           SIGKILL to each target's group, wait up to 10 s    never
+pause, resume   SIGSTOP / SIGCONT; complete when every target      never
+                is seen stopped (paused) / running, within 10 s
+cut, heal       cut / restore each target's proxy to ``target``    ZooKeeper on a coordinator member; the
+                                                                   broker with Apache Kafka (it advertises
+                                                                   its own listener, not the proxy)
+expire          close each target's ZooKeeper session from a       not legacy_zk; a target with no session
+                second client attached to it                       registered yet
+add_partitions  grow the topic to ``value`` partitions             never
+restart_broker  stop broker 0, wait ``value`` s, start it again    never
+==============  =================================================  ==========================================
+
+A join or pause that never takes effect raises :class:`~harness.faults.nemesis.ActionFailed`.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from harness.faults.nemesis import (
+    APACHE_KAFKA,
+    LEGACY_ZK,
+    Action,
+    ActionFailed,
+    Nemesis,
+    NemesisContext,
+    PlannedStep,
+    ProxyControl,
+    Skip,
+)
+from harness.kernel.errors import ConfigError
+
+
+class Join(Action):
+    """Start new members; complete once every one of them is ready to join."""
+
+    action = "join"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        since = ctx.time_ns()
+        for n in step.targets:
+            ctx.start_member(n)
+        # complete = every new process is ready to join (its `ready` event: t0 of the join)
+        if not ctx.wait(ctx.stable_timeout, lambda: all(ctx.ready_ns(n) >= since for n in step.targets)):
+            raise ActionFailed(
+                f"{ctx.unit_key}: {','.join(step.targets)} not ready to join; see {ctx.logs_dir}"
+            )
+        return {"ready_ns": {n: ctx.ready_ns(n) for n in step.targets}}
+
+
+class StartMember(Join):
+    """A stopped member's process started again (a rolling restart's second half)."""
+
+    action = "start_member"
+
+
+class Leave(Action):
+    """A clean shutdown: SIGTERM to the member process itself, then wait for it to exit."""
+
+    action = "leave"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        targets = [ctx.members[n] for n in step.targets if n in ctx.members]
+        for p in targets:
+            p.signal(signal.SIGTERM, group=False)
+        for p in targets:
+            p.wait(30)
+            p.stop()
+        return {}
+
+
+class StopMember(Leave):
+    """A rolling restart's first half: a clean shutdown."""
+
+    action = "stop_member"
+
+
+class Crash(Action):
+    """SIGKILL to the member's process group: no goodbye."""
+
+    action = "crash"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        targets = [ctx.members[n] for n in step.targets if n in ctx.members]
+        for p in targets:
+            p.signal(signal.SIGKILL)
+        for p in targets:
+            p.wait(10)
+        return {}
+
+
+class Pause(Action):
+    """SIGSTOP (a container: docker pause); complete once every target is seen frozen."""
+
+    action = "pause"
+    freeze = True
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        targets = [ctx.members[n] for n in step.targets if n in ctx.members]
+        for p in targets:
+            p.signal(signal.SIGSTOP if self.freeze else signal.SIGCONT)
+        if not ctx.wait(10, lambda: all(ctx.frozen(p) == self.freeze for p in targets)):
+            raise ActionFailed(f"{ctx.unit_key}: {step.kind} of {','.join(step.targets)} did not take effect")
+        return {}
+
+
+def process_frozen(handle: Any) -> bool:
+    """Whether a member is stopped (SIGSTOP) or its container paused: a handle with a ``box`` (a
+    member container) is asked for its status, any other is looked up by ``pid``."""
+    box = getattr(handle, "box", None)
+    if box is not None:  # a member container
+        return bool(box.status() == "paused")
+    import psutil
+
+    try:
+        return psutil.Process(handle.pid).status() == psutil.STATUS_STOPPED  # type: ignore[attr-defined]
+    except psutil.NoSuchProcess:
+        return False
+
+
+class Resume(Pause):
+    """SIGCONT (docker unpause); complete once every target is seen running."""
+
+    action = "resume"
+    freeze = False
+
+
+class Cut(Action):
+    """Blackhole each target's proxy to ``target`` (``zookeeper`` or ``broker``)."""
+
+    action = "cut"
+
+    def applicable(self, impl: str) -> str | None:
+        if self.target == "zookeeper" and impl != LEGACY_ZK:
+            # the coordinator's members never talk to ZooKeeper: nothing to cut them off from
+            return "coordinator members do not use ZooKeeper"
+        if self.target == "broker" and impl == APACHE_KAFKA:
+            # Apache Kafka advertises its one listener, not the member's proxy address (see README).
+            return "broker cuts need the herdlab broker"
+        return None
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        proxies = ctx.proxies
+        assert proxies is not None, "a cut member runs behind proxies (Plan.proxied)"
+        for n in step.targets:
+            self.apply(proxies, f"{n}-{step.target}")
+        return {}
+
+    def apply(self, proxies: ProxyControl, name: str) -> None:
+        proxies.cut(name)
+
+
+class Heal(Cut):
+    """Restore each target's proxy: held bytes are delivered, streams stay intact."""
+
+    action = "heal"
+
+    def apply(self, proxies: ProxyControl, name: str) -> None:
+        proxies.restore(name)
+
+
+class Expire(Action):
+    """Expire members' ZooKeeper sessions from outside, as ZooKeeper's own tests do."""
+
+    action = "expire"
+
+    def applicable(self, impl: str) -> str | None:
+        return None if impl == LEGACY_ZK else "ZooKeeper sessions exist only on the legacy side"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        for n in step.targets:
+            self.expire(n, ctx)
+        return {}
+
+    def expire(self, name: str, ctx: NemesisContext) -> None:
+        """A second client attaches to the session with its id and password (from the member's
+        ``registered`` event) and closes it: the server ends the session, deletes its ephemerals and
+        the member learns of the expiry when it next talks to ZooKeeper."""
+        from kazoo.client import KazooClient  # pyright: ignore[reportMissingTypeStubs]
+
+        reg = ctx.registration(name)
+        if reg is None:
+            raise Skip(f"{name} has no ZooKeeper session registered yet")
+        sid, pwd = reg
+        c = KazooClient(hosts=ctx.cluster.zookeeper_connect, client_id=(sid, bytes.fromhex(pwd)), timeout=10)
+        try:
+            c.start(timeout=15)
+        finally:
+            c.stop()
+            c.close()
+
+
+class AddPartitions(Action):
+    """Grow the topic to ``value`` partitions (CreatePartitions through the admin client)."""
+
+    action = "add_partitions"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        from kafka.admin import KafkaAdminClient, NewPartitions
+
+        admin = KafkaAdminClient(
+            bootstrap_servers=ctx.cluster.bootstrap.split(","), client_id="herdlab-harness"
+        )
+        try:
+            grow = {ctx.topic: NewPartitions(int(step.value or 0))}
+            admin.create_partitions(grow)  # pyright: ignore[reportUnknownMemberType]
+        finally:
+            admin.close()
+        return {}
+
+
+class RestartBroker(Action):
+    """Stop broker 0 cleanly, keep it down ``value`` seconds, start it and wait until it serves."""
+
+    action = "restart_broker"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        ctx.cluster.stop_broker(0)
+        ctx.wait(step.value or 0.0)
+        ctx.cluster.start_broker(0)
+        return {}
+
+
+#: action name -> nemesis class (one per name of :data:`harness.kernel.events.ACTIONS`).
+REGISTRY: dict[str, type[Action]] = {
+    cls.action: cls
+    for cls in (
+        Join,
+        StartMember,
+        Leave,
+        StopMember,
+        Crash,
+        Pause,
+        Resume,
+        Cut,
+        Heal,
+        Expire,
+        AddPartitions,
+        RestartBroker,
+    )
+}
+
+
+def nemesis_for(step: PlannedStep) -> Nemesis:
+    """The nemesis that performs ``step``; a :class:`ConfigError` for an unknown action."""
+    cls = REGISTRY.get(step.kind)
+    if cls is None:
+        raise ConfigError(f"unknown nemesis action {step.kind!r}")
+    return cls(target=step.target)

@@ -1,0 +1,216 @@
+# pyright: strict
+"""The processes of one run unit: cluster, topic, proxies, producer and members.
+
+Contract
+--------
+* :class:`Rig` is what the unit interpreter (:class:`harness.run.runner.UnitRunner`) starts and stops
+  things through; :class:`UnitRig` is the real one. Unit tests pass a fake.
+* :meth:`UnitRig.start` starts a fresh cluster (:func:`harness.cluster.base.make_cluster`) and creates
+  the unit's topic; a legacy unit on a cluster without ZooKeeper is a :class:`ConfigError`, a topic
+  that already exists a :class:`UnitFailed`.
+* :meth:`UnitRig.start_member` starts (or restarts, under the same name) one member; a member some
+  cut hits (``Plan.proxied``) connects through proxies of its own, made on its first start.
+* :meth:`UnitRig.stop_processes` stops members (cleanly, in parallel), producer and proxies;
+  :meth:`UnitRig.stop_cluster` then the cluster. Both are idempotent; every child goes through
+  :mod:`harness.procs`.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.cluster.base import Cluster, ClusterSpec, make_cluster
+from harness.cluster.containers import APACHE_KAFKA, ContainersOptions
+from harness.faults.actions import process_frozen
+from harness.faults.nemesis import ClusterControl, MemberProcess, ProxyControl
+from harness.faults.proxy import ProxyHost, member_loopback_ip
+from harness.kernel.errors import ConfigError, HerdlabError
+from harness.procs import ChildProcess
+from harness.run.launch import Endpoints, MemberHandle, start_member, start_producer
+from harness.run.plan import Plan
+from harness.scenario.model import Scenario
+
+
+class UnitFailed(HerdlabError):
+    """A unit could not do what the scenario asks (e.g. the group never became stable)."""
+
+
+class RigCluster(ClusterControl, Protocol):
+    """What the interpreter itself asks of the cluster beyond the nemesis: ``mntr`` samples."""
+
+    def zk_mntr(self) -> dict[str, Any] | None: ...
+
+
+class Rig(Protocol):
+    """What the unit interpreter starts and stops things through (see the module contract)."""
+
+    @property
+    def cluster(self) -> RigCluster | None: ...
+    @property
+    def proxies(self) -> ProxyControl | None: ...
+    @property
+    def members(self) -> Mapping[str, MemberProcess]: ...
+
+    def start(self) -> None: ...
+
+    def start_producer(self) -> None: ...
+
+    def stop_producer(self) -> None: ...
+
+    def start_member(self, name: str) -> None: ...
+
+    def frozen(self, member: MemberProcess) -> bool: ...
+
+    def stop_processes(self) -> None: ...
+
+    def stop_cluster(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RigSpec:
+    """Where and how one unit runs: backend options, implementation, names, directories."""
+
+    scenario: Scenario  # the unit's case (its scenario after the matrix substitution)
+    impl: str
+    plan: Plan
+    topic: str
+    group: str
+    partitions: int
+    events_dir: Path
+    logs_dir: Path
+    cluster_dir: Path
+    backend: str
+    zookeeper: str | None
+    bootstrap: str | None
+    zk_tick_ms: int
+    containers: ContainersOptions
+    labels: Mapping[str, str]
+
+
+class UnitRig:
+    """The real processes of one unit (see the module contract)."""
+
+    def __init__(self, spec: RigSpec) -> None:
+        self.spec = spec
+        self.cluster: Cluster | None = None
+        self.proxies: ProxyHost | None = None
+        self.members: dict[str, MemberHandle] = {}
+        self.endpoints: dict[str, Endpoints] = {}
+        self.producer: ChildProcess | None = None
+
+    def start(self) -> None:
+        s = self.spec
+        c = s.scenario.group.coordinator
+        broker_args = (
+            "--group-initial-rebalance-delay-ms",
+            str(c.initial_rebalance_delay_ms),
+            "--group-min-session-timeout-ms",
+            str(c.min_session_timeout_ms),
+            "--no-auto-create-topics",
+        )
+        self.cluster = make_cluster(
+            ClusterSpec(
+                backend=s.backend,
+                workdir=s.cluster_dir,
+                history_dir=s.events_dir,
+                tick_time_ms=s.zk_tick_ms,
+                broker_args=broker_args,
+                zookeeper=s.zookeeper,
+                bootstrap=s.bootstrap,
+                images=s.containers.images,
+                kafka_image=s.containers.kafka_image if s.impl == APACHE_KAFKA else None,
+                labels=s.labels,
+                members_in_containers=s.containers.members_in_containers,
+            )
+        ).start()
+        if s.impl == "legacy_zk" and not self.cluster.zookeeper_connect:
+            raise ConfigError("legacy_zk needs ZooKeeper: give --zookeeper with the external backend")
+        self._create_topic()
+
+    def _create_topic(self) -> None:
+        from kafka.admin import KafkaAdminClient, NewTopic
+        from kafka.errors import TopicAlreadyExistsError
+
+        assert self.cluster is not None
+        admin = KafkaAdminClient(
+            bootstrap_servers=self.cluster.bootstrap.split(","), client_id="herdlab-harness"
+        )
+        try:
+            topic = NewTopic(self.spec.topic, self.spec.partitions, 1)
+            admin.create_topics([topic])  # pyright: ignore[reportUnknownMemberType]
+        except TopicAlreadyExistsError:
+            raise UnitFailed(f"topic {self.spec.topic} already exists on the cluster") from None
+        finally:
+            admin.close()
+
+    def start_producer(self) -> None:
+        assert self.cluster is not None
+        s = self.spec
+        self.producer = start_producer(s.scenario, self.cluster.bootstrap, s.events_dir, s.logs_dir, s.topic)
+
+    def stop_producer(self) -> None:
+        if self.producer is not None:
+            self.producer.signal(signal.SIGTERM, group=False)
+            self.producer.wait(30)
+
+    def _endpoints_for(self, name: str, index: int) -> Endpoints:
+        assert self.cluster is not None
+        zk, bootstrap = self.cluster.zookeeper_connect, self.cluster.bootstrap
+        cuts = self.spec.plan.proxied.get(name, set())
+        if cuts:
+            if self.proxies is None:
+                self.proxies = ProxyHost()
+            if "zookeeper" in cuts and zk:
+                host, _, port = zk.split(",")[0].rpartition(":")
+                zk = self.proxies.add((host, int(port)), name=f"{name}-zookeeper").address
+            if "broker" in cuts:
+                host, _, port = bootstrap.split(",")[0].rpartition(":")
+                ip = member_loopback_ip(index)
+                bootstrap = self.proxies.add(
+                    (host, int(port)), listen=(ip, int(port)), source_ip=ip, name=f"{name}-broker"
+                ).address
+        return Endpoints(zookeeper=zk, bootstrap=bootstrap)
+
+    def start_member(self, name: str) -> None:
+        if name not in self.endpoints:
+            self.endpoints[name] = self._endpoints_for(name, len(self.endpoints))
+        assert self.cluster is not None
+        s = self.spec
+        launcher = self.cluster.member_launcher([s.events_dir])
+        self.members[name] = start_member(
+            "coordinator" if s.impl == APACHE_KAFKA else s.impl,  # kafka-python members
+            s.scenario,
+            name,
+            self.endpoints[name],
+            s.events_dir,
+            s.logs_dir,
+            s.group,
+            s.topic,
+            launcher,
+        )
+
+    def frozen(self, member: MemberProcess) -> bool:
+        return process_frozen(member)
+
+    def stop_processes(self) -> None:
+        for p in self.members.values():
+            if p.alive():
+                p.signal(signal.SIGCONT)
+                p.signal(signal.SIGTERM, group=False)
+        deadline = time.monotonic() + 20
+        for p in self.members.values():
+            p.wait(max(0.0, deadline - time.monotonic()))
+            p.stop(grace=1.0)
+        if self.producer is not None:
+            self.producer.stop()
+        if self.proxies is not None:
+            self.proxies.close()
+
+    def stop_cluster(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()

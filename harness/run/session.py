@@ -1,0 +1,126 @@
+# pyright: strict
+"""A ``herdlab run`` session without its terminal: checks, the scenario, the units, the analysis.
+
+Contract
+--------
+* :func:`prepare` turns a :class:`SessionRequest` (what the command line said) into a
+  :class:`Session`, or raises a one-line :class:`~harness.kernel.errors.HerdlabError` before anything
+  is started or written: it checks Java (ZooKeeper and Spark need it), refuses backend options given to the wrong backend, loads the scenario with its
+  overrides, and for the external backend checks every address. The caller installs the process's
+  signal handlers first (:func:`harness.procs.install_signal_handlers`: SIGTERM stops cleanly). :attr:`Session.total_units` is how
+  many units the run will have (cases x repetitions x columns).
+* :meth:`Session.run` runs every unit (:func:`harness.run.runner.run_scenario`) reporting progress to a
+  callback, and returns the :class:`~harness.run.runner.RunResult`; Ctrl-C propagates as
+  ``KeyboardInterrupt`` once what was recorded is saved.
+* :func:`analyse` computes a run's metrics (PySpark, or its ``metrics.json`` again), :func:`render`
+  writes its reports, :func:`is_valid` says whether the run counts (nothing lost, drained, no unit
+  failed, not interrupted). Printing is the caller's (``harness.cli``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.cluster.containers import ContainersOptions
+from harness.kernel.errors import ConfigError
+from harness.run.runner import RunOptions, RunResult, run_scenario
+from harness.scenario import Scenario, expand, load_scenario
+
+
+@dataclass(frozen=True)
+class SessionRequest:
+    """What to run and where (the options of ``herdlab run``)."""
+
+    scenario: str
+    overrides: tuple[str, ...] = ()
+    backend: str = "local"
+    zookeeper: str | None = None
+    bootstrap: str | None = None
+    out: Path = Path("reports")
+    members_in_containers: bool = False
+    kafka_image: str | None = None
+    image_prefix: str | None = None
+
+
+@dataclass
+class Session:
+    """A checked request: the loaded scenario and the run options (see the module contract)."""
+
+    scenario: Scenario
+    options: RunOptions
+    total_units: int
+
+    def run(self, progress: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+        """Run every unit, reporting progress to ``progress``."""
+        self.options.progress = progress
+        return run_scenario(self.scenario, self.options)
+
+
+def prepare(req: SessionRequest) -> Session:
+    """Check ``req`` and load its scenario (see the module contract)."""
+    from harness.cluster.java import check_java
+    from harness.images import image_names
+
+    check_java()  # ZooKeeper and Spark need it: fail before anything is started or written
+    if req.backend != "containers" and (req.members_in_containers or req.kafka_image or req.image_prefix):
+        raise ConfigError(
+            "--members-in-containers, --kafka-image and --image-prefix need --backend containers"
+        )
+    if req.backend != "external" and (req.zookeeper or req.bootstrap):
+        raise ConfigError("--zookeeper and --bootstrap need --backend external")
+    containers = ContainersOptions(
+        members_in_containers=req.members_in_containers, kafka_image=req.kafka_image
+    )
+    if req.image_prefix is not None:
+        containers.images = image_names(req.image_prefix)
+    s = load_scenario(req.scenario, list(req.overrides))
+    if req.backend == "external":
+        from harness.cluster.external import ExternalCluster
+
+        # Constructing it checks every address (within seconds, one line on failure): do it before a
+        # run directory is made; the runner constructs its own per unit.
+        ExternalCluster(req.zookeeper, req.bootstrap or "")
+    columns = len(s.implementations) + (1 if req.kafka_image and "coordinator" in s.implementations else 0)
+    total = len(expand(s)) * s.repetitions * columns
+    options = RunOptions(
+        backend=req.backend,
+        out=req.out,
+        zookeeper=req.zookeeper,
+        bootstrap=req.bootstrap,
+        containers=containers,
+    )
+    return Session(scenario=s, options=options, total_units=total)
+
+
+def failed_units(result: RunResult) -> list[dict[str, Any]]:
+    """The units of ``result`` that failed (each with its ``failed`` message)."""
+    return [u for u in result.units if u.get("failed")]
+
+
+def analyse(run_dir: Path, spark_master: str | None = None, from_metrics: bool = False) -> dict[str, Any]:
+    """The metrics document of ``run_dir``: analysed with PySpark (``spark_master``, default local),
+    or read back from its ``metrics.json`` with ``from_metrics``."""
+    if from_metrics:
+        from harness.report import load_metrics
+
+        return load_metrics(run_dir)
+    from harness.analysis import analyze_run
+
+    return analyze_run(run_dir, spark_master=spark_master)
+
+
+def render(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Path]:
+    """Write ``index.html``, ``summary.md`` and ``metrics.json`` into ``run_dir``; their paths by kind."""
+    from harness.report import render_report
+
+    return render_report(run_dir, metrics)
+
+
+def is_valid(metrics: dict[str, Any]) -> bool:
+    """Whether the run counts: no record lost, every tail drained, no unit failed, not interrupted."""
+    from harness.report.tables import verdict_of
+
+    return bool(verdict_of(metrics)["valid"])

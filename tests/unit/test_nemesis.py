@@ -1,0 +1,313 @@
+"""The nemesis classes: which action applies where, and the events each writes, driven with fakes."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.faults.actions import REGISTRY, nemesis_for
+from harness.faults.nemesis import APACHE_KAFKA, ActionFailed, ActionPair
+from harness.kernel.errors import ConfigError
+from harness.kernel.events import ACTIONS
+from harness.run.plan import Step
+
+IMPLS = ("legacy_zk", "coordinator", "apache_kafka")
+NO_ZK = "coordinator members do not use ZooKeeper"
+NO_PROXY = "broker cuts need the herdlab broker"
+NO_SESSION = "ZooKeeper sessions exist only on the legacy side"
+
+
+# -- fakes ---------------------------------------------------------------------------------------------
+@dataclass
+class Recorded:
+    """An in-memory history."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        self.events.append({"kind": kind, **fields})
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class FakeProcess:
+    signals: list[tuple[int, bool]] = field(default_factory=list)
+    waits: list[float | None] = field(default_factory=list)
+    stopped: bool = False
+    frozen: bool = False
+
+    def alive(self) -> bool:
+        return not self.stopped
+
+    def signal(self, sig: int, group: bool = True) -> None:
+        self.signals.append((sig, group))
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self.waits.append(timeout)
+        return 0
+
+    def stop(self, grace: float = 5.0) -> None:
+        self.stopped = True
+
+
+@dataclass
+class FakeProxies:
+    calls: list[tuple[str, str]] = field(default_factory=list)
+
+    def cut(self, name: str) -> None:
+        self.calls.append(("cut", name))
+
+    def restore(self, name: str) -> None:
+        self.calls.append(("restore", name))
+
+
+@dataclass
+class FakeCluster:
+    calls: list[str] = field(default_factory=list)
+    zookeeper_connect: str = "127.0.0.1:2181"
+    bootstrap: str = "127.0.0.1:9092"
+
+    def stop_broker(self, index: int = 0) -> None:
+        self.calls.append(f"stop {index}")
+
+    def start_broker(self, index: int = 0) -> None:
+        self.calls.append(f"start {index}")
+
+
+@dataclass
+class FakeContext:
+    """A NemesisContext on a fake clock: ``wait`` advances it in 0.1 s polls, running ``on_poll``."""
+
+    impl: str = "legacy_zk"
+    unit_key: str = "c0-legacy_zk-r0"
+    logs_dir: Path = Path("/logs")
+    stable_timeout: float = 5.0
+    topic: str = "herd"
+    members: dict[str, FakeProcess] = field(default_factory=dict)
+    cluster: FakeCluster = field(default_factory=FakeCluster)
+    proxies: FakeProxies | None = field(default_factory=FakeProxies)
+    now_ns: int = 1_000_000_000_000
+    ready: dict[str, int] = field(default_factory=dict)
+    registrations: dict[str, tuple[int, str]] = field(default_factory=dict)
+    started: list[str] = field(default_factory=list)
+    waited: list[float] = field(default_factory=list)
+    on_poll: Callable[[FakeContext], None] = lambda ctx: None
+
+    def start_member(self, name: str) -> None:
+        self.started.append(name)
+        self.members[name] = FakeProcess()
+
+    def frozen(self, member: Any) -> bool:
+        return bool(member.frozen)
+
+    def wait(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
+        self.waited.append(seconds)
+        end = self.now_ns + int(seconds * 1e9)
+        while True:
+            self.on_poll(self)
+            if until is not None and until():
+                return True
+            if self.now_ns >= end:
+                return False
+            self.now_ns = min(end, self.now_ns + 100_000_000)
+
+    def ready_ns(self, name: str) -> int:
+        return self.ready.get(name, 0)
+
+    def registration(self, name: str) -> tuple[int, str] | None:
+        return self.registrations.get(name)
+
+    def time_ns(self) -> int:
+        return self.now_ns
+
+
+def _perform(step: Step, ctx: FakeContext) -> list[dict[str, Any]]:
+    history = Recorded()
+    pair = ActionPair(step, 7, history, ctx.time_ns, {"impl": ctx.impl})
+    nemesis_for(step).run(pair, ctx)
+    return history.events
+
+
+# -- the registry and the skip rules --------------------------------------------------------------------
+def test_every_action_of_the_event_contract_has_exactly_one_nemesis() -> None:
+    assert sorted(REGISTRY) == sorted(ACTIONS)
+    for action in ACTIONS:
+        assert nemesis_for(Step(0.0, action)).action == action
+
+
+def test_an_unknown_action_is_a_config_error_naming_it() -> None:
+    with pytest.raises(ConfigError, match="unknown nemesis action 'explode'"):
+        nemesis_for(Step(0.0, "explode"))
+
+
+def test_the_apache_kafka_column_name_is_the_clusters() -> None:
+    from harness.cluster.containers import APACHE_KAFKA as CLUSTER_NAME
+
+    assert APACHE_KAFKA == CLUSTER_NAME
+
+
+@pytest.mark.parametrize(
+    ("action", "target", "expected"),
+    [
+        # ZooKeeper cuts exist only where members talk to ZooKeeper
+        ("cut", "zookeeper", {"legacy_zk": None, "coordinator": NO_ZK, "apache_kafka": NO_ZK}),
+        ("heal", "zookeeper", {"legacy_zk": None, "coordinator": NO_ZK, "apache_kafka": NO_ZK}),
+        # broker cuts need the herdlab broker (it advertises the proxy's address)
+        ("cut", "broker", {"legacy_zk": None, "coordinator": None, "apache_kafka": NO_PROXY}),
+        ("heal", "broker", {"legacy_zk": None, "coordinator": None, "apache_kafka": NO_PROXY}),
+        ("expire", None, {"legacy_zk": None, "coordinator": NO_SESSION, "apache_kafka": NO_SESSION}),
+    ],
+)
+def test_skip_rules(action: str, target: str | None, expected: dict[str, str | None]) -> None:
+    nemesis = nemesis_for(Step(0.0, action, ("m0",), target=target))
+    assert {impl: nemesis.applicable(impl) for impl in IMPLS} == expected
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        "join",
+        "start_member",
+        "leave",
+        "stop_member",
+        "crash",
+        "pause",
+        "resume",
+        "add_partitions",
+        "restart_broker",
+    ],
+)
+def test_membership_process_and_topic_actions_apply_to_every_implementation(action: str) -> None:
+    nemesis = nemesis_for(Step(0.0, action, ("m0",)))
+    assert [nemesis.applicable(impl) for impl in IMPLS] == [None, None, None]
+
+
+# -- what each writes and does ----------------------------------------------------------------------------
+def test_a_zookeeper_cut_on_the_coordinator_is_invoked_then_skipped_and_touches_no_proxy() -> None:
+    ctx = FakeContext(impl="coordinator", unit_key="c0-coordinator-r0")
+    events = _perform(Step(35.0, "cut", ("m0",), target="zookeeper", value=10.0), ctx)
+    assert [e["kind"] for e in events] == ["invoke", "skipped"]
+    invoke, skipped = events
+    assert skipped["reason"] == NO_ZK
+    assert invoke == {
+        "kind": "invoke",
+        "ts_ns": ctx.now_ns,
+        "action": "cut",
+        "action_id": 7,
+        "targets": ["m0"],
+        "target": "zookeeper",
+        "value": 10.0,
+        "trigger": True,
+        "partitions": None,
+        "impl": "coordinator",
+    }
+    assert {k: v for k, v in skipped.items() if k != "reason"} == {**invoke, "kind": "skipped"}
+    assert ctx.proxies is not None and ctx.proxies.calls == []
+
+
+def test_cut_and_heal_work_the_targets_proxies_to_that_target() -> None:
+    ctx = FakeContext()
+    cut = _perform(Step(1.0, "cut", ("m0", "m2"), target="zookeeper", value=8.0), ctx)
+    heal = _perform(Step(9.0, "heal", ("m0", "m2"), target="zookeeper", trigger=False), ctx)
+    assert [e["kind"] for e in cut + heal] == ["invoke", "complete", "invoke", "complete"]
+    assert ctx.proxies is not None
+    assert ctx.proxies.calls == [
+        ("cut", "m0-zookeeper"),
+        ("cut", "m2-zookeeper"),
+        ("restore", "m0-zookeeper"),
+        ("restore", "m2-zookeeper"),
+    ]
+
+
+def test_expiring_a_member_without_a_registered_session_is_skipped_with_its_name() -> None:
+    events = _perform(Step(1.0, "expire", ("m1",)), FakeContext())
+    assert [e["kind"] for e in events] == ["invoke", "skipped"]
+    assert events[1]["reason"] == "m1 has no ZooKeeper session registered yet"
+
+
+def test_join_completes_when_every_joiner_wrote_ready_since_the_invoke() -> None:
+    ctx = FakeContext()
+    ctx.ready["j1"] = ctx.now_ns - 1  # an older process of j1: its ready does not count
+    t0 = ctx.now_ns
+
+    def boot(c: FakeContext) -> None:  # j0 is ready after 0.3 s, j1 after 0.5 s
+        if c.now_ns - t0 >= 300_000_000 and "j0" not in c.ready:
+            c.ready["j0"] = c.now_ns
+        if c.now_ns - t0 >= 500_000_000 and c.ready["j1"] < t0:
+            c.ready["j1"] = c.now_ns
+
+    ctx.on_poll = boot
+    events = _perform(Step(5.0, "join", ("j0", "j1")), ctx)
+    assert ctx.started == ["j0", "j1"]
+    assert [e["kind"] for e in events] == ["invoke", "complete"]
+    assert events[0]["ts_ns"] == t0
+    assert events[1]["ts_ns"] == t0 + 500_000_000  # complete = the moment the last one was seen ready
+    assert events[1]["ready_ns"] == {"j0": t0 + 300_000_000, "j1": t0 + 500_000_000}
+
+
+def test_a_joiner_that_never_becomes_ready_fails_the_unit_after_the_stable_timeout() -> None:
+    ctx = FakeContext(stable_timeout=2.0, logs_dir=Path("/run/logs"))
+    t0 = ctx.now_ns
+    with pytest.raises(ActionFailed, match=r"^c0-legacy_zk-r0: j0 not ready to join; see /run/logs$"):
+        _perform(Step(5.0, "join", ("j0",)), ctx)
+    assert ctx.now_ns - t0 == 2_000_000_000
+
+
+def test_leave_terminates_the_process_itself_and_crash_kills_its_group() -> None:
+    ctx = FakeContext(members={"m0": FakeProcess(), "m1": FakeProcess()})
+    _perform(Step(1.0, "leave", ("m0",)), ctx)
+    _perform(Step(5.0, "crash", ("m1",)), ctx)
+    m0, m1 = ctx.members["m0"], ctx.members["m1"]
+    assert (m0.signals, m0.waits, m0.stopped) == ([(signal.SIGTERM, False)], [30], True)
+    assert (m1.signals, m1.waits, m1.stopped) == ([(signal.SIGKILL, True)], [10], False)
+
+
+def test_pause_completes_only_once_the_target_is_seen_frozen() -> None:
+    ctx = FakeContext(members={"m0": FakeProcess()})
+    t0 = ctx.now_ns
+
+    def freeze_late(c: FakeContext) -> None:  # the stop shows 0.2 s after the signal
+        if c.now_ns - t0 >= 200_000_000:
+            c.members["m0"].frozen = True
+
+    ctx.on_poll = freeze_late
+    events = _perform(Step(1.0, "pause", ("m0",), value=8.0), ctx)
+    assert ctx.members["m0"].signals == [(signal.SIGSTOP, True)]
+    assert events[1]["kind"] == "complete" and events[1]["ts_ns"] == t0 + 200_000_000
+
+
+def test_a_pause_that_never_takes_effect_fails_after_ten_seconds() -> None:
+    ctx = FakeContext(members={"m0": FakeProcess()})
+    with pytest.raises(ActionFailed, match="pause of m0 did not take effect"):
+        _perform(Step(1.0, "pause", ("m0",), value=8.0), ctx)
+    assert ctx.waited == [10]
+
+
+def test_resume_sends_sigcont_and_waits_for_the_target_to_run() -> None:
+    ctx = FakeContext(members={"m0": FakeProcess(frozen=True)})
+    ctx.on_poll = lambda c: setattr(c.members["m0"], "frozen", False)
+    events = _perform(Step(9.0, "resume", ("m0",), trigger=False), ctx)
+    assert ctx.members["m0"].signals == [(signal.SIGCONT, True)]
+    assert [e["kind"] for e in events] == ["invoke", "complete"] and events[0]["trigger"] is False
+
+
+def test_restart_broker_keeps_broker_zero_down_for_the_downtime() -> None:
+    ctx = FakeContext()
+    t0 = ctx.now_ns
+    events = _perform(Step(1.0, "restart_broker", value=1.5), ctx)
+    assert ctx.cluster.calls == ["stop 0", "start 0"]
+    assert ctx.waited == [1.5]
+    assert events[1]["ts_ns"] - t0 == 1_500_000_000
+
+
+def test_add_partitions_pairs_carry_the_new_partition_count() -> None:
+    pair = ActionPair(Step(1.0, "add_partitions", value=6.0), 1, Recorded(), lambda: 0)
+    assert pair.fields["partitions"] == 6
+    assert ActionPair(Step(1.0, "crash", ("m0",)), 2, Recorded(), lambda: 0).fields["partitions"] is None
