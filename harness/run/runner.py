@@ -47,7 +47,7 @@ from typing import Any
 from harness.cluster.containers import APACHE_KAFKA, ContainersOptions, preflight
 from harness.faults.actions import nemesis_for
 from harness.faults.nemesis import ActionFailed, ActionPair
-from harness.history.manifest import write_manifest
+from harness.run.manifest import write_manifest
 from harness.history.schema import to_parquet
 from harness.history.writer import HistoryWriter
 from harness.kernel.errors import ConfigError

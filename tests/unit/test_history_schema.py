@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from harness.history.manifest import write_manifest
+from harness.run.manifest import write_manifest
 from harness.history.schema import COLUMNS, read_parquet, to_parquet
 from harness.history.writer import HistoryWriter
 
