@@ -141,7 +141,8 @@ class ZkRegistration:
                     _, stat = self.client.get(self.path)
                 except NoNodeError:
                     continue
-                if stat.ephemeralOwner == self.client.client_id[0]:
+                session = self.client.client_id
+                if session is not None and stat.ephemeralOwner == session[0]:
                     return  # ours already (a retried create after a connection loss)
                 if time.monotonic() > deadline:
                     raise Unreachable(

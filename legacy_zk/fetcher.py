@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any, Literal, cast
 
 from legacy_zk.ids import TopicPartition
 
@@ -49,7 +50,9 @@ class RecordFetcher:
         retry_s: float = 1.0,
     ) -> None:
         self._bootstrap = bootstrap
-        self._reset = "earliest" if auto_offset_reset == "smallest" else "latest"
+        self._reset: Literal["earliest", "latest"] = (
+            "earliest" if auto_offset_reset == "smallest" else "latest"
+        )
         self._on_record = on_record
         self._on_position = on_position
         self._on_error = on_error
@@ -61,7 +64,7 @@ class RecordFetcher:
         self._gen = 0
         self._acked = 0
         self._closed = False
-        self._consumer = None  # only touched by the fetcher thread
+        self._consumer: Any = None  # a kafka.KafkaConsumer, only touched by the fetcher thread
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -131,7 +134,7 @@ class RecordFetcher:
                 log.debug("closing kafka-python consumer failed", exc_info=True)
 
     def _apply(self, target: dict[TopicPartition, int]) -> None:
-        from kafka import TopicPartition as KTP
+        from kafka.structs import TopicPartition as KTP
 
         consumer = self._ensure_consumer()
         if not target:
@@ -198,7 +201,7 @@ class RecordFetcher:
                     self._cond.wait_for(lambda a=applied: self._closed or self._gen != a, 1.0)
                 continue
             try:
-                batches = self._consumer.poll(timeout_ms=self._poll_ms)
+                batches = cast(Any, self._consumer).poll(timeout_ms=self._poll_ms)
             except Exception as e:  # noqa: BLE001
                 self._report("poll failed", e)
                 self._drop_consumer()

@@ -111,7 +111,7 @@ def build_records(
             raise ValueError(f"lose={lose}: only {max(pool, 0)} records of a unit can be skipped")
         keep[rng.choice(pool, size=lose, replace=False)] = False
     ns = _to_ns(start)
-    parts = [(ns(proc)[keep], part[keep], off[keep], matrix[epoch, part][keep])]
+    parts: list[tuple[Any, ...]] = [(ns(proc)[keep], part[keep], off[keep], matrix[epoch, part][keep])]
     for k, (t0, t1) in enumerate(stops):
         sel = np.nonzero((p_ts >= t0 - redeliver_s) & (p_ts < t0) & keep)[0]
         ts = ns(np.array([t1 + 0.0005]))[0] + np.arange(sel.size, dtype=np.int64) * 1000

@@ -202,8 +202,9 @@ def handling(members: int, heartbeats: int, rounds: int) -> None:
 def throughput(records: int, size: int, partitions: int, persist: bool) -> None:
     """Produce then fetch RECORDS records of SIZE bytes with kafka-python; records/s each way."""
     import psutil
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka import KafkaConsumer, KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.structs import TopicPartition
 
     with tempfile.TemporaryDirectory(prefix="herdlab-bench-") as tmp:
         broker = BrokerProcess(

@@ -354,8 +354,8 @@ def run_size(b: LegacyBench, n: int, directory: Path, echo: Echo = print) -> lis
 # -- the run directory and the checker ---------------------------------------------------------------
 def write_run_dir(run_dir: Path, b: LegacyBench, size_dirs: Mapping[int, Path], started: str) -> int:
     """``history.parquet`` (every size's files, one unit per size) and ``manifest.json``; the row count."""
-    from harness.run.manifest import write_manifest
     from harness.history.schema import to_parquet
+    from harness.run.manifest import write_manifest
 
     run_id = f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 

@@ -95,7 +95,9 @@ def _zookeeper_smoke(connect: str) -> list[tuple[str, bool, str]]:
             ("children watch fires on a new ephemeral", ok, f"{(time.perf_counter() - t0) * 1e3:.1f} ms")
         )
         owner = zk.get("/herdlab-demo/ids/m1")[1].ephemeralOwner
-        checks.append(("ephemeral owned by our session", owner == zk.client_id[0], f"session 0x{owner:x}"))
+        session = zk.client_id
+        ours = session is not None and owner == session[0]
+        checks.append(("ephemeral owned by our session", ours, f"session 0x{owner:x}"))
     finally:
         zk.stop()
         zk.close()

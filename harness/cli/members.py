@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import Literal
 
 import click
 
@@ -48,7 +49,7 @@ def coordinator(
     max_poll_interval_ms: int,
     auto_commit_interval_ms: int,
     no_auto_commit: bool,
-    auto_offset_reset: str,
+    auto_offset_reset: Literal["earliest", "latest"],
     assignor: str,
     group_instance_id: str | None,
     metadata_max_age_ms: int,

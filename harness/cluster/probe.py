@@ -128,7 +128,7 @@ def _api_versions(sock: socket.socket, timeout: float, address: str) -> tuple[in
     """Send ApiVersions v0 on ``sock``; return how many APIs the broker lists and the round trip in
     ms, or raise Unreachable."""
     import kafka.errors as errors
-    from kafka.protocol.metadata import ApiVersionsRequest
+    from kafka.protocol.metadata.api_versions import ApiVersionsRequest
     from kafka.protocol.parser import KafkaProtocol
 
     not_kafka = f"bootstrap server {address} is not a Kafka broker"
@@ -278,7 +278,8 @@ def _session(connect: str, timeout: float, records: list[logging.LogRecord]) -> 
             f"within {timeout:.1f}s" + (f" ({problem})" if problem else "")
         ) from None
     try:
-        detail = f"kazoo session 0x{zk.client_id[0]:x} opened and closed"
+        session = zk.client_id
+        detail = f"kazoo session 0x{session[0] if session else 0:x} opened and closed"
         if zk.chroot and zk.exists("/") is None:
             detail += f"; chroot {zk.chroot} does not exist yet"
         return detail

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 from harness.history.writer import History
 
@@ -57,7 +57,7 @@ class CoordinatorMemberConfig:
     max_poll_interval_ms: int = 30000
     auto_commit_interval_ms: int = 5000
     enable_auto_commit: bool = True
-    auto_offset_reset: str = "earliest"
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
     assignor: str = "range"
     group_instance_id: str | None = None
     metadata_max_age_ms: int = 5000
@@ -105,7 +105,7 @@ class _ClientLogObserver(logging.Handler):
         m = self.member
         if record.name == "kafka.coordinator.consumer":
             if msg.startswith("Group %s committed offset %s for partition %s"):
-                _group, offset, tp = record.args  # type: ignore[misc]
+                _group, offset, tp = cast(tuple[Any, Any, Any], record.args)
                 m.emit(
                     "commit", topic=tp.topic, partition=tp.partition, offset=getattr(offset, "offset", offset)
                 )

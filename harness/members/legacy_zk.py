@@ -190,4 +190,3 @@ def legacy_zk(
         run_members(configs, history, handler=handler, on_assignment=_echo_assignment, on_started=started)
     finally:
         history.close()
-

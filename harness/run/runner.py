@@ -47,12 +47,12 @@ from typing import Any
 from harness.cluster.containers import APACHE_KAFKA, ContainersOptions, preflight
 from harness.faults.actions import nemesis_for
 from harness.faults.nemesis import ActionFailed, ActionPair
-from harness.run.manifest import write_manifest
 from harness.history.schema import to_parquet
 from harness.history.writer import HistoryWriter
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import Kind, Role
 from harness.run.context import UnitContext
+from harness.run.manifest import write_manifest
 from harness.run.observe import Clock, Observer, Progress, SystemClock, Waiter
 from harness.run.plan import Plan, Step, check_spacing, make_plan
 from harness.run.rig import Rig, RigSpec, UnitFailed, UnitRig

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from harness.run.manifest import write_manifest
 from harness.history.schema import COLUMNS, read_parquet, to_parquet
 from harness.history.writer import HistoryWriter
+from harness.run.manifest import write_manifest
 
 
 def test_to_parquet_merges_files_sorted_by_time_with_context_and_extras(tmp_path: Path) -> None:
