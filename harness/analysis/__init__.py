@@ -2,9 +2,16 @@
 
 * :func:`analyze_run` (``harness.analysis.analyze``): a run directory in, the metrics dict out.
 * :mod:`.definitions`: what every metric means (printed by the reports).
-* :mod:`.jobs`: the Spark jobs; :mod:`.spark`: the session factory; :mod:`.load`: input checks;
-  :mod:`.stats`: confidence intervals; :mod:`.synthetic`: synthetic histories for tests and the
-  benchmark.
+* the Spark jobs, one module per metric family of :mod:`.definitions`, each with its part of the
+  metrics document: :mod:`.latency` (trigger windows, latency, resumed, gaps), :mod:`.herd`,
+  :mod:`.steady` (steady-state traffic), :mod:`.split_brain` (overlap episodes), :mod:`.records`
+  (lost, not drained, duplicates), :mod:`.commits` (non-owner, stale, rejected), :mod:`.health`
+  (session failures); on the history as :mod:`.frames` splits it and the per-unit fold of
+  :mod:`.facts`. :mod:`.units` assembles each unit's entry, :mod:`.series` the plot series,
+  :mod:`.document` the metrics document (``herdlab-metrics/2``), :mod:`.analyze` drives them.
+* :mod:`.spark`: the session factory; :mod:`.load`: input checks; :mod:`.aggregate`,
+  :mod:`.stats`, :mod:`.verdict`: statistics over repetitions; :mod:`.synthetic`: synthetic
+  histories for tests and the benchmark.
 
 Importing this package does not import pyspark; :func:`analyze_run` does.
 """

@@ -3,7 +3,8 @@
 design.md ("Definitions the analysis uses") fixes the ideas; this module fixes the details it leaves
 open. :data:`DEFINITIONS` is the text the reports print; :data:`METRICS` names every metric with its
 unit and how :mod:`harness.report.compare` treats it. Keep the two in step with
-:mod:`harness.analysis.jobs`, which computes them.
+the modules of :mod:`harness.analysis` that compute them (one per family: latency, herd, steady,
+split_brain, records, commits, health).
 """
 
 from __future__ import annotations

@@ -1,0 +1,90 @@
+"""The metrics document (``herdlab-metrics/2``): its frame, and how it is completed once units are in.
+
+Contract
+--------
+:func:`new_document` returns the document with ``format`` (:data:`FORMAT`), ``run`` (from the
+manifest: run id, scenario, description, settle window, repetitions, implementations, backend,
+start and finish, interrupted, git commit, versions, machine; and the history's row count and the
+run directory), ``spark`` (master and version), ``definitions`` ([term, text] pairs of
+:data:`~harness.analysis.definitions.DEFINITIONS`), ``cases`` (the manifest's) and empty
+``metric_info``, ``units``, ``aggregates``, ``series`` (rate, gaps, timelines) and ``alerts``.
+
+:func:`finish` puts the units in (by case order of the scenario, implementation, repetition, their
+internal times :data:`INTERNAL` left out), computes the aggregates, verdict and alerts
+(:mod:`harness.analysis.aggregate`) and ``metric_info`` (label, unit, family, censored) of every
+metric of :data:`~harness.analysis.definitions.METRICS` and of every aggregated one.
+
+The document's whole shape is described in :mod:`harness.analysis.analyze`. This module does not
+import pyspark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.analysis.aggregate import aggregate, alerts, case_order
+from harness.analysis.definitions import DEFINITIONS, METRICS, metric
+from harness.analysis.load import RunInputs
+
+FORMAT = "herdlab-metrics/2"
+#: A unit's fields used while analysing, not part of the document (ns: first, last event, origin).
+INTERNAL = ("t_first", "t_last", "origin")
+
+
+def new_document(inputs: RunInputs, spark_master: str, spark_version: str) -> dict[str, Any]:
+    """The document of the run ``inputs`` before any unit is analysed."""
+    man = inputs.manifest
+    scenario = man.get("scenario") or {}
+    return {
+        "format": FORMAT,
+        "run": {
+            "run_id": man.get("run_id"),
+            "scenario": scenario.get("name"),
+            "description": scenario.get("description"),
+            "settle_window_s": inputs.settle_window_s,
+            "repetitions": man.get("repetitions"),
+            "implementations": scenario.get("implementations"),
+            "backend": man.get("backend"),
+            "started": man.get("started"),
+            "finished": man.get("finished"),
+            "interrupted": man.get("interrupted"),
+            "git_commit": man.get("git_commit"),
+            "versions": man.get("versions"),
+            "machine": man.get("machine"),
+            "history_rows": inputs.rows,
+            "run_dir": str(inputs.run_dir),
+        },
+        "spark": {"master": spark_master, "version": spark_version},
+        "definitions": [list(d) for d in DEFINITIONS],
+        "metric_info": {},
+        "cases": list(man.get("cases") or []),
+        "units": [],
+        "aggregates": [],
+        "series": {"rate": [], "gaps": [], "timelines": []},
+        "alerts": [],
+    }
+
+
+def public_unit(u: dict[str, Any]) -> dict[str, Any]:
+    """A unit's entry of the metrics document (its internal times left out)."""
+    return {k: v for k, v in u.items() if k not in INTERNAL}
+
+
+def finish(out: dict[str, Any], units: dict[tuple[str, str, int], dict[str, Any]]) -> None:
+    """Put ``units`` into the document ``out`` and derive what depends on them (see the contract)."""
+    cases = out["cases"]
+    out["units"] = [
+        public_unit(units[k]) for k in sorted(units, key=lambda k: (case_order(k[0], cases), k[1], k[2]))
+    ]
+    aggregate(out)
+    alerts(out)
+    names = {a["metric"] for a in out["aggregates"]} | set(METRICS)
+    out["metric_info"] = {
+        n: {
+            "label": metric(n).label,
+            "unit": metric(n).unit,
+            "family": metric(n).family,
+            "censored": metric(n).censored,
+        }
+        for n in sorted(names)
+    }

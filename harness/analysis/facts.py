@@ -1,0 +1,250 @@
+"""Trigger windows, outcomes and ownership: the per-unit fold every metric family builds on.
+
+Contract
+--------
+:class:`Facts` applies :func:`harness.kernel.windows.evaluate` to each unit's ownership events with
+``applyInArrow`` (the one definition the runner's live waits and the benches use too) and pins its
+output, one row per fact (``rtype``):
+
+* ``trigger``: per trigger window, tid, action, targets, outcome (settled / never / no_effect /
+  skipped), reason, invoke, t0, the window's end, the first reaction, t1, start-up, and the
+  partition count at t1;
+* ``claim`` / ``owned``: a member's claim of a partition (``owned``: while it was the owner, with
+  the claim's start ``since``); ``away``: a member's suspension (paused, cut);
+* ``close``: a processing interval's close (a revocation, stop, kill, pause or cut; ``p`` < 0 for
+  every partition of the member);
+* ``marks``: the unit's ``stable`` (start), ``settling_end`` (end) and last event (wend).
+
+:meth:`Facts.windows`, :meth:`Facts.phases` and :meth:`Facts.intervals` are views of it;
+:func:`to_phase` attributes a timestamped row to its phase: the startup (:data:`STARTUP`, before the
+first trigger), a trigger window (its tid) or the drain (:data:`DRAIN`, after settling_end), and
+:func:`per_phase` aggregates such rows per phase in the long format (unit, tid, key, value) the
+families' per-phase values share.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from harness.analysis.frames import INF, UNIT, Frames, join, pin
+from harness.kernel.events import Kind
+
+STARTUP, DRAIN = -1, -2  # phase ids: before the first trigger; after the settling phase
+
+#: The kinds the per-unit fold reads (see :func:`harness.kernel.windows.evaluate`).
+FOLD_KINDS = (
+    Kind.READY,
+    Kind.STARTED,
+    Kind.STOPPED,
+    Kind.ASSIGNED,
+    Kind.REVOKED,
+    Kind.REBALANCE_BEGIN,
+    Kind.REBALANCE_END,
+    Kind.WATCH,
+    Kind.GROUP_STATE,
+    Kind.INVOKE,
+    Kind.COMPLETE,
+    Kind.SKIPPED,
+    Kind.UNIT_START,
+    Kind.STABLE,
+    Kind.SETTLING_END,
+)
+FACTS_SCHEMA = (
+    "case string, impl string, repetition int, rtype string, tid int, action string, "
+    "targets array<string>, outcome string, reason string, ident string, p int, start long, `end` long, "
+    "since long, invoke long, t0 long, wend long, t_react long, t1 long, startup long, nparts int"
+)
+
+
+def _fold_unit(window_ns: int) -> Any:
+    """The per-unit function for ``applyInArrow``: a unit's fold events in, its facts out."""
+
+    def run(table: pa.Table) -> pa.Table:
+        from harness.kernel.windows import evaluate
+
+        rows = table.to_pylist()
+        unit = (rows[0]["case"], rows[0]["impl"], rows[0]["repetition"]) if rows else ("", "", 0)
+        f = evaluate(rows, window_ns)
+        out: list[dict[str, Any]] = []
+
+        def row(rtype: str, **kw: Any) -> None:
+            out.append({"case": unit[0], "impl": unit[1], "repetition": unit[2], "rtype": rtype, **kw})
+
+        for t in f.triggers:
+            row(
+                "trigger",
+                tid=t.tid,
+                action=t.action,
+                targets=t.targets,
+                outcome=t.outcome,
+                reason=t.reason,
+                invoke=t.invoke_ns,
+                t0=t.t0_ns,
+                wend=t.end_ns,
+                t_react=t.react_ns,
+                t1=t.t1_ns,
+                startup=t.startup_ns,
+                nparts=t.partitions_at_t1,
+            )
+        for m, p, s, e in f.claims:
+            row("claim", ident=m, p=p, start=s, end=e)
+        for m, p, s, e, since in f.owned:
+            row("owned", ident=m, p=p, start=s, end=e, since=since)
+        for m, s, e in f.away:
+            row("away", ident=m, start=s, end=e)
+        for m, p, ts in f.closes:
+            row("close", ident=m, p=p, start=ts)
+        row("marks", start=f.stable_ns, end=f.settling_end_ns, wend=f.last_ns)
+        return pa.Table.from_pylist(out, schema=FACTS_ARROW)
+
+    return run
+
+
+def _arrow_schema() -> pa.Schema:
+    i64, i32, s = pa.int64(), pa.int32(), pa.string()
+    return pa.schema(
+        [
+            ("case", s),
+            ("impl", s),
+            ("repetition", i32),
+            ("rtype", s),
+            ("tid", i32),
+            ("action", s),
+            ("targets", pa.list_(s)),
+            ("outcome", s),
+            ("reason", s),
+            ("ident", s),
+            ("p", i32),
+            ("start", i64),
+            ("end", i64),
+            ("since", i64),
+            ("invoke", i64),
+            ("t0", i64),
+            ("wend", i64),
+            ("t_react", i64),
+            ("t1", i64),
+            ("startup", i64),
+            ("nparts", i32),
+        ]
+    )
+
+
+FACTS_ARROW = _arrow_schema()
+
+
+class Facts:
+    """The fold's output for one run, computed once on first use (see the module contract)."""
+
+    def __init__(self, frames: Frames, window_ns: int) -> None:
+        self.frames = frames
+        self.window_ns = window_ns
+        self._facts: DataFrame | None = None
+
+    def all(self) -> DataFrame:
+        """Every fact of every unit (rtype: trigger, claim, owned, away, close, marks)."""
+        if self._facts is None:
+            c = self.frames.control.where(F.col("kind").isin(*FOLD_KINDS)).select(
+                *UNIT,
+                "ts_ns",
+                "role",
+                "kind",
+                "source",
+                "partition",
+                "outcome",
+                "action",
+                "action_id",
+                "targets",
+                "trigger",
+                "partitions",
+                "reason",
+            )
+            self._facts = pin(c.groupBy(*UNIT).applyInArrow(_fold_unit(self.window_ns), FACTS_SCHEMA))
+        return self._facts
+
+    def of(self, rtype: str) -> DataFrame:
+        """The facts of one ``rtype``."""
+        return self.all().where(F.col("rtype") == rtype)
+
+    def windows(self) -> DataFrame:
+        """Per trigger: tid, action, targets, outcome, t0, wend (window end), t_react, t1, P1."""
+        return self.of("trigger").select(
+            *UNIT,
+            "tid",
+            "action",
+            "targets",
+            "outcome",
+            "reason",
+            "invoke",
+            "t0",
+            "wend",
+            "t_react",
+            "t1",
+            "startup",
+            F.col("nparts").alias("P1"),
+        )
+
+    def phases(self) -> DataFrame:
+        """Contiguous phases per unit: startup (-1), each trigger window (tid), drain (-2)."""
+        w = self.windows()
+        marks = self.of("marks").select(
+            *UNIT, F.coalesce(F.col("end"), F.col("wend") + 1).alias("settling_end")
+        )
+        first = w.groupBy(*UNIT).agg(F.min("t0").alias("first_t0"))
+        m = marks.join(first, UNIT, "left")
+        startup = m.select(
+            *UNIT,
+            F.lit(STARTUP).alias("tid"),
+            F.lit(-INF).cast("long").alias("pstart"),
+            F.coalesce("first_t0", "settling_end").alias("pend"),
+        )
+        drain = m.select(
+            *UNIT,
+            F.lit(DRAIN).alias("tid"),
+            F.col("settling_end").alias("pstart"),
+            F.lit(INF).cast("long").alias("pend"),
+        )
+        return pin(
+            startup.unionByName(drain).unionByName(
+                w.select(*UNIT, "tid", F.col("t0").alias("pstart"), F.col("wend").alias("pend"))
+            )
+        )
+
+    def steady_marks(self) -> DataFrame:
+        """Per unit: ``stable`` and ``send`` (settling_end, else the last event): the steady phase."""
+        return self.of("marks").select(
+            *UNIT, F.col("start").alias("stable"), F.coalesce("end", "wend").alias("send")
+        )
+
+    def intervals(self, rtype: str) -> DataFrame:
+        """claim / owned intervals (unit, ident, p, start, end) or away (unit, ident, start, end)."""
+        cols = [*UNIT, "ident", "start", F.coalesce("end", F.lit(INF)).alias("end")]
+        if rtype != "away":
+            cols.insert(4, "p")
+        if rtype == "owned":
+            cols.append("since")
+        return self.of(rtype).select(*cols)
+
+
+def to_phase(df: DataFrame, phases: DataFrame, ts: str) -> DataFrame:
+    """Attach ``tid`` of the phase (trigger window, startup -1 or drain -2) that contains ``df[ts]``."""
+    j = join(
+        df,
+        F.broadcast(phases),
+        UNIT,
+        (F.col(ts) >= F.col("r_pstart")) & (F.col(ts) < F.col("r_pend")),
+        "left",
+    )
+    return j.withColumn("tid", F.coalesce(F.col("r_tid"), F.lit(STARTUP))).drop("r_tid", "r_pstart", "r_pend")
+
+
+def per_phase(df: DataFrame, name: str, agg: Column) -> DataFrame:
+    """``agg`` over ``df``'s rows per (unit, tid), long format (unit, tid, key = ``name``, value)."""
+    return (
+        df.groupBy(*UNIT, "tid")
+        .agg(agg.alias("v"))
+        .select(*UNIT, "tid", F.lit(name).alias("key"), F.col("v").cast("double").alias("value"))
+    )

@@ -1,0 +1,124 @@
+"""The history as the metric families read it, and the Spark helpers they share.
+
+Contract
+--------
+:func:`prepare` reads a Parquet history and splits it into :class:`Frames`: the two large kinds
+(``record``, ``produced``) apart from the *control* events, whose ``extra`` JSON is parsed once
+(:data:`EXTRA_SCHEMA`) and pinned. Members are identified by ``source`` (the harness's name, copied
+to ``ident``) and every event by its ``role`` (:mod:`harness.kernel.events`). Null ``case`` /
+``impl`` read as ``""`` and a null ``repetition`` as 0.
+
+Every job is keyed by :data:`UNIT` (case, impl, repetition); all times are integer nanoseconds
+(``ts_ns``) inside Spark and seconds in the results (:func:`at_s`, :func:`dur_s`). The helpers:
+:func:`pin` (materialise a small table, cut its lineage), :func:`join` (a join whose right columns
+are renamed ``r_<name>``), :func:`collect` (rows as dicts), :func:`role_col` and
+:func:`zk_steady_col` (event predicates as columns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from harness.kernel.events import ZK_STEADY_OPS, ZK_STEADY_PATH, Kind
+
+UNIT = ["case", "impl", "repetition"]
+INF = 4_000_000_000_000_000_000  # "no end" in ns (year 2096); below Long.MAX so sums do not overflow
+NS = 1_000_000_000
+
+UnitKey = tuple[str, str, int]
+
+EXTRA_SCHEMA = (
+    "action string, action_id long, targets array<string>, target string, `trigger` boolean, "
+    "label string, counters map<string,double>, partitions string, requests map<string,double>, "
+    "interval_s double, name string, from_state string, to_state string, broker_id long, api string, "
+    "reason string, state string, client string, gave_up boolean"
+)
+
+
+@dataclass
+class Frames:
+    """The history split for the jobs (see :func:`prepare`)."""
+
+    raw: DataFrame
+    control: DataFrame  # every event but record / produced, extra parsed
+    records: DataFrame  # case, impl, repetition, ts_ns, ident, partition, offset
+    produced: DataFrame  # case, impl, repetition, ts_ns, partition, offset
+
+
+def prepare(spark: SparkSession, history: str) -> Frames:
+    """Read and normalise a history (see the module contract)."""
+    raw = spark.read.parquet(history).na.fill({"case": "", "impl": ""}).na.fill(0, ["repetition"])
+    kind = F.col("kind")
+    control = raw.where(~kind.isin(Kind.RECORD, Kind.PRODUCED) | kind.isNull())
+    control = control.withColumn("x", F.from_json("extra", EXTRA_SCHEMA)).select("*", "x.*").drop("x")
+    control = control.withColumn("ident", F.col("source"))
+    records = raw.where(kind == Kind.RECORD).select(
+        *UNIT, "ts_ns", F.col("source").alias("ident"), "partition", "offset"
+    )
+    produced = raw.where(kind == Kind.PRODUCED).select(*UNIT, "ts_ns", "partition", "offset")
+    return Frames(raw=raw, control=pin(control), records=records, produced=produced)
+
+
+def unit_key(d: dict[str, Any]) -> UnitKey:
+    """The unit of a collected row (or of a unit dict)."""
+    return (d["case"], d["impl"], int(d["repetition"]))
+
+
+def at_s(ns: int | None, origin: int) -> float | None:
+    """``ns`` as seconds since ``origin`` (microsecond precision); None stays None."""
+    return None if ns is None else round((ns - origin) / 1e9, 6)
+
+
+def dur_s(a: int | None, b: int | None) -> float | None:
+    """Seconds from ``a`` to ``b`` (microsecond precision); None if either is None."""
+    return None if a is None or b is None else round((b - a) / 1e9, 6)
+
+
+def role_col(r: str) -> Column:
+    """True where the event's role is ``r`` (False, never null, where it has none)."""
+    return F.coalesce(F.col("role") == r, F.lit(False))
+
+
+def zk_steady_col() -> Column:
+    """:func:`harness.kernel.events.zk_steady` as a Spark column (the same constants)."""
+    return F.coalesce(F.col("path").contains(ZK_STEADY_PATH) & F.col("op").isin(*ZK_STEADY_OPS), F.lit(False))
+
+
+def long_values(df: DataFrame, keys: list[str], names: list[str]) -> DataFrame:
+    """``df``'s columns ``names`` in long format: ``keys``, ``key`` (the name), ``value`` (double)."""
+    m = F.create_map(*[x for n in names for x in (F.lit(n), F.col(n).cast("double"))])
+    return df.select(*keys, F.explode(m).alias("key", "value"))
+
+
+def pin(df: DataFrame) -> DataFrame:
+    """Materialise a (small) intermediate table now and cut its lineage."""
+    return df.localCheckpoint(eager=True)
+
+
+def join(
+    left: DataFrame, right: DataFrame, keys: list[str], cond: Column | None = None, how: str = "inner"
+) -> DataFrame:
+    """Join on equal ``keys`` plus ``cond``, with every right column renamed ``r_<name>``.
+
+    Unique names avoid Spark's ambiguous self-join references; ``cond`` refers to right columns
+    as ``r_<name>``. The right copies of the keys are dropped (inner, left and semi/anti joins).
+    """
+    r = right.select(*(F.col(c).alias(f"r_{c}") for c in right.columns))
+    on = F.lit(True)
+    for k in keys:
+        on = on & (F.col(k) == F.col(f"r_{k}"))
+    if cond is not None:
+        on = on & cond
+    j = left.join(r, on, how)
+    if how in ("left_semi", "left_anti", "semi", "anti"):
+        return j
+    return j.drop(*(f"r_{k}" for k in keys))
+
+
+def collect(df: DataFrame) -> list[dict[str, Any]]:
+    """Rows of a (small) DataFrame as dicts."""
+    return [r.asDict(recursive=True) for r in df.collect()]

@@ -1,0 +1,56 @@
+"""Session failures: harness health, not a protocol metric.
+
+Contract
+--------
+* :func:`unit_values`: per unit, long format (unit, key, value): ``session_failures`` (heartbeat
+  errors and ZooKeeper SUSPENDED / LOST states of members that no nemesis action targeted, from the
+  unit's ``stable`` until settling_end) and ``session_failures_startup`` (the same before
+  ``stable``: start-up starvation). Units without any have no rows.
+* :func:`health_fields`: the unit's two counts in the metrics document (0 when absent).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from harness.analysis.facts import Facts
+from harness.analysis.frames import UNIT, Frames, long_values, role_col
+from harness.kernel.events import Kind, Role
+
+NAMES = ("session_failures", "session_failures_startup")
+
+
+def unit_values(facts: Facts, frames: Frames) -> DataFrame:
+    """Session failures of untargeted members per unit (see the module contract)."""
+    c = frames.control
+    cm = c.join(F.broadcast(facts.steady_marks()), UNIT, "left")
+    kind = F.col("kind")
+    targeted = (
+        c.where(kind == Kind.INVOKE)
+        .select(*UNIT, F.explode("targets").alias("source"))
+        .distinct()
+        .withColumn("targeted", F.lit(True))
+    )
+    trouble = (
+        cm.where(
+            role_col(Role.MEMBER)
+            & (
+                (kind == Kind.HEARTBEAT_ERROR)
+                | ((kind == Kind.ZK_STATE) & F.col("state").isin("SUSPENDED", "LOST"))
+            )
+            & (F.col("ts_ns") < F.col("send"))
+        )
+        .join(F.broadcast(targeted), [*UNIT, "source"], "left_anti")
+        .groupBy(*UNIT)
+        .agg(
+            F.sum(F.when(F.col("ts_ns") >= F.col("stable"), 1).otherwise(0)).alias("session_failures"),
+            F.sum(F.when(F.col("ts_ns") < F.col("stable"), 1).otherwise(0)).alias("session_failures_startup"),
+        )
+    )
+    return long_values(trouble, UNIT, list(NAMES))
+
+
+def health_fields(pu: dict[str, float]) -> dict[str, int]:
+    """``session_failures`` and ``session_failures_startup`` of a unit from its values ``pu``."""
+    return {name: int(pu.get(name) or 0) for name in NAMES}

@@ -1,0 +1,170 @@
+"""Herd family: the change's own coordination traffic, counted exactly in each trigger window [t0, end).
+
+Contract
+--------
+* :func:`counts`: per (unit, tid) of every trigger that was not skipped, ``{table: {key: n}}``
+  with tables ``herd`` (watches, zk_requests, conflicts, failed_attempts, gave_up,
+  rebalance_attempts, group_rebalances, broker_group_requests), ``op`` (members' ZooKeeper requests
+  of the rebalance by operation; offset writes are steady state) and ``api`` (broker coordination
+  requests by API; the workload's clients, producer and checker, are left out).
+* :func:`mntr_samples`: per unit, the ZooKeeper ``mntr`` samples (ts_ns, label, packets received).
+* :func:`unit_values`: per unit, what was measured: ``has_broker`` (a broker counter report),
+  ``has_mntr`` (an mntr sample), long format (unit, key, value).
+* :func:`herd_fields`: a trigger's herd figures in the metrics document. A skipped trigger has
+  None for every count; broker counts are None for a unit without a broker; zk_packets is None
+  without mntr samples at both window edges; coordination_requests = zk_requests +
+  broker_group_requests (None for a coordinator unit without broker reports).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from harness.analysis.facts import Facts
+from harness.analysis.frames import UNIT, Frames, UnitKey, collect, role_col, unit_key, zk_steady_col
+from harness.kernel.events import OK_OUTCOMES, SKIPPED, WORKLOAD_CLIENTS, Kind, Role
+
+#: Per (case, impl, repetition, tid): {table: {key: count}}.
+HerdCounts = dict[tuple[Any, ...], dict[str, dict[str, int]]]
+#: Per unit: (ts_ns, label, zk_packets_received) of each mntr sample.
+MntrSamples = dict[UnitKey, list[tuple[int, str, float | None]]]
+
+
+def herd(facts: Facts, frames: Frames) -> DataFrame:
+    """Per trigger window [t0, end): exact counts, long format (unit, tid, table, key, value)."""
+    c = frames.control
+    t = facts.windows().where(F.col("outcome") != "skipped").select(*UNIT, "tid", "t0", "wend")
+    ev = c.where(
+        F.col("kind").isin(
+            Kind.WATCH,
+            Kind.ZK_REQUEST,
+            Kind.CONFLICT,
+            Kind.REBALANCE_END,
+            Kind.REBALANCE_BEGIN,
+            Kind.GROUP_REQUEST,
+        )
+    ).select(*UNIT, "ts_ns", "kind", "op", "path", "outcome", "api", "role", "client", "gave_up")
+    ev = ev.where(~F.coalesce(F.col("client").isin(*WORKLOAD_CLIENTS), F.lit(False)))
+    j = ev.join(F.broadcast(t), UNIT).where(
+        (F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") < F.col("wend"))
+    )
+    member, broker, kind = role_col(Role.MEMBER), role_col(Role.BROKER), F.col("kind")
+    rebalance_zk = member & (kind == Kind.ZK_REQUEST) & ~zk_steady_col()
+
+    def n(cond: Column) -> Column:
+        return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
+
+    counted = j.groupBy(*UNIT, "tid").agg(
+        n(member & (kind == Kind.WATCH)).alias("watches"),
+        n(rebalance_zk).alias("zk_requests"),
+        n(member & (kind == Kind.CONFLICT)).alias("conflicts"),
+        n(
+            member
+            & (kind == Kind.REBALANCE_END)
+            & F.col("outcome").isNotNull()
+            & ~F.col("outcome").isin(*OK_OUTCOMES)
+        ).alias("failed_attempts"),
+        n(member & (kind == Kind.REBALANCE_END) & F.coalesce(F.col("gave_up"), F.lit(False))).alias(
+            "gave_up"
+        ),
+        n(member & (kind == Kind.REBALANCE_BEGIN)).alias("rebalance_attempts"),
+        n(broker & (kind == Kind.REBALANCE_BEGIN)).alias("group_rebalances"),
+        n(broker & (kind == Kind.GROUP_REQUEST)).alias("broker_group_requests"),
+    )
+    m = F.create_map(*[x for col in counted.columns[4:] for x in (F.lit(col), F.col(col))])
+    wide = counted.select(*UNIT, "tid", F.lit("herd").alias("table"), F.explode(m).alias("key", "value"))
+    ops = (
+        j.where(rebalance_zk)
+        .groupBy(*UNIT, "tid", F.coalesce("op", F.lit("?")).alias("key"))
+        .agg(F.count("*").alias("value"))
+        .select(*UNIT, "tid", F.lit("op").alias("table"), "key", "value")
+    )
+    apis = (
+        j.where(broker & (kind == Kind.GROUP_REQUEST))
+        .groupBy(*UNIT, "tid", F.coalesce("api", F.lit("?")).alias("key"))
+        .agg(F.count("*").alias("value"))
+        .select(*UNIT, "tid", F.lit("api").alias("table"), "key", "value")
+    )
+    return wide.unionByName(ops).unionByName(apis)
+
+
+def counts(facts: Facts, frames: Frames) -> HerdCounts:
+    """The herd counts of every measured trigger window (collected; see the module contract)."""
+    out: HerdCounts = {}
+    for r in collect(herd(facts, frames)):
+        out.setdefault((*unit_key(r), r["tid"]), {}).setdefault(r["table"], {})[r["key"]] = int(r["value"])
+    return out
+
+
+def mntr_samples(frames: Frames) -> MntrSamples:
+    """ZooKeeper mntr samples per unit: (ts_ns, label, zk_packets_received), in collected order."""
+    rows = frames.control.where(F.col("kind") == Kind.ZK_MNTR).select(
+        *UNIT, "ts_ns", "label", F.col("counters")["zk_packets_received"].alias("packets")
+    )
+    out: MntrSamples = {}
+    for r in collect(rows):
+        out.setdefault(unit_key(r), []).append((r["ts_ns"], r["label"] or "", r["packets"]))
+    return out
+
+
+def unit_values(frames: Frames) -> DataFrame:
+    """Per unit, long format: ``has_broker`` and ``has_mntr`` (1.0 where the unit has them)."""
+    c, kind = frames.control, F.col("kind")
+
+    def flag(cond: Column) -> Column:
+        return F.max(F.when(cond, 1).otherwise(0)).cast("double")
+
+    flags = c.groupBy(*UNIT).agg(
+        flag(role_col(Role.BROKER) & (kind == Kind.BROKER_REQUEST)).alias("has_broker"),
+        flag(kind == Kind.ZK_MNTR).alias("has_mntr"),
+    )
+    m = F.create_map(*[x for col in ("has_broker", "has_mntr") for x in (F.lit(col), F.col(col))])
+    return flags.select(*UNIT, F.explode(m).alias("key", "value"))
+
+
+def packets(samples: list[tuple[int, str, float | None]], invoke: int) -> int | None:
+    """ZooKeeper packets received in a window: from the mntr sample taken just before this
+    trigger's invoke to the sample at the window's far edge (the next trigger's, else settling_end)."""
+    samples = sorted(samples)
+    start = max((s for s in samples if s[1].startswith("invoke:") and s[0] <= invoke), default=None)
+    end = next(
+        (s for s in samples if s[0] > invoke and (s[1].startswith("invoke:") or s[1] == "settling_end")), None
+    )
+    if start is None or end is None or start[2] is None or end[2] is None:
+        return None
+    return int(end[2] - start[2])
+
+
+def herd_fields(
+    r: dict[str, Any],
+    h: dict[str, dict[str, int]],
+    samples: list[tuple[int, str, float | None]],
+    impl: str,
+    has_broker: bool,
+    has_mntr: bool,
+) -> dict[str, Any]:
+    """A trigger's herd figures from its window row ``r`` (outcome, invoke), its counts ``h`` (see
+    :func:`counts`) and its unit's mntr ``samples``."""
+    hc = h.get("herd", {})
+    measured = r["outcome"] != SKIPPED
+    zk = hc.get("zk_requests", 0) if measured else None
+    bg = (hc.get("broker_group_requests", 0) if has_broker else None) if measured else None
+    return {
+        "watches": hc.get("watches", 0) if measured else None,
+        "zk_requests": zk,
+        "zk_packets": packets(samples, r["invoke"]) if has_mntr and measured else None,
+        "broker_group_requests": bg,
+        "coordination_requests": None
+        if zk is None or (bg is None and impl != "legacy_zk")
+        else zk + (bg or 0),
+        "conflicts": hc.get("conflicts", 0) if measured else None,
+        "failed_attempts": hc.get("failed_attempts", 0) if measured else None,
+        "gave_up": hc.get("gave_up", 0) if measured else None,
+        "rebalance_attempts": hc.get("rebalance_attempts", 0) if measured else None,
+        "group_rebalances": hc.get("group_rebalances", 0) if has_broker and measured else None,
+        "zk_requests_by_op": dict(sorted(h.get("op", {}).items())),
+        "broker_requests_by_api": dict(sorted(h.get("api", {}).items())) if has_broker else {},
+    }

@@ -1,0 +1,115 @@
+"""Latency family: per trigger window, t0, t1 and the latency's parts, resumed and the consumption gap.
+
+Contract
+--------
+* :func:`buckets`: records per 100 ms bucket (:data:`GAP_BUCKET_NS`) per unit (n, first, last):
+  the base of the gaps and of the rate series (:mod:`.series`). Pinned.
+* :func:`trigger_rows`: one collected row per trigger window: the fold's window
+  (:meth:`~harness.analysis.facts.Facts.windows`) with ``t_resumed`` (when every partition 0..P1-1
+  had a record processed at or after t1, within the window; None if one got none or the trigger
+  did not settle) and ``gap_start`` / ``gap_end`` (the longest pause in consumption overlapping
+  [t0, resumed], or [t0, window end) if it never resumed; None if there was none).
+* :func:`window_fields`: a trigger's entry in the metrics document up to its latency figures
+  (index, key, action, targets, outcome, reason, settled; invoke_s, t0_s, t1_s, window_end_s
+  relative to the unit's origin; startup_s, latency_s, detection_s, convergence_s, reaction_s,
+  resumed_s, gap_s and gap). Only a settled trigger has a latency, detection, convergence and
+  resumed; reaction_s is there whenever something reacted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from harness.analysis.facts import Facts
+from harness.analysis.frames import UNIT, Frames, at_s, collect, dur_s, pin
+from harness.kernel.events import SETTLED
+
+GAP_BUCKET_NS = 100_000_000  # 100 ms buckets for consumption gaps (exact gaps between buckets)
+
+
+def resumed(facts: Facts, frames: Frames) -> DataFrame:
+    """Per settled trigger: t_resumed, when every partition < P1 had a record at or after t1."""
+    t = facts.windows().where(F.col("t1").isNotNull()).select(*UNIT, "tid", "t1", "wend", "P1")
+    rec = frames.records.select(*UNIT, "ts_ns", "partition")
+    j = rec.join(F.broadcast(t), UNIT).where(
+        (F.col("ts_ns") >= F.col("t1"))
+        & (F.col("ts_ns") < F.col("wend"))
+        & (F.col("partition") < F.col("P1"))
+    )
+    first = j.groupBy(*UNIT, "tid", "partition", "P1").agg(F.min("ts_ns").alias("first"))
+    agg = first.groupBy(*UNIT, "tid", "P1").agg(F.count("*").alias("np"), F.max("first").alias("last_first"))
+    return agg.select(
+        *UNIT, "tid", F.when(F.col("np") == F.col("P1"), F.col("last_first")).alias("t_resumed")
+    )
+
+
+def buckets(frames: Frames) -> DataFrame:
+    """Records per 100 ms bucket per unit: n, first and last ts (the base of gaps and rates)."""
+    rec = frames.records.select(*UNIT, "ts_ns")
+    return pin(
+        rec.groupBy(*UNIT, F.floor(F.col("ts_ns") / GAP_BUCKET_NS).alias("bucket")).agg(
+            F.count("*").alias("n"), F.min("ts_ns").alias("first"), F.max("ts_ns").alias("last")
+        )
+    )
+
+
+def trigger_gaps(facts: Facts, buckets: DataFrame, resumed: DataFrame) -> DataFrame:
+    """Per trigger: the longest pause in consumption overlapping [t0, resumed] (or the window)."""
+    w = Window.partitionBy(*UNIT).orderBy("bucket")
+    gaps = (
+        buckets.withColumn("gstart", F.lag("last").over(w))
+        .where(F.col("gstart").isNotNull())
+        .select(*UNIT, "gstart", F.col("first").alias("gend"))
+    )
+    t = (
+        facts.windows()
+        .join(resumed, [*UNIT, "tid"], "left")
+        .select(*UNIT, "tid", "t0", F.coalesce("t_resumed", "wend").alias("gwin_end"))
+    )
+    j = gaps.join(F.broadcast(t), UNIT).where(
+        (F.col("gend") > F.col("t0")) & (F.col("gstart") < F.col("gwin_end"))
+    )
+    return (
+        j.groupBy(*UNIT, "tid")
+        .agg(F.max_by(F.struct("gstart", "gend"), F.col("gend") - F.col("gstart")).alias("g"))
+        .select(*UNIT, "tid", F.col("g.gstart").alias("gap_start"), F.col("g.gend").alias("gap_end"))
+    )
+
+
+def trigger_rows(facts: Facts, frames: Frames, buckets: DataFrame) -> list[dict[str, Any]]:
+    """Every trigger window of the run with its resume time and longest gap (collected)."""
+    res = resumed(facts, frames)
+    tgap = trigger_gaps(facts, buckets, res)
+    return collect(facts.windows().join(res, [*UNIT, "tid"], "left").join(tgap, [*UNIT, "tid"], "left"))
+
+
+def window_fields(r: dict[str, Any], origin: int) -> dict[str, Any]:
+    """A trigger's identity, outcome and latency figures from its row of :func:`trigger_rows`."""
+    settled = r["outcome"] == SETTLED
+    t0, t1, react = r["t0"], r["t1"], r["t_react"]
+    return {
+        "index": r["tid"],
+        "key": f"#{r['tid'] + 1} {r['action']}",
+        "action": r["action"],
+        "targets": r["targets"] or [],
+        "outcome": r["outcome"],
+        "reason": r["reason"],
+        "settled": settled,
+        "invoke_s": at_s(r["invoke"], origin),
+        "t0_s": at_s(t0, origin),
+        "t1_s": at_s(t1, origin),
+        "window_end_s": at_s(r["wend"], origin),
+        "startup_s": dur_s(r["invoke"], r["invoke"] + r["startup"]) if r["startup"] is not None else None,
+        "latency_s": dur_s(t0, t1) if settled else None,
+        "detection_s": dur_s(t0, react) if settled else None,
+        "convergence_s": dur_s(react, t1) if settled else None,
+        "reaction_s": dur_s(t0, react),
+        "resumed_s": dur_s(t0, r["t_resumed"]) if settled else None,
+        "gap_s": dur_s(r["gap_start"], r["gap_end"]),
+        "gap": [at_s(r["gap_start"], origin), at_s(r["gap_end"], origin)]
+        if r["gap_start"] is not None
+        else None,
+    }

@@ -1,0 +1,136 @@
+"""Records: completeness (produced, processed, lost, not drained) and duplicates, per (partition, offset).
+
+Contract
+--------
+* :func:`record_keys`: one row per (unit, partition, offset) produced or processed: ``n``
+  deliveries, ``produced`` (0/1: acknowledged by the producer), ``last`` delivery ts, ``cross``
+  (delivered to two or more members) and ``top`` (the partition's highest processed offset).
+* :func:`unit_values`: per unit, long format (unit, key, value): produced; processed (acknowledged
+  and processed); lost (acknowledged, never processed, below ``top``: a skip); not_drained
+  (acknowledged, never processed, above ``top`` or on a partition with none processed: an
+  unconsumed tail); phantom (processed, never acknowledged); duplicates, duplicate_deliveries
+  (the extra deliveries) and duplicates_cross_member; produce_errors (the producer's).
+* :func:`phase_values`: duplicates per phase (unit, tid, key, value), each attributed to the phase
+  of its last delivery (:func:`harness.analysis.facts.to_phase`).
+* :func:`lost_samples`: per unit with lost records, the first :data:`LOST_SAMPLE` of them as
+  [partition, offset], by partition then offset (collected only when some unit lost records).
+* :func:`records_fields`: the unit's completeness and duplicate counts in the metrics document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from harness.analysis.facts import per_phase, to_phase
+from harness.analysis.frames import UNIT, Frames, UnitKey, collect, long_values, unit_key
+from harness.kernel.events import Kind
+
+LOST_SAMPLE = 20
+
+
+def record_keys(frames: Frames) -> DataFrame:
+    """Per (unit, partition, offset) produced or processed: ``n`` deliveries, ``produced`` (0/1),
+    ``last`` delivery ts, ``cross`` (members differ), and ``top``: the partition's highest
+    processed offset (lost is below it, not drained above it)."""
+    rec = frames.records.select(*UNIT, "partition", "offset", "ts_ns", "ident", F.lit(0).alias("is_prod"))
+    prod = frames.produced.select(
+        *UNIT,
+        "partition",
+        "offset",
+        F.lit(None).cast("long").alias("ts_ns"),
+        F.lit(None).cast("string").alias("ident"),
+        F.lit(1).alias("is_prod"),
+    )
+    keys = (
+        rec.unionByName(prod)
+        .groupBy(*UNIT, "partition", "offset")
+        .agg(
+            F.sum(1 - F.col("is_prod")).alias("n"),
+            F.max("is_prod").alias("produced"),
+            F.max("ts_ns").alias("last"),
+            F.coalesce(F.min("ident") != F.max("ident"), F.lit(False)).alias("cross"),
+        )
+    )
+    top = Window.partitionBy(*UNIT, "partition")
+    return keys.withColumn("top", F.max(F.when(F.col("n") > 0, F.col("offset"))).over(top))
+
+
+def _acked() -> Column:
+    return F.col("produced") == 1
+
+
+def _seen() -> Column:
+    return F.col("n") > 0
+
+
+def _lost() -> Column:
+    return _acked() & ~_seen() & (F.col("offset") < F.col("top"))
+
+
+def _count(cond: Column) -> Column:
+    return F.sum(F.when(cond, 1).otherwise(0))
+
+
+def unit_values(keys: DataFrame, frames: Frames) -> DataFrame:
+    """Completeness and duplicate counts per unit, long format (see the module contract)."""
+    acked, seen = _acked(), _seen()
+    aggs: list[tuple[str, Column]] = [
+        ("produced", F.sum("produced")),
+        ("processed", _count(acked & seen)),
+        ("lost", _count(_lost())),
+        ("not_drained", _count(acked & ~seen & (F.col("top").isNull() | (F.col("offset") > F.col("top"))))),
+        ("phantom", _count((F.col("produced") == 0) & seen)),
+        ("duplicates", _count(F.col("n") > 1)),
+        ("duplicate_deliveries", F.sum(F.when(F.col("n") > 1, F.col("n") - 1).otherwise(0))),
+        ("duplicates_cross_member", _count((F.col("n") > 1) & F.col("cross"))),
+    ]
+    counted = keys.groupBy(*UNIT).agg(*(a.alias(n) for n, a in aggs))
+    errors = frames.control.groupBy(*UNIT).agg(
+        F.sum(F.when(F.col("kind") == Kind.PRODUCE_ERROR, 1).otherwise(0)).alias("produce_errors")
+    )
+    return long_values(counted, UNIT, [n for n, _ in aggs]).unionByName(
+        long_values(errors, UNIT, ["produce_errors"])
+    )
+
+
+def phase_values(keys: DataFrame, phases: DataFrame) -> DataFrame:
+    """Duplicates per phase (unit, tid, ``duplicates``, count), by the phase of the last delivery."""
+    return per_phase(to_phase(keys.where(F.col("n") > 1), phases, "last"), "duplicates", F.count("*"))
+
+
+def lost_samples(
+    keys: DataFrame, per_unit: dict[UnitKey, dict[str, float]]
+) -> dict[UnitKey, list[list[int]]]:
+    """The first lost records of each unit (see the module contract); no Spark job without any."""
+    out: dict[UnitKey, list[list[int]]] = {}
+    if not any(v.get("lost") for v in per_unit.values()):
+        return out
+    ranked = keys.where(_lost()).withColumn(
+        "rn", F.row_number().over(Window.partitionBy(*UNIT).orderBy("partition", "offset"))
+    )
+    for r in collect(ranked.where(F.col("rn") <= LOST_SAMPLE)):
+        out.setdefault(unit_key(r), []).append([r["partition"], r["offset"]])
+    return out
+
+
+def records_fields(pu: dict[str, float], lost_sample: list[list[int]]) -> dict[str, Any]:
+    """A unit's completeness and duplicate counts from its values ``pu`` (0 when absent)."""
+
+    def iv(name: str) -> int:
+        return int(pu.get(name) or 0)
+
+    return {
+        "produced": iv("produced"),
+        "processed": iv("processed"),
+        "lost": iv("lost"),
+        "lost_sample": lost_sample,
+        "not_drained": iv("not_drained"),
+        "processed_not_produced": iv("phantom"),
+        "produce_errors": iv("produce_errors"),
+        "duplicates": iv("duplicates"),
+        "duplicate_deliveries": iv("duplicate_deliveries"),
+        "duplicates_cross_member": iv("duplicates_cross_member"),
+    }

@@ -1,0 +1,124 @@
+"""Split brain: overlap episodes of processing intervals, and the split-brain figures of each phase.
+
+Contract
+--------
+* :func:`segments`: processing intervals (unit, ident, p, seg, start, end, n): a member's records
+  on a partition from its first record until the interval closes (a ``close`` fact of the fold:
+  its revocation of p, its stop, or the complete of a crash, leave, stop, pause or cut of it), else
+  its last record; it reopens at its next record. Pinned.
+* :func:`overlap_islands`: per partition, maximal intervals in which processing intervals of two
+  different members intersect (unit, p, island, istart, iend); one record inside another member's
+  interval is an episode of 0 s. Pinned.
+* :func:`phase_values`: ``overlap_episodes`` and ``overlap_s`` per phase (unit, tid, key, value),
+  each episode attributed to the phase in which it starts.
+* :func:`split_brain`: a phase's split-brain entry in the metrics document from its values (these
+  two, ``duplicates`` from :mod:`.records` and the commit counts from :mod:`.commits`);
+  commits_stale_generation is None where no accepted commit carried a generation.
+* :func:`unit_totals`: a unit's totals over its startup and trigger windows (the drain is reported
+  apart).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from harness.analysis.facts import Facts, per_phase, to_phase
+from harness.analysis.frames import NS, UNIT, Frames, join, pin
+
+
+def segments(facts: Facts, frames: Frames) -> DataFrame:
+    """Processing intervals: (unit, ident, p, seg) -> start (first record), end (the close that
+    ended it, else its last record), n (records)."""
+    rec = frames.records.select(*UNIT, "ident", F.col("partition").alias("p"), "ts_ns")
+    pairs = rec.select(*UNIT, "ident", "p").distinct()
+    closes = facts.of("close").select(*UNIT, "ident", "p", F.col("start").alias("ts_ns"))
+    every = closes.where(F.col("p") < 0).drop("p").join(pairs, [*UNIT, "ident"])
+    closes = closes.where(F.col("p") >= 0).unionByName(every.select(*UNIT, "ident", "p", "ts_ns"))
+    u = rec.withColumn("mark", F.lit(0)).unionByName(closes.withColumn("mark", F.lit(1)))
+    w = (
+        Window.partitionBy(*UNIT, "ident", "p")
+        .orderBy("ts_ns", "mark")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    u = u.withColumn("seg", F.sum("mark").over(w))
+    segs = (
+        u.where(F.col("mark") == 0)
+        .groupBy(*UNIT, "ident", "p", "seg")
+        .agg(F.min("ts_ns").alias("start"), F.max("ts_ns").alias("last"), F.count("*").alias("n"))
+    )
+    ends = (
+        u.where(F.col("mark") == 1)
+        .groupBy(*UNIT, "ident", "p", (F.col("seg") - 1).alias("seg"))
+        .agg(F.min("ts_ns").alias("close"))
+    )
+    return pin(
+        segs.join(ends, [*UNIT, "ident", "p", "seg"], "left").select(
+            *UNIT, "ident", "p", "seg", "start", F.coalesce("close", "last").alias("end"), "n"
+        )
+    )
+
+
+def overlap_islands(segs: DataFrame) -> DataFrame:
+    """Overlap episodes per partition: maximal intervals in which processing intervals of two
+    different members intersect (unit, p, istart, iend)."""
+    a = segs.select(*UNIT, "p", "ident", "start", "end")
+    pairs = join(
+        a,
+        a,
+        [*UNIT, "p"],
+        (F.col("ident") < F.col("r_ident"))
+        & (F.col("start") <= F.col("r_end"))
+        & (F.col("r_start") <= F.col("end")),
+    ).select(
+        *UNIT,
+        "p",
+        F.greatest("start", "r_start").alias("ostart"),
+        F.least("end", "r_end").alias("oend"),
+    )
+    w = Window.partitionBy(*UNIT, "p").orderBy("ostart", "oend")
+    prev_end = F.max("oend").over(w.rowsBetween(Window.unboundedPreceding, -1))
+    isl = pairs.withColumn("new", F.when(prev_end.isNull() | (F.col("ostart") > prev_end), 1).otherwise(0))
+    isl = isl.withColumn(
+        "island", F.sum("new").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    )
+    return pin(
+        isl.groupBy(*UNIT, "p", "island").agg(F.min("ostart").alias("istart"), F.max("oend").alias("iend"))
+    )
+
+
+def phase_values(islands: DataFrame, phases: DataFrame) -> DataFrame:
+    """Overlap episodes and their total seconds per phase, by the phase in which each starts."""
+    by_start = to_phase(islands, phases, "istart")
+    return per_phase(by_start, "overlap_episodes", F.count("*")).unionByName(
+        per_phase(by_start, "overlap_s", F.sum(F.col("iend") - F.col("istart")) / NS)
+    )
+
+
+def split_brain(sb: dict[str, Any]) -> dict[str, Any]:
+    """A phase's split-brain figures from its values ``sb`` (0 when absent; see the module contract)."""
+    return {
+        "overlap_episodes": int(sb.get("overlap_episodes") or 0),
+        "overlap_s": round(float(sb.get("overlap_s") or 0.0), 6),
+        "duplicates": int(sb.get("duplicates") or 0),
+        "commits_non_owner": int(sb.get("commits_non_owner") or 0),
+        "commits_stale_generation": int(sb.get("commits_stale_generation") or 0)
+        if sb.get("commits_with_generation")
+        else None,
+    }
+
+
+def unit_totals(phases: list[dict[str, Any]], phase_values: list[dict[str, Any]]) -> dict[str, Any]:
+    """A unit's split-brain totals from the entries of its startup and trigger windows (``phases``)
+    and those phases' values (for whether any accepted commit carried a generation)."""
+    gen_known = sum((v.get("commits_with_generation") or 0) for v in phase_values)
+    return {
+        "overlap_episodes": int(sum(t.get("overlap_episodes") or 0 for t in phases)),
+        "overlap_s": round(sum(t.get("overlap_s") or 0 for t in phases), 6),
+        "commits_non_owner": int(sum(t.get("commits_non_owner") or 0 for t in phases)),
+        "commits_stale_generation": int(sum((t.get("commits_stale_generation") or 0) for t in phases))
+        if gen_known
+        else None,
+    }

@@ -1,0 +1,177 @@
+"""The per-unit assembly: which units a run has, and each unit's entry of the metrics document.
+
+Contract
+--------
+* :func:`unit_table`: every unit with events in the history or listed in the manifest, keyed by
+  (case, impl, repetition): events, partitions (unit_start's, else the case's), the first and last
+  event and the origin (its ``stable`` event, else ``unit_start``, else its first event; all in ns),
+  duration_s (origin to the last event), unit_started, ``failed`` (from the manifest), members and
+  params (from the case). A unit of the manifest without events has ``events`` 0.
+* :func:`assemble`: runs every metric family on the units with events and fills each unit's
+  figures: ``triggers`` (per trigger window: :func:`.latency.window_fields`,
+  :func:`.herd.herd_fields` and :func:`.split_brain.split_brain` of its window), ``startup`` and
+  ``drain`` (split brain before the first trigger and after settling_end), completeness and
+  duplicates (:mod:`.records`), ``commits_rejected``, session failures (:mod:`.health`),
+  ``steady`` (:mod:`.steady`) and the split-brain totals; then the series (:mod:`.series`). The
+  per-unit values of every family are collected in one Spark job, the per-phase values in another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from harness.analysis import commits, health, herd, latency, records, series, split_brain, steady
+from harness.analysis.facts import DRAIN, STARTUP, Facts
+from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, unit_key
+
+
+def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[str, Any]]:
+    """The run's units and what is known of them before the metric families run."""
+    cases = list(manifest.get("cases") or [])
+    case_by_label = {c.get("label"): c for c in cases}
+    bounds = collect(
+        frames.raw.groupBy(*UNIT).agg(
+            F.min("ts_ns").alias("t_first"), F.max("ts_ns").alias("t_last"), F.count("*").alias("events")
+        )
+    )
+    c = frames.control
+    marks = {
+        unit_key(r): r
+        for r in collect(
+            c.where(F.col("kind").isin("unit_start", "stable"))
+            .groupBy(*UNIT)
+            .agg(
+                F.min(F.when(F.col("kind") == "unit_start", F.col("ts_ns"))).alias("t_start"),
+                F.min(F.when(F.col("kind") == "stable", F.col("ts_ns"))).alias("t_stable"),
+                F.first(F.when(F.col("kind") == "unit_start", F.col("partitions")), ignorenulls=True).alias(
+                    "p"
+                ),
+                F.first(F.when(F.col("kind") == "unit_start", F.col("topic")), ignorenulls=True).alias(
+                    "topic"
+                ),
+            )
+        )
+    }
+    units: dict[UnitKey, dict[str, Any]] = {}
+    for b in bounds:
+        k = unit_key(b)
+        m = marks.get(k, {})
+        p0 = None
+        if m.get("p") is not None:
+            try:
+                p0 = int(m["p"])
+            except ValueError:
+                p0 = None
+        if p0 is None:
+            p0 = int((case_by_label.get(k[0]) or {}).get("partitions") or 0)
+        origin = m.get("t_stable") or m.get("t_start") or b["t_first"]
+        units[k] = {
+            "case": k[0],
+            "impl": k[1],
+            "repetition": k[2],
+            "events": b["events"],
+            "partitions": p0,
+            "t_first": b["t_first"],
+            "t_last": b["t_last"],
+            "origin": origin,
+            "duration_s": round((b["t_last"] - origin) / 1e9, 3),
+            "unit_started": m.get("t_start") is not None,
+        }
+    manifest_units = {
+        (u.get("case"), u.get("impl"), int(u.get("repetition") or 0)): u for u in manifest.get("units") or []
+    }
+    for k, mu in manifest_units.items():
+        if k not in units:
+            units[k] = {"case": k[0], "impl": k[1], "repetition": k[2], "events": 0, "partitions": None}
+        if mu.get("failed"):
+            units[k]["failed"] = mu["failed"]
+    for k, u in units.items():
+        case = case_by_label.get(k[0]) or {}
+        u["members"] = case.get("members")
+        u["params"] = case.get("params") or {}
+    return units
+
+
+def _unit_values(df: DataFrame) -> dict[UnitKey, dict[str, float]]:
+    out: dict[UnitKey, dict[str, float]] = {}
+    for r in collect(df):
+        out.setdefault(unit_key(r), {})[r["key"]] = r["value"]
+    return out
+
+
+def _phase_values(df: DataFrame) -> dict[tuple[Any, ...], dict[str, float]]:
+    out: dict[tuple[Any, ...], dict[str, float]] = {}
+    for r in collect(df):
+        out.setdefault((*unit_key(r), r["tid"]), {})[r["key"]] = r["value"]
+    return out
+
+
+def assemble(
+    spark: SparkSession,
+    frames: Frames,
+    units: dict[UnitKey, dict[str, Any]],
+    window_s: float,
+    series_out: dict[str, list[Any]],
+) -> None:
+    """Fill the figures of ``units`` (all with events) and the series (see the module contract)."""
+    facts = Facts(frames, int(round(window_s * NS)))
+    buckets = latency.buckets(frames)
+    trig_rows = latency.trigger_rows(facts, frames, buckets)
+    herd_counts = herd.counts(facts, frames)
+    samples = herd.mntr_samples(frames)
+    islands = split_brain.overlap_islands(split_brain.segments(facts, frames))
+    keys = records.record_keys(frames).cache()
+    judged = commits.commits(facts, frames)
+    phases = facts.phases()
+    per_phase = _phase_values(
+        split_brain.phase_values(islands, phases)
+        .unionByName(records.phase_values(keys, phases))
+        .unionByName(commits.phase_values(judged, phases))
+    )
+    per_unit = _unit_values(
+        records.unit_values(keys, frames)
+        .unionByName(steady.unit_values(facts, frames))
+        .unionByName(health.unit_values(facts, frames))
+        .unionByName(herd.unit_values(frames))
+        .unionByName(commits.unit_values(judged))
+    )
+    lost = records.lost_samples(keys, per_unit)
+
+    by_unit: dict[UnitKey, list[dict[str, Any]]] = {}
+    for r in trig_rows:
+        by_unit.setdefault(unit_key(r), []).append(r)
+    for k, u in units.items():
+        origin = u["origin"]
+        pu = per_unit.get(k, {})
+        has_broker, has_mntr = bool(pu.get("has_broker")), bool(pu.get("has_mntr"))
+        triggers = []
+        for r in sorted(by_unit.get(k, []), key=lambda r: r["tid"]):
+            tk = (*k, r["tid"])
+            triggers.append(
+                {
+                    **latency.window_fields(r, origin),
+                    **herd.herd_fields(
+                        r, herd_counts.get(tk, {}), samples.get(k, []), u["impl"], has_broker, has_mntr
+                    ),
+                    **split_brain.split_brain(per_phase.get(tk, {})),
+                }
+            )
+        u["triggers"] = triggers
+        u["startup"] = split_brain.split_brain(per_phase.get((*k, STARTUP), {}))
+        u["drain"] = split_brain.split_brain(per_phase.get((*k, DRAIN), {}))
+        u.update(records.records_fields(pu, lost.get(k, [])))
+        u["commits_rejected"] = int(pu.get("commits_rejected") or 0)
+        u.update(health.health_fields(pu))
+        u["steady"] = steady.steady_fields(pu)
+        # unit totals of split brain: before the first trigger and in the trigger windows (the
+        # drain and teardown are reported apart, in `drain`)
+        u.update(
+            split_brain.unit_totals(
+                [u["startup"], *triggers],
+                [per_phase.get((*k, tid), {}) for tid in [STARTUP, *[t["index"] for t in triggers]]],
+            )
+        )
+    series.fill_series(spark, facts, buckets, islands, units, series_out)
