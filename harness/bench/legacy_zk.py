@@ -27,7 +27,7 @@ fresh ZooKeeper, in ``<workdir>/N<n>/`` (:func:`run_size`):
   measurement of that N (its outcome is ``never``).
 
 :func:`harness.bench.legacy_zk_figures.measure` turns one N's merged events into one :class:`ChangeFigures` per trigger, with the
-definitions the checker (:mod:`harness.analysis.jobs`) uses: the trigger windows of
+definitions the checker (:mod:`harness.analysis.facts`) uses: the trigger windows of
 :func:`~harness.kernel.windows.evaluate` with W ([t0, end): t0 = the invoke, for a join the joiner's
 ``ready``; end = the next trigger's t0, else ``settling_end``); in each window the members' ``watch``
 events (notifications) and their ``zk_request`` events of the rebalance (offset writes are steady
