@@ -119,7 +119,7 @@ log = logging.getLogger("legacy_zk")
 
 IMPL = "legacy_zk"
 
-__all__ = ["IMPL", "LegacyZkMember", "OwnedPartition"]
+__all__ = ["IMPL", "STAT_NAMES", "LegacyZkMember", "OwnedPartition"]
 
 STAT_NAMES = (
     "watches",

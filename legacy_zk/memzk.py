@@ -27,7 +27,6 @@ expires or closes).
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import threading
 from collections import Counter
@@ -47,6 +46,7 @@ from legacy_zk.zkport import (
     RolledBackError,
     SessionExpiredError,
     Watcher,
+    create_persistent,
 )
 
 
@@ -307,13 +307,4 @@ class MemZkSession:
         return results
 
     def create_parents(self, path: str) -> None:
-        if not path or path == "/":
-            return
-        try:
-            self.create(path)
-        except NodeExistsError:
-            return
-        except NoNodeError:
-            self.create_parents(parent(path))
-            with contextlib.suppress(NodeExistsError):
-                self.create(path)
+        create_persistent(self.create, path)

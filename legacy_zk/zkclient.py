@@ -28,7 +28,6 @@ of kazoo's ``makepath``, so that every request is counted.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -38,14 +37,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
-    NodeExistsError,
-    NoNodeError,
     SessionExpiredError,
 )
 from kazoo.protocol.states import KazooState, ZnodeStat
 
-from legacy_zk.paths import parent
-from legacy_zk.zkport import MultiOp
+from legacy_zk.zkport import MultiOp, create_persistent
 
 T = TypeVar("T")
 
@@ -188,13 +184,4 @@ class CountingZk:
 
     def create_parents(self, path: str) -> None:
         """Make sure persistent ``path`` and its ancestors exist (ZkClient ``createPersistent(p, true)``)."""
-        if not path or path == "/":
-            return
-        try:
-            self.create(path)
-        except NodeExistsError:
-            return
-        except NoNodeError:
-            self.create_parents(parent(path))
-            with contextlib.suppress(NodeExistsError):
-                self.create(path)
+        create_persistent(self.create, path)

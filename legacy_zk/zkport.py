@@ -21,10 +21,14 @@ event with ``type`` (kazoo's ``EventType`` strings), ``state`` and ``path``.
 ``("create", path, value)``; the result has one entry per op: on success the op's result, on failure
 an exception instance per op (the failed op's own error, the others rolled back), as kazoo's
 ``TransactionRequest.commit`` returns them.
+
+``create_parents`` is the same recursion for both implementations (:func:`create_persistent`, over
+the implementation's own ``create``, so each create is a counted request).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -38,6 +42,8 @@ from kazoo.exceptions import (  # pyright: ignore[reportMissingTypeStubs]
     RolledBackError,
     SessionExpiredError,
 )
+
+from legacy_zk.paths import parent
 
 __all__ = [
     "BadVersionError",
@@ -53,6 +59,7 @@ __all__ = [
     "WatchEvent",
     "Watcher",
     "ZkPort",
+    "create_persistent",
 ]
 
 
@@ -126,3 +133,22 @@ class ZkPort(Protocol):
     def create_parents(self, path: str) -> None:
         """Make sure persistent ``path`` and its ancestors exist, one create per missing node."""
         ...
+
+
+def create_persistent(create: Callable[[str], object], path: str) -> None:
+    """ZkClient's ``createPersistent(path, true)`` through ``create``: create ``path``; if its parent is
+    missing, create the parents first (recursively), then ``path`` again; an existing node is fine.
+
+    One ``create`` per attempt, as ZkClient does: a missing ``/a/b/c`` under ``/`` costs five creates
+    (``/a/b/c``, ``/a/b``, ``/a``, ``/a/b``, ``/a/b/c``).
+    """
+    if not path or path == "/":
+        return
+    try:
+        create(path)
+    except NodeExistsError:
+        return
+    except NoNodeError:
+        create_persistent(create, parent(path))
+        with contextlib.suppress(NodeExistsError):
+            create(path)

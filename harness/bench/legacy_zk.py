@@ -75,7 +75,7 @@ from harness.bench.legacy_zk_figures import (
 from harness.history.writer import HistoryWriter
 from harness.kernel.errors import HerdlabError
 from harness.kernel.events import Kind, Role
-from harness.run.launch import MemberService
+from harness.run.launch import MemberService, legacy_member_argv
 from harness.run.tail import GroupWatch
 from legacy_zk import paths
 from legacy_zk.model import CHANGES
@@ -147,17 +147,9 @@ class _Run:
     # processes
     def _argv(self, process: str, members: int) -> list[str]:
         b = self.b
-        return [
-            sys.executable,
-            "-m",
-            "harness",
-            "member",
-            "legacy_zk",
-            "--zookeeper",
+        return legacy_member_argv(
             self.zk.connect_string,
-            "--group",
             self.group,
-            "--topic",
             self.topic,
             "--no-fetch",
             "--members",
@@ -178,7 +170,7 @@ class _Run:
             b.strategy,
             "--auto.commit.interval.ms",
             "600000",
-        ]
+        )
 
     def start(self, process: str, members: int) -> list[str]:
         self.members_of[process] = member_names(process, members)

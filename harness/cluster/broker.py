@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cluster.service import ProcessService
+from harness.cluster.service import ProcessService, address
 
 __all__ = ["BrokerProcess"]
 
@@ -66,9 +66,7 @@ class BrokerProcess(ProcessService):
     @property
     def bootstrap(self) -> str:
         """``host:port`` for ``bootstrap_servers``."""
-        if not self.port:
-            raise RuntimeError(f"broker {self.broker_id} is not started")
-        return f"{self.host}:{self.port}"
+        return address(self.host, self.port, f"broker {self.broker_id}")
 
     @property
     def log_path(self) -> Path:

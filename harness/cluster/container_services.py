@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from harness.cluster.engine import Box, box_exited, uid_gid
-from harness.cluster.service import await_ready, on_free_port
+from harness.cluster.service import address, await_ready, on_free_port
 from harness.cluster.zookeeper import four_letter, parse_mntr, write_config
 from harness.kernel.errors import ConfigError
 from harness.procs import free_port
@@ -109,9 +109,7 @@ class ZooKeeperContainer:
 
     @property
     def connect_string(self) -> str:
-        if self.port is None:
-            raise RuntimeError("ZooKeeper is not started")
-        return f"{self.host}:{self.port}"
+        return address(self.host, self.port, "ZooKeeper")
 
     def _write_config(self) -> None:
         assert self.workdir is not None and self.port is not None
@@ -223,9 +221,7 @@ class BrokerContainer:
 
     @property
     def bootstrap(self) -> str:
-        if not self.port:
-            raise RuntimeError(f"broker {self.broker_id} is not started")
-        return f"{self.host}:{self.port}"
+        return address(self.host, self.port, f"broker {self.broker_id}")
 
     @property
     def ready_file(self) -> Path:
@@ -393,9 +389,7 @@ class KafkaContainer:
 
     @property
     def bootstrap(self) -> str:
-        if not self.port:
-            raise RuntimeError(f"Kafka broker {self.broker_id} is not started")
-        return f"{self.host}:{self.port}"
+        return address(self.host, self.port, f"Kafka broker {self.broker_id}")
 
     @property
     def log_path(self) -> Path:

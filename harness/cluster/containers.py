@@ -16,8 +16,8 @@ Contract
 
 The backend is three modules: :mod:`harness.cluster.engine` (docker client use, :class:`Box`, labels,
 the session reaper), :mod:`harness.cluster.container_services` (one Service per kind of container)
-and this one (the cluster, its options, preflight). The names other modules import from here are
-re-exported (``APACHE_KAFKA``, ``kafka_env``, ``SESSION``, ``remove_leftovers``, ``MemberContainer`` ...).
+and this one (the cluster, its options, preflight). Each name is imported from the module that defines
+it (``SESSION`` and ``remove_leftovers`` from the engine, ``kafka_env`` from the services).
 """
 
 from __future__ import annotations
@@ -38,20 +38,10 @@ from harness.cluster.container_services import (
     KafkaContainer,
     MemberContainer,
     ZooKeeperContainer,
-    kafka_env,
 )
 from harness.cluster.engine import (
-    LABEL_APP,
-    LABEL_OWNER,
-    LABEL_ROLE,
-    LABEL_RUN,
-    LABEL_SESSION,
     LABEL_UNIT,
-    SESSION,
     Box,
-    our_containers,
-    remove_leftovers,
-    tracker,
     uid_gid,
 )
 from harness.cluster.local import ComponentHealth
@@ -59,30 +49,7 @@ from harness.cluster.service import ServiceStack
 from harness.images import LABEL_SOURCE, ImageNames, docker_client, image_labels, image_names, source_digest
 from harness.kernel.errors import EnvironmentProblem
 
-__all__ = [
-    "APACHE_KAFKA",
-    "IMAGE_PYTHON",
-    "LABEL_APP",
-    "LABEL_OWNER",
-    "LABEL_ROLE",
-    "LABEL_RUN",
-    "LABEL_SESSION",
-    "LABEL_UNIT",
-    "SESSION",
-    "Box",
-    "BrokerContainer",
-    "ContainersCluster",
-    "ContainersOptions",
-    "KafkaContainer",
-    "Launcher",
-    "MemberContainer",
-    "ZooKeeperContainer",
-    "kafka_env",
-    "our_containers",
-    "preflight",
-    "remove_leftovers",
-    "tracker",
-]
+__all__ = ["APACHE_KAFKA", "ContainersCluster", "ContainersOptions", "Launcher", "preflight"]
 
 log = logging.getLogger("harness.containers")
 

@@ -18,6 +18,7 @@ Contract
   (retry a start whose free port was taken in between), :class:`ProcessService` (spawn a registered
   child with its log, wait for it, stop it with a grace period) and :class:`ServiceStack` (what a
   cluster holds: services stopped in reverse start order, every one even if one fails).
+  :func:`address` is every service's ``host:port`` (``connect_string`` / ``bootstrap``).
 """
 
 from __future__ import annotations
@@ -31,13 +32,21 @@ from typing import Protocol, TypeVar, runtime_checkable
 from harness.kernel.errors import Unreachable
 from harness.procs import ChildProcess, spawn
 
-__all__ = ["ProcessService", "Service", "ServiceStack", "await_ready", "on_free_port"]
+__all__ = ["ProcessService", "Service", "ServiceStack", "address", "await_ready", "on_free_port"]
 
 T = TypeVar("T")
 S = TypeVar("S", bound="Service")
 
 #: Seconds between two readiness probes: polling a server's own readiness, not test synchronisation.
 POLL_SECONDS = 0.05
+
+
+def address(host: str, port: int | None, what: str) -> str:
+    """``host:port`` of a started service; ``RuntimeError("<what> is not started")`` while ``port`` is
+    unset (None or 0: a service's port is known once it started)."""
+    if not port:
+        raise RuntimeError(f"{what} is not started")
+    return f"{host}:{port}"
 
 
 @runtime_checkable

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from harness.cluster.java import check_java, zookeeper_classpath, zookeeper_version
-from harness.cluster.service import ProcessService, on_free_port
+from harness.cluster.service import ProcessService, address, on_free_port
 from harness.procs import free_port
 
 log = logging.getLogger("harness.zookeeper")
@@ -144,9 +144,7 @@ class ZooKeeperServer(ProcessService):
     @property
     def connect_string(self) -> str:
         """``host:port`` for kazoo / ``zookeeper.connect``."""
-        if self.port is None:
-            raise RuntimeError("ZooKeeper is not started")
-        return f"{self.host}:{self.port}"
+        return address(self.host, self.port, "ZooKeeper")
 
     @property
     def log_path(self) -> Path | None:

@@ -49,11 +49,11 @@ class UnitContext:
         return self.waiter.wait(seconds, until)
 
     def ready_ns(self, name: str) -> int:
-        return self.waiter.observer.ready.get(name, 0)
+        return self.waiter.watch.ready.get(name, 0)
 
     def registration(self, name: str) -> tuple[int, str] | None:
-        self.waiter.observer.poll()
-        return self.waiter.observer.registrations.get(name)
+        self.waiter.watch.observe()
+        return self.waiter.watch.registrations.get(name)
 
     def time_ns(self) -> int:
         return self.waiter.clock.time_ns()

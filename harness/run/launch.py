@@ -39,6 +39,7 @@ __all__ = [
     "MemberService",
     "coordinator_argv",
     "legacy_argv",
+    "legacy_member_argv",
     "start_member",
     "start_producer",
 ]
@@ -209,6 +210,24 @@ def coordinator_argv(
     return argv
 
 
+def legacy_member_argv(zookeeper: str, group: str, topic: str, *options: str) -> list[str]:
+    """The command line of one legacy_zk member process (``python -m harness member legacy_zk``) of
+    ``group`` on ``topic`` against ZooKeeper at ``zookeeper``, followed by ``options`` unchanged: the one
+    prefix the runner, the benches and the tests build their legacy members' argv on."""
+    return [
+        *PY,
+        "member",
+        "legacy_zk",
+        "--zookeeper",
+        zookeeper,
+        "--group",
+        group,
+        "--topic",
+        topic,
+        *options,
+    ]
+
+
 def legacy_argv(s: Scenario, name: str, ep: Endpoints, history: Path, group: str, topic: str) -> list[str]:
     c = s.group.legacy_zk
     props = {
@@ -224,17 +243,10 @@ def legacy_argv(s: Scenario, name: str, ep: Endpoints, history: Path, group: str
         "herdlab.zk.reconnect.delay.ms": c.reconnect_delay_ms,
         "herdlab.zk.reconnect.random.ms": c.reconnect_random_ms,
     }
-    argv = PY + [
-        "member",
-        "legacy_zk",
-        "--zookeeper",
-        ep.zookeeper,
-        "--bootstrap",
-        ep.bootstrap,
-        "--handler",
-        "threading",
-    ]
-    argv += ["--group", group, "--topic", topic, "--name", name, "--history", str(history)]
+    argv = legacy_member_argv(
+        ep.zookeeper, group, topic, "--bootstrap", ep.bootstrap, "--handler", "threading"
+    )
+    argv += ["--name", name, "--history", str(history)]
     for k, v in props.items():
         argv += ["-X", f"{k}={v}"]
     return argv

@@ -1,80 +1,24 @@
 # pyright: strict
-"""Watching a unit while it runs: the clock, what the histories say, progress, and waiting on both.
+"""Watching a unit while it runs: progress, and waiting on the unit's histories.
 
-* :class:`Clock` is the runner's only source of time (:class:`SystemClock` in a run; unit tests pass
-  a fake one whose ``sleep`` advances it).
-* :class:`Observer` folds every new event of the unit's JSON-lines files (:class:`HistoryTail`) into
-  a :class:`~harness.kernel.ownership.GroupView` and keeps what the runner and the nemesis ask about:
-  each member's latest ``ready`` time, produced and processed records, legacy ZooKeeper sessions.
-* :class:`Progress` turns the observer's state and the runner's phase into the ``progress`` callback's
+* The unit's histories (every ``*.jsonl`` under its events directory) are folded by one
+  :class:`~harness.run.tail.GroupWatch` on the runner's :class:`~harness.run.clock.Clock` (the group's
+  ownership, each member's latest ``ready``, produced and processed records, legacy ZooKeeper sessions).
+* :class:`Progress` turns the watch's state and the runner's phase into the ``progress`` callback's
   dict (:class:`harness.run.runner.RunOptions`).
-* :class:`Waiter` observes for up to a bound and returns as soon as a condition holds (polling the
-  files every 0.1 s: the members write them, nothing signals the runner).
+* :class:`Waiter` watches for up to a bound, reporting progress after every read, and returns as soon
+  as a condition holds (:meth:`GroupWatch.until`: the members write the files, nothing signals the runner).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from harness.kernel.events import Kind, Role
-from harness.kernel.ownership import GroupView
-from harness.run.tail import HistoryTail
-
-#: how often the histories are read while waiting (seconds)
-POLL_S = 0.1
-
-
-class Clock(Protocol):
-    """Monotonic seconds for deadlines, wall-clock ns for events and ``settled``, and sleeping."""
-
-    def monotonic(self) -> float: ...
-
-    def time_ns(self) -> int: ...
-
-    def sleep(self, seconds: float) -> None: ...
-
-
-class SystemClock:
-    """The real clock (:mod:`time`)."""
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def time_ns(self) -> int:
-        return time.time_ns()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-
-class Observer:
-    """What the unit's histories (every ``*.jsonl`` under ``events_dir``) said so far."""
-
-    def __init__(self, events_dir: Path, partitions: int) -> None:
-        self.tail = HistoryTail(events_dir)
-        self.view = GroupView(partitions=partitions)
-        self.ready: dict[str, int] = {}  # member -> ts_ns of its latest ready event
-        self.produced: set[tuple[int, int]] = set()
-        self.processed: set[tuple[int, int]] = set()
-        self.registrations: dict[str, tuple[int, str]] = {}  # legacy member -> ZooKeeper session
-
-    def poll(self) -> None:
-        """Read and fold every event written since the last poll."""
-        for e in self.tail.poll():
-            self.view.apply(e)
-            kind = e.get("kind")
-            if kind == Kind.READY and e.get("role") == Role.MEMBER:
-                self.ready[str(e.get("source"))] = int(e["ts_ns"])
-            if kind == "produced":
-                self.produced.add((e["partition"], e["offset"]))
-            elif kind == "record":
-                self.processed.add((e["partition"], e["offset"]))
-            elif kind == "registered" and e.get("session_password"):
-                self.registrations[e["source"]] = (int(e["session_id"]), e["session_password"])
+from harness.run.clock import Clock
+from harness.run.tail import GroupWatch
 
 
 @dataclass
@@ -87,7 +31,7 @@ class Progress:
     context: dict[str, Any] = field(default_factory=dict[str, Any])  # case, impl, repetition
     phase: str = "starting"
 
-    def report(self, obs: Observer) -> None:
+    def report(self, watch: GroupWatch) -> None:
         if self.callback is None:
             return
         self.callback(
@@ -98,32 +42,27 @@ class Progress:
                 "impl": self.context.get("impl"),
                 "repetition": self.context.get("repetition"),
                 "phase": self.phase,
-                "members_up": len(obs.view.live),
-                "owned": len(obs.view.owners()),
-                "partitions": obs.view.partitions,
-                "produced": len(obs.produced),
-                "lag": len(obs.produced - obs.processed),
+                "members_up": len(watch.view.live),
+                "owned": len(watch.view.owners()),
+                "partitions": watch.view.partitions,
+                "produced": len(watch.produced),
+                "lag": len(watch.produced - watch.processed),
             }
         )
 
 
 @dataclass
 class Waiter:
-    """Observing while waiting: polls the histories, reports progress, checks a condition."""
+    """Watching while waiting: reads the histories, reports progress, checks a condition."""
 
-    observer: Observer
+    watch: GroupWatch
     progress: Progress
-    clock: Clock
+
+    @property
+    def clock(self) -> Clock:
+        """The watch's clock (the unit's)."""
+        return self.watch.clock
 
     def wait(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
-        """Observe for up to ``seconds``; return True as soon as ``until()`` holds, False at the end."""
-        deadline = self.clock.monotonic() + seconds
-        while True:
-            self.observer.poll()
-            self.progress.report(self.observer)
-            if until is not None and until():
-                return True
-            remaining = deadline - self.clock.monotonic()
-            if remaining <= 0:
-                return False
-            self.clock.sleep(min(POLL_S, remaining))  # polling the members' histories, not synchronisation
+        """Watch for up to ``seconds``; return True as soon as ``until()`` holds, False at the end."""
+        return self.watch.until(until, seconds, each=lambda: self.progress.report(self.watch))

@@ -28,7 +28,7 @@ The parts (Jepsen's split): the plan is pure (:mod:`harness.run.plan`); :class:`
 short interpreter of it (for each step: wait until its offset, look up its nemesis in
 :mod:`harness.faults.actions`, run it); the processes come from a :class:`~harness.run.rig.Rig`;
 observation, progress and waiting live in :mod:`harness.run.observe`. Every event the runner writes
-goes to the unit's ``nemesis.jsonl`` stamped by its :class:`~harness.run.observe.Clock`.
+goes to the unit's ``nemesis.jsonl`` stamped by its :class:`~harness.run.clock.Clock`.
 """
 
 from __future__ import annotations
@@ -51,11 +51,13 @@ from harness.history.schema import to_parquet
 from harness.history.writer import HistoryWriter
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import Kind, Role
+from harness.run.clock import Clock, SystemClock
 from harness.run.context import UnitContext
 from harness.run.manifest import write_manifest
-from harness.run.observe import Clock, Observer, Progress, SystemClock, Waiter
+from harness.run.observe import Progress, Waiter
 from harness.run.plan import Plan, Step, check_spacing, make_plan
 from harness.run.rig import Rig, RigSpec, UnitFailed, UnitRig
+from harness.run.tail import GroupWatch
 from harness.scenario.loading import Case, expand
 from harness.scenario.model import Scenario
 
@@ -160,10 +162,10 @@ class UnitRunner:
                 labels={"herdlab.run": run_id, "herdlab.unit": unit.key},
             )
         )
-        self.observer = Observer(self.events_dir, self.partitions)
-        self.view = self.observer.view
+        self.watch = GroupWatch(self.events_dir, self.partitions, clock=self.clock)
+        self.view = self.watch.view
         self.progress = Progress(options.progress, unit.dir.parent.parent, unit.key, unit.context)
-        self.waiter = Waiter(self.observer, self.progress, self.clock)
+        self.waiter = Waiter(self.watch, self.progress)
         self.ctx = UnitContext(
             rig=self.rig,
             waiter=self.waiter,
@@ -252,9 +254,9 @@ class UnitRunner:
         self._mark(Kind.SETTLING_END, settled=settled)
         self._phase("draining")
         self.rig.stop_producer()
-        obs = self.observer
-        drained = self.waiter.wait(s.drain, lambda: obs.produced <= obs.processed)
-        obs.poll()
+        watch = self.watch
+        drained = self.waiter.wait(s.drain, lambda: watch.produced <= watch.processed)
+        watch.observe()
         self._mark(Kind.DRAINED, all_processed=drained)
         self.outcome.update(settled_at_end=settled, drained=drained)
         self._phase("stopping")

@@ -5,8 +5,11 @@
   is kept for the next poll). Files that appear later (a member that joined) are picked up on the next
   poll. The one tail of the harness: the runner, the benches, member handles and tests read with it.
 * :class:`GroupWatch` folds what a tail reads into a :class:`~harness.kernel.ownership.GroupView`
-  and remembers each member's latest ``ready``, its reactions (:data:`MEMBER_REACTIONS`) and who gave
-  up; :meth:`GroupWatch.until` waits on a condition over them with a timeout. It only observes:
+  and remembers each member's latest ``ready``, its reactions (:data:`MEMBER_REACTIONS`), who gave
+  up, the records produced and processed and the legacy members' ZooKeeper sessions;
+  :meth:`GroupWatch.until` waits on a condition over them with a timeout, on a
+  :class:`~harness.run.clock.Clock`. The one fold of the harness: the runner (through
+  :class:`harness.run.observe.Waiter`), the benches and tests watch with it. It only observes:
   the definitions (settled, first reaction) are :mod:`harness.kernel.ownership`'s and
   :mod:`harness.kernel.windows`'s.
 """
@@ -14,7 +17,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from typing import Any
 from harness.kernel.events import Kind, Role
 from harness.kernel.ownership import GroupView
 from harness.kernel.windows import MEMBER_REACTIONS
+from harness.run.clock import Clock, SystemClock
 
 __all__ = ["POLL_S", "GroupWatch", "HistoryTail"]
 
@@ -74,17 +77,25 @@ class GroupWatch:
 
     ``view``: the group's ownership; ``ready``: member -> ts_ns of its latest ``ready``;
     ``reactions``: (ts_ns, member) of every member reaction; ``gave_up``: members whose last synced
-    rebalance gave up (a later ``ok`` / ``no_brokers`` end clears it); ``events``: every event read,
-    in the order read, when ``keep`` is set.
+    rebalance gave up (a later ``ok`` / ``no_brokers`` end clears it); ``produced`` / ``processed``:
+    (partition, offset) of every ``produced`` / ``record`` event; ``registrations``: legacy member ->
+    (ZooKeeper session id, password) of its latest ``registered``; ``events``: every event read, in the
+    order read, when ``keep`` is set. Time (``settled``, :meth:`until`) comes from ``clock``.
     """
 
-    def __init__(self, path: Path, partitions: int | None = None, keep: bool = False) -> None:
+    def __init__(
+        self, path: Path, partitions: int | None = None, keep: bool = False, clock: Clock | None = None
+    ) -> None:
         self.path = path
         self.tail = HistoryTail(path)
         self.view = GroupView() if partitions is None else GroupView(partitions=partitions)
+        self.clock: Clock = clock or SystemClock()
         self.ready: dict[str, int] = {}
         self.reactions: list[tuple[int, str]] = []
         self.gave_up: set[str] = set()
+        self.produced: set[tuple[int, int]] = set()
+        self.processed: set[tuple[int, int]] = set()
+        self.registrations: dict[str, tuple[int, str]] = {}
         self.keep = keep
         self.events: list[dict[str, Any]] = []
 
@@ -94,9 +105,16 @@ class GroupWatch:
             if self.keep:
                 self.events.append(e)
             self.view.apply(e)
+            kind = e.get("kind")
+            if kind == Kind.PRODUCED:
+                self.produced.add((e["partition"], e["offset"]))
+            elif kind == Kind.RECORD:
+                self.processed.add((e["partition"], e["offset"]))
+            elif kind == Kind.REGISTERED and e.get("session_password"):
+                self.registrations[e["source"]] = (int(e["session_id"]), e["session_password"])
             if e.get("role") != Role.MEMBER:
                 continue
-            kind, src, ts = e.get("kind"), str(e.get("source")), int(e["ts_ns"])
+            src, ts = str(e.get("source")), int(e["ts_ns"])
             if kind == Kind.READY:
                 self.ready[src] = ts
             if kind in MEMBER_REACTIONS:
@@ -109,19 +127,31 @@ class GroupWatch:
 
     def settled(self, window_s: float, members: list[str] | tuple[str, ...] = ()) -> bool:
         """``members`` are live and the group is settled now with window ``window_s`` (GroupView's)."""
-        return set(members) <= self.view.live and self.view.settled(time.time_ns(), window_s)
+        return set(members) <= self.view.live and self.view.settled(self.clock.time_ns(), window_s)
 
     def first_reaction(self, t0_ns: int, targets: list[str]) -> int | None:
         """The first reaction (windows.py's definition) at or after ``t0_ns`` by a non-target."""
         return min((ts for ts, m in self.reactions if ts >= t0_ns and m not in targets), default=None)
 
-    def until(self, condition: Callable[[], bool], timeout_s: float) -> bool:
-        """Read the histories until ``condition()`` holds (True) or ``timeout_s`` passed (False)."""
-        deadline = time.monotonic() + timeout_s
+    def until(
+        self,
+        condition: Callable[[], bool] | None,
+        timeout_s: float,
+        each: Callable[[], None] | None = None,
+    ) -> bool:
+        """Read the histories until ``condition()`` holds (True) or ``timeout_s`` passed (False).
+
+        With ``condition`` None it reads for the whole ``timeout_s`` and returns False. ``each`` is
+        called after every read (the runner reports progress there).
+        """
+        deadline = self.clock.monotonic() + timeout_s
         while True:
             self.observe()
-            if condition():
+            if each is not None:
+                each()
+            if condition is not None and condition():
                 return True
-            if time.monotonic() > deadline:
+            remaining = deadline - self.clock.monotonic()
+            if remaining <= 0:
                 return False
-            time.sleep(POLL_S)  # polling the members' files between reads, as the runner does
+            self.clock.sleep(min(POLL_S, remaining))  # polling the members' files, nothing signals us

@@ -3,13 +3,13 @@ what they read back (owners, the expected assignment, settledness)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from harness.cluster.zookeeper import ZooKeeperServer
+from harness.run.launch import legacy_member_argv
 from legacy_zk import paths
 from legacy_zk.assignors import View, assign_all
 from legacy_zk.config import ConsumerConfig
@@ -35,17 +35,9 @@ def fast_config(zookeeper: ZooKeeperServer, group: str, topics: dict[str, int], 
 
 def member_argv(zookeeper: ZooKeeperServer, group: str, topic: str, *extra: str) -> list[str]:
     """argv of a member process (``python -m harness member legacy_zk``), coordination-only, fast timeouts."""
-    return [
-        sys.executable,
-        "-m",
-        "harness",
-        "member",
-        "legacy_zk",
-        "--zookeeper",
+    return legacy_member_argv(
         zookeeper.connect_string,
-        "--group",
         group,
-        "--topic",
         topic,
         "--no-fetch",
         "--zookeeper.session.timeout.ms",
@@ -57,7 +49,7 @@ def member_argv(zookeeper: ZooKeeperServer, group: str, topic: str, *extra: str)
         "--rebalance.max.retries",
         "10",
         *extra,
-    ]
+    )
 
 
 def owners(admin: KazooClient, group: str, topic: str) -> dict[int, str]:

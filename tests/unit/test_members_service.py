@@ -1,5 +1,5 @@
-"""The one history tail (a file or a directory, torn lines kept for the next poll) and the member
-handle's Service lifecycle (start / ready / stop) on small real child processes."""
+"""The one history tail (a file or a directory, torn lines kept for the next poll), the one fold of
+it (GroupWatch) and the member handle's Service lifecycle (start / ready / stop) on small real child processes."""
 
 from __future__ import annotations
 
@@ -56,6 +56,48 @@ def test_group_watch_folds_ready_reactions_and_gave_up(tmp_path: Path) -> None:
     assert w.first_reaction(7, targets=["other"]) == 7
     assert w.first_reaction(7, targets=["m0"]) is None
     assert w.gave_up == {"m0"}
+
+
+class _ManualClock:
+    """A clock that moves only when slept on (the sleeps are recorded)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time_ns(self) -> int:
+        return int(self.now * 1e9)
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_group_watch_folds_records_and_sessions_of_any_role_and_waits_on_its_clock(tmp_path: Path) -> None:
+    (tmp_path / "producer.jsonl").write_bytes(
+        _line(1, "produced", "producer", role="producer", partition=0, offset=0)
+        + _line(2, "produced", "producer", role="producer", partition=0, offset=1)
+    )
+    (tmp_path / "m0.jsonl").write_bytes(
+        _line(3, "record", partition=0, offset=0)
+        + _line(4, "registered", session_id=7, session_password="ab")
+    )
+    (tmp_path / "m1.jsonl").write_bytes(_line(5, "registered", "m1", session_id=8))  # no password: not kept
+    clock = _ManualClock()
+    w = GroupWatch(tmp_path, partitions=1, clock=clock)
+    reads: list[int] = []
+    # a zero timeout reads once, calls `each` once, never sleeps
+    assert not w.until(None, 0, each=lambda: reads.append(len(w.produced)))
+    assert reads == [2] and clock.slept == []
+    assert w.produced == {(0, 0), (0, 1)} and w.processed == {(0, 0)}
+    assert w.registrations == {"m0": (7, "ab")}
+    # a condition that never holds: polls every POLL_S (0.1 s) on the watch's clock, no further than 0.15 s
+    assert not w.until(lambda: False, 0.15)
+    assert sum(clock.slept) == pytest.approx(0.15) and max(clock.slept) == pytest.approx(0.1)
+    assert w.until(lambda: True, 10) and sum(clock.slept) == pytest.approx(0.15)  # holds: no sleep
 
 
 # A member stand-in: writes `ready` (as every member does once booted) unless told not to, then waits

@@ -12,7 +12,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from harness.cluster.containers import SESSION, ContainersCluster
+from harness.cluster.containers import ContainersCluster
+from harness.cluster.engine import SESSION
 from harness.cluster.zookeeper import four_letter
 from harness.history.writer import read_events
 from harness.images import ImageNames
@@ -167,7 +168,7 @@ def test_clean_removes_containers_whose_owner_is_gone(engine: Any, images: Image
     import os
     import subprocess
 
-    from harness.cluster.containers import remove_leftovers
+    from harness.cluster.engine import remove_leftovers
 
     gone = subprocess.Popen(["true"])
     gone.wait()

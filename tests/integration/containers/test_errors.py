@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness.cluster.containers import ContainersOptions, kafka_env, preflight
+from harness.cluster.container_services import kafka_env
+from harness.cluster.containers import ContainersOptions, preflight
 from harness.images import docker_client, image_names
 from harness.images.build import EXCLUDED, runtime_requirements
 from harness.kernel.errors import ConfigError, EnvironmentProblem

@@ -25,29 +25,12 @@ from harness.kernel.ownership import GroupView
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
 from tests.support.containers import IMAGE_PREFIX, assert_nothing_left, started_herdlab
+from tests.support.runs import FAST as SHRUNK
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.containers
 
-FAST = [
-    "repetitions=1",
-    "matrix={}",
-    "settle_window=1s",
-    "stable_timeout=60s",
-    "drain=20s",
-    "workload.rate=100",
-    "group.members=3",
-    "topic.partitions=4",
-    "group.coordinator.session_timeout_ms=3000",
-    "group.coordinator.heartbeat_interval_ms=300",
-    "group.coordinator.min_session_timeout_ms=1000",
-    "group.coordinator.initial_rebalance_delay_ms=0",
-    "group.coordinator.auto_commit_interval_ms=500",
-    "group.legacy_zk.zookeeper_session_timeout_ms=3000",
-    "group.legacy_zk.rebalance_backoff_ms=500",
-    "group.legacy_zk.rebalance_max_retries=10",
-    "group.legacy_zk.auto_commit_interval_ms=500",
-]
+FAST = [*SHRUNK, "group.members=3", "topic.partitions=4"]  # the local end-to-end herd's size
 HERD = 'timeline=[{at="1s",action="join"},{at="5s",action="leave"},{at="9s",action="crash"}]'
 PAUSE = 'timeline=[{at="1s",action="pause",duration="8s",select="oldest"}]'
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import sys
 import time
 
 import pytest
@@ -12,6 +11,7 @@ from kazoo.client import KazooClient
 from harness.history.writer import read_events
 from harness.kernel.errors import Unreachable
 from harness.procs import free_port, spawn
+from harness.run.launch import legacy_member_argv
 from legacy_zk import paths
 from legacy_zk.config import ConsumerConfig
 from legacy_zk.ids import TopicPartition
@@ -151,22 +151,9 @@ def test_cli_reports_an_unreachable_zookeeper_in_one_line(tmp_path) -> None:
 
 
 def member_argv_unreachable(port: int) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "harness",
-        "member",
-        "legacy_zk",
-        "--zookeeper",
-        f"127.0.0.1:{port}",
-        "--group",
-        "g",
-        "--topic",
-        "t",
-        "--no-fetch",
-        "--zookeeper.connection.timeout.ms",
-        "500",
-    ]
+    return legacy_member_argv(
+        f"127.0.0.1:{port}", "g", "t", "--no-fetch", "--zookeeper.connection.timeout.ms", "500"
+    )
 
 
 def test_cli_member_prints_assignments_and_leaves_cleanly_on_sigterm(

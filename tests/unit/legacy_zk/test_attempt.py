@@ -16,6 +16,7 @@ import pytest
 from legacy_zk import paths
 from legacy_zk.attempt import Rebalancer
 from legacy_zk.ids import ThreadId, TopicPartition
+from legacy_zk.member import STAT_NAMES
 from legacy_zk.memzk import MemZk, MemZkSession
 from legacy_zk.offsets import OffsetStore
 from legacy_zk.reads import GroupReader, MalformedLog
@@ -72,18 +73,7 @@ class Member:
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.hooks = Hooks()
         self.registry = Registry()
-        self.stats: dict[str, int] = {
-            k: 0
-            for k in (
-                "rebalances",
-                "attempts",
-                "failed_attempts",
-                "gave_up",
-                "conflicts",
-                "claims",
-                "releases",
-            )
-        }
+        self.stats: dict[str, int] = {k: 0 for k in STAT_NAMES}  # the member's counters
         store = OffsetStore(
             self.session,
             G,
