@@ -89,7 +89,7 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
         n(rebalance_zk & (F.col("op") == "get") & F.col("path").rlike(REGISTRATION)).alias(
             "registration_reads"
         ),
-        F.countDistinct(F.when(member & (kind == Kind.REBALANCE_BEGIN), F.col("source")))
+        F.count_distinct(F.when(member & (kind == Kind.REBALANCE_BEGIN), F.col("source")))
         .cast("long")
         .alias("rebalancing_members"),
         F.min(F.when(member & (kind == Kind.WATCH), F.col("ts_ns"))).cast("long").alias("first_watch"),

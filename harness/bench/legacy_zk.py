@@ -504,13 +504,14 @@ def legacy_zk(
         run_dir = root / "run"
         rows = write_run_dir(run_dir, b, dirs, started)
         if no_analysis:
-            click.echo(f"\n--no-analysis: no figures; the history ({rows} events) is in {run_dir}")
+            kept = f"is in {run_dir}" if workdir else "was in a temporary directory (--workdir DIR keeps it)"
+            click.echo(f"\n--no-analysis: no figures; the history ({rows} events) {kept}")
             return
         click.echo(f"\nthe PySpark checker on the bench's history ({rows} events, {run_dir}) ...")
         metrics = analyse(run_dir)
         results = {n: unit_figures(metrics, case_label(n)) for n in b.sizes}
-        for n, changes in results.items():
-            click.echo(format_size(n, changes, settle_window))
+        for n, measured in results.items():
+            click.echo(format_size(n, measured, settle_window))
         if output:
             _write_json(output, b, results)
             click.echo(f"\nfigures written to {output}")

@@ -52,15 +52,24 @@ class ChangeFigures:
     model: HerdModel | None = None
 
 
+def _int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
 def figures(t: Mapping[str, Any], brokers: int = BROKERS) -> ChangeFigures:
     """One trigger of the metrics document's ``units[].triggers`` and the model of its change (None
     for an action the model does not know, or when the checker found no members at the invoke)."""
     action = str(t.get("action"))
-    members, partitions = t.get("members_at_invoke"), t.get("partitions_at_invoke")
+    members = _int(t.get("members_at_invoke"))
+    partitions = _int(t.get("partitions_at_invoke"))
     model = None
-    known = action in CHANGES and members is not None and partitions is not None
-    if known and (action == "join" or int(members) >= 1):
-        model = herd_model(action, int(members), brokers, int(partitions))
+    if (
+        action in CHANGES
+        and members is not None
+        and partitions is not None
+        and (action == "join" or members >= 1)
+    ):
+        model = herd_model(action, members, brokers, partitions)
     return ChangeFigures(
         action=action,
         targets=tuple(str(x) for x in t.get("targets") or []),

@@ -66,7 +66,7 @@ def test_a_join_reports_its_process_startup() -> None:
     assert (t["key"], t["startup_s"]) == ("#2 join", 1.25)
 
 
-MNTR = [
+MNTR: list[tuple[int, str, float | None]] = [
     (109 * S, "invoke:1", 1000.0),  # just before the invoke (110 s)
     (105 * S, "invoke:0", 900.0),
     (120 * S, "invoke:2", 1450.0),  # the next trigger's: the window's far edge
@@ -170,7 +170,7 @@ def test_unit_totals_add_startup_and_trigger_windows() -> None:
 def test_packets_minus_idle_subtract_the_rate_between_the_idle_and_invoke_samples() -> None:
     # idle:1 at 107 s (940), invoke:1 at 109 s (1000): 60 packets / 2 s = 30/s while nothing changed;
     # the window's samples 109 s -> 120 s: 1450 - 1000 = 450 raw, minus 30/s x 11 s = 330: 120
-    samples = [*MNTR, (107 * S, "idle:1", 940.0)]
+    samples: list[tuple[int, str, float | None]] = [*MNTR, (107 * S, "idle:1", 940.0)]
     assert packets_minus_idle(samples, 110 * S) == 450 - 330
     # the last window's start sample is invoke:2, and there is no idle:2: nothing to subtract
     assert packets_minus_idle(samples, 121 * S) is None
@@ -191,7 +191,7 @@ def test_legacy_herd_reports_the_bench_figures_of_its_window() -> None:
         },
         "invoke": {"members": 4, "partitions": 3},
     }
-    samples = [*MNTR, (107 * S, "idle:1", 940.0)]
+    samples: list[tuple[int, str, float | None]] = [*MNTR, (107 * S, "idle:1", 940.0)]
     h = herd_fields(window_row(), counts, samples, "legacy_zk", has_broker=False, has_mntr=True)
     assert (h["owner_writes"], h["registration_reads"], h["rebalancing_members"]) == (6, 9, 3)
     # t0 110 s, first watch 110.25 s
