@@ -7,15 +7,17 @@ Contract
 output, one row per fact (``rtype``):
 
 * ``trigger``: per trigger window, tid, action, targets, outcome (settled / never / no_effect /
-  skipped), reason, invoke, t0, the window's end, the first reaction, t1, start-up, and the
-  partition count at t1;
+  skipped), reason, invoke, t0, the window's end, the first reaction, t1, start-up, the
+  partition count at t1, and the live members and partition count just before the invoke (the
+  ownership fold of :class:`~harness.kernel.ownership.GroupView` over the unit's earlier events);
 * ``claim`` / ``owned``: a member's claim of a partition (``owned``: while it was the owner, with
   the claim's start ``since``); ``away``: a member's suspension (paused, cut);
 * ``close``: a processing interval's close (a revocation, stop, kill, pause or cut; ``p`` < 0 for
   every partition of the member);
 * ``marks``: the unit's ``stable`` (start), ``settling_end`` (end) and last event (wend).
 
-:meth:`Facts.windows`, :meth:`Facts.phases` and :meth:`Facts.intervals` are views of it;
+:meth:`Facts.windows`, :meth:`Facts.at_invoke`, :meth:`Facts.phases` and :meth:`Facts.intervals`
+are views of it;
 :func:`to_phase` attributes a timestamped row to its phase: the startup (:data:`STARTUP`, before the
 first trigger), a trigger window (its tid) or the drain (:data:`DRAIN`, after settling_end), and
 :func:`per_phase` aggregates such rows per phase in the long format (unit, tid, key, value) the
@@ -56,7 +58,8 @@ FOLD_KINDS = (
 FACTS_SCHEMA = (
     "case string, impl string, repetition int, rtype string, tid int, action string, "
     "targets array<string>, outcome string, reason string, ident string, p int, start long, `end` long, "
-    "since long, invoke long, t0 long, wend long, t_react long, t1 long, startup long, nparts int"
+    "since long, invoke long, t0 long, wend long, t_react long, t1 long, startup long, nparts int, "
+    "live_invoke int, nparts_invoke int"
 )
 
 
@@ -69,6 +72,7 @@ def _fold_unit(window_ns: int) -> Any:
         rows = table.to_pylist()
         unit = (rows[0]["case"], rows[0]["impl"], rows[0]["repetition"]) if rows else ("", "", 0)
         f = evaluate(rows, window_ns)
+        before = _at_invoke(rows, f.triggers)
         out: list[dict[str, Any]] = []
 
         def row(rtype: str, **kw: Any) -> None:
@@ -89,6 +93,8 @@ def _fold_unit(window_ns: int) -> Any:
                 t1=t.t1_ns,
                 startup=t.startup_ns,
                 nparts=t.partitions_at_t1,
+                live_invoke=before[t.tid][0],
+                nparts_invoke=before[t.tid][1],
             )
         for m, p, s, e in f.claims:
             row("claim", ident=m, p=p, start=s, end=e)
@@ -102,6 +108,22 @@ def _fold_unit(window_ns: int) -> Any:
         return pa.Table.from_pylist(out, schema=FACTS_ARROW)
 
     return run
+
+
+def _at_invoke(rows: list[dict[str, Any]], triggers: list[Any]) -> dict[int, tuple[int, int]]:
+    """Per trigger id: (live members, partitions) of the group just before its invoke: every event
+    with ``ts_ns`` < the invoke applied to one :class:`~harness.kernel.ownership.GroupView`."""
+    from harness.kernel.ownership import GroupView
+
+    evs = sorted(rows, key=lambda e: int(e.get("ts_ns") or 0))
+    view, i = GroupView(), 0
+    out: dict[int, tuple[int, int]] = {}
+    for t in sorted(triggers, key=lambda t: t.invoke_ns):
+        while i < len(evs) and int(evs[i].get("ts_ns") or 0) < t.invoke_ns:
+            view.apply(evs[i])
+            i += 1
+        out[t.tid] = (len(view.live), view.partitions)
+    return out
 
 
 def _arrow_schema() -> pa.Schema:
@@ -129,6 +151,8 @@ def _arrow_schema() -> pa.Schema:
             ("t1", i64),
             ("startup", i64),
             ("nparts", i32),
+            ("live_invoke", i32),
+            ("nparts_invoke", i32),
         ]
     )
 
@@ -185,6 +209,12 @@ class Facts:
             "t1",
             "startup",
             F.col("nparts").alias("P1"),
+        )
+
+    def at_invoke(self) -> DataFrame:
+        """Per trigger: tid, ``members`` (live just before its invoke) and ``partitions`` (P then)."""
+        return self.of("trigger").select(
+            *UNIT, "tid", F.col("live_invoke").alias("members"), F.col("nparts_invoke").alias("partitions")
         )
 
     def phases(self) -> DataFrame:

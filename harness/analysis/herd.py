@@ -4,16 +4,24 @@ Contract
 --------
 * :func:`counts`: per (unit, tid) of every trigger that was not skipped, ``{table: {key: n}}``
   with tables ``herd`` (watches, zk_requests, conflicts, failed_attempts, gave_up,
-  rebalance_attempts, group_rebalances, broker_group_requests), ``op`` (members' ZooKeeper requests
-  of the rebalance by operation; offset writes are steady state) and ``api`` (broker coordination
-  requests by API; the workload's clients, producer and checker, are left out).
+  rebalance_attempts, group_rebalances, broker_group_requests; owner_writes: the members'
+  rebalance requests ``create`` / ``delete`` under ``/owners/``; registration_reads: their ``get`` of
+  a registration ``/consumers/<group>/ids/<id>``; rebalancing_members: members with a
+  ``rebalance_begin``; first_watch: the ts_ns of the first member ``watch``, absent without one),
+  ``op`` (members' ZooKeeper requests of the rebalance by operation; offset writes are steady
+  state), ``api`` (broker coordination requests by API; the workload's clients, producer and
+  checker, are left out) and ``invoke`` (members: live just before the invoke; partitions: P then;
+  see :meth:`~harness.analysis.facts.Facts.at_invoke`).
 * :func:`mntr_samples`: per unit, the ZooKeeper ``mntr`` samples (ts_ns, label, packets received).
 * :func:`unit_values`: per unit, what was measured: ``has_broker`` (a broker counter report),
   ``has_mntr`` (an mntr sample), long format (unit, key, value).
 * :func:`herd_fields`: a trigger's herd figures in the metrics document. A skipped trigger has
   None for every count; broker counts are None for a unit without a broker; zk_packets is None
   without mntr samples at both window edges; coordination_requests = zk_requests +
-  broker_group_requests (None for a coordinator unit without broker reports).
+  broker_group_requests (None for a coordinator unit without broker reports). Besides (the legacy
+  herd bench's figures): owner_writes, registration_reads, rebalancing_members,
+  first_notification_s (t0 to the first watch; None without one), zk_packets_minus_idle (see
+  :func:`packets_minus_idle`), members_at_invoke and partitions_at_invoke.
 """
 
 from __future__ import annotations
@@ -24,11 +32,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import Facts
-from harness.analysis.frames import UNIT, Frames, UnitKey, collect, role_col, unit_key, zk_steady_col
+from harness.analysis.frames import UNIT, Frames, UnitKey, collect, dur_s, role_col, unit_key, zk_steady_col
 from harness.kernel.events import OK_OUTCOMES, SKIPPED, WORKLOAD_CLIENTS, Kind, Role
 
 #: Per (case, impl, repetition, tid): {table: {key: count}}.
 HerdCounts = dict[tuple[Any, ...], dict[str, dict[str, int]]]
+#: A registration znode of the 0.8 layout: ``/consumers/<group>/ids/<id>`` (Java regex).
+REGISTRATION = "^/consumers/[^/]+/ids/[^/]+$"
 #: Per unit: (ts_ns, label, zk_packets_received) of each mntr sample.
 MntrSamples = dict[UnitKey, list[tuple[int, str, float | None]]]
 
@@ -46,7 +56,7 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
             Kind.REBALANCE_BEGIN,
             Kind.GROUP_REQUEST,
         )
-    ).select(*UNIT, "ts_ns", "kind", "op", "path", "outcome", "api", "role", "client", "gave_up")
+    ).select(*UNIT, "ts_ns", "kind", "op", "path", "outcome", "api", "role", "client", "gave_up", "source")
     ev = ev.where(~F.coalesce(F.col("client").isin(*WORKLOAD_CLIENTS), F.lit(False)))
     j = ev.join(F.broadcast(t), UNIT).where(
         (F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") < F.col("wend"))
@@ -73,9 +83,35 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
         n(member & (kind == Kind.REBALANCE_BEGIN)).alias("rebalance_attempts"),
         n(broker & (kind == Kind.REBALANCE_BEGIN)).alias("group_rebalances"),
         n(broker & (kind == Kind.GROUP_REQUEST)).alias("broker_group_requests"),
+        n(rebalance_zk & F.col("op").isin("create", "delete") & F.col("path").contains("/owners/")).alias(
+            "owner_writes"
+        ),
+        n(rebalance_zk & (F.col("op") == "get") & F.col("path").rlike(REGISTRATION)).alias(
+            "registration_reads"
+        ),
+        F.count_distinct(F.when(member & (kind == Kind.REBALANCE_BEGIN), F.col("source")))
+        .cast("long")
+        .alias("rebalancing_members"),
+        F.min(F.when(member & (kind == Kind.WATCH), F.col("ts_ns"))).cast("long").alias("first_watch"),
     )
     m = F.create_map(*[x for col in counted.columns[4:] for x in (F.lit(col), F.col(col))])
-    wide = counted.select(*UNIT, "tid", F.lit("herd").alias("table"), F.explode(m).alias("key", "value"))
+    wide = counted.select(
+        *UNIT, "tid", F.lit("herd").alias("table"), F.explode(m).alias("key", "value")
+    ).where(F.col("value").isNotNull())
+    at = facts.at_invoke().join(t.select(*UNIT, "tid"), [*UNIT, "tid"])
+    invoke = at.select(
+        *UNIT,
+        "tid",
+        F.lit("invoke").alias("table"),
+        F.explode(
+            F.create_map(
+                F.lit("members"),
+                F.col("members").cast("long"),
+                F.lit("partitions"),
+                F.col("partitions").cast("long"),
+            )
+        ).alias("key", "value"),
+    )
     ops = (
         j.where(rebalance_zk)
         .groupBy(*UNIT, "tid", F.coalesce("op", F.lit("?")).alias("key"))
@@ -88,7 +124,7 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
         .agg(F.count("*").alias("value"))
         .select(*UNIT, "tid", F.lit("api").alias("table"), "key", "value")
     )
-    return wide.unionByName(ops).unionByName(apis)
+    return wide.unionByName(ops).unionByName(apis).unionByName(invoke)
 
 
 def counts(facts: Facts, frames: Frames) -> HerdCounts:
@@ -138,6 +174,25 @@ def packets(samples: list[tuple[int, str, float | None]], invoke: int) -> int | 
     return int(end[2] - start[2])
 
 
+def packets_minus_idle(samples: list[tuple[int, str, float | None]], invoke: int) -> int | None:
+    """:func:`packets` minus the idle rate: (packets at the window's start sample ``invoke:<id>`` -
+    packets at the sample ``idle:<id>`` of the same id) / the time between them, times the window's
+    time between its edge samples, rounded. None without both edges, or without an earlier
+    ``idle:<id>`` sample."""
+    samples = sorted(samples)
+    start = max((s for s in samples if s[1].startswith("invoke:") and s[0] <= invoke), default=None)
+    raw = packets(samples, invoke)
+    if start is None or raw is None:
+        return None
+    end = next(s for s in samples if s[0] > invoke and (s[1].startswith("invoke:") or s[1] == "settling_end"))
+    idle_label = "idle:" + start[1].removeprefix("invoke:")
+    idle = next((s for s in samples if s[1] == idle_label), None)
+    if idle is None or idle[2] is None or start[2] is None or start[0] <= idle[0]:
+        return None
+    rate = (start[2] - idle[2]) / (start[0] - idle[0])  # packets per ns while nothing changed
+    return round(raw - rate * (end[0] - start[0]))
+
+
 def herd_fields(
     r: dict[str, Any],
     h: dict[str, dict[str, int]],
@@ -167,4 +222,11 @@ def herd_fields(
         "group_rebalances": hc.get("group_rebalances", 0) if has_broker and measured else None,
         "zk_requests_by_op": dict(sorted(h.get("op", {}).items())),
         "broker_requests_by_api": dict(sorted(h.get("api", {}).items())) if has_broker else {},
+        "owner_writes": hc.get("owner_writes", 0) if measured else None,
+        "registration_reads": hc.get("registration_reads", 0) if measured else None,
+        "rebalancing_members": hc.get("rebalancing_members", 0) if measured else None,
+        "first_notification_s": dur_s(r["t0"], hc.get("first_watch")) if measured else None,
+        "zk_packets_minus_idle": packets_minus_idle(samples, r["invoke"]) if has_mntr and measured else None,
+        "members_at_invoke": h.get("invoke", {}).get("members") if measured else None,
+        "partitions_at_invoke": h.get("invoke", {}).get("partitions") if measured else None,
     }

@@ -26,24 +26,22 @@ fresh ZooKeeper, in ``<workdir>/N<n>/`` (:func:`run_size`):
   ``stable``: not measured). A change that does not settle within ``settle_timeout_s`` ends the
   measurement of that N (its outcome is ``never``).
 
-:func:`harness.bench.legacy_zk_figures.measure` turns one N's merged events into one :class:`ChangeFigures` per trigger, with the
-definitions the checker (:mod:`harness.analysis.facts`) uses: the trigger windows of
-:func:`~harness.kernel.windows.evaluate` with W ([t0, end): t0 = the invoke, for a join the joiner's
-``ready``; end = the next trigger's t0, else ``settling_end``); in each window the members' ``watch``
-events (notifications) and their ``zk_request`` events of the rebalance (offset writes are steady
-state: :func:`~harness.kernel.events.zk_steady`), by operation; owner writes (``create`` /
-``delete`` under ``/owners/``); registration reads; conflicts; failed attempts
-(:func:`~harness.kernel.events.failed_attempt`); latency t1 - t0; ZooKeeper packets received from the
-``invoke:`` sample to the next window edge's sample, raw and minus the idle rate measured from the
-``idle:`` sample to the ``invoke:`` one. Each beside :func:`legacy_zk.model.herd_model` of the
-members live at the invoke, with the deviation (measured - model, and %).
-
-Then (:func:`write_run_dir`) the histories of every N become one run directory ``<workdir>/run``
-(``history.parquet``, ``manifest.json`` with one unit per N: case ``N=<n>``, impl legacy_zk,
-settle window W) which the PySpark checker analyses (:func:`harness.analysis.analyze_run`;
-``metrics.json`` is kept there); :func:`compare` sets its outcome, watches, zk_requests (total and
-by operation), latency and zk_packets per trigger beside the bench's: they must be equal. The
-command exits 1 when they are not.
+The bench only orchestrates: it counts nothing. Once every N ran (:func:`write_run_dir`), their
+histories become one run directory ``<workdir>/run`` (``history.parquet``, ``manifest.json`` with one
+unit per N: case ``N=<n>``, impl legacy_zk, settle window W), which the PySpark checker analyses
+(:func:`analyse`: :func:`harness.analysis.analyze_run`; ``metrics.json`` is kept there). Its figures
+of each trigger, with the trigger windows of :func:`harness.kernel.windows.evaluate` ([t0, end): t0
+= the invoke, for a join the joiner's ``ready``; end = the next trigger's t0, else
+``settling_end``), are the herd family's (:mod:`harness.analysis.herd`): the members' ``watch``
+events (notifications) and the first one, their ``zk_request`` events of the rebalance (offset
+writes are steady state), by operation; owner writes (``create`` / ``delete`` under ``/owners/``);
+registration reads; conflicts; failed attempts; rebalancing members; latency t1 - t0; ZooKeeper
+packets received from the ``invoke:`` sample to the next window edge's sample, raw and minus the
+idle rate measured from the ``idle:`` sample to the ``invoke:`` one; the live members and
+partitions just before the invoke (:mod:`harness.analysis.facts`).
+:func:`harness.bench.legacy_zk_figures.unit_figures` sets each beside
+:func:`legacy_zk.model.herd_model` of those members, with the deviation (measured - model, and %),
+printed per N. ``--no-analysis`` skips the checker, and with it every figure.
 """
 
 from __future__ import annotations
@@ -63,15 +61,8 @@ from typing import Any
 
 import click
 
-from harness.bench.common import Sizes, emit_unit_start, merged_events, settle_window_option
-from harness.bench.legacy_zk_figures import (
-    ChangeFigures,
-    Check,
-    compare,
-    format_checks,
-    format_size,
-    measure,
-)
+from harness.bench.common import Sizes, emit_unit_start, settle_window_option
+from harness.bench.legacy_zk_figures import ChangeFigures, format_size, unit_figures
 from harness.history.writer import HistoryWriter
 from harness.kernel.errors import HerdlabError
 from harness.kernel.events import Kind, Role
@@ -80,7 +71,7 @@ from harness.run.tail import GroupWatch
 from legacy_zk import paths
 from legacy_zk.model import CHANGES
 
-__all__ = ["LegacyBench", "check_with_checker", "legacy_zk", "member_names", "run_size", "write_run_dir"]
+__all__ = ["LegacyBench", "analyse", "legacy_zk", "member_names", "run_size", "write_run_dir"]
 
 IMPL = "legacy_zk"
 SCENARIO = "bench-legacy_zk"
@@ -323,8 +314,8 @@ class _Run:
         self.nemesis.close()
 
 
-def run_size(b: LegacyBench, n: int, directory: Path, echo: Echo = print) -> list[ChangeFigures]:
-    """Form a group of ``n`` in ``directory`` (new or empty), make ``b.changes``; their figures."""
+def run_size(b: LegacyBench, n: int, directory: Path, echo: Echo = print) -> None:
+    """Form a group of ``n`` in ``directory`` (new or empty), make ``b.changes``: the histories."""
     if directory.exists() and any(directory.iterdir()):
         raise HerdlabError(f"{directory} is not empty: give a workdir without earlier histories")
     directory.mkdir(parents=True, exist_ok=True)
@@ -340,7 +331,6 @@ def run_size(b: LegacyBench, n: int, directory: Path, echo: Echo = print) -> lis
         run.finish(settled)
     finally:
         run.close()
-    return measure(merged_events(directory), int(b.settle_window_s * 1e9))
 
 
 # -- the run directory and the checker ---------------------------------------------------------------
@@ -380,8 +370,9 @@ def write_run_dir(run_dir: Path, b: LegacyBench, size_dirs: Mapping[int, Path], 
     return rows
 
 
-def check_with_checker(run_dir: Path, results: Mapping[int, list[ChangeFigures]]) -> list[Check]:
-    """Analyse ``run_dir`` with the PySpark checker (``metrics.json`` is written there) and compare."""
+def analyse(run_dir: Path) -> dict[str, Any]:
+    """Analyse ``run_dir`` with the PySpark checker; its metrics document (also written to
+    ``run_dir/metrics.json``)."""
     from harness.analysis import analyze_run
     from harness.analysis.spark import stop_spark
 
@@ -390,11 +381,7 @@ def check_with_checker(run_dir: Path, results: Mapping[int, list[ChangeFigures]]
     finally:
         stop_spark()
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str) + "\n")
-    units = {u["case"]: u for u in metrics["units"]}
-    checks: list[Check] = []
-    for n, changes in results.items():
-        checks += compare(n, changes, (units.get(case_label(n)) or {}).get("triggers") or [])
-    return checks
+    return metrics
 
 
 # -- the command ------------------------------------------------------------------------------------
@@ -440,7 +427,11 @@ def check_with_checker(run_dir: Path, results: Mapping[int, list[ChangeFigures]]
 @click.option(
     "--settle-timeout", type=float, default=180.0, show_default=True, help="Seconds before a wait gives up."
 )
-@click.option("--no-analysis", is_flag=True, help="Skip the PySpark checker (and the comparison with it).")
+@click.option(
+    "--no-analysis",
+    is_flag=True,
+    help="Skip the PySpark checker, which computes every figure (none is printed).",
+)
 @click.option(
     "--workdir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -467,9 +458,9 @@ def legacy_zk(
 ) -> None:
     """Herd effect of the 0.8 ZooKeeper consumer per join / leave / crash, against the model.
 
-    Counts notifications, ZooKeeper requests and owner writes per trigger window (as the reports
-    count them), prints the deviation from the analytic model, then checks that the PySpark checker
-    finds the same figures in the bench's history (exit status 1 when it does not).
+    Runs each group size and writes the histories as one run directory; the PySpark checker counts
+    notifications, ZooKeeper requests and owner writes per trigger window (as the reports count
+    them), and the bench prints them beside the analytic model with the deviation.
     """
     b = LegacyBench(
         sizes=sizes,
@@ -492,49 +483,36 @@ def legacy_zk(
     with contextlib.ExitStack() as stack:
         root = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="herdlab-bench-")))
         started = datetime.now(UTC).isoformat()
-        results: dict[int, list[ChangeFigures]] = {}
         dirs: dict[int, Path] = {}
         for n in b.sizes:
             click.echo(f"N={n}: starting {n} members ...")
             dirs[n] = root / f"N{n}"
             try:
-                results[n] = run_size(b, n, dirs[n], echo=click.echo)
+                run_size(b, n, dirs[n], echo=click.echo)
             except HerdlabError as e:
                 if workdir is not None:
                     raise
                 raise HerdlabError(f"{e} (a temporary directory: --workdir DIR keeps the logs)") from None
-            click.echo(format_size(n, results[n], settle_window))
-        checks: list[Check] = []
-        if not no_analysis:
-            run_dir = root / "run"
-            rows = write_run_dir(run_dir, b, dirs, started)
-            click.echo(f"\nthe PySpark checker on the bench's history ({rows} events, {run_dir}) ...")
-            checks = check_with_checker(run_dir, results)
-            click.echo(format_checks(checks))
-            differ = [c for c in checks if not c.equal]
-            if differ:
-                click.echo(f"checker and bench differ on {len(differ)} of {len(checks)} figures")
-            else:
-                click.echo(f"checker and bench: all {len(checks)} figures equal")
+        run_dir = root / "run"
+        rows = write_run_dir(run_dir, b, dirs, started)
+        if no_analysis:
+            kept = f"is in {run_dir}" if workdir else "was in a temporary directory (--workdir DIR keeps it)"
+            click.echo(f"\n--no-analysis: no figures; the history ({rows} events) {kept}")
+            return
+        click.echo(f"\nthe PySpark checker on the bench's history ({rows} events, {run_dir}) ...")
+        metrics = analyse(run_dir)
+        results = {n: unit_figures(metrics, case_label(n)) for n in b.sizes}
+        for n, measured in results.items():
+            click.echo(format_size(n, measured, settle_window))
         if output:
-            _write_json(output, b, results, checks)
+            _write_json(output, b, results)
             click.echo(f"\nfigures written to {output}")
-    if any(not c.equal for c in checks):
-        sys.exit(1)
 
 
-def _write_json(
-    path: Path, b: LegacyBench, results: Mapping[int, list[ChangeFigures]], checks: list[Check]
-) -> None:
-    def figures(c: ChangeFigures) -> dict[str, Any]:
-        d = asdict(c)
-        d.update(latency_s=c.latency_s, first_notification_s=c.first_notification_s)
-        return d
-
+def _write_json(path: Path, b: LegacyBench, results: Mapping[int, list[ChangeFigures]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "settings": asdict(b),
-        "results": {str(n): [figures(c) for c in cs] for n, cs in results.items()},
-        "checks": [{**asdict(c), "equal": c.equal} for c in checks],
+        "results": {str(n): [asdict(c) for c in cs] for n, cs in results.items()},
     }
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from harness.kernel.errors import ConfigError
-from tests.support.histories import UnitHistory, write_run
+from tests.support.histories import UnitHistory, ns, write_run
 
 pytestmark = pytest.mark.slow
 
@@ -105,12 +105,84 @@ def legacy() -> UnitHistory:
     return u
 
 
+IDS, OWN = "/consumers/g/ids", "/consumers/g/owners/t"
+
+
+def bench_shaped(case: str, settling_end_ms: int = 16000) -> UnitHistory:
+    """legacy_zk in the shape ``herdlab bench legacy_zk`` writes, P = 2: a owns p0, v (the victim) p1.
+
+    A join of ``joiner`` (invoke 3000, ready 3500 = t0) and a crash of v (invoke 8000; a and the
+    joiner take over after v's session expired). mntr samples: idle:1 at 1000 (100 packets),
+    invoke:1 at 3000 (140), idle:2 at 6000 (300), invoke:2 at 8000 (340), settling_end at 16000
+    (500). Settling ends at ``settling_end_ms``; a teardown delete at 16500 belongs to no trigger.
+    """
+    u = UnitHistory(case, impl="legacy_zk", partitions=2)
+    u.unit_start(0, ["a", "v"]).ready(10, "a").ready(20, "v")
+    u.joined(100, "a", 0).joined(110, "v", 1).stable(200)
+
+    def zk(ms: int, source: str, op: str, path: str) -> None:
+        u.at(ms, "zk_request", source, op=op, path=path)
+
+    # -- join: the window [3500, 8000)
+    u.mntr(1000, "idle:1", 100).mntr(3000, "invoke:1", 140)
+    join = {"action": "join", "action_id": 1, "targets": ["joiner"], "trigger": True}
+    u.at(3000, "invoke", "nemesis", **join)
+    zk(3200, "a", "get", "/brokers/ids")  # before t0 (the joiner's ready): not the join's
+    u.ready(3500, "joiner")
+    u.at(3510, "complete", "nemesis", **join, ready_ns={"joiner": ns(3500)})
+    zk(3600, "joiner", "create", f"{IDS}/joiner")
+    u.at(3620, "rebalance_begin", "joiner").at(3630, "rebalance_end", "joiner", outcome="ok")
+    u.at(3700, "watch", "a", path=IDS)  # the first reaction
+    zk(3701, "a", "exists", IDS)
+    zk(3702, "a", "get_children", IDS)
+    u.at(3710, "watch", "v", path=IDS).at(3800, "rebalance_begin", "a")
+    for ms, m in ((3801, "a"), (3802, "v"), (3803, "joiner")):
+        zk(ms, "a", "get", f"{IDS}/{m}")
+    zk(3804, "a", "delete", f"{OWN}/0")
+    u.revoked(3805, "a", 0).at(3810, "rebalance_begin", "v")
+    zk(3811, "v", "delete", f"{OWN}/1")
+    u.revoked(3812, "v", 1)
+    zk(3900, "a", "create", f"{OWN}/0")
+    zk(3901, "a", "set", "/consumers/g/offsets/t/0")  # an offset write: steady state
+    u.assigned(3902, "a", 0).at(3903, "rebalance_end", "a", outcome="ok")
+    zk(3950, "v", "create", f"{OWN}/1")
+    u.at(3951, "conflict", "v", partition=1)
+    u.at(3952, "rebalance_end", "v", outcome="conflict")  # a failed attempt
+    u.at(4100, "rebalance_begin", "v")
+    zk(4200, "v", "create", f"{OWN}/1")
+    u.assigned(4201, "v", 1)  # owned once again: t1 of the join
+    u.at(4202, "rebalance_end", "v", outcome="ok")
+    # -- crash of v: the window [8000, settling end)
+    u.mntr(6000, "idle:2", 300).mntr(8000, "invoke:2", 340)
+    crash = {"action": "crash", "action_id": 2, "targets": ["v"], "trigger": True}
+    u.at(8000, "invoke", "nemesis", **crash)
+    u.at(8100, "complete", "nemesis", **crash, exit_code=-9)  # p1 unowned from here
+    u.at(14000, "watch", "a", path=IDS).at(14001, "watch", "joiner", path=IDS)
+    for ms, m in ((14002, "joiner"), (14004, "a")):
+        zk(ms, m, "exists", IDS)
+        zk(ms + 1, m, "get_children", IDS)
+    u.at(14100, "rebalance_begin", "a").at(14110, "rebalance_begin", "joiner")
+    zk(14120, "a", "get", f"{IDS}/a")
+    zk(14121, "a", "get", f"{IDS}/joiner")
+    zk(14140, "a", "delete", f"{OWN}/0")
+    u.revoked(14150, "a", 0)
+    zk(14200, "a", "create", f"{OWN}/0")
+    u.assigned(14201, "a", 0).at(14202, "rebalance_end", "a", outcome="ok")
+    zk(14300, "joiner", "create", f"{OWN}/1")
+    u.assigned(14301, "joiner", 1)  # t1 of the crash
+    u.at(14302, "rebalance_end", "joiner", outcome="ok")
+    u.mntr(16000, "settling_end", 500).settling_end(settling_end_ms)
+    zk(16500, "a", "delete", f"{OWN}/0")  # teardown: after the settling phase
+    return u
+
+
 @pytest.fixture(scope="module")
 def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from harness.analysis.analyze import analyze
     from harness.analysis.load import load_run
 
-    run = write_run(tmp_path_factory.mktemp("handmade"), [zombie(), legacy()], settle_window_s=1.0)
+    units = [zombie(), legacy(), bench_shaped("bench"), bench_shaped("bench-never", settling_end_ms=15000)]
+    run = write_run(tmp_path_factory.mktemp("handmade"), units, settle_window_s=1.0)
     return analyze(spark, load_run(run))
 
 
@@ -209,6 +281,78 @@ def test_overlaps_after_the_settling_phase_belong_to_the_drain_not_the_last_trig
     assert (u["drain"]["overlap_episodes"], u["drain"]["overlap_s"]) == (1, 0.0)
     assert (u["triggers"][2]["overlap_episodes"], u["overlap_episodes"]) == (0, 0)
     assert (u["lost"], u["not_drained"]) == (0, 0)
+
+
+# -- the legacy herd bench's figures ---------------------------------------------------------------------
+def test_each_change_is_counted_in_its_trigger_window_beside_the_model(analysed: dict[str, Any]) -> None:
+    from harness.bench.legacy_zk_figures import figures
+    from legacy_zk.model import HerdModel
+
+    join, crash = unit(analysed, "bench")["triggers"]
+    # times from the origin, stable at 200
+    assert (join["action"], join["targets"], join["outcome"]) == ("join", ["joiner"], "settled")
+    assert (join["t0_s"], join["window_end_s"], join["t1_s"]) == (3.3, 7.8, 4.001)
+    assert join["latency_s"] == 0.701 and join["first_notification_s"] == 0.2
+    assert join["watches"] == 2  # a and v
+    # joiner 1 + a 7 (re-arm 2, registrations 3, delete, create; not the offset write) + v 3
+    assert join["zk_requests"] == 11
+    assert join["zk_requests_by_op"] == {"create": 4, "delete": 2, "exists": 1, "get": 3, "get_children": 1}
+    assert join["owner_writes"] == 5 and join["registration_reads"] == 3
+    assert (join["conflicts"], join["failed_attempts"], join["gave_up"]) == (1, 1, 0)
+    assert (join["rebalance_attempts"], join["rebalancing_members"]) == (4, 3)
+    # packets from the invoke:1 sample (140) to the invoke:2 sample (340) over 5000 ms; idle
+    # (140 - 100) / 2000 ms = 0.02/ms: 200 - 100
+    assert (join["zk_packets"], join["zk_packets_minus_idle"]) == (200, 200 - 100)
+    # 2 members before the join, P = 2, B = 1: 3 after; 9 + 11 x 3 + 6 requests; 9 + 6 registrations
+    assert (join["members_at_invoke"], join["partitions_at_invoke"]) == (2, 2)
+    assert figures(join).model == HerdModel(
+        members_after=3, notifications=2, zk_requests=48, owner_writes=4, registration_reads=15
+    )
+
+    assert (crash["action"], crash["targets"], crash["outcome"]) == ("crash", ["v"], "settled")
+    assert (crash["t0_s"], crash["window_end_s"]) == (7.8, 15.8)
+    assert crash["latency_s"] == 6.301 and crash["first_notification_s"] == 6.0
+    assert (crash["watches"], crash["zk_requests"], crash["owner_writes"], crash["registration_reads"]) == (
+        2,
+        9,
+        3,
+        2,
+    )
+    assert crash["zk_requests_by_op"] == {"create": 2, "delete": 1, "exists": 2, "get": 2, "get_children": 2}
+    assert (crash["conflicts"], crash["failed_attempts"]) == (0, 0)
+    assert (crash["rebalance_attempts"], crash["rebalancing_members"]) == (2, 2)
+    # 340 -> 500 over 8000 ms at the idle (340 - 300) / 2000 ms = 0.02/ms: 160 - 160
+    assert (crash["zk_packets"], crash["zk_packets_minus_idle"]) == (160, 0)
+    # a, v and the joiner before; 2 survivors: 4 + 11 x 2 + 6 requests, 4 + 4 registrations
+    assert (crash["members_at_invoke"], crash["partitions_at_invoke"]) == (3, 2)
+    assert figures(crash).model == HerdModel(
+        members_after=2, notifications=2, zk_requests=32, owner_writes=4, registration_reads=8
+    )
+
+
+def test_a_change_that_does_not_settle_before_the_settling_end_is_never(analysed: dict[str, Any]) -> None:
+    # the joiner's p1 comes at 14301; a settling end at 15000 < 14301 + W leaves no settled instant
+    _join, crash = unit(analysed, "bench-never")["triggers"]
+    assert crash["outcome"] == "never" and crash["latency_s"] is None and crash["t1_s"] is None
+    assert crash["watches"] == 2  # still counted: the window ends at the settling end
+
+
+def test_a_trigger_without_a_watch_has_no_first_notification(analysed: dict[str, Any]) -> None:
+    # the legacy unit's pause (window [12000, 14000)): nobody reacts, nothing is watched or written
+    t = unit(analysed, "legacy")["triggers"][2]
+    assert (t["first_notification_s"], t["owner_writes"], t["registration_reads"]) == (None, 0, 0)
+    assert t["rebalancing_members"] == 0
+    # a, b and c live before the pause at 12000 minus c, crashed at 4050: a and b; P = 1
+    assert (t["members_at_invoke"], t["partitions_at_invoke"]) == (2, 1)
+    # mntr 160 at invoke:3, 170 at settling_end; no idle:3 sample: nothing to subtract
+    assert (t["zk_packets"], t["zk_packets_minus_idle"]) == (10, None)
+    # the skipped expire has no counts
+    skipped = unit(analysed, "legacy")["triggers"][0]
+    assert (skipped["owner_writes"], skipped["members_at_invoke"], skipped["first_notification_s"]) == (
+        None,
+        None,
+        None,
+    )
 
 
 # -- inputs --------------------------------------------------------------------------------------------------

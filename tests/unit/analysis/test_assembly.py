@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.herd import herd_fields, packets
+from harness.analysis.herd import herd_fields, packets, packets_minus_idle
 from harness.analysis.latency import window_fields
 from harness.analysis.records import records_fields
 from harness.analysis.split_brain import split_brain, unit_totals
@@ -66,7 +66,7 @@ def test_a_join_reports_its_process_startup() -> None:
     assert (t["key"], t["startup_s"]) == ("#2 join", 1.25)
 
 
-MNTR = [
+MNTR: list[tuple[int, str, float | None]] = [
     (109 * S, "invoke:1", 1000.0),  # just before the invoke (110 s)
     (105 * S, "invoke:0", 900.0),
     (120 * S, "invoke:2", 1450.0),  # the next trigger's: the window's far edge
@@ -164,3 +164,63 @@ def test_unit_totals_add_startup_and_trigger_windows() -> None:
     }
     # without any commit carrying a generation, the total is n/a too
     assert unit_totals(phases[:1], values[:1])["commits_stale_generation"] is None
+
+
+# -- the legacy herd bench's figures --------------------------------------------------------------------
+def test_packets_minus_idle_subtract_the_rate_between_the_idle_and_invoke_samples() -> None:
+    # idle:1 at 107 s (940), invoke:1 at 109 s (1000): 60 packets / 2 s = 30/s while nothing changed;
+    # the window's samples 109 s -> 120 s: 1450 - 1000 = 450 raw, minus 30/s x 11 s = 330: 120
+    samples: list[tuple[int, str, float | None]] = [*MNTR, (107 * S, "idle:1", 940.0)]
+    assert packets_minus_idle(samples, 110 * S) == 450 - 330
+    # the last window's start sample is invoke:2, and there is no idle:2: nothing to subtract
+    assert packets_minus_idle(samples, 121 * S) is None
+    # an idle sample of another trigger does not count
+    assert packets_minus_idle([*MNTR, (107 * S, "idle:2", 940.0)], 110 * S) is None
+    # no sample before the invoke: not measured
+    assert packets_minus_idle(samples, 100 * S) is None
+
+
+def test_legacy_herd_reports_the_bench_figures_of_its_window() -> None:
+    counts = COUNTS | {
+        "herd": COUNTS["herd"]
+        | {
+            "owner_writes": 6,
+            "registration_reads": 9,
+            "rebalancing_members": 3,
+            "first_watch": 110 * S + S // 4,
+        },
+        "invoke": {"members": 4, "partitions": 3},
+    }
+    samples: list[tuple[int, str, float | None]] = [*MNTR, (107 * S, "idle:1", 940.0)]
+    h = herd_fields(window_row(), counts, samples, "legacy_zk", has_broker=False, has_mntr=True)
+    assert (h["owner_writes"], h["registration_reads"], h["rebalancing_members"]) == (6, 9, 3)
+    # t0 110 s, first watch 110.25 s
+    assert h["first_notification_s"] == 0.25
+    assert (h["zk_packets"], h["zk_packets_minus_idle"]) == (450, 120)
+    assert (h["members_at_invoke"], h["partitions_at_invoke"]) == (4, 3)
+    # no watch in the window: no first notification; counts absent from the job are 0
+    bare = herd_fields(window_row(), COUNTS, MNTR, "legacy_zk", has_broker=False, has_mntr=True)
+    assert (bare["first_notification_s"], bare["owner_writes"], bare["rebalancing_members"]) == (None, 0, 0)
+    assert bare["zk_packets_minus_idle"] is None  # MNTR has no idle sample
+
+
+def test_members_and_partitions_just_before_each_invoke() -> None:
+    from types import SimpleNamespace
+
+    from harness.analysis.facts import _at_invoke  # pyright: ignore[reportPrivateUsage]
+
+    def e(ts: int, kind: str, source: str, role: str = "member", **kw: Any) -> dict[str, Any]:
+        return {"ts_ns": ts, "kind": kind, "source": source, "role": role, **kw}
+
+    rows = [
+        e(0, "unit_start", "nemesis", "harness", partitions=2),
+        e(1, "rebalance_end", "a", outcome="ok"),
+        e(2, "rebalance_end", "b", outcome="ok"),
+        e(3, "rebalance_end", "c", outcome="failed"),  # not completed: never live
+        e(5, "complete", "nemesis", "nemesis", action="crash", targets=["b"]),
+        e(6, "complete", "nemesis", "nemesis", action="add_partitions", targets=[], partitions=5),
+        e(10, "rebalance_end", "d", outcome="ok"),  # at the second invoke: not before it
+    ]
+    first, second = SimpleNamespace(tid=0, invoke_ns=5), SimpleNamespace(tid=1, invoke_ns=10)
+    # before 5: a and b live (b's crash completes at 5, not before), P = 2; before 10: a, P = 5
+    assert _at_invoke(rows, [second, first]) == {0: (2, 2), 1: (1, 5)}
