@@ -50,7 +50,6 @@ import contextlib
 import json
 import secrets
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
