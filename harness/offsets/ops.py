@@ -34,8 +34,9 @@ from harness.offsets.core import (
 STORE_NAMES = {"zookeeper": "ZooKeeper", "kafka": "the broker"}
 
 
-def _no_offsets(group: str, where: str) -> ConfigError:
-    return ConfigError(f"group {group} has no committed offsets in {where}")
+def _no_offsets(group: str, where: str, topics: tuple[str, ...] = ()) -> ConfigError:
+    scope = f" for topic(s) {', '.join(topics)}" if topics else ""
+    return ConfigError(f"group {group} has no committed offsets{scope} in {where}")
 
 
 def diff(zookeeper_connect: str, bootstrap: str, group: str, topics: tuple[str, ...] = ()) -> list[DiffRow]:
@@ -45,7 +46,7 @@ def diff(zookeeper_connect: str, bootstrap: str, group: str, topics: tuple[str, 
     with broker.admin(bootstrap) as store:
         kafka_offsets = store.committed(group, topics)
         if not zk_offsets and not kafka_offsets:
-            raise _no_offsets(group, "ZooKeeper or in the broker")
+            raise _no_offsets(group, "ZooKeeper or in the broker", topics)
         names = group_topics(zk_offsets, kafka_offsets, topics)
         partitions_of = store.partitions(names)
         log_end = store.log_end_offsets((t, p) for t in partitions_of for p in partitions_of[t])
@@ -67,7 +68,7 @@ def read_store(
         with broker.admin(bootstrap) as b:
             offsets = b.committed(group, topics)
     if not offsets:
-        raise _no_offsets(group, STORE_NAMES[store])
+        raise _no_offsets(group, STORE_NAMES[store], topics)
     return offsets
 
 
@@ -96,7 +97,7 @@ def plan_copy(
         state, members = b.group_state(group)
     stores = {"zookeeper": zk_offsets, "kafka": kafka_offsets}
     if not stores[source]:
-        raise _no_offsets(group, STORE_NAMES[source])
+        raise _no_offsets(group, STORE_NAMES[source], topics)
     activity = Activity(zookeeper_ids=ids, broker_state=state, broker_members=members)
     steps = copy_plan(stores[source], stores[target])
     return CopyPlan(group, source, target, steps, live_member_refusal(group, activity))
