@@ -63,6 +63,7 @@ cli.add_command(importlib.import_module("harness.cluster.broker_main").command()
 _register(member, "harness.members.legacy_zk", "legacy_zk")
 _register(member, "harness.cli.members", "coordinator")
 _register(cli, "harness.cli.images", "images")
+_register(cli, "harness.cli.offsets", "offsets")
 _register(cli, "harness.cli.bench", "bench")
 _bench = cli.commands.get("bench")
 if isinstance(_bench, click.Group):
