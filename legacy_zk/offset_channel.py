@@ -11,8 +11,9 @@ Contract
   registered under ``/brokers/ids`` (as ``channelToAnyBroker``), then FindCoordinator for the group
   against a broker, retried every ``offsets.channel.backoff.ms`` until found. Each failure is logged
   as one line naming the member, the group and the brokers. The loop ends with
-  :class:`OffsetChannelClosed` when the member is shutting down (after at least one try, so the
-  shutdown commit can still use a broker that answers);
+  :class:`legacy_zk.offsets.OffsetChannelClosed` when the member is shutting down; a member shutting
+  down does not start locating (0.8.2's ``channelToAnyBroker`` would block its shutdown forever with
+  the brokers down; here the shutdown commit goes through the channel already open, or not at all);
 * wire versions: the lowest that both the broker (its ApiVersions) and Kafka 4 accept: OffsetCommit
   >= 2, OffsetFetch >= 1, FindCoordinator >= 0; commits are "simple" commits (generation -1, empty
   member id, retention -1, metadata "" as 0.8.2's ``NoMetadata``);
@@ -33,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from legacy_zk.ids import TopicPartition
+from legacy_zk.offsets import OffsetChannelClosed
 
 log = logging.getLogger("legacy_zk")
 
@@ -40,10 +42,6 @@ log = logging.getLogger("legacy_zk")
 MIN_OFFSET_COMMIT = 2
 MIN_OFFSET_FETCH = 1
 MIN_FIND_COORDINATOR = 0
-
-
-class OffsetChannelClosed(Exception):
-    """The member shut down while the offset manager was being located."""
 
 
 def error_name(code: int) -> str:
@@ -178,6 +176,8 @@ class KafkaOffsetChannel:
         while True:
             if self._client is not None and self._coordinator is not None:
                 return self._client, self._coordinator
+            if self._stopping():
+                raise OffsetChannelClosed(f"shutting down: no channel to the offset manager of {self.group}")
             servers = self._bootstrap()
             try:
                 if not servers:
@@ -195,7 +195,7 @@ class KafkaOffsetChannel:
                     int(self._backoff_s * 1000),
                 )
                 self.disconnect()
-            if self._stopping() or self._wait(self._backoff_s) or self._stopping():
+            if self._wait(self._backoff_s):
                 raise OffsetChannelClosed(f"shut down while locating the offset manager of {self.group}")
 
     def _locate(self, servers: str) -> None:

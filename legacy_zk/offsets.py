@@ -20,7 +20,9 @@ Contract
     ZooKeeper;
   - storage kafka: ONE OffsetCommit of every owned position; then, with dual commit, each partition
     the broker answered ``NONE`` is written to ZooKeeper (same checkpoint skip). NOT_COORDINATOR /
-    COORDINATOR_NOT_AVAILABLE or an exception disconnect the channel;
+    COORDINATOR_NOT_AVAILABLE or an exception disconnect the channel. A member shutting down
+    without a channel to the offset manager does not commit to the broker and does not retry
+    (:class:`OffsetChannelClosed`; 0.8.2 blocked for ever in ``channelToAnyBroker``);
   - retries: a commit made while shutting down (reasons ``shutdown`` / ``rebalance`` / ``manual``,
     0.8.2's ``isAutoCommit=true``) is retried up to ``offsets.commit.max.retries`` times while a
     retriable error persists, sleeping ``offsets.channel.backoff.ms`` between attempts; every other
@@ -59,6 +61,10 @@ class Emit(Protocol):
     """Writes one history event of this member."""
 
     def __call__(self, kind: str, /, **fields: Any) -> None: ...
+
+
+class OffsetChannelClosed(Exception):
+    """The member is shutting down and has no channel to the offset manager (none is located then)."""
 
 
 class OffsetManagerPort(Protocol):
@@ -265,6 +271,10 @@ class OffsetStore:
             return True, 0  # "No updates to offsets since last commit"
         try:
             errors = self.manager.commit({tp: off for tp, _i, off in owned})
+        except OffsetChannelClosed as e:
+            # 0.8.2 would block here for ever (channelToAnyBroker): give up instead; not retried
+            log.warning("%s: offsets not committed: %s", self._tag(), e)
+            return True, 0
         except Exception as e:  # noqa: BLE001 - 0.8.2: "Error while committing offsets", disconnect
             log.warning("%s: error while committing offsets: %s: %s", self._tag(), e.__class__.__name__, e)
             self.manager.disconnect()
