@@ -201,7 +201,7 @@ class KafkaOffsetChannel:
     def _locate(self, servers: str) -> None:
         import kafka.errors as errors
         from kafka.net.compat import KafkaNetClient
-        from kafka.protocol.metadata import FindCoordinatorRequest
+        from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
         if self._client is None:
             self._client = KafkaNetClient(
