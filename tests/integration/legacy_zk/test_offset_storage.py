@@ -9,7 +9,7 @@ with kafka-python's admin client (a "simple" OffsetCommit) and kazoo. 30 records
 from __future__ import annotations
 
 import json
-import socket
+import signal
 import threading
 import time
 from typing import Any
@@ -20,6 +20,9 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTP
 
+from harness.history.writer import read_events
+from harness.procs import free_port, spawn
+from harness.run.launch import legacy_member_argv
 from legacy_zk import paths
 from tests.support.legacy_zk import create_topic
 from tests.support.waiting import wait_until
@@ -140,9 +143,7 @@ def test_an_unreachable_broker_is_retried_with_one_line_per_failure_and_stop_is_
     make_member, zk_admin, group, topic, caplog, events
 ) -> None:
     create_topic(zk_admin, topic, 1)
-    with socket.socket() as s:  # a free port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    dead = f"127.0.0.1:{free_port()}"  # nobody listens there
     m = make_member(
         group,
         {topic: 1},
@@ -170,3 +171,51 @@ def test_an_unreachable_broker_is_retried_with_one_line_per_failure_and_stop_is_
     assert result == {"converged": False}
     assert [e["outcome"] for e in events("rebalance_end", member=m.id)] == ["shutdown"]
     assert events("claim", member=m.id) == [] and events("offset_fetch", member=m.id) == []
+
+
+def test_a_member_process_commits_to_the_broker_at_sigterm(
+    zookeeper, broker, admin, zk_admin, group, data_topic, tmp_path
+) -> None:
+    history = tmp_path / "member.jsonl"
+    argv = legacy_member_argv(
+        zookeeper.connect_string,
+        group,
+        data_topic,
+        "--bootstrap",
+        broker.bootstrap,
+        "--offsets.storage",
+        "kafka",
+        "--dual.commit.enabled",
+        "false",
+        "--auto.commit.interval.ms",
+        "600000",  # no scheduled commit during the test: what lands is the rebalance's or the shutdown's
+        "--auto.offset.reset",
+        "smallest",
+        "--zookeeper.session.timeout.ms",
+        "1500",
+        "--history",
+        str(history),
+    )
+    p = spawn(argv, name="legacy-zk-kafka-storage", log_path=tmp_path / "member.log")
+    try:
+
+        def records() -> int:
+            return sum(e["kind"] == "record" for e in read_events(history)) if history.exists() else 0
+
+        wait_until(lambda: records() == 30, 30, what="30 records processed")
+        assert in_broker(admin, group, data_topic) == {}  # nothing committed yet (nothing owned before)
+        p.signal(signal.SIGTERM)
+        assert p.wait(15) == 0
+    finally:
+        p.stop()
+    assert in_broker(admin, group, data_topic) == {0: 10, 1: 10, 2: 10}
+    assert in_zookeeper(zk_admin, group, data_topic) == {}  # dual commit off: nothing in ZooKeeper
+    ev = read_events(history)
+    assert sorted(
+        (e["partition"], e["offset"], e["store"], e["reason"]) for e in ev if e["kind"] == "commit"
+    ) == [(p, 10, "kafka", "shutdown") for p in range(PARTITIONS)]
+    assert {e["impl"] for e in ev if e["kind"] in ("ready", "started")} == {"legacy_zk"}
+    started = next(e for e in ev if e["kind"] == "started")
+    assert (
+        started["config"]["offsets.storage"] == "kafka" and started["config"]["dual.commit.enabled"] is False
+    )
