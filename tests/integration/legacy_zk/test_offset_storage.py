@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTP
@@ -219,3 +219,74 @@ def test_a_member_process_commits_to_the_broker_at_sigterm(
     assert (
         started["config"]["offsets.storage"] == "kafka" and started["config"]["dual.commit.enabled"] is False
     )
+
+
+def test_the_documented_migration_carries_every_offset_to_a_kafka_python_consumer(
+    make_member, broker, admin, zk_admin, group, data_topic, events
+) -> None:
+    """0.8.2's procedure, bounce by bounce: ZooKeeper storage; kafka + dual commit; kafka alone; then a
+    broker-coordinated kafka-python consumer of the same group resumes exactly where the last one
+    committed. Each stage consumes 10 new records per partition (offsets 10k .. 10k+9)."""
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=0)
+
+    def produce_more(start: int) -> None:
+        for s in range(start, start + 30):
+            producer.send(data_topic, json.dumps({"seq": s}).encode(), partition=s % PARTITIONS)
+        producer.flush()
+
+    def stage(n: int, **kw: Any) -> Any:
+        m = make_member(
+            group,
+            {data_topic: 1},
+            fetch=True,
+            bootstrap_servers=broker.bootstrap,
+            auto_offset_reset="smallest",
+            auto_commit_interval_ms=300,
+            offsets_channel_backoff_ms=200,
+            **kw,
+        )
+        wait_until(lambda: len(events("record", member=m.id)) == 30, 30, what=f"stage {n}: 30 records")
+        m.close()  # the shutdown commit
+        return m
+
+    try:
+        m1 = stage(1)  # offsets.storage=zookeeper (the default)
+        assert first_records(events, m1.id) == {0: 0, 1: 0, 2: 0}
+        assert in_zookeeper(zk_admin, group, data_topic) == {0: 10, 1: 10, 2: 10}
+        assert in_broker(admin, group, data_topic) == {}
+
+        produce_more(30)
+        m2 = stage(2, offsets_storage="kafka", dual_commit_enabled=True)
+        assert first_records(events, m2.id) == {0: 10, 1: 10, 2: 10}  # max(ZooKeeper 10, broker -1)
+        assert in_zookeeper(zk_admin, group, data_topic) == {0: 20, 1: 20, 2: 20}
+        assert in_broker(admin, group, data_topic) == {0: 20, 1: 20, 2: 20}
+
+        produce_more(60)
+        m3 = stage(3, offsets_storage="kafka", dual_commit_enabled=False)
+        assert first_records(events, m3.id) == {0: 20, 1: 20, 2: 20}  # the broker's
+        assert in_broker(admin, group, data_topic) == {0: 30, 1: 30, 2: 30}
+        assert in_zookeeper(zk_admin, group, data_topic) == {0: 20, 1: 20, 2: 20}  # left behind
+
+        produce_more(90)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(
+        data_topic,
+        bootstrap_servers=broker.bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    try:
+        seen: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
+
+        def all_new() -> bool:
+            for records in consumer.poll(timeout_ms=200).values():
+                for r in records:
+                    seen[r.partition].append(r.offset)
+            return all(len(v) >= 10 for v in seen.values())
+
+        wait_until(all_new, 30, what="the coordinator consumer reads the 30 new records")
+        assert seen == {p: list(range(30, 40)) for p in range(PARTITIONS)}  # nothing lost, nothing replayed
+    finally:
+        consumer.close(autocommit=False)
