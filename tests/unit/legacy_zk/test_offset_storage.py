@@ -92,7 +92,7 @@ class Rig:
             self.session,
             G,
             self.registry,
-            False,
+            kw.pop("fenced", False),
             lambda kind, /, **f: self.events.append((kind, f)),
             self.stats,
             _NoLock(),
@@ -409,3 +409,17 @@ def test_an_attempt_whose_fetch_is_cut_by_shutdown_claims_nothing() -> None:
     assert a.rebalancer.synced_rebalance(["start"]) is False
     assert [e["outcome"] for e in a.kinds("rebalance_end")] == ["shutdown"]
     assert a.kinds("claim") == [] and a.kinds("offset_fetch") == [] and a.hooks.fetching == []
+
+
+def test_dual_commit_keeps_the_fenced_zookeeper_write() -> None:
+    manager = FakeManager(commit_answers=[{T0: "NONE", T1: "NONE"}])
+    rig = Rig({T0: 10, T1: 20}, manager, fenced=True)
+    rig.session.create_parents(paths.owners_dir(G, "t"))
+    rig.session.create(paths.owner_path(G, "t", 0), b"g_a-0", ephemeral=True)  # t-0's owner znode is ours
+    other = rig.zk.session()
+    other.create(paths.owner_path(G, "t", 1), b"g_b-0", ephemeral=True)  # t-1's belongs to someone else
+    rig.store.commit("auto")
+    assert rig.commits("kafka") == [(0, 10), (1, 20)]  # the broker takes both (0.8.2 has no fencing there)
+    assert rig.zk_offsets() == {0: 10}  # ZooKeeper only where the owner check passed
+    rejected = [(f["partition"], f["store"], f["reason"]) for k, f in rig.events if k == "commit_rejected"]
+    assert rejected == [(1, "zookeeper", "owner znode belongs to another session")]
