@@ -12,8 +12,8 @@ Contract (read from ``ZookeeperConsumerConnector.scala`` at tag 0.8.2.2)
 * :func:`judge_commit` folds one OffsetCommit response as ``commitOffsets`` does: ``committed`` unless
   some partition failed with a retriable error (anything but ``OFFSET_METADATA_TOO_LARGE``);
   ``refresh`` (disconnect the channel so the offset manager is looked up again) when some partition
-  answered ``NOT_COORDINATOR`` or ``COORDINATOR_NOT_AVAILABLE``; ``accepted``: the partitions answered
-  ``NONE`` (the ones dual commit then writes to ZooKeeper).
+  answered ``NOT_COORDINATOR`` or ``COORDINATOR_NOT_AVAILABLE``. (The partitions answered ``NONE`` are
+  the ones dual commit then writes to ZooKeeper.)
 * :class:`CommitRetry` is the retry rule, odd as it is: ``retriesRemaining = 1 + (isAutoCommit ?
   offsets.commit.max.retries : 0)``; after each attempt ``done = (isShuttingDown && isAutoCommit) ?
   (--retriesRemaining == 0 || committed) : true``. 0.8.2 calls ``commitOffsets(isAutoCommit = true)``
@@ -68,16 +68,14 @@ class CommitJudgement:
 
     committed: bool
     refresh: bool
-    accepted: tuple[object, ...]
 
 
 def judge_commit(errors: Mapping[K, str]) -> CommitJudgement:
-    """Fold per-partition error names (module contract); ``accepted`` keeps ``errors``' order."""
+    """Fold per-partition error names (module contract)."""
     failed = any(e != NONE for e in errors.values())
     retriable = any(e != NONE and e not in NOT_RETRIABLE for e in errors.values())
     refresh = any(e in REFRESH_ERRORS for e in errors.values())
-    accepted = tuple(k for k, e in errors.items() if e == NONE)
-    return CommitJudgement(committed=not (failed and retriable), refresh=refresh, accepted=accepted)
+    return CommitJudgement(committed=not (failed and retriable), refresh=refresh)
 
 
 class CommitRetry:
