@@ -423,3 +423,50 @@ def test_dual_commit_keeps_the_fenced_zookeeper_write() -> None:
     assert rig.zk_offsets() == {0: 10}  # ZooKeeper only where the owner check passed
     rejected = [(f["partition"], f["store"], f["reason"]) for k, f in rig.events if k == "commit_rejected"]
     assert rejected == [(1, "zookeeper", "owner znode belongs to another session")]
+
+
+# -- wire versions and error names of the offsets channel ----------------------------------------
+class _Versions:
+    """A kafka-python client stand-in whose broker advertised ``api_versions`` (ApiVersions)."""
+
+    def __init__(self, api_versions: dict[int, tuple[int, int]]) -> None:
+        self._manager = type(
+            "M", (), {"broker_version_data": type("B", (), {"api_versions": api_versions})}
+        )()
+
+
+@pytest.mark.parametrize(
+    ("advertised", "expected"),
+    [
+        ((0, 9), 2),  # Kafka 3.7 serves v0-9: the lowest Kafka 4 still accepts is 2
+        ((2, 8), 2),  # our broker and Kafka 4
+        ((3, 8), 3),  # a broker whose minimum is higher: its minimum
+        ((0, 1), None),  # nothing both accept
+    ],
+)
+def test_offset_commit_uses_the_lowest_version_both_sides_accept(
+    advertised: tuple[int, int], expected: int | None
+) -> None:
+    import kafka.errors
+    from kafka.protocol.consumer import OffsetCommitRequest
+
+    from legacy_zk.offset_channel import MIN_OFFSET_COMMIT, KafkaOffsetChannel
+
+    client = _Versions({OffsetCommitRequest.API_KEY: advertised})
+    if expected is None:
+        with pytest.raises(kafka.errors.IncompatibleBrokerVersion):
+            KafkaOffsetChannel._version(client, OffsetCommitRequest, MIN_OFFSET_COMMIT)
+    else:
+        assert KafkaOffsetChannel._version(client, OffsetCommitRequest, MIN_OFFSET_COMMIT) == expected
+
+
+def test_error_names_are_kafkas() -> None:
+    from legacy_zk.offset_channel import error_name
+
+    assert [error_name(c) for c in (0, 16, 15, 14, 12)] == [
+        "NONE",
+        "NOT_COORDINATOR",
+        "COORDINATOR_NOT_AVAILABLE",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "OFFSET_METADATA_TOO_LARGE",
+    ]
