@@ -13,7 +13,10 @@ the member's rebalance lock (0.8's ``rebalanceLock``); nothing here takes it. Ea
 3. reads the group (:meth:`legacy_zk.reads.GroupReader.read_view`) and plans on it
    (:func:`legacy_zk.plan.plan_rebalance`); with ``takeover.delay.ms`` and partitions of vanished
    owners to take, waits that long, then re-reads the group and plans again;
-4. reads the start offsets (:func:`legacy_zk.offsets.fetch_offsets`);
+4. reads the start offsets (:func:`legacy_zk.offsets.fetch_start_offsets`: ZooKeeper, or the offset
+   manager, or both with dual commit, as ``offsets.storage`` / ``dual.commit.enabled`` say) and writes
+   one ``offset_fetch`` event per partition (what each store held, the offset chosen); a shutdown
+   while waiting for the offset manager ends the attempt ``shutdown``;
 5. creates the owner znodes (ephemeral, data = the thread id). A ``NodeExists`` whose data is not
    this thread's is a conflict: every claim of this attempt is deleted again and the attempt ends
    ``conflict``; ``NodeExists`` with our own data is a create that succeeded before a connection
@@ -44,7 +47,7 @@ from typing import Any, Protocol
 from legacy_zk import paths
 from legacy_zk.assignors import AssignmentError, View
 from legacy_zk.ids import ThreadId, TopicPartition
-from legacy_zk.offsets import Emit, OffsetStore, fetch_offsets
+from legacy_zk.offsets import Emit, OffsetManagerPort, OffsetStore, fetch_start_offsets
 from legacy_zk.plan import RebalancePlan, plan_rebalance
 from legacy_zk.reads import Broker, GroupReader
 from legacy_zk.registry import OwnedPartition, Registry
@@ -122,8 +125,19 @@ class Rebalancer:
         emit: Emit,
         stats: MutableMapping[str, int],
         clock: Callable[[], float] = time.monotonic,
+        offsets_storage: str = "zookeeper",
+        dual_commit: bool = False,
+        offset_manager: OffsetManagerPort | None = None,
+        offsets_backoff_ms: int = 1000,
     ) -> None:
+        """``offsets_storage``, ``dual_commit``, ``offsets_backoff_ms``: ``offsets.storage``,
+        ``dual.commit.enabled``, ``offsets.channel.backoff.ms``; ``offset_manager``: the broker side
+        (required with kafka storage)."""
         self.zk = zk
+        self.offsets_storage = offsets_storage
+        self.dual_commit = dual_commit
+        self.offset_manager = offset_manager
+        self.offsets_backoff_ms = offsets_backoff_ms
         self.group = group
         self.member_id = member_id
         self.strategy = strategy
@@ -289,15 +303,44 @@ class Rebalancer:
                 takeover=tp_list(plan.takeover),
                 waited_for=tp_list(waited_for),
             )
-        offsets = fetch_offsets(self.zk, self.group, plan.claim, self.reader.malformed)
-        if self.hooks.shutting_down():
+        offsets = fetch_start_offsets(
+            zk=self.zk,
+            group=self.group,
+            partitions=sorted(plan.claim),
+            malformed=self.reader.malformed,
+            storage=self.offsets_storage,
+            dual=self.dual_commit,
+            manager=self.offset_manager,
+            shutting_down=self.hooks.shutting_down,
+            wait=self.hooks.wait,
+            backoff_ms=self.offsets_backoff_ms,
+            tag=lambda: self._tag(rid, attempt),
+        )
+        if offsets is None or self.hooks.shutting_down():
             return AttemptOutcome.SHUTDOWN
+        for tp in sorted(offsets):
+            got = offsets[tp]
+            self._emit(
+                "offset_fetch",
+                rebalance=rid,
+                attempt=attempt,
+                topic=tp.topic,
+                partition=tp.partition,
+                storage=self.offsets_storage,
+                dual=self.dual_commit,
+                zookeeper_offset=got.zookeeper_offset,
+                kafka_offset=got.kafka_offset,
+                offset=got.offset,
+            )
         if not self._reflect_ownership(plan, rid, attempt):
             return AttemptOutcome.CONFLICT
         self.registry.replace(
-            {tp: OwnedPartition(tid, offsets[tp][0], offsets[tp][1]) for tp, tid in plan.claim.items()}
+            {
+                tp: OwnedPartition(tid, offsets[tp].offset, offsets[tp].zookeeper_version)
+                for tp, tid in plan.claim.items()
+            }
         )
-        self.offsets.checkpoint((tp, off) for tp, (off, _v) in offsets.items())
+        self.offsets.checkpoint((tp, got.offset) for tp, got in offsets.items())
         self.previous_view = view
         owned = sorted(plan.claim)
         log.info("%s: selected partitions %s", self._tag(rid, attempt), tp_text(owned))
@@ -312,7 +355,7 @@ class Rebalancer:
             lost=tp_list(plan.lost),
             consumers=len(view.consumers),
         )
-        self.hooks.start_fetching({tp: off for tp, (off, _v) in offsets.items()})
+        self.hooks.start_fetching({tp: got.offset for tp, got in offsets.items()})
         self.hooks.assignment_changed("assigned", owned)
         return AttemptOutcome.OK
 

@@ -10,7 +10,13 @@ Contract
   4 rebalance attempts, backoff = sync time, ``range``, auto commit on every 60000 ms,
   ``auto.offset.reset=largest``.
 * :meth:`ConsumerConfig.validate` raises :class:`harness.kernel.errors.ConfigError` with one line naming
-  the property. Only ZooKeeper offset storage exists here (``offsets.storage=kafka`` is refused).
+  the property.
+* Offset storage as 0.8.2.2's ``ConsumerConfig``: ``offsets.storage`` zookeeper (default) | kafka
+  (lower-cased, as 0.8.2 did); ``dual.commit.enabled`` defaults to ``offsets.storage == kafka`` (None
+  here = that default, see :attr:`ConsumerConfig.dual_commit`); ``offsets.commit.max.retries`` (5),
+  ``offsets.channel.backoff.ms`` (1000), ``offsets.channel.socket.timeout.ms`` (10000). With kafka
+  storage the offset manager is found through ``bootstrap.servers`` or, like the fetcher, the brokers
+  registered under ``/brokers/ids`` (:mod:`legacy_zk.offset_channel`).
 * herdlab extras (not 0.8 properties, off by default): ``takeover.delay.ms`` (mitigation a),
   ``offsets.commit.fenced`` (mitigation b), ``herdlab.fetch`` (false = coordination-only member,
   no kafka-python fetcher), ``bootstrap.servers`` (where the fetcher connects; default: the
@@ -61,6 +67,11 @@ class ConsumerConfig:
     auto_commit_interval_ms: int = 60000
     auto_offset_reset: str = "largest"
     offsets_storage: str = "zookeeper"
+    #: None means "= (offsets.storage == kafka)" (0.8.2's default)
+    dual_commit_enabled: bool | None = None
+    offsets_commit_max_retries: int = 5
+    offsets_channel_backoff_ms: int = 1000
+    offsets_channel_socket_timeout_ms: int = 10000
     exclude_internal_topics: bool = True
     client_id: str | None = None
     # -- herdlab extras --
@@ -87,6 +98,13 @@ class ConsumerConfig:
         """``rebalance.backoff.ms`` with its default (``zookeeper.sync.time.ms``) applied."""
         return self.zookeeper_sync_time_ms if self.rebalance_backoff_ms is None else self.rebalance_backoff_ms
 
+    @property
+    def dual_commit(self) -> bool:
+        """``dual.commit.enabled`` with its default (``offsets.storage == kafka``) applied."""
+        if self.dual_commit_enabled is None:
+            return self.offsets_storage == "kafka"
+        return self.dual_commit_enabled
+
     def validate(self) -> ConsumerConfig:
         """Check every value; raise ConfigError naming the 0.8 property. Returns ``self``."""
 
@@ -112,6 +130,9 @@ class ConsumerConfig:
             ("takeover.delay.ms", "takeover_delay_ms", 0),
             ("herdlab.zk.reconnect.delay.ms", "zk_reconnect_delay_ms", 0),
             ("herdlab.zk.reconnect.random.ms", "zk_reconnect_random_ms", 0),
+            ("offsets.commit.max.retries", "offsets_commit_max_retries", 0),
+            ("offsets.channel.backoff.ms", "offsets_channel_backoff_ms", 0),
+            ("offsets.channel.socket.timeout.ms", "offsets_channel_socket_timeout_ms", 1),
         ):
             if getattr(self, attr) < low:
                 raise bad(prop, f"must be >= {low}, got {getattr(self, attr)}")
@@ -124,8 +145,8 @@ class ConsumerConfig:
             raise bad("partition.assignment.strategy", f"must be one of {', '.join(STRATEGIES)}")
         if self.auto_offset_reset not in ("smallest", "largest"):
             raise bad("auto.offset.reset", f"must be smallest or largest, got {self.auto_offset_reset!r}")
-        if self.offsets_storage != "zookeeper":
-            raise bad("offsets.storage", "only 'zookeeper' is implemented by this member")
+        if self.offsets_storage not in ("zookeeper", "kafka"):
+            raise bad("offsets.storage", f"must be zookeeper or kafka, got {self.offsets_storage!r}")
         if self.consumer_id is not None and ("/" in self.consumer_id or not self.consumer_id):
             raise bad("consumer.id", "must be a non-empty string without '/'")
         return self
@@ -143,6 +164,8 @@ class ConsumerConfig:
                 value = self.connection_timeout_ms
             elif attr == "rebalance_backoff_ms":
                 value = self.backoff_ms
+            elif attr == "dual_commit_enabled":
+                value = self.dual_commit
             out[prop] = value
         return out
 
@@ -162,7 +185,11 @@ PROPERTIES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "auto.commit.enable": ("auto_commit_enable", _bool),
     "auto.commit.interval.ms": ("auto_commit_interval_ms", int),
     "auto.offset.reset": ("auto_offset_reset", str),
-    "offsets.storage": ("offsets_storage", str),
+    "offsets.storage": ("offsets_storage", lambda v: str(v).strip().lower()),
+    "dual.commit.enabled": ("dual_commit_enabled", _bool),
+    "offsets.commit.max.retries": ("offsets_commit_max_retries", int),
+    "offsets.channel.backoff.ms": ("offsets_channel_backoff_ms", int),
+    "offsets.channel.socket.timeout.ms": ("offsets_channel_socket_timeout_ms", int),
     "exclude.internal.topics": ("exclude_internal_topics", _bool),
     "bootstrap.servers": ("bootstrap_servers", str),
     "herdlab.fetch": ("fetch", _bool),

@@ -32,8 +32,14 @@ Then, until :meth:`close`:
   rebalance in flight finishes first, in the new session). ZkClient then re-fires every listener,
   so a second (coalesced) rebalance follows;
 * a plain disconnect changes nothing: the fetcher keeps fetching (the split-brain ingredient);
-* offsets are committed to ``/consumers/<g>/offsets/<t>/<p>`` as the next offset to read (1.12),
-  or, with ``offsets.commit.fenced``, only while the owner znode belongs to this session, by a
+* offsets are stored as 0.8.2.2 stored them (:mod:`legacy_zk.offsets`): ``offsets.storage=zookeeper``
+  (default) commits to ``/consumers/<g>/offsets/<t>/<p>`` as the next offset to read (1.12);
+  ``offsets.storage=kafka`` commits with OffsetCommit to the group's offset manager (a broker, found
+  with FindCoordinator: :mod:`legacy_zk.offset_channel`), and with ``dual.commit.enabled`` also to
+  ZooKeeper for each partition the broker accepted; start offsets are fetched from the storage (the
+  larger of both with dual commit), one ``offset_fetch`` event per partition; the shutdown commit
+  retries ``offsets.commit.max.retries`` times (0.8.2.2's rule); ZooKeeper writes are plain, or, with
+  ``offsets.commit.fenced``, only while the owner znode belongs to this session, by a
   ``multi`` of (check owner version, set offset at the version last read/written); a commit refused
   because someone else wrote the offset znode re-reads its version, so the next commit can succeed;
 * with ``takeover.delay.ms``, an attempt that would take over partitions of a vanished owner waits
@@ -99,6 +105,7 @@ from legacy_zk.config import ConsumerConfig
 from legacy_zk.fetcher import RecordFetcher
 from legacy_zk.ids import TopicPartition, make_consumer_id
 from legacy_zk.listeners import EventThread
+from legacy_zk.offset_channel import KafkaOffsetChannel
 from legacy_zk.offsets import OffsetStore
 from legacy_zk.reads import GroupReader, MalformedLog
 from legacy_zk.reconnect import JavaReconnectPolicy, install
@@ -160,6 +167,10 @@ class LegacyZkMember:
             raise ConfigError(
                 "a gevent-hosted member runs coordination-only (kafka-python is thread-based): set herdlab.fetch=false"
             )
+        if handler == "gevent" and config.offsets_storage == "kafka":
+            raise ConfigError(
+                "offsets.storage=kafka: a gevent-hosted member cannot reach the broker (kafka-python is thread-based)"
+            )
         self.handler_name = handler
         self.group = config.group_id
         self.id = make_consumer_id(config.group_id, config.consumer_id)
@@ -212,6 +223,19 @@ class LegacyZkMember:
         self._rebalance_lock = h.rlock_object()
         self._shutdown_event = h.event_object()
         self.registry = Registry()
+        #: the offsets channel to the group's offset manager (offsets.storage=kafka only)
+        self.offset_channel: KafkaOffsetChannel | None = None
+        if config.offsets_storage == "kafka":
+            self.offset_channel = KafkaOffsetChannel(
+                group=self.group,
+                bootstrap=self._bootstrap_servers,
+                client_id=config.client_id or self.id,
+                socket_timeout_ms=config.offsets_channel_socket_timeout_ms,
+                backoff_ms=config.offsets_channel_backoff_ms,
+                stopping=self.shutting_down,
+                wait=self.wait,
+                tag=self._tag,
+            )
         self.offsets = OffsetStore(
             self.zk,
             self.group,
@@ -221,6 +245,13 @@ class LegacyZkMember:
             stats=self.stats,
             lock=h.lock_object(),
             tag=self._tag,
+            storage=config.offsets_storage,
+            dual=config.dual_commit,
+            manager=self.offset_channel,
+            max_retries=config.offsets_commit_max_retries,
+            backoff_ms=config.offsets_channel_backoff_ms,
+            shutting_down=self.shutting_down,
+            sleep=h.sleep_func,
         )
         malformed = MalformedLog(self._report_malformed)
         self.rebalancer = Rebalancer(
@@ -238,6 +269,10 @@ class LegacyZkMember:
             hooks=self,
             emit=self._emit,
             stats=self.stats,
+            offsets_storage=config.offsets_storage,
+            dual_commit=config.dual_commit,
+            offset_manager=self.offset_channel,
+            offsets_backoff_ms=config.offsets_channel_backoff_ms,
         )
         self._fetcher: RecordFetcher | None = None
         if config.fetch:
@@ -409,7 +444,7 @@ class LegacyZkMember:
             if self._fetcher is not None:
                 self._fetcher.stop()
             if self.config.auto_commit_enable:
-                if self._client.connected:
+                if self._client.connected or self.config.offsets_storage == "kafka":
                     self.offsets.commit("shutdown")
                 else:
                     log.warning(
@@ -429,6 +464,8 @@ class LegacyZkMember:
         self._events.stop()
         if self._fetcher is not None:
             self._fetcher.close()
+        if self.offset_channel is not None:
+            self.offset_channel.disconnect()
         self.lifecycle.transition(Lifecycle.CLOSED)
         self._emit("stopped", stats=dict(self.stats))
         log.info("%s: stopped", self._tag())

@@ -1,31 +1,54 @@
 # pyright: strict
-"""Offset storage in ZooKeeper: reading start offsets, committing positions (spec 1.12).
+"""Offset storage: reading start offsets, committing positions (spec 1.12), in ZooKeeper and, as
+0.8.2.2 could, in the broker (``offsets.storage=kafka``, ``dual.commit.enabled``).
 
 Contract
 --------
-* :func:`fetch_offsets` (``fetchOffsets``): for each partition about to be claimed, the committed
-  next offset of ``/consumers/<g>/offsets/<t>/<p>`` and that znode's version; ``(-1, None)`` when
-  there is no znode, ``(-1, version)`` when it does not parse (reported once, as malformed).
+* :func:`fetch_offsets` (``fetchOffsetFromZooKeeper``): for each partition about to be claimed, the
+  committed next offset of ``/consumers/<g>/offsets/<t>/<p>`` and that znode's version; ``(-1, None)``
+  when there is no znode, ``(-1, version)`` when it does not parse (reported once, as malformed).
+* :func:`fetch_start_offsets` (``fetchOffsets``) applies the storage: zookeeper: the ZooKeeper
+  offsets; kafka: OffsetFetch through the :class:`OffsetManagerPort` until an answer (NOT_COORDINATOR
+  or an exception: disconnect and retry; COORDINATOR_LOAD_IN_PROGRESS: retry; ``offsets.channel.
+  backoff.ms`` between tries, through ``wait``), then with dual commit the ZooKeeper offsets too, and
+  per partition the offset :func:`legacy_zk.offset_rules.choose_offset` picks. ``None`` when the
+  member shut down before an answer (the attempt then fails as 0.8.2's did).
 * :class:`OffsetStore` commits the position of every owned partition (the registry's ``consumed``)
-  that changed since its last checkpoint, as the next offset to read:
+  as the next offset to read, with 0.8.2.2's ``commitOffsets`` order and retry rule
+  (:mod:`legacy_zk.offset_rules`):
+  - storage zookeeper: each position that changed since its last ZooKeeper checkpoint is written to
+    ZooKeeper;
+  - storage kafka: ONE OffsetCommit of every owned position; then, with dual commit, each partition
+    the broker answered ``NONE`` is written to ZooKeeper (same checkpoint skip). NOT_COORDINATOR /
+    COORDINATOR_NOT_AVAILABLE or an exception disconnect the channel. A member shutting down
+    without a channel to the offset manager does not commit to the broker and does not retry
+    (:class:`OffsetChannelClosed`; 0.8.2 blocked for ever in ``channelToAnyBroker``);
+  - retries: a commit made while shutting down (reasons ``shutdown`` / ``rebalance`` / ``manual``,
+    0.8.2's ``isAutoCommit=true``) is retried up to ``offsets.commit.max.retries`` times while a
+    retriable error persists, sleeping ``offsets.channel.backoff.ms`` between attempts; every other
+    commit is one attempt.
+  ZooKeeper writes are, as before:
   - plain (0.8): ``updatePersistentPath``: set; on NoNode create the parents and create; on
     NodeExists set;
   - fenced (``offsets.commit.fenced``, mitigation b): only while the owner znode belongs to this
     session and names this member's thread, by one ``multi`` of (check the owner's version, write the
     offset at the version last read or written). A commit refused because someone else wrote the
     offset znode re-reads its version, so the next commit can succeed.
-  Every commit is a ``commit`` event, every refusal a ``commit_rejected`` event; a ZooKeeper error
-  ends that round of commits (logged; 0.8's auto commit let it go). Commits are serialised by the
-  store's lock.
+  Every accepted write is a ``commit`` event with ``store`` (``zookeeper`` | ``kafka``), every refusal
+  a ``commit_rejected`` event with ``store`` (and for kafka ``error``, the Kafka error name); a
+  ZooKeeper error ends that round of ZooKeeper writes (logged; 0.8's auto commit let it go). Commits
+  are serialised by the store's lock.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, MutableMapping
+import time
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from legacy_zk import paths
+from legacy_zk import offset_rules, paths
 from legacy_zk.ids import TopicPartition
 from legacy_zk.reads import MalformedLog
 from legacy_zk.registry import OwnedPartition, Registry
@@ -38,6 +61,37 @@ class Emit(Protocol):
     """Writes one history event of this member."""
 
     def __call__(self, kind: str, /, **fields: Any) -> None: ...
+
+
+class OffsetChannelClosed(Exception):
+    """The member is shutting down and has no channel to the offset manager (none is located then)."""
+
+
+class OffsetManagerPort(Protocol):
+    """The group's offset manager (a broker) as a member reaches it (``offsetsChannel``).
+
+    :meth:`commit` sends one OffsetCommit (generation -1, empty member id) and returns Kafka's error
+    name per partition (``NONE`` = accepted); :meth:`fetch` sends one OffsetFetch and returns (offset or
+    -1, error name) per partition; both raise on a transport failure or when the member shut down
+    while the manager was being located. :meth:`disconnect` drops the channel (the next request
+    locates the manager again).
+    """
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, str]: ...
+
+    def fetch(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, str]]: ...
+
+    def disconnect(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class StartOffset:
+    """What the fetch rule read and chose for one partition (the ``offset_fetch`` event's fields)."""
+
+    offset: int  # the start offset chosen; -1 = none (auto.offset.reset applies)
+    zookeeper_offset: int | None  # -1 = no znode; None = ZooKeeper not read
+    kafka_offset: int | None  # -1 = the broker has none; None = not read
+    zookeeper_version: int | None  # version of the offset znode read (fenced commits); None = none
 
 
 def fetch_offsets(
@@ -60,6 +114,65 @@ def fetch_offsets(
     return out
 
 
+def fetch_start_offsets(
+    *,
+    zk: ZkPort,
+    group: str,
+    partitions: Sequence[TopicPartition],
+    malformed: MalformedLog,
+    storage: str,
+    dual: bool,
+    manager: OffsetManagerPort | None,
+    shutting_down: Callable[[], bool],
+    wait: Callable[[float], bool],
+    backoff_ms: int,
+    tag: Callable[[], str] = lambda: "",
+) -> dict[TopicPartition, StartOffset] | None:
+    """``fetchOffsets`` (module contract); None = shut down before the broker answered."""
+    if not partitions:
+        return {}
+    if storage == "zookeeper":
+        zk_read = fetch_offsets(zk, group, partitions, malformed)
+        return {
+            tp: StartOffset(offset_rules.choose_offset(storage, dual, off, None), off, None, version)
+            for tp, (off, version) in zk_read.items()
+        }
+    if manager is None:
+        raise ValueError("offsets.storage=kafka needs an offset manager")
+    answer: dict[TopicPartition, tuple[int, str]] | None = None
+    while answer is None and not shutting_down():
+        try:
+            got = manager.fetch(partitions)
+            verdict = offset_rules.judge_fetch({tp: err for tp, (_o, err) in got.items()})
+            if verdict.refresh:
+                manager.disconnect()
+            if not verdict.retry:
+                answer = got
+            else:
+                log.info(
+                    "%s: offset fetch answered %s; retrying", tag(), sorted({e for _o, e in got.values()})
+                )
+        except Exception as e:  # noqa: BLE001 - 0.8.2: "Error while fetching offsets", disconnect, retry
+            log.warning("%s: error while fetching offsets: %s: %s", tag(), e.__class__.__name__, e)
+            manager.disconnect()
+        if answer is None and wait(backoff_ms / 1000.0):
+            break
+    if answer is None:
+        return None
+    zk_read: dict[TopicPartition, tuple[int, int | None]] = (
+        fetch_offsets(zk, group, partitions, malformed) if dual else {}
+    )
+    out: dict[TopicPartition, StartOffset] = {}
+    for tp in partitions:
+        kafka_off = answer[tp][0] if tp in answer else -1
+        kafka_off = kafka_off if kafka_off >= 0 else -1
+        zk_off, version = zk_read.get(tp, (None, None))
+        out[tp] = StartOffset(
+            offset_rules.choose_offset(storage, dual, zk_off, kafka_off), zk_off, kafka_off, version
+        )
+    return out
+
+
 class OffsetStore:
     """Commits of one member (module contract)."""
 
@@ -73,46 +186,160 @@ class OffsetStore:
         stats: MutableMapping[str, int],
         lock: Any,
         tag: Callable[[], str],
+        *,
+        storage: str = "zookeeper",
+        dual: bool = False,
+        manager: OffsetManagerPort | None = None,
+        max_retries: int = 5,
+        backoff_ms: int = 1000,
+        shutting_down: Callable[[], bool] = lambda: False,
+        sleep: Callable[[float], Any] = time.sleep,
     ) -> None:
-        """``lock``: a lock of the member's handler (a thread or greenlet lock)."""
+        """``lock``: a lock of the member's handler (a thread or greenlet lock). ``storage``, ``dual``,
+        ``max_retries``, ``backoff_ms``: ``offsets.storage``, ``dual.commit.enabled``,
+        ``offsets.commit.max.retries``, ``offsets.channel.backoff.ms``; ``manager``: required with
+        kafka storage; ``sleep``: the pause between commit attempts (0.8.2's ``Thread.sleep``: it is not
+        cut short by the shutdown, whose commit is the one that retries)."""
+        if storage not in offset_rules.STORAGES:
+            raise ValueError(f"offsets.storage must be zookeeper or kafka, got {storage!r}")
+        if storage == "kafka" and manager is None:
+            raise ValueError("offsets.storage=kafka needs an offset manager")
         self.zk = zk
         self.group = group
         self.registry = registry
         self.fenced = fenced
+        self.storage = storage
+        self.dual = dual
+        self.manager = manager
+        self.max_retries = max_retries
+        self.backoff_ms = backoff_ms
+        self._shutting_down = shutting_down
+        self._sleep = sleep
         self._emit = emit
         self._stats = stats
         self._lock = lock
         self._tag = tag
-        #: partition -> offset last committed or read (0.8's ``checkpointedOffsets``)
+        #: partition -> offset last committed to or read from ZooKeeper (0.8's ``checkpointedZkOffsets``)
         self.checkpointed: dict[TopicPartition, int] = {}
+        #: commit attempts made (one per round of the retry loop)
+        self.attempts = 0
 
     def checkpoint(self, offsets: Iterable[tuple[TopicPartition, int]]) -> None:
-        """Record the start offsets of a new ownership as already committed."""
+        """Record the start offsets of a new ownership as already committed (to ZooKeeper)."""
         for tp, off in offsets:
             self.checkpointed[tp] = off
 
     def commit(self, reason: str) -> int:
-        """Commit every owned partition's position that moved; returns commits written."""
+        """``commitOffsets``: commit every owned position (module contract); returns accepted writes.
+
+        ``reason``: ``auto`` (the scheduler: 0.8.2's ``isAutoCommit=false``), ``rebalance``,
+        ``shutdown`` or ``manual`` (``isAutoCommit=true``: retried while shutting down).
+        """
+        retry = offset_rules.CommitRetry(offset_rules.IS_AUTO_COMMIT.get(reason, True), self.max_retries)
         written = 0
-        with self._lock:
+        while True:
+            with self._lock:
+                self.attempts += 1
+                committed, n = self._commit_once(reason)
+            written += n
+            if retry.done(self._shutting_down(), committed):
+                return written
+            log.info("%s: retrying offset commit in %d ms", self._tag(), self.backoff_ms)
+            self._sleep(self.backoff_ms / 1000.0)
+
+    def _commit_once(self, reason: str) -> tuple[bool, int]:
+        """One attempt: (committed, accepted writes)."""
+        if self.storage == "zookeeper":
+            written = 0
             for tp, info, offset in self.registry.snapshot():
-                if offset < 0 or self.checkpointed.get(tp) == offset:
-                    continue  # "No updates to offsets since last commit"
+                if offset < 0:
+                    continue
                 try:
-                    if self.fenced:
-                        ok = self._fenced_commit(tp, info, offset, reason)
-                    else:
-                        self._update_persistent(paths.offset_path(self.group, tp.topic, tp.partition), offset)
-                        ok = True
+                    ok = self._commit_zk(tp, info, offset, reason)
                 except KazooException as e:
                     log.warning("%s: committing %s failed: %s", self._tag(), tp, e.__class__.__name__)
                     break
-                if ok:
-                    self.checkpointed[tp] = offset
-                    written += 1
-                    self._stats["commits"] += 1
-                    self._emit("commit", topic=tp.topic, partition=tp.partition, offset=offset, reason=reason)
-        return written
+                written += int(ok)
+            return True, written
+        return self._commit_kafka(reason)
+
+    def _commit_kafka(self, reason: str) -> tuple[bool, int]:
+        """Storage kafka: one OffsetCommit, then (dual commit) ZooKeeper for each partition accepted."""
+        assert self.manager is not None
+        owned = [(tp, info, off) for tp, info, off in self.registry.snapshot() if off >= 0]
+        if not owned:
+            return True, 0  # "No updates to offsets since last commit"
+        try:
+            errors = self.manager.commit({tp: off for tp, _i, off in owned})
+        except OffsetChannelClosed as e:
+            # 0.8.2 would block here for ever (channelToAnyBroker): give up instead; not retried
+            log.warning("%s: offsets not committed: %s", self._tag(), e)
+            return True, 0
+        except Exception as e:  # noqa: BLE001 - 0.8.2: "Error while committing offsets", disconnect
+            log.warning("%s: error while committing offsets: %s: %s", self._tag(), e.__class__.__name__, e)
+            self.manager.disconnect()
+            return False, 0
+        verdict = offset_rules.judge_commit(errors)
+        written = 0
+        try:
+            for tp, info, offset in owned:
+                error = errors.get(tp, "UNKNOWN_SERVER_ERROR")
+                if error != offset_rules.NONE:
+                    self._stats["commits_rejected"] += 1
+                    log.info("%s: offset commit of %s@%d answered %s", self._tag(), tp, offset, error)
+                    self._emit(
+                        "commit_rejected",
+                        topic=tp.topic,
+                        partition=tp.partition,
+                        offset=offset,
+                        store="kafka",
+                        error=error,
+                        reason=error,
+                        trigger=reason,
+                    )
+                    continue
+                self._stats["commits"] += 1
+                written += 1
+                self._emit(
+                    "commit",
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    offset=offset,
+                    reason=reason,
+                    store="kafka",
+                )
+                if self.dual:
+                    written += int(self._commit_zk(tp, info, offset, reason))
+        except KazooException as e:  # 0.8.2: inside the commit's try: disconnect, not committed
+            log.warning("%s: dual commit to ZooKeeper failed: %s", self._tag(), e.__class__.__name__)
+            self.manager.disconnect()
+            return False, written
+        if verdict.refresh:
+            log.info("%s: offset manager moved or unavailable: reconnecting", self._tag())
+            self.manager.disconnect()
+        return verdict.committed, written
+
+    def _commit_zk(self, tp: TopicPartition, info: OwnedPartition, offset: int, reason: str) -> bool:
+        """``commitOffsetToZooKeeper``: skipped when equal to the checkpoint; True when written."""
+        if self.checkpointed.get(tp) == offset:
+            return False  # "No updates to offsets since last commit"
+        if self.fenced:
+            ok = self._fenced_commit(tp, info, offset, reason)
+        else:
+            self._update_persistent(paths.offset_path(self.group, tp.topic, tp.partition), offset)
+            ok = True
+        if ok:
+            self.checkpointed[tp] = offset
+            self._stats["commits"] += 1
+            self._emit(
+                "commit",
+                topic=tp.topic,
+                partition=tp.partition,
+                offset=offset,
+                reason=reason,
+                store="zookeeper",
+            )
+        return ok
 
     def _update_persistent(self, path: str, offset: int) -> None:
         """``updatePersistentPath``: set; on NoNode create parents and create; on NodeExists set."""
@@ -141,6 +368,7 @@ class OffsetStore:
                 offset=offset,
                 reason=why,
                 trigger=reason,
+                store="zookeeper",
             )
             return False
 

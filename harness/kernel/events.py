@@ -19,6 +19,32 @@ shares ``action_id`` (a number unique within the unit) and carries ``action``, `
 trigger window from it). A ``complete`` of a ``join`` / ``start_member`` also carries
 ``ready_ns`` per target: when the new process was ready to join (its ``ready`` event).
 
+Migration fields (issue 13):
+
+* every member writes ``impl`` (``legacy_zk`` | ``coordinator``) on its events, ``ready`` and
+  ``started`` included: the kind of member, so one unit can hold members of both kinds;
+* a member's ``commit`` carries ``store``: ``zookeeper`` or ``kafka``. A legacy member writes one
+  ``commit`` per partition per accepted store write (kafka: the broker answered NONE for that partition
+  of its OffsetCommit; zookeeper: the znode write succeeded), so a dual commit is two events; a
+  coordinator member's commits are ``store="kafka"``. ``commit_rejected`` carries ``store`` too and,
+  for kafka, ``error`` (Kafka's error name). Older histories have no ``store``: read a missing store
+  as ``zookeeper`` for a legacy member and ``kafka`` for a coordinator member. The broker's own
+  ``commit`` events (role broker) are unchanged: they are the kafka store's truth;
+* ``offset_fetch`` (legacy member, one event per partition each time a rebalance attempt reads its
+  start offsets): ``topic``, ``partition``, ``storage`` (the member's ``offsets.storage``), ``dual``
+  (bool: ``dual.commit.enabled``), ``zookeeper_offset`` (int, -1 when there is no znode; null when
+  ZooKeeper was not read), ``kafka_offset`` (int, -1 when the broker has none; null when not read),
+  ``offset`` (the start offset the 0.8.2.2 fetch rule chose: ZooKeeper's, the broker's, or with dual
+  commit the larger of both; -1 = none, ``auto.offset.reset`` applies), plus ``rebalance`` and
+  ``attempt``;
+* nemesis ``invoke`` / ``complete`` / ``skipped`` of planned steps carry, when set: ``member_kind``
+  (``legacy_zk`` | ``coordinator``: the kind of the members a ``join`` / ``start_member`` starts; null
+  = the unit's implementation), ``props`` (object: 0.8 property name -> string value, set on the
+  started legacy members on top of the scenario's), ``migration`` (``set_property`` | ``switch`` |
+  ``rollback``: the timeline action the step belongs to) and ``migration_step`` (1-based index of
+  that action among the unit's migration actions). The action names stay ``stop_member`` /
+  ``start_member``, so trigger windows and live members apply unchanged.
+
 This module is pure data: it imports nothing of ours, so the systems under test may use it.
 """
 
@@ -54,6 +80,7 @@ class Kind(StrEnum):
     RECORD = "record"  # one processed record: partition, offset
     COMMIT = "commit"  # an accepted offset commit (member side; broker side for the coordinator)
     COMMIT_REJECTED = "commit_rejected"
+    OFFSET_FETCH = "offset_fetch"  # legacy_zk: start offsets read by an attempt (one per partition)
     WATCH = "watch"  # legacy_zk: one watch notification delivered
     ZK_REQUEST = "zk_request"  # legacy_zk: one ZooKeeper request (op, path)
     ZK_STATE = "zk_state"  # legacy_zk: connection state change
@@ -112,6 +139,20 @@ DOWN_ACTIONS = ("crash", "leave", "stop_member")
 #: Actions after whose ``complete`` a target is cut off (not live) until resume / heal.
 SUSPEND_ACTIONS = ("pause", "cut")
 UNSUSPEND_ACTIONS = ("resume", "heal")
+
+#: Offset stores of a ``commit`` / ``commit_rejected`` (``store``), and the member kinds (``impl``).
+STORES = ("zookeeper", "kafka")
+MEMBER_KINDS = ("legacy_zk", "coordinator")
+#: Timeline actions of a migration (the ``migration`` field of nemesis events).
+MIGRATION_ACTIONS = ("set_property", "switch", "rollback")
+
+
+def commit_store(store: str | None, impl: str | None) -> str:
+    """The store of a member's ``commit``: its ``store``, or for older histories by the member's kind."""
+    if store:
+        return store
+    return "kafka" if impl == "coordinator" else "zookeeper"
+
 
 #: Trigger outcomes (design.md): never a latency of 0 for anything but ``settled``.
 SETTLED, NEVER, NO_EFFECT, SKIPPED = "settled", "never", "no_effect", "skipped"

@@ -107,12 +107,16 @@ class _ClientLogObserver(logging.Handler):
             if msg.startswith("Group %s committed offset %s for partition %s"):
                 _group, offset, tp = cast(tuple[Any, Any, Any], record.args)
                 m.emit(
-                    "commit", topic=tp.topic, partition=tp.partition, offset=getattr(offset, "offset", offset)
+                    "commit",
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    offset=getattr(offset, "offset", offset),
+                    store="kafka",
                 )
             elif "commit failed" in msg.lower() or (
                 msg.startswith(("OffsetCommit for group", "Failing OffsetCommit")) and "ail" in msg
             ):
-                m.emit("commit_rejected", error=record.getMessage()[:300])
+                m.emit("commit_rejected", error=record.getMessage()[:300], store="kafka")
         elif record.name == "kafka.coordinator.heartbeat" and record.levelno >= logging.WARNING:
             m.emit("heartbeat_error", error=record.getMessage()[:300])
 

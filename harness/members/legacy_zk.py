@@ -47,6 +47,20 @@ _PROPERTY_OPTIONS: list[tuple[str, Any, str]] = [
         "Mitigation: wait this long before claiming a vanished owner's partition [0 = off].",
     ),
     ("offsets.commit.fenced", bool, "Mitigation: commit only while owning, with a versioned write [false]."),
+    (
+        "offsets.storage",
+        click.Choice(["zookeeper", "kafka"], case_sensitive=False),
+        "Where offsets are committed: ZooKeeper, or the group's offset manager (a broker) [zookeeper].",
+    ),
+    (
+        "dual.commit.enabled",
+        bool,
+        "With offsets.storage=kafka, also commit to ZooKeeper and start from the larger offset "
+        "[= offsets.storage is kafka].",
+    ),
+    ("offsets.commit.max.retries", int, "Retries of the shutdown commit to the broker [5]."),
+    ("offsets.channel.backoff.ms", int, "Pause between offset-manager lookups and retries [1000]."),
+    ("offsets.channel.socket.timeout.ms", int, "Timeout of one request to the offset manager [10000]."),
 ]
 
 

@@ -47,6 +47,8 @@ def test_auto_commit_writes_periodically_and_skips_unchanged_offsets(
     wait_until(lambda: stored_offset(zk_admin, group, topic, 0) == 5, 10, what="auto commit")
     m.record_processed(tp0, 5, None)
     wait_until(lambda: stored_offset(zk_admin, group, topic, 0) == 6, 10, what="second auto commit")
+    # the commit event follows the znode write: wait for it too (reading at once raced the committer)
+    wait_until(lambda: len(events("commit", member=m.id)) >= 2, 10, what="the second commit event")
     assert [e["offset"] for e in events("commit", member=m.id)] == [5, 6]  # no rewrite of an unchanged offset
 
 

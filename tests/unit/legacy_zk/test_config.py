@@ -64,7 +64,7 @@ def test_bad_properties_name_the_property(props: dict[str, str], message: str) -
         ({"rebalance_max_retries": 0}, "rebalance.max.retries"),
         ({"partition_assignment_strategy": "sticky"}, "partition.assignment.strategy"),
         ({"auto_offset_reset": "earliest"}, "auto.offset.reset"),
-        ({"offsets_storage": "kafka"}, "offsets.storage"),
+        ({"offsets_storage": "cassandra"}, "offsets.storage"),
         ({"zookeeper_session_timeout_ms": 0}, "zookeeper.session.timeout.ms"),
         ({"zk_reconnect_delay_ms": -1}, "herdlab.zk.reconnect.delay.ms"),
         ({"zk_reconnect_random_ms": -5}, "herdlab.zk.reconnect.random.ms"),

@@ -105,6 +105,7 @@ def test_fenced_commit_is_refused_when_the_owner_znode_is_someone_elses() -> Non
                 "offset": 10,
                 "reason": "owner znode belongs to another session",
                 "trigger": "auto",
+                "store": "zookeeper",
             },
         )
     ]
