@@ -66,15 +66,17 @@ def test_no_test_module_imports_another_test_module() -> None:
 @pytest.mark.parametrize(
     ("markexpr", "out"),
     [
-        ("", {"bench", "containers"}),
-        ("not slow", {"bench", "containers"}),
-        ("containers", {"bench"}),
-        ("bench and not slow", {"containers"}),
-        ("containers or bench", set()),
-        ("not benchmarks", {"bench", "containers"}),  # a whole word only
+        ("", {"bench", "containers", "migration"}),
+        ("not slow", {"bench", "containers", "migration"}),
+        ("containers", {"bench", "migration"}),
+        ("bench and not slow", {"containers", "migration"}),
+        ("containers or bench", {"migration"}),
+        ("migration", {"bench", "containers"}),
+        ("containers or bench or migration", set()),
+        ("not benchmarks", {"bench", "containers", "migration"}),  # a whole word only
     ],
 )
-def test_bench_and_containers_run_only_when_the_mark_expression_names_them(
+def test_opt_in_markers_run_only_when_the_mark_expression_names_them(
     markexpr: str, out: set[str]
 ) -> None:
     assert opted_out_markers(markexpr) == out
