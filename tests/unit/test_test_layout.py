@@ -76,9 +76,7 @@ def test_no_test_module_imports_another_test_module() -> None:
         ("not benchmarks", {"bench", "containers", "migration"}),  # a whole word only
     ],
 )
-def test_opt_in_markers_run_only_when_the_mark_expression_names_them(
-    markexpr: str, out: set[str]
-) -> None:
+def test_opt_in_markers_run_only_when_the_mark_expression_names_them(markexpr: str, out: set[str]) -> None:
     assert opted_out_markers(markexpr) == out
 
 
