@@ -76,7 +76,9 @@ def rows_to_table(events: Iterable[Mapping[str, Any]], context: Mapping[str, Any
     """A table of :data:`SCHEMA` from events; ``context`` sets the run-level columns.
 
     The context (the unit a file belongs to) wins over what an event says: a broker started by a
-    legacy_zk unit writes ``impl=coordinator`` into its events, but they belong to that unit. A field
+    legacy_zk unit writes ``impl=coordinator`` into its events, but they belong to that unit; an
+    event's own differing value is kept in ``extra`` under its name (a coordinator member of a
+    legacy_zk unit's migration: its ``impl``, the member kind the checker reads). A field
     whose value does not fit its column's type is kept in ``extra`` rather than dropped.
     """
     cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
@@ -91,6 +93,8 @@ def rows_to_table(events: Iterable[Mapping[str, Any]], context: Mapping[str, Any
             value = _coerce(c, raw)
             if value is None and raw is not None:
                 extra[c] = raw
+            elif c in ctx and e.get(c) is not None and e[c] != ctx[c]:
+                extra[c] = e[c]  # the context wins the column; the event's own value is kept
             cols[c].append(value)
         cols["extra"].append(json.dumps(extra, separators=(",", ":"), default=str) if extra else None)
     return pa.table(cols, schema=SCHEMA)
