@@ -10,9 +10,11 @@ run directory), ``spark`` (master and version), ``definitions`` ([term, text] pa
 ``metric_info``, ``units``, ``aggregates``, ``series`` (rate, gaps, timelines) and ``alerts``.
 
 :func:`finish` puts the units in (by case order of the scenario, implementation, repetition, their
-internal fields :data:`INTERNAL` left out), the migration proof's summary ``migration`` when some
-unit switched member kinds (:func:`harness.analysis.migration_verdict.summary`, with the scenario's
-``[migration].expect``), computes the aggregates, verdict and alerts
+internal fields :data:`INTERNAL` left out) and, when some unit switched member kinds, the migration
+proof's summary ``migration`` (:func:`harness.analysis.migration_verdict.summary`, with the
+scenario's ``[migration].expect``) and its terms
+(:data:`~harness.analysis.definitions.MIGRATION_DEFINITIONS`) after the definitions; it computes
+the aggregates, verdict and alerts
 (:mod:`harness.analysis.aggregate`) and ``metric_info`` (label, unit, family, censored) of every
 metric of :data:`~harness.analysis.definitions.METRICS` and of every aggregated one.
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.aggregate import aggregate, alerts, case_order
-from harness.analysis.definitions import DEFINITIONS, METRICS, metric
+from harness.analysis.definitions import DEFINITIONS, METRICS, MIGRATION_DEFINITIONS, metric
 from harness.analysis.load import RunInputs
 from harness.analysis.migration_verdict import summary as migration_summary
 
@@ -84,6 +86,7 @@ def finish(
     moved = migration_summary(out["units"], migration_expect)
     if moved is not None:
         out["migration"] = moved
+        out["definitions"] += [list(d) for d in MIGRATION_DEFINITIONS]
     aggregate(out)
     alerts(out)
     names = {a["metric"] for a in out["aggregates"]} | set(METRICS)
