@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from harness.report import render_report
+from harness.report.terminal import verdict_panel
 from tests.support.metrics import build, metrics, unit
 
 
@@ -115,3 +118,15 @@ def test_no_section_without_a_switch(tmp_path: Path) -> None:
     paths = render_report(tmp_path, metrics())
     assert "Migration proof" not in paths["markdown"].read_text()
     assert "Migration proof" not in paths["html"].read_text()
+
+
+def test_terminal_verdict_panel_ends_with_the_migration_verdict() -> None:
+    c = Console(width=200, record=True, color_system=None)
+    c.print(verdict_panel(migrated()))
+    assert (
+        c.export_text().rstrip().splitlines()[-1]
+        == "Migration verdict: replay (expected: replay, as expected)"
+    )
+    c = Console(width=200, record=True, color_system=None)
+    c.print(verdict_panel(metrics()))
+    assert "Migration verdict" not in c.export_text()
