@@ -246,7 +246,8 @@ def migration_units(
     )
 
     # the largest offset processed by an old-kind member before taken-over
-    rec_p = rec.select(*UNIT, "ident", "mkind", F.col("partition").alias("p"), "offset", "ts_ns")
+    # the records of the units with a switch, read by four jobs (the analysis clears the cache)
+    rec_p = rec.select(*UNIT, "ident", "mkind", F.col("partition").alias("p"), "offset", "ts_ns").cache()
     last = collect(
         join(
             rec_p,
