@@ -124,13 +124,16 @@ def to_parquet(
 
 
 def read_parquet(path: str | Path) -> list[dict[str, Any]]:
-    """Events of a Parquet history as dicts, with ``extra`` folded back in (for checks in Python)."""
+    """Events of a Parquet history as dicts, with ``extra`` folded back in (for checks in Python): a
+    typed column's value wins over an ``extra`` field of the same name (an event's own value the
+    unit's context overrode), so ``impl`` is always the unit's."""
     rows = pq.read_table(path).to_pylist()
     out = []
     for r in rows:
         extra = r.pop("extra")
         d = {k: v for k, v in r.items() if v is not None}
         if extra:
-            d.update(json.loads(extra))
+            for k, v in json.loads(extra).items():
+                d.setdefault(k, v)
         out.append(d)
     return out
