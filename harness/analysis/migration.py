@@ -31,9 +31,10 @@ Contract
   offsets of p processed by a new-kind member from t_S on that an old-kind member processed too;
   ``lost``, the unit's lost offsets of p (:func:`.records.lost_condition`); ``overlap_episodes`` /
   ``overlap_s``, overlap episodes on p (:func:`.split_brain.overlap_islands`) between members of
-  two kinds, each given to the switch in force when it began. Each figure is one Spark job on the
-  history frames (records are joined and aggregated in Spark; only per-partition results and the
-  new owners' first assignments reach the driver). Times are seconds since the unit's origin.
+  two kinds, each given to the switch in force when it began. Spark jobs on the history frames:
+  the new owners' first assignments, then every per-partition figure in one job (long format),
+  then the cross-kind overlaps; records are joined and aggregated in Spark, only per-partition
+  results reach the driver. Times are seconds since the unit's origin.
 """
 
 from __future__ import annotations
@@ -239,16 +240,16 @@ def migration_units(
         .when(role_col(Role.MEMBER) & ~F.coalesce("bside", F.lit(False)) & (member_store == "kafka"), "kafka")
         .alias("st"),
     ).where(F.col("st").isNotNull())
-    committed = collect(
+    committed = (
         join(cm, parts_df, [*UNIT, "p"], F.col("ts_ns") < F.col("r_until"))
-        .groupBy(*UNIT, F.col("r_step").alias("step"), "p", "st")
-        .agg(F.max_by("offset", "ts_ns").alias("offset"))
+        .groupBy(*UNIT, F.col("r_step").alias("step"), "p", F.col("st").alias("key"))
+        .agg(F.max_by("offset", "ts_ns").alias("value"))
     )
 
-    # the largest offset processed by an old-kind member before taken-over
-    # the records of the units with a switch, read by four jobs (the analysis clears the cache)
+    # the records of the units with a switch, read four times (the analysis clears the cache)
     rec_p = rec.select(*UNIT, "ident", "mkind", F.col("partition").alias("p"), "offset", "ts_ns").cache()
-    last = collect(
+    # the largest offset processed by an old-kind member before taken-over
+    last = (
         join(
             rec_p,
             parts_df,
@@ -256,7 +257,7 @@ def migration_units(
             (F.col("mkind") == F.col("r_src")) & (F.col("ts_ns") < F.col("r_until")),
         )
         .groupBy(*UNIT, F.col("r_step").alias("step"), "p")
-        .agg(F.max("offset").alias("processed_last"))
+        .agg(F.lit("processed_last").alias("key"), F.max("offset").alias("value"))
     )
 
     # where each new owner resumed: its first record on p after its first assignment after t_S
@@ -266,10 +267,11 @@ def migration_units(
             "case string, impl string, repetition int, step int, p int, ident string, fa long",
         )
     )
-    resumed = collect(
+    resumed = (
         join(rec_p, fa_df, [*UNIT, "p", "ident"], F.col("ts_ns") >= F.col("r_fa"))
         .groupBy(*UNIT, F.col("r_step").alias("step"), "p", "ident")
-        .agg(F.min("ts_ns").alias("ts"), F.min_by("offset", "ts_ns").alias("offset"))
+        .agg(F.min("ts_ns").alias("ts"), F.min_by("offset", "ts_ns").alias("value"))
+        .withColumn("key", F.lit("resumed"))
     )
 
     # reprocessed: offsets processed by a new-kind member after t_S and by an old-kind member
@@ -283,37 +285,53 @@ def migration_units(
         .select(*UNIT, F.col("r_step").alias("step"), "p", "offset")
         .distinct()
     )
-    again = collect(
+    again = (
         new.join(old, [*UNIT, "step", "p", "offset"], "left_semi")
         .groupBy(*UNIT, "step", "p")
-        .agg(F.count("*").alias("reprocessed"))
+        .agg(F.lit("reprocessed").alias("key"), F.count("*").alias("value"))
     )
 
-    # lost (the unit's definition, per partition) and overlap episodes between members of two kinds
-    lost = collect(
+    # lost: the unit's definition, per partition (every switch of the unit shares it)
+    lost = (
         keys.join(sw_df.select(*UNIT).distinct(), UNIT, "left_semi")
         .where(records.lost_condition())
         .groupBy(*UNIT, F.col("partition").alias("p"))
-        .agg(F.count("*").alias("lost"))
+        .agg(F.lit("lost").alias("key"), F.count("*").alias("value"))
+        .withColumn("step", F.lit(None).cast("int"))
     )
+    cols = [*UNIT, "step", "p", "key", "ident", "ts", "value"]
+
+    def long(df: DataFrame) -> DataFrame:
+        for c, t in (("ident", "string"), ("ts", "long")):
+            if c not in df.columns:
+                df = df.withColumn(c, F.lit(None).cast(t))
+        return df.select(*cols).withColumn("value", F.col("value").cast("long"))
+
+    values = collect(
+        long(committed)
+        .unionByName(long(last))
+        .unionByName(long(resumed))
+        .unionByName(long(again))
+        .unionByName(long(lost))
+    )  # one job: every per-partition figure
+
+    # overlap episodes between members of two kinds
     segs_k = _with_kind(segs.join(sw_df.select(*UNIT).distinct(), UNIT, "left_semi"), kinds)
     islands = collect(overlap_islands(segs_k, differ="mkind"))
 
-    return _assemble(sw, units, firsts, committed, last, resumed, again, lost, islands)
+    return _assemble(sw, units, firsts, values, islands)
 
 
 def _assemble(
     sw: dict[UnitKey, list[dict[str, Any]]],
     units: dict[UnitKey, dict[str, Any]],
     firsts: list[dict[str, Any]],
-    committed: list[dict[str, Any]],
-    last: list[dict[str, Any]],
-    resumed: list[dict[str, Any]],
-    again: list[dict[str, Any]],
-    lost: list[dict[str, Any]],
+    values: list[dict[str, Any]],
     islands: list[dict[str, Any]],
 ) -> dict[UnitKey, dict[str, Any]]:
-    """The entries from the collected per-partition results (pure Python)."""
+    """The entries from the collected per-partition results (pure Python): ``firsts`` (new owners'
+    first assignments), ``values`` (long format: key zookeeper / kafka / processed_last / resumed /
+    reprocessed / lost) and the cross-kind overlap ``islands``."""
 
     def sp(r: dict[str, Any]) -> tuple[Any, ...]:
         return (*unit_key(r), r["step"], r["p"])
@@ -322,18 +340,26 @@ def _assemble(
     for r in firsts:
         taken[sp(r)] = min(taken.get(sp(r), INF), r["fa"])
     commits: dict[tuple[Any, ...], dict[str, int]] = {}
-    for r in committed:
-        commits.setdefault(sp(r), {})[r["st"]] = int(r["offset"])
-    last_of = {sp(r): int(r["processed_last"]) for r in last}
+    last_of: dict[tuple[Any, ...], int] = {}
+    again_of: dict[tuple[Any, ...], int] = {}
+    lost_of: dict[tuple[Any, ...], int] = {}
     first_fa = {(*sp(r), r["ident"]): r["fa"] for r in firsts}
     res: dict[tuple[Any, ...], list[tuple[int, int, str, int | None]]] = {}
-    for r in resumed:
-        res.setdefault(sp(r), []).append((r["ts"], first_fa[(*sp(r), r["ident"])], r["ident"], r["offset"]))
+    for r in values:
+        key, v = r["key"], r["value"]
+        if key in ("zookeeper", "kafka"):
+            commits.setdefault(sp(r), {})[key] = int(v)
+        elif key == "processed_last":
+            last_of[sp(r)] = int(v)
+        elif key == "reprocessed":
+            again_of[sp(r)] = int(v)
+        elif key == "lost":
+            lost_of[(*unit_key(r), r["p"])] = int(v)
+        elif key == "resumed":
+            res.setdefault(sp(r), []).append((r["ts"], first_fa[(*sp(r), r["ident"])], r["ident"], v))
     for r in firsts:  # owners that processed nothing on p
         if not any(x[2] == r["ident"] for x in res.get(sp(r), [])):
             res.setdefault(sp(r), []).append((INF, r["fa"], r["ident"], None))
-    again_of = {sp(r): int(r["reprocessed"]) for r in again}
-    lost_of = {(*unit_key(r), r["p"]): int(r["lost"]) for r in lost}
     episodes: dict[tuple[Any, ...], list[float]] = {}
     for r in islands:
         k = unit_key(r)
