@@ -24,6 +24,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, Metric
+from harness.analysis.migration_verdict import alert_lines as migration_alerts
 from harness.analysis.stats import describe
 from harness.kernel.events import NEVER, NO_EFFECT, SETTLED, SKIPPED
 
@@ -169,7 +170,8 @@ def unit_name(u: dict[str, Any]) -> str:
 def alerts(out: dict[str, Any]) -> None:
     """Append to ``out["alerts"]`` one line per lost / not-drained unit (``LOST`` / ``NOT DRAINED``
     first, they fail the run), failed unit, partial history, trigger that never settled or had no
-    effect, member session trouble, and an interrupted run."""
+    effect, member session trouble, the migration proof's lost partitions and unexpected verdict
+    (:func:`harness.analysis.migration_verdict.alert_lines`), and an interrupted run."""
     lines = out.setdefault("alerts", [])
     for u in out.get("units") or []:
         name = unit_name(u)
@@ -199,5 +201,6 @@ def alerts(out: dict[str, Any]) -> None:
             lines.append(
                 f"{name}: {u['session_failures']} heartbeat/session failures of members no fault targeted"
             )
+    lines += migration_alerts(out)
     if (out.get("run") or {}).get("interrupted"):
         lines.append("the run was interrupted: results cover what was recorded")

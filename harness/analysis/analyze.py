@@ -18,7 +18,10 @@ cluster) and returns a JSON-serialisable dict (format ``herdlab-metrics/2``,
   totals) and metric: n, never, k (finite values), p50, p95, p99, max, mean, ci95 ([lo, hi] or
   None) and ci_note (``"n=1"`` ...);
 * ``series``: rate of processed records per unit (for the consumption plot), the longest gap per
-  trigger, and ownership timelines (claims, suspensions, overlaps) of chosen units.
+  trigger, and ownership timelines (claims, suspensions, overlaps) of chosen units;
+* ``migration`` (only when some unit switched its members between kinds): the migration proof's
+  verdict against the scenario's expected one; each such unit has ``migration`` (per switch and
+  partition: committed offsets, resumed offsets, window, reprocessed, lost, overlaps, verdict).
 
 Times inside ``units`` and ``series`` are seconds since the unit's origin (its ``stable`` event,
 else ``unit_start``, else its first event). A run with an empty history yields no units but a valid
@@ -30,7 +33,8 @@ Who computes what
 and ownership; then one module per metric family, each with its Spark job and its part of a
 unit's entry: :mod:`.latency`, :mod:`.herd`, :mod:`.steady` (steady-state traffic),
 :mod:`.split_brain` (overlap episodes), :mod:`.records` (lost, not drained, duplicates),
-:mod:`.commits` (non-owner, stale generation, rejected), :mod:`.health` (session failures).
+:mod:`.commits` (non-owner, stale generation, rejected), :mod:`.health` (session failures),
+:mod:`.migration` (the migration proof; its verdicts in :mod:`.migration_verdict`).
 :mod:`.units` assembles the units, :mod:`.series` the plot series and :mod:`.document` the
 document; this module only drives them.
 """
@@ -60,6 +64,7 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     """Run the analysis on an already running ``spark`` session (see :func:`analyze_run`)."""
     from harness.analysis.document import finish, new_document
     from harness.analysis.frames import prepare
+    from harness.analysis.migration_verdict import expect_of
     from harness.analysis.units import assemble, unit_table
 
     t_start = time.monotonic()
@@ -78,6 +83,6 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     for k, u in units.items():  # units without events (failed before anything was recorded)
         if k not in analysed:
             u.setdefault("triggers", [])
-    finish(out, units)
+    finish(out, units, expect_of(inputs.manifest))
     out["spark"]["analysis_s"] = round(time.monotonic() - t_start, 3)
     return out

@@ -181,6 +181,67 @@ DEFINITIONS: list[tuple[str, str]] = [
     ),
 ]
 
+#: The migration proof's terms (:mod:`harness.analysis.migration`), added to a document's
+#: definitions when some unit switched its members between kinds.
+MIGRATION_DEFINITIONS: list[tuple[str, str]] = [
+    (
+        "member kind",
+        "legacy_zk (the ZooKeeper-era consumer) or coordinator (a kafka-python member of the broker's "
+        "group coordinator): the `impl` a member wrote on its `ready` event, else the kind of the step "
+        "that started it (`member_kind`), else the unit's implementation.",
+    ),
+    (
+        "switch",
+        "The nemesis steps of one migration action (same `migration_step`) labelled `switch` "
+        "(legacy_zk members replaced by coordinator members of the same group) or `rollback` (the "
+        "reverse). t_S: its first invoke. Mode: all_at_once (every old member stopped in one step, "
+        "then the new ones started) or rolling (one member after the other: both kinds run at once, "
+        "KIP-125's mixed group, each protocol ignoring the other).",
+    ),
+    (
+        "taken over",
+        "Per switch and partition: the first `assigned` of the partition to a member of the new kind "
+        "after t_S. A partition no new member ever got is `not_taken_over`.",
+    ),
+    (
+        "committed (ZooKeeper / Kafka)",
+        "The last offset committed on the partition before it was taken over: in ZooKeeper, the last "
+        "legacy member's `commit` with store zookeeper; in Kafka, the last commit the broker accepted "
+        "(the broker's own `commit` events, or, without broker events, the members' commits with store "
+        "kafka). A commit event without a store is ZooKeeper's for a legacy member, Kafka's for a "
+        "coordinator member. committed = the larger of the two: where the group's progress was "
+        "recorded last. An offset is the next record to consume.",
+    ),
+    (
+        "resumed",
+        "Per new owner of the partition after t_S (in time order): the first offset it processed "
+        "after its first assignment of the partition; `resumed at` is the first owner's.",
+    ),
+    (
+        "uncommitted window",
+        "processed_last + 1 - committed, at least 0: the records an old-kind member processed "
+        "(processed_last: the largest offset before the takeover) beyond the last commit. A new "
+        "owner resuming at the committed offset reprocesses exactly these (at-least-once delivery); "
+        "nothing committed: processed_last + 1; nothing processed: 0.",
+    ),
+    (
+        "reprocessed",
+        "Distinct offsets of the partition processed by a new-kind member from t_S on that an "
+        "old-kind member processed too. Bounded by the uncommitted window when the offsets were "
+        "carried across the switch; more means the new owners started before the committed offset "
+        "(replay).",
+    ),
+    (
+        "migration verdict",
+        "Per partition: lost if a record of it was lost (the definition of lost), else overlap if a "
+        "legacy and a coordinator member processed it at the same time (an overlap episode between "
+        "members of different kinds; same-kind episodes are the unit's split brain), else "
+        "not_taken_over, else replay if reprocessed > window, else clean. A switch's, a unit's and the "
+        "run's verdict is the worst of theirs (lost > overlap > not_taken_over > replay > clean), "
+        "compared with the scenario's expected one ([migration].expect).",
+    ),
+]
+
 
 @dataclass(frozen=True)
 class Metric:

@@ -10,7 +10,11 @@ run directory), ``spark`` (master and version), ``definitions`` ([term, text] pa
 ``metric_info``, ``units``, ``aggregates``, ``series`` (rate, gaps, timelines) and ``alerts``.
 
 :func:`finish` puts the units in (by case order of the scenario, implementation, repetition, their
-internal times :data:`INTERNAL` left out), computes the aggregates, verdict and alerts
+internal fields :data:`INTERNAL` left out) and, when some unit switched member kinds, the migration
+proof's summary ``migration`` (:func:`harness.analysis.migration_verdict.summary`, with the
+scenario's ``[migration].expect``) and its terms
+(:data:`~harness.analysis.definitions.MIGRATION_DEFINITIONS`) after the definitions; it computes
+the aggregates, verdict and alerts
 (:mod:`harness.analysis.aggregate`) and ``metric_info`` (label, unit, family, censored) of every
 metric of :data:`~harness.analysis.definitions.METRICS` and of every aggregated one.
 
@@ -23,12 +27,13 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.aggregate import aggregate, alerts, case_order
-from harness.analysis.definitions import DEFINITIONS, METRICS, metric
+from harness.analysis.definitions import DEFINITIONS, METRICS, MIGRATION_DEFINITIONS, metric
 from harness.analysis.load import RunInputs
+from harness.analysis.migration_verdict import summary as migration_summary
 
 FORMAT = "herdlab-metrics/2"
 #: A unit's fields used while analysing, not part of the document (ns: first, last event, origin).
-INTERNAL = ("t_first", "t_last", "origin")
+INTERNAL = ("t_first", "t_last", "origin", "topic")
 
 
 def new_document(inputs: RunInputs, spark_master: str, spark_version: str) -> dict[str, Any]:
@@ -70,12 +75,18 @@ def public_unit(u: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in u.items() if k not in INTERNAL}
 
 
-def finish(out: dict[str, Any], units: dict[tuple[str, str, int], dict[str, Any]]) -> None:
+def finish(
+    out: dict[str, Any], units: dict[tuple[str, str, int], dict[str, Any]], migration_expect: str = "clean"
+) -> None:
     """Put ``units`` into the document ``out`` and derive what depends on them (see the contract)."""
     cases = out["cases"]
     out["units"] = [
         public_unit(units[k]) for k in sorted(units, key=lambda k: (case_order(k[0], cases), k[1], k[2]))
     ]
+    moved = migration_summary(out["units"], migration_expect)
+    if moved is not None:
+        out["migration"] = moved
+        out["definitions"] += [list(d) for d in MIGRATION_DEFINITIONS]
     aggregate(out)
     alerts(out)
     names = {a["metric"] for a in out["aggregates"]} | set(METRICS)

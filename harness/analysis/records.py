@@ -70,6 +70,12 @@ def _lost() -> Column:
     return _acked() & ~_seen() & (F.col("offset") < F.col("top"))
 
 
+def lost_condition() -> Column:
+    """A row of :func:`record_keys` that is a lost record (acknowledged, never processed, below
+    the partition's highest processed offset): the one definition, also for the migration proof."""
+    return _lost()
+
+
 def _count(cond: Column) -> Column:
     return F.sum(F.when(cond, 1).otherwise(0))
 

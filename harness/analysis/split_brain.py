@@ -8,7 +8,8 @@ Contract
   its last record; it reopens at its next record. Pinned.
 * :func:`overlap_islands`: per partition, maximal intervals in which processing intervals of two
   different members intersect (unit, p, island, istart, iend); one record inside another member's
-  interval is an episode of 0 s. Pinned.
+  interval is an episode of 0 s. Optionally only pairs of members that differ in a column (the
+  migration proof: members of two kinds). Pinned.
 * :func:`phase_values`: ``overlap_episodes`` and ``overlap_s`` per phase (unit, tid, key, value),
   each episode attributed to the phase in which it starts.
 * :func:`split_brain`: a phase's split-brain entry in the metrics document from its values (these
@@ -61,18 +62,19 @@ def segments(facts: Facts, frames: Frames) -> DataFrame:
     )
 
 
-def overlap_islands(segs: DataFrame) -> DataFrame:
+def overlap_islands(segs: DataFrame, differ: str | None = None) -> DataFrame:
     """Overlap episodes per partition: maximal intervals in which processing intervals of two
-    different members intersect (unit, p, istart, iend)."""
-    a = segs.select(*UNIT, "p", "ident", "start", "end")
-    pairs = join(
-        a,
-        a,
-        [*UNIT, "p"],
+    different members intersect (unit, p, istart, iend); with ``differ`` (a column of ``segs``, such
+    as the member's kind) only pairs of members whose ``differ`` values differ count."""
+    a = segs.select(*UNIT, "p", "ident", "start", "end", *([differ] if differ else []))
+    cond = (
         (F.col("ident") < F.col("r_ident"))
         & (F.col("start") <= F.col("r_end"))
-        & (F.col("r_start") <= F.col("end")),
-    ).select(
+        & (F.col("r_start") <= F.col("end"))
+    )
+    if differ:
+        cond = cond & (F.col(differ) != F.col(f"r_{differ}"))
+    pairs = join(a, a, [*UNIT, "p"], cond).select(
         *UNIT,
         "p",
         F.greatest("start", "r_start").alias("ostart"),

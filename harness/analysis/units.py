@@ -5,6 +5,7 @@ Contract
 * :func:`unit_table`: every unit with events in the history or listed in the manifest, keyed by
   (case, impl, repetition): events, partitions (unit_start's, else the case's), the first and last
   event and the origin (its ``stable`` event, else ``unit_start``, else its first event; all in ns),
+  ``topic`` (unit_start's),
   duration_s (origin to the last event), unit_started, ``failed`` (from the manifest), members and
   params (from the case). A unit of the manifest without events has ``events`` 0.
 * :func:`assemble`: runs every metric family on the units with events and fills each unit's
@@ -12,7 +13,8 @@ Contract
   :func:`.herd.herd_fields` and :func:`.split_brain.split_brain` of its window), ``startup`` and
   ``drain`` (split brain before the first trigger and after settling_end), completeness and
   duplicates (:mod:`.records`), ``commits_rejected``, session failures (:mod:`.health`),
-  ``steady`` (:mod:`.steady`) and the split-brain totals; then the series (:mod:`.series`). The
+  ``steady`` (:mod:`.steady`), the split-brain totals and, for a unit whose members were switched
+  between kinds, ``migration`` (:mod:`.migration`); then the series (:mod:`.series`). The
   per-unit values of every family are collected in one Spark job, the per-phase values in another.
 """
 
@@ -23,7 +25,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from harness.analysis import commits, health, herd, latency, records, series, split_brain, steady
+from harness.analysis import commits, health, herd, latency, migration, records, series, split_brain, steady
 from harness.analysis.facts import DRAIN, STARTUP, Facts
 from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, unit_key
 
@@ -79,6 +81,7 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
             "origin": origin,
             "duration_s": round((b["t_last"] - origin) / 1e9, 3),
             "unit_started": m.get("t_start") is not None,
+            "topic": m.get("topic"),
         }
     manifest_units = {
         (u.get("case"), u.get("impl"), int(u.get("repetition") or 0)): u for u in manifest.get("units") or []
@@ -122,7 +125,8 @@ def assemble(
     trig_rows = latency.trigger_rows(facts, frames, buckets)
     herd_counts = herd.counts(facts, frames)
     samples = herd.mntr_samples(frames)
-    islands = split_brain.overlap_islands(split_brain.segments(facts, frames))
+    segs = split_brain.segments(facts, frames)
+    islands = split_brain.overlap_islands(segs)
     keys = records.record_keys(frames).cache()
     judged = commits.commits(facts, frames)
     phases = facts.phases()
@@ -139,6 +143,7 @@ def assemble(
         .unionByName(commits.unit_values(judged))
     )
     lost = records.lost_samples(keys, per_unit)
+    moved = migration.migration_units(spark, frames, units, keys, segs)
 
     by_unit: dict[UnitKey, list[dict[str, Any]]] = {}
     for r in trig_rows:
@@ -174,4 +179,6 @@ def assemble(
                 [per_phase.get((*k, tid), {}) for tid in [STARTUP, *[t["index"] for t in triggers]]],
             )
         )
+        if k in moved:
+            u["migration"] = moved[k]
     series.fill_series(spark, facts, buckets, islands, units, series_out)

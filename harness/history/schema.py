@@ -76,7 +76,9 @@ def rows_to_table(events: Iterable[Mapping[str, Any]], context: Mapping[str, Any
     """A table of :data:`SCHEMA` from events; ``context`` sets the run-level columns.
 
     The context (the unit a file belongs to) wins over what an event says: a broker started by a
-    legacy_zk unit writes ``impl=coordinator`` into its events, but they belong to that unit. A field
+    legacy_zk unit writes ``impl=coordinator`` into its events, but they belong to that unit; an
+    event's own differing value is kept in ``extra`` under its name (a coordinator member of a
+    legacy_zk unit's migration: its ``impl``, the member kind the checker reads). A field
     whose value does not fit its column's type is kept in ``extra`` rather than dropped.
     """
     cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
@@ -91,6 +93,8 @@ def rows_to_table(events: Iterable[Mapping[str, Any]], context: Mapping[str, Any
             value = _coerce(c, raw)
             if value is None and raw is not None:
                 extra[c] = raw
+            elif c in ctx and e.get(c) is not None and e[c] != ctx[c]:
+                extra[c] = e[c]  # the context wins the column; the event's own value is kept
             cols[c].append(value)
         cols["extra"].append(json.dumps(extra, separators=(",", ":"), default=str) if extra else None)
     return pa.table(cols, schema=SCHEMA)
@@ -120,13 +124,16 @@ def to_parquet(
 
 
 def read_parquet(path: str | Path) -> list[dict[str, Any]]:
-    """Events of a Parquet history as dicts, with ``extra`` folded back in (for checks in Python)."""
+    """Events of a Parquet history as dicts, with ``extra`` folded back in (for checks in Python): a
+    typed column's value wins over an ``extra`` field of the same name (an event's own value the
+    unit's context overrode), so ``impl`` is always the unit's."""
     rows = pq.read_table(path).to_pylist()
     out = []
     for r in rows:
         extra = r.pop("extra")
         d = {k: v for k, v in r.items() if v is not None}
         if extra:
-            d.update(json.loads(extra))
+            for k, v in json.loads(extra).items():
+                d.setdefault(k, v)
         out.append(d)
     return out

@@ -1,7 +1,8 @@
 """``index.html``: one self-contained page (CSS inline, plots as base64 PNG): it opens offline.
 
 It leads with the verdict (run valid or not, the legacy/coordinator ratios per trigger kind,
-completeness and split brain per implementation), then alerts, tables, plots, units, definitions."""
+completeness and split brain per implementation), then alerts, the migration proof (when some unit
+switched its members between kinds), tables, plots, units, definitions."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from harness.analysis.definitions import metric
 from harness.report.plots import Plot
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
+    MIGRATION_COLUMNS,
+    MIGRATION_INTRO,
     UNIT_COLUMNS,
     VERDICT_COLUMNS,
     SideBySide,
@@ -20,6 +23,8 @@ from harness.report.tables import (
     columns,
     completeness_rows,
     fmt,
+    migration_line,
+    migration_tables,
     side_by_side,
     trigger_title,
     unit_rows,
@@ -98,6 +103,22 @@ def verdict_block(metrics: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def migration_block(metrics: dict[str, Any]) -> str:
+    """The "Migration proof" section (HTML; empty when no unit switched member kinds)."""
+    line = migration_line(metrics)
+    if line is None:
+        return ""
+    ok = bool((metrics.get("migration") or {}).get("as_expected"))
+    parts = [
+        "<h2>Migration proof</h2>",
+        f'<div class="{"ok" if ok else "alert"}"><b>{_e(line)}</b></div>',
+        f'<p class="meta">{_e(MIGRATION_INTRO)}</p>',
+    ]
+    for t in migration_tables(metrics):
+        parts.append(f"<h3>{_e(t.title)}</h3>{_grid(MIGRATION_COLUMNS, t.rows)}")
+    return "".join(parts)
+
+
 def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str = "summary.md") -> str:
     """The whole page."""
     run = metrics.get("run") or {}
@@ -138,6 +159,7 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
             + "</ul></div>"
         )
 
+    parts.append(migration_block(metrics))
     parts.append("<h2>Results per trigger, side by side</h2>")
     parts.append(
         '<p class="meta">Statistics over repetitions: p50/p95/p99/max by the rank rule of the definitions; '

@@ -1,6 +1,7 @@
 """``summary.md``: the report as Markdown. It leads with the verdict (run valid or not, the
 legacy/coordinator ratios per trigger kind, completeness and split brain per implementation), then
-the tables side by side per implementation, the plots (linked from ``plots/``), every unit and the
+the alerts, the migration proof (when some unit switched its members between kinds), the tables
+side by side per implementation, the plots (linked from ``plots/``), every unit and the
 definitions."""
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ from harness.analysis.definitions import metric
 from harness.report.plots import Plot
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
+    MIGRATION_COLUMNS,
+    MIGRATION_INTRO,
     UNIT_COLUMNS,
     VERDICT_COLUMNS,
     SideBySide,
     cells,
     columns,
     completeness_rows,
+    migration_line,
+    migration_tables,
     side_by_side,
     trigger_title,
     unit_rows,
@@ -61,6 +66,17 @@ def verdict_section(metrics: dict[str, Any]) -> list[str]:
     return out
 
 
+def migration_section(metrics: dict[str, Any]) -> list[str]:
+    """The "Migration proof" section (Markdown lines; none when no unit switched member kinds)."""
+    line = migration_line(metrics)
+    if line is None:
+        return []
+    out = ["## Migration proof", "", f"**{_md(line)}**", "", MIGRATION_INTRO, ""]
+    for t in migration_tables(metrics):
+        out += [f"### {t.title}", "", *_grid(MIGRATION_COLUMNS, t.rows), ""]
+    return out
+
+
 def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = "plots") -> str:
     """The whole summary."""
     run = metrics.get("run") or {}
@@ -81,6 +97,7 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
         out.append(f"> {'**' if loud else ''}{_md(a)}{'**' if loud else ''}")
     if alerts:
         out.append("")
+    out += migration_section(metrics)
     out += [
         "## Results per trigger, side by side",
         "",

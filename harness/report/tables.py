@@ -342,3 +342,85 @@ def unit_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
         bad = bool(u.get("lost") or u.get("not_drained"))
         out.append({"unit": label, "kind": "totals", "text": text, "lost": bad})
     return out
+
+
+#: What the migration proof's tables show (the definitions at the end of a report state each term).
+MIGRATION_INTRO = (
+    "Per unit and switch of its members between kinds, per partition: the last offset committed in "
+    "ZooKeeper and in Kafka before a new-kind member took the partition over, where each new owner "
+    "resumed, the uncommitted window (processed by the old owners beyond the last commit), the "
+    "offsets reprocessed (at most the window when the offsets were carried), records lost (must be 0) "
+    "and overlap episodes between a legacy and a coordinator owner."
+)
+#: The per-partition table of the migration proof (one per unit and switch).
+MIGRATION_COLUMNS = [
+    "partition",
+    "taken over",
+    "ZooKeeper committed",
+    "Kafka committed",
+    "committed",
+    "processed last",
+    "resumed (member@offset)",
+    "window",
+    "reprocessed",
+    "lost",
+    "overlap episodes",
+    "overlap",
+    "verdict",
+]
+
+
+@dataclass
+class MigrationTable:
+    """One switch of one unit: its title and its per-partition rows (cells as text)."""
+
+    unit: str
+    title: str
+    verdict: str
+    rows: list[list[str]] = field(default_factory=list[list[str]])
+
+
+def migration_line(metrics: dict[str, Any]) -> str | None:
+    """The migration proof's verdict line, with the expected verdict (None: no unit switched)."""
+    m = metrics.get("migration")
+    if not m:
+        return None
+    status = "as expected" if m.get("as_expected") else "NOT as expected"
+    return f"Migration verdict: {m.get('verdict')} (expected: {m.get('expect')}, {status})"
+
+
+def migration_tables(metrics: dict[str, Any]) -> list[MigrationTable]:
+    """Per unit with a switch and per switch, the per-partition table of ``units[i]["migration"]``."""
+    out = []
+    for u in metrics.get("units") or []:
+        mig = u.get("migration")
+        if not mig:
+            continue
+        name = f"{u['impl']} {u['case']} rep {u['repetition']}"
+        for s in mig.get("switches") or []:
+            title = (
+                f"{name}: #{s['step']} {s['action']} ({s.get('mode')}) {s['from']} → {s['to']} "
+                f"at {fmt(s.get('t_s'), 's')}: {s['verdict']}"
+            )
+            t = MigrationTable(unit=name, title=title, verdict=s["verdict"])
+            for p in s.get("partitions") or []:
+                resumed = ", ".join(f"{r['member']}@{fmt(r.get('offset'))}" for r in p.get("resumed") or [])
+                t.rows.append(
+                    [
+                        f"{p.get('topic') or ''}/{p['partition']}" if p.get("topic") else str(p["partition"]),
+                        fmt(p.get("taken_over_s"), "s"),
+                        fmt(p.get("zookeeper_committed")),
+                        fmt(p.get("kafka_committed")),
+                        fmt(p.get("committed")),
+                        fmt(p.get("processed_last")),
+                        resumed or DASH,
+                        fmt(p.get("window")),
+                        fmt(p.get("reprocessed")),
+                        fmt(p.get("lost")),
+                        fmt(p.get("overlap_episodes")),
+                        fmt(p.get("overlap_s"), "s"),
+                        p["verdict"],
+                    ]
+                )
+            out.append(t)
+    return out

@@ -15,6 +15,7 @@ from harness.report.tables import (
     completeness_rows,
     fmt_stat,
     implementations,
+    migration_line,
     single,
     verdict_intro,
     verdict_of,
@@ -23,7 +24,8 @@ from harness.report.tables import (
 
 
 def verdict_panel(metrics: dict[str, Any]) -> Group:
-    """The verdict: the one-line run verdict, the ratio table and the completeness table."""
+    """The verdict: the one-line run verdict, the ratio table, the completeness table and, when some
+    unit switched member kinds, the migration verdict with the expected one."""
     v = verdict_of(metrics)
     style = "bold green" if v["valid"] else "bold red"
     parts: list[Any] = [Text(f"verdict: {v['line']}", style=style)]
@@ -42,6 +44,10 @@ def verdict_panel(metrics: dict[str, Any]) -> Group:
         bad = r[3] != "0" or r[4] != "0"
         c.add_row(*r, style="red" if bad else None)
     parts.append(c)
+    line = migration_line(metrics)
+    if line is not None:
+        ok = bool((metrics.get("migration") or {}).get("as_expected"))
+        parts.append(Text(line, style="bold green" if ok else "bold red"))
     return Group(*parts)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.history.schema import SCHEMA, rows_to_table
@@ -144,15 +145,20 @@ class UnitHistory:
             )
         return self
 
-    def rows(self, run_id: str, scenario: str) -> list[dict[str, Any]]:
-        ctx = {
+    def context(self, run_id: str, scenario: str) -> dict[str, Any]:
+        """The run-level columns of this unit's events (as the runner gives them to the merge)."""
+        return {
             "run_id": run_id,
             "scenario": scenario,
             "case": self.case,
             "impl": self.impl,
             "repetition": self.repetition,
         }
-        return [{**ctx, **e} for e in self.events]
+
+    def rows(self, run_id: str, scenario: str) -> list[dict[str, Any]]:
+        """The events with the unit's run-level columns (the context winning over the event's)."""
+        ctx = self.context(run_id, scenario)
+        return [{**e, **ctx} for e in self.events]
 
 
 def write_run(
@@ -166,8 +172,10 @@ def write_run(
     """A run directory with ``history.parquet`` and ``manifest.json`` for ``units``."""
     d = root / scenario / run_id
     d.mkdir(parents=True, exist_ok=True)
-    rows = [r for u in units for r in u.rows(run_id, scenario)]
-    table = rows_to_table(rows) if rows else SCHEMA.empty_table()
+    # as the runner merges them: the unit's context wins the run-level columns, an event's own
+    # differing value (a member's ``impl``) is kept in ``extra``
+    tables = [rows_to_table(u.events, u.context(run_id, scenario)) for u in units if u.events]
+    table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
     if table.num_rows:
         table = table.sort_by("ts_ns")
     pq.write_table(table, d / "history.parquet")

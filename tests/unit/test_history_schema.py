@@ -57,3 +57,20 @@ def test_manifest_names_versions_commit_and_machine(tmp_path: Path) -> None:
         assert on_disk["versions"][dist], dist
     assert on_disk["machine"]["cpus"] >= 1 and on_disk["machine"]["java"]
     assert m["git_commit"] is None or len(m["git_commit"]) >= 40
+
+
+def test_an_events_own_value_overridden_by_the_context_is_kept_in_extra(tmp_path: Path) -> None:
+    """A coordinator member in a legacy_zk unit (a migration): the unit's impl in the column (and in
+    the Python view), the member's own in ``extra``; an equal value is not repeated there."""
+    a = tmp_path / "c0.jsonl"
+    with HistoryWriter(a, "c0") as w:
+        w.emit("ready", impl="coordinator")
+        w.emit("ready", impl="legacy_zk")
+    out = tmp_path / "h.parquet"
+    to_parquet([(a, {"impl": "legacy_zk", "repetition": 0})], out)
+    rows = pq.read_table(out).to_pylist()
+    assert [(r["impl"], r["extra"]) for r in rows] == [
+        ("legacy_zk", '{"impl":"coordinator"}'),
+        ("legacy_zk", None),
+    ]
+    assert [e["impl"] for e in read_parquet(out)] == ["legacy_zk", "legacy_zk"]
