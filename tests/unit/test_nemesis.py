@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,11 +97,15 @@ class FakeContext:
     ready: dict[str, int] = field(default_factory=dict)
     registrations: dict[str, tuple[int, str]] = field(default_factory=dict)
     started: list[str] = field(default_factory=list)
+    started_as: list[tuple[str, str | None, dict[str, str] | None]] = field(default_factory=list)
     waited: list[float] = field(default_factory=list)
     on_poll: Callable[[FakeContext], None] = lambda ctx: None
 
-    def start_member(self, name: str) -> None:
+    def start_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> None:
         self.started.append(name)
+        self.started_as.append((name, kind, None if props is None else dict(props)))
         self.members[name] = FakeProcess()
 
     def frozen(self, member: Any) -> bool:

@@ -9,6 +9,7 @@ advances when the runner waits.
 from __future__ import annotations
 
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,7 @@ class FakeRig:
         self.writers: dict[str, HistoryWriter] = {}
         self.log: list[str] = []
         self.never_settle = False
+        self.started_as: list[tuple[str, str | None, dict[str, str] | None]] = []
 
     def emit(self, name: str, kind: str, **fields: Any) -> None:
         if name not in self.writers:
@@ -134,8 +136,11 @@ class FakeRig:
     def stop_producer(self) -> None:
         self.log.append("stop_producer")
 
-    def start_member(self, name: str) -> None:
+    def start_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> None:
         self.log.append(f"start_member {name}")
+        self.started_as.append((name, kind, None if props is None else dict(props)))
         self.members[name] = FakeMember(self, name)
         self.claims[name] = set()
         self.emit(name, "ready")
