@@ -234,7 +234,7 @@ def _check_properties(props: dict[str, PropertyValue]) -> dict[str, PropertyValu
             parse = PROPERTIES[name][1]
         elif name in PENDING_PROPERTIES:
             kind = PENDING_PROPERTIES[name]
-            if kind is bool and property_string(value) not in ("true", "false"):
+            if kind is bool and property_string(value).lower() not in ("true", "false"):
                 raise ValueError(f"property {name!r} must be true or false (got {value!r})")
             parse = str if kind is bool else int
         else:
