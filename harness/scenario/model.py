@@ -230,13 +230,13 @@ def _check_properties(props: dict[str, PropertyValue]) -> dict[str, PropertyValu
     for name, value in props.items():
         if name in HARNESS_PROPERTIES:
             raise ValueError(f"property {name!r} is set by the harness for every member")
-        if name in PROPERTIES:
-            parse = PROPERTIES[name][1]
-        elif name in PENDING_PROPERTIES:
+        if name in PENDING_PROPERTIES:  # checked the same way once PROPERTIES lists them too
             kind = PENDING_PROPERTIES[name]
             if kind is bool and property_string(value).lower() not in ("true", "false"):
                 raise ValueError(f"property {name!r} must be true or false (got {value!r})")
             parse = str if kind is bool else int
+        elif name in PROPERTIES:
+            parse = PROPERTIES[name][1]
         else:
             raise ValueError(f"unknown legacy_zk property {name!r}")
         try:

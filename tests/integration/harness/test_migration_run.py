@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from harness.history.schema import read_parquet
+from harness.history.writer import read_events
 from harness.run.runner import RunOptions, run_scenario
 from harness.run.session import analyse, render
 from harness.scenario import load_scenario
@@ -25,36 +26,35 @@ pytestmark = [pytest.mark.migration, pytest.mark.slow]
 
 def _run(tmp_path: Path, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run the built-in scenario ``name`` on a local cluster of its own, analyse and report it; its
-    history (events as dicts) and metrics document (with ``summary_md``: the summary's text)."""
+    history (``history.parquet`` as dicts) and metrics document, with ``summary_md`` (the summary's
+    text) and ``members`` (each member's own JSON-lines history, by name)."""
     result = run_scenario(load_scenario(name), RunOptions(out=tmp_path))
     assert len(result.units) == 1
     assert "failed" not in result.units[0], result.units[0].get("failed")
     metrics = analyse(result.run_dir)
     paths = render(result.run_dir, metrics)
-    return read_parquet(result.run_dir / "history.parquet"), {
-        **metrics,
-        "summary_md": paths["markdown"].read_text(),
+    (events_dir,) = (result.run_dir / "units").glob("*/events")
+    members = {
+        p.stem: read_events(p)
+        for p in sorted(events_dir.glob("*.jsonl"))
+        if p.stem[0] in "mcr" and p.stem[1:].isdigit()
     }
+    extra = {"summary_md": paths["markdown"].read_text(), "members": members}
+    return read_parquet(result.run_dir / "history.parquet"), {**metrics, **extra}
 
 
-def _member_events(events: list[dict[str, Any]], kind: str) -> dict[str, list[dict[str, Any]]]:
-    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in events:
-        if e["role"] == "member" and e["kind"] == kind:
-            by[e["source"]].append(e)
-    return by
-
-
-def _assert_history(events: list[dict[str, Any]], actions: list[str]) -> None:
-    """Every m* member wrote impl legacy_zk, every c* member impl coordinator, on ready and started;
-    the nemesis invoked the migration steps labelled with their action and 1-based index; every
-    produced record was processed."""
-    for kind in ("ready", "started"):
-        by = _member_events(events, kind)
-        assert {n[0] for n in by} == {"m", "c"}, sorted(by)
-        for name, es in by.items():
-            want = "legacy_zk" if name.startswith("m") else "coordinator"
-            assert {e.get("impl") for e in es} == {want}, (name, kind)
+def _assert_history(
+    events: list[dict[str, Any]], members: dict[str, list[dict[str, Any]]], actions: list[str]
+) -> None:
+    """In their own histories every m* member wrote impl legacy_zk, every c* member impl coordinator,
+    on ready and started; the nemesis invoked the migration steps labelled with their action and
+    1-based index; every produced record was processed."""
+    assert sorted(members) == ["c0", "c1", "c2", "m0", "m1", "m2"]
+    for name, es in members.items():
+        want = "legacy_zk" if name.startswith("m") else "coordinator"
+        for kind in ("ready", "started"):
+            seen = {e.get("impl") for e in es if e["kind"] == kind}
+            assert seen == {want}, (name, kind, seen)
     invokes = [e for e in events if e["kind"] == "invoke"]
     assert invokes and all(e.get("migration") and e.get("migration_step") for e in invokes)
     labels: list[str] = []
@@ -87,7 +87,7 @@ def test_the_documented_migration_loses_nothing_and_replays_no_more_than_the_unc
     tmp_path: Path,
 ) -> None:
     events, metrics = _run(tmp_path, "migration")
-    _assert_history(events, ["set_property", "switch"])
+    _assert_history(events, metrics["members"], ["set_property", "switch"])
     # the bounces started the legacy members with kafka storage, dual commit on, then off
     props = [e["props"] for e in events if e["kind"] == "invoke" and e.get("migration") == "set_property"]
     on = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}
@@ -107,7 +107,7 @@ def test_a_switch_without_carried_offsets_replays_what_the_legacy_members_had_co
     tmp_path: Path,
 ) -> None:
     events, metrics = _run(tmp_path, "migration-no-dual-commit")
-    _assert_history(events, ["switch"])
+    _assert_history(events, metrics["members"], ["switch"])
     # from the history alone: no broker offsets, so every coordinator member's first record on each
     # partition is offset 0 (auto.offset.reset earliest), though the legacy members had gone further
     legacy_last: dict[int, int] = defaultdict(lambda: -1)
@@ -131,7 +131,7 @@ def test_a_switch_without_carried_offsets_replays_what_the_legacy_members_had_co
 
 def test_a_rolling_switch_makes_a_mixed_group_that_owns_partitions_twice(tmp_path: Path) -> None:
     events, metrics = _run(tmp_path, "migration-mixed")
-    _assert_history(events, ["set_property", "switch"])
+    _assert_history(events, metrics["members"], ["set_property", "switch"])
     m = metrics["migration"]
     assert (m["expect"], m["verdict"], m["as_expected"]) == ("overlap", "overlap", True)
     parts = _partitions(metrics)
