@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.kernel.errors import ConfigError
+from harness.kernel.windows import evaluate
 from harness.run.plan import Plan, check_spacing, make_plan
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import expand, load_scenario
@@ -223,3 +224,48 @@ def test_the_builtin_migration_scenarios_plan_measurable_triggers_ending_with_co
     switch = [st for st in plan.steps if st.migration == "switch"]
     starts = [t for st in switch if st.kind == "start_member" for t in st.targets]
     assert starts == ["c0", "c1", "c2"]
+
+
+def _switch_history(migration: dict[str, object]) -> list[dict[str, object]]:
+    """Two legacy members own partitions 0 and 1; at 1 s both are stopped (``migration`` fields on
+    the stop and on the start of c0, c1 at 1.5 s); c0 and c1 are ready at 2.0 / 2.1 s, get one
+    partition each at 5 s; settling ends at 8 s. Times in seconds after ``stable`` (t = 0)."""
+    base = 1_000_000_000_000
+
+    def ev(t: float, source: str, role: str, kind: str, **f: object) -> dict[str, object]:
+        return {"ts_ns": base + round(t * 1e9), "source": source, "role": role, "kind": kind, **f}
+
+    def nem(t: float, kind: str, action: str, targets: list[str], trigger: bool) -> dict[str, object]:
+        return ev(t, "nemesis", "nemesis", kind, action=action, targets=targets, trigger=trigger, **migration)
+
+    es = [ev(-2.0, "nemesis", "harness", "unit_start", partitions=2)]
+    for t, m, p in ((-1.0, "m0", 0), (-1.0, "m1", 1), (5.0, "c0", 0), (5.0, "c1", 1)):
+        es += [ev(t - 0.5, m, "member", "rebalance_begin"), ev(t, m, "member", "assigned", partition=p)]
+        es.append(ev(t, m, "member", "rebalance_end", outcome="ok"))
+    es += [ev(0.0, "nemesis", "harness", "stable")]
+    es += [nem(1.0, "invoke", "stop_member", ["m0", "m1"], True)]
+    es += [
+        ev(1.05, m, "member", k, **({"partition": p} if k == "revoked" else {}))
+        for m, p in (("m0", 0), ("m1", 1))
+        for k in ("revoked", "stopped")
+    ]
+    es += [nem(1.1, "complete", "stop_member", ["m0", "m1"], True)]
+    es += [nem(1.5, "invoke", "start_member", ["c0", "c1"], False)]
+    es += [ev(2.0, "c0", "member", "ready"), ev(2.1, "c1", "member", "ready")]
+    es += [nem(2.1, "complete", "start_member", ["c0", "c1"], False)]
+    es += [ev(8.0, "nemesis", "harness", "settling_end")]
+    return es
+
+
+def test_a_switch_trigger_settles_once_its_replacements_are_live_not_the_stopped_members() -> None:
+    facts = evaluate(_switch_history({"migration": "switch", "migration_step": 1}), int(2e9))
+    (t,) = facts.triggers
+    assert t.replacements == ["c0", "c1"]
+    # first reaction: c0's rebalance_begin at 4.5 s; owned once from 5.0 s, no change for 2 s, and
+    # 5.0 + 2 <= 8 (settling_end): t1 = 5.0 s, latency 4.0 s after the stop at 1.0 s
+    assert t.outcome == "settled"
+    assert (t.react_ns - t.t0_ns, t.t1_ns - t.t0_ns) == (3_500_000_000, 4_000_000_000)
+    # the same history without the migration labels reads as a rolling restart whose stopped members
+    # never came back: never settled
+    (plain,) = evaluate(_switch_history({}), int(2e9)).triggers
+    assert plain.replacements is None and plain.outcome == "never"
