@@ -69,6 +69,8 @@ class PlannedStep(Protocol):
     def migration(self) -> str | None: ...
     @property
     def migration_step(self) -> int | None: ...
+    @property
+    def mode(self) -> str | None: ...
 
 
 class MemberProcess(Protocol):
@@ -159,13 +161,15 @@ class ActionPair:
     @property
     def fields(self) -> dict[str, Any]:
         """The fields both events of the pair carry (:mod:`harness.kernel.events`); the migration
-        fields (``member_kind``, ``props``, ``migration``, ``migration_step``) only when set."""
+        fields (``member_kind``, ``props``, ``migration``, ``migration_step``, and a switch's or
+        rollback's ``mode``) only when set."""
         s = self.step
         migration: dict[str, Any] = {
             "member_kind": s.member_kind,
             "props": dict(s.props) if s.props else None,
             "migration": s.migration,
             "migration_step": s.migration_step,
+            "mode": s.mode,
         }
         return {
             "action": s.kind,

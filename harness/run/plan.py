@@ -66,7 +66,8 @@ class Step:
     or a downtime. Migration steps also carry ``member_kind`` (the kind of the members a start_member
     starts; None = the unit's implementation, or what the member was before), ``props`` ((0.8 property,
     string value) pairs the started legacy members get on top of the scenario's; empty = none),
-    ``migration`` (set_property, switch or rollback) and ``migration_step`` (1-based).
+    ``migration`` (set_property, switch or rollback), ``migration_step`` (1-based) and, for a switch
+    or rollback, its ``mode``.
     """
 
     at: float
@@ -79,6 +80,7 @@ class Step:
     props: tuple[tuple[str, str], ...] = ()
     migration: str | None = None
     migration_step: int | None = None
+    mode: str | None = None  # a switch's or rollback's mode (all_at_once | rolling)
 
 
 @dataclass
@@ -134,7 +136,14 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
         for stopped, started in pairs:
             plan.isolated.update(stopped)
             plan.steps.append(
-                Step(t, "stop_member", stopped, migration=label.name, migration_step=label.step)
+                Step(
+                    t,
+                    "stop_member",
+                    stopped,
+                    migration=label.name,
+                    migration_step=label.step,
+                    mode=action.mode,
+                )
             )
             plan.steps.append(
                 Step(
@@ -146,6 +155,7 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
                     props=new_props,
                     migration=label.name,
                     migration_step=label.step,
+                    mode=action.mode,
                 )
             )
             t += action.interval

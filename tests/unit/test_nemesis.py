@@ -361,10 +361,12 @@ def test_a_plain_restart_leaves_kind_and_props_to_the_rig_and_its_events_carry_n
     events = _perform(Step(7.0, "start_member", ("m1",), trigger=False), ctx)
     assert ctx.started_as == [("m1", None, None)]  # the rig keeps what m1 was started as
     for e in events:
-        assert not {"member_kind", "props", "migration", "migration_step"} & set(e)
-    stop = _perform(Step(5.0, "stop_member", ("m1",), migration="switch", migration_step=1), ctx)
-    assert [(e["kind"], e["migration"], e["migration_step"]) for e in stop] == [
-        ("invoke", "switch", 1),
-        ("complete", "switch", 1),
+        assert not {"member_kind", "props", "migration", "migration_step", "mode"} & set(e)
+    stop = _perform(
+        Step(5.0, "stop_member", ("m1",), migration="switch", migration_step=1, mode="rolling"), ctx
+    )
+    assert [(e["kind"], e["migration"], e["migration_step"], e["mode"]) for e in stop] == [
+        ("invoke", "switch", 1, "rolling"),
+        ("complete", "switch", 1, "rolling"),
     ]
     assert "member_kind" not in stop[0] and "props" not in stop[0]

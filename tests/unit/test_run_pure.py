@@ -139,6 +139,7 @@ def test_switch_all_at_once_stops_every_legacy_member_then_starts_as_many_coordi
         (11.0, "start_member", ("c0", "c1", "c2"), False, "coordinator", {}, "switch", 1),
     ]
     assert plan.final_kinds == dict.fromkeys(("c0", "c1", "c2"), "coordinator")
+    assert {s.mode for s in plan.steps} == {"all_at_once"}
     check_spacing(plan, 3.0)
 
 
@@ -183,6 +184,8 @@ def test_a_rolling_switch_replaces_one_member_per_interval_and_later_faults_pick
         ),
     ]
     assert plan.final_kinds == {"r0": "legacy_zk"}
+    modes = {(s.migration, s.mode) for s in plan.steps if s.migration}
+    assert modes == {("set_property", None), ("switch", "rolling"), ("rollback", "rolling")}
     check_spacing(plan, 2.0)
 
 
