@@ -48,7 +48,8 @@ def _assert_history(
 ) -> None:
     """In their own histories every m* member wrote impl legacy_zk, every c* member impl coordinator,
     on ready and started; the nemesis invoked the migration steps labelled with their action and
-    1-based index; every produced record was processed."""
+    1-based index (``actions``: the unit's migration actions in order); every produced record was
+    processed."""
     assert sorted(members) == ["c0", "c1", "c2", "m0", "m1", "m2"]
     for name, es in members.items():
         want = "legacy_zk" if name.startswith("m") else "coordinator"
@@ -57,11 +58,6 @@ def _assert_history(
             assert seen == {want}, (name, kind, seen)
     invokes = [e for e in events if e["kind"] == "invoke"]
     assert invokes and all(e.get("migration") and e.get("migration_step") for e in invokes)
-    labels: list[str] = []
-    for e in invokes:  # the migration actions in order, each once
-        if not labels or labels[-1] != e["migration"]:
-            labels.append(e["migration"])
-    assert labels == actions
     steps = sorted({(e["migration_step"], e["migration"]) for e in invokes})
     assert steps == list(enumerate(actions, start=1))
     coordinator_starts = [e for e in invokes if e.get("member_kind") == "coordinator"]
@@ -87,7 +83,7 @@ def test_the_documented_migration_loses_nothing_and_replays_no_more_than_the_unc
     tmp_path: Path,
 ) -> None:
     events, metrics = _run(tmp_path, "migration")
-    _assert_history(events, metrics["members"], ["set_property", "switch"])
+    _assert_history(events, metrics["members"], ["set_property", "set_property", "switch"])
     # the bounces started the legacy members with kafka storage, dual commit on, then off
     props = [e["props"] for e in events if e["kind"] == "invoke" and e.get("migration") == "set_property"]
     on = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}
@@ -97,6 +93,7 @@ def test_the_documented_migration_loses_nothing_and_replays_no_more_than_the_unc
     assert stores == {"zookeeper", "kafka"}
     m = metrics["migration"]
     assert (m["expect"], m["verdict"], m["as_expected"]) == ("clean", "clean", True)
+    _assert_switch_settled(metrics)
     for p in _partitions(metrics):
         assert p["lost"] == 0, p
         assert _count(p["reprocessed"]) <= p["window"], p
@@ -123,6 +120,7 @@ def test_a_switch_without_carried_offsets_replays_what_the_legacy_members_had_co
     assert all(first_new[p] == 0 < legacy_last[p] for p in range(3)), (first_new, dict(legacy_last))
     m = metrics["migration"]
     assert (m["expect"], m["verdict"], m["as_expected"]) == ("replay", "replay", True)
+    _assert_switch_settled(metrics)
     parts = _partitions(metrics)
     assert all(p["lost"] == 0 for p in parts)
     assert any(_count(p["reprocessed"]) > p["window"] for p in parts), parts
@@ -137,6 +135,14 @@ def test_a_rolling_switch_makes_a_mixed_group_that_owns_partitions_twice(tmp_pat
     parts = _partitions(metrics)
     assert all(p["lost"] == 0 for p in parts), parts
     assert any(p["overlap_episodes"] > 0 for p in parts), parts
+
+
+def _assert_switch_settled(metrics: dict[str, Any]) -> None:
+    """The all-at-once switch's trigger (the stop of every legacy member) settled: its window closes
+    once the coordinator members that replaced them own every partition once."""
+    (unit,) = metrics["units"]
+    (t,) = [t for t in unit["triggers"] if t["targets"] == ["m0", "m1", "m2"]]
+    assert (t["action"], t["outcome"]) == ("stop_member", "settled"), t
 
 
 def _count(reprocessed: Any) -> int:
