@@ -85,7 +85,7 @@ def test_the_documented_migration_loses_nothing_and_replays_no_more_than_the_unc
     events, metrics = _run(tmp_path, "migration")
     _assert_history(events, metrics["members"], ["set_property", "set_property", "switch"])
     # the bounces started the legacy members with kafka storage, dual commit on, then off
-    props = [e["props"] for e in events if e["kind"] == "invoke" and e.get("migration") == "set_property"]
+    props = [e.get("props") for e in events if e["kind"] == "invoke" and e.get("migration") == "set_property"]
     on = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}
     off = {"offsets.storage": "kafka", "dual.commit.enabled": "false"}
     assert [p for p in props if p] == [on] * 3 + [off] * 3
