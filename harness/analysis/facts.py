@@ -185,6 +185,8 @@ class Facts:
                 "trigger",
                 "partitions",
                 "reason",
+                "migration",  # a switch's stop settles on its replacements (harness.kernel.windows)
+                "migration_step",
             )
             self._facts = pin(c.groupBy(*UNIT).applyInArrow(_fold_unit(self.window_ns), FACTS_SCHEMA))
         return self._facts

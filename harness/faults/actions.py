@@ -7,8 +7,10 @@ Each class's :meth:`~harness.faults.nemesis.Action.act` returns once its effect 
 ==============  =================================================  ==========================================
 action          effect, and when it is complete                    skipped
 ==============  =================================================  ==========================================
-join,           start the targets' processes; complete when each   never
-start_member    wrote a ``ready`` event since (``ready_ns``)
+join,           start the targets' processes (of the step's        never
+start_member    ``member_kind``, with its ``props``); complete
+                when each wrote a ``ready`` event since
+                (``ready_ns``)
 leave,          SIGTERM to each target (not its group), wait up    never
 stop_member     to 30 s each for it to exit, then reap it
 crash           SIGKILL to each target's group, wait up to 10 s    never
@@ -52,8 +54,9 @@ class Join(Action):
 
     def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
         since = ctx.time_ns()
+        props = dict(step.props) if step.props else None
         for n in step.targets:
-            ctx.start_member(n)
+            ctx.start_member(n, step.member_kind, props)
         # complete = every new process is ready to join (its `ready` event: t0 of the join)
         if not ctx.wait(ctx.stable_timeout, lambda: all(ctx.ready_ns(n) >= since for n in step.targets)):
             raise ActionFailed(

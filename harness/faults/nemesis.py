@@ -61,6 +61,16 @@ class PlannedStep(Protocol):
     def value(self) -> float | None: ...
     @property
     def trigger(self) -> bool: ...
+    @property
+    def member_kind(self) -> str | None: ...
+    @property
+    def props(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def migration(self) -> str | None: ...
+    @property
+    def migration_step(self) -> int | None: ...
+    @property
+    def mode(self) -> str | None: ...
 
 
 class MemberProcess(Protocol):
@@ -104,6 +114,10 @@ class NemesisContext(Protocol):
     soon as ``until()`` holds (False on timeout). ``ready_ns(name)`` is the time of the member's
     latest ``ready`` event (0: none yet); ``registration(name)`` its ZooKeeper session
     ``(id, password hex)`` from its latest ``registered`` event, read up to now.
+    ``start_member(name, kind, props)`` starts (or restarts) a member of ``kind`` (``legacy_zk`` or
+    ``coordinator``; None: what the member was before, else the unit's implementation) in the unit's
+    group; a legacy member gets ``props`` (0.8 property -> string) on top of the scenario's settings
+    (None: the props it had before, else none).
     """
 
     impl: str
@@ -119,7 +133,9 @@ class NemesisContext(Protocol):
     @property
     def proxies(self) -> ProxyControl | None: ...
 
-    def start_member(self, name: str) -> None: ...
+    def start_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> None: ...
 
     def frozen(self, member: MemberProcess) -> bool: ...
 
@@ -144,8 +160,17 @@ class ActionPair:
 
     @property
     def fields(self) -> dict[str, Any]:
-        """The fields both events of the pair carry (:mod:`harness.kernel.events`)."""
+        """The fields both events of the pair carry (:mod:`harness.kernel.events`); the migration
+        fields (``member_kind``, ``props``, ``migration``, ``migration_step``, and a switch's or
+        rollback's ``mode``) only when set."""
         s = self.step
+        migration: dict[str, Any] = {
+            "member_kind": s.member_kind,
+            "props": dict(s.props) if s.props else None,
+            "migration": s.migration,
+            "migration_step": s.migration_step,
+            "mode": s.mode,
+        }
         return {
             "action": s.kind,
             "action_id": self.action_id,
@@ -154,6 +179,7 @@ class ActionPair:
             "value": s.value,
             "trigger": s.trigger,
             "partitions": int(s.value) if s.kind == "add_partitions" and s.value else None,
+            **{k: v for k, v in migration.items() if v is not None},
             **self.context,
         }
 

@@ -20,7 +20,9 @@ Definitions (times are ``ts_ns``):
   None: outcome ``never``. Latency = t1 - t0 = detection (reaction - t0) + convergence (t1 - reaction).
 * A **compound** action (a rolling restart) is a ``stop_member`` trigger whose restart
   (``start_member``, not a trigger) falls in its window: it settles only once the restarted member
-  is live again.
+  is live again. A migration's replacement (a ``stop_member`` whose invoke has ``migration`` switch or
+  rollback) settles once its replacements are live instead: the members of the next ``start_member``
+  of the same ``migration_step`` (the stopped members never come back).
 
 Intervals for the split-brain checks, from the same fold: ``claims`` (a member's claim of a partition,
 from ``assigned`` to ``revoked`` or its stop), ``owned`` (the part of a claim while the member is live, with when the claim began),
@@ -53,6 +55,8 @@ MEMBER_REACTIONS = (Kind.WATCH, Kind.REBALANCE_BEGIN, Kind.REVOKED, Kind.ASSIGNE
 BROKER_REACTIONS = (Kind.GROUP_STATE, Kind.REBALANCE_BEGIN)
 #: member-side events that start a processing interval's close (besides nemesis completes)
 RESTART_ACTIONS = ("stop_member",)
+#: migration actions whose stops are followed by other members' starts (harness.run.plan)
+REPLACING_MIGRATIONS = ("switch", "rollback")
 
 
 @dataclass
@@ -74,6 +78,8 @@ class TriggerFacts:
     reason: str | None = None  # why it was skipped
     #: compound restarts: target -> when its new process was ready (its later events are reactions)
     restarted: dict[str, int | None] = field(default_factory=dict, repr=False)
+    #: a migration's replacement (switch / rollback): the members started in the targets' place
+    replacements: list[str] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -113,6 +119,8 @@ def evaluate(events: Iterable[Mapping[str, Any]], window_ns: int) -> UnitFacts:
             t.outcome = NO_EFFECT
             continue
         must_live = t.targets if t.action in (*JOIN_ACTIONS, *RESTART_ACTIONS) else []
+        if t.replacements is not None:
+            must_live = t.replacements
         t1 = _settle(t, cps, owned_after, live_ivs, must_live, window_ns)
         if t1 is None:
             t.outcome = NEVER
@@ -211,10 +219,13 @@ def _triggers(evs: list[Mapping[str, Any]], facts: UnitFacts) -> list[TriggerFac
     invokes: list[Mapping[str, Any]] = []
     skipped: dict[Any, str] = {}
     ready: dict[str, list[int]] = {}
+    starts: list[Mapping[str, Any]] = []  # migration start_member invokes, in time order
     for e in evs:
         kind = e.get("kind")
         if kind == Kind.INVOKE and e.get("trigger"):
             invokes.append(e)
+        elif kind == Kind.INVOKE and e.get("action") == "start_member" and e.get("migration"):
+            starts.append(e)
         elif kind == Kind.SKIPPED:
             skipped[e.get("action_id")] = str(e.get("reason") or "")
         elif kind == Kind.READY and e.get("role") == Role.MEMBER:
@@ -230,6 +241,17 @@ def _triggers(evs: list[Mapping[str, Any]], facts: UnitFacts) -> list[TriggerFac
                 t0 = max(r for r in firsts if r is not None)
                 startup = t0 - inv
         aid = e.get("action_id")
+        replacements = None
+        if e.get("action") in RESTART_ACTIONS and e.get("migration") in REPLACING_MIGRATIONS:
+            start = next(
+                (
+                    s
+                    for s in starts
+                    if int(s["ts_ns"]) >= inv and s.get("migration_step") == e.get("migration_step")
+                ),
+                None,
+            )
+            replacements = [str(m) for m in (start.get("targets") or [])] if start is not None else []
         out.append(
             TriggerFacts(
                 tid=0,
@@ -242,6 +264,7 @@ def _triggers(evs: list[Mapping[str, Any]], facts: UnitFacts) -> list[TriggerFac
                 outcome=SKIPPED if aid in skipped else "",
                 startup_ns=startup,
                 reason=skipped.get(aid),
+                replacements=replacements,
             )
         )
     out.sort(key=lambda t: (t.t0_ns, t.invoke_ns))

@@ -39,8 +39,10 @@ class UnitContext:
     def proxies(self) -> ProxyControl | None:
         return self.rig.proxies
 
-    def start_member(self, name: str) -> None:
-        self.rig.start_member(name)
+    def start_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> None:
+        self.rig.start_member(name, kind, props)
 
     def frozen(self, member: MemberProcess) -> bool:
         return self.rig.frozen(member)

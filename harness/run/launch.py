@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -228,9 +228,20 @@ def legacy_member_argv(zookeeper: str, group: str, topic: str, *options: str) ->
     ]
 
 
-def legacy_argv(s: Scenario, name: str, ep: Endpoints, history: Path, group: str, topic: str) -> list[str]:
+def legacy_argv(
+    s: Scenario,
+    name: str,
+    ep: Endpoints,
+    history: Path,
+    group: str,
+    topic: str,
+    extra: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The scenario's legacy settings as ``-X`` 0.8 properties, then ``extra`` (a timeline's
+    properties) overriding them. The offset-storage settings are passed only where they differ from
+    0.8.2's defaults (which are the member's), so a member without them runs ZooKeeper-storage scenarios."""
     c = s.group.legacy_zk
-    props = {
+    props: dict[str, object] = {
         "zookeeper.session.timeout.ms": c.zookeeper_session_timeout_ms,
         "rebalance.max.retries": c.rebalance_max_retries,
         "rebalance.backoff.ms": c.rebalance_backoff_ms,
@@ -242,7 +253,15 @@ def legacy_argv(s: Scenario, name: str, ep: Endpoints, history: Path, group: str
         "offsets.commit.fenced": str(c.fenced_commits).lower(),
         "herdlab.zk.reconnect.delay.ms": c.reconnect_delay_ms,
         "herdlab.zk.reconnect.random.ms": c.reconnect_random_ms,
+        "offsets.storage": c.offsets_storage,
     }
+    if c.dual_commit_enabled is not None:
+        props["dual.commit.enabled"] = str(c.dual_commit_enabled).lower()
+    if c.offsets_commit_max_retries != 5:
+        props["offsets.commit.max.retries"] = c.offsets_commit_max_retries
+    if c.offsets_channel_backoff_ms != 1000:
+        props["offsets.channel.backoff.ms"] = c.offsets_channel_backoff_ms
+    props.update(extra or {})
     argv = legacy_member_argv(
         ep.zookeeper, group, topic, "--bootstrap", ep.bootstrap, "--handler", "threading"
     )
@@ -266,12 +285,16 @@ def start_member(
     group: str,
     topic: str,
     launcher: Launcher | None = None,
+    props: Mapping[str, str] | None = None,
 ) -> MemberService:
     """Start one member of ``impl`` named ``name`` (a child process, or through ``launcher``); it
-    returns at once: wait on :meth:`MemberService.ready` (or the history) for the member to boot."""
+    returns at once: wait on :meth:`MemberService.ready` (or the history) for the member to boot.
+    ``props``: 0.8 properties a legacy member gets on top of the scenario's (ignored for coordinator)."""
     history = events / f"{name}.jsonl"
-    build = coordinator_argv if impl == "coordinator" else legacy_argv
-    argv = build(s, name, ep, history, group, topic)
+    if impl == "coordinator":
+        argv = coordinator_argv(s, name, ep, history, group, topic)
+    else:
+        argv = legacy_argv(s, name, ep, history, group, topic, props)
     return MemberService(f"{impl}:{name}", argv, history, logs / f"{name}.log", launcher).start()
 
 

@@ -7,6 +7,20 @@ Member names: the initial members are ``m0`` .. ``m{N-1}``; members that join la
 ``j1``, ... A member that is restarted keeps its name (and, with static membership, its instance id).
 Members chosen by ``select = "random"`` are drawn with ``random.Random(seed)``; ``newest`` / ``oldest``
 take the most / least recently started members still present.
+
+Migration (legacy_zk units only, :data:`harness.scenario.model.MIGRATION_ACTIONS`): the planner tracks
+the kind of every present member (``legacy_zk`` or ``coordinator``; the initial members and joiners are
+the unit's implementation, legacy_zk). ``set_property`` is a rolling restart of the present legacy
+members, each started again with ``props`` = the properties of every set_property so far (a later one
+overriding an earlier one). ``switch`` replaces the present legacy members by coordinator members
+``c0``, ``c1``, ... (one counter per unit); ``rollback`` replaces the present coordinator members by
+legacy members ``r0``, ``r1``, ... with the set_property properties so far plus its own. ``all_at_once``:
+one ``stop_member`` of all of them (a trigger), then after ``downtime`` one ``start_member`` of all the
+replacements; ``rolling``: per member a stop (a trigger) and its replacement's start ``downtime`` later,
+``interval`` apart. Every step of such an action carries ``migration`` (its name) and ``migration_step``
+(its 1-based index among the unit's migration actions). ``leave``, ``crash``, ... afterwards choose among
+the present members of either kind. A migration action with no member of the kind it replaces present is
+a ``ValueError`` naming the action and its time.
 """
 
 from __future__ import annotations
@@ -23,9 +37,23 @@ from harness.scenario.model import (
     Leave,
     Pause,
     RestartBroker,
+    Rollback,
     RollingRestart,
     Scenario,
+    SetProperty,
+    Switch,
+    property_string,
 )
+
+LEGACY, COORDINATOR = "legacy_zk", "coordinator"
+
+
+@dataclass(frozen=True)
+class Label:
+    """The migration action a step belongs to: its name and 1-based index among the unit's."""
+
+    name: str
+    step: int
 
 
 @dataclass(frozen=True)
@@ -35,7 +63,11 @@ class Step:
     ``kind`` is one of join, leave, crash, pause, resume, cut, heal, expire, stop_member,
     start_member, add_partitions, restart_broker. ``targets`` are member names; ``target`` says what
     a cut separates the member from (``zookeeper`` or ``broker``); ``value`` carries a partition count
-    or a downtime.
+    or a downtime. Migration steps also carry ``member_kind`` (the kind of the members a start_member
+    starts; None = the unit's implementation, or what the member was before), ``props`` ((0.8 property,
+    string value) pairs the started legacy members get on top of the scenario's; empty = none),
+    ``migration`` (set_property, switch or rollback), ``migration_step`` (1-based) and, for a switch
+    or rollback, its ``mode``.
     """
 
     at: float
@@ -44,6 +76,11 @@ class Step:
     target: str | None = None
     value: float | None = None
     trigger: bool = True  # a membership/topic change the analysis measures from
+    member_kind: str | None = None
+    props: tuple[tuple[str, str], ...] = ()
+    migration: str | None = None
+    migration_step: int | None = None
+    mode: str | None = None  # a switch's or rollback's mode (all_at_once | rolling)
 
 
 @dataclass
@@ -54,6 +91,8 @@ class Plan:
     # Members some fault hits (they must run in a process of their own), and which need proxies.
     isolated: set[str] = field(default_factory=set)
     proxied: dict[str, set[str]] = field(default_factory=dict)
+    # The kind of every member present after the last step (None: the unit's implementation).
+    final_kinds: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def end(self) -> float:
@@ -67,6 +106,65 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
     present = [f"m{i}" for i in range(members)]  # in start order
     plan = Plan(initial=list(present))
     joined = 0
+    # None = the unit's implementation: legacy_zk wherever a migration action may appear (the model)
+    kinds: dict[str, str | None] = dict.fromkeys(present)
+    props: dict[str, str] = {}  # every set_property so far
+    replaced = {"c": 0, "r": 0}
+    migrations = 0
+
+    def of_kind(kind: str) -> list[str]:
+        legacy = kind == LEGACY
+        return [n for n in present if (kinds[n] in (None, LEGACY)) == legacy]
+
+    def replace(action: Switch | Rollback, step: int, props_of_new: dict[str, str]) -> None:
+        old, new, prefix = (
+            (LEGACY, COORDINATOR, "c") if isinstance(action, Switch) else (COORDINATOR, LEGACY, "r")
+        )
+        going = of_kind(old)
+        if not going:
+            raise ValueError(f"{action.action} at {action.at:g}s: no {old} member is present to replace")
+        names = tuple(f"{prefix}{replaced[prefix] + i}" for i in range(len(going)))
+        replaced[prefix] += len(going)
+        label = Label(action.action, step)
+        new_props = tuple(props_of_new.items()) if new == LEGACY else ()
+        pairs = (
+            [(tuple(going), names)]
+            if action.mode == "all_at_once"
+            else list(zip([(n,) for n in going], [(n,) for n in names], strict=True))
+        )
+        t = action.at
+        for stopped, started in pairs:
+            plan.isolated.update(stopped)
+            plan.steps.append(
+                Step(
+                    t,
+                    "stop_member",
+                    stopped,
+                    migration=label.name,
+                    migration_step=label.step,
+                    mode=action.mode,
+                )
+            )
+            plan.steps.append(
+                Step(
+                    t + action.downtime,
+                    "start_member",
+                    started,
+                    trigger=False,
+                    member_kind=new,
+                    props=new_props,
+                    migration=label.name,
+                    migration_step=label.step,
+                    mode=action.mode,
+                )
+            )
+            t += action.interval
+        for n in going:
+            present.remove(n)
+            del kinds[n]
+        for n in names:
+            present.append(n)
+            kinds[n] = new
 
     def choose(count: int, select: str, at: float) -> tuple[str, ...]:
         if count > len(present):
@@ -85,17 +183,20 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
             names = tuple(f"j{joined + i}" for i in range(action.count))
             joined += action.count
             present.extend(names)
+            kinds.update(dict.fromkeys(names))
             plan.joiners.extend(names)
             plan.steps.append(Step(at, "join", names))
         elif isinstance(action, Leave):
             names = choose(action.count, action.select, at)
             for n in names:
                 present.remove(n)
+                del kinds[n]
             plan.steps.append(Step(at, "leave", names))
         elif isinstance(action, Crash):
             names = choose(action.count, action.select, at)
             for n in names:
                 present.remove(n)
+                del kinds[n]
             plan.isolated.update(names)
             plan.steps.append(Step(at, "crash", names))
         elif isinstance(action, Pause):
@@ -125,7 +226,41 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
             plan.steps.append(Step(at, "add_partitions", value=float(action.to)))
         elif isinstance(action, RestartBroker):
             plan.steps.append(Step(at, "restart_broker", value=action.downtime))
+        elif isinstance(action, SetProperty):
+            migrations += 1
+            going = of_kind(LEGACY)
+            if not going:
+                raise ValueError(f"set_property at {at:g}s: no legacy_zk member is present to restart")
+            props.update({k: property_string(v) for k, v in action.properties.items()})
+            label = Label(action.action, migrations)
+            t = at
+            for n in going:
+                plan.isolated.add(n)
+                plan.steps.append(
+                    Step(t, "stop_member", (n,), migration=label.name, migration_step=label.step)
+                )
+                plan.steps.append(
+                    Step(
+                        t + action.downtime,
+                        "start_member",
+                        (n,),
+                        trigger=False,
+                        member_kind=LEGACY,
+                        props=tuple(props.items()),
+                        migration=label.name,
+                        migration_step=label.step,
+                    )
+                )
+                t += action.interval
+        elif isinstance(action, Switch):
+            migrations += 1
+            replace(action, migrations, {})
+        elif isinstance(action, Rollback):
+            migrations += 1
+            own = {k: property_string(v) for k, v in action.properties.items()}
+            replace(action, migrations, {**props, **own})
     plan.steps.sort(key=lambda s: s.at)
+    plan.final_kinds = dict(kinds)
     return plan
 
 

@@ -9,7 +9,11 @@ Contract
   the unit's topic; a legacy unit on a cluster without ZooKeeper is a :class:`ConfigError`, a topic
   that already exists a :class:`UnitFailed`.
 * :meth:`UnitRig.start_member` starts (or restarts, under the same name) one member; a member some
-  cut hits (``Plan.proxied``) connects through proxies of its own, made on its first start.
+  cut hits (``Plan.proxied``) connects through proxies of its own, made on its first start. Its
+  ``kind`` (``legacy_zk`` | ``coordinator``) and ``props`` (0.8 properties of a legacy member, on top
+  of the scenario's) are remembered per name: a restart that gives None keeps what the member had (a
+  new member: the unit's implementation, no props). Members of both kinds join the unit's one group on
+  its one topic on the one cluster.
 * :meth:`UnitRig.stop_processes` stops members (cleanly, in parallel), producer and proxies;
   :meth:`UnitRig.stop_cluster` then the cluster. Both are idempotent; every child goes through
   :mod:`harness.procs`.
@@ -62,7 +66,9 @@ class Rig(Protocol):
 
     def stop_producer(self) -> None: ...
 
-    def start_member(self, name: str) -> None: ...
+    def start_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> None: ...
 
     def frozen(self, member: MemberProcess) -> bool: ...
 
@@ -102,6 +108,8 @@ class UnitRig:
         self.members: dict[str, MemberHandle] = {}
         self.endpoints: dict[str, Endpoints] = {}
         self.producer: ChildProcess | None = None
+        self.kinds: dict[str, str] = {}
+        self.props: dict[str, dict[str, str]] = {}
 
     def start(self) -> None:
         s = self.spec
@@ -176,14 +184,20 @@ class UnitRig:
                 ).address
         return Endpoints(zookeeper=zk, bootstrap=bootstrap)
 
-    def start_member(self, name: str) -> None:
+    def start_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> None:
         if name not in self.endpoints:
             self.endpoints[name] = self._endpoints_for(name, len(self.endpoints))
         assert self.cluster is not None
         s = self.spec
+        default = "coordinator" if s.impl == APACHE_KAFKA else s.impl  # kafka-python members
+        kind = self.kinds[name] = kind or self.kinds.get(name, default)
+        if props is not None:
+            self.props[name] = dict(props)
         launcher = self.cluster.member_launcher([s.events_dir])
         self.members[name] = start_member(
-            "coordinator" if s.impl == APACHE_KAFKA else s.impl,  # kafka-python members
+            kind,
             s.scenario,
             name,
             self.endpoints[name],
@@ -192,6 +206,7 @@ class UnitRig:
             s.group,
             s.topic,
             launcher,
+            props=self.props.get(name, {}),
         )
 
     def frozen(self, member: MemberProcess) -> bool:

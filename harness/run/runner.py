@@ -239,12 +239,7 @@ class UnitRunner:
         self._phase("settling")
         # A fault's effect can lag by up to one session timeout (an expiry noticed on the next
         # request, a crash noticed when the session ends): look no earlier than that after the last step.
-        c = self.unit.case.scenario.group
-        detect_s = (
-            c.legacy_zk.zookeeper_session_timeout_ms
-            if self.unit.impl == "legacy_zk"
-            else c.coordinator.session_timeout_ms
-        ) / 1000
+        detect_s = self._detection_s()
         earliest = clock.monotonic() + (detect_s if self.plan.steps else 0.0)
         settled = self.waiter.wait(
             s.stable_timeout + detect_s,
@@ -261,6 +256,16 @@ class UnitRunner:
         self.outcome.update(settled_at_end=settled, drained=drained)
         self._phase("stopping")
         return self.outcome
+
+    def _detection_s(self) -> float:
+        """How long a fault's effect can lag: the session timeout of the members' kind. After a
+        migration the group may end with either kind (or both): the larger session timeout among the
+        kinds present after the last step (the unit's implementation when none is left)."""
+        g = self.unit.case.scenario.group
+        timeout_ms = {"legacy_zk": g.legacy_zk.zookeeper_session_timeout_ms}
+        default = "legacy_zk" if self.unit.impl == "legacy_zk" else "coordinator"
+        kinds = {k or default for k in self.plan.final_kinds.values()} or {default}
+        return max(timeout_ms.get(k, g.coordinator.session_timeout_ms) for k in kinds) / 1000
 
     def _perform(self, step: Step) -> None:
         """One step: its nemesis, a mntr sample before a trigger (a window edge), then the nemesis's

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 IMPLEMENTATIONS = ("legacy_zk", "coordinator")
 
@@ -93,6 +93,16 @@ class LegacySettings(Strict):
     )
     reconnect_random_ms: int = Field(
         default=1000, ge=0, description="ZooKeeper 3.4.6 client: random extra wait before a reconnect"
+    )
+    offsets_storage: Literal["zookeeper", "kafka"] = Field(
+        default="zookeeper", description="0.8.2 offsets.storage: where offsets are committed and read"
+    )
+    dual_commit_enabled: bool | None = Field(
+        default=None, description="0.8.2 dual.commit.enabled; unset = 0.8.2's default (storage == kafka)"
+    )
+    offsets_commit_max_retries: int = Field(default=5, ge=0, description="0.8.2 offsets.commit.max.retries")
+    offsets_channel_backoff_ms: int = Field(
+        default=1000, ge=0, description="0.8.2 offsets.channel.backoff.ms"
     )
 
 
@@ -193,10 +203,112 @@ class RestartBroker(_Action):
     downtime: Duration = 1.0
 
 
+#: The offset-storage properties of 0.8.2.2's ConsumerConfig that the legacy member learns with issue 13
+#: (accepted here before :data:`legacy_zk.config.PROPERTIES` lists them, so scenarios load either way).
+PENDING_PROPERTIES: dict[str, type] = {
+    "dual.commit.enabled": bool,
+    "offsets.commit.max.retries": int,
+    "offsets.channel.backoff.ms": int,
+    "offsets.channel.socket.timeout.ms": int,
+}
+#: Properties the harness sets for every member itself (identity and addresses): not for a timeline.
+HARNESS_PROPERTIES = ("group.id", "consumer.id", "client.id", "zookeeper.connect", "bootstrap.servers")
+
+PropertyValue = str | int | bool
+
+
+def property_string(value: PropertyValue) -> str:
+    """The string form a 0.8 property gets on the member's command line (``true``, ``1000``, ``kafka``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _check_properties(props: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
+    """Every name a legacy_zk property (:data:`legacy_zk.config.PROPERTIES` or
+    :data:`PENDING_PROPERTIES`) not owned by the harness, every value parseable; ValueError naming it."""
+    from legacy_zk.config import PROPERTIES
+
+    for name, value in props.items():
+        if name in HARNESS_PROPERTIES:
+            raise ValueError(f"property {name!r} is set by the harness for every member")
+        if name in PENDING_PROPERTIES:  # checked the same way once PROPERTIES lists them too
+            kind = PENDING_PROPERTIES[name]
+            if kind is bool and property_string(value).lower() not in ("true", "false"):
+                raise ValueError(f"property {name!r} must be true or false (got {value!r})")
+            parse = str if kind is bool else int
+        elif name in PROPERTIES:
+            parse = PROPERTIES[name][1]
+        else:
+            raise ValueError(f"unknown legacy_zk property {name!r}")
+        try:
+            parse(property_string(value))
+        except ValueError:
+            raise ValueError(f"property {name!r}: bad value {value!r}") from None
+    if props.get("offsets.storage", "zookeeper") not in ("zookeeper", "kafka"):
+        raise ValueError(
+            f"property 'offsets.storage' must be zookeeper or kafka (got {props['offsets.storage']!r})"
+        )
+    return props
+
+
+Properties = Annotated[dict[str, PropertyValue], AfterValidator(_check_properties)]
+SwitchMode = Literal["all_at_once", "rolling"]
+
+
+class SetProperty(_Action):
+    """Migration: a rolling restart of every present legacy member with these 0.8 properties."""
+
+    action: Literal["set_property"]
+    properties: Properties = Field(min_length=1, description="0.8 property name -> value")
+    interval: Duration = Field(default=3.0, description="time between one member's restart and the next")
+    downtime: Duration = Field(default=0.5, description="how long each member stays down")
+
+
+class Switch(_Action):
+    """Migration: replace every present legacy member by a coordinator member of the same group."""
+
+    action: Literal["switch"]
+    mode: SwitchMode = "all_at_once"
+    interval: Duration = Field(default=3.0, description="rolling: time between one replacement and the next")
+    downtime: Duration = Field(default=0.5, description="time between a stop and its replacement's start")
+
+
+class Rollback(_Action):
+    """Migration: replace every present coordinator member by a legacy member (the reverse switch)."""
+
+    action: Literal["rollback"]
+    mode: SwitchMode = "all_at_once"
+    interval: Duration = Field(default=3.0, description="rolling: time between one replacement and the next")
+    downtime: Duration = Field(default=0.5, description="time between a stop and its replacement's start")
+    properties: Properties = Field(
+        default_factory=dict[str, PropertyValue], description="0.8 properties of the legacy members"
+    )
+
+
+MIGRATION_ACTIONS = ("set_property", "switch", "rollback")
+
 Action = Annotated[
-    Join | Leave | Crash | Pause | Cut | Expire | RollingRestart | AddPartitions | RestartBroker,
+    Join
+    | Leave
+    | Crash
+    | Pause
+    | Cut
+    | Expire
+    | RollingRestart
+    | AddPartitions
+    | RestartBroker
+    | SetProperty
+    | Switch
+    | Rollback,
     Field(discriminator="action"),
 ]
+
+
+class Migration(Strict):
+    """What a migration scenario expects the checker's proof to say."""
+
+    expect: Literal["clean", "replay", "overlap"] = Field(
+        default="clean", description="the expected verdict (a negative control expects replay or overlap)"
+    )
 
 
 class Scenario(Strict):
@@ -219,6 +331,7 @@ class Scenario(Strict):
     matrix: dict[str, list[int | float | bool | str]] = Field(
         default_factory=dict, description="dotted key -> values; the run covers every combination"
     )
+    migration: Migration = Migration()
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -227,4 +340,15 @@ class Scenario(Strict):
         for key, values in self.matrix.items():
             if not values:
                 raise ValueError(f"matrix.{key} is an empty list")
+        migrations = sorted({a.action for a in self.timeline if a.action in MIGRATION_ACTIONS})
+        if migrations and self.implementations != ["legacy_zk"]:
+            raise ValueError(
+                f"timeline actions {', '.join(migrations)} migrate a legacy_zk group: they need "
+                'implementations = ["legacy_zk"]'
+            )
         return self
+
+    @property
+    def has_migration(self) -> bool:
+        """Whether the timeline has a migration action (set_property, switch, rollback)."""
+        return any(a.action in MIGRATION_ACTIONS for a in self.timeline)

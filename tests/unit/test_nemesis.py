@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,11 +97,15 @@ class FakeContext:
     ready: dict[str, int] = field(default_factory=dict)
     registrations: dict[str, tuple[int, str]] = field(default_factory=dict)
     started: list[str] = field(default_factory=list)
+    started_as: list[tuple[str, str | None, dict[str, str] | None]] = field(default_factory=list)
     waited: list[float] = field(default_factory=list)
     on_poll: Callable[[FakeContext], None] = lambda ctx: None
 
-    def start_member(self, name: str) -> None:
+    def start_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> None:
         self.started.append(name)
+        self.started_as.append((name, kind, None if props is None else dict(props)))
         self.members[name] = FakeProcess()
 
     def frozen(self, member: Any) -> bool:
@@ -311,3 +315,58 @@ def test_add_partitions_pairs_carry_the_new_partition_count() -> None:
     pair = ActionPair(Step(1.0, "add_partitions", value=6.0), 1, Recorded(), lambda: 0)
     assert pair.fields["partitions"] == 6
     assert ActionPair(Step(1.0, "crash", ("m0",)), 2, Recorded(), lambda: 0).fields["partitions"] is None
+
+
+def test_a_migration_start_passes_its_kind_and_props_and_both_events_carry_the_migration_fields() -> None:
+    ctx = FakeContext()
+    t0 = ctx.now_ns
+
+    def boot(c: FakeContext) -> None:
+        for n in ("r0", "r1"):
+            c.ready.setdefault(n, c.now_ns)
+
+    ctx.on_poll = boot
+    props = (("offsets.storage", "kafka"), ("dual.commit.enabled", "true"))
+    step = Step(
+        9.5,
+        "start_member",
+        ("r0", "r1"),
+        trigger=False,
+        member_kind="legacy_zk",
+        props=props,
+        migration="rollback",
+        migration_step=2,
+    )
+    events = _perform(step, ctx)
+    want = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}
+    assert ctx.started_as == [("r0", "legacy_zk", want), ("r1", "legacy_zk", want)]
+    assert [e["kind"] for e in events] == ["invoke", "complete"]
+    for e in events:
+        assert (e["member_kind"], e["props"], e["migration"], e["migration_step"]) == (
+            "legacy_zk",
+            want,
+            "rollback",
+            2,
+        )
+    assert events[1]["ready_ns"] == {"r0": t0, "r1": t0}
+
+
+def test_a_plain_restart_leaves_kind_and_props_to_the_rig_and_its_events_carry_no_migration_fields() -> None:
+    ctx = FakeContext()
+
+    def boot(c: FakeContext) -> None:
+        c.ready.setdefault("m1", c.now_ns)
+
+    ctx.on_poll = boot
+    events = _perform(Step(7.0, "start_member", ("m1",), trigger=False), ctx)
+    assert ctx.started_as == [("m1", None, None)]  # the rig keeps what m1 was started as
+    for e in events:
+        assert not {"member_kind", "props", "migration", "migration_step", "mode"} & set(e)
+    stop = _perform(
+        Step(5.0, "stop_member", ("m1",), migration="switch", migration_step=1, mode="rolling"), ctx
+    )
+    assert [(e["kind"], e["migration"], e["migration_step"], e["mode"]) for e in stop] == [
+        ("invoke", "switch", 1, "rolling"),
+        ("complete", "switch", 1, "rolling"),
+    ]
+    assert "member_kind" not in stop[0] and "props" not in stop[0]

@@ -9,6 +9,7 @@ advances when the runner waits.
 from __future__ import annotations
 
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,7 @@ class FakeRig:
         self.writers: dict[str, HistoryWriter] = {}
         self.log: list[str] = []
         self.never_settle = False
+        self.started_as: list[tuple[str, str | None, dict[str, str] | None]] = []
 
     def emit(self, name: str, kind: str, **fields: Any) -> None:
         if name not in self.writers:
@@ -134,8 +136,11 @@ class FakeRig:
     def stop_producer(self) -> None:
         self.log.append("stop_producer")
 
-    def start_member(self, name: str) -> None:
+    def start_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> None:
         self.log.append(f"start_member {name}")
+        self.started_as.append((name, kind, None if props is None else dict(props)))
         self.members[name] = FakeMember(self, name)
         self.claims[name] = set()
         self.emit(name, "ready")
@@ -336,3 +341,60 @@ def test_the_plan_interpreted_is_the_pure_plan_of_the_case(tmp_path: Path) -> No
     assert invoke["targets"] == list(plan.steps[0].targets)
     for n in plan.steps[0].targets:
         assert rig.members[n].signals == [signal.SIGTERM]
+
+
+def test_a_switch_starts_coordinator_members_in_the_group_and_settling_waits_their_session_timeout(
+    tmp_path: Path,
+) -> None:
+    # legacy session 20 s, coordinator session 7 s: after a switch the group ends with coordinator
+    # members, so settling looks no earlier than 7 s (not 20 s) after the last step.
+    timeline = (
+        "timeline=[{at='4s', action='set_property', interval='3s', downtime='1s',"
+        " properties={'offsets.storage'='kafka', 'dual.commit.enabled'=true}},"
+        " {at='12s', action='switch', mode='all_at_once', downtime='1s'}]"
+    )
+    runner, rig, clock = _runner(
+        tmp_path,
+        "legacy_zk",
+        [
+            "group.members=2",
+            "topic.partitions=2",
+            "group.legacy_zk.zookeeper_session_timeout_ms=20000",
+            "group.coordinator.session_timeout_ms=7000",
+            timeline,
+        ],
+    )
+    outcome = runner.run()
+    runner.close()
+    kafka = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}
+    assert rig.started_as == [
+        ("m0", None, None),
+        ("m1", None, None),
+        ("m0", "legacy_zk", kafka),
+        ("m1", "legacy_zk", kafka),
+        ("c0", "coordinator", None),
+        ("c1", "coordinator", None),
+    ]
+    h = _history(runner)
+    pairs = [
+        (e["kind"], e["action"], tuple(e["targets"]), e.get("migration"), e.get("migration_step"))
+        for e in h
+        if e["kind"] in ("invoke", "complete")
+    ]
+    assert pairs == [
+        (k, a, t, m, n)
+        for a, t, m, n in [
+            ("stop_member", ("m0",), "set_property", 1),
+            ("start_member", ("m0",), "set_property", 1),
+            ("stop_member", ("m1",), "set_property", 1),
+            ("start_member", ("m1",), "set_property", 1),
+            ("stop_member", ("m0", "m1"), "switch", 2),
+            ("start_member", ("c0", "c1"), "switch", 2),
+        ]
+        for k in ("invoke", "complete")
+    ]
+    by = {(e["kind"], e.get("action")): e for e in h}
+    last = max(e["ts_ns"] for e in h if e["kind"] == "complete")
+    wait = by[("settling_end", None)]["ts_ns"] - last
+    assert 7e9 <= wait < 20e9
+    assert outcome["settled_at_end"] is True

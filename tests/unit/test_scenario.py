@@ -8,6 +8,7 @@ import pytest
 
 from harness.kernel.errors import ConfigError
 from harness.scenario import builtin_names, expand, load_scenario, parse_duration
+from harness.scenario.model import Switch
 
 
 def test_every_builtin_scenario_loads_and_expands() -> None:
@@ -128,3 +129,108 @@ def test_bad_set_syntax(item: str) -> None:
 def test_set_through_a_non_table_is_refused() -> None:
     with pytest.raises(ConfigError, match="group.members is not a table"):
         load_scenario("herd", ["group.members.x=1"])
+
+
+_LEGACY = 'name = "x"\nimplementations = ["legacy_zk"]\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            _LEGACY
+            + '[[timeline]]\nat = "5s"\naction = "set_property"\nproperties = { "offsets.storag" = "kafka" }\n',
+            "timeline[0].properties: unknown legacy_zk property 'offsets.storag'",
+        ),
+        (
+            _LEGACY + '[[timeline]]\nat = "5s"\naction = "rollback"\nproperties = { "group.id" = "other" }\n',
+            "timeline[0].properties: property 'group.id' is set by the harness for every member",
+        ),
+        (
+            _LEGACY
+            + '[[timeline]]\nat = "5s"\naction = "set_property"\nproperties = { "offsets.storage" = "disk" }\n',
+            "property 'offsets.storage' must be zookeeper or kafka (got 'disk')",
+        ),
+        (
+            _LEGACY
+            + '[[timeline]]\nat = "5s"\naction = "set_property"\nproperties = { "dual.commit.enabled" = 1 }\n',
+            "property 'dual.commit.enabled' must be true or false (got 1)",
+        ),
+        (
+            _LEGACY + '[[timeline]]\nat = "5s"\naction = "set_property"\nproperties = {}\n',
+            "timeline[0].properties",
+        ),
+        (
+            _LEGACY + '[[timeline]]\nat = "5s"\naction = "switch"\nmode = "sideways"\n',
+            "timeline[0].mode",
+        ),
+        (
+            'name = "x"\n[[timeline]]\nat = "5s"\naction = "switch"\n',
+            'timeline actions switch migrate a legacy_zk group: they need implementations = ["legacy_zk"]',
+        ),
+        (
+            'name = "x"\nimplementations = ["coordinator"]\n[[timeline]]\nat = "5s"\naction = "rollback"\n',
+            'timeline actions rollback migrate a legacy_zk group: they need implementations = ["legacy_zk"]',
+        ),
+        (_LEGACY + '[migration]\nexpect = "fine"\n', "migration.expect"),
+        (_LEGACY + '[group.legacy_zk]\noffsets_storage = "hdfs"\n', "group.legacy_zk.offsets_storage"),
+    ],
+)
+def test_malformed_migrations_give_one_line_naming_key_and_value(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_scenario(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(str(path))
+    assert expected in message
+
+
+def test_migration_keys_and_actions_load_with_their_defaults(tmp_path: Path) -> None:
+    s = load_scenario(
+        _write(
+            tmp_path,
+            _LEGACY
+            + '[group.legacy_zk]\noffsets_storage = "kafka"\ndual_commit_enabled = false\n'
+            + '[migration]\nexpect = "overlap"\n'
+            + '[[timeline]]\nat = "5s"\naction = "set_property"\n'
+            + 'properties = { "dual.commit.enabled" = "TRUE", "auto.commit.interval.ms" = 500 }\n'
+            + '[[timeline]]\nat = "20s"\naction = "switch"\nmode = "rolling"\n'
+            + '[[timeline]]\nat = "40s"\naction = "rollback"\n',
+        )
+    )
+    c = s.group.legacy_zk
+    assert (c.offsets_storage, c.dual_commit_enabled) == ("kafka", False)
+    assert (c.offsets_commit_max_retries, c.offsets_channel_backoff_ms) == (5, 1000)  # 0.8.2's defaults
+    assert load_scenario("herd").group.legacy_zk.dual_commit_enabled is None  # unset: 0.8.2's rule
+    assert s.migration.expect == "overlap" and load_scenario("herd").migration.expect == "clean"
+    set_property, switch, rollback = s.timeline
+    assert (
+        set_property.action == "set_property" and switch.action == "switch" and rollback.action == "rollback"
+    )
+    assert set_property.properties == {"dual.commit.enabled": "TRUE", "auto.commit.interval.ms": 500}
+    assert (set_property.interval, set_property.downtime) == (3.0, 0.5)
+    assert (switch.mode, switch.interval, switch.downtime) == ("rolling", 3.0, 0.5)
+    assert (rollback.mode, rollback.properties) == ("all_at_once", {})
+    assert s.has_migration and not load_scenario("herd").has_migration
+
+
+@pytest.mark.parametrize(
+    ("name", "expect"),
+    [("migration", "clean"), ("migration-no-dual-commit", "replay"), ("migration-mixed", "overlap")],
+)
+def test_the_builtin_migration_scenarios_are_legacy_zk_groups_of_three_expecting_their_verdict(
+    name: str, expect: str
+) -> None:
+    s = load_scenario(name)
+    assert s.implementations == ["legacy_zk"] and s.migration.expect == expect
+    assert (s.group.members, s.topic.partitions) == (3, 3)
+    assert (s.group.legacy_zk.auto_commit_interval_ms, s.group.legacy_zk.auto_offset_reset) == (
+        1000,
+        "smallest",
+    )
+    switches = [a for a in s.timeline if isinstance(a, Switch)]
+    assert len(switches) == 1
+    assert switches[0].mode == ("rolling" if name == "migration-mixed" else "all_at_once")
