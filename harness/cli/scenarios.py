@@ -38,7 +38,10 @@ def show(name: str) -> None:
 @click.argument("scenario")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any scenario key.")
 def check(scenario: str, overrides: tuple[str, ...]) -> None:
-    """Validate SCENARIO (a built-in name or a TOML file) and print its matrix cases."""
+    """Validate SCENARIO (a built-in name or a TOML file), plan each of its matrix cases as ``run`` would
+    (timeline spacing, members to act on, a switch or rollback with members to replace) and print them."""
+    from harness.run.runner import planned_cases
+
     s = load_scenario(scenario, overrides)
-    for case in expand(s):
+    for case in planned_cases(s):
         click.echo(f"{s.name}: {case.label}: {case.members} members, {case.partitions} partitions")

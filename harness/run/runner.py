@@ -61,7 +61,16 @@ from harness.run.tail import GroupWatch
 from harness.scenario.loading import Case, expand
 from harness.scenario.model import Scenario
 
-__all__ = ["RunOptions", "RunResult", "Unit", "UnitFailed", "UnitRunner", "new_run_id", "run_scenario"]
+__all__ = [
+    "RunOptions",
+    "RunResult",
+    "Unit",
+    "UnitFailed",
+    "UnitRunner",
+    "new_run_id",
+    "planned_cases",
+    "run_scenario",
+]
 
 log = logging.getLogger("harness.run")
 
@@ -289,6 +298,21 @@ class UnitRunner:
         self.history.close()
 
 
+def planned_cases(scenario: Scenario) -> list[Case]:
+    """The scenario's matrix cases, each checked by planning it: a plan that cannot be made (a switch with
+    no legacy member present, a rollback with nothing to roll back, too many members asked for) or whose
+    triggers the analysis could not measure apart is a :class:`ConfigError` naming the case. Used before
+    anything starts (``run``) and by ``herdlab scenarios check``."""
+    cases = expand(scenario)
+    for case in cases:
+        try:
+            check_spacing(make_plan(case.scenario, case.members), case.scenario.settle_window)
+        except ValueError as e:
+            where = f" case {case.label}" if len(cases) > 1 else ""
+            raise ConfigError(f"scenario {scenario.name}{where}: {e}") from None
+    return cases
+
+
 def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
     """Run every unit of ``scenario`` (see the module contract) and return where the results are."""
     if options.backend == "external" and any(a.action == "restart_broker" for a in scenario.timeline):
@@ -301,13 +325,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         raise ConfigError("--kafka-image needs --backend containers")
     if options.backend == "containers":
         preflight(options.containers)
-    cases = expand(scenario)
-    for case in cases:  # refuse what the analysis could not measure before anything starts
-        try:
-            check_spacing(make_plan(case.scenario, case.members), case.scenario.settle_window)
-        except ValueError as e:
-            where = f" case {case.label}" if len(cases) > 1 else ""
-            raise ConfigError(f"scenario {scenario.name}{where}: {e}") from None
+    cases = planned_cases(scenario)
     impls: list[str] = list(scenario.implementations)
     if options.backend == "containers" and options.containers.kafka_image and "coordinator" in impls:
         impls.insert(impls.index("coordinator") + 1, APACHE_KAFKA)  # the third column

@@ -234,3 +234,23 @@ def test_the_builtin_migration_scenarios_are_legacy_zk_groups_of_three_expecting
     switches = [a for a in s.timeline if isinstance(a, Switch)]
     assert len(switches) == 1
     assert switches[0].mode == ("rolling" if name == "migration-mixed" else "all_at_once")
+
+
+def test_scenarios_check_plans_each_case_as_run_does(tmp_path: Path) -> None:
+    """``herdlab scenarios check`` refuses what ``run`` would refuse before starting anything: here a rollback
+    with no coordinator member to replace (the scenario itself is well-formed)."""
+    from click.testing import CliRunner
+
+    from harness.cli.scenarios import check
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        'name = "bad"\nimplementations = ["legacy_zk"]\n[group]\nmembers = 2\n'
+        '[[timeline]]\nat = "2s"\naction = "rollback"\nmode = "all_at_once"\n'
+    )
+    r = CliRunner().invoke(check, [str(bad)])
+    assert r.exit_code != 0
+    assert "rollback at 2s: no coordinator member is present to replace" in str(r.exception)
+    ok = CliRunner().invoke(check, ["migration"])
+    assert ok.exit_code == 0, ok.output
+    assert ok.output == "migration: default: 3 members, 3 partitions\n"
