@@ -262,7 +262,7 @@ class OffsetStore:
         self.checkpointed: dict[TopicPartition, int] = {}
         #: commit attempts made (one per round of the retry loop)
         self.attempts = 0
-        #: why the current attempt got no answer from the broker: (error, detail); None = answered
+        #: why the last kafka attempt got no answer from the broker: (error, detail); None = answered
         self._unanswered: tuple[str, str] | None = None
 
     def checkpoint(self, offsets: Iterable[tuple[TopicPartition, int]]) -> None:
@@ -283,7 +283,6 @@ class OffsetStore:
             with self._lock:
                 self.attempts += 1
                 attempts += 1
-                self._unanswered = None
                 committed, n = self._commit_once(reason)
             written += n
             shutting_down = self._shutting_down()
@@ -338,6 +337,7 @@ class OffsetStore:
         """Storage kafka: one OffsetCommit; the broker's answer for every partition goes into the
         history first, then (dual commit) ZooKeeper is written for each partition accepted."""
         assert self.manager is not None
+        self._unanswered = None
         owned = [(tp, info, off) for tp, info, off in self.registry.snapshot() if off >= 0]
         if not owned:
             return True, 0  # "No updates to offsets since last commit"
