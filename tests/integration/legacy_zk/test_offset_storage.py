@@ -216,6 +216,50 @@ def test_a_shutdown_commit_that_finds_no_broker_is_retried_then_rejected_in_the_
     assert events("commit", member=m.id) == []
 
 
+def test_a_member_process_waiting_for_an_offset_manager_is_not_in_the_group_and_stops_at_sigterm(
+    zookeeper, zk_admin, group, topic, tmp_path
+) -> None:
+    create_topic(zk_admin, topic, 1)
+    dead = f"127.0.0.1:{free_port()}"  # nobody listens there
+    history = tmp_path / "member.jsonl"
+    log_path = tmp_path / "member.log"
+    argv = legacy_member_argv(
+        zookeeper.connect_string,
+        group,
+        topic,
+        "--bootstrap",
+        dead,
+        "--offsets.storage",
+        "kafka",
+        "--offsets.channel.backoff.ms",
+        "100",
+        "--offsets.channel.socket.timeout.ms",
+        "300",
+        "--history",
+        str(history),
+    )
+    p = spawn(argv, name="legacy-zk-no-offset-manager", log_path=log_path)
+    try:
+
+        def failures() -> int:
+            text = log_path.read_text() if log_path.exists() else ""
+            return sum(
+                f"offset manager of group {group} not found via {dead}" in line for line in text.splitlines()
+            )
+
+        wait_until(lambda: failures() >= 2, 30, what="two logged lookups of the offset manager")
+        assert zk_admin.exists(paths.ids_dir(group)) is None  # never registered: no id znode at all
+        t0 = time.monotonic()
+        p.signal(signal.SIGTERM)
+        assert p.wait(10) == 0
+        assert time.monotonic() - t0 < 5.0
+    finally:
+        p.stop()
+    kinds = [e["kind"] for e in read_events(history)]
+    assert kinds.index("ready") < kinds.index("started") < kinds.index("stopped")
+    assert "registered" not in kinds and "rebalance_begin" not in kinds
+
+
 def test_a_member_process_commits_to_the_broker_at_sigterm(
     zookeeper, broker, admin, zk_admin, group, data_topic, tmp_path
 ) -> None:
