@@ -15,8 +15,10 @@ the member's rebalance lock (0.8's ``rebalanceLock``); nothing here takes it. Ea
    owners to take, waits that long, then re-reads the group and plans again;
 4. reads the start offsets (:func:`legacy_zk.offsets.fetch_start_offsets`: ZooKeeper, or the offset
    manager, or both with dual commit, as ``offsets.storage`` / ``dual.commit.enabled`` say) and writes
-   one ``offset_fetch`` event per partition (what each store held, the offset chosen); a shutdown
-   while waiting for the offset manager ends the attempt ``shutdown``;
+   one ``offset_fetch`` event per partition (what each store held, the offset chosen; ``dual`` is the
+   effective value: false with zookeeper storage, where 0.8.2.2 ignores ``dual.commit.enabled``); a
+   shutdown while waiting for the offset manager ends the attempt ``shutdown``; an answer that leaves
+   out a partition ends it ``error`` (0.8.2.2's ``requestInfo(topicAndPartition)`` threw);
 5. creates the owner znodes (ephemeral, data = the thread id). A ``NodeExists`` whose data is not
    this thread's is a conflict: every claim of this attempt is deleted again and the attempt ends
    ``conflict``; ``NodeExists`` with our own data is a create that succeeded before a connection
@@ -44,10 +46,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any, Protocol
 
-from legacy_zk import paths
+from legacy_zk import offset_rules, paths
 from legacy_zk.assignors import AssignmentError, View
 from legacy_zk.ids import ThreadId, TopicPartition
-from legacy_zk.offsets import Emit, OffsetManagerPort, OffsetStore, fetch_start_offsets
+from legacy_zk.offsets import Emit, OffsetFetchIncomplete, OffsetManagerPort, OffsetStore, fetch_start_offsets
 from legacy_zk.plan import RebalancePlan, plan_rebalance
 from legacy_zk.reads import Broker, GroupReader
 from legacy_zk.registry import OwnedPartition, Registry
@@ -250,7 +252,7 @@ class Rebalancer:
     def _error_outcome(self, e: Exception, rid: int, attempt: int) -> tuple[AttemptOutcome, str]:
         """An exception out of an attempt: ``error`` with its detail (0.8 caught Throwable here)."""
         detail = f"{e.__class__.__name__}: {e}"
-        if isinstance(e, (KazooException, AssignmentError, paths.MalformedZnode)):
+        if isinstance(e, (KazooException, AssignmentError, paths.MalformedZnode, OffsetFetchIncomplete)):
             log.info("%s: exception during rebalance: %s", self._tag(rid, attempt), detail)
         else:
             log.warning("%s: unexpected error during rebalance", self._tag(rid, attempt), exc_info=True)
@@ -309,7 +311,7 @@ class Rebalancer:
             partitions=sorted(plan.claim),
             malformed=self.reader.malformed,
             storage=self.offsets_storage,
-            dual=self.dual_commit,
+            dual=offset_rules.effective_dual(self.offsets_storage, self.dual_commit),
             manager=self.offset_manager,
             shutting_down=self.hooks.shutting_down,
             wait=self.hooks.wait,
@@ -327,7 +329,7 @@ class Rebalancer:
                 topic=tp.topic,
                 partition=tp.partition,
                 storage=self.offsets_storage,
-                dual=self.dual_commit,
+                dual=offset_rules.effective_dual(self.offsets_storage, self.dual_commit),
                 zookeeper_offset=got.zookeeper_offset,
                 kafka_offset=got.kafka_offset,
                 offset=got.offset,

@@ -2,8 +2,12 @@
 
 Contract
 --------
-:class:`LegacyZkMember` ``start()`` connects a kazoo session (``Unreachable`` when ZooKeeper does not
-answer within ``zookeeper.connection.timeout.ms``), registers the ephemeral
+:class:`LegacyZkMember` ``start()`` writes ``ready``, connects a kazoo session (``Unreachable`` when
+ZooKeeper does not answer within ``zookeeper.connection.timeout.ms``), writes ``started``, with
+``offsets.storage=kafka`` locates the group's offset manager (0.8.2.2's constructor called
+``ensureOffsetManagerConnected()`` before registering: retried every ``offsets.channel.backoff.ms``,
+one log line per failure; a member that never finds one never registers, and a shutdown meanwhile
+makes ``start()`` return False), registers the ephemeral
 ``/consumers/<g>/ids/<id>`` with the 0.8 JSON, subscribes to the children of ``/consumers/<g>/ids``
 and to the data of ``/brokers/topics/<t>`` per topic, starts the rebalance thread and the auto
 committer, and runs the first synced rebalance on the caller (spec 1.5). It returns True when that
@@ -106,7 +110,7 @@ from legacy_zk.fetcher import RecordFetcher
 from legacy_zk.ids import TopicPartition, make_consumer_id
 from legacy_zk.listeners import EventThread
 from legacy_zk.offset_channel import KafkaOffsetChannel
-from legacy_zk.offsets import OffsetStore
+from legacy_zk.offsets import OffsetChannelClosed, OffsetStore
 from legacy_zk.reads import GroupReader, MalformedLog
 from legacy_zk.reconnect import JavaReconnectPolicy, install
 from legacy_zk.registry import OwnedPartition, Registry
@@ -228,13 +232,14 @@ class LegacyZkMember:
         if config.offsets_storage == "kafka":
             self.offset_channel = KafkaOffsetChannel(
                 group=self.group,
-                bootstrap=self._bootstrap_servers,
+                bootstrap=self._offset_manager_servers,
                 client_id=config.client_id or self.id,
                 socket_timeout_ms=config.offsets_channel_socket_timeout_ms,
                 backoff_ms=config.offsets_channel_backoff_ms,
                 stopping=self.shutting_down,
                 wait=self.wait,
                 tag=self._tag,
+                sleep=h.sleep_func,
             )
         self.offsets = OffsetStore(
             self.zk,
@@ -397,8 +402,16 @@ class LegacyZkMember:
             fetch=self.config.fetch,
             config=self.config.as_properties(),
         )
-        log.info("%s: connected (session 0x%x), registering", self._tag(), self.session_id or 0)
         self._events.start()
+        if self.offset_channel is not None:
+            # 0.8.2.2's constructor: ensureOffsetManagerConnected() before registering in ZooKeeper and
+            # before the auto committer: a member that finds no offset manager never joins the group
+            try:
+                self.offset_channel.connect()
+            except OffsetChannelClosed as e:
+                log.info("%s: not registered: %s", self._tag(), e)
+                return False
+        log.info("%s: connected (session 0x%x), registering", self._tag(), self.session_id or 0)
         self._register()
         self.watches.subscribe()  # reinitializeConsumer
         self.handler.spawn(self._watcher_executor)
@@ -561,6 +574,16 @@ class LegacyZkMember:
         """Up to ``rebalance.max.retries`` attempts with backoff, under the rebalance lock (spec 1.8)."""
         with self._rebalance_lock:
             return self.rebalancer.synced_rebalance(reasons)
+
+    def _offset_manager_servers(self) -> str | None:
+        """Where to look for the offset manager: ``bootstrap.servers``, else the brokers registered
+        under ``/brokers/ids`` now (``channelToAnyBroker``), else the last ones read (at shutdown)."""
+        if self.config.bootstrap_servers:
+            return self.config.bootstrap_servers
+        brokers = self.rebalancer.brokers
+        if not self.shutting_down():
+            brokers = self.rebalancer.reader.read_cluster() or brokers
+        return ",".join(f"{h}:{p}" for _i, h, p in brokers) or None
 
     def _bootstrap_servers(self) -> str | None:
         if self.config.bootstrap_servers:

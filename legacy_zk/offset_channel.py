@@ -10,26 +10,46 @@ Contract
   ``KafkaNetClient`` bootstrapped from ``bootstrap.servers`` or, when none is given, the brokers
   registered under ``/brokers/ids`` (as ``channelToAnyBroker``), then FindCoordinator for the group
   against a broker, retried every ``offsets.channel.backoff.ms`` until found. Each failure is logged
-  as one line naming the member, the group and the brokers. The loop ends with
-  :class:`legacy_zk.offsets.OffsetChannelClosed` when the member is shutting down; a member shutting
-  down does not start locating (0.8.2's ``channelToAnyBroker`` would block its shutdown forever with
-  the brokers down; here the shutdown commit goes through the channel already open, or not at all);
+  as one line naming the member, the group and the brokers. :meth:`KafkaOffsetChannel.connect` is
+  that lookup on its own (the member calls it before registering, as 0.8.2.2's constructor did);
+* shutdown: a lookup (or a fetch) that is running when the member starts shutting down ends with
+  :class:`legacy_zk.offsets.OffsetChannelClosed`; a *commit* made while shutting down (the shutdown
+  commit, which 0.8.2.2 retries) still locates the manager, for at most
+  ``offsets.channel.socket.timeout.ms`` per commit attempt, then raises ``OffsetChannelClosed``;
 * wire versions: the lowest that both the broker (its ApiVersions) and Kafka 4 accept: OffsetCommit
   >= 2, OffsetFetch >= 1, FindCoordinator >= 0; commits are "simple" commits (generation -1, empty
   member id, retention -1, metadata "" as 0.8.2's ``NoMetadata``);
-* :meth:`KafkaOffsetChannel.commit` returns the error name per partition, :meth:`fetch` the offset and
-  error name per partition (``NONE`` for no error; a top-level error of OffsetFetch v2+ applies to
-  every partition); a transport failure raises (the caller disconnects and treats it as 0.8.2 treated
-  an exception); :meth:`disconnect` closes the client (the next request locates the manager anew).
+* :meth:`KafkaOffsetChannel.commit` returns the error name of each partition the response names
+  (a partition the broker left out is left out, as 0.8.2.2's fold skips it), :meth:`fetch` the offset
+  and error name of each partition the response names (a top-level error of OffsetFetch v2+ applies
+  to every partition asked); an error code kafka-python does not know is named ``UNKNOWN(<code>)``;
+  a transport failure raises (the caller disconnects and treats it as 0.8.2 treated an exception);
+  :meth:`disconnect` closes the client (the next request locates the manager anew).
 
 Requests are serialised by a lock (0.8.2's ``offsetsChannelLock``); each waits at most
 ``offsets.channel.socket.timeout.ms``.
+
+Deviations from 0.8.2.2 and why
+-------------------------------
+* ``bootstrap.servers``, when given, is asked before ``/brokers/ids`` (the harness's brokers are not
+  all registered in ZooKeeper; 0.8.2.2 had only ZooKeeper's list);
+* a lookup waits ``offsets.channel.backoff.ms`` after every failure; 0.8.2.2 slept only after an
+  error code and retried at once after an ``IOException`` (a busy loop against a dead broker), and
+  one failure is one log line either way;
+* one lookup try (connect, ApiVersions, FindCoordinator) waits at most
+  ``offsets.channel.socket.timeout.ms`` (0.8.2.2's connect had no timeout of its own);
+* a member shutting down ends a lookup at once, and a shutdown commit's lookup after
+  ``offsets.channel.socket.timeout.ms``: 0.8.2.2's ``channelToAnyBroker`` looped for ever with the
+  brokers down, so its shutdown could hang;
+* the wire versions above (0.8.2's OffsetCommit v1 / OffsetFetch v1 / ConsumerMetadata v0 are gone
+  from Kafka 4 and from our broker).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -50,7 +70,12 @@ def error_name(code: int) -> str:
 
     if code == 0:
         return "NONE"
-    return str(getattr(errors.for_code(code), "message", f"ERROR_{code}"))
+    if code == -1:
+        return "UNKNOWN_SERVER_ERROR"  # Kafka's name (kafka-python's is UNKNOWN)
+    known: Mapping[int, Any] = errors.kafka_errors
+    if code not in known:
+        return f"UNKNOWN({code})"  # keep the number: kafka-python would call it UNKNOWN_SERVER_ERROR
+    return str(getattr(known[code], "message", f"UNKNOWN({code})"))
 
 
 class KafkaOffsetChannel:
@@ -67,8 +92,11 @@ class KafkaOffsetChannel:
         stopping: Callable[[], bool],
         wait: Callable[[float], bool],
         tag: Callable[[], str],
+        sleep: Callable[[float], Any] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``stopping``: True once the member shuts down; ``wait(s)``: sleep, True when shutdown ended it."""
+        """``stopping``: True once the member shuts down; ``wait(s)``: sleep, True when shutdown ended it;
+        ``sleep``: a plain sleep (the shutdown commit's lookup backs off with it); ``clock``: seconds."""
         self.group = group
         self._bootstrap = bootstrap
         self._client_id = client_id
@@ -77,6 +105,8 @@ class KafkaOffsetChannel:
         self._stopping = stopping
         self._wait = wait
         self._tag = tag
+        self._sleep = sleep
+        self._clock = clock
         self._lock = threading.RLock()
         self._client: Any = None
         self._coordinator: Any = None
@@ -96,7 +126,7 @@ class KafkaOffsetChannel:
                 part_cls(partition_index=tp.partition, committed_offset=off, committed_metadata="")
             )
         with self._lock:
-            client, node = self._ensure_connected()
+            client, node = self._ensure_connected(at_shutdown=True)
             version = self._version(client, OffsetCommitRequest, MIN_OFFSET_COMMIT)
             request = OffsetCommitRequest[version](
                 group_id=self.group,
@@ -110,9 +140,7 @@ class KafkaOffsetChannel:
         for t in response.topics:
             for p in t.partitions:
                 out[TopicPartition(t.name, p.partition_index)] = error_name(p.error_code)
-        for tp in offsets:
-            out.setdefault(tp, "UNKNOWN_SERVER_ERROR")  # not answered: a failed commit of it
-        return out
+        return out  # a partition not answered is not in it (0.8.2.2 folds only the ones answered)
 
     def fetch(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, str]]:
         """One OffsetFetch: (committed offset or -1, error name) per partition."""
@@ -123,7 +151,7 @@ class KafkaOffsetChannel:
         for tp in sorted(partitions):
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         with self._lock:
-            client, node = self._ensure_connected()
+            client, node = self._ensure_connected(at_shutdown=False)
             version = self._version(client, OffsetFetchRequest, MIN_OFFSET_FETCH)
             if version >= 8:  # a broker without v1-7 (none known): the groups form
                 group_cls = OffsetFetchRequest.OffsetFetchRequestGroup
@@ -156,9 +184,10 @@ class KafkaOffsetChannel:
                     int(p.committed_offset),
                     error_name(p.error_code or top),
                 )
-        for tp in partitions:
-            out.setdefault(tp, (-1, error_name(top)))
-        return out
+        if top:  # a group-level error (v2+): it is every partition's answer
+            for tp in partitions:
+                out.setdefault(tp, (-1, error_name(top)))
+        return out  # otherwise a partition not answered is not in it (the caller fails, as 0.8.2.2)
 
     def disconnect(self) -> None:
         """Close the channel; the next request locates the offset manager again."""
@@ -170,16 +199,38 @@ class KafkaOffsetChannel:
             except Exception:  # noqa: BLE001 - closing a broken client must not fail the caller
                 log.debug("%s: closing the offsets channel failed", self._tag(), exc_info=True)
 
+    def connect(self) -> None:
+        """``ensureOffsetManagerConnected``: locate the offset manager now, retrying until found.
+
+        Raises :class:`OffsetChannelClosed` when the member shuts down first."""
+        with self._lock:
+            self._ensure_connected(at_shutdown=False)
+
     # -- locating the offset manager ------------------------------------------------------------
-    def _ensure_connected(self) -> tuple[Any, Any]:
-        """``ensureOffsetManagerConnected``: (client, coordinator node id), locating it if needed."""
+    def _ensure_connected(self, *, at_shutdown: bool) -> tuple[Any, Any]:
+        """(client, coordinator node id), locating the manager if needed (module contract).
+
+        ``at_shutdown``: while the member shuts down, keep looking for at most
+        ``offsets.channel.socket.timeout.ms`` (the shutdown commit) instead of giving up at once."""
+        deadline: float | None = None
         while True:
             if self._client is not None and self._coordinator is not None:
                 return self._client, self._coordinator
             if self._stopping():
-                raise OffsetChannelClosed(f"shutting down: no channel to the offset manager of {self.group}")
-            servers = self._bootstrap()
+                if not at_shutdown:
+                    raise OffsetChannelClosed(
+                        f"shutting down: no channel to the offset manager of {self.group}"
+                    )
+                if deadline is None:
+                    deadline = self._clock() + self._timeout_ms / 1000.0
+                elif self._clock() >= deadline:
+                    raise OffsetChannelClosed(
+                        f"offset manager of group {self.group} not found within {self._timeout_ms} ms "
+                        "(offsets.channel.socket.timeout.ms) at shutdown"
+                    )
+            servers: str | None = None
             try:
+                servers = self._bootstrap()
                 if not servers:
                     raise RuntimeError("no broker known (no bootstrap.servers, none under /brokers/ids)")
                 self._locate(servers)
@@ -195,7 +246,9 @@ class KafkaOffsetChannel:
                     int(self._backoff_s * 1000),
                 )
                 self.disconnect()
-            if self._wait(self._backoff_s):
+            if deadline is not None:
+                self._sleep(max(0.0, min(self._backoff_s, deadline - self._clock())))
+            elif self._wait(self._backoff_s) and not at_shutdown:
                 raise OffsetChannelClosed(f"shut down while locating the offset manager of {self.group}")
 
     def _locate(self, servers: str) -> None:

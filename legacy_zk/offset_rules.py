@@ -6,11 +6,13 @@ Contract (read from ``ZookeeperConsumerConnector.scala`` at tag 0.8.2.2)
 * Error names are Kafka's (``NONE``, ``NOT_COORDINATOR``, ...); the 0.8 names map onto them
   (``NotCoordinatorForConsumerCode`` = ``NOT_COORDINATOR``, ``ConsumerCoordinatorNotAvailableCode`` =
   ``COORDINATOR_NOT_AVAILABLE``, ``OffsetsLoadInProgressCode`` = ``COORDINATOR_LOAD_IN_PROGRESS``).
+* :func:`effective_dual`: ``dual.commit.enabled`` counts only with ``offsets.storage=kafka``.
 * :func:`choose_offset` is the fetch rule: storage zookeeper: the ZooKeeper offset; storage kafka
   without dual commit: the broker's; with dual commit: the larger of the two. A missing offset is -1
   on either side (so -1 = none: ``auto.offset.reset`` applies).
 * :func:`judge_commit` folds one OffsetCommit response as ``commitOffsets`` does: ``committed`` unless
-  some partition failed with a retriable error (anything but ``OFFSET_METADATA_TOO_LARGE``);
+  some partition answered failed with a retriable error (anything but ``OFFSET_METADATA_TOO_LARGE``;
+  a partition the response leaves out is not folded, as 0.8.2.2 folds only ``commitStatus``);
   ``refresh`` (disconnect the channel so the offset manager is looked up again) when some partition
   answered ``NOT_COORDINATOR`` or ``COORDINATOR_NOT_AVAILABLE``. (The partitions answered ``NONE`` are
   the ones dual commit then writes to ZooKeeper.)
@@ -49,6 +51,11 @@ STORAGES = ("zookeeper", "kafka")
 #: Commit reasons (``commit`` events) -> 0.8.2's ``isAutoCommit`` argument of ``commitOffsets``.
 #: ``manual`` is the application's ``commitOffsets()`` (KAFKA-1743: ``commitOffsets(true)``).
 IS_AUTO_COMMIT: Mapping[str, bool] = {"auto": False, "rebalance": True, "shutdown": True, "manual": True}
+
+
+def effective_dual(storage: str, dual: bool) -> bool:
+    """Whether dual commit is in force: 0.8.2.2 reads ``dual.commit.enabled`` only with kafka storage."""
+    return storage == "kafka" and dual
 
 
 def choose_offset(storage: str, dual: bool, zookeeper_offset: int | None, kafka_offset: int | None) -> int:

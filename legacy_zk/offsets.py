@@ -10,23 +10,31 @@ Contract
 * :func:`fetch_start_offsets` (``fetchOffsets``) applies the storage: zookeeper: the ZooKeeper
   offsets; kafka: OffsetFetch through the :class:`OffsetManagerPort` until an answer (NOT_COORDINATOR
   or an exception: disconnect and retry; COORDINATOR_LOAD_IN_PROGRESS: retry; ``offsets.channel.
-  backoff.ms`` between tries, through ``wait``), then with dual commit the ZooKeeper offsets too, and
-  per partition the offset :func:`legacy_zk.offset_rules.choose_offset` picks. ``None`` when the
-  member shut down before an answer (the attempt then fails as 0.8.2's did).
+  backoff.ms`` between tries, through ``wait``); with dual commit the ZooKeeper offsets are read in
+  the same try (a ZooKeeper error: disconnect and retry, as 0.8.2.2); per partition the offset
+  :func:`legacy_zk.offset_rules.choose_offset` picks. ``None`` when the member shut down before an
+  answer (the attempt then fails as 0.8.2's did; a request ended by the shutdown is not logged as an
+  error). An answer that leaves out a partition asked raises :class:`OffsetFetchIncomplete` (0.8.2.2
+  threw ``NoSuchElementException`` in the rebalance: the attempt fails).
 * :class:`OffsetStore` commits the position of every owned partition (the registry's ``consumed``)
   as the next offset to read, with 0.8.2.2's ``commitOffsets`` order and retry rule
   (:mod:`legacy_zk.offset_rules`):
   - storage zookeeper: each position that changed since its last ZooKeeper checkpoint is written to
     ZooKeeper;
-  - storage kafka: ONE OffsetCommit of every owned position; then, with dual commit, each partition
-    the broker answered ``NONE`` is written to ZooKeeper (same checkpoint skip). NOT_COORDINATOR /
-    COORDINATOR_NOT_AVAILABLE or an exception disconnect the channel. A member shutting down
-    without a channel to the offset manager does not commit to the broker and does not retry
-    (:class:`OffsetChannelClosed`; 0.8.2 blocked for ever in ``channelToAnyBroker``);
+  - storage kafka: ONE OffsetCommit of every owned position; the answer of every partition in the
+    response goes into the history first (a ``commit`` or ``commit_rejected`` event each; a partition
+    the response leaves out is skipped, as 0.8.2.2's fold skips it); then, with dual commit, each
+    partition the broker answered ``NONE`` is written to ZooKeeper (same checkpoint skip; a ZooKeeper
+    error ends the round, disconnects and fails the attempt, as it did inside 0.8.2.2's try).
+    NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE or an exception disconnect the channel, so the next
+    attempt locates the offset manager again (also while shutting down: the channel then looks for
+    at most ``offsets.channel.socket.timeout.ms`` per attempt, :class:`OffsetChannelClosed` after);
   - retries: a commit made while shutting down (reasons ``shutdown`` / ``rebalance`` / ``manual``,
     0.8.2's ``isAutoCommit=true``) is retried up to ``offsets.commit.max.retries`` times while a
     retriable error persists, sleeping ``offsets.channel.backoff.ms`` between attempts; every other
-    commit is one attempt.
+    commit is one attempt. A shutdown commit given up after an attempt the broker did not answer
+    (an exception, no offset manager found) writes one ``commit_rejected`` event (store kafka,
+    ``error`` = ``NO_OFFSET_MANAGER`` or the exception's class, ``trigger`` = the reason) per position.
   ZooKeeper writes are, as before:
   - plain (0.8): ``updatePersistentPath``: set; on NoNode create the parents and create; on
     NodeExists set;
@@ -38,6 +46,19 @@ Contract
   a ``commit_rejected`` event with ``store`` (and for kafka ``error``, the Kafka error name); a
   ZooKeeper error ends that round of ZooKeeper writes (logged; 0.8's auto commit let it go). Commits
   are serialised by the store's lock.
+
+Deviations from 0.8.2.2 and why
+-------------------------------
+* positions of -1 (a partition whose start offset was none and whose fetcher has not reset it yet)
+  are not committed, to ZooKeeper (as before) nor to the broker; 0.8.2.2 sent ``getConsumeOffset()``
+  of every partition, -1 included. With ZooKeeper storage its checkpoint skip made that a no-op; to
+  the broker it replaces "no offset" by -1 ("no offset") except in a race where it erases another
+  owner's real commit, and it would put broker ``commit`` events of offset -1 into the history, which
+  the migration proof reads as the last offset committed in the broker (its contract: null = none);
+* a member shutting down ends the fetch loop's backoff and the offset manager lookup at once, and
+  the shutdown commit's lookup after ``offsets.channel.socket.timeout.ms`` per attempt (0.8.2.2's
+  ``Thread.sleep`` and ``channelToAnyBroker`` could hang its shutdown for ever);
+* a shutdown commit given up is in the history (``commit_rejected``), not only in a log line.
 """
 
 from __future__ import annotations
@@ -65,6 +86,10 @@ class Emit(Protocol):
 
 class OffsetChannelClosed(Exception):
     """The member is shutting down and has no channel to the offset manager (none is located then)."""
+
+
+class OffsetFetchIncomplete(Exception):
+    """The offset manager's OffsetFetch answer left out a partition asked (the attempt fails)."""
 
 
 class OffsetManagerPort(Protocol):
@@ -128,7 +153,9 @@ def fetch_start_offsets(
     backoff_ms: int,
     tag: Callable[[], str] = lambda: "",
 ) -> dict[TopicPartition, StartOffset] | None:
-    """``fetchOffsets`` (module contract); None = shut down before the broker answered."""
+    """``fetchOffsets`` (module contract); None = shut down before the broker answered.
+
+    Raises :class:`OffsetFetchIncomplete` when the broker's answer leaves out a partition asked."""
     if not partitions:
         return {}
     if storage == "zookeeper":
@@ -140,6 +167,7 @@ def fetch_start_offsets(
     if manager is None:
         raise ValueError("offsets.storage=kafka needs an offset manager")
     answer: dict[TopicPartition, tuple[int, str]] | None = None
+    zk_read: dict[TopicPartition, tuple[int, int | None]] = {}
     while answer is None and not shutting_down():
         try:
             got = manager.fetch(partitions)
@@ -147,24 +175,35 @@ def fetch_start_offsets(
             if verdict.refresh:
                 manager.disconnect()
             if not verdict.retry:
+                # 0.8.2.2 reads ZooKeeper inside the same try: a failed read is retried like the fetch
+                zk_read = (
+                    fetch_offsets(zk, group, [tp for tp in partitions if tp in got], malformed)
+                    if dual
+                    else {}
+                )
                 answer = got
             else:
                 log.info(
                     "%s: offset fetch answered %s; retrying", tag(), sorted({e for _o, e in got.values()})
                 )
         except Exception as e:  # noqa: BLE001 - 0.8.2: "Error while fetching offsets", disconnect, retry
-            log.warning("%s: error while fetching offsets: %s: %s", tag(), e.__class__.__name__, e)
+            if shutting_down():  # the shutdown ended the request: not an error of the fetch
+                log.debug("%s: offset fetch ended by the shutdown: %s", tag(), e.__class__.__name__)
+            else:
+                log.warning("%s: error while fetching offsets: %s: %s", tag(), e.__class__.__name__, e)
             manager.disconnect()
         if answer is None and wait(backoff_ms / 1000.0):
             break
     if answer is None:
         return None
-    zk_read: dict[TopicPartition, tuple[int, int | None]] = (
-        fetch_offsets(zk, group, partitions, malformed) if dual else {}
-    )
+    missing = [tp for tp in partitions if tp not in answer]
+    if missing:  # 0.8.2.2: requestInfo(topicAndPartition) throws, the rebalance attempt fails
+        raise OffsetFetchIncomplete(
+            f"the offset manager did not answer for {', '.join(f'{tp.topic}-{tp.partition}' for tp in missing)}"
+        )
     out: dict[TopicPartition, StartOffset] = {}
     for tp in partitions:
-        kafka_off = answer[tp][0] if tp in answer else -1
+        kafka_off = answer[tp][0]
         kafka_off = kafka_off if kafka_off >= 0 else -1
         zk_off, version = zk_read.get(tp, (None, None))
         out[tp] = StartOffset(
@@ -223,6 +262,8 @@ class OffsetStore:
         self.checkpointed: dict[TopicPartition, int] = {}
         #: commit attempts made (one per round of the retry loop)
         self.attempts = 0
+        #: why the last kafka attempt got no answer from the broker: (error, detail); None = answered
+        self._unanswered: tuple[str, str] | None = None
 
     def checkpoint(self, offsets: Iterable[tuple[TopicPartition, int]]) -> None:
         """Record the start offsets of a new ownership as already committed (to ZooKeeper)."""
@@ -237,15 +278,44 @@ class OffsetStore:
         """
         retry = offset_rules.CommitRetry(offset_rules.IS_AUTO_COMMIT.get(reason, True), self.max_retries)
         written = 0
+        attempts = 0
         while True:
             with self._lock:
                 self.attempts += 1
+                attempts += 1
                 committed, n = self._commit_once(reason)
             written += n
-            if retry.done(self._shutting_down(), committed):
+            shutting_down = self._shutting_down()
+            if retry.done(shutting_down, committed):
+                if not committed and shutting_down and self._unanswered is not None:
+                    self._give_up(reason, attempts, *self._unanswered)
                 return written
             log.info("%s: retrying offset commit in %d ms", self._tag(), self.backoff_ms)
             self._sleep(self.backoff_ms / 1000.0)
+
+    def _give_up(self, reason: str, attempts: int, error: str, why: str) -> None:
+        """The shutdown commit is given up and its last attempt got no answer: one ``commit_rejected``
+        event (store kafka) per position it could not commit, ``error`` naming why."""
+        owned = [(tp, off) for tp, _i, off in self.registry.snapshot() if off >= 0]
+        log.warning(
+            "%s: offsets not committed at shutdown after %d attempt(s): %s: %s",
+            self._tag(),
+            attempts,
+            error,
+            why,
+        )
+        for tp, offset in owned:
+            self._stats["commits_rejected"] += 1
+            self._emit(
+                "commit_rejected",
+                topic=tp.topic,
+                partition=tp.partition,
+                offset=offset,
+                store="kafka",
+                error=error,
+                reason=f"given up after {attempts} attempt(s): {why}",
+                trigger=reason,
+            )
 
     def _commit_once(self, reason: str) -> tuple[bool, int]:
         """One attempt: (committed, accepted writes)."""
@@ -264,56 +334,61 @@ class OffsetStore:
         return self._commit_kafka(reason)
 
     def _commit_kafka(self, reason: str) -> tuple[bool, int]:
-        """Storage kafka: one OffsetCommit, then (dual commit) ZooKeeper for each partition accepted."""
+        """Storage kafka: one OffsetCommit; the broker's answer for every partition goes into the
+        history first, then (dual commit) ZooKeeper is written for each partition accepted."""
         assert self.manager is not None
+        self._unanswered = None
         owned = [(tp, info, off) for tp, info, off in self.registry.snapshot() if off >= 0]
         if not owned:
             return True, 0  # "No updates to offsets since last commit"
         try:
             errors = self.manager.commit({tp: off for tp, _i, off in owned})
         except OffsetChannelClosed as e:
-            # 0.8.2 would block here for ever (channelToAnyBroker): give up instead; not retried
+            # shutting down and no offset manager found in time: a failed attempt (retried as 0.8.2.2
+            # retries the shutdown commit; each retry looks the manager up again)
             log.warning("%s: offsets not committed: %s", self._tag(), e)
-            return True, 0
+            self._unanswered = ("NO_OFFSET_MANAGER", str(e))
+            return False, 0
         except Exception as e:  # noqa: BLE001 - 0.8.2: "Error while committing offsets", disconnect
             log.warning("%s: error while committing offsets: %s: %s", self._tag(), e.__class__.__name__, e)
+            self._unanswered = (e.__class__.__name__, str(e))
             self.manager.disconnect()
             return False, 0
         verdict = offset_rules.judge_commit(errors)
         written = 0
-        try:
-            for tp, info, offset in owned:
-                error = errors.get(tp, "UNKNOWN_SERVER_ERROR")
-                if error != offset_rules.NONE:
-                    self._stats["commits_rejected"] += 1
-                    log.info("%s: offset commit of %s@%d answered %s", self._tag(), tp, offset, error)
-                    self._emit(
-                        "commit_rejected",
-                        topic=tp.topic,
-                        partition=tp.partition,
-                        offset=offset,
-                        store="kafka",
-                        error=error,
-                        reason=error,
-                        trigger=reason,
-                    )
-                    continue
-                self._stats["commits"] += 1
-                written += 1
+        accepted: list[tuple[TopicPartition, OwnedPartition, int]] = []
+        for tp, info, offset in owned:
+            error = errors.get(tp)
+            if error is None:
+                continue  # not in the response: 0.8.2.2 folds only the partitions answered
+            if error != offset_rules.NONE:
+                self._stats["commits_rejected"] += 1
+                log.info("%s: offset commit of %s@%d answered %s", self._tag(), tp, offset, error)
                 self._emit(
-                    "commit",
+                    "commit_rejected",
                     topic=tp.topic,
                     partition=tp.partition,
                     offset=offset,
-                    reason=reason,
                     store="kafka",
+                    error=error,
+                    reason=error,
+                    trigger=reason,
                 )
-                if self.dual:
+                continue
+            self._stats["commits"] += 1
+            written += 1
+            self._emit(
+                "commit", topic=tp.topic, partition=tp.partition, offset=offset, reason=reason, store="kafka"
+            )
+            accepted.append((tp, info, offset))
+        if self.dual:
+            try:
+                for tp, info, offset in accepted:
                     written += int(self._commit_zk(tp, info, offset, reason))
-        except KazooException as e:  # 0.8.2: inside the commit's try: disconnect, not committed
-            log.warning("%s: dual commit to ZooKeeper failed: %s", self._tag(), e.__class__.__name__)
-            self.manager.disconnect()
-            return False, written
+            except KazooException as e:  # 0.8.2: inside the commit's try: disconnect, not committed
+                log.warning("%s: dual commit to ZooKeeper failed: %s", self._tag(), e.__class__.__name__)
+                self.manager.disconnect()
+                return False, written
         if verdict.refresh:
             log.info("%s: offset manager moved or unavailable: reconnecting", self._tag())
             self.manager.disconnect()

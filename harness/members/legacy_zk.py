@@ -60,7 +60,11 @@ _PROPERTY_OPTIONS: list[tuple[str, Any, str]] = [
     ),
     ("offsets.commit.max.retries", int, "Retries of the shutdown commit to the broker [5]."),
     ("offsets.channel.backoff.ms", int, "Pause between offset-manager lookups and retries [1000]."),
-    ("offsets.channel.socket.timeout.ms", int, "Timeout of one request to the offset manager [10000]."),
+    (
+        "offsets.channel.socket.timeout.ms",
+        int,
+        "Timeout of one request to the offset manager; at shutdown, of its lookup per commit attempt [10000].",
+    ),
 ]
 
 

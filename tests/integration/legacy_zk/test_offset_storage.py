@@ -4,6 +4,8 @@ The broker runs without ZooKeeper; the test writes ``/brokers/topics/<t>`` itsel
 would) and members get the broker with ``bootstrap.servers``. Offsets are read back independently:
 ZooKeeper with kazoo, the broker with kafka-python's admin client (OffsetFetch), and written there
 with kafka-python's admin client (a "simple" OffsetCommit) and kazoo. 30 records, 10 per partition.
+Tests ask for ``broker`` before ``make_member``, so the members are closed (their shutdown commit, which
+retries as 0.8.2.2 against a broker that is gone) before the broker stops.
 """
 
 from __future__ import annotations
@@ -53,13 +55,13 @@ def data_topic(broker, admin, zk_admin, topic) -> str:
 
 def kafka_member(make_member, broker, group: str, topic: str, **kw: Any):
     kw.setdefault("dual_commit_enabled", True)
+    kw.setdefault("auto_commit_interval_ms", 300)
     return make_member(
         group,
         {topic: 1},
         fetch=True,
         bootstrap_servers=broker.bootstrap,
         auto_offset_reset="smallest",
-        auto_commit_interval_ms=300,
         offsets_storage="kafka",
         offsets_channel_backoff_ms=200,
         **kw,
@@ -88,7 +90,7 @@ def first_records(events, member: str) -> dict[int, int]:
 
 
 def test_dual_commit_puts_every_commit_in_the_broker_and_in_zookeeper(
-    make_member, broker, admin, zk_admin, group, data_topic, events
+    broker, make_member, admin, zk_admin, group, data_topic, events
 ) -> None:
     m = kafka_member(make_member, broker, group, data_topic)
     wait_until(lambda: len(events("record", member=m.id)) == 30, 30, what="30 records processed")
@@ -118,7 +120,7 @@ def test_dual_commit_puts_every_commit_in_the_broker_and_in_zookeeper(
     ],
 )
 def test_the_member_starts_where_the_fetch_rule_says(
-    make_member, broker, admin, zk_admin, group, data_topic, events, dual: bool, expected: dict[int, int]
+    broker, make_member, admin, zk_admin, group, data_topic, events, dual: bool, expected: dict[int, int]
 ) -> None:
     errors = admin.alter_group_offsets(
         group, {KafkaTP(data_topic, p): OffsetAndMetadata(3, "", -1) for p in range(PARTITIONS)}
@@ -139,9 +141,11 @@ def test_the_member_starts_where_the_fetch_rule_says(
     assert all(e["storage"] == "kafka" and e["dual"] is dual for e in fetched.values())
 
 
-def test_an_unreachable_broker_is_retried_with_one_line_per_failure_and_stop_is_prompt(
+def test_an_unreachable_broker_keeps_the_member_out_of_the_group_with_one_line_per_failure(
     make_member, zk_admin, group, topic, caplog, events
 ) -> None:
+    """0.8.2.2 locates the offset manager in the connector's constructor, before registering: a
+    member that cannot reach one retries, logging each failure, and never joins the group."""
     create_topic(zk_admin, topic, 1)
     dead = f"127.0.0.1:{free_port()}"  # nobody listens there
     m = make_member(
@@ -163,14 +167,97 @@ def test_an_unreachable_broker_is_retried_with_one_line_per_failure_and_stop_is_
     lines = [r.getMessage() for r in caplog.records if "offset manager of group" in r.getMessage()]
     assert len(lines) >= 3
     assert m.id in lines[0] and f"group {group}" in lines[0] and dead in lines[0]
+    # booted and connected to ZooKeeper, but not in the group: no id znode, no registration, no rebalance
+    assert [e["kind"] for e in events(member=m.id) if e["kind"] in ("ready", "started")] == [
+        "ready",
+        "started",
+    ]
+    assert zk_admin.exists(paths.id_path(group, m.id)) is None
+    assert events("registered", member=m.id) == [] and events("rebalance_begin", member=m.id) == []
     t0 = time.monotonic()
     m.close()
     starter.join(10)
-    # at most one lookup in flight (300 ms socket timeout) plus the rebalance lock; 0.8.2 never returned
+    # at most one lookup in flight (300 ms socket timeout); 0.8.2 never returned
     assert not starter.is_alive() and time.monotonic() - t0 < 5.0
     assert result == {"converged": False}
-    assert [e["outcome"] for e in events("rebalance_end", member=m.id)] == ["shutdown"]
-    assert events("claim", member=m.id) == [] and events("offset_fetch", member=m.id) == []
+    assert events("registered", member=m.id) == [] and events("rebalance_begin", member=m.id) == []
+    assert events("commit_rejected", member=m.id) == []  # it owned nothing: nothing to commit
+
+
+def test_a_shutdown_commit_that_finds_no_broker_is_retried_then_rejected_in_the_history(
+    broker, make_member, admin, group, data_topic, events
+) -> None:
+    """The broker goes away before the shutdown: the commit's first attempt fails on the open channel,
+    each retry looks the offset manager up again for at most offsets.channel.socket.timeout.ms, and
+    the commit given up after 1 + offsets.commit.max.retries attempts is in the history."""
+    m = kafka_member(
+        make_member,
+        broker,
+        group,
+        data_topic,
+        dual_commit_enabled=False,
+        auto_commit_interval_ms=600000,  # nothing committed before the shutdown
+        offsets_commit_max_retries=2,
+        offsets_channel_socket_timeout_ms=300,
+    )
+    wait_until(lambda: len(events("record", member=m.id)) == 30, 30, what="30 records processed")
+    assert m.offset_channel is not None
+    broker.stop()
+    failures = m.offset_channel.failures
+    t0 = time.monotonic()
+    m.close()
+    # 3 attempts, the last two each a lookup of at most 300 ms (+ one try in flight) and 200 ms backoff
+    assert time.monotonic() - t0 < 10.0
+    assert m.offsets.attempts >= 3 and m.offset_channel.failures > failures
+    rejected = events("commit_rejected", member=m.id)
+    assert sorted((e["partition"], e["offset"], e["store"], e["error"], e["trigger"]) for e in rejected) == [
+        (p, 10, "kafka", "NO_OFFSET_MANAGER", "shutdown") for p in range(PARTITIONS)
+    ]
+    assert events("commit", member=m.id) == []
+
+
+def test_a_member_process_waiting_for_an_offset_manager_is_not_in_the_group_and_stops_at_sigterm(
+    zookeeper, zk_admin, group, topic, tmp_path
+) -> None:
+    create_topic(zk_admin, topic, 1)
+    dead = f"127.0.0.1:{free_port()}"  # nobody listens there
+    history = tmp_path / "member.jsonl"
+    log_path = tmp_path / "member.log"
+    argv = legacy_member_argv(
+        zookeeper.connect_string,
+        group,
+        topic,
+        "--bootstrap",
+        dead,
+        "--offsets.storage",
+        "kafka",
+        "--offsets.channel.backoff.ms",
+        "100",
+        "--offsets.channel.socket.timeout.ms",
+        "300",
+        "--history",
+        str(history),
+    )
+    p = spawn(argv, name="legacy-zk-no-offset-manager", log_path=log_path)
+    try:
+
+        def failures() -> int:
+            text = log_path.read_text() if log_path.exists() else ""
+            return sum(
+                f"offset manager of group {group} not found via {dead}" in line for line in text.splitlines()
+            )
+
+        wait_until(lambda: failures() >= 2, 30, what="two logged lookups of the offset manager")
+        assert zk_admin.exists(paths.ids_dir(group)) is None  # never registered: no id znode at all
+        t0 = time.monotonic()
+        p.signal(signal.SIGTERM)
+        assert p.wait(10) == 0
+        assert time.monotonic() - t0 < 5.0
+    finally:
+        p.stop()
+    kinds = [e["kind"] for e in read_events(history)]
+    assert kinds.index("ready") < kinds.index("started") < kinds.index("stopped")
+    assert "registered" not in kinds and "rebalance_begin" not in kinds
 
 
 def test_a_member_process_commits_to_the_broker_at_sigterm(
@@ -222,7 +309,7 @@ def test_a_member_process_commits_to_the_broker_at_sigterm(
 
 
 def test_the_documented_migration_carries_every_offset_to_a_kafka_python_consumer(
-    make_member, broker, admin, zk_admin, group, data_topic, events
+    broker, make_member, admin, zk_admin, group, data_topic, events
 ) -> None:
     """0.8.2's procedure, bounce by bounce: ZooKeeper storage; kafka + dual commit; kafka alone; then a
     broker-coordinated kafka-python consumer of the same group resumes exactly where the last one

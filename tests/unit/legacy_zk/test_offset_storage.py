@@ -251,6 +251,64 @@ def test_fetch_interrupted_by_shutdown_gives_no_offsets() -> None:
     assert got is None and waits == [1.0]
 
 
+class FlakyZk:
+    """A ZooKeeper session whose first ``fails`` reads raise ConnectionLoss."""
+
+    def __init__(self, zk: MemZk, fails: int) -> None:
+        self._inner = zk.session()
+        self.fails = fails
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def get(self, path: str, *a: Any, **kw: Any) -> Any:
+        if self.fails:
+            from kazoo.exceptions import ConnectionLoss
+
+            self.fails -= 1
+            raise ConnectionLoss()
+        return self._inner.get(path, *a, **kw)
+
+
+def test_a_zookeeper_read_error_under_dual_commit_is_retried_like_a_failed_fetch() -> None:
+    zk = zk_with_offsets({0: 120})
+    manager = FakeManager(
+        fetch_answers=[{T0: (100, "NONE"), T1: (5, "NONE"), T2: (-1, "NONE")}] * 2,
+    )
+    waits: list[float] = []
+    got = fetch_start_offsets(
+        zk=FlakyZk(zk, fails=1),  # type: ignore[arg-type]
+        group=G,
+        partitions=[T0, T1, T2],
+        malformed=MalformedLog(lambda e: None),
+        storage="kafka",
+        dual=True,
+        manager=manager,
+        shutting_down=lambda: False,
+        wait=lambda s: waits.append(s) or False,
+        backoff_ms=1000,
+    )
+    assert got is not None
+    assert [got[tp].offset for tp in (T0, T1, T2)] == [120, 5, -1]  # max(120, 100), max(-1, 5), none
+    assert len(manager.fetches) == 2 and manager.disconnects == 1 and waits == [1.0]
+
+
+def test_a_fetch_cut_short_by_shutdown_logs_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+    stopping = [False]
+
+    def refused_then_stop(partitions: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, str]]:
+        stopping[0] = True  # the shutdown closes the channel under the request
+        raise OSError("closed")
+
+    manager = FakeManager()
+    manager.fetch = refused_then_stop  # type: ignore[method-assign]
+    caplog.set_level("DEBUG", logger="legacy_zk")
+    got, _ = fetch(zk_with_offsets({}), manager, "kafka", True, stopping)
+    assert got is None
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
+    assert any("ended by the shutdown" in r.getMessage() for r in caplog.records)
+
+
 # -- the commit order ----------------------------------------------------------------------------
 def test_dual_commit_writes_the_broker_first_then_zookeeper_only_where_the_broker_said_none() -> None:
     manager = FakeManager(commit_answers=[{T0: "NONE", T1: "UNKNOWN_TOPIC_OR_PARTITION", T2: "NONE"}])
@@ -355,12 +413,103 @@ def test_offset_metadata_too_large_is_not_retried() -> None:
     assert rig.commits("kafka") == [(1, 8)] and rig.zk_offsets() == {1: 8}
 
 
-def test_shutdown_without_a_channel_commits_nothing_and_does_not_retry() -> None:
-    manager = FakeManager(commit_answers=[OffsetChannelClosed("shutting down")])
-    rig = Rig({T0: 7}, manager)
+def test_a_shutdown_commit_that_finds_no_offset_manager_is_retried_then_given_up_in_the_history() -> None:
+    manager = FakeManager(commit_answers=[OffsetChannelClosed("offset manager of group g not found")])
+    rig = Rig({T0: 7, T1: 8}, manager, max_retries=2)
     rig.stopping = True
     assert rig.store.commit("shutdown") == 0
-    assert len(manager.commits) == 1 and rig.sleeps == []
+    assert len(manager.commits) == 3 and rig.sleeps == [1.0, 1.0]  # 1 + offsets.commit.max.retries
+    rejected = [f for k, f in rig.events if k == "commit_rejected"]
+    assert [(f["partition"], f["offset"], f["store"], f["error"], f["trigger"]) for f in rejected] == [
+        (0, 7, "kafka", "NO_OFFSET_MANAGER", "shutdown"),
+        (1, 8, "kafka", "NO_OFFSET_MANAGER", "shutdown"),
+    ]
+    assert all(f["reason"].startswith("given up after 3 attempt(s): ") for f in rejected)
+    assert rig.commits("kafka") == [] and rig.stats["commits_rejected"] == 2
+
+
+def test_a_given_up_shutdown_commit_whose_last_attempt_was_answered_adds_no_second_rejection() -> None:
+    manager = FakeManager(commit_answers=[OSError("reset"), {T0: "COORDINATOR_NOT_AVAILABLE"}])
+    rig = Rig({T0: 7}, manager, max_retries=1)
+    rig.stopping = True
+    rig.store.commit("shutdown")
+    rejected = [(f["error"], f["trigger"]) for k, f in rig.events if k == "commit_rejected"]
+    assert rejected == [("COORDINATOR_NOT_AVAILABLE", "shutdown")]  # the broker's answer, once
+
+
+# -- the history gets every answer of the broker before the ZooKeeper writes ----------------------
+class FailingZk:
+    """A ZooKeeper session whose writes of some offset znodes raise; records the events seen then."""
+
+    def __init__(self, rig: Rig, fail_partitions: set[int]) -> None:
+        self._inner = rig.session
+        self._rig = rig
+        self._fail = {paths.offset_path(G, "t", p) for p in fail_partitions}
+        #: (path, number of events written) at each write
+        self.writes: list[tuple[str, int]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def _write(self, op: str, path: str, *a: Any, **kw: Any) -> Any:
+        self.writes.append((path, len(self._rig.events)))
+        if path in self._fail:
+            from kazoo.exceptions import ConnectionLoss
+
+            raise ConnectionLoss()
+        return getattr(self._inner, op)(path, *a, **kw)
+
+    def set(self, path: str, *a: Any, **kw: Any) -> Any:
+        return self._write("set", path, *a, **kw)
+
+    def create(self, path: str, *a: Any, **kw: Any) -> Any:
+        return self._write("create", path, *a, **kw)
+
+
+def test_a_failing_dual_write_loses_no_accepted_broker_commit_from_the_history() -> None:
+    manager = FakeManager(commit_answers=[{T0: "NONE", T1: "NONE", T2: "NONE"}])
+    rig = Rig({T0: 10, T1: 20, T2: 30}, manager)
+    zk = FailingZk(rig, {0})  # the dual write of t-0, the first one, raises
+    rig.store.zk = zk  # type: ignore[assignment]
+    assert rig.store.commit("auto") == 3  # three broker commits accepted, no ZooKeeper write
+    assert rig.commits("kafka") == [(0, 10), (1, 20), (2, 30)]  # every one the broker accepted
+    assert rig.commits("zookeeper") == [] and rig.zk_offsets() == {}
+    assert manager.disconnects == 1  # 0.8.2.2: the exception inside the commit's try disconnects
+    assert [p for p, _n in zk.writes] == [paths.offset_path(G, "t", 0)]  # the round ends at the error
+
+
+def test_the_broker_answers_are_written_to_the_history_before_the_first_dual_write() -> None:
+    manager = FakeManager(commit_answers=[{T0: "NONE", T1: "UNKNOWN_TOPIC_OR_PARTITION", T2: "NONE"}])
+    rig = Rig({T0: 10, T1: 20, T2: 30}, manager)
+    zk = FailingZk(rig, set())
+    rig.store.zk = zk  # type: ignore[assignment]
+    rig.store.commit("auto")
+    first_write_seen = zk.writes[0][1]
+    assert [(k, f["store"]) for k, f in rig.events[:first_write_seen]] == [
+        ("commit", "kafka"),
+        ("commit_rejected", "kafka"),
+        ("commit", "kafka"),
+    ]
+    assert rig.commits("zookeeper") == [(0, 10), (2, 30)] and rig.zk_offsets() == {0: 10, 2: 30}
+
+
+# -- 0.8.2.2's fold of a response that leaves partitions out --------------------------------------
+def test_a_partition_missing_from_the_commit_response_is_not_folded() -> None:
+    manager = FakeManager(commit_answers=[{T0: "NONE"}])  # t-1 not answered at all
+    rig = Rig({T0: 10, T1: 20}, manager)
+    rig.stopping = True
+    rig.store.commit("shutdown")
+    assert len(manager.commits) == 1 and rig.sleeps == []  # committed: no retry
+    assert rig.commits("kafka") == [(0, 10)] and rig.zk_offsets() == {0: 10}
+    assert [k for k, _f in rig.events if k == "commit_rejected"] == []
+
+
+def test_a_partition_missing_from_the_fetch_response_fails_the_fetch() -> None:
+    from legacy_zk.offsets import OffsetFetchIncomplete
+
+    manager = FakeManager(fetch_answers=[{T0: (3, "NONE"), T1: (4, "NONE")}])  # t-2 left out
+    with pytest.raises(OffsetFetchIncomplete, match=r"did not answer for t-2$"):
+        fetch(zk_with_offsets({}), manager, "kafka", True)
 
 
 # -- the attempt's fetch step --------------------------------------------------------------------
@@ -470,3 +619,121 @@ def test_error_names_are_kafkas() -> None:
         "COORDINATOR_LOAD_IN_PROGRESS",
         "OFFSET_METADATA_TOO_LARGE",
     ]
+
+
+def test_an_error_code_kafka_python_does_not_know_keeps_its_number() -> None:
+    from legacy_zk.offset_channel import error_name
+
+    assert error_name(9999) == "UNKNOWN(9999)"
+    assert error_name(-1) == "UNKNOWN_SERVER_ERROR"  # a known code: Kafka's name
+
+
+def test_offset_fetch_dual_is_the_effective_value() -> None:
+    from tests.unit.legacy_zk.test_attempt import Member
+
+    zk = MemZk()
+    admin = zk.session()
+    admin.create_parents(paths.BROKER_IDS)
+    admin.create(paths.broker_path(1), paths.encode_broker("127.0.0.1", 9092, 0), ephemeral=True)
+    admin.create_parents(paths.BROKER_TOPICS)
+    admin.create(paths.topic_path("t"), paths.encode_topic({0: [1]}))
+    a = Member(zk, "a")
+    a.rebalancer.offsets_storage, a.rebalancer.dual_commit = "zookeeper", True  # 0.8.2.2 ignores dual
+    assert a.rebalancer.synced_rebalance(["start"]) is True
+    assert [(e["storage"], e["dual"]) for e in a.kinds("offset_fetch")] == [("zookeeper", False)]
+
+
+# -- the real offsets channel, its broker scripted --------------------------------------------------
+class ScriptedClient:
+    """A kafka-python client stand-in: the broker serves OffsetCommit v2-8 and answers from a script
+    (one list of (partition, error code) per OffsetCommit)."""
+
+    def __init__(self, answers: list[list[tuple[int, int]]]) -> None:
+        from types import SimpleNamespace
+
+        from kafka.protocol.consumer import OffsetCommitRequest
+
+        self._ns = SimpleNamespace
+        self._manager = _Versions({OffsetCommitRequest.API_KEY: (2, 8)})._manager
+        self.answers = answers
+        self.closed = False
+
+    def send_and_receive(self, node: Any, request: Any, timeout_ms: int) -> Any:
+        answer = self.answers.pop(0)
+        parts = [self._ns(partition_index=p, error_code=code) for p, code in answer]
+        return self._ns(topics=[self._ns(name="t", partitions=parts)])
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+        self.now += s
+
+
+def channel_rig(locate: Any, clock: Clock, timeout_ms: int = 10000) -> Any:
+    from legacy_zk.offset_channel import KafkaOffsetChannel
+
+    channel = KafkaOffsetChannel(
+        group=G,
+        bootstrap=lambda: "127.0.0.1:1",
+        client_id="m",
+        socket_timeout_ms=timeout_ms,
+        backoff_ms=1000,
+        stopping=lambda: True,  # the member is shutting down
+        wait=lambda s: True,  # and every wait ends at once
+        tag=lambda: "m",
+        sleep=clock.sleep,
+        clock=lambda: clock.now,
+    )
+    channel._locate = locate  # type: ignore[method-assign]
+    return channel
+
+
+def test_a_coordinator_move_at_shutdown_is_followed_and_the_final_commit_lands() -> None:
+    clock = Clock()
+    client = ScriptedClient([[(0, 16)], [(0, 0)]])  # NOT_COORDINATOR, then NONE from the new manager
+    located: list[str] = []
+
+    def locate(servers: str) -> None:
+        located.append(servers)
+        channel._client, channel._coordinator = client, 1
+
+    channel = channel_rig(locate, clock)
+    channel._client, channel._coordinator = client, 0  # connected before the shutdown
+    rig = Rig({T0: 7}, FakeManager())
+    rig.store.manager = channel
+    rig.stopping = True
+    assert rig.store.commit("shutdown") == 2  # the broker's and the dual ZooKeeper write
+    assert located == ["127.0.0.1:1"]  # looked up again after NOT_COORDINATOR
+    assert rig.commits("kafka") == [(0, 7)] and rig.zk_offsets() == {0: 7}
+    assert rig.sleeps == [1.0]  # offsets.channel.backoff.ms between the two attempts
+    rejected = [(f["error"], f["trigger"]) for k, f in rig.events if k == "commit_rejected"]
+    assert rejected == [("NOT_COORDINATOR", "shutdown")]
+
+
+def test_the_shutdown_commits_lookup_is_bounded_by_the_socket_timeout_per_attempt() -> None:
+    clock = Clock()
+    tries: list[float] = []
+
+    def locate(servers: str) -> None:
+        tries.append(clock.now)
+        raise OSError("connection refused")
+
+    channel = channel_rig(locate, clock, timeout_ms=3000)
+    rig = Rig({T0: 7}, FakeManager(), max_retries=1)
+    rig.store.manager = channel
+    rig.stopping = True
+    assert rig.store.commit("shutdown") == 0
+    # per attempt: tries at +0, +1, +2 s (backoff 1 s), none at +3 s (the 3 s deadline); two attempts
+    assert tries == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and channel.failures == 6
+    assert clock.sleeps == [1.0] * 6
+    assert rig.sleeps == [1.0]  # the store's backoff between the two attempts
+    rejected = [(f["partition"], f["error"]) for k, f in rig.events if k == "commit_rejected"]
+    assert rejected == [(0, "NO_OFFSET_MANAGER")]
