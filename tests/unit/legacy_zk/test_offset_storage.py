@@ -514,14 +514,10 @@ def test_a_partition_missing_from_the_fetch_response_fails_the_fetch() -> None:
 
 # -- the attempt's fetch step --------------------------------------------------------------------
 def test_an_attempt_starts_at_the_fetch_rules_offset_and_records_one_offset_fetch_per_partition() -> None:
-    from tests.unit.legacy_zk.test_attempt import Member
+    from tests.support.memzk_members import Member, memzk_cluster
 
-    zk = MemZk()
+    zk = memzk_cluster(2)
     admin = zk.session()
-    admin.create_parents(paths.BROKER_IDS)
-    admin.create(paths.broker_path(1), paths.encode_broker("127.0.0.1", 9092, 0), ephemeral=True)
-    admin.create_parents(paths.BROKER_TOPICS)
-    admin.create(paths.topic_path("t"), paths.encode_topic({p: [1] for p in range(2)}))
     admin.create_parents(paths.offsets_dir(G, "t"))
     admin.create(paths.offset_path(G, "t", 0), b"50")  # ZooKeeper ahead on t-0
     manager = FakeManager(fetch_answers=[{T0: (40, "NONE"), T1: (60, "NONE")}])
@@ -538,14 +534,10 @@ def test_an_attempt_starts_at_the_fetch_rules_offset_and_records_one_offset_fetc
 
 
 def test_an_attempt_whose_fetch_is_cut_by_shutdown_claims_nothing() -> None:
-    from tests.unit.legacy_zk.test_attempt import Member
+    from tests.support.memzk_members import Member, memzk_cluster
 
-    zk = MemZk()
+    zk = memzk_cluster(1)
     admin = zk.session()
-    admin.create_parents(paths.BROKER_IDS)
-    admin.create(paths.broker_path(1), paths.encode_broker("127.0.0.1", 9092, 0), ephemeral=True)
-    admin.create_parents(paths.BROKER_TOPICS)
-    admin.create(paths.topic_path("t"), paths.encode_topic({0: [1]}))
     a = Member(zk, "a")
 
     def refused(partitions: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, str]]:
@@ -629,14 +621,10 @@ def test_an_error_code_kafka_python_does_not_know_keeps_its_number() -> None:
 
 
 def test_offset_fetch_dual_is_the_effective_value() -> None:
-    from tests.unit.legacy_zk.test_attempt import Member
+    from tests.support.memzk_members import Member, memzk_cluster
 
-    zk = MemZk()
+    zk = memzk_cluster(1)
     admin = zk.session()
-    admin.create_parents(paths.BROKER_IDS)
-    admin.create(paths.broker_path(1), paths.encode_broker("127.0.0.1", 9092, 0), ephemeral=True)
-    admin.create_parents(paths.BROKER_TOPICS)
-    admin.create(paths.topic_path("t"), paths.encode_topic({0: [1]}))
     a = Member(zk, "a")
     a.rebalancer.offsets_storage, a.rebalancer.dual_commit = "zookeeper", True  # 0.8.2.2 ignores dual
     assert a.rebalancer.synced_rebalance(["start"]) is True
