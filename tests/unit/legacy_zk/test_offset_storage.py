@@ -537,7 +537,6 @@ def test_an_attempt_whose_fetch_is_cut_by_shutdown_claims_nothing() -> None:
     from tests.support.memzk_members import Member, memzk_cluster
 
     zk = memzk_cluster(1)
-    admin = zk.session()
     a = Member(zk, "a")
 
     def refused(partitions: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, str]]:
@@ -624,7 +623,6 @@ def test_offset_fetch_dual_is_the_effective_value() -> None:
     from tests.support.memzk_members import Member, memzk_cluster
 
     zk = memzk_cluster(1)
-    admin = zk.session()
     a = Member(zk, "a")
     a.rebalancer.offsets_storage, a.rebalancer.dual_commit = "zookeeper", True  # 0.8.2.2 ignores dual
     assert a.rebalancer.synced_rebalance(["start"]) is True
