@@ -27,7 +27,9 @@ Migration fields (issue 13):
   ``commit`` per partition per accepted store write (kafka: the broker answered NONE for that partition
   of its OffsetCommit; zookeeper: the znode write succeeded), so a dual commit is two events; a
   coordinator member's commits are ``store="kafka"``. ``commit_rejected`` carries ``store`` too and,
-  for kafka, ``error`` (Kafka's error name). Older histories have no ``store``: read a missing store
+  for kafka, ``error``: Kafka's error name, ``UNKNOWN(<code>)`` for a code the client does not know,
+  or, for a shutdown commit given up because no offset manager answered, ``NO_OFFSET_MANAGER`` or the
+  exception's class name (with ``reason`` saying after how many attempts). Older histories have no ``store``: read a missing store
   as ``zookeeper`` for a legacy member and ``kafka`` for a coordinator member. The broker's own
   ``commit`` events (role broker) are unchanged: they are the kafka store's truth;
 * ``offset_fetch`` (legacy member, one event per partition each time a rebalance attempt reads its
