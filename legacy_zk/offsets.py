@@ -305,17 +305,21 @@ class OffsetStore:
             why,
         )
         for tp, offset in owned:
-            self._stats["commits_rejected"] += 1
-            self._emit(
-                "commit_rejected",
-                topic=tp.topic,
-                partition=tp.partition,
-                offset=offset,
-                store="kafka",
-                error=error,
-                reason=f"given up after {attempts} attempt(s): {why}",
-                trigger=reason,
-            )
+            self._reject_kafka(tp, offset, error, f"given up after {attempts} attempt(s): {why}", reason)
+
+    def _reject_kafka(self, tp: TopicPartition, offset: int, error: str, why: str, trigger: str) -> None:
+        """One ``commit_rejected`` event (store kafka) of ``tp``'s position ``offset``, counted."""
+        self._stats["commits_rejected"] += 1
+        self._emit(
+            "commit_rejected",
+            topic=tp.topic,
+            partition=tp.partition,
+            offset=offset,
+            store="kafka",
+            error=error,
+            reason=why,
+            trigger=trigger,
+        )
 
     def _commit_once(self, reason: str) -> tuple[bool, int]:
         """One attempt: (committed, accepted writes)."""
@@ -362,18 +366,8 @@ class OffsetStore:
             if error is None:
                 continue  # not in the response: 0.8.2.2 folds only the partitions answered
             if error != offset_rules.NONE:
-                self._stats["commits_rejected"] += 1
                 log.info("%s: offset commit of %s@%d answered %s", self._tag(), tp, offset, error)
-                self._emit(
-                    "commit_rejected",
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    offset=offset,
-                    store="kafka",
-                    error=error,
-                    reason=error,
-                    trigger=reason,
-                )
+                self._reject_kafka(tp, offset, error, error, reason)
                 continue
             self._stats["commits"] += 1
             written += 1
