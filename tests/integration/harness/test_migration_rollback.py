@@ -19,17 +19,13 @@ from typing import Any
 
 import pytest
 
-from harness.history.schema import read_parquet
-from harness.history.writer import read_events
-from harness.run.runner import RunOptions, run_scenario
-from harness.run.session import analyse, render
-from harness.scenario import load_scenario
+from tests.support.migration import run_migration
 
 pytestmark = [pytest.mark.migration, pytest.mark.slow]
 
 # The bounce restarts one member every 7 s (as in the built-in `migration`: a legacy stop and restart
 # settles in 1.5 to 3.5 s, plus the 2 s settle window); the switch comes after the last restart has
-# settled; the rollback 15 s after the switch: the coordinator members took 7.3 s from the switch to own
+# settled; the rollback 15 s after the switch: the coordinator members took 7.8 s from the switch to own
 # every partition in a run here (start, the broker's 3 s initial rebalance delay, the join), and they
 # must own and commit for a while before they are stopped, else the broker holds no offsets of theirs.
 SCENARIO = """
@@ -84,31 +80,12 @@ downtime = "0.5s"
 LEGACY_PROPS = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}
 
 
-def _run(tmp_path: Path) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, list[dict[str, Any]]]]:
-    """Run :data:`SCENARIO` on a local cluster of its own, analyse and report it: its history
-    (``history.parquet`` as dicts), its metrics document (with ``summary_md``, the summary's text)
-    and each member's own JSON-lines history by name."""
-    path = tmp_path / "migration-rollback.toml"
-    path.write_text(SCENARIO)
-    result = run_scenario(load_scenario(path), RunOptions(out=tmp_path / "out"))
-    assert len(result.units) == 1
-    assert "failed" not in result.units[0], result.units[0].get("failed")
-    metrics = analyse(result.run_dir)
-    paths = render(result.run_dir, metrics)
-    (events_dir,) = (result.run_dir / "units").glob("*/events")
-    members = {
-        p.stem: read_events(p)
-        for p in sorted(events_dir.glob("*.jsonl"))
-        if p.stem[0] in "mcr" and p.stem[1:].isdigit()
-    }
-    metrics = {**metrics, "summary_md": paths["markdown"].read_text()}
-    return read_parquet(result.run_dir / "history.parquet"), metrics, members
-
-
 def test_a_rolled_back_migration_resumes_the_legacy_members_at_the_coordinator_members_commits(
     tmp_path: Path,
 ) -> None:
-    events, metrics, members = _run(tmp_path)
+    path = tmp_path / "migration-rollback.toml"
+    path.write_text(SCENARIO)
+    events, metrics, members = run_migration(path, tmp_path / "out")
     _assert_history(events, members)
     _assert_fetch_rule(members)
 

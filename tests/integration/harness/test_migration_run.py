@@ -4,7 +4,7 @@ the verdict the scenario exists to show, and from the history alone what the run
 
 One group across the switch: legacy_zk members ``m*`` (ZooKeeper-era rebalancing, offsets in
 ZooKeeper and/or the broker) replaced by kafka-python members ``c*`` of the same group id on the same
-topic and cluster. Each run takes about a minute (3 members, 3 partitions, intervals of 3 s).
+topic and cluster. Each run takes about a minute (3 members, 3 partitions, bounces 7 s apart, a rolling switch 3 s apart).
 """
 
 from __future__ import annotations
@@ -15,32 +15,9 @@ from typing import Any
 
 import pytest
 
-from harness.history.schema import read_parquet
-from harness.history.writer import read_events
-from harness.run.runner import RunOptions, run_scenario
-from harness.run.session import analyse, render
-from harness.scenario import load_scenario
+from tests.support.migration import run_migration
 
 pytestmark = [pytest.mark.migration, pytest.mark.slow]
-
-
-def _run(tmp_path: Path, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run the built-in scenario ``name`` on a local cluster of its own, analyse and report it; its
-    history (``history.parquet`` as dicts) and metrics document, with ``summary_md`` (the summary's
-    text) and ``members`` (each member's own JSON-lines history, by name)."""
-    result = run_scenario(load_scenario(name), RunOptions(out=tmp_path))
-    assert len(result.units) == 1
-    assert "failed" not in result.units[0], result.units[0].get("failed")
-    metrics = analyse(result.run_dir)
-    paths = render(result.run_dir, metrics)
-    (events_dir,) = (result.run_dir / "units").glob("*/events")
-    members = {
-        p.stem: read_events(p)
-        for p in sorted(events_dir.glob("*.jsonl"))
-        if p.stem[0] in "mcr" and p.stem[1:].isdigit()
-    }
-    extra = {"summary_md": paths["markdown"].read_text(), "members": members}
-    return read_parquet(result.run_dir / "history.parquet"), {**metrics, **extra}
 
 
 def _assert_history(
@@ -82,8 +59,8 @@ def _partitions(metrics: dict[str, Any]) -> list[dict[str, Any]]:
 def test_the_documented_migration_loses_nothing_and_replays_no_more_than_the_uncommitted_window(
     tmp_path: Path,
 ) -> None:
-    events, metrics = _run(tmp_path, "migration")
-    _assert_history(events, metrics["members"], ["set_property", "set_property", "switch"])
+    events, metrics, members = run_migration("migration", tmp_path)
+    _assert_history(events, members, ["set_property", "set_property", "switch"])
     # the bounces started the legacy members with kafka storage, dual commit on, then off
     props = [e.get("props") for e in events if e["kind"] == "invoke" and e.get("migration") == "set_property"]
     on = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}
@@ -103,8 +80,8 @@ def test_the_documented_migration_loses_nothing_and_replays_no_more_than_the_unc
 def test_a_switch_without_carried_offsets_replays_what_the_legacy_members_had_committed(
     tmp_path: Path,
 ) -> None:
-    events, metrics = _run(tmp_path, "migration-no-dual-commit")
-    _assert_history(events, metrics["members"], ["switch"])
+    events, metrics, members = run_migration("migration-no-dual-commit", tmp_path)
+    _assert_history(events, members, ["switch"])
     # from the history alone: no broker offsets, so every coordinator member's first record on each
     # partition is offset 0 (auto.offset.reset earliest), though the legacy members had gone further
     legacy_last: dict[int, int] = defaultdict(lambda: -1)
@@ -128,8 +105,8 @@ def test_a_switch_without_carried_offsets_replays_what_the_legacy_members_had_co
 
 
 def test_a_rolling_switch_makes_a_mixed_group_that_owns_partitions_twice(tmp_path: Path) -> None:
-    events, metrics = _run(tmp_path, "migration-mixed")
-    _assert_history(events, metrics["members"], ["set_property", "switch"])
+    events, metrics, members = run_migration("migration-mixed", tmp_path)
+    _assert_history(events, members, ["set_property", "switch"])
     m = metrics["migration"]
     assert (m["expect"], m["verdict"], m["as_expected"]) == ("overlap", "overlap", True)
     parts = _partitions(metrics)
