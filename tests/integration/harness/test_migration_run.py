@@ -4,7 +4,8 @@ the verdict the scenario exists to show, and from the history alone what the run
 
 One group across the switch: legacy_zk members ``m*`` (ZooKeeper-era rebalancing, offsets in
 ZooKeeper and/or the broker) replaced by kafka-python members ``c*`` of the same group id on the same
-topic and cluster. Each run takes about a minute (3 members, 3 partitions, bounces 7 s apart, a rolling switch 3 s apart).
+topic and cluster. Each run takes about a minute (3 members, 3 partitions, bounces 7 s apart, a
+rolling switch 3 s apart).
 """
 
 from __future__ import annotations
