@@ -4,7 +4,8 @@
 :func:`harness.analysis.aggregate.aggregate`:
 
 * ``valid`` (bool), ``reasons`` (one line per reason the run is invalid: records lost, tails not
-  drained, failed units, an interrupted run, nothing recorded) and ``line`` (the one-line run verdict);
+  drained, failed units, a migration proof whose verdict is not the one the scenario expects
+  (``metrics["migration"]["as_expected"]`` false), an interrupted run, nothing recorded) and ``line`` (the one-line run verdict);
 * ``ratios``: per case and trigger kind (action) that ``legacy_zk`` and another implementation both
   have, and per such pair: ``case``, ``action``, ``triggers`` (the keys, e.g. ``["#2 crash"]``),
   ``numerator`` (``legacy_zk``), ``denominator``, and for ``latency_s`` and ``coordination_requests``
@@ -136,6 +137,12 @@ def _reasons(out: dict[str, Any]) -> list[str]:
     failed = _who(units, lambda u: u.get("failed"))
     if failed:
         reasons.append(f"{len(failed)} unit{'s' if len(failed) > 1 else ''} failed ({', '.join(failed)})")
+    mig = out.get("migration")
+    if mig and not mig.get("as_expected"):
+        off = sorted(name for name, v in (mig.get("units") or {}).items() if v != mig.get("expect"))
+        reasons.append(
+            f"migration verdict {mig.get('verdict')}, the scenario expects {mig.get('expect')} ({', '.join(off)})"
+        )
     if (out.get("run") or {}).get("interrupted"):
         reasons.append("the run was interrupted")
     return reasons

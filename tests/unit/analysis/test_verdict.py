@@ -116,6 +116,23 @@ def test_invalid_run_names_every_reason() -> None:
     assert v["line"].startswith("INVALID: 3 records lost")
 
 
+def test_a_migration_verdict_other_than_expected_makes_the_run_invalid() -> None:
+    m = metrics()
+    m["migration"] = {
+        "expect": "clean",
+        "verdict": "replay",
+        "units": {"legacy_zk members=3 rep 0": "replay", "legacy_zk members=3 rep 1": "clean"},
+        "as_expected": False,
+    }
+    v = verdict(m)
+    assert not v["valid"]
+    assert v["reasons"] == [
+        "migration verdict replay, the scenario expects clean (legacy_zk members=3 rep 0)"
+    ]
+    m["migration"] = {**m["migration"], "verdict": "clean", "as_expected": True}
+    assert verdict(m)["valid"]  # a negative control that shows what it expects is a valid run
+
+
 def test_completeness_per_implementation() -> None:
     units = [
         unit("legacy_zk", "c", 0, [trigger()], lost=2, overlap_episodes=3, overlap_s=0.25),
