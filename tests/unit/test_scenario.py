@@ -61,6 +61,17 @@ def _write(tmp_path: Path, text: str) -> Path:
     return p
 
 
+def _assert_one_line_error(tmp_path: Path, text: str, expected: str) -> None:
+    """Loading the scenario ``text`` fails with one line that names the file and contains ``expected``."""
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_scenario(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(str(path))
+    assert expected in message
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -104,13 +115,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_malformed_scenarios_give_one_line_naming_key_and_value(
     tmp_path: Path, text: str, expected: str
 ) -> None:
-    path = _write(tmp_path, text)
-    with pytest.raises(ConfigError) as info:
-        load_scenario(path)
-    message = str(info.value)
-    assert "\n" not in message
-    assert message.startswith(str(path))
-    assert expected in message
+    _assert_one_line_error(tmp_path, text, expected)
 
 
 def test_unknown_scenario_name_lists_the_builtins() -> None:
@@ -179,13 +184,7 @@ _LEGACY = 'name = "x"\nimplementations = ["legacy_zk"]\n'
 def test_malformed_migrations_give_one_line_naming_key_and_value(
     tmp_path: Path, text: str, expected: str
 ) -> None:
-    path = _write(tmp_path, text)
-    with pytest.raises(ConfigError) as info:
-        load_scenario(path)
-    message = str(info.value)
-    assert "\n" not in message
-    assert message.startswith(str(path))
-    assert expected in message
+    _assert_one_line_error(tmp_path, text, expected)
 
 
 def test_migration_keys_and_actions_load_with_their_defaults(tmp_path: Path) -> None:
