@@ -15,6 +15,7 @@ Codes are ``kafka.common.ErrorMapping`` of 0.9.0.1 (the same numbers the Java cl
 * ``NOT_ENOUGH_REPLICAS`` (19): an ``acks=-1`` append refused before writing because the ISR is smaller than
   ``min.insync.replicas``; ``NOT_ENOUGH_REPLICAS_AFTER_APPEND`` (20): written, replicated to the whole ISR,
   but the ISR shrank below ``min.insync.replicas`` meanwhile (``checkEnoughReplicasReachOffset``);
+* ``OFFSET_OUT_OF_RANGE`` (1): a follower fetch beyond the leader's log end (``Log.read``);
 * ``UNKNOWN_TOPIC_OR_PARTITION`` (3): a LeaderAndIsr for a partition whose assigned replicas do not include
   this broker.
 """
@@ -26,6 +27,7 @@ __all__ = [
     "NOT_ENOUGH_REPLICAS",
     "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
     "NOT_LEADER_FOR_PARTITION",
+    "OFFSET_OUT_OF_RANGE",
     "STALE_CONTROLLER_EPOCH",
     "STALE_LEADER_EPOCH",
     "UNKNOWN_TOPIC_OR_PARTITION",
@@ -36,6 +38,7 @@ __all__ = [
 ]
 
 NONE = 0
+OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_FOR_PARTITION = 6
 STALE_CONTROLLER_EPOCH = 11

@@ -61,6 +61,7 @@ from coordinator.replication.errors import (
     NOT_ENOUGH_REPLICAS,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     NOT_LEADER_FOR_PARTITION,
+    OFFSET_OUT_OF_RANGE,
     STALE_LEADER_EPOCH,
     UNKNOWN_TOPIC_OR_PARTITION,
     NotAssignedReplica,
@@ -282,6 +283,9 @@ class Partition:
     def follower_fetch(self, replica: int, offset: int, now_ms: int) -> IsrChange | None:
         """Record follower ``replica``'s fetch at ``offset`` (its LEO); return an ISR expansion to write, if any.
 
+        An offset beyond the leader's LEO raises :class:`ReplicationError` with ``OFFSET_OUT_OF_RANGE`` (the
+        read fails before 0.9 records anything).
+
         The high watermark is recomputed with the (unchanged) ISR; an expansion takes effect in
         :meth:`isr_written`.
         """
@@ -289,6 +293,11 @@ class Partition:
         if replica == self.local_id or replica not in self._remotes:
             raise NotAssignedReplica(
                 f"broker {replica} is not a follower of {self._name()} (assigned {list(self.assigned)})"
+            )
+        if not 0 <= offset <= self._leo:
+            raise ReplicationError(
+                f"fetch offset {offset} of broker {replica} outside [0, {self._leo}] of {self._name()}",
+                OFFSET_OUT_OF_RANGE,
             )
         remote = self._remotes[replica]
         remote.leo = offset

@@ -14,6 +14,7 @@ from coordinator.replication.errors import (
     NOT_ENOUGH_REPLICAS,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     NOT_LEADER_FOR_PARTITION,
+    OFFSET_OUT_OF_RANGE,
     STALE_LEADER_EPOCH,
     UNKNOWN_TOPIC_OR_PARTITION,
     NotAssignedReplica,
@@ -153,6 +154,15 @@ def test_a_fetch_from_an_unassigned_broker_is_refused() -> None:
     p = leader()
     with pytest.raises(NotAssignedReplica, match="broker 9 is not a follower"):
         p.follower_fetch(9, 0, now_ms=1_000)
+
+
+def test_a_fetch_beyond_the_leaders_log_end_is_out_of_range_and_records_nothing() -> None:
+    p = leader()
+    p.append(3, required_acks=1, min_isr=1)  # LEO 3
+    with pytest.raises(ReplicationError, match="fetch offset 4") as err:
+        p.follower_fetch(2, 4, now_ms=5_000)
+    assert err.value.code == OFFSET_OUT_OF_RANGE
+    assert (p.replica_leo(2), p.last_caught_up_ms(2)) == (-1, 1_000)  # unknown since the election at 1000
 
 
 def test_a_leader_and_isr_with_a_stale_leader_epoch_is_refused_and_changes_nothing() -> None:
