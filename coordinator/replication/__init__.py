@@ -1,0 +1,89 @@
+# pyright: strict
+"""The replication and controller rules of Kafka 0.9 (issue 14, items 1-2), as a pure core.
+
+No sockets, threads, clocks or ZooKeeper client: time is passed in and ZooKeeper writes are returned for the
+caller to make. The brokers do not use it yet; a later change wires it into :mod:`coordinator`.
+
+Modules (each docstring names its apache/kafka 0.9.0.1 sources):
+
+* :mod:`~coordinator.replication.partition` -- one partition on one broker: leader or follower, ISR
+  expansion and shrink (``replica.lag.time.max.ms``), log end offsets, the high watermark, acks=-1 and
+  ``min.insync.replicas``, LeaderAndIsr with the leader-epoch check;
+* :mod:`~coordinator.replication.election` -- offline partition leader election (clean, or unclean as an
+  option), the controller election through ``/controller`` and ``/controller_epoch``, epoch refusal rules;
+* :mod:`~coordinator.replication.state` -- the znode payloads (partition state, ``/controller``,
+  ``/controller_epoch``) and the zkVersion conditional update;
+* :mod:`~coordinator.replication.errors` -- Kafka error codes and exceptions.
+"""
+
+from coordinator.replication.election import (
+    ControllerElection,
+    ControllerEpochGate,
+    ControllerMoved,
+    LeaderChoice,
+    StateChangeFailed,
+    elect_leader,
+    next_partition_state,
+    stale_controller_epoch,
+    stale_leader_epoch,
+)
+from coordinator.replication.errors import (
+    MalformedState,
+    NoReplicaOnline,
+    NotAssignedReplica,
+    ReplicationError,
+)
+from coordinator.replication.partition import (
+    UNKNOWN_OFFSET,
+    AcksCheck,
+    Append,
+    IsrChange,
+    Partition,
+    Transition,
+)
+from coordinator.replication.state import (
+    ConditionalResult,
+    PartitionState,
+    conditional_update,
+    decode_controller,
+    decode_controller_epoch,
+    decode_partition_state,
+    encode_controller,
+    encode_controller_epoch,
+    encode_partition_state,
+    partition_state_path,
+    update_leader_and_isr,
+)
+
+__all__ = [
+    "UNKNOWN_OFFSET",
+    "AcksCheck",
+    "Append",
+    "ConditionalResult",
+    "ControllerElection",
+    "ControllerEpochGate",
+    "ControllerMoved",
+    "IsrChange",
+    "LeaderChoice",
+    "MalformedState",
+    "NoReplicaOnline",
+    "NotAssignedReplica",
+    "Partition",
+    "PartitionState",
+    "ReplicationError",
+    "StateChangeFailed",
+    "Transition",
+    "conditional_update",
+    "decode_controller",
+    "decode_controller_epoch",
+    "decode_partition_state",
+    "elect_leader",
+    "encode_controller",
+    "encode_controller_epoch",
+    "encode_partition_state",
+    "next_partition_state",
+    "partition_state_path",
+    "stale_controller_epoch",
+    "stale_leader_epoch",
+    "update_leader_and_isr",
+]
