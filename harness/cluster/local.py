@@ -2,8 +2,8 @@
 
 Contract: ``LocalCluster(...).start()`` starts ZooKeeper (one server, or with ``zookeeper_servers=3``
 a :class:`~harness.cluster.zookeeper_ensemble.ZooKeeperEnsemble`, exposed as ``zookeeper_ensemble`` for
-the nemesis; None with one server) then the brokers on free loopback ports and returns when all are ready; ``stop()`` stops them in reverse order and is idempotent. Both also run
-as a context manager. Each component is a :class:`~harness.cluster.service.Service`, held in a
+the nemesis; None with one server) then the brokers on free loopback ports and returns when all are
+ready; ``stop()`` stops them in reverse order and is idempotent. Both also run as a context manager. Each component is a :class:`~harness.cluster.service.Service`, held in a
 :class:`~harness.cluster.service.ServiceStack`. ``describe()`` reports addresses and health for people and the CLI.
 """
 
@@ -40,8 +40,8 @@ class LocalCluster:
 
     ``workdir``: where logs and data go (a temporary directory per component when None).
     ``tick_time_ms``: ZooKeeper's tick. ``zookeeper_servers``: 1 (a standalone server, the default) or
-    more (an ensemble; the brokers and members get every server's address). Brokers need :mod:`harness.cluster.broker`; when that module
-    is not installed yet, asking for brokers is an error.
+    more (an ensemble; the brokers and members get every server's address). Brokers need
+    :mod:`harness.cluster.broker`; when that module is not installed yet, asking for brokers is an error.
     """
 
     def __init__(

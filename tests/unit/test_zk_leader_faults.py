@@ -100,5 +100,6 @@ def test_three_zookeeper_servers_on_another_backend_are_a_one_line_config_error(
         make_cluster(ClusterSpec(backend=backend, zookeeper_servers=3))
     assert "\n" not in str(info.value)
     assert str(info.value) == (
-        f"zookeeper servers = 3 needs --backend local (the {backend} backend runs one ZooKeeper server for now)"
+        f"zookeeper servers = 3 needs --backend local "
+        f"(the {backend} backend runs one ZooKeeper server for now)"
     )
