@@ -150,7 +150,9 @@ def test_a_leader_kill_leaves_legacy_members_registered_or_reregistered(
             paths.broker_path(9999), paths.encode_broker("127.0.0.1", 9, 0), ephemeral=True, makepath=True
         )
         for _ in range(3):
-            m = LegacyZkMember(fast_config(ensemble, group, {topic: 1}), history=history)  # type: ignore[arg-type]
+            # fast_config reads only ``connect_string``: the ensemble's lists every server
+            config = fast_config(ensemble, group, {topic: 1})  # type: ignore[arg-type]
+            m = LegacyZkMember(config, history=history)
             members.append(m)
             m.start()
         wait_until(lambda: settled(admin, group, topic, 3), 30, what="3 members settle")
