@@ -12,6 +12,7 @@ from harness.cluster.local import LocalCluster
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import ACTIONS
 from harness.run.plan import check_spacing, make_plan
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
 from harness.scenario.model import KillZkLeader, PauseZkLeader, Scenario
 
@@ -103,3 +104,22 @@ def test_three_zookeeper_servers_on_another_backend_are_a_one_line_config_error(
         f"zookeeper servers = 3 needs --backend local "
         f"(the {backend} backend runs one ZooKeeper server for now)"
     )
+
+
+@pytest.mark.parametrize(
+    ("backend", "more"),
+    [
+        ("containers", ["zookeeper.servers=3"]),
+        ("external", ["zookeeper.servers=3"]),
+        ("containers", ['matrix={"zookeeper.servers"=[1, 3]}']),
+    ],
+)
+def test_a_run_with_three_zookeeper_servers_off_the_local_backend_is_refused_before_anything_starts(
+    tmp_path: Path, backend: str, more: list[str]
+) -> None:
+    s = load_scenario("herd", ["group.members=3", *more])
+    options = RunOptions(out=tmp_path, backend=backend, zookeeper="127.0.0.1:1", bootstrap="127.0.0.1:1")
+    with pytest.raises(ConfigError) as info:
+        run_scenario(s, options)
+    assert str(info.value) == f"zookeeper servers = 3 needs --backend local (not {backend}) for now"
+    assert not any(tmp_path.iterdir())
