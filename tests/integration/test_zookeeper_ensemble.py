@@ -15,6 +15,7 @@ from harness.cluster.zookeeper import four_letter, parse_mntr
 from harness.cluster.zookeeper_ensemble import ZooKeeperEnsemble
 from harness.history.schema import read_parquet
 from harness.history.writer import HistoryWriter, read_events
+from harness.kernel.errors import Unreachable
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
 from legacy_zk import paths
@@ -227,3 +228,16 @@ def test_a_run_with_three_zookeeper_servers_survives_a_leader_kill_and_a_leader_
     processed = {(e["partition"], e["offset"]) for e in events if e["kind"] == "record"}
     assert produced and produced <= processed
     assert unit["settled_at_end"]
+
+
+def test_an_ensemble_not_ready_in_time_is_unreachable_with_every_log_tail_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    zk = ZooKeeperEnsemble(n=3, tick_time_ms=200, workdir=tmp_path / "zk", name="zk-ensemble-late")
+    with pytest.raises(Unreachable) as info:
+        zk.start(timeout=0.0)
+    message = str(info.value)
+    assert message.startswith("ZooKeeper ensemble zk-ensemble-late not ready after 0s")
+    assert all(f"--- zk-ensemble-late-{i} (127.0.0.1:" in message for i in range(3))
+    assert all(p.process is not None and not p.process.alive() for p in zk.peers)
+    assert (tmp_path / "zk" / "zk-2" / "data" / "myid").read_text() == "3\n"  # a given workdir stays
