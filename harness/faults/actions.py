@@ -277,9 +277,11 @@ class KillZkLeader(Action):
 
     def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
         ensemble = _ensemble(ctx)
-        old = ensemble.leader()
-        if old is None:
+        # the leader now (an ensemble still electing after an earlier fault gets the time to finish)
+        if not ctx.wait(ZK_ELECTION_TIMEOUT_S, lambda: ensemble.leader() is not None):
             raise ActionFailed(f"{ctx.unit_key}: the ZooKeeper ensemble has no leader to {step.kind}")
+        old = ensemble.leader()
+        assert old is not None
         t0 = ctx.time_ns()
         self.strike(ensemble, old)
         if not ctx.wait(ZK_ELECTION_TIMEOUT_S, lambda: ensemble.leader() not in (None, old)):

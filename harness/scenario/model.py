@@ -217,10 +217,6 @@ class PauseZkLeader(_Action):
     duration: Duration
 
 
-#: Timeline actions that take a ZooKeeper server out of the ensemble until their end.
-ZK_LEADER_ACTIONS = ("kill_zk_leader", "pause_zk_leader")
-
-
 class ZooKeeper(Strict):
     """The ``[zookeeper]`` table: how many ZooKeeper servers the cluster runs (local backend)."""
 
