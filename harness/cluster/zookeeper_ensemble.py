@@ -224,6 +224,10 @@ class ZooKeeperEnsemble:
         live = self._live()
         return bool(live) and all(self.peers[i].ready() for i in live) and self.leader() is not None
 
+    def is_serving(self) -> bool:
+        """True if the ensemble serves now (as :meth:`ready`; the single server's name for it)."""
+        return self.ready()
+
     def stop(self) -> None:
         """Stop every server and remove a temporary work directory. Idempotent."""
         self._stop_peers()
