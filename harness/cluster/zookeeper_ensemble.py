@@ -24,7 +24,9 @@ server, removes a temporary work directory, is idempotent and runs on ``with`` e
   seen stopped / running). A paused server keeps its TCP connections open but answers nothing: its
   followers give it up after ``syncLimit`` ticks (:data:`~harness.cluster.zookeeper.QUORUM_SYNC_LIMIT`,
   ZooKeeper's ``Learner`` read timeout) and elect a new leader; a killed leader's connections close at
-  once, so the election starts immediately.
+  once, so the election starts immediately. Either way every follower drops all its client
+  connections while it has no leader (ZooKeeper's ``Learner.shutdown`` closes them): every client of
+  the ensemble sees a disconnect, not only the leader's.
 * ``mntr()``: one dict for the herd, comparable with a single server's (see its docstring).
 
 Decisions and sources: the configuration is ZooKeeper's admin guide "Running Replicated ZooKeeper"

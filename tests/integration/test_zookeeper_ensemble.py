@@ -170,7 +170,8 @@ def test_a_leader_kill_leaves_legacy_members_registered_or_reregistered(
                 if e["kind"] == "zk_state" and e["state"] == KazooState.SUSPENDED
             }
 
-        # the leader's loss reached every member (the followers stop serving while they elect)
+        # the leader's loss reached every member: a follower that loses its leader closes every client
+        # connection (ZooKeeper's Learner.shutdown: closeAllConnections) until a new leader is elected
         wait_until(lambda: disconnected() == {m.id for m in members}, 15, what="every member disconnected")
         wait_until(lambda: settled(admin, group, topic, 3), 30, what="3 members registered after the kill")
         ids = registered(admin, group)
