@@ -75,6 +75,9 @@ class ClusterSpec:
 
     ``backend``: one of :data:`BACKENDS`. ``workdir``: logs and data. ``history_dir``: where brokers
     write their history. ``broker_args``: extra broker options (local and containers).
+    ``zookeeper_servers``: how many ZooKeeper servers the local backend starts (1, or 3 for an
+    ensemble whose leader the ``kill_zk_leader`` / ``pause_zk_leader`` actions hit); the containers and
+    external backends take only 1 for now (a :class:`ConfigError` otherwise).
     ``zookeeper`` / ``bootstrap``: the external cluster's addresses. ``images``, ``kafka_image``,
     ``labels``, ``members_in_containers``: the containers backend's options.
     """
@@ -91,10 +94,16 @@ class ClusterSpec:
     kafka_image: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     members_in_containers: bool = False
+    zookeeper_servers: int = 1
 
 
 def make_cluster(spec: ClusterSpec) -> Cluster:
     """An unstarted cluster for ``spec`` (see the module contract)."""
+    if spec.zookeeper_servers != 1 and spec.backend != "local":
+        raise ConfigError(
+            f"zookeeper servers = {spec.zookeeper_servers} needs --backend local "
+            f"(the {spec.backend} backend runs one ZooKeeper server for now)"
+        )
     if spec.backend == "local":
         from harness.cluster.local import LocalCluster
 
@@ -104,6 +113,7 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
             workdir=spec.workdir,
             broker_args=spec.broker_args,
             history_dir=spec.history_dir,
+            zookeeper_servers=spec.zookeeper_servers,
         )
     if spec.backend == "containers":
         from harness.cluster.containers import ContainersCluster

@@ -1,8 +1,9 @@
 """The ``local`` cluster backend: ZooKeeper (and, once available, brokers) as child processes.
 
-Contract: ``LocalCluster(...).start()`` starts ZooKeeper then the brokers on free loopback ports and
-returns when all are ready; ``stop()`` stops them in reverse order and is idempotent. Both also run
-as a context manager. Each component is a :class:`~harness.cluster.service.Service`, held in a
+Contract: ``LocalCluster(...).start()`` starts ZooKeeper (one server, or with ``zookeeper_servers=3``
+a :class:`~harness.cluster.zookeeper_ensemble.ZooKeeperEnsemble`, exposed as ``zookeeper_ensemble`` for
+the nemesis; None with one server) then the brokers on free loopback ports and returns when all are
+ready; ``stop()`` stops them in reverse order and is idempotent. Both also run as a context manager. Each component is a :class:`~harness.cluster.service.Service`, held in a
 :class:`~harness.cluster.service.ServiceStack`. ``describe()`` reports addresses and health for people and the CLI.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from harness.cluster.service import ServiceStack
 from harness.cluster.zookeeper import ZooKeeperServer
+from harness.cluster.zookeeper_ensemble import ZooKeeperEnsemble
 
 log = logging.getLogger("harness.cluster")
 
@@ -37,8 +39,9 @@ class LocalCluster:
     """ZooKeeper plus ``brokers`` broker processes on 127.0.0.1.
 
     ``workdir``: where logs and data go (a temporary directory per component when None).
-    ``tick_time_ms``: ZooKeeper's tick. Brokers need :mod:`harness.cluster.broker`; when that module
-    is not installed yet, asking for brokers is an error.
+    ``tick_time_ms``: ZooKeeper's tick. ``zookeeper_servers``: 1 (a standalone server, the default) or
+    more (an ensemble; the brokers and members get every server's address). Brokers need
+    :mod:`harness.cluster.broker`; when that module is not installed yet, asking for brokers is an error.
     """
 
     def __init__(
@@ -48,11 +51,15 @@ class LocalCluster:
         workdir: str | os.PathLike[str] | None = None,
         broker_args: tuple[str, ...] = (),
         history_dir: str | os.PathLike[str] | None = None,
+        zookeeper_servers: int = 1,
     ) -> None:
         self.workdir = Path(workdir) if workdir else None
         self.history_dir = Path(history_dir) if history_dir else None
-        self.zookeeper = ZooKeeperServer(
-            tick_time_ms=tick_time_ms, workdir=self.workdir / "zookeeper" if self.workdir else None
+        zk_dir = self.workdir / "zookeeper" if self.workdir else None
+        self.zookeeper: ZooKeeperServer | ZooKeeperEnsemble = (
+            ZooKeeperServer(tick_time_ms=tick_time_ms, workdir=zk_dir)
+            if zookeeper_servers == 1
+            else ZooKeeperEnsemble(n=zookeeper_servers, tick_time_ms=tick_time_ms, workdir=zk_dir)
         )
         self.n_brokers = brokers
         self.broker_args = broker_args
@@ -83,6 +90,12 @@ class LocalCluster:
     @property
     def zookeeper_connect(self) -> str:
         return self.zookeeper.connect_string
+
+    @property
+    def zookeeper_ensemble(self) -> ZooKeeperEnsemble | None:
+        """The ensemble when the cluster runs several ZooKeeper servers (the ZooKeeper-leader faults
+        need one); None with a single server."""
+        return self.zookeeper if isinstance(self.zookeeper, ZooKeeperEnsemble) else None
 
     @property
     def bootstrap(self) -> str:
@@ -118,8 +131,10 @@ class LocalCluster:
     def describe(self) -> list[ComponentHealth]:
         """Addresses and health of every component, checked now."""
         zk = self.zookeeper
-        out = []
-        if zk.port is not None:
+        out: list[ComponentHealth] = []
+        if isinstance(zk, ZooKeeperEnsemble):
+            out += _ensemble_health(zk)
+        elif zk.port is not None:
             healthy = zk.is_serving()
             extra: dict[str, Any] = {}
             detail = ""
@@ -157,3 +172,15 @@ class LocalCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _ensemble_health(zk: ZooKeeperEnsemble) -> list[ComponentHealth]:
+    """One line per server of an ensemble: its address, pid, whether it serves, and its mode."""
+    out = []
+    for i, p in enumerate(zk.peers):
+        paused = i in zk.paused
+        healthy = p.alive() and not paused and p.ready()
+        mode = "paused" if paused else (p.mode() or "not serving")
+        pid = p.process.pid if p.process is not None and p.alive() else None
+        out.append(ComponentHealth(p.name, p.address, pid, healthy, f"ZooKeeper {zk.version}, {mode}"))
+    return out

@@ -22,6 +22,7 @@ import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.cluster.java import check_java, zookeeper_classpath, zookeeper_version
@@ -73,6 +74,31 @@ def parse_mntr(text: str) -> dict[str, int | float | str]:
     return out
 
 
+#: Ticks a follower has to connect and sync to a leader, and a leader may stay silent (ensembles only).
+QUORUM_INIT_LIMIT, QUORUM_SYNC_LIMIT = 20, 5
+
+
+def server_argv(
+    java: str, jars: Sequence[object], heap_mb: int, log4j: Path, name: str, cfg: Path
+) -> list[str]:
+    """The command line of one ZooKeeper server process (standalone or an ensemble's peer)."""
+    return [
+        java,
+        f"-Xmx{heap_mb}m",
+        "-Xms32m",
+        "-XX:+UseSerialGC",
+        "-Djava.net.preferIPv4Stack=true",
+        f"-Dlog4j2.configurationFile={log4j}",
+        "-Dzookeeper.admin.enableServer=false",
+        "-Dzookeeper.jmx.log4j.disable=true",
+        f"-Dherdlab.name={name}",
+        "-cp",
+        os.pathsep.join(str(j) for j in jars),
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+        str(cfg),
+    ]
+
+
 def write_config(
     workdir: Path,
     host: str,
@@ -80,11 +106,15 @@ def write_config(
     tick_time_ms: int,
     max_session_timeout_ms: int | None,
     log_level: str = "INFO",
+    quorum: Sequence[str] = (),
+    myid: int | None = None,
 ) -> tuple[Path, Path]:
     """Write ``zoo.cfg`` (data in ``workdir/data``) and ``log4j2.properties`` into ``workdir``.
 
     The one configuration of every herdlab ZooKeeper, local or in a container: 4lw allowed, admin
-    server off, no per-client connection limit. Returns both paths.
+    server off, no per-client connection limit. Returns both paths. ``quorum`` (the ``server.N=...``
+    lines of an ensemble, :mod:`harness.cluster.zookeeper_ensemble`) adds them with ``initLimit`` /
+    ``syncLimit`` and writes ``myid`` into the data directory; empty (the default) is a standalone server.
     """
     data_dir = workdir / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -99,6 +129,11 @@ def write_config(
     ]
     if max_session_timeout_ms:
         cfg.append(f"maxSessionTimeout={max_session_timeout_ms}")
+    if quorum:
+        # ZooKeeper's admin guide: initLimit / syncLimit in ticks (a follower's time to connect and sync
+        # to the leader / to answer it); a follower drops a leader silent for syncLimit ticks.
+        cfg += [f"initLimit={QUORUM_INIT_LIMIT}", f"syncLimit={QUORUM_SYNC_LIMIT}", *quorum]
+        (data_dir / "myid").write_text(f"{myid}\n")
     cfg_path = workdir / "zoo.cfg"
     cfg_path.write_text("\n".join(cfg) + "\n")
     log4j = workdir / "log4j2.properties"
@@ -179,21 +214,7 @@ class ZooKeeperServer(ProcessService):
         cfg_path, log4j = write_config(
             self.workdir, self.host, self.port, self.tick_time_ms, self.max_session_timeout_ms, self.log_level
         )
-        argv = [
-            java,
-            f"-Xmx{self.heap_mb}m",
-            "-Xms32m",
-            "-XX:+UseSerialGC",
-            "-Djava.net.preferIPv4Stack=true",
-            f"-Dlog4j2.configurationFile={log4j}",
-            "-Dzookeeper.admin.enableServer=false",
-            "-Dzookeeper.jmx.log4j.disable=true",
-            f"-Dherdlab.name={self.name}",
-            "-cp",
-            os.pathsep.join(str(j) for j in jars),
-            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-            str(cfg_path),
-        ]
+        argv = server_argv(java, jars, self.heap_mb, log4j, self.name, cfg_path)
         self.ready_seconds = self._spawn_ready(
             argv, f"ZooKeeper on {self.host}:{self.port}", timeout, process_name=f"{self.name}:{self.port}"
         )

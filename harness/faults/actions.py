@@ -23,7 +23,25 @@ expire          close each target's ZooKeeper session from a       not legacy_zk
                 second client attached to it                       registered yet
 add_partitions  grow the topic to ``value`` partitions             never
 restart_broker  stop broker 0, wait ``value`` s, start it again    never
+kill_zk_leader  SIGKILL the ZooKeeper leader; complete once one    one ZooKeeper server (``needs zookeeper
+                of the others is the leader (``old_leader``,       servers = 3``)
+                ``new_leader``, ``elected_s``)
+restart_zk_     start the killed ZooKeeper server again (same      as kill_zk_leader; no server down
+server          ports and data); complete once it serves
+                (``server``, ``rejoined_s``)
+pause_zk_leader SIGSTOP the ZooKeeper leader; complete once it is  as kill_zk_leader
+                seen stopped and another server is the leader
+                (``old_leader``, ``new_leader``, ``elected_s``)
+resume_zk_      SIGCONT the paused ZooKeeper server; complete      as kill_zk_leader; no server paused
+server          once it runs (``server``)
 ==============  =================================================  ==========================================
+
+The ZooKeeper-leader actions apply to both implementations: the legacy members' coordination service
+is the ensemble, and the coordinator side's brokers register in it. Server numbers are 0-based indexes
+of the ensemble (ZooKeeper's ``myid`` is index + 1). The kill and the pause are triggers (the
+coordination service's leader failed, as a coordinator's failure is on the other side); the restart and
+the resume end the fault (not triggers), planned ``downtime`` / ``duration`` later (kill and restart
+are two steps so that the kill's ``complete`` marks the election, not the restart).
 
 A join or pause that never takes effect raises :class:`~harness.faults.nemesis.ActionFailed`.
 """
@@ -43,6 +61,8 @@ from harness.faults.nemesis import (
     PlannedStep,
     ProxyControl,
     Skip,
+    ZooKeeperControl,
+    zookeeper_ensemble,
 )
 from harness.kernel.errors import ConfigError
 
@@ -238,6 +258,80 @@ class RestartBroker(Action):
         return {}
 
 
+#: How long the remaining ZooKeeper servers may take to elect a leader, or a server to rejoin.
+ZK_ELECTION_TIMEOUT_S = 30.0
+NEEDS_ENSEMBLE = "needs zookeeper servers = 3"
+
+
+def _ensemble(ctx: NemesisContext) -> ZooKeeperControl:
+    ensemble = zookeeper_ensemble(ctx.cluster)
+    if ensemble is None:
+        raise Skip(NEEDS_ENSEMBLE)
+    return ensemble
+
+
+class KillZkLeader(Action):
+    """SIGKILL the ZooKeeper ensemble's leader; complete once another server is the leader."""
+
+    action = "kill_zk_leader"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        ensemble = _ensemble(ctx)
+        # the leader now (an ensemble still electing after an earlier fault gets the time to finish)
+        if not ctx.wait(ZK_ELECTION_TIMEOUT_S, lambda: ensemble.leader() is not None):
+            raise ActionFailed(f"{ctx.unit_key}: the ZooKeeper ensemble has no leader to {step.kind}")
+        old = ensemble.leader()
+        assert old is not None
+        t0 = ctx.time_ns()
+        self.strike(ensemble, old)
+        if not ctx.wait(ZK_ELECTION_TIMEOUT_S, lambda: ensemble.leader() not in (None, old)):
+            raise ActionFailed(
+                f"{ctx.unit_key}: no new ZooKeeper leader {ZK_ELECTION_TIMEOUT_S:g}s after {step.kind}"
+            )
+        new = ensemble.leader()
+        return {"old_leader": old, "new_leader": new, "elected_s": (ctx.time_ns() - t0) / 1e9}
+
+    def strike(self, ensemble: ZooKeeperControl, server: int) -> None:
+        ensemble.kill_server(server)
+
+
+class PauseZkLeader(KillZkLeader):
+    """SIGSTOP the ZooKeeper leader (it keeps its connections, answers nothing); complete once it is
+    seen stopped and another server is the leader."""
+
+    action = "pause_zk_leader"
+
+    def strike(self, ensemble: ZooKeeperControl, server: int) -> None:
+        ensemble.pause(server)
+
+
+class RestartZkServer(Action):
+    """Start the ZooKeeper server a ``kill_zk_leader`` killed; complete once it serves again."""
+
+    action = "restart_zk_server"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        ensemble = _ensemble(ctx)
+        if not ensemble.down:
+            raise Skip("no ZooKeeper server is down")
+        server = min(ensemble.down)
+        return {"server": server, "rejoined_s": ensemble.start_server(server, ZK_ELECTION_TIMEOUT_S)}
+
+
+class ResumeZkServer(Action):
+    """SIGCONT the ZooKeeper server a ``pause_zk_leader`` stopped; complete once it runs."""
+
+    action = "resume_zk_server"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        ensemble = _ensemble(ctx)
+        if not ensemble.paused:
+            raise Skip("no ZooKeeper server is paused")
+        server = min(ensemble.paused)
+        ensemble.resume(server)
+        return {"server": server}
+
+
 #: action name -> nemesis class (one per name of :data:`harness.kernel.events.ACTIONS`).
 REGISTRY: dict[str, type[Action]] = {
     cls.action: cls
@@ -254,6 +348,10 @@ REGISTRY: dict[str, type[Action]] = {
         Expire,
         AddPartitions,
         RestartBroker,
+        KillZkLeader,
+        RestartZkServer,
+        PauseZkLeader,
+        ResumeZkServer,
     )
 }
 

@@ -98,6 +98,32 @@ class ClusterControl(Protocol):
     def start_broker(self, index: int = 0) -> None: ...
 
 
+class ZooKeeperControl(Protocol):
+    """The part of :class:`harness.cluster.zookeeper_ensemble.ZooKeeperEnsemble` a nemesis uses."""
+
+    @property
+    def paused(self) -> set[int]: ...
+    @property
+    def down(self) -> set[int]: ...
+
+    def leader(self) -> int | None: ...
+
+    def kill_server(self, index: int) -> None: ...
+
+    def start_server(self, index: int, timeout: float = ...) -> float: ...
+
+    def pause(self, index: int, timeout: float = ...) -> None: ...
+
+    def resume(self, index: int, timeout: float = ...) -> None: ...
+
+
+def zookeeper_ensemble(cluster: ClusterControl) -> ZooKeeperControl | None:
+    """The cluster's ZooKeeper ensemble (its ``zookeeper_ensemble`` attribute: the local backend with
+    ``zookeeper servers = 3``); None when it runs one server or has no such attribute."""
+    ensemble: ZooKeeperControl | None = getattr(cluster, "zookeeper_ensemble", None)
+    return ensemble
+
+
 class ProxyControl(Protocol):
     """The part of :class:`harness.faults.proxy.ProxyHost` a nemesis uses: proxies by name."""
 

@@ -134,6 +134,11 @@ ACTIONS = (
     "start_member",
     "add_partitions",
     "restart_broker",
+    # issue 14: the ZooKeeper ensemble's leader as a fault target (triggers), and the end of each fault
+    "kill_zk_leader",
+    "restart_zk_server",
+    "pause_zk_leader",
+    "resume_zk_server",
 )
 JOIN_ACTIONS = ("join", "start_member")  # t0 is the new process's ``ready``
 #: Actions after whose ``complete`` a target no longer acts for the group (not live).

@@ -34,8 +34,10 @@ from harness.scenario.model import (
     Cut,
     Expire,
     Join,
+    KillZkLeader,
     Leave,
     Pause,
+    PauseZkLeader,
     RestartBroker,
     Rollback,
     RollingRestart,
@@ -61,7 +63,9 @@ class Step:
     """One nemesis action at ``at`` seconds after the group first became stable.
 
     ``kind`` is one of join, leave, crash, pause, resume, cut, heal, expire, stop_member,
-    start_member, add_partitions, restart_broker. ``targets`` are member names; ``target`` says what
+    start_member, add_partitions, restart_broker, kill_zk_leader, restart_zk_server, pause_zk_leader,
+    resume_zk_server (no targets: a ZooKeeper-leader fault is one step, its end ``value`` seconds later
+    a second, non-trigger step). ``targets`` are member names; ``target`` says what
     a cut separates the member from (``zookeeper`` or ``broker``); ``value`` carries a partition count
     or a downtime. Migration steps also carry ``member_kind`` (the kind of the members a start_member
     starts; None = the unit's implementation, or what the member was before), ``props`` ((0.8 property,
@@ -226,6 +230,12 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
             plan.steps.append(Step(at, "add_partitions", value=float(action.to)))
         elif isinstance(action, RestartBroker):
             plan.steps.append(Step(at, "restart_broker", value=action.downtime))
+        elif isinstance(action, KillZkLeader):
+            plan.steps.append(Step(at, "kill_zk_leader", value=action.downtime))
+            plan.steps.append(Step(at + action.downtime, "restart_zk_server", trigger=False))
+        elif isinstance(action, PauseZkLeader):
+            plan.steps.append(Step(at, "pause_zk_leader", value=action.duration))
+            plan.steps.append(Step(at + action.duration, "resume_zk_server", trigger=False))
         elif isinstance(action, SetProperty):
             migrations += 1
             going = of_kind(LEGACY)

@@ -134,6 +134,7 @@ class UnitRig:
                 kafka_image=s.containers.kafka_image if s.impl == APACHE_KAFKA else None,
                 labels=s.labels,
                 members_in_containers=s.containers.members_in_containers,
+                zookeeper_servers=s.scenario.zookeeper.servers,
             )
         ).start()
         if s.impl == "legacy_zk" and not self.cluster.zookeeper_connect:

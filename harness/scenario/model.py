@@ -203,6 +203,28 @@ class RestartBroker(_Action):
     downtime: Duration = 1.0
 
 
+class KillZkLeader(_Action):
+    """SIGKILL the ZooKeeper leader (needs ``[zookeeper] servers = 3``; skipped with one server)."""
+
+    action: Literal["kill_zk_leader"]
+    downtime: Duration = Field(default=5.0, description="how long the killed server stays down")
+
+
+class PauseZkLeader(_Action):
+    """SIGSTOP the ZooKeeper leader for ``duration`` (needs ``[zookeeper] servers = 3``)."""
+
+    action: Literal["pause_zk_leader"]
+    duration: Duration
+
+
+class ZooKeeper(Strict):
+    """The ``[zookeeper]`` table: how many ZooKeeper servers the cluster runs (local backend)."""
+
+    servers: Literal[1, 3] = Field(
+        default=1, description="1: one standalone server; 3: an ensemble whose leader can fail"
+    )
+
+
 #: The offset-storage properties of 0.8.2.2's ConsumerConfig that the legacy member learns with issue 13
 #: (accepted here before :data:`legacy_zk.config.PROPERTIES` lists them, so scenarios load either way).
 PENDING_PROPERTIES: dict[str, type] = {
@@ -296,6 +318,8 @@ Action = Annotated[
     | RollingRestart
     | AddPartitions
     | RestartBroker
+    | KillZkLeader
+    | PauseZkLeader
     | SetProperty
     | Switch
     | Rollback,
@@ -311,6 +335,19 @@ class Migration(Strict):
     )
 
 
+def _check_zk_leader_faults(timeline: list[Action]) -> None:
+    """One ZooKeeper server out at a time: with 3 servers a second one down loses the quorum, which is
+    another experiment than a leader failure. ValueError naming both actions."""
+    faults = sorted((a for a in timeline if isinstance(a, KillZkLeader | PauseZkLeader)), key=lambda a: a.at)
+    for a, b in zip(faults, faults[1:], strict=False):
+        end = a.at + (a.downtime if isinstance(a, KillZkLeader) else a.duration)
+        if b.at < end:
+            raise ValueError(
+                f"{b.action} at {b.at:g}s starts before the {a.action} at {a.at:g}s ended ({end:g}s): "
+                "one ZooKeeper server may be out at a time"
+            )
+
+
 class Scenario(Strict):
     """One scenario file."""
 
@@ -324,6 +361,7 @@ class Scenario(Strict):
     topic: Topic = Topic()
     workload: Workload = Workload()
     group: Group = Group()
+    zookeeper: ZooKeeper = ZooKeeper()
     timeline: list[Action] = Field(default_factory=list)
     settle_window: Duration = Field(default=3.0, description="no ownership change for this long = settled")
     stable_timeout: Duration = Field(default=120.0, description="give up if the group never becomes stable")
@@ -340,6 +378,7 @@ class Scenario(Strict):
         for key, values in self.matrix.items():
             if not values:
                 raise ValueError(f"matrix.{key} is an empty list")
+        _check_zk_leader_faults(self.timeline)
         migrations = sorted({a.action for a in self.timeline if a.action in MIGRATION_ACTIONS})
         if migrations and self.implementations != ["legacy_zk"]:
             raise ValueError(

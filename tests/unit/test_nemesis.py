@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.faults.actions import REGISTRY, nemesis_for
+from harness.faults.actions import NEEDS_ENSEMBLE, REGISTRY, nemesis_for
 from harness.faults.nemesis import APACHE_KAFKA, ActionFailed, ActionPair
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import ACTIONS
@@ -370,3 +370,97 @@ def test_a_plain_restart_leaves_kind_and_props_to_the_rig_and_its_events_carry_n
         ("complete", "switch", 1, "rolling"),
     ]
     assert "member_kind" not in stop[0] and "props" not in stop[0]
+
+
+# -- the ZooKeeper-leader faults (issue 14) on a fake ensemble ------------------------------------------
+@dataclass
+class FakeEnsemble:
+    """Three servers; ``elect_after`` polls after the leader is lost, ``successor`` becomes the leader."""
+
+    leader_now: int | None = 1
+    successor: int = 2
+    elect_after: int = 3
+    paused: set[int] = field(default_factory=set)
+    down: set[int] = field(default_factory=set)
+    calls: list[str] = field(default_factory=list)
+    polls: int = 0
+
+    def leader(self) -> int | None:
+        if self.leader_now is None:
+            self.polls += 1
+            if self.polls >= self.elect_after:
+                self.leader_now = self.successor
+        return self.leader_now
+
+    def kill_server(self, index: int) -> None:
+        self.calls.append(f"kill {index}")
+        self.down.add(index)
+        self.leader_now = None
+
+    def start_server(self, index: int, timeout: float = 60.0) -> float:
+        self.calls.append(f"start {index}")
+        self.down.discard(index)
+        return 0.8
+
+    def pause(self, index: int, timeout: float = 10.0) -> None:
+        self.calls.append(f"pause {index}")
+        self.paused.add(index)
+        self.leader_now = None
+
+    def resume(self, index: int, timeout: float = 10.0) -> None:
+        self.calls.append(f"resume {index}")
+        self.paused.discard(index)
+
+
+@dataclass
+class EnsembleCluster(FakeCluster):
+    zookeeper_ensemble: FakeEnsemble | None = field(default_factory=FakeEnsemble)
+
+
+@pytest.mark.parametrize("impl", ["legacy_zk", "coordinator"])
+def test_kill_zk_leader_kills_the_leader_and_completes_once_another_leads(impl: str) -> None:
+    ctx = FakeContext(impl=impl, cluster=EnsembleCluster())
+    ensemble = ctx.cluster.zookeeper_ensemble
+    t0 = ctx.now_ns
+    events = _perform(Step(10.0, "kill_zk_leader", value=3.0), ctx)
+    assert ensemble.calls == ["kill 1"]
+    assert [e["kind"] for e in events] == ["invoke", "complete"]
+    done = events[1]
+    assert (done["old_leader"], done["new_leader"], done["trigger"]) == (1, 2, True)
+    # the fake clock polls every 0.1 s; the third poll of a lost leader sees the successor: 0.2 s
+    assert done["elected_s"] == pytest.approx(0.2) and done["ts_ns"] - t0 == 200_000_000
+
+
+def test_pause_zk_leader_then_resume_zk_server_resumes_that_same_server() -> None:
+    ctx = FakeContext(cluster=EnsembleCluster())
+    ensemble = ctx.cluster.zookeeper_ensemble
+    paused = _perform(Step(20.0, "pause_zk_leader", value=2.0), ctx)
+    resumed = _perform(Step(22.0, "resume_zk_server", trigger=False), ctx)
+    assert ensemble.calls == ["pause 1", "resume 1"]
+    assert paused[1]["kind"] == "complete" and (paused[1]["old_leader"], paused[1]["new_leader"]) == (1, 2)
+    assert resumed[1]["kind"] == "complete" and resumed[1]["server"] == 1 and not ensemble.paused
+
+
+def test_restart_zk_server_starts_the_killed_server() -> None:
+    ctx = FakeContext(cluster=EnsembleCluster())
+    ensemble = ctx.cluster.zookeeper_ensemble
+    _perform(Step(10.0, "kill_zk_leader", value=3.0), ctx)
+    events = _perform(Step(13.0, "restart_zk_server", trigger=False), ctx)
+    assert ensemble.calls == ["kill 1", "start 1"]
+    assert events[1]["kind"] == "complete" and events[1]["server"] == 1 and events[1]["rejoined_s"] == 0.8
+
+
+def test_a_leader_that_is_never_replaced_fails_the_unit() -> None:
+    ctx = FakeContext(cluster=EnsembleCluster(zookeeper_ensemble=FakeEnsemble(elect_after=10**9)))
+    with pytest.raises(ActionFailed, match="no new ZooKeeper leader"):
+        _perform(Step(10.0, "kill_zk_leader", value=3.0), ctx)
+
+
+@pytest.mark.parametrize(
+    "action", ["kill_zk_leader", "pause_zk_leader", "restart_zk_server", "resume_zk_server"]
+)
+def test_zk_actions_on_one_zookeeper_server_are_skipped_with_the_reason(action: str) -> None:
+    for cluster in (FakeCluster(), EnsembleCluster(zookeeper_ensemble=None)):
+        events = _perform(Step(10.0, action), FakeContext(cluster=cluster))
+        assert [e["kind"] for e in events] == ["invoke", "skipped"]
+        assert events[1]["reason"] == NEEDS_ENSEMBLE
