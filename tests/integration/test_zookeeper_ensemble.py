@@ -187,6 +187,7 @@ def test_a_leader_kill_leaves_legacy_members_registered_or_reregistered(
         admin.close()
 
 
+@pytest.mark.failover  # a scenario run each (about 20 s): opt-in, CI runs it in a step of its own
 @pytest.mark.parametrize("impl", ["legacy_zk", "coordinator"])
 def test_a_run_with_three_zookeeper_servers_survives_a_leader_kill_and_a_leader_pause(
     tmp_path: Path, impl: str

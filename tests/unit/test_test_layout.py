@@ -66,14 +66,14 @@ def test_no_test_module_imports_another_test_module() -> None:
 @pytest.mark.parametrize(
     ("markexpr", "out"),
     [
-        ("", {"bench", "containers", "migration"}),
-        ("not slow", {"bench", "containers", "migration"}),
-        ("containers", {"bench", "migration"}),
-        ("bench and not slow", {"containers", "migration"}),
-        ("containers or bench", {"migration"}),
-        ("migration", {"bench", "containers"}),
-        ("containers or bench or migration", set()),
-        ("not benchmarks", {"bench", "containers", "migration"}),  # a whole word only
+        ("", {"bench", "containers", "migration", "failover"}),
+        ("not slow", {"bench", "containers", "migration", "failover"}),
+        ("containers", {"bench", "migration", "failover"}),
+        ("bench and not slow", {"containers", "migration", "failover"}),
+        ("containers or bench", {"migration", "failover"}),
+        ("migration or failover", {"bench", "containers"}),
+        ("containers or bench or migration or failover", set()),
+        ("not benchmarks", {"bench", "containers", "migration", "failover"}),  # a whole word only
     ],
 )
 def test_opt_in_markers_run_only_when_the_mark_expression_names_them(markexpr: str, out: set[str]) -> None:
