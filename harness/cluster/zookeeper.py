@@ -42,6 +42,14 @@ rootLogger.appenderRef.out.ref = out
 """
 
 
+def work_directory(given: Path | None, prefix: str) -> Path:
+    """``given`` (created if missing), else a fresh temporary directory named ``prefix...``."""
+    if given:
+        given.mkdir(parents=True, exist_ok=True)
+        return given
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
 def four_letter(host: str, port: int, command: str, timeout: float = 5.0) -> str:
     """Send a ZooKeeper four-letter command (``ruok``, ``mntr``, ``srvr`` ...) and return the reply."""
     with socket.create_connection((host, port), timeout=timeout) as s:
@@ -191,11 +199,7 @@ class ZooKeeperServer(ProcessService):
         java = check_java()
         jars = zookeeper_classpath()
         self.version = zookeeper_version(jars)
-        if self._given_workdir:
-            self.workdir = self._given_workdir
-            self.workdir.mkdir(parents=True, exist_ok=True)
-        else:
-            self.workdir = Path(tempfile.mkdtemp(prefix="herdlab-zk-"))
+        self.workdir = work_directory(self._given_workdir, "herdlab-zk-")
 
         def attempt() -> None:
             self.port = self.requested_port or free_port(self.host)

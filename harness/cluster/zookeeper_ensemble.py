@@ -41,14 +41,13 @@ import logging
 import os
 import shutil
 import signal
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from harness.cluster.java import check_java, zookeeper_classpath, zookeeper_version
 from harness.cluster.service import POLL_SECONDS, ProcessService, await_ready, on_free_port
-from harness.cluster.zookeeper import four_letter, parse_mntr, server_argv, write_config
+from harness.cluster.zookeeper import four_letter, parse_mntr, server_argv, work_directory, write_config
 from harness.kernel.errors import Unreachable
 from harness.procs import free_port, spawn
 
@@ -169,12 +168,7 @@ class ZooKeeperEnsemble:
         java = check_java()
         jars = zookeeper_classpath()
         self.version = zookeeper_version(jars)
-        if self._given_workdir:
-            self.workdir = self._given_workdir
-            self.workdir.mkdir(parents=True, exist_ok=True)
-        else:
-            self.workdir = Path(tempfile.mkdtemp(prefix="herdlab-zkens-"))
-        workdir = self.workdir
+        self.workdir = workdir = work_directory(self._given_workdir, "herdlab-zkens-")
 
         def attempt() -> None:
             self.peers = [_Peer(i, workdir / f"zk-{i}", f"{self.name}-{i}") for i in range(self.n)]
