@@ -47,6 +47,44 @@ Migration fields (issue 13):
   that action among the unit's migration actions). The action names stay ``stop_member`` /
   ``start_member``, so trigger windows and live members apply unchanged.
 
+Failover fields (issue 14). With several brokers every broker event carries ``broker_id``, and:
+
+* ``controller`` (the broker that won or lost ``/controller``): ``phase`` (``elected`` | ``resigned``),
+  ``controller_epoch``;
+* ``broker_change`` (the controller saw ``/brokers/ids`` change: the *detection* of a broker failure):
+  ``live`` (ids), ``dead`` (ids gone since the last change), ``added`` (ids new), ``controller_epoch``;
+* ``partition_state`` (the controller wrote a partition's state znode: an *election*): ``topic``,
+  ``partition``, ``leader`` (-1: none), ``leader_epoch``, ``isr`` (ids), ``controller_epoch``,
+  ``zk_version`` (after the write), ``reason`` (``new_partition`` | ``offline`` | ``broker_startup`` |
+  ``controlled_shutdown`` | ``unclean``);
+* ``leadership`` (a broker applied a partition state it learnt): ``topic``, ``partition``, ``role``
+  (``leader`` | ``follower``), ``leader``, ``leader_epoch``, ``controller_epoch``, ``isr``;
+* ``isr_change`` (a leader's own conditional ISR write): ``topic``, ``partition``, ``isr``,
+  ``leader_epoch``, ``zk_version`` (expected), ``ok`` (false: the write lost on its zkVersion, i.e. the
+  leader was deposed: fenced);
+* ``coordinator_load`` (the group coordinator of offsets partition ``offsets_partition``): ``phase``
+  ``begin`` (elected leader of it: CatchUp, COORDINATOR_LOAD_IN_PROGRESS), ``end`` (Ready; with
+  ``groups``, ``offsets`` loaded and ``duration_ms``) or ``unload`` (resigned: its groups are gone,
+  parked requests answered NOT_COORDINATOR, its timers stopped); plus ``leader_epoch``;
+* ``group_served`` (once per group per load: the first request of ``group`` this coordinator answered
+  without error after its load ``end``): ``group``, ``offsets_partition``, ``api``, ``generation``;
+* ``produce_ack`` (a leader acknowledged a produce for one partition): ``topic``, ``partition``,
+  ``base_offset``, ``count`` (records), ``acks`` (the request's), ``leader_epoch``;
+* ``fenced`` (a request or write refused because its sender or this broker is stale): ``what``
+  (``produce`` | ``commit`` | ``fetch`` | ``state`` | ``isr_write``), ``error`` (Kafka's error name, e.g.
+  ``NOT_LEADER_OR_FOLLOWER``, ``NOT_COORDINATOR``, ``STALE_CONTROLLER_EPOCH``, ``FENCED_LEADER_EPOCH``,
+  ``NOT_ENOUGH_REPLICAS``, ``REQUEST_TIMED_OUT``), and where known ``topic``, ``partition``, ``group``;
+* the broker's own ``commit`` gains ``offsets_partition`` and ``leader_epoch`` (the coordinator's epoch
+  of that partition when it accepted the commit; -1 without replication), and is written only once the
+  commit's append was acknowledged (``offsets.commit.required.acks``).
+
+Coordinator-side nemesis actions (``kill_coordinator``, ``pause_coordinator``, ``cut_coordinator``: cut
+from ZooKeeper; ended by ``restart_coordinator``, ``resume_coordinator``, ``heal_coordinator``) resolve
+their target when invoked: ``invoke`` / ``complete`` carry ``broker_id`` (the broker that coordinated
+``group`` then) and ``offsets_partition``; ``targets`` stays empty (no member is hit). They are
+triggers for the coordinator implementation and ``skipped`` for legacy_zk (whose counterpart is the
+ZooKeeper leader's fault).
+
 This module is pure data: it imports nothing of ours, so the systems under test may use it.
 """
 
@@ -95,6 +133,16 @@ class Kind(StrEnum):
     GROUP_STATE = "group_state"  # a group changed state (from_state, to_state, generation)
     GROUP_REQUEST = "group_request"  # one coordination request (api), counted exactly per window
     BROKER_REQUEST = "broker_request"  # counters of all requests over interval_s (steady-state rates)
+    # broker, issue 14 (replication, controller, coordinator failover; fields in the module docstring)
+    CONTROLLER = "controller"
+    BROKER_CHANGE = "broker_change"
+    PARTITION_STATE = "partition_state"
+    LEADERSHIP = "leadership"
+    ISR_CHANGE = "isr_change"
+    COORDINATOR_LOAD = "coordinator_load"
+    GROUP_SERVED = "group_served"
+    PRODUCE_ACK = "produce_ack"
+    FENCED = "fenced"
     # producer
     PRODUCED = "produced"  # acknowledged by the broker: partition, offset, seq
     PRODUCE_ERROR = "produce_error"
