@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from coordinator.config import DEFAULT_MAX_REQUEST_BYTES, BrokerConfig
+from coordinator.config import DEFAULT_MAX_REQUEST_BYTES, BrokerConfig, ReplicationConfig
 from coordinator.group.config import GroupConfig
 from harness.kernel.errors import ConfigError, HerdlabError
 from harness.kernel.history import History
@@ -128,6 +128,54 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
         show_default=True,
         help="offset.metadata.max.bytes",
     )
+    @click.option(
+        "--replication/--no-replication",
+        default=False,
+        show_default=True,
+        help="Run 0.9 replication: a controller, leaders and followers, the coordinator following "
+        "__consumer_offsets leadership (needs --zookeeper).",
+    )
+    @click.option(
+        "--default-replication-factor",
+        type=int,
+        default=None,
+        help="default.replication.factor of new topics (default: min(3, live brokers)).",
+    )
+    @click.option(
+        "--offsets-topic-replication-factor",
+        type=int,
+        default=3,
+        show_default=True,
+        help="offsets.topic.replication.factor (min(this, live brokers) at creation).",
+    )
+    @click.option(
+        "--replica-lag-time-max-ms",
+        type=int,
+        default=10_000,
+        show_default=True,
+        help="replica.lag.time.max.ms",
+    )
+    @click.option("--min-insync-replicas", type=int, default=1, show_default=True, help="min.insync.replicas")
+    @click.option(
+        "--unclean-leader-election/--no-unclean-leader-election",
+        default=False,
+        show_default=True,
+        help="unclean.leader.election.enable (elect an out-of-sync replica when no in-sync one lives).",
+    )
+    @click.option(
+        "--offsets-commit-required-acks",
+        type=int,
+        default=-1,
+        show_default=True,
+        help="offsets.commit.required.acks",
+    )
+    @click.option(
+        "--offsets-commit-timeout-ms",
+        type=int,
+        default=5000,
+        show_default=True,
+        help="offsets.commit.timeout.ms",
+    )
     def broker(
         host: str,
         port: int,
@@ -146,6 +194,14 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
         group_initial_rebalance_delay_ms: int,
         group_max_size: int,
         offset_metadata_max_bytes: int,
+        replication: bool,
+        default_replication_factor: int | None,
+        offsets_topic_replication_factor: int,
+        replica_lag_time_max_ms: int,
+        min_insync_replicas: int,
+        unclean_leader_election: bool,
+        offsets_commit_required_acks: int,
+        offsets_commit_timeout_ms: int,
         history_path: Path | None = None,
     ) -> None:
         """Run a Kafka-protocol broker with the classic group coordinator (kio wire codec).
@@ -182,6 +238,16 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
             metrics_interval_s=metrics_interval,
             ready_file=ready_file,
             group=group,
+            replication=ReplicationConfig(
+                enabled=replication,
+                default_replication_factor=default_replication_factor,
+                offsets_topic_replication_factor=offsets_topic_replication_factor,
+                replica_lag_time_max_ms=replica_lag_time_max_ms,
+                min_insync_replicas=min_insync_replicas,
+                unclean_leader_election=unclean_leader_election,
+                offsets_commit_required_acks=offsets_commit_required_acks,
+                offsets_commit_timeout_ms=offsets_commit_timeout_ms,
+            ),
         )
         try:
             history = (
