@@ -78,6 +78,12 @@ Failover fields (issue 14). With several brokers every broker event carries ``br
   of that partition when it accepted the commit; -1 without replication), and is written only once the
   commit's append was acknowledged (``offsets.commit.required.acks``).
 
+* ``offsets_snapshot`` (role harness: what the group's coordinator returns now, read with OffsetFetch by the
+  harness with client id ``herdlab-harness`` after each coordinator fault settled and at the unit's end):
+  ``group``, ``label`` (``after:<action_id>`` or ``end``), ``broker_id`` (the coordinator that answered),
+  ``offsets`` (object ``"<topic>/<partition>"`` -> committed offset, -1 for none), ``error`` (null, or the
+  error name when no coordinator answered).
+
 Coordinator-side nemesis actions (``kill_coordinator``, ``pause_coordinator``, ``cut_coordinator``: cut
 from ZooKeeper; ended by ``restart_coordinator``, ``resume_coordinator``, ``heal_coordinator``) resolve
 their target when invoked: ``invoke`` / ``complete`` carry ``broker_id`` (the broker that coordinated
@@ -156,6 +162,7 @@ class Kind(StrEnum):
     SETTLING_END = "settling_end"  # end of the settling phase: nothing later belongs to a trigger
     DRAINED = "drained"  # end of the drain phase (``complete``: every produced record processed)
     ZK_MNTR = "zk_mntr"  # ZooKeeper's mntr counters (``label`` names the moment)
+    OFFSETS_SNAPSHOT = "offsets_snapshot"  # issue 14: what the group's coordinator returns (OffsetFetch)
 
 
 #: ``rebalance_end`` outcomes that are not failed attempts (one definition: the analysis, the runner
