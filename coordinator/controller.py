@@ -53,7 +53,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.config import ReplicationConfig
@@ -82,6 +82,10 @@ log = logging.getLogger("coordinator")
 #: How often a decision is re-read and retried after its conditional write lost (each loss means another
 #: writer moved the znode in between: the partition's leader writing its ISR).
 MAX_WRITE_ATTEMPTS = 20
+#: How often a new controller's failover reads are retried after a lost connection before it resigns.
+FAILOVER_ATTEMPTS = 5
+#: Back-off before running for controller again when giving up ``/controller`` failed (connection down).
+ELECTION_RETRY_S = 0.5
 
 _ZK_ERRORS = (KazooException, KazooTimeoutError)
 
@@ -137,9 +141,15 @@ class Controller:
         self._submit(self._resign, "session lost")
 
     def stop(self) -> None:
-        """Stop taking decisions (the caller then closes the session, which frees ``/controller``)."""
+        """Stop taking decisions, without waiting for one under way (it may be blocked on a ZooKeeper request
+        while disconnected); the caller then closes the session, which frees ``/controller`` and fails such a
+        request, and calls :meth:`join`."""
         self._stopping = True
         self._submit(self._resign, "shutdown")
+        self._work.shutdown(wait=False, cancel_futures=False)
+
+    def join(self) -> None:
+        """Wait for the worker thread to finish (after the session was closed)."""
         self._work.shutdown(wait=True)
 
     def wait_idle(self, timeout: float = 10.0) -> None:
@@ -209,16 +219,39 @@ class Controller:
             # ours already: a create retried after a connection loss had landed
         try:
             epoch = self._increment_epoch()
-        except ControllerMoved as e:
-            log.warning("broker %d lost the controller election: %s", self.broker_id, e)
-            self._delete_own_controller_znode()
+        except (ControllerMoved, ConnectionLoss) as e:
+            # 0.9 elect: any error while becoming controller -> resign(), which deletes /controller
+            log.warning("broker %d lost the controller election: %r", self.broker_id, e)
+            self._give_up_controller_znode()
             return
         self.controller_id = self.broker_id
         self.controller_epoch = epoch
         self._generation += 1
         log.info("broker %d is the controller (epoch %d)", self.broker_id, epoch)
         self._emit("controller", phase="elected", controller_epoch=epoch)
-        self._on_failover(self._generation)
+        for attempt in range(FAILOVER_ATTEMPTS):
+            try:
+                self._on_failover(self._generation)
+                return
+            except ConnectionLoss:
+                log.warning(
+                    "controller failover of broker %d: connection lost (attempt %d)", self.broker_id, attempt
+                )
+        self._resign("failover failed")
+        self._give_up_controller_znode()
+
+    def _give_up_controller_znode(self) -> None:
+        """Delete ``/controller`` if this session holds it; when that fails too (still disconnected), run for
+        controller again a little later: finding its own znode, it then takes the epoch step again."""
+        try:
+            self._delete_own_controller_znode()
+        except _ZK_ERRORS as e:
+            log.warning(
+                "broker %d could not delete its /controller: %r; retrying the election", self.broker_id, e
+            )
+            timer = threading.Timer(ELECTION_RETRY_S, self._submit, (self._elect,))
+            timer.daemon = True
+            timer.start()
 
     def _increment_epoch(self) -> int:
         """``KafkaController.incrementControllerEpoch``: epoch + 1, conditional on the version read."""
@@ -354,39 +387,51 @@ class Controller:
         path = partition_state_path(topic, partition)
         for _ in range(MAX_WRITE_ATTEMPTS):
             try:
-                data, stat = self.client.get(path)
-            except NoNodeError:
-                state = initial_state(assigned, self._live, epoch)
-                if state is None:
-                    log.info("controller: no live replica of %s-%d among %s yet", topic, partition, assigned)
+                if self._decide_once(topic, partition, assigned, path, epoch):
                     return
-                try:
-                    self.client.create(path, encode_partition_state(state), makepath=True)
-                except NodeExistsError:
-                    continue  # someone created it meanwhile: decide from what is there
-                self._emitted_write(topic, partition, state, 0, "new_partition")
-                return
+            except ConnectionLoss:
+                # the request may or may not have landed: re-read and decide again (every write is conditional,
+                # so a landed one makes the next decision None)
+                log.info("controller: connection lost while deciding %s; re-reading", path)
+        log.warning("controller: gave up on %s after %d attempts", path, MAX_WRITE_ATTEMPTS)
+
+    def _decide_once(
+        self, topic: str, partition: int, assigned: tuple[int, ...], path: str, epoch: int
+    ) -> bool:
+        """One read-decide-write round; False when the conditional write lost (decide again)."""
+        try:
+            data, stat = self.client.get(path)
+        except NoNodeError:
+            state = initial_state(assigned, self._live, epoch)
+            if state is None:
+                log.info("controller: no live replica of %s-%d among %s yet", topic, partition, assigned)
+                return True
             try:
-                current = decode_partition_state(path, data)
-                decision = after_broker_change(
-                    assigned, current, self._live, epoch, self.config.unclean_leader_election
-                )
-            except MalformedState as e:
-                log.warning("controller: %s", e)
-                return
-            except StateChangeFailed as e:
-                log.warning("controller %d (epoch %d) deposed? %s", self.broker_id, epoch, e)
-                return
-            if decision is None:
-                return
-            try:
-                new_stat = self.client.set(path, encode_partition_state(decision.state), version=stat.version)
-            except BadVersionError:
-                log.info("controller: %s moved past version %d; re-reading", path, stat.version)
-                continue
-            self._emitted_write(topic, partition, decision.state, new_stat.version, decision.reason)
-            return
-        log.warning("controller: gave up on %s after %d lost writes", path, MAX_WRITE_ATTEMPTS)
+                self.client.create(path, encode_partition_state(state), makepath=True)
+            except NodeExistsError:
+                return False  # someone created it meanwhile: decide from what is there
+            self._emitted_write(topic, partition, state, 0, "new_partition")
+            return True
+        try:
+            current = decode_partition_state(path, data)
+            decision = after_broker_change(
+                assigned, current, self._live, epoch, self.config.unclean_leader_election
+            )
+        except MalformedState as e:
+            log.warning("controller: %s", e)
+            return True
+        except StateChangeFailed as e:
+            log.warning("controller %d (epoch %d) deposed? %s", self.broker_id, epoch, e)
+            return True
+        if decision is None:
+            return True
+        try:
+            new_stat = self.client.set(path, encode_partition_state(decision.state), version=stat.version)
+        except BadVersionError:
+            log.info("controller: %s moved past version %d; re-reading", path, stat.version)
+            return False
+        self._emitted_write(topic, partition, decision.state, new_stat.version, decision.reason)
+        return True
 
     def _emitted_write(
         self, topic: str, partition: int, state: PartitionState, version: int, reason: str

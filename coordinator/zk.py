@@ -157,14 +157,17 @@ class ZkRegistration:
         self._stopping = True
         if self._on_topic_change in self.store.listeners:
             self.store.listeners.remove(self._on_topic_change)
-        self._writer.shutdown(wait=True)
         if self.controller is not None and self.states is not None:
-            self.controller.stop()
+            self.controller.stop()  # neither waits: closing the session below fails their pending requests
             self.states.stop()
+        self._writer.shutdown(wait=True)
         try:
             self.client.stop()
         finally:
             self.client.close()
+            if self.controller is not None and self.states is not None:
+                self.controller.join()
+                self.states.join()
         log.info("closed the ZooKeeper session of broker %d", self.config.broker_id)
 
     # ------------------------------------------------------------------ registration

@@ -43,7 +43,7 @@ import threading
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
+from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.cluster import ClusterView, PartitionInfo
@@ -116,7 +116,12 @@ class StateFollower:
         self.client.ChildrenWatch(BROKER_TOPICS, self._on_topics)
 
     def stop(self) -> None:
+        """Stop delivering states and taking ISR writes (without waiting for one under way: see :meth:`join`)."""
         self._stopping = True
+        self._isr_writes.shutdown(wait=False)
+
+    def join(self) -> None:
+        """Wait for an ISR write under way (after the session was closed, which fails it)."""
         self._isr_writes.shutdown(wait=True)
 
     def _emit(self, kind: str, **fields: Any) -> None:
@@ -238,7 +243,11 @@ class StateFollower:
             result = await loop.run_in_executor(
                 self._isr_writes, self._write_isr_blocking, topic, partition, state, expected_zk_version
             )
+        except RuntimeError:  # stopped: the broker is shutting down; not a fencing
+            log.info("ISR write of %s-%d not made: shutting down", topic, partition)
+            return ConditionalResult(False, -1)
         except (KazooException, KazooTimeoutError) as e:
+            # the session expired (or closed) before the write: this broker's leadership is gone with it
             log.warning("ISR write of %s-%d failed: %r", topic, partition, e)
             result = ConditionalResult(False, -1)
         self._emit(
@@ -258,16 +267,27 @@ class StateFollower:
         self, topic: str, partition: int, state: PartitionState, expected: int
     ) -> ConditionalResult:
         path = partition_state_path(topic, partition)
-        try:
-            stat = self.client.set(path, encode_partition_state(state), version=expected)
-            return ConditionalResult(True, stat.version)
-        except BadVersionError:
-            pass
-        except NoNodeError:
-            return ConditionalResult(False, -1)
-        try:
-            data, stat = self.client.get(path)
-            current = decode_partition_state(path, data)
-        except (NoNodeError, MalformedState):
-            return ConditionalResult(False, -1)
+        while True:
+            try:
+                stat = self.client.set(path, encode_partition_state(state), version=expected)
+                return ConditionalResult(True, stat.version)
+            except BadVersionError:
+                break
+            except NoNodeError:
+                return ConditionalResult(False, -1)
+            except ConnectionLoss:
+                # ZkClient's retryUntilConnected: kazoo queues the retry until the connection is back; a first
+                # write that had landed shows as BadVersion with our own data, which the checker accepts
+                if self._stopping:
+                    raise
+        while True:
+            try:
+                data, stat = self.client.get(path)
+                current = decode_partition_state(path, data)
+                break
+            except (NoNodeError, MalformedState):
+                return ConditionalResult(False, -1)
+            except ConnectionLoss:
+                if self._stopping:
+                    raise
         return update_leader_and_isr(current, stat.version, state, expected)
