@@ -388,6 +388,26 @@ def test_a_dead_leader_is_replaced_from_the_isr_and_with_no_live_isr_member_the_
     wait_until(lambda: rig.shells[3].applied("t", 1) == PartitionState(3, 3, (3,), 1), 10, what="t-1 applied")
 
 
+def test_with_unclean_election_on_a_returning_out_of_sync_replica_leads(zookeeper: ZooKeeperServer) -> None:
+    rig = make_rig(
+        zookeeper.connect_string, replication=ReplicationConfig(enabled=True, unclean_leader_election=True)
+    )
+    try:
+        start_with_controller(rig, [3, 1, 2])  # broker 3 controls and outlives the others
+        rig.shells[3].zk.create_topic("t", 1, 2)  # assign_replicas([1,2,3], 1, 2): p0 (1,2)
+        rig.wait_state("t", 0, PartitionState(1, 0, (1, 2), 1))
+        rig.shells[2].stop()
+        assert rig.wait_state("t", 0, PartitionState(1, 1, (1,), 1)) == 1
+        rig.shells[1].stop()
+        # no assigned replica lives: leader -1 and, unclean being on, no ISR member is retained
+        assert rig.wait_state("t", 0, PartitionState(-1, 2, (), 1)) == 2
+        rig.start(2)  # out of sync (not in the ISR) but assigned: it leads, uncleanly
+        assert rig.wait_state("t", 0, PartitionState(2, 3, (2,), 1)) == 3
+        assert reasons_of(rig, "t", 0)[-1] == ("unclean", 2, 3)
+    finally:
+        rig.stop()
+
+
 def reasons_of(rig: Rig, topic: str, partition: int) -> list[tuple[str, int, int]]:
     return [
         (e["reason"], e["leader"], e["zk_version"])
