@@ -2,7 +2,8 @@
 """The replication and controller rules of Kafka 0.9 (issue 14, items 1-2), as a pure core.
 
 No sockets, threads, clocks or ZooKeeper client: time is passed in and ZooKeeper writes are returned for the
-caller to make. The brokers do not use it yet; a later change wires it into :mod:`coordinator`.
+caller to make. The ZooKeeper shell (:mod:`coordinator.zk`, :mod:`coordinator.controller`,
+:mod:`coordinator.zk_states`) makes those writes; the replica manager applies the partition rules.
 
 Modules (each docstring names its apache/kafka 0.9.0.1 sources):
 

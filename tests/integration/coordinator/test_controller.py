@@ -179,6 +179,7 @@ class Rig:
             return holders[0] if len(holders) == 1 else None
 
         found = wait_until(find, timeout, what="exactly one controller")
+        assert found is not None
         return found
 
     def state(self, topic: str, partition: int) -> tuple[PartitionState, int] | None:
@@ -195,7 +196,9 @@ class Rig:
             got = self.state(topic, partition)
             return got[1] + 1 if got is not None and got[0] == expected else None
 
-        return wait_until(check, timeout, what=f"{topic}-{partition} state {expected}") - 1
+        version = wait_until(check, timeout, what=f"{topic}-{partition} state {expected}")
+        assert version is not None
+        return version - 1
 
     def stop(self) -> None:
         for shell in self.shells.values():
@@ -250,7 +253,14 @@ def start_with_controller(rig: Rig, ids: list[int]) -> Shell:
     assert rig.controller() is first
     for i in ids[1:]:
         rig.start(i)
-    wait_until(lambda: len(rig.admin.get_children("/brokers/ids")) == len(ids), 10, what="registrations")
+    # the controller must have seen them all (its own view decides new partitions' ISRs)
+    wait_until(
+        lambda: any(
+            e["live"] == sorted(ids) for e in rig.history.of("broker_change", broker_id=first.broker_id)
+        ),
+        10,
+        what=f"controller sees brokers {sorted(ids)}",
+    )
     return first
 
 
