@@ -12,16 +12,32 @@ Contract
   (partition -> replicas, leader first), so Metadata can send clients to their leader.
 * This broker's own address is not stored: it is whatever address the client connected through,
   passed in per request (``self_host`` / ``self_port``).
+
+Replicated mode (``replicated=True``, issue 14; the ZooKeeper shell feeds it on the event loop thread):
+
+* :meth:`ClusterView.set_partition_info` receives every partition state the shell reads from
+  ``/brokers/topics/<t>/partitions/<p>/state`` (all topics, ``__consumer_offsets`` included) with the replica
+  list of ``/brokers/topics/<t>`` as :class:`PartitionInfo`; :meth:`partition_info`,
+  :meth:`topic_partitions` and :meth:`topic_names` read them back (Metadata's leaders and ISRs).
+* The coordinator of a group is the *leader of its offsets partition* ``partitionFor(group)`` as the state
+  znode says (0.9 ``GroupCoordinator.partitionFor`` + ``MetadataCache`` leader; FindCoordinator answers it):
+  :meth:`coordinator_id` is None while that partition has no leader (leader -1 or no state yet). When the
+  offsets topic itself is unknown, :meth:`coordinator_id` calls ``on_missing_offsets_topic`` (the shell's
+  ``ensure_offsets_topic``, 0.9's ``createOffsetsTopic`` on the first ConsumerMetadata/FindCoordinator) once;
+  ``offsets_topic_requested`` records that it did (the hook may clear it to be called again after a failure).
+* :meth:`is_coordinator` keeps its meaning: :meth:`coordinator_id` is this broker.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from coordinator.ports import OFFSETS_TOPIC
 from harness.kernel.javacompat import partition_for
 
-__all__ = ["ClusterView", "Node"]
+__all__ = ["ClusterView", "Node", "PartitionInfo"]
 
 _partition_for = lru_cache(maxsize=100_000)(partition_for)
 
@@ -35,14 +51,47 @@ class Node:
     port: int
 
 
-class ClusterView:
-    """This broker plus the peers ZooKeeper reported."""
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """A partition as its state znode and assignment say: ``leader`` (-1: none), ``leader_epoch``, the
+    assigned ``replicas`` (preferred leader first) and the ``isr``."""
 
-    def __init__(self, broker_id: int, offsets_partitions: int = 50) -> None:
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+class ClusterView:
+    """This broker plus the peers ZooKeeper reported (and, replicated, every partition's leader and ISR)."""
+
+    def __init__(self, broker_id: int, offsets_partitions: int = 50, *, replicated: bool = False) -> None:
         self.broker_id = broker_id
         self.offsets_partitions = offsets_partitions
+        self.replicated = replicated
         self._peers: dict[int, Node] = {}
         self._remote_topics: dict[str, dict[int, list[int]]] = {}
+        self._partitions: dict[str, dict[int, PartitionInfo]] = {}
+        #: Replicated mode: called (once) by :meth:`coordinator_id` when the offsets topic is unknown.
+        self.on_missing_offsets_topic: Callable[[], None] | None = None
+        self.offsets_topic_requested = False
+
+    def set_partition_info(self, topic: str, partition: int, info: PartitionInfo) -> None:
+        """Record the state of ``topic``/``partition`` (replicated mode; the ZooKeeper shell calls it)."""
+        self._partitions.setdefault(topic, {})[partition] = info
+
+    def partition_info(self, topic: str, partition: int) -> PartitionInfo | None:
+        """The last recorded state of ``topic``/``partition``, or None."""
+        return self._partitions.get(topic, {}).get(partition)
+
+    def topic_partitions(self, topic: str) -> dict[int, PartitionInfo] | None:
+        """Partition -> state of every recorded partition of ``topic`` (a copy), or None when none is known."""
+        parts = self._partitions.get(topic)
+        return dict(parts) if parts else None
+
+    def topic_names(self) -> list[str]:
+        """The topics with at least one recorded partition state, sorted."""
+        return sorted(t for t, parts in self._partitions.items() if parts)
 
     def set_peers(self, peers: dict[int, Node]) -> None:
         """Replace the set of *other* live brokers (this broker's own id is ignored)."""
@@ -72,8 +121,11 @@ class ClusterView:
         me = Node(self.broker_id, self_host, self_port)
         return sorted([me, *self._peers.values()], key=lambda n: n.node_id)
 
-    def node(self, node_id: int, self_host: str, self_port: int) -> Node | None:
-        """The broker ``node_id`` (this one at the given address), or None if it is not live."""
+    def node(self, node_id: int | None, self_host: str, self_port: int) -> Node | None:
+        """The broker ``node_id`` (this one at the given address), or None if it is not live or ``node_id`` is
+        None (no coordinator: FindCoordinator answers COORDINATOR_NOT_AVAILABLE)."""
+        if node_id is None:
+            return None
         if node_id == self.broker_id:
             return Node(node_id, self_host, self_port)
         return self._peers.get(node_id)
@@ -82,12 +134,24 @@ class ClusterView:
         """``partitionFor(group_id)`` over ``offsets_partitions`` (Java ``String.hashCode``)."""
         return _partition_for(group_id, self.offsets_partitions)
 
-    def coordinator_id(self, group_id: str) -> int:
-        """The id of the broker that coordinates ``group_id`` in the current view."""
+    def coordinator_id(self, group_id: str) -> int | None:
+        """The id of the broker that coordinates ``group_id`` in the current view (replicated: the leader of its
+        offsets partition, None while it has none). Never None without replication."""
+        if self.replicated:
+            parts = self._partitions.get(OFFSETS_TOPIC)
+            if not parts:
+                if not self.offsets_topic_requested and self.on_missing_offsets_topic is not None:
+                    self.offsets_topic_requested = True
+                    self.on_missing_offsets_topic()
+                return None
+            info = parts.get(self.offsets_partition(group_id))
+            return info.leader if info is not None and info.leader >= 0 else None
         ids = self.node_ids()
         return ids[self.offsets_partition(group_id) % len(ids)]
 
     def is_coordinator(self, group_id: str) -> bool:
+        if self.replicated:
+            return self.coordinator_id(group_id) == self.broker_id
         if not self._peers:
             return True  # alone: every group is ours (the common case, no hashing)
         return self.coordinator_id(group_id) == self.broker_id

@@ -22,12 +22,27 @@ Contract
   :class:`~coordinator.cluster.ClusterView` (FindCoordinator and Metadata use them). Topics other
   brokers registered are watched too (Metadata lists them with their leader).
 * :meth:`stop` closes the session, which removes the ephemeral registration at once.
+
+Replicated mode (``config.replication.enabled``, issue 14; everything above stays as it is without it):
+
+* the broker registers as above, then runs for controller (:class:`coordinator.controller.Controller`: the 0.9
+  ``/controller`` + ``/controller_epoch`` election and, while it holds it, the controller's partition state
+  writes), and follows every partition state znode (:class:`coordinator.zk_states.StateFollower`: the
+  ClusterView's ``set_partition_info`` for every topic, ``sink.apply_state`` for the partitions assigned to it,
+  :meth:`write_isr` for the leader's ISR writes);
+* topics are created with a replica assignment over the live brokers (:meth:`create_topic`,
+  :meth:`ensure_offsets_topic`; the controller then writes their states). The local store's topics are *not*
+  written to ZooKeeper as single-replica topics (no ``topic_payload`` writes, no store listener), and
+  :meth:`claim_topic` creates the topic with the default replication factor;
+* on session loss the controller resigns; on the new session the broker registers again, runs for controller
+  again (the ``/controller`` watch re-reads it) and re-reads every partition state (:meth:`StateFollower.reread_all`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -39,8 +54,15 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.cluster import ClusterView, Node
 from coordinator.config import BrokerConfig
-from coordinator.topics import Topic, TopicStore
+from coordinator.controller import Controller
+from coordinator.ports import OFFSETS_TOPIC, PartitionStateSink
+from coordinator.replication.assignment import assign_replicas
+from coordinator.replication.errors import InvalidReplicationFactor
+from coordinator.replication.state import ConditionalResult, PartitionState
+from coordinator.topics import Topic, TopicExists, TopicStore
+from coordinator.zk_states import StateFollower
 from harness.kernel.errors import Unreachable
+from harness.kernel.history import History, NullHistory
 from legacy_zk.paths import (
     BROKER_IDS,
     BROKER_TOPICS,
@@ -76,6 +98,9 @@ class ZkRegistration:
         cluster: ClusterView,
         port: int,
         loop: asyncio.AbstractEventLoop,
+        *,
+        sink: PartitionStateSink | None = None,
+        history: History | None = None,
     ) -> None:
         assert config.zookeeper
         self.config = config
@@ -92,6 +117,14 @@ class ZkRegistration:
         self._remote_topics: dict[str, dict[int, list[int]]] = {}
         self._topic_watches: set[str] = set()
         self._lock = threading.Lock()
+        self.replicated = config.replication.enabled
+        self.history: History = history if history is not None else NullHistory()
+        self.controller: Controller | None = None
+        self.states: StateFollower | None = None
+        if self.replicated:
+            self.controller = Controller(self.client, config.broker_id, config.replication, self.history)
+            self.states = StateFollower(self.client, config.broker_id, cluster, sink, loop, self.history)
+            cluster.on_missing_offsets_topic = self._request_offsets_topic
 
     # ------------------------------------------------------------------ life cycle
 
@@ -105,12 +138,17 @@ class ZkRegistration:
             self.client.add_listener(self._on_state)
             for path in COMMON_PATHS:
                 self.client.ensure_path(path)
-            for topic in self.store:
-                self._write_topic(topic.name, len(topic.partitions))
+            if not self.replicated:
+                for topic in self.store:
+                    self._write_topic(topic.name, len(topic.partitions))
             self._register()
-            self.store.listeners.append(self._on_topic_change)
+            if not self.replicated:
+                self.store.listeners.append(self._on_topic_change)
             self.client.ChildrenWatch(BROKER_IDS, self._on_brokers)
             self.client.ChildrenWatch(BROKER_TOPICS, self._on_topics)
+            if self.states is not None and self.controller is not None:
+                self.states.start()
+                self.controller.start()
         except BaseException:
             self.stop()
             raise
@@ -119,11 +157,17 @@ class ZkRegistration:
         self._stopping = True
         if self._on_topic_change in self.store.listeners:
             self.store.listeners.remove(self._on_topic_change)
+        if self.controller is not None and self.states is not None:
+            self.controller.stop()  # neither waits: closing the session below fails their pending requests
+            self.states.stop()
         self._writer.shutdown(wait=True)
         try:
             self.client.stop()
         finally:
             self.client.close()
+            if self.controller is not None and self.states is not None:
+                self.controller.join()
+                self.states.join()
         log.info("closed the ZooKeeper session of broker %d", self.config.broker_id)
 
     # ------------------------------------------------------------------ registration
@@ -161,6 +205,8 @@ class ZkRegistration:
         if state == KazooState.LOST:
             self._session_lost = True
             log.warning("ZooKeeper session of broker %d lost", self.config.broker_id)
+            if self.controller is not None:
+                self.controller.session_lost()
         elif state == KazooState.CONNECTED and self._session_lost and not self._stopping:
             self._session_lost = False
             # Not on the event thread: registration may block.
@@ -169,6 +215,9 @@ class ZkRegistration:
     def _reregister(self) -> None:
         try:
             self._register()
+            if self.states is not None:
+                self.states.reread_all()
+                return
             for topic in self.store:
                 self._write_topic(topic.name, len(topic.partitions))
         except Exception:
@@ -214,7 +263,14 @@ class ZkRegistration:
         """Register a topic this broker is about to create (event loop thread; a ZooKeeper round
         trip or two). False if a live broker registered it first; it is then known as remote at
         once. A topic registered by a broker that is not live (a leftover of an earlier run) is
-        adopted: its records went with that broker."""
+        adopted: its records went with that broker. Replicated: :meth:`create_topic` with the default
+        replication factor (False when the topic exists; :class:`InvalidReplicationFactor` propagates)."""
+        if self.replicated:
+            try:
+                self.create_topic(name, partitions, None)
+            except TopicExists:
+                return False
+            return True
         path = topic_path(name)
         data = topic_payload(partitions, self.config.broker_id)
         try:
@@ -299,3 +355,65 @@ class ZkRegistration:
             return data is not None
 
         return on_data
+
+    # ------------------------------------------------------------------ replicated mode
+
+    def live_brokers(self) -> list[int]:
+        """The registered broker ids, ascending (0.9 ``ZkUtils.getSortedBrokerList``; blocking)."""
+        return sorted(int(c) for c in self.client.get_children(BROKER_IDS) if c.isdigit())
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int | None) -> None:
+        """Write ``/brokers/topics/<name>`` with a 0.9 assignment over the live brokers (blocking; the broker
+        calls it in an executor); the controller then writes the partition states.
+
+        ``replication_factor`` None: ``replication.default_replication_factor``, or min(3, live brokers) when
+        that is None. Raises :class:`~coordinator.topics.TopicExists` when the znode exists and
+        :class:`~coordinator.replication.errors.InvalidReplicationFactor` when the factor exceeds the live brokers.
+        """
+        live = self.live_brokers()
+        if replication_factor is None:
+            default = self.config.replication.default_replication_factor
+            replication_factor = default if default is not None else min(3, len(live))
+        if not live:
+            raise InvalidReplicationFactor(f"no live brokers to place {name} on")
+        assignment = assign_replicas(live, partitions, replication_factor)
+        data = encode_topic({p: list(rs) for p, rs in assignment.items()})
+        try:
+            self.client.create(topic_path(name), data, makepath=True)
+        except NodeExistsError:
+            raise TopicExists(f"topic {name!r} already exists") from None
+        log.info("created %s: %s", topic_path(name), data.decode())
+
+    def ensure_offsets_topic(self) -> None:
+        """Create ``__consumer_offsets`` unless it exists: ``offsets_partitions`` partitions, replication factor
+        min(``offsets.topic.replication.factor``, live brokers) (0.9 ``GroupCoordinator`` / ``KafkaApis
+        .createTopic`` rule). Blocking."""
+        if self.client.exists(topic_path(OFFSETS_TOPIC)) is not None:
+            return
+        live = self.live_brokers()
+        factor = min(self.config.replication.offsets_topic_replication_factor, len(live))
+        with contextlib.suppress(TopicExists):
+            self.create_topic(OFFSETS_TOPIC, self.config.offsets_partitions, max(1, factor))
+
+    def _request_offsets_topic(self) -> None:
+        """ClusterView hook (event loop thread): create the offsets topic on the ZooKeeper thread; a failure
+        re-arms the hook so the next FindCoordinator tries again."""
+
+        def run() -> None:
+            try:
+                self.ensure_offsets_topic()
+            except Exception:
+                log.exception("creating %s failed", OFFSETS_TOPIC)
+                self.loop.call_soon_threadsafe(setattr, self.cluster, "offsets_topic_requested", False)
+
+        if not self._stopping:
+            self._writer.submit(run)
+
+    async def write_isr(
+        self, topic: str, partition: int, state: PartitionState, expected_zk_version: int
+    ) -> ConditionalResult:
+        """The :class:`~coordinator.ports.IsrWriter` port (replicated mode only; see
+        :meth:`coordinator.zk_states.StateFollower.write_isr`)."""
+        if self.states is None:
+            raise RuntimeError("write_isr needs replication enabled")
+        return await self.states.write_isr(topic, partition, state, expected_zk_version)

@@ -2,7 +2,8 @@
 """The replication and controller rules of Kafka 0.9 (issue 14, items 1-2), as a pure core.
 
 No sockets, threads, clocks or ZooKeeper client: time is passed in and ZooKeeper writes are returned for the
-caller to make. The brokers do not use it yet; a later change wires it into :mod:`coordinator`.
+caller to make. The ZooKeeper shell (:mod:`coordinator.zk`, :mod:`coordinator.controller`,
+:mod:`coordinator.zk_states`) makes those writes; the replica manager applies the partition rules.
 
 Modules (each docstring names its apache/kafka 0.9.0.1 sources):
 
@@ -13,9 +14,14 @@ Modules (each docstring names its apache/kafka 0.9.0.1 sources):
   option), the controller election through ``/controller`` and ``/controller_epoch``, epoch refusal rules;
 * :mod:`~coordinator.replication.state` -- the znode payloads (partition state, ``/controller``,
   ``/controller_epoch``) and the zkVersion conditional update;
-* :mod:`~coordinator.replication.errors` -- Kafka error codes and exceptions.
+* :mod:`~coordinator.replication.errors` -- Kafka error codes and exceptions;
+* :mod:`~coordinator.replication.assignment` -- ``AdminUtils.assignReplicasToBrokers`` (fixed start);
+* :mod:`~coordinator.replication.decisions` -- the controller's per-partition writes (new partition, broker
+  failure and startup).
 """
 
+from coordinator.replication.assignment import assign_replicas
+from coordinator.replication.decisions import NO_LEADER, Decision, after_broker_change, initial_state
 from coordinator.replication.election import (
     ControllerElection,
     ControllerEpochGate,
@@ -28,6 +34,7 @@ from coordinator.replication.election import (
     stale_leader_epoch,
 )
 from coordinator.replication.errors import (
+    InvalidReplicationFactor,
     MalformedState,
     NoReplicaOnline,
     NotAssignedReplica,
@@ -56,6 +63,7 @@ from coordinator.replication.state import (
 )
 
 __all__ = [
+    "NO_LEADER",
     "UNKNOWN_OFFSET",
     "AcksCheck",
     "Append",
@@ -63,6 +71,8 @@ __all__ = [
     "ControllerElection",
     "ControllerEpochGate",
     "ControllerMoved",
+    "Decision",
+    "InvalidReplicationFactor",
     "IsrChange",
     "LeaderChoice",
     "MalformedState",
@@ -73,11 +83,14 @@ __all__ = [
     "ReplicationError",
     "StateChangeFailed",
     "Transition",
+    "after_broker_change",
+    "assign_replicas",
     "conditional_update",
     "decode_controller",
     "decode_controller_epoch",
     "decode_partition_state",
     "elect_leader",
+    "initial_state",
     "encode_controller",
     "encode_controller_epoch",
     "encode_partition_state",

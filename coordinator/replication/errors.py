@@ -31,6 +31,7 @@ __all__ = [
     "STALE_CONTROLLER_EPOCH",
     "STALE_LEADER_EPOCH",
     "UNKNOWN_TOPIC_OR_PARTITION",
+    "InvalidReplicationFactor",
     "MalformedState",
     "NoReplicaOnline",
     "NotAssignedReplica",
@@ -62,6 +63,13 @@ class NoReplicaOnline(ReplicationError):
     """No replica can lead the partition (0.9 ``NoReplicaOnlineException``; the partition goes offline)."""
 
     code = 5  # a controller-internal exception; clients see LEADER_NOT_AVAILABLE (leader -1) in Metadata
+
+
+class InvalidReplicationFactor(ReplicationError):
+    """A replication factor below 1 or above the live brokers (0.9 ``AdminUtils.assignReplicasToBrokers``'s
+    ``AdminOperationException``; CreateTopics answers ``INVALID_REPLICATION_FACTOR``, 38)."""
+
+    code = 38
 
 
 class NotAssignedReplica(ReplicationError):
