@@ -105,7 +105,7 @@ from coordinator.group.api import (
 )
 from coordinator.group.config import GroupConfig
 from coordinator.group.errors import ErrorCode
-from coordinator.group.group import Group
+from coordinator.group.group import Group, OffsetEntry
 from coordinator.group.loading import group_record, load_record
 from coordinator.group.member import Member
 from coordinator.group.offsets import PreparedCommit
@@ -179,6 +179,8 @@ class GroupCoordinator:
         self._ownership: Ownership | None = None
         #: Two-phase writes awaiting :meth:`persisted`, by write id.
         self._writes: dict[int, _PendingCommit | _PendingSync] = {}
+        #: Offsets acknowledged while their partition loads, by partition and group: applied when it is loaded.
+        self._late_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetEntry]]] = {}
         self._next_write = 1
 
     # ============================================================================================ inspection
@@ -1458,6 +1460,12 @@ class GroupCoordinator:
                 return out
             own.loading.discard(partition)
             own.owned.add(partition)
+            for group_id, late in self._late_offsets.pop(partition, {}).items():
+                group = self._groups.get(group_id)
+                if group is None:
+                    group = Group(group_id, _EMPTY, now_ms)
+                    self._groups[group_id] = group
+                group.offsets.update(late)
             loaded = [g for g in self._groups.values() if own.partition_for(g.group_id) == partition]
             log.info("offsets partition %d loaded: %d groups, now served", partition, len(loaded))
         for group in loaded:
@@ -1491,6 +1499,7 @@ class GroupCoordinator:
         out: list[Effect] = []
         own.loading.discard(partition)
         own.owned.discard(partition)
+        self._late_offsets.pop(partition, None)
         gone = [g for g in self._groups.values() if own.partition_for(g.group_id) == partition]
         for group in gone:
             if group.state is not _DEAD:
@@ -1505,8 +1514,9 @@ class GroupCoordinator:
         ``leader_epoch`` the offsets partition's leader epoch it was appended under (for the ``commit`` events).
 
         * a commit (Kafka 3.7 ``storeOffsets``' ``putCacheCallback``): on success its offsets enter the cache
-          (unless the group was unloaded or replaced meanwhile: then only the answer, NONE, is given: the write
-          is durable and the next coordinator loads it) and ``commit`` events are emitted (with
+          (if its partition was unloaded meanwhile, only the answer, NONE, is given: the write is durable and the
+          next load reads it; see :meth:`_acked_offsets_target` for a reload in between) and ``commit`` events
+          are emitted (with
           ``offsets_partition`` and ``leader_epoch``); on failure nothing becomes visible, every partition of it
           is answered :func:`~coordinator.group.ownership.commit_error` and ``commit_rejected`` events emitted;
         * a SyncGroup group record (3.7 ``doSyncGroup``'s ``storeGroup`` callback): only if the group is still
@@ -1522,11 +1532,12 @@ class GroupCoordinator:
             return out
         if isinstance(pending, _PendingCommit):
             commit = pending.commit
-            live = self._groups.get(commit.group.group_id) is commit.group and commit.group.state is not _DEAD
+            mapped = commit_error(error)
+            target = self._acked_offsets_target(pending, now_ms) if mapped is ErrorCode.NONE else None
             offsets.complete_offsets(
                 commit,
-                commit_error(error),
-                live,
+                mapped,
+                target,
                 out,
                 emit=self._emit_events,
                 extra={"offsets_partition": pending.offsets_partition, "leader_epoch": leader_epoch},
@@ -1566,6 +1577,28 @@ class GroupCoordinator:
             f"error when storing group assignment during SyncGroup (member: {pending.leader})",
         )
         return out
+
+    def _acked_offsets_target(
+        self, pending: _PendingCommit, now_ms: int
+    ) -> dict[tuple[str, int], OffsetEntry] | None:
+        """Where an acknowledged commit's offsets go. Its partition owned: the group's cache (the group is created
+        Empty if a reload did not know it; a Dead one takes nothing). Loading: a cache applied when the load ends
+        (the write is committed, but the load may have read the log before it was). Not owned: nowhere (the next
+        load reads it from the log). Kafka applies it to the group object that accepted it, which a reload
+        replaced: its loader reads up to the log end, ours below the high watermark, hence the difference."""
+        own = self._ownership
+        assert own is not None
+        group_id = pending.commit.group.group_id
+        partition = pending.offsets_partition
+        if partition in own.loading:
+            return self._late_offsets.setdefault(partition, {}).setdefault(group_id, {})
+        if partition not in own.owned:
+            return None
+        group = self._groups.get(group_id)
+        if group is None:
+            group = Group(group_id, _EMPTY, now_ms)
+            self._groups[group_id] = group
+        return None if group.state is _DEAD else group.offsets
 
     @property
     def pending_writes(self) -> int:

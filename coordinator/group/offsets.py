@@ -174,15 +174,15 @@ def prepare_offsets(
 def complete_offsets(
     commit: PreparedCommit,
     error: ErrorCode,
-    live: bool,
+    target: dict[tuple[str, int], OffsetEntry] | None,
     out: list[Effect],
     *,
     emit: bool,
     extra: dict[str, Any],
 ) -> None:
     """The second phase (``putCacheCallback``): ``error`` is the mapped append outcome. NONE: the entries enter
-    the group's cache if ``live`` (the group is still the one that accepted the commit and not Dead) and each
-    gets a ``commit`` event (``extra`` fields added); otherwise each gets ``commit_rejected`` with ``error``.
+    ``target`` (the offsets cache the machine chose, or None: none now) and each gets a ``commit`` event
+    (``extra`` fields added); otherwise each gets ``commit_rejected`` with ``error``.
     Partitions refused before the append keep their own error. Then the answer."""
     req = commit.req
     group_id = commit.group.group_id
@@ -195,8 +195,8 @@ def complete_offsets(
                 )
             continue
         if error is ErrorCode.NONE:
-            if live:
-                commit.group.offsets[key] = commit.entries[key]
+            if target is not None:
+                target[key] = commit.entries[key]
             if emit:
                 out.append(Emit(EMIT_COMMIT, {**commit_fields(group_id, req, p, None), **extra}))
         elif emit:

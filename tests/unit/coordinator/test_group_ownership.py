@@ -334,7 +334,7 @@ def test_a_commit_acknowledged_after_unload_is_answered_and_only_the_next_load_s
     assert d.offsets() == [("t", 0, 5)]
 
 
-def test_a_commit_of_a_previous_load_does_not_enter_the_reloaded_cache() -> None:
+def test_a_commit_deposed_while_waiting_is_never_cached() -> None:
     d = ReplicatedDriver(auto_ack=False)
     tok = d.commit_token([("t", 0, 5)])
     (write,) = d.writes
@@ -343,6 +343,45 @@ def test_a_commit_of_a_previous_load_does_not_enter_the_reloaded_cache() -> None
     d.apply(d.c.finish_loading(d.now, P_G1))
     d.ack(write, 6)  # deposed while waiting: never written
     assert [p.error for p in d.resp(tok).partitions] == [E.NOT_COORDINATOR]
+    assert d.offsets() == []
+
+
+def test_a_commit_acknowledged_during_a_reload_is_visible_once_loaded_even_if_the_load_missed_it() -> None:
+    d = ReplicatedDriver(auto_ack=False)
+    tok = d.commit_token([("t", 0, 5)])
+    (write,) = d.writes
+    d.apply(d.c.unload(P_G1, d.now))
+    d.apply(d.c.begin_loading(P_G1))  # the load reads the log before the write is committed: nothing
+    d.ack(write, 0)
+    assert [p.error for p in d.resp(tok).partitions] == [E.NONE]
+    assert d.fetch(G1).error == E.COORDINATOR_LOAD_IN_PROGRESS
+    d.apply(d.c.finish_loading(d.now, P_G1))
+    assert d.offsets() == [("t", 0, 5)]
+
+
+def test_a_commit_acknowledged_after_a_reload_enters_the_new_cache() -> None:
+    d = ReplicatedDriver(auto_ack=False)
+    tok = d.commit_token([("t", 0, 5)])
+    (write,) = d.writes
+    d.apply(d.c.unload(P_G1, d.now))
+    d.apply(d.c.begin_loading(P_G1))
+    d.apply(d.c.finish_loading(d.now, P_G1))
+    assert d.c.group(G1) is None  # the reload read nothing of it
+    d.ack(write, 0)
+    assert [p.error for p in d.resp(tok).partitions] == [E.NONE]
+    assert d.offsets() == [("t", 0, 5)]
+
+
+def test_a_commit_acknowledged_while_its_partition_is_not_owned_is_not_cached() -> None:
+    d = ReplicatedDriver(auto_ack=False)
+    tok = d.commit_token([("t", 0, 5)])
+    (write,) = d.writes
+    d.apply(d.c.unload(P_G1, d.now))
+    d.ack(write, 0)
+    assert [p.error for p in d.resp(tok).partitions] == [E.NONE]
+    assert d.c.group(G1) is None
+    d.apply(d.c.begin_loading(P_G1))
+    d.apply(d.c.finish_loading(d.now, P_G1))  # a load that does not read the log shows nothing
     assert d.offsets() == []
 
 
