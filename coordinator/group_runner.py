@@ -17,7 +17,12 @@ Contract
     (every heartbeat) only records the new deadline: the armed handle re-arms itself when it fires
     early, so a heartbeat costs no timer-heap work;
   - ``Persist`` records go to the :class:`~coordinator.group_log.GroupLog` (if any), written before
-    any later Respond of the same effect list is delivered;
+    any later Respond of the same effect list is delivered. Replicated mode (a
+    :class:`~coordinator.group_store.TopicGroupStore`): a two-phase write (``Persist.write``) is appended as
+    one batch in the background and its outcome goes back to the machine
+    (:meth:`~coordinator.group.machine.GroupCoordinator.persisted`), which answers the request behind it; a
+    commit refused by its append also gives a ``fenced`` event (what ``commit``, the append's error name).
+    Other records are appended in the background per offsets partition and a failure is only logged;
   - ``Emit`` events go to the history with ``impl="coordinator"`` and the broker id; group state
     transitions also get one INFO log line naming group, generation and members.
 
@@ -35,6 +40,15 @@ Contract
 * Loading: :meth:`GroupRunner.load` replays the group log into the machine between
   ``begin_loading`` and ``finish_loading``, yielding to the event loop between chunks, so requests
   arriving meanwhile are answered by the machine (COORDINATOR_LOAD_IN_PROGRESS).
+* Replicated mode (issue 14): the runner is the ``__consumer_offsets``
+  :class:`~coordinator.ports.LeadershipListener`. :meth:`GroupRunner.on_became_leader` loads the partition's
+  committed records in the background (events ``coordinator_load`` begin, then end with groups, offsets,
+  duration_ms); :meth:`GroupRunner.on_resigned` cancels a load in progress and unloads the partition
+  (``coordinator_load`` unload). An election older than the last epoch heard is ignored, and a partition
+  already loading or owned is not reloaded (Kafka 3.7 ``loadGroupsAndOffsets``). ``group_served`` is emitted for
+  the first answer without error to each group after its partition's load (:meth:`GroupRunner.maybe_served`).
+  ``commit`` / ``commit_rejected`` events carry ``offsets_partition`` and ``leader_epoch`` (-1 without
+  replication).
 """
 
 from __future__ import annotations
