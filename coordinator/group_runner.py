@@ -482,6 +482,8 @@ class GroupRunner:
         itself fails, the error propagates, and the groups loaded until then are served (Kafka's
         ``loadGroupsAndOffsets`` logs the error and owns the partition all the same): loading always ends.
         """
+        if self.store is not None:
+            raise RuntimeError("replicated mode loads per offsets partition, on leadership (on_became_leader)")
         self.loading = True
         self.apply(self.machine.begin_loading())
         count = skipped = 0

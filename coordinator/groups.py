@@ -146,7 +146,8 @@ class GroupApis:
 
     @property
     def loading(self) -> bool:
-        return self.runner.loading
+        """True while the group log replays (replicated mode: while any offsets partition loads)."""
+        return self.runner.loading or self.machine.loading
 
     def cancel_timers(self) -> None:
         self.runner.cancel_timers()
