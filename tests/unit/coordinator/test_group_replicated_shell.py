@@ -11,7 +11,7 @@ Groups and their offsets partitions (50 partitions, Java ``String.hashCode`` by 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,132 +25,21 @@ from kafka.protocol.consumer import (
 
 from coordinator.config import BrokerConfig, ReplicationConfig
 from coordinator.group import (
-    GroupConfig,
     GroupMetadataRecord,
     OffsetCommitRecord,
     decode_record,
-    encode_record,
 )
 from coordinator.group.machine import GroupCoordinator
 from coordinator.group_runner import GroupRunner
 from coordinator.group_store import TopicGroupStore
-from coordinator.groups import GroupApis
 from coordinator.inprocess import InProcessClient
-from coordinator.ports import OFFSETS_TOPIC, AppendResult, LeadershipListener
+from coordinator.ports import OFFSETS_TOPIC
 from coordinator.server import Broker
+from tests.support.replicated import FakeReplicatedLog, RecordingHistory, replicated_broker, seed
 
 NONE, LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 0, 14, 15, 16
 G1, H1, P_G1, P_H1 = "g1", "h1", 42, 23
 TIMEOUT_S = 10.0
-
-
-class RecordingHistory:
-    """A History that keeps every event."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def emit(self, kind: str, **fields: Any) -> None:
-        self.events.append({"kind": kind, **fields})
-
-    def close(self) -> None:
-        return None
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["kind"] == kind]
-
-
-class FakeReplicatedLog:
-    """An in-memory ReplicatedLog: ``mode`` "ack" (acknowledge at once), "hold" (until :meth:`release`) or an
-    error code (every append fails with it). Only partitions in ``epochs`` are led."""
-
-    def __init__(self) -> None:
-        self.committed: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
-        self.epochs: dict[int, int] = {}
-        self.mode: str | int = "ack"
-        self.held: list[
-            tuple[asyncio.Future[AppendResult], int, list[tuple[bytes | None, bytes | None]]]
-        ] = []
-        self.appends: list[tuple[int, list[tuple[bytes | None, bytes | None]], int, int]] = []
-        self.listeners: list[LeadershipListener] = []
-        #: Set once a read of the committed entries passed ``reading_mark`` entries.
-        self.reading = asyncio.Event()
-        self.reading_mark = -1
-
-    def leader_epoch(self, topic: str, partition: int) -> int | None:
-        return self.epochs.get(partition)
-
-    async def append(
-        self,
-        topic: str,
-        partition: int,
-        entries: Sequence[tuple[bytes | None, bytes | None]],
-        required_acks: int,
-        timeout_ms: int,
-    ) -> AppendResult:
-        assert topic == OFFSETS_TOPIC
-        self.appends.append((partition, list(entries), required_acks, timeout_ms))
-        epoch = self.epochs.get(partition)
-        if epoch is None:
-            return AppendResult(6, -1, -1)
-        if isinstance(self.mode, int):
-            return AppendResult(self.mode, -1, epoch)
-        if self.mode == "hold":
-            fut: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-            self.held.append((fut, partition, list(entries)))
-            return await fut
-        return AppendResult(0, self._commit(partition, entries), epoch)
-
-    def _commit(self, partition: int, entries: Sequence[tuple[bytes | None, bytes | None]]) -> int:
-        log = self.committed.setdefault(partition, [])
-        base = len(log)
-        log.extend(entries)
-        return base
-
-    def release(self, error: int = 0) -> None:
-        fut, partition, entries = self.held.pop(0)
-        base = self._commit(partition, entries) if error == 0 else -1
-        fut.set_result(AppendResult(error, base, self.epochs.get(partition, -1)))
-
-    def read_committed(self, topic: str, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
-        for i, entry in enumerate(list(self.committed.get(partition, []))):
-            if i == self.reading_mark:
-                self.reading.set()
-            yield entry
-
-    def add_leadership_listener(self, topic: str, listener: LeadershipListener) -> None:
-        assert topic == OFFSETS_TOPIC
-        self.listeners.append(listener)
-        for p, e in list(self.epochs.items()):
-            listener.on_became_leader(p, e)
-
-    def elect(self, partition: int, epoch: int) -> None:
-        self.epochs[partition] = epoch
-        for listener in self.listeners:
-            listener.on_became_leader(partition, epoch)
-
-    def resign(self, partition: int, epoch: int) -> None:
-        self.epochs.pop(partition, None)
-        for listener in self.listeners:
-            listener.on_resigned(partition, epoch)
-
-
-def _broker(fake: FakeReplicatedLog, history: RecordingHistory) -> tuple[Broker, GroupApis]:
-    broker = Broker(BrokerConfig(broker_id=1), history=history)
-    broker.store.create("t", 2)
-    apis = GroupApis(
-        GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0)),
-        broker.cluster,
-        broker.store,
-        history,
-        broker_id=1,
-        rejected=broker.rejected,
-        replicated=fake,
-        replication=ReplicationConfig(offsets_commit_timeout_ms=1234),
-    )
-    broker.groups = apis
-    broker.handlers.update(apis.handlers())
-    return broker, apis
 
 
 async def _until(what: Callable[[], bool], timeout_s: float = TIMEOUT_S) -> None:
@@ -188,22 +77,18 @@ def _commit_errors(r: Any) -> list[int]:
     return [p.error_code for t in r.topics for p in t.partitions]
 
 
-def _seed(fake: FakeReplicatedLog, partition: int, records: list[Any]) -> None:
-    fake.committed.setdefault(partition, []).extend((r.group_id.encode(), encode_record(r)) for r in records)
-
-
 def test_leadership_callbacks_load_and_unload_with_the_contract_events() -> None:
     async def scenario() -> None:
         fake, history = FakeReplicatedLog(), RecordingHistory()
-        _seed(
+        seed(
             fake,
             P_G1,
             [OffsetCommitRecord(G1, "t", 0, 10, -1, "", 1), OffsetCommitRecord(G1, "t", 1, 20, -1, "", 1)],
         )
         fake.committed[P_G1].append((b"g1", b"not a record"))  # skipped, as a damaged group-log line is
-        _seed(fake, P_G1, [OffsetCommitRecord(G1, "t", 1, 21, -1, "", 2)])
+        seed(fake, P_G1, [OffsetCommitRecord(G1, "t", 1, 21, -1, "", 2)])
         fake.epochs[P_G1] = 3
-        broker, apis = _broker(fake, history)
+        broker, apis = replicated_broker(fake, history)
         client = InProcessClient(broker)
         assert await apis.load() == (0, 0)  # registers; the partition already led starts loading
         assert _fetched(client, G1)[0] == LOAD_IN_PROGRESS
@@ -240,10 +125,10 @@ def test_leadership_callbacks_load_and_unload_with_the_contract_events() -> None
 def test_a_resignation_mid_load_cancels_it_and_a_stale_election_is_ignored() -> None:
     async def scenario() -> None:
         fake, history = FakeReplicatedLog(), RecordingHistory()
-        _seed(fake, P_G1, [OffsetCommitRecord(G1, "t", 0, i, -1, "", 1) for i in range(20_000)])
+        seed(fake, P_G1, [OffsetCommitRecord(G1, "t", 0, i, -1, "", 1) for i in range(20_000)])
         # past the first chunk of 2000 records: the load yields to the loop every chunk, 10 times in all
         fake.reading_mark = 2100
-        broker, apis = _broker(fake, history)
+        broker, apis = replicated_broker(fake, history)
         client = InProcessClient(broker)
         await apis.load()
         fake.elect(P_G1, 5)
@@ -270,7 +155,7 @@ def test_a_commit_is_answered_and_recorded_only_once_acknowledged() -> None:
     async def scenario() -> None:
         fake, history = FakeReplicatedLog(), RecordingHistory()
         fake.epochs[P_G1] = 3
-        broker, apis = _broker(fake, history)
+        broker, apis = replicated_broker(fake, history)
         client = InProcessClient(broker)
         await apis.load()
         await _until(lambda: apis.machine.partition_status(P_G1) == "owned")
@@ -320,7 +205,7 @@ def test_a_commit_refused_by_its_append_is_fenced_and_never_visible(
     async def scenario() -> None:
         fake, history = FakeReplicatedLog(), RecordingHistory()
         fake.epochs[P_G1] = 3
-        broker, apis = _broker(fake, history)
+        broker, apis = replicated_broker(fake, history)
         client = InProcessClient(broker)
         await apis.load()
         await _until(lambda: apis.machine.partition_status(P_G1) == "owned")
@@ -347,7 +232,7 @@ def test_group_served_once_per_load() -> None:
     async def scenario() -> None:
         fake, history = FakeReplicatedLog(), RecordingHistory()
         fake.epochs[P_G1] = 3
-        broker, apis = _broker(fake, history)
+        broker, apis = replicated_broker(fake, history)
         client = InProcessClient(broker)
         await apis.load()
         assert _fetched(client, G1)[0] == LOAD_IN_PROGRESS  # not served: an error
@@ -388,7 +273,7 @@ def test_a_group_formed_on_one_leader_is_served_after_a_reload() -> None:
     async def scenario() -> None:
         fake, history = FakeReplicatedLog(), RecordingHistory()
         fake.epochs[P_G1] = 3
-        broker, apis = _broker(fake, history)
+        broker, apis = replicated_broker(fake, history)
         client = InProcessClient(broker)
         await apis.load()
         await _until(lambda: apis.machine.partition_status(P_G1) == "owned")
