@@ -483,7 +483,9 @@ class GroupRunner:
         ``loadGroupsAndOffsets`` logs the error and owns the partition all the same): loading always ends.
         """
         if self.store is not None:
-            raise RuntimeError("replicated mode loads per offsets partition, on leadership (on_became_leader)")
+            raise RuntimeError(
+                "replicated mode loads per offsets partition, on leadership (on_became_leader)"
+            )
         self.loading = True
         self.apply(self.machine.begin_loading())
         count = skipped = 0
@@ -570,11 +572,29 @@ class GroupRunner:
     async def _load_partition(self, partition: int, leader_epoch: int, started: float) -> None:
         """Read ``partition``'s committed records into the machine, yielding to the loop every chunk; then
         Ready. A record the machine rejects is skipped with a warning; if reading fails the groups read so far
-        are served (as :meth:`load` and Kafka 3.7 do)."""
+        are served (as :meth:`load` and Kafka 3.7 do).
+
+        The load barrier (DECIDED, a deviation): 0.9 ``loadGroupsAndOffsets`` reads up to the high watermark,
+        3.7 ``doLoadGroupsAndOffsets`` up to the log end. A newly elected leader's high watermark may lag (it
+        learns the followers' positions only from their next fetches), so reading below it can miss commits
+        the previous leader acknowledged: offsets lost. The port offers only committed reads, so the loader
+        first appends an empty entry with acks -1 and waits for it (:meth:`TopicGroupStore.barrier`): then the
+        high watermark covers the whole log as it was at election, which is what 3.7 reads (a leader's log
+        holds every acknowledged entry). If the barrier fails (too few in-sync replicas, timeout, deposed) the
+        load goes on with what is committed, with a warning."""
         store = self.store
         assert store is not None
         count = skipped = 0
         try:
+            barrier = await store.barrier(partition)
+            if barrier.error != 0:
+                log.warning(
+                    "offsets_partition=%d leader_epoch=%d: load barrier not acknowledged (%s); loading what is "
+                    "committed so far",
+                    partition,
+                    leader_epoch,
+                    _error_name(barrier.error),
+                )
             for record in store.read(partition):
                 try:
                     self.machine.load(record)

@@ -57,6 +57,12 @@ class TopicGroupStore:
         ]
         return await self.log.append(OFFSETS_TOPIC, partition, entries, self.required_acks, self.timeout_ms)
 
+    async def barrier(self, partition: int) -> AppendResult:
+        """Append one empty entry (no key, no value) with acks -1 and wait for it: once acknowledged, the high
+        watermark covers every entry the leader had when it appended it (see :mod:`coordinator.group_runner`,
+        loading). :meth:`read` skips it."""
+        return await self.log.append(OFFSETS_TOPIC, partition, [(None, None)], -1, self.timeout_ms)
+
     def read(self, partition: int) -> Iterator[Record]:
         """Every decodable record of ``partition`` below its high watermark, in offset order (undecodable ones
         skipped with a warning and counted in :attr:`skipped`)."""

@@ -327,3 +327,42 @@ def test_a_topic_store_needs_a_replicated_machine() -> None:
     store = TopicGroupStore(FakeReplicatedLog(), 50, ReplicationConfig())
     with pytest.raises(ValueError):
         GroupRunner(GroupCoordinator(), RecordingHistory(), store=store)
+
+
+def test_the_load_waits_for_its_barrier_so_commits_the_old_leader_acknowledged_are_loaded() -> None:
+    async def scenario() -> None:
+        fake, history = FakeReplicatedLog(), RecordingHistory()
+        seed(fake, P_G1, [OffsetCommitRecord(G1, "t", 0, 10, -1, "", 1)])
+        broker, apis = replicated_broker(fake, history)
+        client = InProcessClient(broker)
+        await apis.load()
+        fake.mode = "hold"
+        fake.elect(P_G1, 3)
+        await _until(lambda: len(fake.held) == 1)
+        (partition, entries, acks, _) = fake.appends[-1]
+        assert (partition, entries, acks) == (P_G1, [(None, None)], -1)  # the empty barrier entry, all ISR
+        assert _fetched(client, G1)[0] == LOAD_IN_PROGRESS
+        # the high watermark reaches the previous leader's last acknowledged commit only now
+        seed(fake, P_G1, [OffsetCommitRecord(G1, "t", 0, 11, -1, "", 2)])
+        fake.release()
+        await _until(lambda: apis.machine.partition_status(P_G1) == "owned")
+        assert _fetched(client, G1) == (NONE, [11, -1])
+        end = history.of("coordinator_load")[-1]
+        assert (end["phase"], end["groups"], end["offsets"]) == ("end", 1, 1)
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_barrier_still_loads_what_is_committed() -> None:
+    async def scenario() -> None:
+        fake, history = FakeReplicatedLog(), RecordingHistory()
+        seed(fake, P_G1, [OffsetCommitRecord(G1, "t", 0, 10, -1, "", 1)])
+        broker, apis = replicated_broker(fake, history)
+        client = InProcessClient(broker)
+        await apis.load()
+        fake.mode = 19  # NOT_ENOUGH_REPLICAS
+        fake.elect(P_G1, 3)
+        await _until(lambda: apis.machine.partition_status(P_G1) == "owned")
+        assert _fetched(client, G1) == (NONE, [10, -1])
+
+    asyncio.run(scenario())
