@@ -17,7 +17,12 @@ Contract
     (every heartbeat) only records the new deadline: the armed handle re-arms itself when it fires
     early, so a heartbeat costs no timer-heap work;
   - ``Persist`` records go to the :class:`~coordinator.group_log.GroupLog` (if any), written before
-    any later Respond of the same effect list is delivered;
+    any later Respond of the same effect list is delivered. Replicated mode (a
+    :class:`~coordinator.group_store.TopicGroupStore`): a two-phase write (``Persist.write``) is appended as
+    one batch in the background and its outcome goes back to the machine
+    (:meth:`~coordinator.group.machine.GroupCoordinator.persisted`), which answers the request behind it; a
+    commit refused by its append also gives a ``fenced`` event (what ``commit``, the append's error name).
+    Other records are appended in the background per offsets partition and a failure is only logged;
   - ``Emit`` events go to the history with ``impl="coordinator"`` and the broker id; group state
     transitions also get one INFO log line naming group, generation and members.
 
@@ -35,6 +40,15 @@ Contract
 * Loading: :meth:`GroupRunner.load` replays the group log into the machine between
   ``begin_loading`` and ``finish_loading``, yielding to the event loop between chunks, so requests
   arriving meanwhile are answered by the machine (COORDINATOR_LOAD_IN_PROGRESS).
+* Replicated mode (issue 14): the runner is the ``__consumer_offsets``
+  :class:`~coordinator.ports.LeadershipListener`. :meth:`GroupRunner.on_became_leader` loads the partition's
+  committed records in the background (events ``coordinator_load`` begin, then end with groups, offsets,
+  duration_ms); :meth:`GroupRunner.on_resigned` cancels a load in progress and unloads the partition
+  (``coordinator_load`` unload). An election older than the last epoch heard is ignored, and a partition
+  already loading or owned is not reloaded (Kafka 3.7 ``loadGroupsAndOffsets``). ``group_served`` is emitted for
+  the first answer without error to each group after its partition's load (:meth:`GroupRunner.maybe_served`).
+  ``commit`` / ``commit_rejected`` events carry ``offsets_partition`` and ``leader_epoch`` (-1 without
+  replication).
 """
 
 from __future__ import annotations
@@ -45,19 +59,34 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from coordinator.group import api as g
+from coordinator.group.errors import ErrorCode
 from coordinator.group.machine import GroupCoordinator
-from coordinator.group.records import Record
+from coordinator.group.records import OffsetCommitRecord, Record
 from coordinator.group_log import GroupLog
+from coordinator.group_store import TopicGroupStore
+from coordinator.ports import OFFSETS_TOPIC
 from harness.kernel.history import History
+from harness.kernel.javacompat import partition_for
 
 __all__ = ["GroupFailure", "GroupRunner", "Token", "now_ms"]
 
 log = logging.getLogger("coordinator")
 
 _LOAD_CHUNK = 2000
+
+_partition_for = lru_cache(maxsize=100_000)(partition_for)
+
+
+def _error_name(code: int) -> str:
+    """Kafka's name of a wire error code (the number itself when unknown)."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
 
 
 def now_ms() -> int:
@@ -73,12 +102,14 @@ class Token:
     """Tags one request in the machine; carries where its answer goes.
 
     ``convert`` turns the machine's response into what the caller answers (a kio response); it runs when the
-    machine responds, during the call or later."""
+    machine responds, during the call or later. ``group`` / ``api`` name the request for ``group_served``."""
 
-    __slots__ = ("convert", "error", "fut", "response")
+    __slots__ = ("api", "convert", "error", "fut", "group", "response")
 
-    def __init__(self, convert: Callable[[Any], Any]) -> None:
+    def __init__(self, convert: Callable[[Any], Any], group: str | None = None, api: str = "") -> None:
         self.convert = convert
+        self.group = group
+        self.api = api
         self.fut: asyncio.Future[Any] | None = None
         self.response: Any = None
         #: Set when ``convert`` failed for an answer given during the call itself.
@@ -106,10 +137,24 @@ class GroupRunner:
         broker_id: int = 0,
         clock: Callable[[], int] = now_ms,
         rejected: Counter[str] | None = None,
+        store: TopicGroupStore | None = None,
+        offsets_partitions: int = 50,
     ) -> None:
+        """``group_log`` is the file store (single-broker mode); ``store`` the topic store (replicated mode: the
+        machine must be in replicated mode too, and ``group_log`` is then not used)."""
+        if store is not None and not machine.replicated:
+            raise ValueError("a topic store needs the machine in replicated mode (own_by_partition)")
         self.machine = machine
         self.history = history
-        self.group_log = group_log
+        self.group_log = group_log if store is None else None
+        self.store = store
+        self.offsets_partitions = offsets_partitions
+        #: Replicated mode: the leader epoch last heard per offsets partition, the running loads, the groups
+        #: served since their partition's load ended (``group_served`` once per group per load), write tasks.
+        self.epochs: dict[int, int] = {}
+        self._loads: dict[int, asyncio.Task[None]] = {}
+        self._served: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.broker_id = broker_id
         self.clock = clock
         #: Counters by reason; a group failure counts as ``group_failure`` (the broker reports them).
@@ -202,6 +247,7 @@ class GroupRunner:
         (the caller resets the group); a response that cannot be converted fails that request only; a history
         event that cannot be written is logged."""
         pending: list[Record] = []
+        writes: dict[int, list[Record]] = {}
         for effect in effects:
             match effect:
                 case g.Respond():
@@ -216,7 +262,10 @@ class GroupRunner:
                     if t is not None:
                         t.handle.cancel()
                 case g.Persist():
-                    pending.append(effect.record)
+                    if effect.write is None:
+                        pending.append(effect.record)
+                    else:
+                        writes.setdefault(effect.write, []).append(effect.record)
                 case g.Emit():
                     try:
                         self._emit(effect)
@@ -224,15 +273,103 @@ class GroupRunner:
                         log.exception("cannot record group event %s", effect.kind)
         if pending:
             self._persist(pending)
+        for write, records in writes.items():
+            self._persist_write(write, records)
 
     def _persist(self, records: list[Record]) -> None:
-        if self.group_log is not None:
-            self.group_log.append(records)
+        """One-phase records: the file store writes them now; the topic store appends them in the background
+        per offsets partition and only logs a failure (Kafka 3.7 writes tombstones with acks 0 and only logs a
+        failed Empty-group record)."""
+        if self.store is None:
+            if self.group_log is not None:
+                self.group_log.append(records)
+            return
+        by_partition: dict[int, list[Record]] = {}
+        for r in records:
+            by_partition.setdefault(self.store.partition_for(r.group_id), []).append(r)
+        for partition, batch in by_partition.items():
+            self._spawn(self._append_logged(partition, batch))
 
-    @staticmethod
-    def _respond(token: Any, response: Any) -> None:
+    def _persist_write(self, write: int, records: list[Record]) -> None:
+        """A two-phase write: the file store writes it and reports success at once; the topic store appends it
+        in the background and reports the outcome (:meth:`GroupCoordinator.persisted`) when it comes."""
+        if self.store is None:
+            if self.group_log is not None:
+                self.group_log.append(records)
+            self.apply(self.machine.persisted(write, 0, self.clock()))
+            return
+        self._spawn(self._append_write(write, records))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _append_logged(self, partition: int, records: list[Record]) -> None:
+        assert self.store is not None
+        try:
+            result = await self.store.append(partition, records)
+        except Exception:
+            log.exception("offsets_partition=%d: append of %d group records failed", partition, len(records))
+            return
+        if result.error != 0:
+            log.warning(
+                "offsets_partition=%d: %d group records (groups %s) not written: %s",
+                partition,
+                len(records),
+                sorted({r.group_id for r in records})[:5],
+                _error_name(result.error),
+            )
+
+    async def _append_write(self, write: int, records: list[Record]) -> None:
+        assert self.store is not None
+        group_id = records[0].group_id
+        partition = self.store.partition_for(group_id)
+        try:
+            result = await self.store.append(partition, records)
+            error, epoch = result.error, result.leader_epoch
+        except Exception:
+            log.exception("group=%s offsets_partition=%d: append failed", group_id, partition)
+            error, epoch = int(ErrorCode.UNKNOWN_SERVER_ERROR), self.epochs.get(partition, -1)
+        if error != 0 and isinstance(records[0], OffsetCommitRecord):
+            self._fenced_commit(group_id, partition, error, epoch)
+        with contextlib.suppress(GroupFailure):  # loud already (see run); the group was reset
+            self.run(
+                (group_id,),
+                f"write {write} outcome",
+                lambda: self.machine.persisted(write, error, self.clock(), epoch),
+            )
+
+    def _fenced_commit(self, group_id: str, partition: int, error: int, epoch: int) -> None:
+        name = _error_name(error)
+        group = self.machine.group(group_id)
+        log.warning(
+            "group=%s generation=%s offsets_partition=%d leader_epoch=%d: commit refused, its append failed: %s",
+            group_id,
+            group.generation_id if group is not None else "-",
+            partition,
+            epoch,
+            name,
+        )
+        try:
+            self.history.emit(
+                "fenced",
+                impl="coordinator",
+                broker_id=self.broker_id,
+                what="commit",
+                error=name,
+                group=group_id,
+                topic=OFFSETS_TOPIC,
+                partition=partition,
+            )
+        except Exception:
+            log.exception("cannot record a fenced event")
+
+    def _respond(self, token: Any, response: Any) -> None:
         if not isinstance(token, Token):
             return
+        if self.store is not None and token.group is not None:
+            self.maybe_served(token.group, token.api, response)
         try:
             converted = token.convert(response)
         except Exception as e:
@@ -249,6 +386,12 @@ class GroupRunner:
 
     def _emit(self, effect: g.Emit) -> None:
         fields = effect.fields
+        if effect.kind in (g.EMIT_COMMIT, g.EMIT_COMMIT_REJECTED) and "offsets_partition" not in fields:
+            # single-broker mode (and commits refused before any append): the contract's fields all the same
+            group = fields.get("group")
+            partition = _partition_for(group, self.offsets_partitions) if isinstance(group, str) else -1
+            epoch = self.epochs.get(partition, -1) if self.store is not None else -1
+            fields = {**fields, "offsets_partition": partition, "leader_epoch": epoch}
         self.history.emit(effect.kind, impl="coordinator", broker_id=self.broker_id, **fields)
         if effect.kind == g.EMIT_GROUP_STATE:
             log.info(
@@ -317,9 +460,13 @@ class GroupRunner:
             )
 
     def cancel_timers(self) -> None:
+        """Stop everything the runner has scheduled (the broker is stopping): timers, loads, appends."""
         for t in self._timers.values():
             t.handle.cancel()
         self._timers.clear()
+        for task in [*self._loads.values(), *self._tasks]:
+            task.cancel()
+        self._loads.clear()
 
     @property
     def timer_count(self) -> int:
@@ -335,6 +482,10 @@ class GroupRunner:
         itself fails, the error propagates, and the groups loaded until then are served (Kafka's
         ``loadGroupsAndOffsets`` logs the error and owns the partition all the same): loading always ends.
         """
+        if self.store is not None:
+            raise RuntimeError(
+                "replicated mode loads per offsets partition, on leadership (on_became_leader)"
+            )
         self.loading = True
         self.apply(self.machine.begin_loading())
         count = skipped = 0
@@ -362,3 +513,184 @@ class GroupRunner:
             self.apply(self.machine.finish_loading(self.clock()))
             self.loading = False
         return count, skipped
+
+    # ------------------------------------------------------------------ replicated mode: leadership
+
+    def on_became_leader(self, partition: int, leader_epoch: int) -> None:
+        """:class:`~coordinator.ports.LeadershipListener`: this broker leads offsets partition ``partition``.
+        Loads its groups in the background (CatchUp: ``coordinator_load`` begin ... end); an epoch older than the
+        last one heard is refused, and a partition already loading or owned is not reloaded (Kafka 3.7
+        ``loadGroupsAndOffsets``: ``maybeUpdateCoordinatorEpoch``, "Already loading")."""
+        store = self.store
+        if store is None:
+            raise RuntimeError("leadership callbacks need the topic store (replicated mode)")
+        known = self.epochs.get(partition, -1)
+        if leader_epoch < known:
+            log.warning(
+                "offsets_partition=%d: leadership at epoch %d ignored, epoch %d already seen",
+                partition,
+                leader_epoch,
+                known,
+            )
+            return
+        self.epochs[partition] = leader_epoch
+        if self.machine.partition_status(partition) != "not_owned":
+            log.info(
+                "offsets_partition=%d: leader again at epoch %d, already served", partition, leader_epoch
+            )
+            return
+        self.apply(self.machine.begin_loading(partition))
+        log.info("offsets_partition=%d leader_epoch=%d: loading its groups", partition, leader_epoch)
+        self._emit_load("begin", partition, leader_epoch)
+        task = asyncio.ensure_future(self._load_partition(partition, leader_epoch, time.monotonic()))
+        self._loads[partition] = task
+        task.add_done_callback(
+            lambda t: self._loads.pop(partition, None) if self._loads.get(partition) is t else None
+        )
+
+    def on_resigned(self, partition: int, leader_epoch: int) -> None:
+        """:class:`~coordinator.ports.LeadershipListener`: this broker no longer leads ``partition``: a load in
+        progress is cancelled, its groups are unloaded (``coordinator_load`` unload; Kafka 3.7 ``onResignation``).
+        Nothing happens for a partition it neither loads nor owns."""
+        self.epochs[partition] = max(leader_epoch, self.epochs.get(partition, -1))
+        task = self._loads.pop(partition, None)
+        if task is not None:
+            task.cancel()
+        if self.machine.partition_status(partition) == "not_owned":
+            return
+        effects = self.machine.unload(partition, self.clock())
+        for key in [k for k in self._timers if len(k) > 1 and isinstance(k[1], str)]:
+            if self.machine.partition_for(key[1]) == partition:
+                self._timers.pop(key).handle.cancel()  # the machine cancels its own; nothing of it may fire
+        self.apply(effects)
+        self._served = {gid for gid in self._served if self.machine.partition_for(gid) != partition}
+        log.info(
+            "offsets_partition=%d leader_epoch=%d: resigned, its groups unloaded", partition, leader_epoch
+        )
+        self._emit_load("unload", partition, leader_epoch)
+
+    async def _load_partition(self, partition: int, leader_epoch: int, started: float) -> None:
+        """Read ``partition``'s committed records into the machine, yielding to the loop every chunk; then
+        Ready. A record the machine rejects is skipped with a warning; if reading fails the groups read so far
+        are served (as :meth:`load` and Kafka 3.7 do).
+
+        The load barrier (DECIDED, a deviation): 0.9 ``loadGroupsAndOffsets`` reads up to the high watermark,
+        3.7 ``doLoadGroupsAndOffsets`` up to the log end. A newly elected leader's high watermark may lag (it
+        learns the followers' positions only from their next fetches), so reading below it can miss commits
+        the previous leader acknowledged: offsets lost. The port offers only committed reads, so the loader
+        first appends an empty entry with acks -1 and waits for it (:meth:`TopicGroupStore.barrier`): then the
+        high watermark covers the whole log as it was at election, which is what 3.7 reads (a leader's log
+        holds every acknowledged entry). If the barrier fails (too few in-sync replicas, timeout, deposed) the
+        load goes on with what is committed, with a warning."""
+        store = self.store
+        assert store is not None
+        count = skipped = 0
+        try:
+            barrier = await store.barrier(partition)
+            if barrier.error != 0:
+                log.warning(
+                    "offsets_partition=%d leader_epoch=%d: load barrier not acknowledged (%s); loading what is "
+                    "committed so far",
+                    partition,
+                    leader_epoch,
+                    _error_name(barrier.error),
+                )
+            for record in store.read(partition):
+                try:
+                    self.machine.load(record)
+                except Exception as e:
+                    skipped += 1
+                    log.warning(
+                        "offsets_partition=%d: record skipped: %s (%s: %s)",
+                        partition,
+                        record,
+                        type(e).__name__,
+                        e,
+                    )
+                    continue
+                count += 1
+                if count % _LOAD_CHUNK == 0:
+                    await asyncio.sleep(0)
+            skipped += store.skipped
+        except asyncio.CancelledError:
+            log.info("offsets_partition=%d: load cancelled after %d records", partition, count)
+            raise
+        except Exception:
+            log.exception(
+                "offsets_partition=%d: reading failed after %d records; serving them", partition, count
+            )
+        if self.machine.partition_status(partition) != "loading":
+            return  # resigned meanwhile (the task was not cancelled in time)
+        groups = [
+            gr
+            for gid in self.machine.group_ids()
+            if self.machine.partition_for(gid) == partition
+            if (gr := self.machine.group(gid)) is not None
+        ]
+        offsets = sum(len(gr.offsets) for gr in groups)
+        self.apply(self.machine.finish_loading(self.clock(), partition))
+        duration_ms = round((time.monotonic() - started) * 1000)
+        log.info(
+            "offsets_partition=%d leader_epoch=%d: loaded %d groups, %d offsets (%d records, %d skipped) in %d ms",
+            partition,
+            leader_epoch,
+            len(groups),
+            offsets,
+            count,
+            skipped,
+            duration_ms,
+        )
+        self._emit_load(
+            "end", partition, leader_epoch, groups=len(groups), offsets=offsets, duration_ms=duration_ms
+        )
+
+    def _emit_load(self, phase: str, partition: int, leader_epoch: int, **more: Any) -> None:
+        try:
+            self.history.emit(
+                "coordinator_load",
+                impl="coordinator",
+                broker_id=self.broker_id,
+                phase=phase,
+                offsets_partition=partition,
+                leader_epoch=leader_epoch,
+                **more,
+            )
+        except Exception:
+            log.exception("cannot record a coordinator_load event")
+
+    def maybe_served(self, group_id: str, api: str, response: Any) -> None:
+        """Replicated mode: emit ``group_served`` for the first answer without error to a request of
+        ``group_id`` since its partition's load ended (once per group per load)."""
+        if self.store is None or not group_id or group_id in self._served:
+            return
+        error = getattr(response, "error", None)
+        if error is None:
+            parts = getattr(response, "partitions", None)
+            if not parts:
+                return
+            error = max((abs(int(p.error)) for p in parts), default=0)
+        if int(error) != 0:
+            return
+        partition = self.machine.partition_for(group_id)
+        if partition is None or self.machine.partition_status(partition) != "owned":
+            return
+        self._served.add(group_id)
+        generation = getattr(response, "generation_id", None)
+        if not isinstance(generation, int) or generation < 0:
+            group = self.machine.group(group_id)
+            generation = group.generation_id if group is not None else -1
+        log.info(
+            "group=%s generation=%d offsets_partition=%d served (%s)", group_id, generation, partition, api
+        )
+        try:
+            self.history.emit(
+                "group_served",
+                impl="coordinator",
+                broker_id=self.broker_id,
+                group=group_id,
+                offsets_partition=partition,
+                api=api,
+                generation=generation,
+            )
+        except Exception:
+            log.exception("cannot record a group_served event")

@@ -8,7 +8,11 @@ Contract
   response into a kio response of the request's version, and returns what the runner gives: the response, or a
   future of it for a parked JoinGroup / SyncGroup. Reads (OffsetFetch, DescribeGroups, ListGroups) ask the
   machine directly. Effects, timers, the group log and failures are the runner's business.
-* With several brokers, a group this broker does not coordinate (see
+* Replicated mode (``replicated=``, issue 14): the machine owns groups per ``__consumer_offsets`` partition
+  this broker leads and answers COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR itself (Kafka 3.7
+  ``validateGroupStatus`` order); the ClusterView's hash is not consulted for that (FindCoordinator still asks
+  the view, whose ``coordinator_id`` is then the partition's leader).
+* Otherwise, with several brokers, a group this broker does not coordinate (see
   :class:`~coordinator.cluster.ClusterView`) gets NOT_COORDINATOR without reaching the machine, in
   Kafka 3.7's order (``GroupCoordinator.validateGroupStatus``): an empty group id is INVALID_GROUP_ID
   for JoinGroup / SyncGroup / Heartbeat / LeaveGroup wherever it is sent; unknown topics of an
@@ -28,12 +32,15 @@ from kio.schema.errors import ErrorCode as KioError
 
 from coordinator.api_keys import ApiKey
 from coordinator.cluster import ClusterView
+from coordinator.config import ReplicationConfig
 from coordinator.context import RequestContext
 from coordinator.group import api as g
 from coordinator.group.errors import ErrorCode
 from coordinator.group.machine import GroupCoordinator
 from coordinator.group_log import GroupLog
 from coordinator.group_runner import GroupRunner, Token, now_ms
+from coordinator.group_store import TopicGroupStore
+from coordinator.ports import OFFSETS_TOPIC, ReplicatedLog
 from coordinator.topics import TopicStore
 from coordinator.wire import ZERO_TD, make, nested, response_class
 from harness.kernel.history import History
@@ -81,12 +88,33 @@ class GroupApis:
         clock: Callable[[], int] = now_ms,
         known_topic: Callable[[str], bool] | None = None,
         rejected: Counter[str] | None = None,
+        replicated: ReplicatedLog | None = None,
+        replication: ReplicationConfig | None = None,
     ) -> None:
+        """``replicated`` (a :class:`~coordinator.ports.ReplicatedLog`) switches to replicated mode: the machine
+        owns groups per ``__consumer_offsets`` partition (``cluster.offsets_partitions`` of them) and keeps its
+        records in that topic (:class:`~coordinator.group_store.TopicGroupStore`, acks and timeout from
+        ``replication``); ``group_log`` is then unused and :meth:`load` registers the runner as the topic's
+        leadership listener. Without it (the default) everything is as in the single-broker design."""
         self.machine = machine
         self.cluster = cluster
         self.store = store
+        self.replicated = replicated
+        topic_store: TopicGroupStore | None = None
+        if replicated is not None:
+            machine.own_by_partition(cluster.offsets_partitions)
+            topic_store = TopicGroupStore(
+                replicated, cluster.offsets_partitions, replication or ReplicationConfig()
+            )
         self.runner = GroupRunner(
-            machine, history, group_log, broker_id=broker_id, clock=clock, rejected=rejected
+            machine,
+            history,
+            group_log,
+            broker_id=broker_id,
+            clock=clock,
+            rejected=rejected,
+            store=topic_store,
+            offsets_partitions=cluster.offsets_partitions,
         )
         self.clock = clock
         self.known_topic = known_topic or (lambda name: store.get(name) is not None)
@@ -108,12 +136,18 @@ class GroupApis:
     # ------------------------------------------------------------------ the runner's life cycle
 
     async def load(self) -> tuple[int, int]:
-        """Replay the group log into the machine (:meth:`GroupRunner.load`)."""
+        """Replay the group log into the machine (:meth:`GroupRunner.load`). Replicated mode: register the
+        runner as the ``__consumer_offsets`` leadership listener instead (each partition this broker leads is
+        then loaded as it is elected); returns (0, 0)."""
+        if self.replicated is not None:
+            self.replicated.add_leadership_listener(OFFSETS_TOPIC, self.runner)
+            return 0, 0
         return await self.runner.load()
 
     @property
     def loading(self) -> bool:
-        return self.runner.loading
+        """True while the group log replays (replicated mode: while any offsets partition loads)."""
+        return self.runner.loading or self.machine.loading
 
     def cancel_timers(self) -> None:
         self.runner.cancel_timers()
@@ -125,7 +159,9 @@ class GroupApis:
     # ------------------------------------------------------------------ helpers
 
     def _not_coordinator(self, group_id: str) -> bool:
-        return not self.cluster.is_coordinator(group_id)
+        """Single-broker design only: the ClusterView's answer. In replicated mode the machine answers
+        NOT_COORDINATOR from the offsets partitions it owns, so this is False."""
+        return self.replicated is None and not self.cluster.is_coordinator(group_id)
 
     def _other_coordinates(self, group_id: str) -> bool:
         """NOT_COORDINATOR is the answer for a JoinGroup / SyncGroup / Heartbeat / LeaveGroup: Kafka 3.7's
@@ -133,7 +169,7 @@ class GroupApis:
         machine answers), COORDINATOR_LOAD_IN_PROGRESS (only for a group whose offsets partition this broker is
         loading, i.e. one it coordinates: the machine answers that too) and NOT_COORDINATOR. So an empty id
         never gets NOT_COORDINATOR, and a group of another broker gets it even while this one loads."""
-        return bool(group_id) and not self.cluster.is_coordinator(group_id)
+        return bool(group_id) and self._not_coordinator(group_id)
 
     # ------------------------------------------------------------------ FindCoordinator
 
@@ -208,7 +244,7 @@ class GroupApis:
 
         if self._other_coordinates(req.group_id):
             return convert(g.JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=req.member_id))
-        token = Token(convert)
+        token = Token(convert, req.group_id, "JoinGroup")
         mreq = g.JoinGroupRequest(
             group_id=req.group_id,
             member_id=req.member_id,
@@ -246,7 +282,7 @@ class GroupApis:
             return convert(g.SyncGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
         if self._other_coordinates(req.group_id):
             return convert(g.SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
-        token = Token(convert)
+        token = Token(convert, req.group_id, "SyncGroup")
         mreq = g.SyncGroupRequest(
             group_id=req.group_id,
             generation_id=req.generation_id,
@@ -272,7 +308,7 @@ class GroupApis:
 
         if self._other_coordinates(req.group_id):
             return convert(g.HeartbeatResponse(ErrorCode.NOT_COORDINATOR))
-        token = Token(convert)
+        token = Token(convert, req.group_id, "Heartbeat")
         mreq = g.HeartbeatRequest(
             group_id=req.group_id,
             generation_id=req.generation_id,
@@ -320,7 +356,7 @@ class GroupApis:
         else:
             members = [(m.member_id, m.group_instance_id) for m in req.members]
             reason = next((m.reason for m in req.members if getattr(m, "reason", None)), None)
-        token = Token(convert)
+        token = Token(convert, req.group_id, "LeaveGroup")
         mreq = g.LeaveGroupRequest(group_id=req.group_id, members=members, reason=reason)
         return self.runner.call(
             token, (req.group_id,), "LeaveGroup", lambda: self.machine.leave_group(self.clock(), token, mreq)
@@ -384,7 +420,7 @@ class GroupApis:
             return convert(None)
         if not offsets:
             return convert(None)
-        token = Token(convert)
+        token = Token(convert, req.group_id, "OffsetCommit")
         mreq = g.OffsetCommitRequest(
             group_id=req.group_id,
             offsets=offsets,
@@ -405,10 +441,12 @@ class GroupApis:
         if self._not_coordinator(group_id):
             return g.OffsetFetchResponse(ErrorCode.NOT_COORDINATOR)
         parts = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
-        return self.machine.offset_fetch(
+        r = self.machine.offset_fetch(
             self.clock(),
             g.OffsetFetchRequest(group_id=group_id, partitions=parts, require_stable=require_stable),
         )
+        self.runner.maybe_served(group_id, "OffsetFetch", r)
+        return r
 
     @staticmethod
     def _fetch_topics(topic_cls: type, r: g.OffsetFetchResponse, copy_error: bool) -> tuple[Any, ...]:

@@ -2,8 +2,8 @@
 """Admin requests of the classic group coordinator: DescribeGroups, ListGroups, DeleteGroups (Kafka
 ``GroupCoordinator.handleDescribeGroup`` / ``handleListGroups`` / ``handleDeleteGroups``).
 
-The :class:`~coordinator.group.machine.GroupCoordinator` delegates here with its group table and its loading
-flag; DeleteGroups also gets the machine's state transition (which emits the ``group_state`` event).
+The :class:`~coordinator.group.machine.GroupCoordinator` delegates here with its group table and its ownership
+check (loading, not owned); DeleteGroups also gets the machine's state transition (which emits the ``group_state`` event).
 """
 
 from __future__ import annotations
@@ -34,23 +34,27 @@ from coordinator.group.errors import ErrorCode
 from coordinator.group.group import Group
 from coordinator.group.records import GroupTombstoneRecord
 
-__all__ = ["Transition", "delete_groups", "describe_groups", "list_groups"]
+__all__ = ["Status", "Transition", "delete_groups", "describe_groups", "list_groups"]
 
 log = logging.getLogger("coordinator.group")
 
 #: The machine's ``_transition(group, state, now_ms, out)``.
 Transition = Callable[[Group, GroupState, int, list[Effect]], None]
+#: The machine's ``_status(group_id)``: COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR, or None when served.
+Status = Callable[[str], "ErrorCode | None"]
 
 
 def describe_groups(
-    groups: Mapping[str, Group], loading: bool, req: DescribeGroupsRequest
+    groups: Mapping[str, Group], status: Status, req: DescribeGroupsRequest
 ) -> DescribeGroupsResponse:
     """Describe groups; an unknown group is ``Dead`` with no members and no error. Members carry metadata and
-    assignment only in Stable (as Kafka's ``GroupMetadata.summary``)."""
+    assignment only in Stable (as Kafka's ``GroupMetadata.summary``). A group ``status`` refuses
+    (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR) is described with that error only."""
     described: list[DescribedGroup] = []
     for group_id in req.groups:
-        if loading:
-            described.append(DescribedGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ""))
+        error = status(group_id)
+        if error is not None:
+            described.append(DescribedGroup(group_id, error, ""))
             continue
         group = groups.get(group_id)
         if group is None:
@@ -98,7 +102,7 @@ def list_groups(groups: Mapping[str, Group], loading: bool, req: ListGroupsReque
 
 def delete_groups(
     groups: dict[str, Group],
-    loading: bool,
+    status: Status,
     now_ms: int,
     token: Any,
     req: DeleteGroupsRequest,
@@ -106,12 +110,14 @@ def delete_groups(
 ) -> list[Effect]:
     """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, the group leaves ``groups`` with its offsets,
     a tombstone is persisted; the answer to ``token`` comes last. Unknown or Dead: GROUP_ID_NOT_FOUND; with
-    members: NON_EMPTY_GROUP; while loading: COORDINATOR_LOAD_IN_PROGRESS."""
+    members: NON_EMPTY_GROUP; a group ``status`` refuses: that error (COORDINATOR_LOAD_IN_PROGRESS while
+    loading, NOT_COORDINATOR for a partition not owned)."""
     out: list[Effect] = []
     results: list[DeletedGroup] = []
     for group_id in req.groups:
-        if loading:
-            results.append(DeletedGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        error = status(group_id)
+        if error is not None:
+            results.append(DeletedGroup(group_id, error))
             continue
         group = groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:

@@ -444,9 +444,19 @@ class CancelTimer:
 
 @dataclass(slots=True, frozen=True)
 class Persist:
-    """Append ``record`` to the durable log before delivering any later :class:`Respond` of the same call."""
+    """Append ``record`` to the durable log.
+
+    ``write`` is None (single-broker mode, and the fire-and-forget writes of replicated mode: tombstones, the
+    group record of an empty group): the append must be complete before any later :class:`Respond` of the same
+    call is delivered; in replicated mode the shell may append it asynchronously and only logs a failure.
+
+    ``write`` is an id (replicated mode's two-phase writes: a commit's offsets, a SyncGroup's group record): every
+    Persist of one effect list with the same id is one batch, appended together; the shell reports its outcome
+    with :meth:`~coordinator.group.machine.GroupCoordinator.persisted` (``write``, the append's error code). The
+    machine answers the request behind it and makes the records visible only then."""
 
     record: Record
+    write: int | None = None
 
 
 #: ``group_state``: group, from_state, to_state, generation, members (count).

@@ -20,12 +20,19 @@ Deviations from Kafka (each also noted where it happens):
   REBALANCE_IN_PROGRESS (Kafka silently drops the old callback; the client has long given up on that request),
   and a member removed while its SyncGroup is parked gets UNKNOWN_MEMBER_ID (Kafka never answers it). Both keep
   the shell from holding tokens that are never answered.
-* Store writes never fail (see :class:`~coordinator.group.api.Persist`), so the write-error paths of SyncGroup and
-  of the static-member replacement are not modelled.
+* Single-broker mode: store writes never fail (see :class:`~coordinator.group.api.Persist`). Replicated mode
+  (:meth:`GroupCoordinator.own_by_partition`, issue 14) writes commits and SyncGroup's group record in two phases
+  (:meth:`GroupCoordinator.persisted`, with Kafka's error paths); the other group records (the static-member
+  replacement, an Empty group after a join phase, tombstones, a reset) are fire-and-forget there: Kafka 3.7
+  reverts a static replacement whose write fails, we do not (the shell logs the failure).
 * Offsets never expire (no ``offsets.retention.minutes``); DeleteGroups is the only way to Dead besides unloading.
-* One coordinator owns every group it is given: loading is all-or-nothing (``begin_loading`` / ``finish_loading``)
-  instead of per ``__consumer_offsets`` partition; NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE (inactive broker)
-  are the shell's business.
+* Single-broker mode: one coordinator owns every group it is given and loading is all-or-nothing
+  (``begin_loading()`` / ``finish_loading(now_ms)``); NOT_COORDINATOR is the shell's business. Replicated mode
+  owns, loads and unloads per ``__consumer_offsets`` partition (``begin_loading(p)``, ``load``,
+  ``finish_loading(now_ms, p)``, ``unload(p, now_ms)``: Kafka 3.7 ``GroupMetadataManager`` owned / loading
+  partitions, ``onElection`` / ``onResignation``; see :mod:`~coordinator.group.ownership`) and answers
+  COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR itself. COORDINATOR_NOT_AVAILABLE (inactive broker) stays the
+  shell's.
 * Transactional offset commits (TxnOffsetCommit) are not served, so ``require_stable`` never yields
   UNSTABLE_OFFSET_COMMIT.
 * A member that lists a protocol name twice counts once towards that protocol's support (see
@@ -48,6 +55,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator.group import admin, offsets
@@ -97,9 +105,11 @@ from coordinator.group.api import (
 )
 from coordinator.group.config import GroupConfig
 from coordinator.group.errors import ErrorCode
-from coordinator.group.group import Group
+from coordinator.group.group import Group, OffsetEntry
 from coordinator.group.loading import group_record, load_record
 from coordinator.group.member import Member
+from coordinator.group.offsets import PreparedCommit
+from coordinator.group.ownership import Ownership, commit_error, group_write_error
 from coordinator.group.records import Record
 
 __all__ = ["GroupCoordinator", "REMOVED_GROUP_MAX_SIZE"]
@@ -115,6 +125,24 @@ _PREPARING = GroupState.PREPARING_REBALANCE
 _COMPLETING = GroupState.COMPLETING_REBALANCE
 _STABLE = GroupState.STABLE
 _DEAD = GroupState.DEAD
+
+
+@dataclass(slots=True)
+class _PendingCommit:
+    """A commit whose offsets append awaits :meth:`GroupCoordinator.persisted`."""
+
+    commit: PreparedCommit
+    offsets_partition: int
+
+
+@dataclass(slots=True)
+class _PendingSync:
+    """The leader's SyncGroup whose group record awaits :meth:`GroupCoordinator.persisted`."""
+
+    group: Group
+    generation: int
+    leader: str
+
 
 #: Heartbeat answers carry nothing but the error, so they are shared (treat responses as read-only).
 _HEARTBEAT_RESPONSES = {code: HeartbeatResponse(code) for code in ErrorCode}
@@ -147,13 +175,59 @@ class GroupCoordinator:
         self._emit_events = emit_events
         self._groups: dict[str, Group] = {}
         self._loading = False
+        #: Replicated mode (:meth:`own_by_partition`): offsets partitions owned / loading; None: single broker.
+        self._ownership: Ownership | None = None
+        #: Two-phase writes awaiting :meth:`persisted`, by write id.
+        self._writes: dict[int, _PendingCommit | _PendingSync] = {}
+        #: Offsets acknowledged while their partition loads, by partition and group: applied when it is loaded.
+        self._late_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetEntry]]] = {}
+        self._next_write = 1
 
     # ============================================================================================ inspection
 
     @property
     def loading(self) -> bool:
-        """True between :meth:`begin_loading` and :meth:`finish_loading`."""
+        """True between :meth:`begin_loading` and :meth:`finish_loading` (replicated mode: while any offsets
+        partition loads)."""
+        if self._ownership is not None:
+            return bool(self._ownership.loading)
         return self._loading
+
+    @property
+    def replicated(self) -> bool:
+        """True once :meth:`own_by_partition` switched the machine to replicated mode."""
+        return self._ownership is not None
+
+    def own_by_partition(self, offsets_partitions: int) -> None:
+        """Switch to replicated mode (issue 14), before any group exists: the machine owns only the offsets
+        partitions loaded with ``begin_loading(p)`` ... ``finish_loading(now_ms, p)`` (of ``offsets_partitions``)
+        and persists commits and SyncGroup's group record in two phases (:class:`~coordinator.group.api.Persist`
+        with a ``write`` id, then :meth:`persisted`). Raises ``ValueError`` if groups exist or it is on already."""
+        if self._ownership is not None or self._groups or self._loading:
+            raise ValueError("replicated mode must be chosen before anything is loaded")
+        self._ownership = Ownership(offsets_partitions)
+
+    def partition_for(self, group_id: str) -> int | None:
+        """The offsets partition of ``group_id`` in replicated mode; None in single-broker mode."""
+        return self._ownership.partition_for(group_id) if self._ownership is not None else None
+
+    def partition_status(self, partition: int) -> str:
+        """``"owned"``, ``"loading"`` or ``"not_owned"`` (replicated mode; single-broker mode: ``"owned"``, or
+        ``"loading"`` while loading)."""
+        own = self._ownership
+        if own is None:
+            return "loading" if self._loading else "owned"
+        if partition in own.loading:
+            return "loading"
+        return "owned" if partition in own.owned else "not_owned"
+
+    def _status(self, group_id: str) -> ErrorCode | None:
+        """Kafka 3.7 ``validateGroupStatus`` after the group id check: COORDINATOR_LOAD_IN_PROGRESS (the group's
+        partition loads), NOT_COORDINATOR (replicated mode: not owned), None (served)."""
+        own = self._ownership
+        if own is None:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else None
+        return own.status(group_id)
 
     def group(self, group_id: str) -> Group | None:
         """The live group object, for inspection by tests and simulators. Do not mutate it."""
@@ -172,8 +246,9 @@ class GroupCoordinator:
         if not group_id:
             self._respond_join_error(out, token, member_id, ErrorCode.INVALID_GROUP_ID)
             return out
-        if self._loading:
-            self._respond_join_error(out, token, member_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        status = self._status(group_id)
+        if status is not None:
+            self._respond_join_error(out, token, member_id, status)
             return out
         cfg = self.config
         session = req.session_timeout_ms
@@ -788,9 +863,13 @@ class GroupCoordinator:
         if not req.group_id:
             out.append(Respond(token, SyncGroupResponse(ErrorCode.INVALID_GROUP_ID)))
             return out
-        if self._loading:
+        status = self._status(req.group_id)
+        if status is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             # The rebalance state is lost: make the member rejoin (older clients do not expect error 14 here).
             out.append(Respond(token, SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS)))
+            return out
+        if status is not None:
+            out.append(Respond(token, SyncGroupResponse(status)))
             return out
         group = self._groups.get(req.group_id)
         if group is None:
@@ -870,9 +949,21 @@ class GroupCoordinator:
             req.member_id,
             len(group.members),
         )
+        if self._ownership is not None:
+            # Replicated mode: storeGroup's callback (persisted) moves the group on once the record is written.
+            write = self._next_write
+            self._next_write += 1
+            self._writes[write] = _PendingSync(group, group.generation_id, req.member_id)
+            out.append(Persist(group_record(group, now_ms), write))
+            return
         # storeGroup: written synchronously and successfully (see api.Persist), so the state check Kafka makes in
         # the write callback (still CompletingRebalance, same generation) always holds here.
         self._persist_group(group, now_ms, out)
+        self._set_and_propagate_assignment(group, now_ms, out)
+
+    def _set_and_propagate_assignment(self, group: Group, now_ms: int, out: list[Effect]) -> None:
+        """The group record is written: Stable, and every parked SyncGroup gets its assignment (Kafka
+        ``setAndPropagateAssignment`` + ``transitionTo(Stable)``)."""
         self._transition(group, _STABLE, now_ms, out)
         self._emit_rebalance_end(group, out)
         protocol_type, protocol_name = group.protocol_type, group.protocol_name
@@ -898,8 +989,9 @@ class GroupCoordinator:
         out: list[Effect] = []
         if not req.group_id:
             error = ErrorCode.INVALID_GROUP_ID
-        elif self._loading:
-            error = ErrorCode.NONE  # answered blindly while loading
+        elif (status := self._status(req.group_id)) is not None:
+            # Answered blindly while loading (Kafka 3.7 handleHeartbeat); NOT_COORDINATOR as it is.
+            error = ErrorCode.NONE if status is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else status
         else:
             group = self._groups.get(req.group_id)
             if group is None:
@@ -954,8 +1046,9 @@ class GroupCoordinator:
         if not req.group_id:
             out.append(Respond(token, LeaveGroupResponse(ErrorCode.INVALID_GROUP_ID)))
             return out
-        if self._loading:
-            out.append(Respond(token, LeaveGroupResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)))
+        status = self._status(req.group_id)
+        if status is not None:
+            out.append(Respond(token, LeaveGroupResponse(status)))
             return out
         group = self._groups.get(req.group_id)
         if group is None:
@@ -1019,10 +1112,9 @@ class GroupCoordinator:
         """Handle an OffsetCommit (``handleCommitOffsets``); always answered in this call. Accepted offsets are
         persisted (one :class:`~coordinator.group.records.OffsetCommitRecord` each) before the answer."""
         out: list[Effect] = []
-        if self._loading:
-            offsets.reject_commit(
-                out, token, req, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None, emit=self._emit_events
-            )
+        status = self._status(req.group_id)
+        if status is not None:
+            offsets.reject_commit(out, token, req, status, None, emit=self._emit_events)
             return out
         group = self._groups.get(req.group_id)
         if group is None:
@@ -1045,23 +1137,33 @@ class GroupCoordinator:
             # Commits count as liveness. In PreparingRebalance the generation has not been bumped yet, so a
             # member of the previous generation may still commit.
             self._schedule_heartbeat(group.members[req.member_id], now_ms, out)
-        offsets.store_offsets(
-            group,
-            req,
-            now_ms,
-            out,
-            token,
-            max_bytes=self.config.offset_metadata_max_bytes,
-            emit=self._emit_events,
+        if self._ownership is None:
+            offsets.store_offsets(
+                group,
+                req,
+                now_ms,
+                out,
+                token,
+                max_bytes=self.config.offset_metadata_max_bytes,
+                emit=self._emit_events,
+            )
+            return out
+        write = self._next_write
+        pending = offsets.prepare_offsets(
+            group, req, now_ms, out, token, write, max_bytes=self.config.offset_metadata_max_bytes
         )
+        if pending is not None:
+            self._next_write += 1
+            self._writes[write] = _PendingCommit(pending, self._ownership.partition_for(group.group_id))
         return out
 
     def offset_fetch(self, now_ms: int, req: OffsetFetchRequest) -> OffsetFetchResponse:
         """Handle an OffsetFetch: no generation or member check; ``partitions=None`` means all stored ones
         (sorted by topic, partition). Unknown partitions come back as offset -1, error NONE
         (:func:`~coordinator.group.offsets.fetch_offsets`)."""
-        if self._loading:
-            return OffsetFetchResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        status = self._status(req.group_id)
+        if status is not None:
+            return OffsetFetchResponse(status)
         return offsets.fetch_offsets(self._groups.get(req.group_id), req)
 
     # ============================================================================================ admin
@@ -1069,17 +1171,17 @@ class GroupCoordinator:
     def describe_groups(self, now_ms: int, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
         """Describe groups; an unknown group is ``Dead`` with no members and no error
         (:func:`~coordinator.group.admin.describe_groups`)."""
-        return admin.describe_groups(self._groups, self._loading, req)
+        return admin.describe_groups(self._groups, self._status, req)
 
     def list_groups(self, now_ms: int, req: ListGroupsRequest) -> ListGroupsResponse:
         """List groups (in creation order), optionally filtered by exact state names. While loading the error is
         COORDINATOR_LOAD_IN_PROGRESS but the groups known so far are still listed."""
-        return admin.list_groups(self._groups, self._loading, req)
+        return admin.list_groups(self._groups, self.loading, req)
 
     def delete_groups(self, now_ms: int, token: Any, req: DeleteGroupsRequest) -> list[Effect]:
         """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, a tombstone is persisted, offsets go
         (:func:`~coordinator.group.admin.delete_groups`)."""
-        return admin.delete_groups(self._groups, self._loading, now_ms, token, req, self._transition)
+        return admin.delete_groups(self._groups, self._status, now_ms, token, req, self._transition)
 
     # ============================================================================================ timers
 
@@ -1091,7 +1193,7 @@ class GroupCoordinator:
         kind, group_id = key[0], key[1]
         # Keys are the machine's own: group ids and member ids are str, generations int; anything else is stale.
         group = self._groups.get(group_id) if isinstance(group_id, str) else None
-        if group is None or group.state is _DEAD:
+        if group is None or group.state is _DEAD or self._status(group.group_id) is not None:
             return out
         if kind == TIMER_HEARTBEAT:
             member_id = key[2]
@@ -1263,17 +1365,39 @@ class GroupCoordinator:
 
     # ============================================================================================ durability
 
-    def begin_loading(self) -> list[Effect]:
-        """Start (re)loading from the durable log. Every in-memory group is unloaded first (-> Dead): parked
+    def begin_loading(self, partition: int | None = None) -> list[Effect]:
+        """Start (re)loading from the durable log.
+
+        Single-broker mode (``partition`` None): every in-memory group is unloaded first (-> Dead): parked
         JoinGroups (PreparingRebalance) and SyncGroups (CompletingRebalance / Stable) are answered NOT_COORDINATOR
         and all timers are cancelled. Until :meth:`finish_loading`, requests get COORDINATOR_LOAD_IN_PROGRESS
-        (Heartbeat: NONE; SyncGroup: REBALANCE_IN_PROGRESS)."""
-        out: list[Effect] = []
-        for group in list(self._groups.values()):
-            self._unload_group(group, out)
-        self._groups.clear()
-        self._loading = True
-        return out
+        (Heartbeat: NONE; SyncGroup: REBALANCE_IN_PROGRESS).
+
+        Replicated mode: offsets partition ``partition`` becomes *loading* (Kafka 3.7
+        ``addLoadingPartition``): its groups' requests get COORDINATOR_LOAD_IN_PROGRESS until
+        ``finish_loading(now_ms, partition)``; other partitions are unaffected. A partition already loading or
+        owned stays as it is (3.7: "Already loading"; an owned one is not reloaded) and nothing is returned.
+        ``ValueError`` for a partition out of range, or for the wrong mode."""
+        own = self._ownership
+        if own is None:
+            if partition is not None:
+                raise ValueError("begin_loading(partition) needs replicated mode (own_by_partition)")
+            out: list[Effect] = []
+            for group in list(self._groups.values()):
+                self._unload_group(group, out)
+            self._groups.clear()
+            self._loading = True
+            return out
+        if partition is None:
+            raise ValueError(
+                "replicated mode loads one offsets partition at a time: begin_loading(partition)"
+            )
+        own.check(partition)
+        if partition in own.loading or partition in own.owned:
+            return []
+        own.loading.add(partition)
+        log.info("offsets partition %d loading: its groups answer COORDINATOR_LOAD_IN_PROGRESS", partition)
+        return []
 
     def _unload_group(self, group: Group, out: list[Effect]) -> None:
         """Kafka ``onGroupUnloaded`` (partition emigration)."""
@@ -1297,25 +1421,59 @@ class GroupCoordinator:
             group.join_deadline_ms = None
             out.append(CancelTimer(group.join_key))
         self._remove_sync_expiration(group, out)
-        log.info("group=%s generation=%d unloaded", group.group_id, group.generation_id)
+        log.info(
+            "group=%s generation=%d offsets_partition=%s unloaded",
+            group.group_id,
+            group.generation_id,
+            self.partition_for(group.group_id),
+        )
 
     def load(self, record: Record) -> None:
         """Replay one persisted record (in log order). Offsets are last-writer-wins; the last group record of a
         group replaces its membership (loaded as Stable, or Empty if it has no members); a tombstone drops the
         group and its offsets. Raises (changing nothing) for a record that cannot be a group's state: a member id
-        twice, a static instance id twice (:func:`~coordinator.group.loading.load_record`)."""
+        twice, a static instance id twice (:func:`~coordinator.group.loading.load_record`); in replicated mode
+        ``ValueError`` for a record of a group whose offsets partition is not loading."""
+        own = self._ownership
+        if own is not None:
+            group_id = getattr(record, "group_id", None)
+            if not isinstance(group_id, str) or own.partition_for(group_id) not in own.loading:
+                raise ValueError(f"record of group {group_id!r}: its offsets partition is not loading")
         load_record(self._groups, record)
 
-    def finish_loading(self, now_ms: int) -> list[Effect]:
-        """End loading (Kafka ``onGroupLoaded`` for every group): a group over ``group.max.size`` rebalances, and
-        every member of a loaded group gets a session timer."""
+    def finish_loading(self, now_ms: int, partition: int | None = None) -> list[Effect]:
+        """End loading (Kafka ``onGroupLoaded`` for every loaded group): a group over ``group.max.size``
+        rebalances, and every member of a loaded group gets a session timer. Replicated mode: for the groups of
+        ``partition``, which becomes owned (Ready); nothing happens if it is not loading (its load was cancelled
+        by :meth:`unload`)."""
         out: list[Effect] = []
-        self._loading = False
-        for group in self._groups.values():
+        own = self._ownership
+        if own is None:
+            if partition is not None:
+                raise ValueError("finish_loading(now_ms, partition) needs replicated mode (own_by_partition)")
+            self._loading = False
+            loaded = list(self._groups.values())
+        else:
+            if partition is None:
+                raise ValueError("replicated mode: finish_loading(now_ms, partition)")
+            if partition not in own.loading:
+                return out
+            own.loading.discard(partition)
+            own.owned.add(partition)
+            for group_id, late in self._late_offsets.pop(partition, {}).items():
+                group = self._groups.get(group_id)
+                if group is None:
+                    group = Group(group_id, _EMPTY, now_ms)
+                    self._groups[group_id] = group
+                group.offsets.update(late)
+            loaded = [g for g in self._groups.values() if own.partition_for(g.group_id) == partition]
+            log.info("offsets partition %d loaded: %d groups, now served", partition, len(loaded))
+        for group in loaded:
             log.info(
-                "group=%s generation=%d loaded in %s with %d members",
+                "group=%s generation=%d offsets_partition=%s loaded in %s with %d members",
                 group.group_id,
                 group.generation_id,
+                self.partition_for(group.group_id),
                 group.state,
                 len(group.members),
             )
@@ -1324,6 +1482,128 @@ class GroupCoordinator:
             for member in group.members.values():
                 self._schedule_heartbeat(member, now_ms, out)
         return out
+
+    def unload(self, partition: int, now_ms: int) -> list[Effect]:
+        """Replicated mode: this coordinator resigned offsets partition ``partition`` (Kafka 3.7
+        ``onResignation`` -> ``removeGroupsForPartition``; 0.9 ``handleGroupEmigration``): it is neither loading
+        nor owned any more, and every group of it is unloaded as ``onGroupUnloaded`` does (-> Dead, parked
+        JoinGroups / SyncGroups answered NOT_COORDINATOR, its timers cancelled) and forgotten with its offsets.
+        Its requests get NOT_COORDINATOR from now on. Two-phase writes still in flight are answered when their
+        :meth:`persisted` comes (the write may have been replicated: Kafka answers from its callback too).
+        ``now_ms`` stamps nothing today (Kafka's transition keeps the state timestamp) but is the input's clock."""
+        own = self._ownership
+        if own is None:
+            raise ValueError("unload(partition) needs replicated mode (own_by_partition)")
+        own.check(partition)
+        del now_ms
+        out: list[Effect] = []
+        own.loading.discard(partition)
+        own.owned.discard(partition)
+        self._late_offsets.pop(partition, None)
+        gone = [g for g in self._groups.values() if own.partition_for(g.group_id) == partition]
+        for group in gone:
+            if group.state is not _DEAD:
+                self._unload_group(group, out)
+            del self._groups[group.group_id]
+        log.info("offsets partition %d unloaded: %d groups gone", partition, len(gone))
+        return out
+
+    def persisted(self, write: int, error: int, now_ms: int, leader_epoch: int = -1) -> list[Effect]:
+        """The outcome of two-phase write ``write`` (a :class:`~coordinator.group.api.Persist` ``write`` id):
+        ``error`` is the append's error code (0: acknowledged as ``offsets.commit.required.acks`` asks),
+        ``leader_epoch`` the offsets partition's leader epoch it was appended under (for the ``commit`` events).
+
+        * a commit (Kafka 3.7 ``storeOffsets``' ``putCacheCallback``): on success its offsets enter the cache
+          (if its partition was unloaded meanwhile, only the answer, NONE, is given: the write is durable and the
+          next load reads it; see :meth:`_acked_offsets_target` for a reload in between) and ``commit`` events
+          are emitted (with
+          ``offsets_partition`` and ``leader_epoch``); on failure nothing becomes visible, every partition of it
+          is answered :func:`~coordinator.group.ownership.commit_error` and ``commit_rejected`` events emitted;
+        * a SyncGroup group record (3.7 ``doSyncGroup``'s ``storeGroup`` callback): only if the group is still
+          the same, in CompletingRebalance, of the same generation: on success it goes Stable and the parked
+          SyncGroups get their assignments; on failure they get
+          :func:`~coordinator.group.ownership.group_write_error` and the group rebalances
+          (``resetAndPropagateAssignmentError`` + ``maybePrepareRebalance``).
+
+        An unknown ``write`` (answered already) changes nothing."""
+        out: list[Effect] = []
+        pending = self._writes.pop(write, None)
+        if pending is None:
+            return out
+        if isinstance(pending, _PendingCommit):
+            commit = pending.commit
+            mapped = commit_error(error)
+            target = self._acked_offsets_target(pending, now_ms) if mapped is ErrorCode.NONE else None
+            offsets.complete_offsets(
+                commit,
+                mapped,
+                target,
+                out,
+                emit=self._emit_events,
+                extra={"offsets_partition": pending.offsets_partition, "leader_epoch": leader_epoch},
+            )
+            return out
+        group = pending.group
+        if (
+            self._groups.get(group.group_id) is not group
+            or group.state is not _COMPLETING
+            or group.generation_id != pending.generation
+        ):
+            log.info(
+                "group=%s generation=%d group record of generation %d written (error %d) after the group moved on",
+                group.group_id,
+                group.generation_id,
+                pending.generation,
+                error,
+            )
+            return out
+        mapped = group_write_error(error)
+        if mapped is ErrorCode.NONE:
+            self._set_and_propagate_assignment(group, now_ms, out)
+            return out
+        log.warning(
+            "group=%s generation=%d offsets_partition=%s group record not written (error %d): members get %s",
+            group.group_id,
+            group.generation_id,
+            self.partition_for(group.group_id),
+            error,
+            mapped.name,
+        )
+        self._reset_and_propagate_assignment_error(group, now_ms, out, mapped)
+        self._maybe_prepare_rebalance(
+            group,
+            now_ms,
+            out,
+            f"error when storing group assignment during SyncGroup (member: {pending.leader})",
+        )
+        return out
+
+    def _acked_offsets_target(
+        self, pending: _PendingCommit, now_ms: int
+    ) -> dict[tuple[str, int], OffsetEntry] | None:
+        """Where an acknowledged commit's offsets go. Its partition owned: the group's cache (the group is created
+        Empty if a reload did not know it; a Dead one takes nothing). Loading: a cache applied when the load ends
+        (the write is committed, but the load may have read the log before it was). Not owned: nowhere (the next
+        load reads it from the log). Kafka applies it to the group object that accepted it, which a reload
+        replaced: its loader reads up to the log end, ours below the high watermark, hence the difference."""
+        own = self._ownership
+        assert own is not None
+        group_id = pending.commit.group.group_id
+        partition = pending.offsets_partition
+        if partition in own.loading:
+            return self._late_offsets.setdefault(partition, {}).setdefault(group_id, {})
+        if partition not in own.owned:
+            return None
+        group = self._groups.get(group_id)
+        if group is None:
+            group = Group(group_id, _EMPTY, now_ms)
+            self._groups[group_id] = group
+        return None if group.state is _DEAD else group.offsets
+
+    @property
+    def pending_writes(self) -> int:
+        """Two-phase writes awaiting :meth:`persisted`."""
+        return len(self._writes)
 
     def _persist_group(self, group: Group, now_ms: int, out: list[Effect]) -> None:
         """``storeGroup``: the group with the members' current assignments (no members when Empty)."""

@@ -3,7 +3,9 @@
 ``storeOffsets`` / ``getOffsets`` and ``GroupCoordinator.validateOffsetCommit``).
 
 The :class:`~coordinator.group.machine.GroupCoordinator` runs ``handleCommitOffsets`` (loading, group creation,
-liveness) and delegates here; these functions read and change one :class:`~coordinator.group.group.Group` and
+liveness) and delegates here: :func:`store_offsets` in single-broker mode (written synchronously, visible at once),
+:func:`prepare_offsets` then :func:`complete_offsets` in replicated mode (visible only once the append is
+acknowledged, as 0.9 ``prepareStoreOffsets`` and 3.7 ``storeOffsets`` do); these functions read and change one :class:`~coordinator.group.group.Group` and
 append effects, nothing else. Offsets never expire (no ``offsets.retention.minutes``): there is no expiry here.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator.group.api import (
@@ -34,9 +37,12 @@ from coordinator.group.group import Group, OffsetEntry
 from coordinator.group.records import OffsetCommitRecord
 
 __all__ = [
+    "PreparedCommit",
     "commit_fields",
+    "complete_offsets",
     "fetch_offsets",
     "java_length",
+    "prepare_offsets",
     "reject_commit",
     "store_offsets",
     "validate_commit",
@@ -111,6 +117,108 @@ def store_offsets(
     out.append(Respond(token, OffsetCommitResponse(results)))
 
 
+@dataclass(slots=True)
+class PreparedCommit:
+    """A commit of replicated mode between its append and the append's outcome (Kafka 3.7 ``storeOffsets``
+    up to ``appendForGroup``): ``group`` as it was when the commit was accepted, the answer's ``token``, the
+    request, the per-partition errors decided before the append (OFFSET_METADATA_TOO_LARGE) and the entries
+    that the append carries."""
+
+    group: Group
+    token: Any
+    req: OffsetCommitRequest
+    pre_errors: dict[tuple[str, int], ErrorCode]
+    entries: dict[tuple[str, int], OffsetEntry]
+
+
+def prepare_offsets(
+    group: Group,
+    req: OffsetCommitRequest,
+    now_ms: int,
+    out: list[Effect],
+    token: Any,
+    write: int,
+    *,
+    max_bytes: int,
+) -> PreparedCommit | None:
+    """Replicated mode's first phase of ``storeOffsets``: one :class:`~coordinator.group.api.Persist` with
+    ``write`` per offset whose metadata fits ``max_bytes``; nothing enters the cache and nothing is answered.
+    Returns what :func:`complete_offsets` needs, or None (answered already) when no offset fits (Kafka answers
+    OFFSET_METADATA_TOO_LARGE for all without appending)."""
+    pre_errors: dict[tuple[str, int], ErrorCode] = {}
+    entries: dict[tuple[str, int], OffsetEntry] = {}
+    for p in req.offsets:
+        metadata = p.metadata or ""
+        key = (p.topic, p.partition)
+        if java_length(metadata) > max_bytes:
+            pre_errors[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            entries.pop(key, None)
+        else:
+            pre_errors.pop(key, None)
+            entries[key] = OffsetEntry(p.offset, p.leader_epoch, metadata, now_ms)
+    if not entries:
+        results = [
+            OffsetCommitPartitionResult(p.topic, p.partition, pre_errors[(p.topic, p.partition)])
+            for p in req.offsets
+        ]
+        out.append(Respond(token, OffsetCommitResponse(results)))
+        return None
+    for (topic, partition), e in entries.items():
+        record = OffsetCommitRecord(
+            group.group_id, topic, partition, e.offset, e.leader_epoch, e.metadata, now_ms
+        )
+        out.append(Persist(record, write))
+    return PreparedCommit(group, token, req, pre_errors, entries)
+
+
+def complete_offsets(
+    commit: PreparedCommit,
+    error: ErrorCode,
+    target: dict[tuple[str, int], OffsetEntry] | None,
+    out: list[Effect],
+    *,
+    emit: bool,
+    extra: dict[str, Any],
+) -> None:
+    """The second phase (``putCacheCallback``): ``error`` is the mapped append outcome. NONE: the entries enter
+    ``target`` (the offsets cache the machine chose, or None: none now) and each gets a ``commit`` event
+    (``extra`` fields added); otherwise each gets ``commit_rejected`` with ``error``.
+    Partitions refused before the append keep their own error. Then the answer."""
+    req = commit.req
+    group_id = commit.group.group_id
+    for p in req.offsets:
+        key = (p.topic, p.partition)
+        if key in commit.pre_errors:
+            if emit:
+                out.append(
+                    Emit(EMIT_COMMIT_REJECTED, commit_fields(group_id, req, p, commit.pre_errors[key]))
+                )
+            continue
+        if error is ErrorCode.NONE:
+            if target is not None:
+                target[key] = commit.entries[key]
+            if emit:
+                out.append(Emit(EMIT_COMMIT, {**commit_fields(group_id, req, p, None), **extra}))
+        elif emit:
+            out.append(Emit(EMIT_COMMIT_REJECTED, {**commit_fields(group_id, req, p, error), **extra}))
+    if error is not ErrorCode.NONE:
+        log.info(
+            "group=%s generation=%d member=%s offsets_partition=%s commit not written: %s",
+            group_id,
+            commit.group.generation_id,
+            req.member_id,
+            extra.get("offsets_partition"),
+            error.name,
+        )
+    results = [
+        OffsetCommitPartitionResult(
+            p.topic, p.partition, commit.pre_errors.get((p.topic, p.partition), error)
+        )
+        for p in req.offsets
+    ]
+    out.append(Respond(commit.token, OffsetCommitResponse(results)))
+
+
 def reject_commit(
     out: list[Effect],
     token: Any,
@@ -166,7 +274,8 @@ def fetch_offsets(group: Group | None, req: OffsetFetchRequest) -> OffsetFetchRe
     keys = req.partitions if req.partitions is not None else sorted(offsets)
     partitions: list[OffsetFetchPartition] = []
     for topic, partition in keys:
-        # Commits are applied synchronously, so nothing is ever pending: require_stable changes nothing.
+        # Only written commits are in the cache (replicated mode adds them when the append is acknowledged), and
+        # there are no transactional ones: require_stable changes nothing.
         entry = offsets.get((topic, partition))
         if entry is None:
             partitions.append(OffsetFetchPartition(topic, partition, -1))

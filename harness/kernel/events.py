@@ -76,7 +76,9 @@ Failover fields (issue 14). With several brokers every broker event carries ``br
   ``NOT_ENOUGH_REPLICAS``, ``REQUEST_TIMED_OUT``), and where known ``topic``, ``partition``, ``group``;
 * the broker's own ``commit`` gains ``offsets_partition`` and ``leader_epoch`` (the coordinator's epoch
   of that partition when it accepted the commit; -1 without replication), and is written only once the
-  commit's append was acknowledged (``offsets.commit.required.acks``).
+  commit's append was acknowledged (``offsets.commit.required.acks``); the broker's ``commit_rejected`` carries
+  the same two fields (its ``error`` is the answer the client got, e.g. NOT_COORDINATOR for a deposed
+  coordinator's commit, whose append error is in the matching ``fenced`` event).
 
 * ``offsets_snapshot`` (role harness: what the group's coordinator returns now, read with OffsetFetch by the
   harness with client id ``herdlab-harness`` after each coordinator fault settled and at the unit's end):
