@@ -5,6 +5,11 @@ interrupted start too)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,6 +30,7 @@ from harness.faults.nemesis import ActionPair
 from harness.images import ImageNames
 from harness.kernel.errors import Unreachable
 from harness.run.plan import Step
+from tests.support.containers import IMAGE_PREFIX, started_herdlab
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.containers
@@ -182,6 +188,58 @@ def test_an_interrupted_start_removes_the_containers_already_started(
         zk.start()
     assert len(started) == 2
     assert {c.name for c in _ours(engine)} == before
+
+
+#: A herdlab process holding a containers cluster with an ensemble until it is interrupted.
+_HOLD = """
+import sys, threading
+from pathlib import Path
+from harness.cluster.containers import ContainersCluster
+from harness.images import image_names
+from harness.procs import install_signal_handlers
+install_signal_handlers()
+with ContainersCluster(brokers=0, tick_time_ms=200, images=image_names(sys.argv[1]), zookeeper_servers=3) as c:
+    Path(sys.argv[2]).write_text(c.zookeeper_connect)
+    threading.Event().wait()
+"""
+
+
+# Python ends on an uncaught KeyboardInterrupt by SIGINT (-2) after its cleanup; SIGTERM is SystemExit(143).
+@pytest.mark.parametrize(("how", "status"), [("ctrl-c", -2), ("sigterm", 143), ("sigkill", -9)])
+def test_an_interrupted_herdlab_leaves_no_server_container(
+    tmp_path: Path, engine: Any, baseline: Any, how: str, status: int
+) -> None:
+    """Ctrl-C and SIGTERM: the process removes the three containers itself; SIGKILL: its reaper does."""
+    up = tmp_path / "up"
+    p = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, IMAGE_PREFIX, str(up)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    started_herdlab(p.pid)
+    owner = f"{socket.gethostname()}:{p.pid}"
+
+    def owned() -> list[Any]:
+        return list(
+            engine.containers.list(all=True, ignore_removed=True, filters={"label": f"herdlab.owner={owner}"})
+        )
+
+    try:
+        wait_until(lambda: up.exists() or p.poll() is not None, 120, what="the ensemble up")
+        assert p.poll() is None, p.stderr.read() if p.stderr else ""
+        assert len(up.read_text().split(",")) == 3 and len(owned()) == 3
+        sig = {"ctrl-c": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}[how]
+        os.killpg(p.pid, sig) if how == "ctrl-c" else p.send_signal(sig)
+        assert p.wait(60) == status
+        if how == "sigkill":
+            wait_until(lambda: not owned(), 60, what="the reaper to remove the server containers")
+        else:
+            assert not owned()  # removed by the process itself before it exited
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
 
 
 @dataclass
