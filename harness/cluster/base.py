@@ -99,7 +99,7 @@ class ClusterSpec:
 
 def make_cluster(spec: ClusterSpec) -> Cluster:
     """An unstarted cluster for ``spec`` (see the module contract)."""
-    if spec.zookeeper_servers != 1 and spec.backend != "local":
+    if spec.zookeeper_servers != 1 and spec.backend == "external":
         raise ConfigError(
             f"zookeeper servers = {spec.zookeeper_servers} needs --backend local "
             f"(the {spec.backend} backend runs one ZooKeeper server for now)"
@@ -128,6 +128,7 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
             kafka_image=spec.kafka_image,
             labels=spec.labels,
             members_in_containers=spec.members_in_containers,
+            zookeeper_servers=spec.zookeeper_servers,
         )
     if spec.backend == "external":
         from harness.cluster.external import ExternalCluster

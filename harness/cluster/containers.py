@@ -9,8 +9,15 @@ Contract
   members first, then brokers, then ZooKeeper (a :class:`~harness.cluster.service.ServiceStack`).
   ``zookeeper_connect``, ``bootstrap``, ``zk_mntr()``, ``stop_broker(i)``, ``start_broker(i)`` and
   ``describe()`` mean what they mean for the local backend.
+* ``zookeeper_servers=3`` (``zookeeper.servers = 3``): ZooKeeper is an ensemble of three containers
+  (:class:`~harness.cluster.container_ensemble.ZooKeeperEnsembleContainers`), exposed as
+  ``zookeeper_ensemble`` for the nemesis (``kill_zk_leader`` / ``pause_zk_leader``) exactly as the local
+  backend exposes its own (None with one server); ``zookeeper_connect`` lists every server, so the
+  brokers and the members get all of them; ``zk_mntr()`` is the ensemble's summed ``mntr`` and
+  ``describe()`` has one line per server with its mode (leader, follower, paused, down).
 * Logs: ``docker logs`` of each container is saved when it is removed (ZooKeeper to
-  ``<workdir>/zookeeper/zookeeper.log``, broker ``i`` to ``<workdir>/broker-<i>/broker.log``, a member
+  ``<workdir>/zookeeper/zookeeper.log``, or ``<workdir>/zookeeper/zk-<i>/zookeeper.log`` per server of
+  an ensemble, broker ``i`` to ``<workdir>/broker-<i>/broker.log``, a member
   to the log path the runner gave), so the unit directory looks as it does with the local backend.
 * :func:`preflight` fails early, with one line, when the engine is unreachable or an image is missing.
 
@@ -32,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.container_ensemble import ZooKeeperEnsembleContainers
 from harness.cluster.container_services import (
     IMAGE_PYTHON,
     BrokerContainer,
@@ -114,6 +122,7 @@ class ContainersCluster:
 
     ``labels`` are added to every container (the runner sets ``herdlab.run`` and ``herdlab.unit``).
     ``kafka_image``: run Apache Kafka brokers from that image instead of herdlab brokers.
+    ``zookeeper_servers``: 1 (one ZooKeeper container, the default) or more (an ensemble).
     """
 
     def __init__(
@@ -127,8 +136,12 @@ class ContainersCluster:
         kafka_image: str | None = None,
         labels: Mapping[str, str] | None = None,
         members_in_containers: bool = False,
+        zookeeper_servers: int = 1,
     ) -> None:
+        if zookeeper_servers < 1:
+            raise ValueError("zookeeper_servers must be at least 1")
         self.members_in_containers = members_in_containers
+        self.zookeeper_servers = zookeeper_servers
         self._given_workdir = Path(workdir).resolve() if workdir else None
         self.workdir: Path | None = None
         self.history_dir = Path(history_dir).resolve() if history_dir else None
@@ -138,7 +151,7 @@ class ContainersCluster:
         self.images = images or image_names()
         self.kafka_image = kafka_image
         self.labels = dict(labels or {})
-        self.zookeeper: ZooKeeperContainer | None = None
+        self.zookeeper: ZooKeeperContainer | ZooKeeperEnsembleContainers | None = None
         self.brokers: list[BrokerContainer | KafkaContainer] = []
         self.members: list[MemberContainer] = []
         self._services = ServiceStack()
@@ -187,15 +200,7 @@ class ContainersCluster:
             else:
                 self.workdir = Path(tempfile.mkdtemp(prefix="herdlab-containers-"))
             unit = self.labels.get(LABEL_UNIT, "cluster")
-            self.zookeeper = self._services.push(
-                ZooKeeperContainer(
-                    self.images.zookeeper,
-                    tick_time_ms=self.tick_time_ms,
-                    workdir=self.workdir / "zookeeper",
-                    labels=self.labels,
-                    name=f"{unit}-zookeeper",
-                )
-            )
+            self.zookeeper = self._services.push(self._make_zookeeper(unit))
             self.zookeeper.start()
             for i in range(self.n_brokers):
                 b: BrokerContainer | KafkaContainer
@@ -227,9 +232,39 @@ class ContainersCluster:
             raise
         return self
 
+    def _make_zookeeper(self, unit: str) -> ZooKeeperContainer | ZooKeeperEnsembleContainers:
+        """One ZooKeeper container, or an ensemble of :attr:`zookeeper_servers` (unstarted)."""
+        if self.zookeeper_servers == 1:
+            return ZooKeeperContainer(
+                self.images.zookeeper,
+                tick_time_ms=self.tick_time_ms,
+                workdir=self._workdir() / "zookeeper",
+                labels=self.labels,
+                name=f"{unit}-zookeeper",
+            )
+        return ZooKeeperEnsembleContainers(
+            self.images.zookeeper,
+            n=self.zookeeper_servers,
+            tick_time_ms=self.tick_time_ms,
+            workdir=self._workdir() / "zookeeper",
+            labels=self.labels,
+            name=f"{unit}-zookeeper",
+        )
+
+    def _workdir(self) -> Path:
+        if self.workdir is None:
+            raise RuntimeError("the containers cluster is not started")
+        return self.workdir
+
     @property
     def zookeeper_connect(self) -> str:
         return self.zookeeper.connect_string if self.zookeeper else ""
+
+    @property
+    def zookeeper_ensemble(self) -> ZooKeeperEnsembleContainers | None:
+        """The ensemble when the cluster runs several ZooKeeper servers (the ZooKeeper-leader faults
+        need one); None with a single server or before start."""
+        return self.zookeeper if isinstance(self.zookeeper, ZooKeeperEnsembleContainers) else None
 
     @property
     def bootstrap(self) -> str:
@@ -301,8 +336,10 @@ class ContainersCluster:
 
     def describe(self) -> list[ComponentHealth]:
         """Addresses and health of every component, checked now."""
-        out = []
-        if self.zookeeper is not None and self.zookeeper.port is not None:
+        out: list[ComponentHealth] = []
+        if isinstance(self.zookeeper, ZooKeeperEnsembleContainers):
+            out += self._ensemble_health(self.zookeeper)
+        elif self.zookeeper is not None and self.zookeeper.port is not None:
             zk = self.zookeeper
             box = zk.box
             out.append(
@@ -322,6 +359,31 @@ class ContainersCluster:
                     None,
                     b.alive(),
                     f"container {b.box.name if b.box else '-'} ({b.box.image if b.box else '-'})",
+                )
+            )
+        return out
+
+    def _ensemble_health(self, zk: ZooKeeperEnsembleContainers) -> list[ComponentHealth]:
+        """One line per server of the ensemble: address, container, whether it serves, its mode."""
+        out = []
+        for i, p in enumerate(zk.peers):
+            status = p.status()
+            if i in zk.paused or status == "paused":
+                mode = "paused"
+            elif status != "running":
+                mode = f"down ({status})"
+            else:
+                mode = p.mode() or "not serving"
+            healthy = status == "running" and i not in zk.paused and p.ready()
+            container = p.box.name if p.box is not None else "-"
+            out.append(
+                ComponentHealth(
+                    p.name,
+                    p.address,
+                    None,
+                    healthy,
+                    f"container {container} ({self.images.zookeeper}), {mode}",
+                    {"mode": mode, "myid": i + 1},
                 )
             )
         return out

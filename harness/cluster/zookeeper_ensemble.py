@@ -29,6 +29,12 @@ server, removes a temporary work directory, is idempotent and runs on ``with`` e
   the ensemble sees a disconnect, not only the leader's.
 * ``mntr()``: one dict for the herd, comparable with a single server's (see its docstring).
 
+Shared with the containers backend: :class:`EnsembleCore` is everything above that does not depend on
+where a server runs (ports and ``server.N`` lines, readiness, ``leader()``, ``wait_leader()``, the
+summed ``mntr``, the down / paused bookkeeping) and :class:`FourLetterPeer` a server's ``srvr`` /
+``ruok`` probes; :class:`ZooKeeperEnsemble` adds processes, and
+:class:`~harness.cluster.container_ensemble.ZooKeeperEnsembleContainers` containers.
+
 Decisions and sources: the configuration is ZooKeeper's admin guide "Running Replicated ZooKeeper"
 (``server.N`` lines, ``myid`` in ``dataDir``, ``initLimit`` / ``syncLimit``); the leader is what the
 ``srvr`` four-letter word reports (``Mode: leader | follower``), as ZooKeeper's own tests check it.
@@ -43,7 +49,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from harness.cluster.java import check_java, zookeeper_classpath, zookeeper_version
 from harness.cluster.service import POLL_SECONDS, ProcessService, await_ready, on_free_port
@@ -59,35 +65,25 @@ REPLICATED = ("zk_znode_count", "zk_ephemerals_count", "zk_approximate_data_size
 CARRIED_PREFIX = "zk_packets_"
 
 
-class _Peer(ProcessService):
-    """One server of the ensemble: a process with its own work directory and ports."""
+class FourLetterPeer:
+    """One server of an ensemble as its clients see it: addresses and the four-letter probes.
 
-    def __init__(self, index: int, workdir: Path, name: str) -> None:
-        self.index = index
-        self.workdir = workdir
-        self.name = name
-        self.host = "127.0.0.1"
-        self.client_port = 0
-        self.quorum_port = 0
-        self.election_port = 0
-        self.process = None
-        self.argv: list[str] = []
+    Subclasses say how the server runs (``alive()``: its process or container exists, paused or not).
+    """
 
-    @property
-    def log_path(self) -> Path | None:
-        return self.workdir / "zookeeper.log"
+    index: int
+    name: str
+    host: str = "127.0.0.1"
+    client_port: int = 0
+    quorum_port: int = 0
+    election_port: int = 0
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.client_port}"
 
-    def launch(self) -> None:
-        """Spawn the server (does not wait)."""
-        self.process = spawn(self.argv, name=f"{self.name}:{self.client_port}", log_path=self.log_path)
-
-    def exited(self) -> str | None:
-        p = self.process
-        return None if p is not None and p.alive() else f"{self.name} exited"
+    def alive(self) -> bool:
+        raise NotImplementedError
 
     def srvr(self) -> str:
         return four_letter(self.host, self.client_port, "srvr", timeout=1.0)
@@ -112,45 +108,66 @@ class _Peer(ProcessService):
         return None
 
 
-class ZooKeeperEnsemble:
-    """``n`` ZooKeeper servers in one quorum on 127.0.0.1 (see the module docstring for the contract).
+class _Peer(FourLetterPeer, ProcessService):
+    """One server of the ensemble: a process with its own work directory and ports."""
 
-    Parameters as :class:`~harness.cluster.zookeeper.ZooKeeperServer`: ``tick_time_ms``, ``workdir``
-    (kept after stop when given; server ``i`` uses ``workdir/zk-i``), ``heap_mb`` (per server),
-    ``max_session_timeout_ms``, ``log_level``, ``name``.
+    def __init__(self, index: int, workdir: Path, name: str) -> None:
+        self.index = index
+        self.workdir = workdir
+        self.name = name
+        self.host = "127.0.0.1"
+        self.client_port = 0
+        self.quorum_port = 0
+        self.election_port = 0
+        self.process = None
+        self.argv: list[str] = []
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.workdir / "zookeeper.log"
+
+    def alive(self) -> bool:
+        return ProcessService.alive(self)
+
+    def ready(self) -> bool:
+        return FourLetterPeer.ready(self)
+
+    def launch(self) -> None:
+        """Spawn the server (does not wait)."""
+        self.process = spawn(self.argv, name=f"{self.name}:{self.client_port}", log_path=self.log_path)
+
+    def exited(self) -> str | None:
+        p = self.process
+        return None if p is not None and p.alive() else f"{self.name} exited"
+
+
+P = TypeVar("P", bound=FourLetterPeer)
+
+
+class EnsembleCore(Generic[P]):
+    """What an ensemble of ``n`` servers is wherever its servers run: the ports and ``server.N`` lines,
+    readiness, the leader, the summed ``mntr`` and the down / paused sets (see the module contract).
+
+    A subclass fills :attr:`peers` (:meth:`assign_ports` gives them their ports), starts and stops
+    them, implements the faults (calling :meth:`_keep_counters` before a server stops answering and
+    :meth:`_carry` before it starts again) and :meth:`_tail` (a server's log tail).
     """
 
-    def __init__(
-        self,
-        n: int = 3,
-        tick_time_ms: int = 2000,
-        workdir: str | os.PathLike[str] | None = None,
-        heap_mb: int = 256,
-        max_session_timeout_ms: int | None = 120_000,
-        log_level: str = "INFO",
-        name: str = "zookeeper",
-    ) -> None:
+    def __init__(self, n: int, tick_time_ms: int, name: str) -> None:
         if n < 1:
             raise ValueError("an ensemble has at least one server")
         self.n = n
         self.tick_time_ms = tick_time_ms
-        self._given_workdir = Path(workdir) if workdir else None
-        self.workdir: Path | None = None
-        self.heap_mb = heap_mb
-        self.max_session_timeout_ms = max_session_timeout_ms
-        self.log_level = log_level
         self.name = name
         self.host = "127.0.0.1"
-        self.version = "unknown"
         self.ready_seconds: float | None = None
-        self.peers: list[_Peer] = []
+        self.peers: list[P] = []
         self.paused: set[int] = set()
         self.down: set[int] = set()
         # mntr carry-over: per server, the latest sample and the counters of earlier incarnations
         self._last: list[dict[str, Any]] = []
         self._base: list[dict[str, int]] = []
 
-    # -- life cycle -------------------------------------------------------------------------
     @property
     def connect_string(self) -> str:
         """``host:port,host:port,...`` of every server (kazoo / ``zookeeper.connect``)."""
@@ -158,62 +175,18 @@ class ZooKeeperEnsemble:
             raise RuntimeError("ZooKeeper ensemble is not started")
         return ",".join(p.address for p in self.peers)
 
-    @property
-    def log_path(self) -> Path | None:
-        """The work directory (each server logs to ``zk-<i>/zookeeper.log`` in it)."""
-        return self.workdir
+    def assign_ports(self) -> list[str]:
+        """Give every peer three distinct free ports (client, quorum, election); the ``server.N``
+        lines of the ensemble's ``zoo.cfg`` (``myid`` N is index + 1)."""
+        ports = _distinct_free_ports(self.host, 3 * len(self.peers))
+        for i, p in enumerate(self.peers):
+            p.client_port, p.quorum_port, p.election_port = ports[3 * i : 3 * i + 3]
+        return [f"server.{p.index + 1}={p.host}:{p.quorum_port}:{p.election_port}" for p in self.peers]
 
-    def start(self, timeout: float = 90.0) -> ZooKeeperEnsemble:
-        """Start every server and wait for a serving quorum with one leader; returns ``self``."""
-        java = check_java()
-        jars = zookeeper_classpath()
-        self.version = zookeeper_version(jars)
-        self.workdir = workdir = work_directory(self._given_workdir, "herdlab-zkens-")
-
-        def attempt() -> None:
-            self.peers = [_Peer(i, workdir / f"zk-{i}", f"{self.name}-{i}") for i in range(self.n)]
-            ports = _distinct_free_ports(self.host, 3 * self.n)
-            for i, p in enumerate(self.peers):
-                p.client_port, p.quorum_port, p.election_port = ports[3 * i : 3 * i + 3]
-            quorum = [f"server.{p.index + 1}={p.host}:{p.quorum_port}:{p.election_port}" for p in self.peers]
-            for p in self.peers:
-                cfg, log4j = write_config(
-                    p.workdir,
-                    p.host,
-                    p.client_port,
-                    self.tick_time_ms,
-                    self.max_session_timeout_ms,
-                    self.log_level,
-                    quorum=quorum,
-                    myid=p.index + 1,
-                )
-                p.argv = server_argv(java, jars, self.heap_mb, log4j, p.name, cfg)
-            try:
-                for p in self.peers:
-                    p.launch()
-                self.ready_seconds = await_ready(
-                    f"ZooKeeper ensemble {self.name}", self.ready, self._exited, self._log_tails, timeout
-                )
-            except BaseException:
-                self._stop_peers()
-                raise
-
-        try:
-            on_free_port(attempt, 3, clash=("Address already in use",))
-        except BaseException:
-            self.stop()
-            raise
+    def _reset_counters(self) -> None:
+        """A fresh start: no sample and nothing carried yet."""
         self._last = [{} for _ in self.peers]
         self._base = [{} for _ in self.peers]
-        log.info(
-            "ZooKeeper %s ensemble of %d ready on %s in %.2fs (leader: server %s)",
-            self.version,
-            self.n,
-            self.connect_string,
-            self.ready_seconds,
-            self.leader(),
-        )
-        return self
 
     def ready(self) -> bool:
         """Every running, unpaused server serves and exactly one of them is the leader."""
@@ -223,67 +196,6 @@ class ZooKeeperEnsemble:
     def is_serving(self) -> bool:
         """True if the ensemble serves now (as :meth:`ready`; the single server's name for it)."""
         return self.ready()
-
-    def stop(self) -> None:
-        """Stop every server and remove a temporary work directory. Idempotent."""
-        self._stop_peers()
-        if self.workdir is not None and self._given_workdir is None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
-
-    def __enter__(self) -> ZooKeeperEnsemble:
-        if not self.peers:
-            self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # -- faults -----------------------------------------------------------------------------
-    def kill_server(self, index: int) -> None:
-        """SIGKILL server ``index`` (a crash) and reap it."""
-        self._keep_counters(index)
-        p = self.peers[index]
-        if p.process is not None:
-            p.process.signal(signal.SIGKILL)
-            p.process.wait(10)
-            p.process.stop()  # reaps and unregisters the dead process
-        self.down.add(index)
-        self.paused.discard(index)
-
-    def stop_server(self, index: int) -> None:
-        """Stop server ``index`` cleanly (SIGTERM, then SIGKILL)."""
-        self._keep_counters(index)
-        self.peers[index].stop_process()
-        self.down.add(index)
-        self.paused.discard(index)
-
-    def start_server(self, index: int, timeout: float = 60.0) -> float:
-        """Start a stopped server ``index`` again (same ports, data); the seconds until it serves."""
-        p = self.peers[index]
-        if p.alive():
-            raise RuntimeError(f"{p.name} is running")
-        self._carry(index)
-        p.launch()
-        self.down.discard(index)
-        try:
-            return await_ready(
-                f"ZooKeeper {p.name} on {p.address}", p.ready, p.exited, lambda: self._tail(p), timeout
-            )
-        except Unreachable:
-            self.kill_server(index)
-            raise
-
-    def pause(self, index: int, timeout: float = 10.0) -> None:
-        """SIGSTOP server ``index``; returns once its process is seen stopped."""
-        self._keep_counters(index)
-        self._signal(index, signal.SIGSTOP, stopped=True, timeout=timeout)
-        self.paused.add(index)
-
-    def resume(self, index: int, timeout: float = 10.0) -> None:
-        """SIGCONT server ``index``; returns once its process is seen running."""
-        self._signal(index, signal.SIGCONT, stopped=False, timeout=timeout)
-        self.paused.discard(index)
 
     # -- observation ------------------------------------------------------------------------
     def leader(self) -> int | None:
@@ -353,42 +265,14 @@ class ZooKeeperEnsemble:
         out["leader"] = leader
         return out
 
-    def rss_bytes(self) -> int:
-        """Resident memory of every server process, summed."""
-        import psutil
-
-        total = 0
-        for p in self.peers:
-            if p.process is not None and p.process.alive():
-                total += psutil.Process(p.process.pid).memory_info().rss
-        return total
-
     # -- internals --------------------------------------------------------------------------
     def _live(self) -> list[int]:
         return [
             i for i, p in enumerate(self.peers) if p.alive() and i not in self.paused and i not in self.down
         ]
 
-    def _exited(self) -> str | None:
-        gone = [p.exited() for p in self.peers if p.exited() is not None]
-        return "; ".join(str(g) for g in gone) if gone else None
-
-    def _tail(self, p: _Peer) -> str:
-        return p.process.log_tail(15) if p.process is not None else ""
-
     def _log_tails(self) -> str:
         return "\n".join(f"--- {p.name} ({p.address}):\n{self._tail(p)}" for p in self.peers)
-
-    def _stop_peers(self) -> None:
-        first: BaseException | None = None
-        for p in reversed(self.peers):
-            try:
-                p.stop_process()
-            except BaseException as e:  # noqa: BLE001 - stop the others; re-raised below
-                first = first or e
-        self.paused.clear()
-        if first is not None:
-            raise first
 
     def _keep_counters(self, index: int) -> None:
         """Sample server ``index`` once more before it stops answering (its counters are carried)."""
@@ -418,6 +302,180 @@ class ZooKeeperEnsemble:
             if k.startswith(CARRIED_PREFIX) and isinstance(v, int):
                 base[k] = base.get(k, 0) + v
         self._last[index] = {}
+
+    def _tail(self, p: P) -> str:
+        raise NotImplementedError
+
+
+class ZooKeeperEnsemble(EnsembleCore[_Peer]):
+    """``n`` ZooKeeper servers in one quorum on 127.0.0.1 (see the module docstring for the contract).
+
+    Parameters as :class:`~harness.cluster.zookeeper.ZooKeeperServer`: ``tick_time_ms``, ``workdir``
+    (kept after stop when given; server ``i`` uses ``workdir/zk-i``), ``heap_mb`` (per server),
+    ``max_session_timeout_ms``, ``log_level``, ``name``.
+    """
+
+    def __init__(
+        self,
+        n: int = 3,
+        tick_time_ms: int = 2000,
+        workdir: str | os.PathLike[str] | None = None,
+        heap_mb: int = 256,
+        max_session_timeout_ms: int | None = 120_000,
+        log_level: str = "INFO",
+        name: str = "zookeeper",
+    ) -> None:
+        super().__init__(n, tick_time_ms, name)
+        self._given_workdir = Path(workdir) if workdir else None
+        self.workdir: Path | None = None
+        self.heap_mb = heap_mb
+        self.max_session_timeout_ms = max_session_timeout_ms
+        self.log_level = log_level
+        self.version = "unknown"
+
+    # -- life cycle -------------------------------------------------------------------------
+    @property
+    def log_path(self) -> Path | None:
+        """The work directory (each server logs to ``zk-<i>/zookeeper.log`` in it)."""
+        return self.workdir
+
+    def start(self, timeout: float = 90.0) -> ZooKeeperEnsemble:
+        """Start every server and wait for a serving quorum with one leader; returns ``self``."""
+        java = check_java()
+        jars = zookeeper_classpath()
+        self.version = zookeeper_version(jars)
+        self.workdir = workdir = work_directory(self._given_workdir, "herdlab-zkens-")
+
+        def attempt() -> None:
+            self.peers = [_Peer(i, workdir / f"zk-{i}", f"{self.name}-{i}") for i in range(self.n)]
+            quorum = self.assign_ports()
+            for p in self.peers:
+                cfg, log4j = write_config(
+                    p.workdir,
+                    p.host,
+                    p.client_port,
+                    self.tick_time_ms,
+                    self.max_session_timeout_ms,
+                    self.log_level,
+                    quorum=quorum,
+                    myid=p.index + 1,
+                )
+                p.argv = server_argv(java, jars, self.heap_mb, log4j, p.name, cfg)
+            try:
+                for p in self.peers:
+                    p.launch()
+                self.ready_seconds = await_ready(
+                    f"ZooKeeper ensemble {self.name}", self.ready, self._exited, self._log_tails, timeout
+                )
+            except BaseException:
+                self._stop_peers()
+                raise
+
+        try:
+            on_free_port(attempt, 3, clash=("Address already in use",))
+        except BaseException:
+            self.stop()
+            raise
+        self._reset_counters()
+        log.info(
+            "ZooKeeper %s ensemble of %d ready on %s in %.2fs (leader: server %s)",
+            self.version,
+            self.n,
+            self.connect_string,
+            self.ready_seconds,
+            self.leader(),
+        )
+        return self
+
+    def stop(self) -> None:
+        """Stop every server and remove a temporary work directory. Idempotent."""
+        self._stop_peers()
+        if self.workdir is not None and self._given_workdir is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self) -> ZooKeeperEnsemble:
+        if not self.peers:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- faults -----------------------------------------------------------------------------
+    def kill_server(self, index: int) -> None:
+        """SIGKILL server ``index`` (a crash) and reap it."""
+        self._keep_counters(index)
+        p = self.peers[index]
+        if p.process is not None:
+            p.process.signal(signal.SIGKILL)
+            p.process.wait(10)
+            p.process.stop()  # reaps and unregisters the dead process
+        self.down.add(index)
+        self.paused.discard(index)
+
+    def stop_server(self, index: int) -> None:
+        """Stop server ``index`` cleanly (SIGTERM, then SIGKILL)."""
+        self._keep_counters(index)
+        self.peers[index].stop_process()
+        self.down.add(index)
+        self.paused.discard(index)
+
+    def start_server(self, index: int, timeout: float = 60.0) -> float:
+        """Start a stopped server ``index`` again (same ports, data); the seconds until it serves."""
+        p = self.peers[index]
+        if p.alive():
+            raise RuntimeError(f"{p.name} is running")
+        self._carry(index)
+        p.launch()
+        self.down.discard(index)
+        try:
+            return await_ready(
+                f"ZooKeeper {p.name} on {p.address}", p.ready, p.exited, lambda: self._tail(p), timeout
+            )
+        except Unreachable:
+            self.kill_server(index)
+            raise
+
+    def pause(self, index: int, timeout: float = 10.0) -> None:
+        """SIGSTOP server ``index``; returns once its process is seen stopped."""
+        self._keep_counters(index)
+        self._signal(index, signal.SIGSTOP, stopped=True, timeout=timeout)
+        self.paused.add(index)
+
+    def resume(self, index: int, timeout: float = 10.0) -> None:
+        """SIGCONT server ``index``; returns once its process is seen running."""
+        self._signal(index, signal.SIGCONT, stopped=False, timeout=timeout)
+        self.paused.discard(index)
+
+    def rss_bytes(self) -> int:
+        """Resident memory of every server process, summed."""
+        import psutil
+
+        total = 0
+        for p in self.peers:
+            if p.process is not None and p.process.alive():
+                total += psutil.Process(p.process.pid).memory_info().rss
+        return total
+
+    # -- internals --------------------------------------------------------------------------
+    def _exited(self) -> str | None:
+        gone = [p.exited() for p in self.peers if p.exited() is not None]
+        return "; ".join(str(g) for g in gone) if gone else None
+
+    def _tail(self, p: _Peer) -> str:
+        return p.process.log_tail(15) if p.process is not None else ""
+
+    def _stop_peers(self) -> None:
+        first: BaseException | None = None
+        for p in reversed(self.peers):
+            try:
+                p.stop_process()
+            except BaseException as e:  # noqa: BLE001 - stop the others; re-raised below
+                first = first or e
+        self.paused.clear()
+        if first is not None:
+            raise first
 
     def _signal(self, index: int, sig: int, stopped: bool, timeout: float) -> None:
         import psutil

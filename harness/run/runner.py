@@ -323,7 +323,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         raise ConfigError("legacy_zk needs ZooKeeper: give --zookeeper with the external backend")
     if options.backend != "containers" and options.containers.kafka_image:
         raise ConfigError("--kafka-image needs --backend containers")
-    if options.backend != "local" and (
+    if options.backend == "external" and (
         scenario.zookeeper.servers != 1 or "zookeeper.servers" in scenario.matrix
     ):
         raise ConfigError(f"zookeeper servers = 3 needs --backend local (not {options.backend}) for now")
