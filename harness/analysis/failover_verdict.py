@@ -41,6 +41,27 @@ group g):
   fault, the part from its t0 to the next failover fault's t0.
 * **fenced refusals**: ``fenced`` events counted by ``what`` and ``error`` (fencing at work).
 
+Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``) for what each step is:
+
+* detection: ``controller/ReplicaStateMachine.scala`` ``BrokerChangeListener`` (a child watch on
+  ``/brokers/ids``) calls ``KafkaController.onBrokerFailure(deadBrokers)``: the controller learns of
+  a dead broker only when its ephemeral registration is gone, i.e. when its ZooKeeper session expired
+  (a paused or cut broker is detected no sooner);
+* election: ``onBrokerFailure`` moves the dead leader's partitions offline and
+  ``OfflinePartitionLeaderSelector`` picks a live ISR member, written to the partition's state znode
+  with a bumped leader epoch (hence "leader other than B and not -1": an offline state is no election);
+* loading: ``coordinator/GroupCoordinator.scala`` ``handleGroupImmigration`` ->
+  ``GroupMetadataManager.loadGroupsForPartition`` (``loadingPartitions``: requests of its groups get
+  COORDINATOR_LOAD_IN_PROGRESS until the load ends); ``handleGroupEmigration`` ->
+  ``removeGroupsForPartition`` on resignation (the unload that ends "acting as coordinator");
+* fencing: a leader's ISR write is conditional on its cached zkVersion (``cluster/Partition.scala``
+  ``updateIsr``), a LeaderAndIsr with an older controller or leader epoch is refused
+  (``server/ReplicaManager.scala`` ``becomeLeaderOrFollower``: StaleControllerEpoch / StaleLeaderEpoch),
+  and an ``acks=-1`` append (offset commits: ``offsets.commit.required.acks``, ``config.offsetCommitRequiredAcks``
+  in ``GroupMetadataManager``) is acknowledged only once the ISR reached it
+  (``Partition.checkEnoughReplicasReachOffset``). An acknowledgement carrying an epoch older than one
+  already written is therefore what fencing exists to prevent: a deposed acceptance.
+
 ZooKeeper-leader faults (``kill_zk_leader`` / ``pause_zk_leader``, both implementations): **ZooKeeper
 election** = complete minus invoke (complete is "a new leader serves"); **sessions lost** = the
 members whose ZooKeeper session expired (legacy_zk ``zk_state`` LOST) or, on the coordinator side, the
