@@ -57,8 +57,8 @@ Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``) for what each ste
 * fencing: a leader's ISR write is conditional on its cached zkVersion (``cluster/Partition.scala``
   ``updateIsr``), a LeaderAndIsr with an older controller or leader epoch is refused
   (``server/ReplicaManager.scala`` ``becomeLeaderOrFollower``: StaleControllerEpoch / StaleLeaderEpoch),
-  and an ``acks=-1`` append (offset commits: ``offsets.commit.required.acks``, ``config.offsetCommitRequiredAcks``
-  in ``GroupMetadataManager``) is acknowledged only once the ISR reached it
+  and an ``acks=-1`` append (offset commits: ``offsets.commit.required.acks``,
+  ``config.offsetCommitRequiredAcks`` in ``GroupMetadataManager``) is acknowledged only once the ISR reached it
   (``Partition.checkEnoughReplicasReachOffset``). An acknowledgement carrying an epoch older than one
   already written is therefore what fencing exists to prevent: a deposed acceptance.
 
@@ -498,8 +498,9 @@ def summary(units: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def alert_lines(out: dict[str, Any]) -> list[str]:
-    """Per fault: offsets lost > 0, deposed acceptances > 0, double-coordinator time > 0, and a
-    coordinator fault whose group was never served again. Alerts, not reasons to invalidate the run
+    """Per fault: offsets lost > 0, deposed acceptances > 0, double-coordinator time > 0, members
+    whose rebalance after a session loss fell after the fault's window, and a coordinator fault whose
+    group was never served again. Alerts, not reasons to invalidate the run
     (the run measured what happened)."""
     lines = []
     for u in out.get("units") or []:
@@ -510,18 +511,22 @@ def alert_lines(out: dict[str, Any]) -> list[str]:
         for f in fo["faults"]:
             what = f"{name}: fault {fault_name(f)}"
             if f.get("offsets_lost"):
-                lines.append(
-                    f"{what} lost {f['offsets_lost']} committed offsets ({', '.join(f['offsets_lost_partitions'])})"
-                )
+                where = ", ".join(f["offsets_lost_partitions"])
+                lines.append(f"{what} lost {f['offsets_lost']} committed offsets ({where})")
             dep = f.get("deposed_acceptances") or {}
             if any(dep.get(k) for k in DEPOSED_KINDS):
                 lines.append(
-                    f"{what}: a deposed leader or coordinator acknowledged {dep.get('commit', 0)} commits and "
-                    f"{dep.get('produce', 0)} produce requests"
+                    f"{what}: a deposed leader or coordinator acknowledged {dep.get('commit', 0)} commits "
+                    f"and {dep.get('produce', 0)} produce requests"
                 )
             if f.get("double_coordinator_s"):
+                secs = float(f["double_coordinator_s"])
+                lines.append(f"{what}: two brokers acted as coordinator of the group for {secs:.3f} s")
+            after = int((f.get("session_rebalances") or {}).get("after_window") or 0)
+            if after:
                 lines.append(
-                    f"{what}: two brokers acted as coordinator of the group for {f['double_coordinator_s']:.3f} s"
+                    f"{what}: {after} members that lost their session began their rebalance after the "
+                    "fault's window (not measured in it)"
                 )
             if f.get("kind") == "coordinator" and f.get("failover_s") == NEVER:
                 lines.append(f"{what}: the group was never served again (failover never)")

@@ -59,7 +59,10 @@ def verdict_panel(metrics: dict[str, Any]) -> Group:
                 name, justify="left" if name in ("implementation", "fault") else "right", overflow="fold"
             )
         for r in rows:
-            bad = r[7] not in ("0", "—") or r[10] != "0" or r[11] not in ("0.000 s", "—") or r[6] == "never"
+            lost, deposed, double = r[7], r[10], r[11]
+            bad = (
+                lost not in ("0", "—") or deposed != "0" or double not in ("0.000 s", "—") or r[6] == "never"
+            )
             f.add_row(*r, style="red" if bad else None)
         parts.append(f)
     return Group(*parts)

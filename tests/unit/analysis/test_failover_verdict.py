@@ -323,3 +323,10 @@ def test_alerts_name_the_fault() -> None:
         "(failover never)",
     ]
     assert alert_lines({"units": [failover_unit("coordinator", [fault("kill_coordinator")])]}) == []
+    zk = {"action": "kill_zk_leader", "action_id": 1, "kind": "zookeeper", "zk_election_s": 0.4}
+    assert alert_lines({"units": [failover_unit("legacy_zk", [zk])]}) == []
+    zk["session_rebalances"] = {"in_window": 1, "after_window": 2}
+    assert alert_lines({"units": [failover_unit("legacy_zk", [zk])]}) == [
+        "legacy_zk failover rep 0: fault #1 kill_zk_leader: 2 members that lost their session began their "
+        "rebalance after the fault's window (not measured in it)"
+    ]
