@@ -382,3 +382,20 @@ def test_a_run_without_failover_faults_has_no_failover_figures(spark: Any, tmp_p
     assert all("failover" not in x for x in m["units"])
     assert [tuple(d) for d in m["definitions"]] == DEFINITIONS
     assert unit(m, "plain")["session_failures"] == 1  # untargeted, no fault window: counted as before
+
+
+def test_the_report_renders_the_checkers_table(analysed: dict[str, Any], tmp_path: Path) -> None:
+    from harness.report import render_report
+
+    lines = render_report(tmp_path, analysed)["markdown"].read_text().splitlines()
+    i = lines.index("## Coordinator failover")
+    # implementations in the run's order (coordinator, legacy_zk), then case: cut, kill, pause, zk
+    assert lines[i + 6 : i + 10] == [
+        "| coordinator | cut rep 0: #1 cut_coordinator (broker 1) | never | — | — | — | never | 1 (t-cut/1) | 0 | "
+        "0 | 0 | 0.000 s | — |",
+        "| coordinator | kill rep 0: #1 kill_coordinator (broker 1) | 6.000 s | 0.200 s | 0.500 s | 0.200 s | "
+        "6.900 s | 0 | 1 | 1 | 0 | 0.000 s | — |",
+        "| coordinator | pause rep 0: #1 pause_coordinator (broker 1) | 6.000 s | 0.200 s | 0.500 s | 0.200 s | "
+        "6.900 s | 0 | 0 | 0 | 1 commit, 0 produce | 1.500 s | — |",
+        "| legacy_zk | zk rep 0: #1 kill_zk_leader | — | 0.400 s | — | — | — | — | 0 | 0 | 0 | 0.000 s | 1 (m1) |",
+    ]
