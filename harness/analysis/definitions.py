@@ -110,7 +110,9 @@ DEFINITIONS: list[tuple[str, str]] = [
         "session failures",
         "Harness health, not a protocol metric: heartbeat errors and ZooKeeper SUSPENDED / LOST "
         "states of members that no nemesis action targeted, after the group first became stable "
-        "(and, apart, before it: start-up starvation), until settling_end.",
+        "(and, apart, before it: start-up starvation), until settling_end. Trouble inside the trigger "
+        "window of a coordinator or ZooKeeper-leader fault is that fault's effect (its row of the "
+        "coordinator failover table), not counted here.",
     ),
     (
         "processing interval",
