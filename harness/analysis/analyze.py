@@ -21,7 +21,11 @@ cluster) and returns a JSON-serialisable dict (format ``herdlab-metrics/2``,
   trigger, and ownership timelines (claims, suspensions, overlaps) of chosen units;
 * ``migration`` (only when some unit switched its members between kinds): the migration proof's
   verdict against the scenario's expected one; each such unit has ``migration`` (per switch and
-  partition: committed offsets, resumed offsets, window, reprocessed, lost, overlaps, verdict).
+  partition: committed offsets, resumed offsets, window, reprocessed, lost, overlaps, verdict);
+* ``failover`` (only when some unit had a coordinator or ZooKeeper-leader fault): per implementation
+  and fault action, the failover figures over its units (:func:`.failover_verdict.summary`); each
+  such unit has ``failover`` (per fault: failover time and its parts, offsets lost, records lost
+  and reprocessed, deposed acceptances, double-coordinator time; the unit's fenced refusals).
 
 Times inside ``units`` and ``series`` are seconds since the unit's origin (its ``stable`` event,
 else ``unit_start``, else its first event). A run with an empty history yields no units but a valid
@@ -34,7 +38,8 @@ and ownership; then one module per metric family, each with its Spark job and it
 unit's entry: :mod:`.latency`, :mod:`.herd`, :mod:`.steady` (steady-state traffic),
 :mod:`.split_brain` (overlap episodes), :mod:`.records` (lost, not drained, duplicates),
 :mod:`.commits` (non-owner, stale generation, rejected), :mod:`.health` (session failures),
-:mod:`.migration` (the migration proof; its verdicts in :mod:`.migration_verdict`).
+:mod:`.migration` (the migration proof; its verdicts in :mod:`.migration_verdict`), :mod:`.failover`
+(coordinator and ZooKeeper-leader faults; the figures in :mod:`.failover_verdict`).
 :mod:`.units` assembles the units, :mod:`.series` the plot series and :mod:`.document` the
 document; this module only drives them.
 """

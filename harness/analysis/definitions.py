@@ -110,7 +110,9 @@ DEFINITIONS: list[tuple[str, str]] = [
         "session failures",
         "Harness health, not a protocol metric: heartbeat errors and ZooKeeper SUSPENDED / LOST "
         "states of members that no nemesis action targeted, after the group first became stable "
-        "(and, apart, before it: start-up starvation), until settling_end.",
+        "(and, apart, before it: start-up starvation), until settling_end. Trouble inside the trigger "
+        "window of a coordinator or ZooKeeper-leader fault is that fault's effect (its row of the "
+        "coordinator failover table), not counted here.",
     ),
     (
         "processing interval",
@@ -239,6 +241,65 @@ MIGRATION_DEFINITIONS: list[tuple[str, str]] = [
         "not_taken_over, else replay if reprocessed > window, else clean. A switch's, a unit's and the "
         "run's verdict is the worst of theirs (lost > overlap > not_taken_over > replay > clean), "
         "compared with the scenario's expected one ([migration].expect).",
+    ),
+]
+
+
+#: The failover figures' terms (:mod:`harness.analysis.failover_verdict` states them once), added to a
+#: document's definitions when some unit had a coordinator or ZooKeeper-leader fault.
+FAILOVER_DEFINITIONS: list[tuple[str, str]] = [
+    (
+        "coordinator fault",
+        "kill_coordinator, pause_coordinator (a zombie) or cut_coordinator (cut from ZooKeeper) of the "
+        "broker B that coordinated the group g (the leader of g's offsets partition p) when invoked; "
+        "t0 is the action's `complete`. Ended by restart / resume / heal of B.",
+    ),
+    (
+        "failover time and its parts",
+        "detection: t0 to the first `broker_change` with B dead (the controller saw B's registration "
+        "go); election: to the first `partition_state` of (__consumer_offsets, p) with a leader L other "
+        "than B; loading: to L's `coordinator_load` end of p (CatchUp -> Ready); rejoin: to L's first "
+        "`group_served` of g. failover = t0 to that group_served (the sum). A missing step reads "
+        "`never` (and so does the failover), the parts after it are empty.",
+    ),
+    (
+        "offsets lost",
+        "Per partition, the last commit of g acknowledged before t0 (the broker's `commit` events, else "
+        "coordinator members' commits with store kafka) against the group's `offsets_snapshot` read "
+        "after the fault ended (OffsetFetch by the harness): a partition the snapshot returns lower, "
+        "-1 or not at all is lost. Empty when no coordinator answered the snapshot.",
+    ),
+    (
+        "records lost / reprocessed in a fault",
+        "The unit's lost records (see lost) whose `produced` event lies in the fault's trigger window, "
+        "and the window's duplicates (see duplicates).",
+    ),
+    (
+        "deposed acceptances",
+        "A broker `commit` or `produce_ack` carrying leader epoch e at a time when a `partition_state` "
+        "of that partition with a leader epoch above e had already been written: acknowledged by a "
+        "deposed leader or coordinator. Per kind, attributed to the last fault before it. Must be 0 "
+        "with fencing.",
+    ),
+    (
+        "double-coordinator time",
+        "A broker acts as coordinator of p from its `coordinator_load` end of p until its unload of p "
+        "or its kill, not while paused. Seconds during which two or more brokers act at once, and the "
+        "episodes; per fault, the part from its t0 to the next fault's.",
+    ),
+    (
+        "fenced refusals",
+        "`fenced` events by what was refused (produce, commit, fetch, state, isr_write) and error: "
+        "fencing at work, not a failure.",
+    ),
+    (
+        "ZooKeeper-leader fault",
+        "kill_zk_leader / pause_zk_leader. ZooKeeper election = its complete (a new leader serves) minus "
+        "its invoke. Sessions lost: members whose ZooKeeper session expired (legacy_zk `zk_state` LOST) "
+        "or brokers reported dead (`broker_change`) in the fault's trigger window; session rebalances: "
+        "whether each such member's next rebalance began inside that window. Members' session trouble "
+        "in a coordinator or ZooKeeper-leader fault's window is the fault's effect (its row), not a "
+        "session failure of an untargeted member.",
     ),
 ]
 

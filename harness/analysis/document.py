@@ -13,7 +13,11 @@ run directory), ``spark`` (master and version), ``definitions`` ([term, text] pa
 internal fields :data:`INTERNAL` left out) and, when some unit switched member kinds, the migration
 proof's summary ``migration`` (:func:`harness.analysis.migration_verdict.summary`, with the
 scenario's ``[migration].expect``) and its terms
-(:data:`~harness.analysis.definitions.MIGRATION_DEFINITIONS`) after the definitions; it computes
+(:data:`~harness.analysis.definitions.MIGRATION_DEFINITIONS`) after the definitions; when some unit
+had a coordinator or ZooKeeper-leader fault, the failover summary ``failover``
+(:func:`harness.analysis.failover_verdict.summary`) and its terms
+(:data:`~harness.analysis.definitions.FAILOVER_DEFINITIONS`), and its alert lines after the others
+(:func:`harness.analysis.failover_verdict.alert_lines`); it computes
 the aggregates, verdict and alerts
 (:mod:`harness.analysis.aggregate`) and ``metric_info`` (label, unit, family, censored) of every
 metric of :data:`~harness.analysis.definitions.METRICS` and of every aggregated one.
@@ -27,7 +31,15 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.aggregate import aggregate, alerts, case_order
-from harness.analysis.definitions import DEFINITIONS, METRICS, MIGRATION_DEFINITIONS, metric
+from harness.analysis.definitions import (
+    DEFINITIONS,
+    FAILOVER_DEFINITIONS,
+    METRICS,
+    MIGRATION_DEFINITIONS,
+    metric,
+)
+from harness.analysis.failover_verdict import alert_lines as failover_alerts
+from harness.analysis.failover_verdict import summary as failover_summary
 from harness.analysis.load import RunInputs
 from harness.analysis.migration_verdict import summary as migration_summary
 
@@ -87,8 +99,13 @@ def finish(
     if moved is not None:
         out["migration"] = moved
         out["definitions"] += [list(d) for d in MIGRATION_DEFINITIONS]
+    failed_over = failover_summary(out["units"])
+    if failed_over is not None:
+        out["failover"] = failed_over
+        out["definitions"] += [list(d) for d in FAILOVER_DEFINITIONS]
     aggregate(out)
     alerts(out)
+    out["alerts"] += failover_alerts(out)  # alerts, not reasons: the run measured what happened
     names = {a["metric"] for a in out["aggregates"]} | set(METRICS)
     out["metric_info"] = {
         n: {

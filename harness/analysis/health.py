@@ -5,7 +5,10 @@ Contract
 * :func:`unit_values`: per unit, long format (unit, key, value): ``session_failures`` (heartbeat
   errors and ZooKeeper SUSPENDED / LOST states of members that no nemesis action targeted, from the
   unit's ``stable`` until settling_end) and ``session_failures_startup`` (the same before
-  ``stable``: start-up starvation). Units without any have no rows.
+  ``stable``: start-up starvation). Units without any have no rows. Trouble inside the trigger
+  window of a coordinator or ZooKeeper-leader fault (:func:`.failover.fault_windows`, from its
+  invoke) is not counted: those faults target no member but hit every member's session; it is the
+  fault's effect, reported in its row (``units[i].failover``).
 * :func:`health_fields`: the unit's two counts in the metrics document (0 when absent).
 """
 
@@ -15,7 +18,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import Facts
-from harness.analysis.frames import UNIT, Frames, long_values, role_col
+from harness.analysis.failover import fault_windows
+from harness.analysis.frames import UNIT, Frames, join, long_values, role_col
 from harness.kernel.events import Kind, Role
 
 NAMES = ("session_failures", "session_failures_startup")
@@ -32,16 +36,18 @@ def unit_values(facts: Facts, frames: Frames) -> DataFrame:
         .distinct()
         .withColumn("targeted", F.lit(True))
     )
-    trouble = (
-        cm.where(
-            role_col(Role.MEMBER)
-            & (
-                (kind == Kind.HEARTBEAT_ERROR)
-                | ((kind == Kind.ZK_STATE) & F.col("state").isin("SUSPENDED", "LOST"))
-            )
-            & (F.col("ts_ns") < F.col("send"))
+    trouble = cm.where(
+        role_col(Role.MEMBER)
+        & (
+            (kind == Kind.HEARTBEAT_ERROR)
+            | ((kind == Kind.ZK_STATE) & F.col("state").isin("SUSPENDED", "LOST"))
         )
-        .join(F.broadcast(targeted), [*UNIT, "source"], "left_anti")
+        & (F.col("ts_ns") < F.col("send"))
+    ).join(F.broadcast(targeted), [*UNIT, "source"], "left_anti")
+    windows = F.broadcast(fault_windows(facts))
+    inside = (F.col("ts_ns") >= F.col("r_wstart")) & (F.col("ts_ns") < F.col("r_wend"))
+    trouble = (
+        join(trouble, windows, UNIT, inside, "left_anti")
         .groupBy(*UNIT)
         .agg(
             F.sum(F.when(F.col("ts_ns") >= F.col("stable"), 1).otherwise(0)).alias("session_failures"),

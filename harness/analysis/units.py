@@ -14,7 +14,8 @@ Contract
   ``drain`` (split brain before the first trigger and after settling_end), completeness and
   duplicates (:mod:`.records`), ``commits_rejected``, session failures (:mod:`.health`),
   ``steady`` (:mod:`.steady`), the split-brain totals and, for a unit whose members were switched
-  between kinds, ``migration`` (:mod:`.migration`); then the series (:mod:`.series`). The
+  between kinds, ``migration`` (:mod:`.migration`), and for a unit with a coordinator or
+  ZooKeeper-leader fault, ``failover`` (:mod:`.failover`); then the series (:mod:`.series`). The
   per-unit values of every family are collected in one Spark job, the per-phase values in another.
 """
 
@@ -25,7 +26,18 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from harness.analysis import commits, health, herd, latency, migration, records, series, split_brain, steady
+from harness.analysis import (
+    commits,
+    failover,
+    health,
+    herd,
+    latency,
+    migration,
+    records,
+    series,
+    split_brain,
+    steady,
+)
 from harness.analysis.facts import DRAIN, STARTUP, Facts
 from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, unit_key
 
@@ -181,4 +193,6 @@ def assemble(
         )
         if k in moved:
             u["migration"] = moved[k]
+    for k, entry in failover.failover_units(spark, frames, facts, units, keys).items():
+        units[k]["failover"] = entry  # after the triggers: a fault's records figures are its window's
     series.fill_series(spark, facts, buckets, islands, units, series_out)

@@ -5,7 +5,10 @@
 
 * ``valid`` (bool), ``reasons`` (one line per reason the run is invalid: records lost, tails not
   drained, failed units, a migration proof whose verdict is not the one the scenario expects
-  (``metrics["migration"]["as_expected"]`` false), an interrupted run, nothing recorded) and ``line`` (the one-line run verdict);
+  (``metrics["migration"]["as_expected"]`` false), an interrupted run, nothing recorded) and ``line`` (the one-line run verdict).
+  The failover figures (offsets lost, deposed acceptances, double-coordinator time, a coordinator
+  fault never recovered) are alerts (:func:`harness.analysis.failover_verdict.alert_lines`), not
+  reasons: the run measured what happened;
 * ``ratios``: per case and trigger kind (action) that ``legacy_zk`` and another implementation both
   have, and per such pair: ``case``, ``action``, ``triggers`` (the keys, e.g. ``["#2 crash"]``),
   ``numerator`` (``legacy_zk``), ``denominator``, and for ``latency_s`` and ``coordination_requests``

@@ -2,7 +2,8 @@
 
 It leads with the verdict (run valid or not, the legacy/coordinator ratios per trigger kind,
 completeness and split brain per implementation), then alerts, the migration proof (when some unit
-switched its members between kinds), tables, plots, units, definitions."""
+switched its members between kinds), the coordinator failover table (when some unit had a coordinator or
+ZooKeeper-leader fault), tables, plots, units, definitions."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from harness.analysis.definitions import metric
 from harness.report.plots import Plot
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
+    FAILOVER_COLUMNS,
+    FAILOVER_INTRO,
     MIGRATION_COLUMNS,
     MIGRATION_INTRO,
     UNIT_COLUMNS,
@@ -22,6 +25,7 @@ from harness.report.tables import (
     cells,
     columns,
     completeness_rows,
+    failover_rows,
     fmt,
     migration_line,
     migration_tables,
@@ -119,6 +123,16 @@ def migration_block(metrics: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def failover_block(metrics: dict[str, Any]) -> str:
+    """The "Coordinator failover" section (HTML; empty when no unit had a failover fault)."""
+    rows = failover_rows(metrics)
+    if not rows:
+        return ""
+    return f'<h2>Coordinator failover</h2><p class="meta">{_e(FAILOVER_INTRO)}</p>' + _grid(
+        FAILOVER_COLUMNS, rows
+    )
+
+
 def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str = "summary.md") -> str:
     """The whole page."""
     run = metrics.get("run") or {}
@@ -160,6 +174,7 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
         )
 
     parts.append(migration_block(metrics))
+    parts.append(failover_block(metrics))
     parts.append("<h2>Results per trigger, side by side</h2>")
     parts.append(
         '<p class="meta">Statistics over repetitions: p50/p95/p99/max by the rank rule of the definitions; '

@@ -1,6 +1,7 @@
 """``summary.md``: the report as Markdown. It leads with the verdict (run valid or not, the
 legacy/coordinator ratios per trigger kind, completeness and split brain per implementation), then
-the alerts, the migration proof (when some unit switched its members between kinds), the tables
+the alerts, the migration proof (when some unit switched its members between kinds), the coordinator
+failover table (when some unit had a coordinator or ZooKeeper-leader fault), the tables
 side by side per implementation, the plots (linked from ``plots/``), every unit and the
 definitions."""
 
@@ -12,6 +13,8 @@ from harness.analysis.definitions import metric
 from harness.report.plots import Plot
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
+    FAILOVER_COLUMNS,
+    FAILOVER_INTRO,
     MIGRATION_COLUMNS,
     MIGRATION_INTRO,
     UNIT_COLUMNS,
@@ -20,6 +23,7 @@ from harness.report.tables import (
     cells,
     columns,
     completeness_rows,
+    failover_rows,
     migration_line,
     migration_tables,
     side_by_side,
@@ -77,6 +81,14 @@ def migration_section(metrics: dict[str, Any]) -> list[str]:
     return out
 
 
+def failover_section(metrics: dict[str, Any]) -> list[str]:
+    """The "Coordinator failover" section (Markdown lines; none when no unit had a failover fault)."""
+    rows = failover_rows(metrics)
+    if not rows:
+        return []
+    return ["## Coordinator failover", "", FAILOVER_INTRO, "", *_grid(FAILOVER_COLUMNS, rows), ""]
+
+
 def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = "plots") -> str:
     """The whole summary."""
     run = metrics.get("run") or {}
@@ -98,6 +110,7 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
     if alerts:
         out.append("")
     out += migration_section(metrics)
+    out += failover_section(metrics)
     out += [
         "## Results per trigger, side by side",
         "",

@@ -424,3 +424,79 @@ def migration_tables(metrics: dict[str, Any]) -> list[MigrationTable]:
                 )
             out.append(t)
     return out
+
+
+#: What the "Coordinator failover" table shows (the definitions at the end of a report state each term).
+FAILOVER_INTRO = (
+    "Per implementation and fault (a coordinator fault; on the legacy side its counterpart, the ZooKeeper "
+    "leader's): the time from the fault until the group was served again and its parts (detection by "
+    "the controller, election of a new leader of the group's offsets partition, loading of its groups, "
+    "the group's first answered request), committed offsets the new coordinator did not return, records "
+    "lost and reprocessed in the fault's window, requests a deposed leader or coordinator acknowledged, "
+    "and the time two brokers both acted as the group's coordinator (the last three must be 0 with "
+    "fencing). For a ZooKeeper-leader fault, election is the ensemble's and sessions lost the members "
+    "(or brokers) whose ZooKeeper session expired."
+)
+#: The columns of the "Coordinator failover" table.
+FAILOVER_COLUMNS = [
+    "implementation",
+    "fault",
+    "detection",
+    "election",
+    "loading",
+    "rejoin",
+    "failover",
+    "offsets lost",
+    "records lost",
+    "reprocessed",
+    "deposed acceptances",
+    "double-coordinator",
+    "sessions lost",
+]
+
+
+def _deposed_cell(d: dict[str, Any] | None) -> str:
+    d = d or {}
+    commits, produces = int(d.get("commit") or 0), int(d.get("produce") or 0)
+    return "0" if not commits and not produces else f"{commits} commit, {produces} produce"
+
+
+def _listed(n: Any, names: list[str] | None) -> str:
+    if n is None:
+        return DASH
+    return f"{fmt(n)} ({', '.join(names)})" if names else fmt(n)
+
+
+def failover_rows(metrics: dict[str, Any]) -> list[list[str]]:
+    """One row per unit's failover fault (``units[i]["failover"]["faults"]``), by implementation in the
+    run's order, then case and repetition; empty when no unit had such a fault."""
+    order = {impl: i for i, impl in enumerate(implementations(metrics))}
+    units = sorted(
+        (u for u in metrics.get("units") or [] if u.get("failover")),
+        key=lambda u: (order.get(u["impl"], len(order)), u["case"], u["repetition"]),
+    )
+    rows = []
+    for u in units:
+        for f in u["failover"].get("faults") or []:
+            on = f" (broker {f['broker_id']})" if f.get("broker_id") is not None else ""
+            fault = f"{u['case']} rep {u['repetition']}: #{f['action_id']} {f['action']}{on}"
+            zk = f.get("kind") == "zookeeper"
+            sessions = f.get("sessions_lost")
+            rows.append(
+                [
+                    u["impl"],
+                    fault,
+                    DASH if zk else fmt(f.get("detection_s"), "s"),
+                    fmt(f.get("zk_election_s") if zk else f.get("election_s"), "s"),
+                    DASH if zk else fmt(f.get("loading_s"), "s"),
+                    DASH if zk else fmt(f.get("rejoin_s"), "s"),
+                    DASH if zk else fmt(f.get("failover_s"), "s"),
+                    DASH if zk else _listed(f.get("offsets_lost"), f.get("offsets_lost_partitions")),
+                    fmt(f.get("records_lost")),
+                    fmt(f.get("reprocessed")),
+                    _deposed_cell(f.get("deposed_acceptances")),
+                    fmt(f.get("double_coordinator_s"), "s"),
+                    _listed(len(sessions), sessions) if sessions is not None else DASH,
+                ]
+            )
+    return rows

@@ -10,9 +10,11 @@ from rich.text import Text
 
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
+    FAILOVER_COLUMNS,
     VERDICT_COLUMNS,
     cases,
     completeness_rows,
+    failover_rows,
     fmt_stat,
     implementations,
     migration_line,
@@ -25,7 +27,8 @@ from harness.report.tables import (
 
 def verdict_panel(metrics: dict[str, Any]) -> Group:
     """The verdict: the one-line run verdict, the ratio table, the completeness table and, when some
-    unit switched member kinds, the migration verdict with the expected one."""
+    unit switched member kinds, the migration verdict with the expected one, and when some unit had a
+    coordinator or ZooKeeper-leader fault, the coordinator failover table."""
     v = verdict_of(metrics)
     style = "bold green" if v["valid"] else "bold red"
     parts: list[Any] = [Text(f"verdict: {v['line']}", style=style)]
@@ -48,6 +51,20 @@ def verdict_panel(metrics: dict[str, Any]) -> Group:
     if line is not None:
         ok = bool((metrics.get("migration") or {}).get("as_expected"))
         parts.append(Text(line, style="bold green" if ok else "bold red"))
+    rows = failover_rows(metrics)
+    if rows:
+        f = Table(title="coordinator failover", title_justify="left")
+        for name in FAILOVER_COLUMNS:
+            f.add_column(
+                name, justify="left" if name in ("implementation", "fault") else "right", overflow="fold"
+            )
+        for r in rows:
+            lost, deposed, double = r[7], r[10], r[11]
+            bad = (
+                lost not in ("0", "—") or deposed != "0" or double not in ("0.000 s", "—") or r[6] == "never"
+            )
+            f.add_row(*r, style="red" if bad else None)
+        parts.append(f)
     return Group(*parts)
 
 
