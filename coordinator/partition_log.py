@@ -229,6 +229,18 @@ class PartitionLog:
             self.high_watermark = self.end_offset
         return self.end_offset
 
+    def boundary_at_or_below(self, offset: int) -> int:
+        """The largest batch end (or the log start) that is <= ``offset``: where a truncation to ``offset``
+        would leave the log, and a safe high watermark when ``offset`` comes from outside (a checkpoint)."""
+        if offset >= self.end_offset:
+            return self.end_offset
+        i = bisect.bisect_left(self._bases, offset)
+        if i < len(self._bases) and self._bases[i] == offset:
+            return offset
+        if i > 0 and self._lasts[i - 1] >= offset:
+            i -= 1
+        return self._bases[i] if i < len(self._bases) else self.end_offset
+
     # ------------------------------------------------------------------ high watermark
 
     @property

@@ -111,3 +111,22 @@ def test_encode_batch_is_read_back_by_kafka_python_and_decode_records() -> None:
     assert decode_records(data) == entries
     with pytest.raises(ValueError):
         encode_batch([], 0)
+
+
+def test_boundary_at_or_below_is_a_batch_end() -> None:
+    log = _leader_with([[b"a", b"b"], [b"c"], [b"d", b"e"]])  # batches 0-1, 2, 3-4
+    assert [log.boundary_at_or_below(i) for i in range(7)] == [0, 0, 2, 3, 3, 5, 5]
+
+
+def test_core_follower_truncate_lowers_leo_and_hw() -> None:
+    from coordinator.replication import Partition, PartitionState, ReplicationError
+
+    core = Partition("t", 0, 2, now_ms=0, leo=5, hw=4)
+    core.become_follower(PartitionState(1, 0, (1, 2), 1), 0, (1, 2), now_ms=0)  # truncates to HW 4
+    assert (core.leo, core.hw) == (4, 4)
+    assert core.follower_truncate(3) == 3 and core.hw == 3
+    assert core.follower_truncate(10) == 3  # never lengthens
+    leader = Partition("t", 0, 1, now_ms=0)
+    leader.become_leader(PartitionState(1, 0, (1,), 1), 0, (1, 2), now_ms=0)
+    with pytest.raises(ReplicationError):
+        leader.follower_truncate(0)
