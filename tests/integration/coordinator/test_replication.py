@@ -1,0 +1,209 @@
+"""Replication on real sockets (issue 14, item 2): three in-process brokers with replication on, partition
+states injected by the test through a fake ZooKeeper shell (the state znodes and their conditional ISR writes
+in memory, delivered to every broker as the real watches would), unmodified kafka-python clients.
+
+Every broker runs on one event loop in a thread of its own; the test reads the brokers' state on that loop
+(:meth:`LoopThread.call`), so what it sees is a consistent snapshot between two loop steps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.protocol.producer import ProduceRequest
+
+from coordinator.config import BrokerConfig, ReplicationConfig
+from coordinator.inprocess import LoopThread
+from coordinator.rawclient import RawClient
+from coordinator.replication.state import PartitionState
+from coordinator.server import Broker
+from tests.support.batches import batch
+from tests.support.replicas import FakeZk, ListHistory, replicated_cluster
+from tests.support.waiting import wait_until
+
+T = "replicated"
+LAG_MS = 2_000
+ALL = (1, 2, 3)
+
+
+@dataclass
+class Trio:
+    loop: LoopThread
+    zk: FakeZk
+    brokers: dict[int, Broker]
+    histories: dict[int, ListHistory]
+
+    def bootstrap(self, *ids: int) -> list[str]:
+        return [f"127.0.0.1:{self.brokers[i].port}" for i in ids or sorted(self.brokers)]
+
+    def inject(self, state: PartitionState, partition: int = 0, assigned: tuple[int, ...] = ALL) -> None:
+        self.loop.call(self.zk.inject, T, partition, state, assigned)
+
+    def log_bytes(self, broker_id: int, partition: int = 0) -> bytes:
+        rm = self.brokers[broker_id].replicas
+        assert rm is not None
+
+        def read() -> bytes:
+            plog = rm.local_log(T, partition)
+            return plog.read(0, 1 << 30) if plog is not None else b""
+
+        return self.loop.call(read)
+
+    def core(self, broker_id: int, attr: str, partition: int = 0) -> Any:
+        rm = self.brokers[broker_id].replicas
+        assert rm is not None
+        return self.loop.call(lambda: getattr(rm.partition(T, partition), attr))
+
+    def stop(self, broker_id: int) -> None:
+        self.loop.run(self.brokers[broker_id].stop())
+
+
+@pytest.fixture
+def trio(tmp_path: Path) -> Iterator[Trio]:
+    loop = LoopThread()
+    zk = FakeZk()
+    brokers: dict[int, Broker] = {}
+    histories: dict[int, ListHistory] = {}
+    try:
+        for i in ALL:
+            config = BrokerConfig(
+                broker_id=i,
+                zookeeper="127.0.0.1:1",  # replaced by the fake shell (zk_factory): never contacted
+                data_dir=tmp_path / f"b{i}",
+                metrics_interval_s=0,
+                replication=ReplicationConfig(
+                    enabled=True, replica_lag_time_max_ms=LAG_MS, replica_fetch_wait_max_ms=200
+                ),
+            )
+            histories[i] = ListHistory()
+            brokers[i] = Broker(
+                config, history=histories[i], cluster=replicated_cluster(i), zk_factory=zk.factory
+            )
+            loop.run(brokers[i].start())
+        trio = Trio(loop, zk, brokers, histories)
+        wait_until(lambda: all(len(b.cluster.peers) == 2 for b in brokers.values()), what="peers registered")
+        yield trio
+    finally:
+        for b in brokers.values():
+            loop.run(b.stop())
+        loop.close()
+
+
+def _produce_all(
+    trio: Trio, values: list[bytes], acks: Any = "all", bootstrap: list[str] | None = None
+) -> list[int]:
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap or trio.bootstrap(), acks=acks, linger_ms=0, request_timeout_ms=10_000
+    )
+    try:
+        futures = [producer.send(T, value=v, partition=0) for v in values]
+        return [f.get(timeout=15).offset for f in futures]
+    finally:
+        producer.close()
+
+
+def _consume(trio: Trio, bootstrap: list[str], count: int, timeout: float = 15.0) -> list[tuple[int, bytes]]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=500)
+    tp = TopicPartition(T, 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    got: list[tuple[int, bytes]] = []
+    try:
+        wait_until(
+            lambda: (
+                got.extend((r.offset, r.value) for rs in consumer.poll(300).values() for r in rs)
+                or len(got) >= count
+            ),
+            timeout=timeout,
+            what=f"{count} records",
+        )
+    finally:
+        consumer.close()
+    return got
+
+
+def test_acks_all_produce_is_on_every_replica_when_acknowledged(trio: Trio) -> None:
+    trio.inject(PartitionState(1, 0, ALL, 1))
+    values = [f"v{i}".encode() for i in range(20)]
+    offsets = _produce_all(trio, values, bootstrap=trio.bootstrap(2))  # metadata from a follower
+    assert offsets == list(range(20))
+    # acknowledged with acks=all: every ISR member already had them, so the HW is at the end everywhere it
+    # was told, and the followers' logs are byte for byte the leader's
+    leader_log = trio.log_bytes(1)
+    assert trio.log_bytes(2) == leader_log and trio.log_bytes(3) == leader_log
+    assert trio.core(1, "hw") == 20
+    acks = trio.histories[1].of("produce_ack")
+    assert sum(a["count"] for a in acks) == 20 and {a["acks"] for a in acks} == {-1}
+    assert _consume(trio, trio.bootstrap(3), 20) == list(enumerate(values))
+
+
+def test_a_stopped_follower_leaves_the_isr_after_the_lag_time_and_acks_all_resumes(trio: Trio) -> None:
+    trio.inject(PartitionState(1, 0, ALL, 1))
+    assert _produce_all(trio, [b"a", b"b"]) == [0, 1]
+    trio.stop(3)
+    # acks=1 while 3 is gone but still in the ISR: written, not committed
+    assert _produce_all(trio, [b"c", b"d"], acks=1) == [2, 3]
+    hw, leo = trio.core(1, "hw"), trio.core(1, "leo")
+    assert (hw, leo) == (2, 4)
+    consumer = KafkaConsumer(bootstrap_servers=trio.bootstrap(1, 2), enable_auto_commit=False)
+    tp = TopicPartition(T, 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    seen: list[tuple[int, int]] = []  # (offset, the leader's HW right after the poll that returned it)
+    try:
+
+        def poll() -> bool:
+            records = [r for rs in consumer.poll(200).values() for r in rs]
+            hw_now = trio.core(1, "hw")
+            seen.extend((r.offset, hw_now) for r in records)
+            return len(seen) >= 4
+
+        wait_until(poll, timeout=LAG_MS / 1000 * 4, what="all four records, after the ISR shrank")
+    finally:
+        consumer.close()
+    assert [o for o, _ in seen] == [0, 1, 2, 3]
+    assert all(offset < hw for offset, hw in seen), seen  # never a record at or above the high watermark
+    writes = trio.zk.states.writes
+    assert [(w[2].isr, w[4]) for w in writes] == [((1, 2), True)]
+    assert trio.core(1, "isr") == (1, 2)
+    # acks=all completes again with the smaller ISR
+    assert _produce_all(trio, [b"e"]) == [4]
+    assert trio.log_bytes(2) == trio.log_bytes(1)
+
+
+def test_moving_leadership_fences_the_old_leader_and_keeps_committed_records(trio: Trio) -> None:
+    trio.inject(PartitionState(1, 0, ALL, 1))
+    first = [f"before{i}".encode() for i in range(10)]
+    assert _produce_all(trio, first) == list(range(10))
+    trio.inject(PartitionState(2, 1, ALL, 1))  # the controller moves leadership to 2 (epoch 1)
+    assert trio.core(2, "is_leader") and not trio.core(1, "is_leader")
+    # the old leader refuses a produce (NOT_LEADER_OR_FOLLOWER) and writes nothing
+    with RawClient("127.0.0.1", trio.brokers[1].port) as raw:
+        req = ProduceRequest(
+            transactional_id=None,
+            acks=-1,
+            timeout_ms=5000,
+            topic_data=[
+                ProduceRequest.TopicProduceData(
+                    name=T,
+                    partition_data=[
+                        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=batch([b"x"]))
+                    ],
+                )
+            ],
+        )
+        resp = raw.call(req, 7)
+    assert resp.responses[0].partition_responses[0].error_code == 6
+    fenced = trio.histories[1].of("fenced")
+    assert [(f["what"], f["error"]) for f in fenced] == [("produce", "NOT_LEADER_OR_FOLLOWER")]
+    # the new leader serves; every committed record is there, the new ones after them
+    after = [f"after{i}".encode() for i in range(5)]
+    assert _produce_all(trio, after) == list(range(10, 15))
+    assert _consume(trio, trio.bootstrap(1), 15) == list(enumerate(first + after))
+    wait_until(lambda: trio.log_bytes(1) == trio.log_bytes(2) == trio.log_bytes(3), what="replicas converge")
+    roles = [(e["role"], e["leader_epoch"]) for e in trio.histories[1].of("leadership")]
+    assert roles == [("leader", 0), ("follower", 1)]
