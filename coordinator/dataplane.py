@@ -52,7 +52,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -93,6 +93,21 @@ DATA_VERSIONS: dict[int, tuple[int, int]] = {
 MAX_FETCH_WAIT_MS = 30_000
 _NO_AUTH_OPS = -(2**31)
 _ZERO_UUID = uuid.UUID(int=0)
+
+
+class _PartitionInfo(Protocol):
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+class _PartitionStates(Protocol):
+    """What replicated mode reads from :class:`ClusterView` (the ZooKeeper shell records the state znodes there)."""
+
+    def topic_partitions(self, topic: str) -> dict[int, _PartitionInfo] | None: ...
+
+    def topic_names(self) -> list[str]: ...
 
 
 def _ms(td: datetime.timedelta) -> int:
@@ -138,6 +153,8 @@ class DataPlane:
         self.config = config
         self.store = store
         self.cluster = cluster
+        #: Replicated mode: the partition states the ZooKeeper shell keeps in the cluster view.
+        self._partitions = cast(_PartitionStates, cluster)
         self.waiters = FetchWaiters()
         self._pid_time = 0
         #: With ZooKeeper: ``claim_topic(name, partitions) -> bool`` registers a new topic's znode
@@ -311,7 +328,7 @@ class DataPlane:
             wanted = None
         if wanted is None:
             return self._replicated_metadata_answer(
-                ctx, [(n, ErrorCode.none) for n in self.cluster.topic_names()]
+                ctx, [(n, ErrorCode.none) for n in self._partitions.topic_names()]
             )
         allow_auto = self.config.auto_create_topics and getattr(req, "allow_auto_topic_creation", True)
         entries: list[tuple[str | None, ErrorCode]] = []
@@ -320,7 +337,7 @@ class DataPlane:
             name = getattr(rt, "name", None)
             if name is None:
                 entries.append((None, ErrorCode.invalid_request))  # topic ids: not in replicated mode
-            elif self.cluster.topic_partitions(name):
+            elif self._partitions.topic_partitions(name):
                 entries.append((name, ErrorCode.none))
             elif not allow_auto or self.create_topic is None:
                 entries.append((name, ErrorCode.unknown_topic_or_partition))
@@ -364,7 +381,9 @@ class DataPlane:
         topics = []
         for name, error in entries:
             parts = (
-                self.cluster.topic_partitions(name) if name is not None and error is ErrorCode.none else None
+                self._partitions.topic_partitions(name)
+                if name is not None and error is ErrorCode.none
+                else None
             )
             partitions = []
             for index, info in sorted((parts or {}).items()):
@@ -574,7 +593,9 @@ class DataPlane:
 
     def _replicated_missing(self, topic: str) -> ErrorCode:
         """Replicated: the error for a partition this broker does not lead."""
-        if self.cluster.topic_partitions(topic) or (self.replicas is not None and self.replicas.knows(topic)):
+        if self._partitions.topic_partitions(topic) or (
+            self.replicas is not None and self.replicas.knows(topic)
+        ):
             return ErrorCode.not_leader_or_follower
         return ErrorCode.unknown_topic_or_partition
 

@@ -63,7 +63,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
@@ -443,11 +443,12 @@ class Broker:
             self.replicas.start()
         if cfg.zookeeper:
             loop = asyncio.get_running_loop()
-            factory = self._zk_factory
+            factory: Callable[..., Any] | None = self._zk_factory
             if factory is None:
                 from coordinator.zk import ZkRegistration
 
-                factory = ZkRegistration
+                factory = cast(Callable[..., Any], ZkRegistration)  # sink=, history=: issue 14 signature
+            zk: Any
             if self.replicas is not None:
                 zk = factory(
                     cfg, self.store, self.cluster, self.port, loop, sink=self.replicas, history=self.history
