@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 
 from kafka.protocol.consumer import FetchRequest
 
@@ -148,6 +149,7 @@ class _Fetcher:
                     log.debug(
                         "[%s,%d] leader %d answered %d", tr.topic, pr.partition_index, self.leader, error
                     )
+                    self.owner.errors[(self.leader, error)] += 1
                     ok = False
         return ok
 
@@ -169,6 +171,8 @@ class FetcherManager:
         self.backoff_ms = backoff_ms
         self._fetchers: dict[int, _Fetcher] = {}
         self._stopped = False
+        #: (leader id, error code) -> partition errors its answers carried (diagnostics and tests).
+        self.errors: Counter[tuple[int, int]] = Counter()
         manager.on_follow = self.follow
         manager.on_unfollow = self.unfollow
 

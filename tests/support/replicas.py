@@ -119,16 +119,36 @@ class FakeZk:
         for r in self.brokers.values():
             r.cluster.set_peers(nodes)
 
-    def inject(self, topic: str, partition: int, state: PartitionState, assigned: tuple[int, ...]) -> None:
-        """The controller writes a partition state (unconditionally) and every broker learns it."""
+    def inject(
+        self,
+        topic: str,
+        partition: int,
+        state: PartitionState,
+        assigned: tuple[int, ...],
+        only: tuple[int, ...] | None = None,
+    ) -> None:
+        """The controller writes a partition state (unconditionally) and every broker (or those in ``only``: the
+        others' watches have not fired yet) learns it."""
         self.assigned[(topic, partition)] = assigned
         version = self.states.set(topic, partition, state)
-        self._deliver(topic, partition, state, version)
+        self._deliver(topic, partition, state, version, only)
 
-    def _deliver(self, topic: str, partition: int, state: PartitionState, version: int) -> None:
+    def redeliver(self, topic: str, partition: int, only: tuple[int, ...]) -> None:
+        """The brokers in ``only`` learn the partition's current state (their delayed watches fire)."""
+        state, version = self.states.znodes[(topic, partition)]
+        self._deliver(topic, partition, state, version, only)
+
+    def _deliver(
+        self,
+        topic: str,
+        partition: int,
+        state: PartitionState,
+        version: int,
+        only: tuple[int, ...] | None = None,
+    ) -> None:
         assigned = self.assigned[(topic, partition)]
         for broker_id, r in sorted(self.brokers.items()):
-            if r.stopped:
+            if r.stopped or (only is not None and broker_id not in only):
                 continue
             r.cluster.set_partition_info(  # type: ignore[attr-defined]
                 topic, partition, PartitionInfo(state.leader, state.leader_epoch, assigned, state.isr)

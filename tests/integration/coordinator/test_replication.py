@@ -207,3 +207,22 @@ def test_moving_leadership_fences_the_old_leader_and_keeps_committed_records(tri
     wait_until(lambda: trio.log_bytes(1) == trio.log_bytes(2) == trio.log_bytes(3), what="replicas converge")
     roles = [(e["role"], e["leader_epoch"]) for e in trio.histories[1].of("leadership")]
     assert roles == [("leader", 0), ("follower", 1)]
+
+
+def test_followers_of_a_leader_that_has_not_taken_over_yet_back_off_until_it_has(trio: Trio) -> None:
+    trio.inject(PartitionState(1, 0, ALL, 1))
+    first = [b"a", b"b", b"c"]
+    assert _produce_all(trio, first) == [0, 1, 2]
+    # leadership moves to 2, but only 1 and 3 learn it: 3 fetches from 2, which still follows 1 (and 1, now a
+    # follower of 2, refuses 2's fetches): both answers are NOT_LEADER_OR_FOLLOWER
+    trio.loop.call(lambda: trio.zk.inject(T, 0, PartitionState(2, 1, ALL, 1), ALL, only=(1, 3)))
+    fetchers = {i: trio.brokers[i].fetchers for i in ALL}
+    assert fetchers[3] is not None and fetchers[2] is not None
+    wait_until(lambda: trio.loop.call(lambda: fetchers[3].errors[(2, 6)] >= 1), what="3 refused by 2")
+    wait_until(lambda: trio.loop.call(lambda: fetchers[2].errors[(1, 6)] >= 1), what="2 refused by 1")
+    assert not trio.core(2, "is_leader")
+    trio.loop.call(trio.zk.redeliver, T, 0, (2,))  # 2's watch fires at last
+    assert trio.core(2, "is_leader")
+    assert _produce_all(trio, [b"d"]) == [3]  # acks=all: 1 and 3 fetch from 2 again after their back-off
+    assert trio.log_bytes(1) == trio.log_bytes(2) == trio.log_bytes(3)
+    assert _consume(trio, trio.bootstrap(3), 4) == list(enumerate([*first, b"d"]))
