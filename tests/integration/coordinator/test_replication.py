@@ -226,3 +226,21 @@ def test_followers_of_a_leader_that_has_not_taken_over_yet_back_off_until_it_has
     assert _produce_all(trio, [b"d"]) == [3]  # acks=all: 1 and 3 fetch from 2 again after their back-off
     assert trio.log_bytes(1) == trio.log_bytes(2) == trio.log_bytes(3)
     assert _consume(trio, trio.bootstrap(3), 4) == list(enumerate([*first, b"d"]))
+
+
+def test_metadata_lists_leaders_replicas_and_isr_and_an_offline_partition_has_no_leader(trio: Trio) -> None:
+    from kafka.protocol.metadata import MetadataRequest
+
+    trio.inject(PartitionState(3, 4, (3, 1), 2), assigned=(3, 1, 2))
+    trio.inject(PartitionState(-1, 0, (), 2), partition=1, assigned=(2, 3, 1))  # offline: no leader
+    with RawClient("127.0.0.1", trio.brokers[1].port) as raw:
+        resp = raw.call(
+            MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=T)]), 7
+        )  # v7+: epochs
+    (topic,) = resp.topics
+    parts = {p.partition_index: p for p in topic.partitions}
+    p0, p1 = parts[0], parts[1]
+    assert (p0.error_code, p0.leader_id, p0.leader_epoch) == (0, 3, 4)
+    assert (list(p0.replica_nodes), list(p0.isr_nodes)) == ([3, 1, 2], [3, 1])
+    assert (p1.error_code, p1.leader_id, list(p1.replica_nodes)) == (5, -1, [2, 3, 1])  # LEADER_NOT_AVAILABLE
+    assert sorted(b.node_id for b in resp.brokers) == [1, 2, 3]

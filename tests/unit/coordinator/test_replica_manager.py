@@ -319,3 +319,28 @@ def test_remove_partition_stops_serving(role_leader: bool) -> None:
         assert followed == ([] if role_leader else [("follow", 2, 0), ("unfollow", 2, 0)])
 
     asyncio.run(main())
+
+
+def test_stop_resigns_every_led_partition_and_answers_parked_produces() -> None:
+    async def main() -> None:
+        rm, states, _, _ = _manager()
+        resigned: list[tuple[int, int]] = []
+
+        class Listener:
+            def on_became_leader(self, partition: int, leader_epoch: int) -> None:
+                return None
+
+            def on_resigned(self, partition: int, leader_epoch: int) -> None:
+                resigned.append((partition, leader_epoch))
+
+        rm.add_leadership_listener(T, Listener())
+        _inject(rm, states, PartitionState(1, 2, (1, 2), 1), p=0, assigned=(1, 2))
+        _inject(rm, states, PartitionState(2, 0, (2, 1), 1), p=1, assigned=(1, 2))  # a follower: not resigned
+        fut = _produce(rm, [b"a"])
+        await rm.stop()
+        assert resigned == [(0, 2)]
+        assert fut.done() and fut.result().error == 6
+        assert rm.apply_state(T, 0, PartitionState(2, 3, (2,), 1), 1, (1, 2)) == 0  # ignored once stopped
+        assert rm.partition(T, 0).leader_epoch == 2
+
+    asyncio.run(main())
