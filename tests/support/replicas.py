@@ -110,6 +110,7 @@ class FakeZk:
         self.assigned: dict[tuple[str, int], tuple[int, ...]] = {}
         self.brokers: dict[int, _FakeRegistration] = {}
         self.applied: list[tuple[int, str, int, int]] = []  # (broker, topic, partition, sink's answer)
+        self.created: list[tuple[str, int, int | None]] = []  # create_topic calls
 
     def factory(self, config: Any, store: Any, cluster: ClusterView, port: int, loop: Any, **kw: Any) -> Any:
         return _FakeRegistration(self, config.broker_id, cluster, port, kw.get("sink"), loop)
@@ -166,6 +167,14 @@ class FakeZk:
         return result
 
 
+class TopicExists(Exception):
+    """Named as the ZooKeeper shell's (the dataplane maps errors by class name until that is merged)."""
+
+
+class InvalidReplicationFactor(Exception):
+    """Named as the ZooKeeper shell's."""
+
+
 class _FakeRegistration:
     def __init__(
         self, zk: FakeZk, broker_id: int, cluster: ClusterView, port: int, sink: Any, loop: Any
@@ -191,4 +200,17 @@ class _FakeRegistration:
         return await self.zk.write_isr(topic, partition, state, expected_zk_version)
 
     def create_topic(self, name: str, partitions: int, replication_factor: int | None) -> None:
-        raise NotImplementedError("topics are injected by the test")
+        """The controller's part, simplified (blocking, from an executor thread as the real one): replicas of
+        partition p are the live brokers rotated by p (``replication_factor`` of them, None: up to 3), the first
+        leads with the whole assignment in the ISR (controller epoch 1)."""
+        self.zk.created.append((name, partitions, replication_factor))
+        live = sorted(i for i, r in self.zk.brokers.items() if not r.stopped)
+        factor = replication_factor if replication_factor is not None else min(3, len(live))
+        if any(t == name for t, _p in self.zk.assigned):
+            raise TopicExists(f"topic {name!r} already exists")
+        if factor > len(live):
+            raise InvalidReplicationFactor(f"replication factor {factor} > {len(live)} live brokers")
+        for p in range(partitions):
+            assigned = tuple(live[(p + k) % len(live)] for k in range(factor))
+            state = PartitionState(assigned[0], 0, assigned, 1)
+            self.loop.call_soon_threadsafe(self.zk.inject, name, p, state, assigned)

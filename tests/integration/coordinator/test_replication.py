@@ -244,3 +244,34 @@ def test_metadata_lists_leaders_replicas_and_isr_and_an_offline_partition_has_no
     assert (list(p0.replica_nodes), list(p0.isr_nodes)) == ([3, 1, 2], [3, 1])
     assert (p1.error_code, p1.leader_id, list(p1.replica_nodes)) == (5, -1, [2, 3, 1])  # LEADER_NOT_AVAILABLE
     assert sorted(b.node_id for b in resp.brokers) == [1, 2, 3]
+
+
+def test_topics_are_created_through_the_zookeeper_shell(trio: Trio) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import InvalidReplicationFactorError, TopicAlreadyExistsError
+
+    # auto-creation from a producer's Metadata: LEADER_NOT_AVAILABLE until the states arrive, then it produces
+    producer = KafkaProducer(bootstrap_servers=trio.bootstrap(2), acks="all")
+    try:
+        assert producer.send("auto", value=b"x").get(timeout=15).offset == 0
+    finally:
+        producer.close()
+    assert trio.zk.created == [("auto", 1, None)]  # num.partitions 1, the default replication rule
+    admin = KafkaAdminClient(bootstrap_servers=trio.bootstrap(1), request_timeout_ms=10_000)
+    try:
+        admin.create_topics([NewTopic("made", num_partitions=2, replication_factor=-1)])
+        assert trio.zk.created[-1] == ("made", 2, None)
+        with pytest.raises(TopicAlreadyExistsError):
+            admin.create_topics([NewTopic("made", num_partitions=2, replication_factor=2)])
+        with pytest.raises(InvalidReplicationFactorError):
+            admin.create_topics([NewTopic("wide", num_partitions=1, replication_factor=4)])
+    finally:
+        admin.close()
+    rm3 = trio.brokers[3].replicas
+    assert rm3 is not None
+    # partition 1 of "made": replicas rotated by one (2, 3, 1), so broker 2 leads it and 3 follows
+    wait_until(lambda: trio.loop.call(lambda: rm3.partition("made", 1) is not None), what="state of made-1")
+    assert trio.loop.call(lambda: (rm3.partition("made", 1).leader, rm3.partition("made", 1).assigned)) == (
+        2,
+        (2, 3, 1),
+    )
