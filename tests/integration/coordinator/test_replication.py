@@ -171,7 +171,7 @@ def test_a_stopped_follower_leaves_the_isr_after_the_lag_time_and_acks_all_resum
             seen.extend((r.offset, hw_now) for r in records)
             return len(seen) >= 4
 
-        wait_until(poll, timeout=SHORT_LAG_MS / 1000 * 4, what="all four records, after the ISR shrank")
+        wait_until(poll, timeout=SHORT_LAG_MS / 1000 * 8, what="all four records, after the ISR shrank")
     finally:
         consumer.close()
     assert [o for o, _ in seen] == [0, 1, 2, 3]
