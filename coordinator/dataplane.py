@@ -417,7 +417,8 @@ class DataPlane:
             throttle_time=ZERO_TD,
             brokers=brokers,
             cluster_id=self.config.cluster_id,
-            controller_id=getattr(self.cluster, "controller_id", None) or self.config.broker_id,
+            # every broker creates topics through the ZooKeeper shell, so clients' admin requests may come here
+            controller_id=self.config.broker_id,
             topics=tuple(topics),
             cluster_authorized_operations=_NO_AUTH_OPS,
             error_code=ErrorCode.none,
@@ -866,6 +867,9 @@ class DataPlane:
                     found = plog.offset_for_timestamp(rp.timestamp)
                     if found is not None:
                         ts, offset = found
+                replicated = self.replicas is not None and plog is not None
+                if replicated and rp.timestamp not in (-1, -2) and plog is not None and offset >= plog.hw:
+                    ts, offset = -1, -1  # replicated: only committed records are found (below the HW)
                 parts.append(
                     make(
                         part_cls,

@@ -286,3 +286,21 @@ def test_topics_are_created_through_the_zookeeper_shell(trio: Trio) -> None:
         2,
         (2, 3, 1),
     )
+
+
+def test_list_offsets_latest_is_the_high_watermark(trio: Trio) -> None:
+    trio.stop(3)  # 3 stays in the ISR for the lag time (10 s): nothing acks=1 writes is committed meanwhile
+    trio.inject(PartitionState(1, 0, ALL, 1))
+    assert _produce_all(trio, [b"a", b"b"], acks=1, bootstrap=trio.bootstrap(1)) == [0, 1]
+    consumer = KafkaConsumer(bootstrap_servers=trio.bootstrap(1, 2))
+    tp = TopicPartition(T, 0)
+    try:
+        end = consumer.end_offsets([tp])[tp]
+        begin = consumer.beginning_offsets([tp])[tp]
+    finally:
+        consumer.close()
+    hw, leo, isr = trio.loop.call(
+        lambda: (lambda c: (c.hw, c.leo, c.isr))(trio.brokers[1].replicas.partition(T, 0))
+    )
+    assert leo == 2 and begin == 0
+    assert 3 not in isr or (hw, end) == (0, 0), (hw, end, isr)  # the end offset consumers see is the HW
