@@ -791,6 +791,7 @@ class DataPlane:
                         rp.fetch_offset,
                         min(rp.partition_max_bytes, budget),
                         replica_id,
+                        getattr(rp, "current_leader_epoch", -1),
                     )
                     error = ErrorCode(fr.error)
                     if error is ErrorCode.not_leader_or_follower:
@@ -846,9 +847,13 @@ class DataPlane:
                 plog = topic.partition(rp.partition_index) if topic is not None else None
                 error, ts, offset = ErrorCode.none, -1, -1
                 if self.replicas is not None:
-                    code, plog = self.replicas.list_offset(rt.name, rp.partition_index, rp.timestamp)
-                    if code != 0:
+                    code, plog = self.replicas.list_offset(
+                        rt.name, rp.partition_index, getattr(rp, "current_leader_epoch", -1)
+                    )
+                    if code == 6:
                         error = self._replicated_missing(rt.name)
+                    elif code != 0:
+                        error = ErrorCode(code)
                 if error is not ErrorCode.none:
                     pass
                 elif plog is None:

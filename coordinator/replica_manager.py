@@ -37,6 +37,11 @@ Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
   (replica id >= 0) up to the log end, and its fetch offset is recorded (``updateFollowerLogReadResults`` ->
   ``Partition.updateReplicaLogReadResult``), which may expand the ISR and advance the high watermark, which
   completes parked acks=-1 produces (``tryCompleteDelayedProduce``).
+* Fetch v9+ and ListOffsets v4+ carry the client's ``current_leader_epoch`` (kafka-python sends the one Metadata
+  gave it): checked as Kafka 3.7 ``Partition.checkCurrentLeaderEpoch`` does (KIP-320, after 0.9): older than
+  this leader's epoch -> FENCED_LEADER_EPOCH (74, ``fenced`` what=``fetch``), newer -> UNKNOWN_LEADER_EPOCH (75);
+  the client refreshes its metadata and retries. So a consumer that learnt of a newer leadership is never
+  served by a leader still on an older one.
 * The ISR shrink check (``maybeShrinkIsr``) runs every ``replica.lag.time.max.ms / 2``: Kafka 3.7's period
   (``ReplicaManager.startup``, "isr-expiration"); 0.9 ran it every ``replica.lag.time.max.ms``, which let a
   stuck follower stay in the ISR for up to twice the lag time. ISR writes go through the
@@ -90,12 +95,20 @@ from coordinator.replication.state import PartitionState
 from coordinator.topics import TopicStore
 from harness.kernel.history import History, NullHistory
 
-__all__ = ["FENCED_LEADER_EPOCH", "REQUEST_TIMED_OUT", "FetchRead", "ProduceResult", "ReplicaManager"]
+__all__ = [
+    "FENCED_LEADER_EPOCH",
+    "REQUEST_TIMED_OUT",
+    "UNKNOWN_LEADER_EPOCH",
+    "FetchRead",
+    "ProduceResult",
+    "ReplicaManager",
+]
 
 log = logging.getLogger("coordinator")
 
 REQUEST_TIMED_OUT = 7
 FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
 UNKNOWN_SERVER_ERROR = -1
 #: What a lost conditional ISR write is called in the ``fenced`` event: Kafka 3.7's AlterPartition answers a
 #: stale partition epoch (its zkVersion's successor) INVALID_UPDATE_VERSION; 0.9 has no code, only a log line.
@@ -112,6 +125,7 @@ ERROR_NAMES: dict[int, str] = {
     NOT_ENOUGH_REPLICAS: "NOT_ENOUGH_REPLICAS",
     20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
     FENCED_LEADER_EPOCH: "FENCED_LEADER_EPOCH",
+    UNKNOWN_LEADER_EPOCH: "UNKNOWN_LEADER_EPOCH",
     UNKNOWN_SERVER_ERROR: "UNKNOWN_SERVER_ERROR",
     INVALID_UPDATE_VERSION: "INVALID_UPDATE_VERSION",
 }
@@ -460,15 +474,36 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ fetch (leader side)
 
-    def read(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int) -> FetchRead:
+    def check_leader_epoch(self, core: Partition, current_leader_epoch: int) -> int:
+        """Kafka 3.7 ``Partition.checkCurrentLeaderEpoch`` (KIP-320; 0.9 requests carry no epoch): a request
+        naming an older leader epoch than this leader's is FENCED_LEADER_EPOCH, a newer one
+        UNKNOWN_LEADER_EPOCH (this broker has not applied it yet); -1 (not given) passes."""
+        if current_leader_epoch < 0 or current_leader_epoch == core.leader_epoch:
+            return NONE
+        return FENCED_LEADER_EPOCH if current_leader_epoch < core.leader_epoch else UNKNOWN_LEADER_EPOCH
+
+    def read(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        replica_id: int,
+        current_leader_epoch: int = -1,
+    ) -> FetchRead:
         """A Fetch of one partition from a consumer (``replica_id`` < 0) or a follower (see the module
-        docstring). ``max_bytes`` <= 0 reads nothing but still checks the offset."""
+        docstring). ``max_bytes`` <= 0 reads nothing but still checks the offset. ``current_leader_epoch`` (Fetch
+        v9+) is checked by :meth:`check_leader_epoch`."""
         r = self._replicas.get((topic, partition))
         if r is None or not r.core.is_leader:
             if replica_id < 0:
                 self._fenced("fetch", NOT_LEADER_FOR_PARTITION, topic, partition)
             return FetchRead(NOT_LEADER_FOR_PARTITION, -1, -1, b"", None)
         core = r.core
+        epoch_error = self.check_leader_epoch(core, current_leader_epoch)
+        if epoch_error != NONE:
+            self._fenced("fetch", epoch_error, topic, partition)
+            return FetchRead(epoch_error, core.hw, r.log.log_start_offset, b"", None)
         if replica_id >= 0:
             try:
                 change = core.follower_fetch(replica_id, offset, self.clock_ms())
@@ -486,12 +521,18 @@ class ReplicaManager:
         records = r.log.read(offset, max_bytes, limit) if max_bytes > 0 else b""
         return FetchRead(NONE, core.hw, start, records, r.log)
 
-    def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[int, PartitionLog | None]:
+    def list_offset(
+        self, topic: str, partition: int, current_leader_epoch: int = -1
+    ) -> tuple[int, PartitionLog | None]:
         """ListOffsets on the leader: (error, log); the caller reads the log. Latest (-1) is the high watermark
-        for consumers (Kafka answers the HW to read_uncommitted consumers)."""
+        for consumers (Kafka answers the HW to read_uncommitted consumers). ``current_leader_epoch`` (v4+) is
+        checked by :meth:`check_leader_epoch`."""
         r = self._replicas.get((topic, partition))
         if r is None or not r.core.is_leader:
             return NOT_LEADER_FOR_PARTITION, None
+        epoch_error = self.check_leader_epoch(r.core, current_leader_epoch)
+        if epoch_error != NONE:
+            return epoch_error, None
         return NONE, r.log
 
     # ------------------------------------------------------------------ fetch (follower side)

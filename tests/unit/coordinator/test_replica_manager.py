@@ -344,3 +344,20 @@ def test_stop_resigns_every_led_partition_and_answers_parked_produces() -> None:
         assert rm.partition(T, 0).leader_epoch == 2
 
     asyncio.run(main())
+
+
+def test_a_fetch_naming_another_leader_epoch_is_refused() -> None:
+    async def main() -> None:
+        rm, states, history, _ = _manager()
+        _inject(rm, states, PartitionState(1, 3, (1,), 1), assigned=(1, 2))
+        _produce(rm, [b"a"], acks=1)
+        assert rm.read(T, 0, 0, 1 << 20, -1, current_leader_epoch=2).error == FENCED_LEADER_EPOCH
+        assert rm.read(T, 0, 0, 1 << 20, -1, current_leader_epoch=4).error == 75  # UNKNOWN_LEADER_EPOCH
+        assert read_back(rm.read(T, 0, 0, 1 << 20, -1, current_leader_epoch=3).records) == [(0, b"a")]
+        assert read_back(rm.read(T, 0, 0, 1 << 20, -1).records) == [(0, b"a")]  # no epoch given: not checked
+        assert rm.list_offset(T, 0, current_leader_epoch=2)[0] == FENCED_LEADER_EPOCH
+        assert rm.list_offset(T, 0, current_leader_epoch=3)[0] == 0
+        fenced = [(f["what"], f["error"]) for f in history.of("fenced")]
+        assert fenced == [("fetch", "FENCED_LEADER_EPOCH"), ("fetch", "UNKNOWN_LEADER_EPOCH")]
+
+    asyncio.run(main())
