@@ -251,6 +251,8 @@ class ReplicaManager:
             return
         offsets = dict(self._checkpointed)
         offsets.update({key: r.core.hw for key, r in self._replicas.items()})
+        if offsets == self._checkpointed and self._checkpoint_path.exists():
+            return  # nothing moved: no fsync on the event loop
         write_checkpoint(self._checkpoint_path, offsets)
         self._checkpointed = offsets
 
