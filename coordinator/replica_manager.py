@@ -52,6 +52,11 @@ Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
   what=``isr_write`` are emitted and the broker keeps serving until the newer state arrives, as 0.9 does.
 * The high-watermark checkpoint (:mod:`coordinator.replica_checkpoint`) is written every 5 s and at stop.
 
+Limits: a follower whose log diverged from the leader's inside a batch (possible only after an unclean
+election: replicas otherwise hold the leader's batches unchanged) cannot append and backs off; 0.9 truncates
+message by message, later Kafka by leader-epoch (KIP-101). Batches are stamped with no leader epoch (0.9 has
+none in its message format).
+
 History events (``harness/kernel/events.py``, "Failover fields"): ``leadership`` per applied state,
 ``isr_change`` per ISR write, ``produce_ack`` per acknowledged partition of a produce, ``fenced`` for refused
 states (what=``state``), refused produces (``produce``) and lost ISR writes (``isr_write``).
