@@ -25,6 +25,23 @@ Served versions (also what ApiVersions advertises, see :data:`DATA_VERSIONS`) an
 * InitProducerId v0-4: idempotent producers only; transactional ids get
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Producer ids are unique across restarts and brokers.
 * DescribeCluster v1-2 (v0 trips a kafka-python bug, so it is not advertised).
+
+Replicated mode (issue 14; :attr:`DataPlane.replicas` set, ``replication.enabled``), everything else unchanged:
+
+* Produce goes through the :class:`~coordinator.replica_manager.ReplicaManager` per partition (leader check,
+  ``min.insync.replicas``, acks=-1 waiting for the ISR up to the request's timeout); the manager emits
+  ``produce_ack`` per acknowledged partition and ``fenced`` (what=``produce``) per refused one.
+* Fetch: consumers (replica id -1) read below the high watermark, followers (replica id >= 0) up to the log end
+  and their fetch offset is recorded; a broker that does not lead the partition answers NOT_LEADER_OR_FOLLOWER.
+* Metadata lists the partitions, leaders, replicas and ISRs of ``cluster.partition_info`` (what the
+  ZooKeeper shell read from the state znodes); a partition without a live leader is LEADER_NOT_AVAILABLE with
+  leader -1. ListOffsets is answered by the leader only (latest = the high watermark, as Kafka answers a
+  read_uncommitted consumer).
+* Topics are created through the ZooKeeper shell's ``create_topic(name, partitions, replication_factor |
+  None)`` (blocking; run in an executor): auto-creation from Metadata answers LEADER_NOT_AVAILABLE until the
+  controller elected leaders (Kafka's ``KafkaApis.getTopicMetadata`` after ``createTopic``); CreateTopics with
+  replication factor -1 uses the default rule (None), manual assignments are refused. CreatePartitions is
+  refused (INVALID_REQUEST): the controller does not reassign replicas.
 """
 
 from __future__ import annotations
@@ -35,7 +52,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -45,6 +62,7 @@ from coordinator.config import BrokerConfig
 from coordinator.context import RequestContext
 from coordinator.partition_log import OffsetOutOfRange, PartitionLog
 from coordinator.records import InvalidRecords, validate_produce
+from coordinator.replica_manager import ProduceResult, ReplicaManager
 from coordinator.topics import (
     InvalidPartitions,
     InvalidTopic,
@@ -75,6 +93,21 @@ DATA_VERSIONS: dict[int, tuple[int, int]] = {
 MAX_FETCH_WAIT_MS = 30_000
 _NO_AUTH_OPS = -(2**31)
 _ZERO_UUID = uuid.UUID(int=0)
+
+
+class _PartitionInfo(Protocol):
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+class _PartitionStates(Protocol):
+    """What replicated mode reads from :class:`ClusterView` (the ZooKeeper shell records the state znodes there)."""
+
+    def topic_partitions(self, topic: str) -> dict[int, _PartitionInfo] | None: ...
+
+    def topic_names(self) -> list[str]: ...
 
 
 def _ms(td: datetime.timedelta) -> int:
@@ -120,11 +153,17 @@ class DataPlane:
         self.config = config
         self.store = store
         self.cluster = cluster
+        #: Replicated mode: the partition states the ZooKeeper shell keeps in the cluster view.
+        self._partitions = cast(_PartitionStates, cluster)
         self.waiters = FetchWaiters()
         self._pid_time = 0
         #: With ZooKeeper: ``claim_topic(name, partitions) -> bool`` registers a new topic's znode
         #: first and says False if another broker registered it (see :mod:`coordinator.zk`).
         self.claim_topic: Callable[[str, int], bool] | None = None
+        #: Replicated mode: the replica manager every produce and fetch goes through (see the module docstring).
+        self.replicas: ReplicaManager | None = None
+        #: Replicated mode: the ZooKeeper shell's blocking ``create_topic(name, partitions, replication_factor)``.
+        self.create_topic: Callable[[str, int, int | None], Any] | None = None
         store.on_new_log = lambda _t, _i, plog: setattr(plog, "listener", self.waiters.listener_for(plog))
         for topic in store:
             for plog in topic.partitions:
@@ -163,6 +202,8 @@ class DataPlane:
             return self.store.get(name), ErrorCode.none
 
     def metadata(self, ctx: RequestContext, req: Any) -> Any:
+        if self.replicas is not None:
+            return self._replicated_metadata(ctx, req)
         cls = response_class(ApiKey.METADATA, ctx.api_version)
         broker_cls = nested(cls, "brokers")
         topic_cls = nested(cls, "topics")
@@ -279,7 +320,163 @@ class DataPlane:
             offline_replicas=() if live else tuple(replicas),
         )
 
+    # ------------------------------------------------------------------ replicated topics
+
+    def _replicated_metadata(self, ctx: RequestContext, req: Any) -> Any:
+        wanted = req.topics
+        if ctx.api_version == 0 and not wanted:
+            wanted = None
+        if wanted is None:
+            return self._replicated_metadata_answer(
+                ctx, [(n, ErrorCode.none) for n in self._partitions.topic_names()]
+            )
+        allow_auto = self.config.auto_create_topics and getattr(req, "allow_auto_topic_creation", True)
+        entries: list[tuple[str | None, ErrorCode]] = []
+        missing: list[str] = []
+        for rt in wanted:
+            name = getattr(rt, "name", None)
+            if name is None:
+                entries.append((None, ErrorCode.invalid_request))  # topic ids: not in replicated mode
+            elif self._partitions.topic_partitions(name):
+                entries.append((name, ErrorCode.none))
+            elif not allow_auto or self.create_topic is None:
+                entries.append((name, ErrorCode.unknown_topic_or_partition))
+            else:
+                try:
+                    validate_topic_name(name)
+                except InvalidTopic:
+                    entries.append((name, ErrorCode.invalid_topic_exception))
+                    continue
+                entries.append((name, ErrorCode.leader_not_available))
+                missing.append(name)
+        if not missing:
+            return self._replicated_metadata_answer(ctx, entries)
+        return self._auto_create_then(ctx, entries, missing)
+
+    async def _auto_create_then(
+        self, ctx: RequestContext, entries: list[tuple[str | None, ErrorCode]], missing: list[str]
+    ) -> Any:
+        loop = asyncio.get_running_loop()
+        for name in missing:
+            try:
+                await loop.run_in_executor(None, self.create_topic, name, self.config.num_partitions, None)  # type: ignore[arg-type]
+                log.info("auto-created topic %s with %d partitions", name, self.config.num_partitions)
+            except Exception as e:  # TopicExists: another broker was first -- fine
+                if type(e).__name__ != "TopicExists":
+                    log.warning("auto-creating topic %s failed: %s", name, e)
+        return self._replicated_metadata_answer(ctx, entries)
+
+    def _replicated_metadata_answer(
+        self, ctx: RequestContext, entries: list[tuple[str | None, ErrorCode]]
+    ) -> Any:
+        cls = response_class(ApiKey.METADATA, ctx.api_version)
+        broker_cls = nested(cls, "brokers")
+        topic_cls = nested(cls, "topics")
+        part_cls = nested(topic_cls, "partitions")
+        nodes = self.cluster.nodes(ctx.advertised_host, ctx.advertised_port)
+        live = {n.node_id for n in nodes}
+        brokers = tuple(
+            make(broker_cls, node_id=n.node_id, host=n.host, port=n.port, rack=None) for n in nodes
+        )
+        topics = []
+        for name, error in entries:
+            parts = (
+                self._partitions.topic_partitions(name)
+                if name is not None and error is ErrorCode.none
+                else None
+            )
+            partitions = []
+            for index, info in sorted((parts or {}).items()):
+                has_leader = info.leader >= 0 and info.leader in live
+                partitions.append(
+                    make(
+                        part_cls,
+                        error_code=ErrorCode.none if has_leader else ErrorCode.leader_not_available,
+                        partition_index=index,
+                        leader_id=info.leader if has_leader else -1,
+                        leader_epoch=info.leader_epoch,
+                        replica_nodes=tuple(info.replicas),
+                        isr_nodes=tuple(info.isr),
+                        offline_replicas=tuple(b for b in info.replicas if b not in live),
+                    )
+                )
+            local = self.store.get(name) if name is not None else None
+            topics.append(
+                make(
+                    topic_cls,
+                    error_code=error,
+                    name=name if name is not None else ("" if ctx.api_version < 12 else None),
+                    topic_id=local.topic_id if local is not None else _ZERO_UUID,
+                    is_internal=name == "__consumer_offsets",
+                    partitions=tuple(partitions),
+                    topic_authorized_operations=_NO_AUTH_OPS,
+                )
+            )
+        return make(
+            cls,
+            throttle_time=ZERO_TD,
+            brokers=brokers,
+            cluster_id=self.config.cluster_id,
+            # every broker creates topics through the ZooKeeper shell, so clients' admin requests may come here
+            controller_id=self.config.broker_id,
+            topics=tuple(topics),
+            cluster_authorized_operations=_NO_AUTH_OPS,
+            error_code=ErrorCode.none,
+        )
+
+    async def _replicated_create_topics(self, ctx: RequestContext, req: Any) -> Any:
+        cls = response_class(ApiKey.CREATE_TOPICS, ctx.api_version)
+        topic_cls = nested(cls, "topics")
+        names = [t.name for t in req.topics]
+        loop = asyncio.get_running_loop()
+        results = []
+        for t in req.topics:
+            error, message = ErrorCode.none, None
+            count = self.config.num_partitions if t.num_partitions == -1 else t.num_partitions
+            factor = None if t.replication_factor == -1 else t.replication_factor
+            try:
+                validate_topic_name(t.name)
+                self.store.check_count(count)
+                if names.count(t.name) > 1:
+                    error, message = ErrorCode.invalid_request, f"topic {t.name!r} named twice"
+                elif t.assignments:
+                    error = ErrorCode.invalid_replica_assignment
+                    message = "manual replica assignments are not supported with replication"
+                elif not req.validate_only:
+                    assert self.create_topic is not None
+                    await loop.run_in_executor(None, self.create_topic, t.name, count, factor)
+            except InvalidTopic as e:
+                error, message = ErrorCode.invalid_topic_exception, str(e)
+            except InvalidPartitions as e:
+                error, message = ErrorCode.invalid_partitions, str(e)
+            except Exception as e:  # the ZooKeeper shell's TopicExists / InvalidReplicationFactor
+                kind = type(e).__name__
+                error = {
+                    "TopicExists": ErrorCode.topic_already_exists,
+                    "InvalidReplicationFactor": ErrorCode.invalid_replication_factor,
+                }.get(kind, ErrorCode.unknown_server_error)
+                message = str(e)
+                if error is ErrorCode.unknown_server_error:
+                    log.exception("creating topic %s failed", t.name)
+            if error is ErrorCode.none:
+                log.info("created topic %s with %d partitions (replication factor %s)", t.name, count, factor)
+            results.append(
+                make(
+                    topic_cls,
+                    name=t.name,
+                    error_code=error,
+                    error_message=message,
+                    topic_id=_ZERO_UUID,
+                    num_partitions=count if error is ErrorCode.none else -1,
+                    replication_factor=(factor or -1) if error is ErrorCode.none else -1,
+                    configs=() if error is ErrorCode.none else None,
+                )
+            )
+        return make(cls, throttle_time=ZERO_TD, topics=tuple(results))
+
     def create_topics(self, ctx: RequestContext, req: Any) -> Any:
+        if self.replicas is not None and self.create_topic is not None:
+            return self._replicated_create_topics(ctx, req)
         cls = response_class(ApiKey.CREATE_TOPICS, ctx.api_version)
         topic_cls = nested(cls, "topics")
         names = [t.name for t in req.topics]
@@ -328,6 +525,16 @@ class DataPlane:
     def create_partitions(self, ctx: RequestContext, req: Any) -> Any:
         cls = response_class(ApiKey.CREATE_PARTITIONS, ctx.api_version)
         result_cls = nested(cls, "results")
+        if self.replicas is not None:
+            refused = "adding partitions is not supported with replication"
+            return make(
+                cls,
+                throttle_time=ZERO_TD,
+                results=tuple(
+                    make(result_cls, name=t.name, error_code=ErrorCode.invalid_request, error_message=refused)
+                    for t in req.topics
+                ),
+            )
         names = [t.name for t in req.topics]
         results = []
         for t in req.topics:
@@ -385,7 +592,95 @@ class DataPlane:
             return ErrorCode.not_leader_or_follower
         return ErrorCode.unknown_topic_or_partition
 
+    def _replicated_missing(self, topic: str) -> ErrorCode:
+        """Replicated: the error for a partition this broker does not lead."""
+        if self._partitions.topic_partitions(topic) or (
+            self.replicas is not None and self.replicas.knows(topic)
+        ):
+            return ErrorCode.not_leader_or_follower
+        return ErrorCode.unknown_topic_or_partition
+
+    def _replicated_produce(self, ctx: RequestContext, req: Any) -> Any:
+        assert self.replicas is not None
+        cls = response_class(ApiKey.PRODUCE, ctx.api_version)
+        topic_cls = nested(cls, "responses")
+        part_cls = nested(topic_cls, "partition_responses")
+        acks = req.acks
+        timeout_ms = _ms(req.timeout)
+        outcomes: list[
+            tuple[str, list[tuple[int, ProduceResult | ErrorCode | asyncio.Future[ProduceResult]]]]
+        ] = []
+        for td in req.topic_data:
+            parts: list[tuple[int, ProduceResult | ErrorCode | asyncio.Future[ProduceResult]]] = []
+            for pd in td.partition_data:
+                outcome: ProduceResult | ErrorCode | asyncio.Future[ProduceResult]
+                if acks not in (0, 1, -1):
+                    outcome = ErrorCode.invalid_required_acks
+                elif pd.records is None:
+                    outcome = ErrorCode.invalid_record
+                else:
+                    try:
+                        batches = validate_produce(pd.records)
+                    except InvalidRecords as e:
+                        outcome = ErrorCode.corrupt_message if e.corrupt else ErrorCode.invalid_record
+                        log.warning("produce to %s-%d rejected: %s", td.name, pd.index, e)
+                    else:
+                        outcome = self.replicas.produce(td.name, pd.index, batches, acks, timeout_ms)
+                        if isinstance(outcome, ProduceResult) and outcome.error == 6:
+                            outcome = self._replicated_missing(td.name)
+                parts.append((pd.index, outcome))
+            outcomes.append((td.name, parts))
+
+        def answer() -> Any:
+            responses = []
+            for name, parts in outcomes:
+                out = []
+                for index, outcome in parts:
+                    if isinstance(outcome, asyncio.Future):
+                        outcome = outcome.result()
+                    if isinstance(outcome, ProduceResult):
+                        error, base = ErrorCode(outcome.error), outcome.base_offset
+                    else:
+                        error, base = outcome, -1
+                    out.append(
+                        make(
+                            part_cls,
+                            index=index,
+                            error_code=error,
+                            base_offset=base,
+                            log_append_time=None,
+                            log_start_offset=0 if error is ErrorCode.none else -1,
+                            record_errors=(),
+                            error_message=None,
+                        )
+                    )
+                responses.append(make(topic_cls, name=name, partition_responses=tuple(out)))
+            return make(cls, responses=tuple(responses), throttle_time=ZERO_TD)
+
+        waiting = [o for _n, parts in outcomes for _i, o in parts if isinstance(o, asyncio.Future)]
+        if acks == 0:
+            failed = [
+                f"{name}-{index}: {o}"
+                for name, parts in outcomes
+                for index, o in parts
+                if not isinstance(o, (ProduceResult, asyncio.Future))
+                or (isinstance(o, ProduceResult) and o.error)
+            ]
+            if failed:
+                raise CloseConnection(f"produce_error: acks=0 produce failed ({', '.join(failed)})")
+            return None
+        if not waiting:
+            return answer()
+
+        async def later() -> Any:
+            await asyncio.gather(*waiting)
+            return answer()
+
+        return later()
+
     def produce(self, ctx: RequestContext, req: Any) -> Any:
+        if self.replicas is not None:
+            return self._replicated_produce(ctx, req)
         cls = response_class(ApiKey.PRODUCE, ctx.api_version)
         topic_cls = nested(cls, "responses")
         part_cls = nested(topic_cls, "partition_responses")
@@ -482,13 +777,31 @@ class DataPlane:
         logs: list[PartitionLog] = []
         read_committed = req.isolation_level == 1
         responses = []
+        replica_id = getattr(req, "replica_id", -1)
         for rt in req.topics:
             topic = self.store.get(rt.topic)
             parts = []
             for rp in rt.partitions:
                 plog = topic.partition(rp.partition) if topic is not None else None
                 records = b""
-                if plog is None:
+                if self.replicas is not None:
+                    fr = self.replicas.read(
+                        rt.topic,
+                        rp.partition,
+                        rp.fetch_offset,
+                        min(rp.partition_max_bytes, budget),
+                        replica_id,
+                        getattr(rp, "current_leader_epoch", -1),
+                    )
+                    error = ErrorCode(fr.error)
+                    if error is ErrorCode.not_leader_or_follower:
+                        error = self._replicated_missing(rt.topic)
+                    hw, start, records = fr.high_watermark, fr.log_start_offset, fr.records
+                    if fr.log is not None:
+                        logs.append(fr.log)
+                    budget -= len(records)
+                    total += len(records)
+                elif plog is None:
                     error, hw, start = self._missing(rt.topic), -1, -1
                 else:
                     error, hw, start = ErrorCode.none, plog.end_offset, plog.log_start_offset
@@ -533,10 +846,20 @@ class DataPlane:
             for rp in rt.partitions:
                 plog = topic.partition(rp.partition_index) if topic is not None else None
                 error, ts, offset = ErrorCode.none, -1, -1
-                if plog is None:
+                if self.replicas is not None:
+                    code, plog = self.replicas.list_offset(
+                        rt.name, rp.partition_index, getattr(rp, "current_leader_epoch", -1)
+                    )
+                    if code == 6:
+                        error = self._replicated_missing(rt.name)
+                    elif code != 0:
+                        error = ErrorCode(code)
+                if error is not ErrorCode.none:
+                    pass
+                elif plog is None:
                     error = self._missing(rt.name)
                 elif rp.timestamp == -1:
-                    offset = plog.end_offset
+                    offset = plog.hw
                 elif rp.timestamp == -2:
                     offset = plog.log_start_offset
                 elif rp.timestamp == -3:
@@ -549,6 +872,9 @@ class DataPlane:
                     found = plog.offset_for_timestamp(rp.timestamp)
                     if found is not None:
                         ts, offset = found
+                replicated = self.replicas is not None and plog is not None
+                if replicated and rp.timestamp not in (-1, -2) and plog is not None and offset >= plog.hw:
+                    ts, offset = -1, -1  # replicated: only committed records are found (below the HW)
                 parts.append(
                     make(
                         part_cls,

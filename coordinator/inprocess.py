@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from coordinator.server import Broker
 from coordinator.wire import encode_response, error_response
 
-__all__ = ["InProcessClient", "LoopbackPeer"]
+__all__ = ["InProcessClient", "LoopThread", "LoopbackPeer"]
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -91,3 +95,41 @@ class InProcessClient:
         if isinstance(result, asyncio.Future):
             raise RuntimeError("response is parked; use acall()")
         return self.decode(request, version, correlation_id, result)
+
+
+class LoopThread:
+    """An asyncio event loop running in a daemon thread of its own, for tests that drive in-process brokers
+    (with real sockets) from blocking clients such as kafka-python. :meth:`run` awaits a coroutine there,
+    :meth:`call` runs a plain function there (so it sees the brokers' state between two loop steps)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="inprocess-loop", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
+        """Run ``coro`` on the loop and return its result (its exception is raised here)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def call(self, fn: Callable[..., T], *args: Any, timeout: float = 30.0) -> T:
+        """Call ``fn(*args)`` on the loop thread and return its result."""
+
+        async def wrapper() -> T:
+            return fn(*args)
+
+        return self.run(wrapper(), timeout)
+
+    def close(self) -> None:
+        """Stop the loop and join the thread (cancel what still runs first)."""
+
+        async def cancel_rest() -> None:
+            current = asyncio.current_task()
+            rest = [t for t in asyncio.all_tasks() if t is not current]
+            for task in rest:
+                task.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
+        self.run(cancel_rest())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()

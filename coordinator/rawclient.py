@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 import struct
 from typing import Any
@@ -73,3 +75,45 @@ class RawClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class AsyncRawClient:
+    """One asyncio TCP connection speaking kafka-python's codec: one request at a time (the replica fetcher's
+    client). Open with :meth:`connect`; :meth:`call` raises ``ConnectionError`` / ``asyncio.IncompleteReadError``
+    when the broker goes away and ``TimeoutError`` past ``timeout``."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._client_id = client_id
+        self._correlation = 0
+
+    @classmethod
+    async def connect(
+        cls, host: str, port: int, *, client_id: str = "raw", timeout: float = 10.0
+    ) -> AsyncRawClient:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        return cls(reader, writer, client_id)
+
+    async def call(self, request: Any, version: int, *, timeout: float = 30.0) -> Any:
+        """Send ``request`` at ``version`` and decode its response."""
+        self._correlation += 1
+        request.API_VERSION = version
+        request.with_header(correlation_id=self._correlation, client_id=self._client_id)
+        self._writer.write(bytes(request.encode(header=True, framed=True)))
+        await self._writer.drain()
+
+        async def receive() -> bytes:
+            size = struct.unpack(">i", await self._reader.readexactly(4))[0]
+            return await self._reader.readexactly(size)
+
+        frame = await asyncio.wait_for(receive(), timeout)
+        response = request.header.get_response_class().decode(frame, version=version, header=True)
+        if response.header.correlation_id != self._correlation:
+            raise ConnectionError(f"correlation id {response.header.correlation_id} != {self._correlation}")
+        return response
+
+    async def close(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()

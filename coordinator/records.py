@@ -43,6 +43,8 @@ __all__ = [
     "BatchInfo",
     "InvalidRecords",
     "batch_infos",
+    "decode_records",
+    "encode_batch",
     "rebase",
     "split_batches",
     "validate_produce",
@@ -210,3 +212,88 @@ def batch_infos(data: bytes | memoryview) -> list[BatchInfo]:
         infos.append(info)
         pos += info.size
     return infos
+
+
+# ---------------------------------------------------------------------------------------------- building
+
+
+def _varint(value: int) -> bytes:
+    """Kafka's zig-zag varint (``ByteUtils.writeVarint`` / ``writeVarlong``)."""
+    zz = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while zz & ~0x7F:
+        out.append((zz & 0x7F) | 0x80)
+        zz >>= 7
+    out.append(zz)
+    return bytes(out)
+
+
+def _read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    shift = 0
+    zz = 0
+    while True:
+        if pos >= len(data):
+            raise InvalidRecords("truncated varint in a record")
+        byte = data[pos]
+        pos += 1
+        zz |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise InvalidRecords("varint longer than 10 bytes")
+    return (zz >> 1) ^ -(zz & 1), pos
+
+
+def encode_batch(entries: list[tuple[bytes | None, bytes | None]], timestamp_ms: int) -> bytes:
+    """One uncompressed v2 record batch of ``entries`` (key, value), base offset 0, every record at
+    ``timestamp_ms``, no producer id, no headers: what the broker itself appends (group metadata and offsets,
+    Kafka's ``GroupMetadataManager`` builds the same shape). ``entries`` must not be empty."""
+    if not entries:
+        raise ValueError("a record batch needs at least one record")
+    body = bytearray()
+    for delta, (key, value) in enumerate(entries):
+        rec = bytearray(b"\x00")  # attributes
+        rec += _varint(0)  # timestamp delta
+        rec += _varint(delta)
+        rec += _varint(-1) if key is None else _varint(len(key)) + key
+        rec += _varint(-1) if value is None else _varint(len(value)) + value
+        rec += _varint(0)  # headers
+        body += _varint(len(rec)) + rec
+    n = len(entries)
+    after_crc = struct.pack(">hiqqqhii", 0, n - 1, timestamp_ms, timestamp_ms, -1, -1, -1, n) + bytes(body)
+    crc = _crc32c.crc32c(after_crc)
+    batch_length = 4 + 1 + 4 + len(after_crc)  # leader epoch, magic, crc, rest
+    return struct.pack(">qiibI", 0, batch_length, -1, 2, crc) + after_crc
+
+
+def decode_records(batch: bytes) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of every record of one uncompressed v2 batch (headers skipped); compressed batches raise
+    :class:`InvalidRecords` (the broker reads back only batches it built with :func:`encode_batch`)."""
+    info, magic = _parse_header(batch, 0)
+    if magic != 2:
+        raise InvalidRecords(f"record batch magic {magic} not supported (only v2)", corrupt=False)
+    if info.attributes & 0x07:
+        raise InvalidRecords("compressed record batches are not decoded here", corrupt=False)
+    view = memoryview(batch)
+    pos = BATCH_HEADER_SIZE
+    out: list[tuple[bytes | None, bytes | None]] = []
+    for _ in range(info.record_count):
+        length, pos = _read_varint(view, pos)
+        end = pos + length
+        if end > info.size:
+            raise InvalidRecords("record extends past its batch")
+        pos += 1  # attributes
+        _, pos = _read_varint(view, pos)  # timestamp delta
+        _, pos = _read_varint(view, pos)  # offset delta
+        fields: list[bytes | None] = []
+        for _field in range(2):
+            size, pos = _read_varint(view, pos)
+            if size < 0:
+                fields.append(None)
+            else:
+                fields.append(bytes(view[pos : pos + size]))
+                pos += size
+        out.append((fields[0], fields[1]))
+        pos = end
+    return out

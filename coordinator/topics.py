@@ -189,6 +189,24 @@ class TopicStore:
             listener(topic)
         return topic
 
+    def ensure_partition(self, name: str, index: int) -> PartitionLog:
+        """The log of partition ``index`` of ``name``, creating the topic and partitions up to it as needed.
+
+        For the replica manager (issue 14): a broker assigned a replica creates its local log when it learns
+        the partition state. Unlike :meth:`create` it calls no ``listeners`` (the topic's znode is the
+        controller's business in replicated mode, not this broker's)."""
+        validate_topic_name(name)
+        self.check_count(index + 1)
+        topic = self._topics.get(name)
+        if topic is None:
+            topic = Topic(name, uuid.uuid4())
+            self._topics[name] = topic
+            self._by_id[topic.topic_id] = topic
+        if index >= len(topic.partitions):
+            self._grow(topic, index + 1)
+            self._write_meta(topic)
+        return topic.partitions[index]
+
     def close(self) -> None:
         for topic in self._topics.values():
             for log in topic.partitions:

@@ -255,6 +255,17 @@ class Partition:
         self._leo = new_leo
         self._hw = min(new_leo, leader_hw)
 
+    def follower_truncate(self, offset: int) -> int:
+        """A follower cut its log to ``offset`` (0.9 ``ReplicaFetcherThread.handleOffsetOutOfRange``: the leader's
+        log ends below this follower's); the LEO and, if above, the HW come down to it. Returns the new LEO."""
+        if self.is_leader:
+            raise ReplicationError(f"{self._name()}: the leader does not truncate", NOT_LEADER_FOR_PARTITION)
+        if offset < 0:
+            raise ValueError(f"cannot truncate to a negative offset {offset}")
+        self._leo = min(self._leo, offset)
+        self._hw = min(self._hw, self._leo)
+        return self._leo
+
     # -- as the leader ------------------------------------------------------------------------------------------
 
     def _require_leader(self) -> None:
