@@ -63,6 +63,7 @@ from coordinator.context import RequestContext
 from coordinator.partition_log import OffsetOutOfRange, PartitionLog
 from coordinator.records import InvalidRecords, validate_produce
 from coordinator.replica_manager import ProduceResult, ReplicaManager
+from coordinator.replication.errors import InvalidReplicationFactor
 from coordinator.topics import (
     InvalidPartitions,
     InvalidTopic,
@@ -361,9 +362,10 @@ class DataPlane:
             try:
                 await loop.run_in_executor(None, self.create_topic, name, self.config.num_partitions, None)  # type: ignore[arg-type]
                 log.info("auto-created topic %s with %d partitions", name, self.config.num_partitions)
-            except Exception as e:  # TopicExists: another broker was first -- fine
-                if type(e).__name__ != "TopicExists":
-                    log.warning("auto-creating topic %s failed: %s", name, e)
+            except TopicExists:
+                pass  # another broker was first: fine
+            except Exception as e:  # noqa: BLE001 - Metadata answers LEADER_NOT_AVAILABLE; the client retries
+                log.warning("auto-creating topic %s failed: %s", name, e)
         return self._replicated_metadata_answer(ctx, entries)
 
     def _replicated_metadata_answer(
@@ -449,15 +451,13 @@ class DataPlane:
                 error, message = ErrorCode.invalid_topic_exception, str(e)
             except InvalidPartitions as e:
                 error, message = ErrorCode.invalid_partitions, str(e)
-            except Exception as e:  # the ZooKeeper shell's TopicExists / InvalidReplicationFactor
-                kind = type(e).__name__
-                error = {
-                    "TopicExists": ErrorCode.topic_already_exists,
-                    "InvalidReplicationFactor": ErrorCode.invalid_replication_factor,
-                }.get(kind, ErrorCode.unknown_server_error)
-                message = str(e)
-                if error is ErrorCode.unknown_server_error:
-                    log.exception("creating topic %s failed", t.name)
+            except TopicExists as e:
+                error, message = ErrorCode.topic_already_exists, str(e)
+            except InvalidReplicationFactor as e:
+                error, message = ErrorCode.invalid_replication_factor, str(e)
+            except Exception as e:  # noqa: BLE001 - answered, not a crash of the broker
+                error, message = ErrorCode.unknown_server_error, str(e)
+                log.exception("creating topic %s failed", t.name)
             if error is ErrorCode.none:
                 log.info("created topic %s with %d partitions (replication factor %s)", t.name, count, factor)
             results.append(

@@ -63,7 +63,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
@@ -283,7 +283,7 @@ class Broker:
         replicated = config.replication.enabled
         if cluster is None:
             if replicated:
-                cluster = ClusterView(config.broker_id, config.offsets_partitions, replicated=True)  # type: ignore[call-arg]
+                cluster = ClusterView(config.broker_id, config.offsets_partitions, replicated=True)
             else:
                 cluster = ClusterView(config.broker_id, config.offsets_partitions)
         self.cluster = cluster
@@ -296,13 +296,7 @@ class Broker:
             self.replicas = ReplicaManager(config, self.store, self.cluster, self.history)
             self.fetchers = FetcherManager(config, self.replicas, self.cluster)
             self.data.replicas = self.replicas
-            # GroupApis(replicated=, replication=) is the group coordinator's issue-14 signature; until that is
-            # merged (the lead drops this check then) main's GroupApis runs without it.
-            params = inspect.signature(GroupApis).parameters
-            if "replicated" in params:
-                group_extra["replicated"] = self.replicas
-            if "replication" in params:
-                group_extra["replication"] = config.replication
+            group_extra = {"replicated": self.replicas, "replication": config.replication}
         self.group_log = GroupLog(data_dir / "groups") if data_dir is not None else None
         self.machine = machine or GroupCoordinator(config.group)
         self.rejected: Counter[str] = Counter()
@@ -452,7 +446,7 @@ class Broker:
             if factory is None:
                 from coordinator.zk import ZkRegistration
 
-                factory = cast(Callable[..., Any], ZkRegistration)  # sink=, history=: issue 14 signature
+                factory = ZkRegistration
             zk: Any
             if self.replicas is not None:
                 zk = factory(

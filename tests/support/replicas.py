@@ -4,11 +4,12 @@ versioned states with ZooKeeper's conditional write, and a history that keeps it
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
-from coordinator.cluster import ClusterView, Node
+from coordinator.cluster import ClusterView, Node, PartitionInfo
+from coordinator.replication.errors import InvalidReplicationFactor
 from coordinator.replication.state import ConditionalResult, PartitionState, conditional_update
+from coordinator.topics import TopicExists
 
 
 class FakeStates:
@@ -55,44 +56,10 @@ class ListHistory:
 
 # ---------------------------------------------------------------------------------------------- cluster views
 
-try:  # the ZooKeeper engineer's replicated ClusterView (issue 14), once merged
-    from coordinator.cluster import PartitionInfo  # type: ignore[attr-defined]
-except ImportError:  # until then: the same surface, for these tests only
-
-    @dataclass(frozen=True)
-    class PartitionInfo:  # type: ignore[no-redef]
-        leader: int
-        leader_epoch: int
-        replicas: tuple[int, ...]
-        isr: tuple[int, ...]
-
 
 def replicated_cluster(broker_id: int, offsets_partitions: int = 50) -> ClusterView:
-    """A :class:`ClusterView` in replicated mode (``partition_info``, ``topic_partitions``, ``topic_names``,
-    ``set_partition_info``): the real one when it has them, else a subclass adding just those."""
-    if hasattr(ClusterView, "set_partition_info"):
-        return ClusterView(broker_id, offsets_partitions, replicated=True)  # type: ignore[call-arg]
-    return _ShimClusterView(broker_id, offsets_partitions)
-
-
-class _ShimClusterView(ClusterView):
-    def __init__(self, broker_id: int, offsets_partitions: int) -> None:
-        super().__init__(broker_id, offsets_partitions)
-        self.replicated = True
-        self._parts: dict[str, dict[int, Any]] = {}
-
-    def set_partition_info(self, topic: str, partition: int, info: Any) -> None:
-        self._parts.setdefault(topic, {})[partition] = info
-
-    def partition_info(self, topic: str, partition: int) -> Any:
-        return self._parts.get(topic, {}).get(partition)
-
-    def topic_partitions(self, topic: str) -> dict[int, Any] | None:
-        parts = self._parts.get(topic)
-        return dict(parts) if parts else None
-
-    def topic_names(self) -> list[str]:
-        return sorted(t for t, parts in self._parts.items() if parts)
+    """A :class:`ClusterView` in replicated mode, as a replicating broker builds it."""
+    return ClusterView(broker_id, offsets_partitions, replicated=True)
 
 
 # ---------------------------------------------------------------------------------------------- ZooKeeper shell
@@ -165,14 +132,6 @@ class FakeZk:
         if result.succeeded:
             asyncio.get_running_loop().call_soon(self._deliver, topic, partition, state, result.version)
         return result
-
-
-class TopicExists(Exception):
-    """Named as the ZooKeeper shell's (the dataplane maps errors by class name until that is merged)."""
-
-
-class InvalidReplicationFactor(Exception):
-    """Named as the ZooKeeper shell's."""
 
 
 class _FakeRegistration:

@@ -43,9 +43,8 @@ class _StaticZk:
         self.loop.call_soon_threadsafe(self._deliver)
 
     def _deliver(self) -> None:
-        from coordinator.cluster import Node
+        from coordinator.cluster import Node, PartitionInfo
         from coordinator.replication.state import PartitionState
-        from tests.support.replicas import PartitionInfo
 
         self.cluster.set_peers({i: Node(i, "127.0.0.1", p) for i, p in self.ports.items()})
         replicas = tuple(sorted(self.ports))
