@@ -194,7 +194,17 @@ ACTIONS = (
     "restart_zk_server",
     "pause_zk_leader",
     "resume_zk_server",
+    # issue 14: the broker that coordinates the group as a fault target (triggers), and each fault's end
+    "kill_coordinator",
+    "restart_coordinator",
+    "pause_coordinator",
+    "resume_coordinator",
+    "cut_coordinator",
+    "heal_coordinator",
 )
+#: The coordinator-side faults (triggers) and the steps that end them (issue 14).
+COORDINATOR_FAULT_ACTIONS = ("kill_coordinator", "pause_coordinator", "cut_coordinator")
+COORDINATOR_END_ACTIONS = ("restart_coordinator", "resume_coordinator", "heal_coordinator")
 JOIN_ACTIONS = ("join", "start_member")  # t0 is the new process's ``ready``
 #: Actions after whose ``complete`` a target no longer acts for the group (not live).
 DOWN_ACTIONS = ("crash", "leave", "stop_member")

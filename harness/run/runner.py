@@ -183,6 +183,7 @@ class UnitRunner:
             logs_dir=self.logs_dir,
             stable_timeout=scenario.stable_timeout,
             topic=self.topic,
+            group=self.group,
         )
         self.stable_at: float | None = None
         self.outcome: dict[str, Any] = {"unit": unit.key, **unit.context}
@@ -327,6 +328,8 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         scenario.zookeeper.servers != 1 or "zookeeper.servers" in scenario.matrix
     ):
         raise ConfigError(f"zookeeper servers = 3 needs --backend local (not {options.backend}) for now")
+    if options.backend != "local" and (scenario.cluster.brokers != 1 or "cluster.brokers" in scenario.matrix):
+        raise ConfigError(f"cluster brokers > 1 needs --backend local (not {options.backend}) for now")
     if options.backend == "containers":
         preflight(options.containers)
     cases = planned_cases(scenario)
