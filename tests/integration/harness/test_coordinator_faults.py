@@ -5,6 +5,7 @@ Kafka protocol)."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -13,8 +14,11 @@ from typing import Any
 
 import psutil
 import pytest
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.protocol.consumer import OffsetCommitRequest
 from kazoo.client import KazooClient
 
+from coordinator.rawclient import RawClient
 from harness.cluster.local import LocalCluster
 from harness.faults.actions import nemesis_for
 from harness.faults.kafka_probe import fetch_offsets, find_coordinator
@@ -188,3 +192,41 @@ def test_offsets_of_a_group_with_no_commit_are_minus_one_from_its_coordinator(cl
     answer = fetch_offsets(cluster.bootstrap, GROUP, "herd", 2, timeout=10)
     assert answer.error is None and answer.broker_id == _expected_coordinator([0, 1, 2])
     assert answer.offsets == {"herd/0": -1, "herd/1": -1}
+
+
+def test_fetch_offsets_returns_what_the_coordinator_committed(cluster: LocalCluster) -> None:
+    named = find_coordinator(cluster.bootstrap, GROUP, 10)
+    assert named is not None
+    coordinator = cluster.brokers[named]
+    admin = KafkaAdminClient(bootstrap_servers=coordinator.bootstrap, client_id="herdlab-harness")
+    try:
+        admin.create_topics([NewTopic("herd", 2, 1)])
+    finally:
+        admin.close()
+    parts = [
+        OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+            partition_index=p, committed_offset=offset, committed_metadata=""
+        )
+        for p, offset in ((0, 7), (1, 3))
+    ]
+    commit = OffsetCommitRequest(  # a simple commit: no generation, no member (an empty group)
+        group_id=GROUP,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name="herd", partitions=parts)],
+    )
+    with RawClient("127.0.0.1", coordinator.port) as raw:
+        assert [p.error_code for p in raw.call(commit, 8).topics[0].partitions] == [0, 0]
+    answer = fetch_offsets(cluster.bootstrap, GROUP, "herd", 3, timeout=10)
+    assert (answer.broker_id, answer.error) == (named, None)
+    assert answer.offsets == {"herd/0": 7, "herd/1": 3, "herd/2": -1}
+
+
+def test_fetch_offsets_with_no_broker_listening_gives_the_connection_error_in_time() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again below: nothing listens there
+    t0 = time.monotonic()
+    answer = fetch_offsets(f"127.0.0.1:{port}", GROUP, "herd", 1, timeout=1.0)
+    assert time.monotonic() - t0 < 3.0
+    assert (answer.broker_id, answer.offsets, answer.error) == (None, {}, "ConnectionRefusedError")
