@@ -378,3 +378,32 @@ def test_a_pause_that_never_takes_effect_fails_the_unit_with_the_invoke_left_ope
     with pytest.raises(ActionFailed, match="pause_coordinator of broker 2: broker 2 not stopped"):
         nemesis_for(step).run(ActionPair(step, 7, history, ctx.time_ns, {}), ctx)
     assert [e["kind"] for e in history.events] == ["invoke"]
+
+
+# -- the built-in scenario ------------------------------------------------------------------------------------
+def test_the_coordinator_failover_scenario_runs_every_fault_on_three_servers_and_three_brokers() -> None:
+    s = load_scenario("coordinator-failover")
+    assert (s.zookeeper.servers, s.cluster.brokers, s.cluster.replicated) == (3, 3, True)
+    assert s.implementations == ["legacy_zk", "coordinator"]
+    (case,) = planned_cases(s)
+    assert (case.members, case.partitions) == (3, 6)
+    plan = make_plan(case.scenario, case.members)
+    assert [(st.kind, st.trigger) for st in plan.steps] == [
+        ("kill_coordinator", True),
+        ("restart_coordinator", False),
+        ("pause_coordinator", True),
+        ("resume_coordinator", False),
+        ("cut_coordinator", True),
+        ("heal_coordinator", False),
+        ("kill_zk_leader", True),
+        ("restart_zk_server", False),
+        ("pause_zk_leader", True),
+        ("resume_zk_server", False),
+    ]
+    pause = next(a for a in s.timeline if isinstance(a, PauseCoordinator))
+    assert pause.duration > 6.0  # longer than the broker's ZooKeeper session: it is deposed meanwhile
+    # each fault's end leaves at least one session timeout (6 s) and a settle window before the next fault
+    ends = {st.at for st in plan.steps if not st.trigger}
+    faults = [st.at for st in plan.steps if st.trigger]
+    assert all(min(f - e for f in faults if f > e) >= 6.0 + s.settle_window for e in ends if e < max(faults))
+    assert plan.end + s.drain < 120.0
