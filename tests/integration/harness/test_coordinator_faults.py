@@ -128,7 +128,7 @@ def test_kill_coordinator_kills_the_named_broker_and_restart_brings_it_back_serv
 ) -> None:
     ctx = LiveContext(cluster)
     named = find_coordinator(cluster.bootstrap, GROUP, 10)
-    assert named == _expected_coordinator([0, 1, 2])
+    assert named is not None and named == _expected_coordinator([0, 1, 2])
     killed = _perform("kill_coordinator", ctx, value=5.0)
     for e in killed:
         assert (e["broker_id"], e["offsets_partition"], e["group"]) == (
@@ -173,7 +173,9 @@ def test_cut_coordinator_cuts_its_zookeeper_session_and_heal_re_registers_it(clu
     watcher.start(timeout=15)
     try:
         path = f"/brokers/ids/{named}"
-        owner = watcher.exists(path).ephemeralOwner
+        registered = watcher.exists(path)
+        assert registered is not None
+        owner = registered.ephemeralOwner
         cut = _perform("cut_coordinator", ctx, value=10.0)
         assert cut[1]["broker_id"] == named and cluster.brokers_cut == {named}
         # the broker's session expires at the server (6 s) and its ephemeral registration goes
@@ -182,7 +184,7 @@ def test_cut_coordinator_cuts_its_zookeeper_session_and_heal_re_registers_it(clu
         healed = _perform("heal_coordinator", ctx)
         assert healed[1]["broker_id"] == named and cluster.brokers_cut == set()
         stat = wait_until(lambda: watcher.exists(path), 30, what="the healed broker to re-register")
-        assert stat.ephemeralOwner != owner  # a new session
+        assert stat is not None and stat.ephemeralOwner != owner  # a new session
     finally:
         watcher.stop()
         watcher.close()
