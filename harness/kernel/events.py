@@ -89,7 +89,9 @@ from ZooKeeper; ended by ``restart_coordinator``, ``resume_coordinator``, ``heal
 their target when invoked: ``invoke`` / ``complete`` carry ``broker_id`` (the broker that coordinated
 ``group`` then) and ``offsets_partition``; ``targets`` stays empty (no member is hit). They are
 triggers for the coordinator implementation and ``skipped`` for legacy_zk (whose counterpart is the
-ZooKeeper leader's fault).
+ZooKeeper leader's fault). Added by the harness slice: a ``skipped`` pair carries ``group`` and
+``offsets_partition`` too (``broker_id`` null: no target was resolved), and the ``complete`` of a
+``restart_coordinator`` carries ``rejoined_s`` (seconds from the start until the broker served again).
 
 This module is pure data: it imports nothing of ours, so the systems under test may use it.
 """
