@@ -97,8 +97,15 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
     with LocalCluster(
         brokers=3, tick_time_ms=200, workdir=tmp_path / "cluster", broker_zookeeper_proxies=True
     ) as c:
-        # every broker sees the other two (FindCoordinator's modulus is the live broker count)
+        # every broker sees the other two (FindCoordinator's modulus is the live broker count): each one
+        # names the same coordinator, whichever broker a client asks first
         wait_until(lambda: _ids(c) == [0, 1, 2], 30, what="three registered brokers")
+        want = _expected_coordinator([0, 1, 2])
+        wait_until(
+            lambda: all(find_coordinator(b.bootstrap, GROUP, 2) == want for b in c.brokers),
+            30,
+            what="every broker to see the other two",
+        )
         yield c
 
 
