@@ -225,7 +225,13 @@ def test_fetch_offsets_returns_what_the_coordinator_committed(cluster: LocalClus
         topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name="herd", partitions=parts)],
     )
     with RawClient("127.0.0.1", coordinator.port) as raw:
-        assert [p.error_code for p in raw.call(commit, 8).topics[0].partitions] == [0, 0]
+        # the admin client creates the topic on the controller it reads from Metadata, possibly another
+        # broker: the coordinator learns it through ZooKeeper (UNKNOWN_TOPIC_OR_PARTITION until then)
+        wait_until(
+            lambda: [p.error_code for p in raw.call(commit, 8).topics[0].partitions] == [0, 0],
+            10,
+            what="the coordinator to accept the commit",
+        )
     answer = fetch_offsets(cluster.bootstrap, GROUP, "herd", 3, timeout=10)
     assert (answer.broker_id, answer.error) == (named, None)
     assert answer.offsets == {"herd/0": 7, "herd/1": 3, "herd/2": -1}
