@@ -78,6 +78,9 @@ class ClusterSpec:
     ``zookeeper_servers``: how many ZooKeeper servers the local backend starts (1, or 3 for an
     ensemble whose leader the ``kill_zk_leader`` / ``pause_zk_leader`` actions hit); the containers and
     external backends take only 1 for now (a :class:`ConfigError` otherwise).
+    ``brokers``: how many brokers (ids 0..n-1). ``broker_zookeeper_proxies`` (local backend): each broker
+    reaches ZooKeeper through loopback proxies of its own, so the ``cut_coordinator`` action can cut it
+    from ZooKeeper (off: brokers connect directly, as before).
     ``zookeeper`` / ``bootstrap``: the external cluster's addresses. ``images``, ``kafka_image``,
     ``labels``, ``members_in_containers``: the containers backend's options.
     """
@@ -95,6 +98,7 @@ class ClusterSpec:
     labels: Mapping[str, str] = field(default_factory=dict)
     members_in_containers: bool = False
     zookeeper_servers: int = 1
+    broker_zookeeper_proxies: bool = False
 
 
 def make_cluster(spec: ClusterSpec) -> Cluster:
@@ -114,6 +118,7 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
             broker_args=spec.broker_args,
             history_dir=spec.history_dir,
             zookeeper_servers=spec.zookeeper_servers,
+            broker_zookeeper_proxies=spec.broker_zookeeper_proxies,
         )
     if spec.backend == "containers":
         from harness.cluster.containers import ContainersCluster

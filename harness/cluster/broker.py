@@ -8,7 +8,8 @@ Contract
   port accepts connections. If the process dies or the timeout passes first it is stopped and
   :class:`harness.kernel.errors.Unreachable` is raised with the tail of its log.
 * ``bootstrap`` is ``"127.0.0.1:PORT"``. ``stop()`` (SIGTERM, then SIGKILL) and ``kill()``
-  (SIGKILL: a crash) are idempotent; ``restart()`` starts it again on the *same* port with the same
+  (SIGKILL: a crash; returns once the process is gone) are idempotent; ``pause()`` / ``resume()``
+  (SIGSTOP / SIGCONT) return once the process is seen stopped / running (``frozen()``); ``restart()`` starts it again on the *same* port with the same
   data directory, history file and options. Also a context manager.
 * Without ``log_path`` the broker log goes to a temporary directory that is removed by ``stop()``
   (the ready file lives there too). ``data_dir`` and ``history_path`` are never removed.
@@ -25,6 +26,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -140,6 +142,37 @@ class BrokerProcess(ProcessService):
         """Send ``sig`` to the broker (e.g. SIGSTOP / SIGCONT to pause it)."""
         if self.process is not None:
             self.process.signal(sig)
+
+    def frozen(self) -> bool:
+        """Whether the broker process is stopped (SIGSTOP) now."""
+        import psutil
+
+        if self.process is None or not self.process.alive():
+            return False
+        try:
+            return psutil.Process(self.process.pid).status() == psutil.STATUS_STOPPED
+        except psutil.NoSuchProcess:
+            return False
+
+    def pause(self, timeout: float = 10.0) -> None:
+        """SIGSTOP the broker (a zombie: it keeps its sockets, answers nothing); returns once it is seen
+        stopped, RuntimeError after ``timeout``."""
+        self.signal(signal.SIGSTOP)
+        self._await_frozen(True, timeout)
+
+    def resume(self, timeout: float = 10.0) -> None:
+        """SIGCONT the broker; returns once it is seen running, RuntimeError after ``timeout``."""
+        self.signal(signal.SIGCONT)
+        self._await_frozen(False, timeout)
+
+    def _await_frozen(self, frozen: bool, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.frozen() != frozen:
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"broker {self.broker_id} not {'stopped' if frozen else 'running'} after {timeout:g}s"
+                )
+            time.sleep(0.02)  # polling the process state (a condition with a deadline, not a delay)
 
     def stop(self, grace: float = 5.0) -> None:
         """SIGTERM (clean shutdown), SIGKILL after ``grace`` seconds; removes a temporary work dir."""

@@ -34,6 +34,19 @@ pause_zk_leader SIGSTOP the ZooKeeper leader; complete once it is  as kill_zk_le
                 (``old_leader``, ``new_leader``, ``elected_s``)
 resume_zk_      SIGCONT the paused ZooKeeper server; complete      as kill_zk_leader; no server paused
 server          once it runs (``server``)
+kill_           SIGKILL the broker that coordinates the group;     legacy_zk (:data:`NO_COORDINATOR`); a
+coordinator     complete once its process is gone                  cluster without broker faults
+restart_        start the killed broker again (same id, port,      as kill_coordinator; no broker down
+coordinator     data directory); complete once it serves
+pause_          SIGSTOP the coordinating broker; complete once     as kill_coordinator
+coordinator     it is seen stopped
+resume_         SIGCONT the paused broker; complete once it runs   as kill_coordinator; no broker paused
+coordinator
+cut_            cut the coordinating broker from every ZooKeeper   as kill_coordinator
+coordinator     server (its proxies blackhole and drop their
+                connections, both directions); complete at once
+heal_           restore that broker's ZooKeeper proxies            as kill_coordinator; no broker cut
+coordinator
 ==============  =================================================  ==========================================
 
 The ZooKeeper-leader actions apply to both implementations: the legacy members' coordination service
@@ -43,11 +56,19 @@ coordination service's leader failed, as a coordinator's failure is on the other
 the resume end the fault (not triggers), planned ``downtime`` / ``duration`` later (kill and restart
 are two steps so that the kill's ``complete`` marks the election, not the restart).
 
+The coordinator faults resolve their target when invoked: the fault asks FindCoordinator (client id
+``herdlab-harness``, :func:`harness.faults.kafka_probe.find_coordinator`) which broker coordinates the
+unit's group now; its end step hits the broker the fault holds (the cluster's ``brokers_down``,
+``brokers_paused``, ``brokers_cut``). Both events of each pair carry ``broker_id``, ``offsets_partition``
+(``partitionFor(group)`` over the brokers' 50 offsets partitions) and ``group``; ``targets`` stays empty.
+For legacy_zk they are ``skipped`` (its counterpart is the ZooKeeper leader's fault).
+
 A join or pause that never takes effect raises :class:`~harness.faults.nemesis.ActionFailed`.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
 from typing import Any
 
@@ -56,15 +77,21 @@ from harness.faults.nemesis import (
     LEGACY_ZK,
     Action,
     ActionFailed,
+    ActionPair,
+    BrokerControl,
     Nemesis,
     NemesisContext,
     PlannedStep,
     ProxyControl,
     Skip,
     ZooKeeperControl,
+    broker_control,
     zookeeper_ensemble,
 )
 from harness.kernel.errors import ConfigError
+from harness.kernel.javacompat import partition_for
+
+log = logging.getLogger("harness.run")
 
 
 class Join(Action):
@@ -332,6 +359,144 @@ class ResumeZkServer(Action):
         return {"server": server}
 
 
+#: ``offsets.topic.num.partitions`` of the harness's brokers (their ``--offsets-partitions`` default).
+OFFSETS_PARTITIONS = 50
+#: How long a coordinator fault may wait for FindCoordinator to name the group's coordinator.
+FIND_COORDINATOR_TIMEOUT_S = 30.0
+NO_COORDINATOR = "a legacy group has no coordinating broker (its counterpart is the ZooKeeper leader's fault)"
+NEEDS_BROKER_FAULTS = "needs the local backend's brokers"
+
+
+class CoordinatorFault(Action):
+    """Base of the coordinator-side actions: the target is resolved when invoked (see the module
+    docstring); subclasses say how (:meth:`resolve`) and what they do to it (:meth:`strike`)."""
+
+    def applicable(self, impl: str) -> str | None:
+        return NO_COORDINATOR if impl == LEGACY_ZK else None
+
+    def resolve(self, brokers: BrokerControl, ctx: NemesisContext) -> int:
+        """The broker that coordinates the group now (FindCoordinator); ActionFailed when none is named."""
+        broker = ctx.coordinator(FIND_COORDINATOR_TIMEOUT_S)
+        if broker is None:
+            raise ActionFailed(
+                f"{ctx.unit_key}: no broker named a coordinator of {ctx.group} within "
+                f"{FIND_COORDINATOR_TIMEOUT_S:g}s"
+            )
+        return broker
+
+    def strike(self, brokers: BrokerControl, broker_id: int, ctx: NemesisContext) -> dict[str, Any]:
+        """Do the action to ``broker_id``; return once it took effect, with the complete's fields."""
+        raise NotImplementedError
+
+    def run(self, pair: ActionPair, ctx: NemesisContext) -> None:
+        step = pair.step
+        log.info("%s: %s", ctx.unit_key, step.kind)
+        target: dict[str, Any] = {
+            "broker_id": None,
+            "offsets_partition": partition_for(ctx.group, OFFSETS_PARTITIONS),
+            "group": ctx.group,
+        }
+        pair.context = {**pair.context, **target}
+        reason = self.applicable(ctx.impl)
+        brokers = broker_control(ctx.cluster)
+        if reason is None and brokers is None:
+            reason = NEEDS_BROKER_FAULTS
+        if reason is not None or brokers is None:
+            pair.invoke()
+            pair.skipped(reason or NEEDS_BROKER_FAULTS)
+            return
+        try:
+            broker_id = self.resolve(brokers, ctx)
+        except Skip as e:
+            pair.invoke()
+            pair.skipped(str(e))
+            return
+        pair.context = {**pair.context, "broker_id": broker_id}
+        pair.invoke()
+        try:
+            effect = self.strike(brokers, broker_id, ctx)
+        except RuntimeError as e:  # the process never reached the state (pause, resume, restart)
+            raise ActionFailed(f"{ctx.unit_key}: {step.kind} of broker {broker_id}: {e}") from None
+        pair.complete(**effect)
+
+
+class KillCoordinator(CoordinatorFault):
+    """SIGKILL the group's coordinating broker; complete once its process is gone."""
+
+    action = "kill_coordinator"
+
+    def strike(self, brokers: BrokerControl, broker_id: int, ctx: NemesisContext) -> dict[str, Any]:
+        brokers.kill_broker(broker_id)
+        return {}
+
+
+class RestartCoordinator(CoordinatorFault):
+    """Start the broker a ``kill_coordinator`` killed (same id, port, data); complete once it serves."""
+
+    action = "restart_coordinator"
+
+    def resolve(self, brokers: BrokerControl, ctx: NemesisContext) -> int:
+        if not brokers.brokers_down:
+            raise Skip("no broker is down")
+        return min(brokers.brokers_down)
+
+    def strike(self, brokers: BrokerControl, broker_id: int, ctx: NemesisContext) -> dict[str, Any]:
+        t0 = ctx.time_ns()
+        brokers.start_broker(broker_id)
+        return {"rejoined_s": (ctx.time_ns() - t0) / 1e9}
+
+
+class PauseCoordinator(CoordinatorFault):
+    """SIGSTOP the group's coordinating broker (a zombie coordinator); complete once seen stopped."""
+
+    action = "pause_coordinator"
+
+    def strike(self, brokers: BrokerControl, broker_id: int, ctx: NemesisContext) -> dict[str, Any]:
+        brokers.pause_broker(broker_id)
+        return {}
+
+
+class ResumeCoordinator(CoordinatorFault):
+    """SIGCONT the broker a ``pause_coordinator`` stopped; complete once it runs."""
+
+    action = "resume_coordinator"
+
+    def resolve(self, brokers: BrokerControl, ctx: NemesisContext) -> int:
+        if not brokers.brokers_paused:
+            raise Skip("no broker is paused")
+        return min(brokers.brokers_paused)
+
+    def strike(self, brokers: BrokerControl, broker_id: int, ctx: NemesisContext) -> dict[str, Any]:
+        brokers.resume_broker(broker_id)
+        return {}
+
+
+class CutCoordinator(CoordinatorFault):
+    """Cut the group's coordinating broker from ZooKeeper (every server, both directions, connections
+    dropped); complete once its proxies are cut."""
+
+    action = "cut_coordinator"
+
+    def strike(self, brokers: BrokerControl, broker_id: int, ctx: NemesisContext) -> dict[str, Any]:
+        brokers.cut_broker_zookeeper(broker_id)
+        return {}
+
+
+class HealCoordinator(CoordinatorFault):
+    """Let the broker a ``cut_coordinator`` cut reach ZooKeeper again; complete once its proxies forward."""
+
+    action = "heal_coordinator"
+
+    def resolve(self, brokers: BrokerControl, ctx: NemesisContext) -> int:
+        if not brokers.brokers_cut:
+            raise Skip("no broker is cut from ZooKeeper")
+        return min(brokers.brokers_cut)
+
+    def strike(self, brokers: BrokerControl, broker_id: int, ctx: NemesisContext) -> dict[str, Any]:
+        brokers.heal_broker_zookeeper(broker_id)
+        return {}
+
+
 #: action name -> nemesis class (one per name of :data:`harness.kernel.events.ACTIONS`).
 REGISTRY: dict[str, type[Action]] = {
     cls.action: cls
@@ -352,6 +517,12 @@ REGISTRY: dict[str, type[Action]] = {
         RestartZkServer,
         PauseZkLeader,
         ResumeZkServer,
+        KillCoordinator,
+        RestartCoordinator,
+        PauseCoordinator,
+        ResumeCoordinator,
+        CutCoordinator,
+        HealCoordinator,
     )
 }
 

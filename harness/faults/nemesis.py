@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, cast
 
 from harness.kernel.errors import HerdlabError
 from harness.kernel.events import Kind
@@ -117,6 +117,37 @@ class ZooKeeperControl(Protocol):
     def resume(self, index: int, timeout: float = ...) -> None: ...
 
 
+class BrokerControl(Protocol):
+    """The broker faults of :class:`harness.cluster.local.LocalCluster` (broker ids are its indexes):
+    each call returns once its effect was seen; the sets say which brokers a fault holds now."""
+
+    @property
+    def brokers_down(self) -> set[int]: ...
+    @property
+    def brokers_paused(self) -> set[int]: ...
+    @property
+    def brokers_cut(self) -> set[int]: ...
+
+    def kill_broker(self, broker_id: int) -> None: ...
+
+    def start_broker(self, index: int = 0) -> None: ...
+
+    def pause_broker(self, broker_id: int, timeout: float = ...) -> None: ...
+
+    def resume_broker(self, broker_id: int, timeout: float = ...) -> None: ...
+
+    def cut_broker_zookeeper(self, broker_id: int) -> None: ...
+
+    def heal_broker_zookeeper(self, broker_id: int) -> None: ...
+
+
+def broker_control(cluster: ClusterControl) -> BrokerControl | None:
+    """The cluster's broker faults (a cluster with ``kill_broker``: the local backend); None otherwise."""
+    if not callable(getattr(cluster, "kill_broker", None)):
+        return None
+    return cast(BrokerControl, cluster)
+
+
 def zookeeper_ensemble(cluster: ClusterControl) -> ZooKeeperControl | None:
     """The cluster's ZooKeeper ensemble (its ``zookeeper_ensemble`` attribute: the local backend with
     ``zookeeper servers = 3``); None when it runs one server or has no such attribute."""
@@ -144,6 +175,8 @@ class NemesisContext(Protocol):
     ``coordinator``; None: what the member was before, else the unit's implementation) in the unit's
     group; a legacy member gets ``props`` (0.8 property -> string) on top of the scenario's settings
     (None: the props it had before, else none).
+    ``group`` is the unit's group id; ``coordinator(timeout)`` the id of the broker that coordinates it
+    now (FindCoordinator, client id ``herdlab-harness``), None when no broker names one in time.
     """
 
     impl: str
@@ -151,6 +184,7 @@ class NemesisContext(Protocol):
     logs_dir: Path
     stable_timeout: float
     topic: str
+    group: str
 
     @property
     def members(self) -> Mapping[str, MemberProcess]: ...
@@ -172,6 +206,8 @@ class NemesisContext(Protocol):
     def registration(self, name: str) -> tuple[int, str] | None: ...
 
     def time_ns(self) -> int: ...
+
+    def coordinator(self, timeout: float) -> int | None: ...
 
 
 @dataclass

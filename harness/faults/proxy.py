@@ -11,9 +11,15 @@ Contract
   is forwarded, new connections are accepted but not connected upstream, nothing is closed, and the
   bytes and end-of-stream that arrive meanwhile are held (TCP would retransmit them). :meth:`restore`
   delivers what was held and forwards again, so streams stay intact; connections that timed out at
-  either end close at the other end once the cut heals.
+  either end close at the other end once the cut heals. ``cut(drop=True)`` cuts and also drops the
+  connections, as a broker's host losing its network does to its ZooKeeper client: every open
+  connection is closed at both ends (nothing held is delivered later) and connections accepted while it
+  lasts are closed at once; :meth:`restore` lets new connections through again.
 * A :class:`ProxyHost` runs any number of proxies on one asyncio loop in a daemon thread and offers a
-  thread-safe blocking API. ``close()`` closes every listener and connection.
+  thread-safe blocking API. ``close()`` closes every listener and connection. Proxies may share a
+  ``group`` name (one per ZooKeeper server of an ensemble, say): ``cut(name)`` / ``restore(name)`` act on
+  the proxy named ``name`` and on every proxy of the group ``name``; a name that is neither is a
+  :class:`KeyError`.
 * Only loopback addresses are accepted (a :class:`ValueError` otherwise).
 """
 
@@ -57,6 +63,7 @@ class TcpProxy:
     listen: tuple[str, int]
     upstream: tuple[str, int]
     source_ip: str | None = None
+    group: str | None = None
     stats: ProxyStats = field(default_factory=ProxyStats)
 
     def __post_init__(self) -> None:
@@ -64,6 +71,7 @@ class TcpProxy:
             _require_loopback(host)
         self._open = asyncio.Event()
         self._open.set()
+        self._dropping = False
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -83,15 +91,30 @@ class TcpProxy:
         sock = self._server.sockets[0]
         self.listen = (self.listen[0], sock.getsockname()[1])
 
-    def cut(self) -> None:
+    def cut(self, drop: bool = False) -> None:
+        """Blackhole the link; with ``drop`` also close every connection (see the module contract).
+        Runs on the proxy's loop."""
         if self._open.is_set():
             self.stats.cuts += 1
-            log.info("proxy %s cut (%s -> %s)", self.name, self.address, self.upstream)
+            log.info(
+                "proxy %s cut (%s -> %s)%s",
+                self.name,
+                self.address,
+                self.upstream,
+                " dropping" if drop else "",
+            )
         self._open.clear()
+        if drop:
+            self._dropping = True
+            for t in list(self._tasks):
+                t.cancel()
+            for w in list(self._writers):
+                w.close()
 
     def restore(self) -> None:
         if not self._open.is_set():
             log.info("proxy %s restored", self.name)
+        self._dropping = False
         self._open.set()
 
     async def close(self) -> None:
@@ -113,9 +136,15 @@ class TcpProxy:
 
     async def _accept(self, c_reader: asyncio.StreamReader, c_writer: asyncio.StreamWriter) -> None:
         self.stats.connections += 1
+        if self._dropping:  # a dropping cut: the connection is refused as a dead host's would be
+            c_writer.close()
+            return
         self._writers.add(c_writer)
         try:
             await self._open.wait()  # a partition: the upstream never hears of this connection meanwhile
+            if c_writer.is_closing():  # dropped while it waited
+                self._writers.discard(c_writer)
+                return
             local = (self.source_ip, 0) if self.source_ip else None
             u_reader, u_writer = await asyncio.open_connection(*self.upstream, local_addr=local)
         except (OSError, asyncio.CancelledError):
@@ -167,12 +196,14 @@ class ProxyHost:
         listen: tuple[str, int] = ("127.0.0.1", 0),
         source_ip: str | None = None,
         name: str | None = None,
+        group: str | None = None,
     ) -> TcpProxy:
-        """Start a proxy to ``upstream``; port 0 in ``listen`` picks a free port."""
+        """Start a proxy to ``upstream``; port 0 in ``listen`` picks a free port. ``group``: a name that
+        :meth:`cut` / :meth:`restore` also accept, for every proxy of the group."""
         name = name or f"proxy-{next(self._ids)}"
 
         async def make() -> TcpProxy:
-            p = TcpProxy(name, listen, upstream, source_ip)
+            p = TcpProxy(name, listen, upstream, source_ip, group)
             await p.start()
             return p
 
@@ -183,11 +214,33 @@ class ProxyHost:
     def get(self, name: str) -> TcpProxy:
         return self._proxies[name]
 
-    def cut(self, name: str) -> None:
-        self._loop.call_soon_threadsafe(self._proxies[name].cut)
+    def named(self, name: str) -> list[TcpProxy]:
+        """The proxy named ``name`` and every proxy of the group ``name``; KeyError when none is."""
+        found = [p for p in self._proxies.values() if name in (p.name, p.group)]
+        if not found:
+            raise KeyError(name)
+        return found
+
+    def cut(self, name: str, drop: bool = False) -> None:
+        """Cut the proxies :meth:`named` ``name`` (dropping their connections with ``drop``); returns once
+        every one of them is cut."""
+        proxies = self.named(name)
+
+        async def cut_all() -> None:
+            for p in proxies:
+                p.cut(drop)
+
+        self._call(cut_all())
 
     def restore(self, name: str) -> None:
-        self._loop.call_soon_threadsafe(self._proxies[name].restore)
+        """Restore the proxies :meth:`named` ``name``; returns once every one of them forwards again."""
+        proxies = self.named(name)
+
+        async def restore_all() -> None:
+            for p in proxies:
+                p.restore()
+
+        self._call(restore_all())
 
     def close(self) -> None:
         if self._closed:

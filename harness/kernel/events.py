@@ -91,7 +91,9 @@ from ZooKeeper; ended by ``restart_coordinator``, ``resume_coordinator``, ``heal
 their target when invoked: ``invoke`` / ``complete`` carry ``broker_id`` (the broker that coordinated
 ``group`` then) and ``offsets_partition``; ``targets`` stays empty (no member is hit). They are
 triggers for the coordinator implementation and ``skipped`` for legacy_zk (whose counterpart is the
-ZooKeeper leader's fault).
+ZooKeeper leader's fault). Added by the harness slice: a ``skipped`` pair carries ``group`` and
+``offsets_partition`` too (``broker_id`` null: no target was resolved), and the ``complete`` of a
+``restart_coordinator`` carries ``rejoined_s`` (seconds from the start until the broker served again).
 
 This module is pure data: it imports nothing of ours, so the systems under test may use it.
 """
@@ -196,7 +198,17 @@ ACTIONS = (
     "restart_zk_server",
     "pause_zk_leader",
     "resume_zk_server",
+    # issue 14: the broker that coordinates the group as a fault target (triggers), and each fault's end
+    "kill_coordinator",
+    "restart_coordinator",
+    "pause_coordinator",
+    "resume_coordinator",
+    "cut_coordinator",
+    "heal_coordinator",
 )
+#: The coordinator-side faults (triggers) and the steps that end them (issue 14).
+COORDINATOR_FAULT_ACTIONS = ("kill_coordinator", "pause_coordinator", "cut_coordinator")
+COORDINATOR_END_ACTIONS = ("restart_coordinator", "resume_coordinator", "heal_coordinator")
 JOIN_ACTIONS = ("join", "start_member")  # t0 is the new process's ``ready``
 #: Actions after whose ``complete`` a target no longer acts for the group (not live).
 DOWN_ACTIONS = ("crash", "leave", "stop_member")

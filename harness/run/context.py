@@ -25,6 +25,7 @@ class UnitContext:
     logs_dir: Path
     stable_timeout: float
     topic: str
+    group: str = ""
 
     @property
     def members(self) -> Mapping[str, MemberProcess]:
@@ -59,3 +60,9 @@ class UnitContext:
 
     def time_ns(self) -> int:
         return self.waiter.clock.time_ns()
+
+    def coordinator(self, timeout: float) -> int | None:
+        """The broker FindCoordinator names for the unit's group now (None: none within ``timeout``)."""
+        from harness.faults.kafka_probe import find_coordinator
+
+        return find_coordinator(self.cluster.bootstrap, self.group, timeout)

@@ -32,11 +32,14 @@ from harness.scenario.model import (
     AddPartitions,
     Crash,
     Cut,
+    CutCoordinator,
     Expire,
     Join,
+    KillCoordinator,
     KillZkLeader,
     Leave,
     Pause,
+    PauseCoordinator,
     PauseZkLeader,
     RestartBroker,
     Rollback,
@@ -64,8 +67,9 @@ class Step:
 
     ``kind`` is one of join, leave, crash, pause, resume, cut, heal, expire, stop_member,
     start_member, add_partitions, restart_broker, kill_zk_leader, restart_zk_server, pause_zk_leader,
-    resume_zk_server (no targets: a ZooKeeper-leader fault is one step, its end ``value`` seconds later
-    a second, non-trigger step). ``targets`` are member names; ``target`` says what
+    resume_zk_server, kill_coordinator, restart_coordinator, pause_coordinator, resume_coordinator,
+    cut_coordinator, heal_coordinator (no targets: a ZooKeeper-leader or coordinator fault is one step,
+    its end ``value`` seconds later a second, non-trigger step). ``targets`` are member names; ``target`` says what
     a cut separates the member from (``zookeeper`` or ``broker``); ``value`` carries a partition count
     or a downtime. Migration steps also carry ``member_kind`` (the kind of the members a start_member
     starts; None = the unit's implementation, or what the member was before), ``props`` ((0.8 property,
@@ -236,6 +240,15 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
         elif isinstance(action, PauseZkLeader):
             plan.steps.append(Step(at, "pause_zk_leader", value=action.duration))
             plan.steps.append(Step(at + action.duration, "resume_zk_server", trigger=False))
+        elif isinstance(action, KillCoordinator):
+            plan.steps.append(Step(at, "kill_coordinator", value=action.downtime))
+            plan.steps.append(Step(at + action.downtime, "restart_coordinator", trigger=False))
+        elif isinstance(action, PauseCoordinator):
+            plan.steps.append(Step(at, "pause_coordinator", value=action.duration))
+            plan.steps.append(Step(at + action.duration, "resume_coordinator", trigger=False))
+        elif isinstance(action, CutCoordinator):
+            plan.steps.append(Step(at, "cut_coordinator", value=action.duration))
+            plan.steps.append(Step(at + action.duration, "heal_coordinator", trigger=False))
         elif isinstance(action, SetProperty):
             migrations += 1
             going = of_kind(LEGACY)

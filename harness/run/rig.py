@@ -7,9 +7,16 @@ Contract
   things through; :class:`UnitRig` is the real one. Unit tests pass a fake.
 * :meth:`UnitRig.start` starts a fresh cluster (:func:`harness.cluster.base.make_cluster`) and creates
   the unit's topic; a legacy unit on a cluster without ZooKeeper is a :class:`ConfigError`, a topic
-  that already exists a :class:`UnitFailed`.
+  that already exists a :class:`UnitFailed`. The scenario's ``[cluster]`` table gives the number of
+  brokers and their replication flags; a timeline with ``cut_coordinator`` puts every broker's ZooKeeper
+  connection behind proxies of its own. With several brokers the topic is created with replication
+  factor min(3, brokers) when they replicate (1 otherwise), and ``start`` returns only once
+  FindCoordinator names a coordinator of the unit's group (so the offsets topic exists before the members
+  start and the first trigger is not distorted); :class:`UnitFailed` after
+  :data:`COORDINATOR_WARMUP_S`.
 * :meth:`UnitRig.start_member` starts (or restarts, under the same name) one member; a member some
-  cut hits (``Plan.proxied``) connects through proxies of its own, made on its first start. Its
+  cut hits (``Plan.proxied``) connects through proxies of its own, made on its first start (one per
+  ZooKeeper server, all cut together). Its
   ``kind`` (``legacy_zk`` | ``coordinator``) and ``props`` (0.8 properties of a legacy member, on top
   of the scenario's) are remembered per name: a restart that gives None keeps what the member had (a
   new member: the unit's implementation, no props). Members of both kinds join the unit's one group on
@@ -38,6 +45,9 @@ from harness.procs import ChildProcess
 from harness.run.launch import Endpoints, MemberHandle, start_member, start_producer
 from harness.run.plan import Plan
 from harness.scenario.model import Scenario
+
+#: How long a unit with several brokers waits for FindCoordinator to name the group's coordinator.
+COORDINATOR_WARMUP_S = 60.0
 
 
 class UnitFailed(HerdlabError):
@@ -98,6 +108,17 @@ class RigSpec:
     labels: Mapping[str, str]
 
 
+def _proxied_zookeeper(proxies: ProxyHost, connect: str, group: str) -> str:
+    """``connect`` (``host:port,...[/chroot]``) with every server behind a proxy of the group ``group``
+    (named ``<group>-<k>``), so one cut of ``group`` cuts the member from every server."""
+    hosts, slash, chroot = connect.partition("/")
+    addresses: list[str] = []
+    for k, server in enumerate(hosts.split(",")):
+        host, _, port = server.strip().rpartition(":")
+        addresses.append(proxies.add((host, int(port)), name=f"{group}-{k}", group=group).address)
+    return ",".join(addresses) + slash + chroot
+
+
 class UnitRig:
     """The real processes of one unit (see the module contract)."""
 
@@ -120,7 +141,9 @@ class UnitRig:
             "--group-min-session-timeout-ms",
             str(c.min_session_timeout_ms),
             "--no-auto-create-topics",
+            *s.scenario.cluster.broker_args(),
         )
+        cut_brokers = any(a.action == "cut_coordinator" for a in s.scenario.timeline)
         self.cluster = make_cluster(
             ClusterSpec(
                 backend=s.backend,
@@ -135,11 +158,25 @@ class UnitRig:
                 labels=s.labels,
                 members_in_containers=s.containers.members_in_containers,
                 zookeeper_servers=s.scenario.zookeeper.servers,
+                brokers=s.scenario.cluster.brokers,
+                broker_zookeeper_proxies=cut_brokers,
             )
         ).start()
         if s.impl == "legacy_zk" and not self.cluster.zookeeper_connect:
             raise ConfigError("legacy_zk needs ZooKeeper: give --zookeeper with the external backend")
         self._create_topic()
+        if s.scenario.cluster.brokers > 1:
+            self._await_coordinator()
+
+    def _await_coordinator(self) -> None:
+        """Until FindCoordinator names a coordinator of the group (see the module contract)."""
+        from harness.faults.kafka_probe import find_coordinator
+
+        assert self.cluster is not None
+        if find_coordinator(self.cluster.bootstrap, self.spec.group, COORDINATOR_WARMUP_S) is None:
+            raise UnitFailed(
+                f"no broker named a coordinator of group {self.spec.group} within {COORDINATOR_WARMUP_S:g}s"
+            )
 
     def _create_topic(self) -> None:
         from kafka.admin import KafkaAdminClient, NewTopic
@@ -150,7 +187,9 @@ class UnitRig:
             bootstrap_servers=self.cluster.bootstrap.split(","), client_id="herdlab-harness"
         )
         try:
-            topic = NewTopic(self.spec.topic, self.spec.partitions, 1)
+            c = self.spec.scenario.cluster
+            replicas = min(3, c.brokers) if c.replicated else 1
+            topic = NewTopic(self.spec.topic, self.spec.partitions, replicas)
             admin.create_topics([topic])  # pyright: ignore[reportUnknownMemberType]
         except TopicAlreadyExistsError:
             raise UnitFailed(f"topic {self.spec.topic} already exists on the cluster") from None
@@ -175,8 +214,7 @@ class UnitRig:
             if self.proxies is None:
                 self.proxies = ProxyHost()
             if "zookeeper" in cuts and zk:
-                host, _, port = zk.split(",")[0].rpartition(":")
-                zk = self.proxies.add((host, int(port)), name=f"{name}-zookeeper").address
+                zk = _proxied_zookeeper(self.proxies, zk, f"{name}-zookeeper")
             if "broker" in cuts:
                 host, _, port = bootstrap.split(",")[0].rpartition(":")
                 ip = member_loopback_ip(index)

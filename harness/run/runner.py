@@ -20,6 +20,10 @@ implementation, repetition), in order:
    processed or ``drain`` passes, then writes ``drained``;
 5. stops members (cleanly), producer and cluster, samples ZooKeeper's ``mntr`` into the history.
 
+With a coordinator fault in the timeline, a coordinator unit also writes ``offsets_snapshot`` events
+(:mod:`harness.run.snapshots`): after each fault's end step once the group settled again (one session
+timeout at least, bounded by the next step's time) and at the unit's end after draining.
+
 When all units ran (or on Ctrl-C / an error), the JSON-lines files of every unit are merged into
 ``history.parquet`` and ``manifest.json`` is written; nothing recorded is lost and no process is left
 (every child goes through :mod:`harness.procs`). A Ctrl-C re-raises ``KeyboardInterrupt`` after that.
@@ -50,13 +54,14 @@ from harness.faults.nemesis import ActionFailed, ActionPair
 from harness.history.schema import to_parquet
 from harness.history.writer import HistoryWriter
 from harness.kernel.errors import ConfigError
-from harness.kernel.events import Kind, Role
+from harness.kernel.events import COORDINATOR_END_ACTIONS, COORDINATOR_FAULT_ACTIONS, Kind, Role
 from harness.run.clock import Clock, SystemClock
 from harness.run.context import UnitContext
 from harness.run.manifest import write_manifest
 from harness.run.observe import Progress, Waiter
 from harness.run.plan import Plan, Step, check_spacing, make_plan
 from harness.run.rig import Rig, RigSpec, UnitFailed, UnitRig
+from harness.run.snapshots import OffsetsSnapshots
 from harness.run.tail import GroupWatch
 from harness.scenario.loading import Case, expand
 from harness.scenario.model import Scenario
@@ -183,9 +188,22 @@ class UnitRunner:
             logs_dir=self.logs_dir,
             stable_timeout=scenario.stable_timeout,
             topic=self.topic,
+            group=self.group,
         )
         self.stable_at: float | None = None
         self.outcome: dict[str, Any] = {"unit": unit.key, **unit.context}
+        self.snapshots: OffsetsSnapshots | None = None
+        if unit.impl != "legacy_zk" and any(st.kind in COORDINATOR_FAULT_ACTIONS for st in self.plan.steps):
+            grown = [int(st.value or 0) for st in self.plan.steps if st.kind == "add_partitions"]
+            self.snapshots = OffsetsSnapshots(
+                self.history,
+                self.clock.time_ns,
+                lambda: self.rig.cluster.bootstrap if self.rig.cluster else "",
+                self.group,
+                self.topic,
+                max([self.partitions, *grown]),
+                unit.context,
+            )
 
     # -- history -------------------------------------------------------------------------------
     def _sample_zk(self, label: str) -> None:
@@ -242,9 +260,16 @@ class UnitRunner:
         self._mark(Kind.STABLE)
         self._sample_zk("stable")
         self._phase("timeline")
+        pending: str | None = None  # the offsets snapshot due once the group settled after a fault's end
         for step in self.plan.steps:
-            self.waiter.wait(max(0.0, self.stable_at + step.at - clock.monotonic()))
+            due = self.stable_at + step.at
+            if pending is not None:
+                self._snapshot_when_settled(pending, due)
+                pending = None
+            self.waiter.wait(max(0.0, due - clock.monotonic()))
             self._perform(step)
+            if self.snapshots is not None and step.kind in COORDINATOR_END_ACTIONS:
+                pending = f"after:{self.action_ids}"
         self._phase("settling")
         # A fault's effect can lag by up to one session timeout (an expiry noticed on the next
         # request, a crash noticed when the session ends): look no earlier than that after the last step.
@@ -256,12 +281,17 @@ class UnitRunner:
         )
         self._sample_zk("settling_end")
         self._mark(Kind.SETTLING_END, settled=settled)
+        if pending is not None and self.snapshots is not None:
+            self.snapshots.take(pending)
         self._phase("draining")
         self.rig.stop_producer()
         watch = self.watch
         drained = self.waiter.wait(s.drain, lambda: watch.produced <= watch.processed)
         watch.observe()
         self._mark(Kind.DRAINED, all_processed=drained)
+        if self.snapshots is not None:
+            self.snapshots.take("end")
+            self.snapshots.join()
         self.outcome.update(settled_at_end=settled, drained=drained)
         self._phase("stopping")
         return self.outcome
@@ -275,6 +305,18 @@ class UnitRunner:
         default = "legacy_zk" if self.unit.impl == "legacy_zk" else "coordinator"
         kinds = {k or default for k in self.plan.final_kinds.values()} or {default}
         return max(timeout_ms.get(k, g.coordinator.session_timeout_ms) for k in kinds) / 1000
+
+    def _snapshot_when_settled(self, label: str, due: float) -> None:
+        """Wait until the group settled again after a fault's end (no earlier than one session timeout
+        later, no later than ``due``, the next step's time), then start the snapshot ``label``."""
+        assert self.snapshots is not None
+        clock, view, window = self.clock, self.view, self.s.settle_window
+        earliest = clock.monotonic() + self._detection_s()
+        self.waiter.wait(
+            max(0.0, due - clock.monotonic()),
+            lambda: clock.monotonic() >= earliest and view.settled(clock.time_ns(), window),
+        )
+        self.snapshots.take(label)
 
     def _perform(self, step: Step) -> None:
         """One step: its nemesis, a mntr sample before a trigger (a window edge), then the nemesis's
@@ -290,7 +332,10 @@ class UnitRunner:
             raise UnitFailed(str(e)) from None
 
     def close(self) -> None:
-        """Stop members (cleanly, in parallel), producer, proxies and cluster. Idempotent."""
+        """Stop members (cleanly, in parallel), producer, proxies and cluster (once every offsets snapshot
+        started has ended, bounded). Idempotent."""
+        if self.snapshots is not None:
+            self.snapshots.join()
         self.rig.stop_processes()
         with contextlib.suppress(Exception):
             self._sample_zk("end")
@@ -327,6 +372,8 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         scenario.zookeeper.servers != 1 or "zookeeper.servers" in scenario.matrix
     ):
         raise ConfigError(f"zookeeper servers = 3 needs --backend local (not {options.backend}) for now")
+    if options.backend != "local" and (scenario.cluster.brokers != 1 or "cluster.brokers" in scenario.matrix):
+        raise ConfigError(f"cluster brokers > 1 needs --backend local (not {options.backend}) for now")
     if options.backend == "containers":
         preflight(options.containers)
     cases = planned_cases(scenario)

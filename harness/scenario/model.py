@@ -217,6 +217,33 @@ class PauseZkLeader(_Action):
     duration: Duration
 
 
+class KillCoordinator(_Action):
+    """SIGKILL the broker that coordinates the scenario's group (needs ``[cluster] brokers`` > 1); it is
+    started again (same id, port and data directory) ``downtime`` later."""
+
+    action: Literal["kill_coordinator"]
+    downtime: Duration = Field(default=5.0, description="how long the killed broker stays down")
+
+
+class PauseCoordinator(_Action):
+    """SIGSTOP the group's coordinating broker for ``duration`` (a zombie coordinator), then SIGCONT."""
+
+    action: Literal["pause_coordinator"]
+    duration: Duration
+
+
+class CutCoordinator(_Action):
+    """Cut the group's coordinating broker from ZooKeeper (both directions, connections dropped) for
+    ``duration``, then heal the cut."""
+
+    action: Literal["cut_coordinator"]
+    duration: Duration
+
+
+#: The coordinator-side faults of the timeline (each is one trigger and, later, the step that ends it).
+COORDINATOR_FAULTS = ("kill_coordinator", "pause_coordinator", "cut_coordinator")
+
+
 class ZooKeeper(Strict):
     """The ``[zookeeper]`` table: how many ZooKeeper servers the cluster runs (local backend)."""
 
@@ -308,6 +335,43 @@ class Rollback(_Action):
 
 MIGRATION_ACTIONS = ("set_property", "switch", "rollback")
 
+
+class ClusterSettings(Strict):
+    """The ``[cluster]`` table: how many brokers the cluster runs and how they replicate (local backend
+    for more than one broker)."""
+
+    brokers: int = Field(default=1, ge=1, le=5, description="broker processes (more than 1: local backend)")
+    replication: bool | None = Field(
+        default=None, description="the brokers' 0.9 replication (--replication); unset: on when brokers > 1"
+    )
+    unclean_leader_election: bool = Field(
+        default=False, description="broker: unclean.leader.election.enable (with replication)"
+    )
+    min_insync_replicas: int = Field(default=1, ge=1, description="broker: min.insync.replicas")
+    replica_lag_time_max_ms: int = Field(default=10_000, ge=1, description="broker: replica.lag.time.max.ms")
+
+    @property
+    def replicated(self) -> bool:
+        """Whether the brokers run replication: the key when set, else whether there are several brokers."""
+        return self.brokers > 1 if self.replication is None else self.replication
+
+    def broker_args(self) -> tuple[str, ...]:
+        """The broker command-line options these settings give (none without replication)."""
+        if not self.replicated:
+            return ()
+        unclean = (
+            "--unclean-leader-election" if self.unclean_leader_election else "--no-unclean-leader-election"
+        )
+        return (
+            "--replication",
+            unclean,
+            "--min-insync-replicas",
+            str(self.min_insync_replicas),
+            "--replica-lag-time-max-ms",
+            str(self.replica_lag_time_max_ms),
+        )
+
+
 Action = Annotated[
     Join
     | Leave
@@ -320,6 +384,9 @@ Action = Annotated[
     | RestartBroker
     | KillZkLeader
     | PauseZkLeader
+    | KillCoordinator
+    | PauseCoordinator
+    | CutCoordinator
     | SetProperty
     | Switch
     | Rollback,
@@ -335,16 +402,44 @@ class Migration(Strict):
     )
 
 
+def _fault_end(
+    a: KillZkLeader | PauseZkLeader | KillCoordinator | PauseCoordinator | CutCoordinator,
+) -> float:
+    """When a ZooKeeper-leader or coordinator fault ends (its restart, resume or heal)."""
+    return a.at + (a.downtime if isinstance(a, KillZkLeader | KillCoordinator) else a.duration)
+
+
 def _check_zk_leader_faults(timeline: list[Action]) -> None:
     """One ZooKeeper server out at a time: with 3 servers a second one down loses the quorum, which is
     another experiment than a leader failure. ValueError naming both actions."""
     faults = sorted((a for a in timeline if isinstance(a, KillZkLeader | PauseZkLeader)), key=lambda a: a.at)
     for a, b in zip(faults, faults[1:], strict=False):
-        end = a.at + (a.downtime if isinstance(a, KillZkLeader) else a.duration)
+        end = _fault_end(a)
         if b.at < end:
             raise ValueError(
                 f"{b.action} at {b.at:g}s starts before the {a.action} at {a.at:g}s ended ({end:g}s): "
                 "one ZooKeeper server may be out at a time"
+            )
+
+
+def _check_coordinator_faults(timeline: list[Action], brokers: int) -> None:
+    """One coordinator fault at a time (its end names the broker the fault hit), and only where the
+    coordinator can move (``brokers`` > 1). ValueError naming the action(s)."""
+    faults = sorted(
+        (a for a in timeline if isinstance(a, KillCoordinator | PauseCoordinator | CutCoordinator)),
+        key=lambda a: a.at,
+    )
+    if faults and brokers < 2:
+        raise ValueError(
+            f"{faults[0].action} at {faults[0].at:g}s needs cluster.brokers > 1 (the coordinator must be "
+            f"able to move; cluster.brokers = {brokers})"
+        )
+    for a, b in zip(faults, faults[1:], strict=False):
+        end = _fault_end(a)
+        if b.at < end:
+            raise ValueError(
+                f"{b.action} at {b.at:g}s starts before the {a.action} at {a.at:g}s ended ({end:g}s): "
+                "one coordinator fault at a time"
             )
 
 
@@ -362,6 +457,7 @@ class Scenario(Strict):
     workload: Workload = Workload()
     group: Group = Group()
     zookeeper: ZooKeeper = ZooKeeper()
+    cluster: ClusterSettings = ClusterSettings()
     timeline: list[Action] = Field(default_factory=list)
     settle_window: Duration = Field(default=3.0, description="no ownership change for this long = settled")
     stable_timeout: Duration = Field(default=120.0, description="give up if the group never becomes stable")
@@ -379,6 +475,9 @@ class Scenario(Strict):
             if not values:
                 raise ValueError(f"matrix.{key} is an empty list")
         _check_zk_leader_faults(self.timeline)
+        # a matrix over cluster.brokers is checked per case (expand validates each case again)
+        brokers = 2 if "cluster.brokers" in self.matrix else self.cluster.brokers
+        _check_coordinator_faults(self.timeline, brokers)
         migrations = sorted({a.action for a in self.timeline if a.action in MIGRATION_ACTIONS})
         if migrations and self.implementations != ["legacy_zk"]:
             raise ValueError(

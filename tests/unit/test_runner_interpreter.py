@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from harness.faults.kafka_probe import OffsetsAnswer
 from harness.history.writer import HistoryWriter, read_events
 from harness.run.plan import make_plan
 from harness.run.rig import UnitFailed
@@ -293,6 +294,47 @@ def test_a_zookeeper_cut_on_the_coordinator_is_skipped_and_the_unit_goes_on(tmp_
     # the heal is no trigger: no mntr sample marks a window edge before it
     labels = [e["label"] for e in _history(runner) if e["kind"] == "zk_mntr"]
     assert labels == ["start", "stable", "invoke:1", "settling_end", "end"]
+
+
+def test_a_coordinator_unit_snapshots_offsets_after_each_fault_end_settled_and_at_its_end(
+    tmp_path: Path,
+) -> None:
+    timeline = (
+        'timeline=[{at="2s",action="kill_coordinator",downtime="2s"},'
+        '{at="20s",action="pause_coordinator",duration="3s"}]'
+    )
+    overrides = ["group.members=2", "topic.partitions=2", "cluster.brokers=3", timeline]
+    runner, _rig, _clock = _runner(tmp_path, "coordinator", overrides)
+    assert runner.snapshots is not None
+    asked: list[tuple[str, str, str, int]] = []
+
+    def fetch(bootstrap: str, group: str, topic: str, partitions: int, timeout: float) -> OffsetsAnswer:
+        asked.append((bootstrap, group, topic, partitions))
+        return OffsetsAnswer(1, {"herd/0": 5, "herd/1": -1})
+
+    runner.snapshots.fetch = fetch
+    runner.run()
+    runner.close()
+    h = _history(runner)
+    snaps = [e for e in h if e["kind"] == "offsets_snapshot"]
+    assert [e["label"] for e in snaps] == ["after:2", "after:4", "end"]
+    assert asked == [("127.0.0.1:9092", "herd", "herd", 2)] * 3
+    for e in snaps:
+        assert (e["role"], e["group"], e["broker_id"], e["error"]) == ("harness", "herd", 1, None)
+        assert e["offsets"] == {"herd/0": 5, "herd/1": -1} and e["impl"] == "coordinator"
+    ts = {(e["kind"], e.get("action") or e.get("label")): e["ts_ns"] for e in h}
+    # after the restart: no earlier than one session timeout (6 s), before the next fault (20 s)
+    assert ts[("skipped", "restart_coordinator")] + 6e9 <= ts[("offsets_snapshot", "after:2")]
+    assert ts[("offsets_snapshot", "after:2")] <= ts[("invoke", "pause_coordinator")]
+    assert ts[("settling_end", None)] <= ts[("offsets_snapshot", "after:4")]
+    assert ts[("drained", None)] <= ts[("offsets_snapshot", "end")]
+
+
+def test_units_without_a_coordinator_fault_or_of_legacy_zk_take_no_offsets_snapshot(tmp_path: Path) -> None:
+    kill = 'timeline=[{at="2s",action="kill_coordinator",downtime="2s"}]'
+    legacy, _, _ = _runner(tmp_path / "a", "legacy_zk", ["group.members=2", "cluster.brokers=3", kill])
+    plain, _, _ = _runner(tmp_path / "b", "coordinator", ["group.members=2", "cluster.brokers=3"])
+    assert legacy.snapshots is None and plain.snapshots is None
 
 
 def test_a_group_that_never_settles_fails_the_unit_after_the_stable_timeout(tmp_path: Path) -> None:
