@@ -50,11 +50,14 @@ def _wait(condition: Callable[[], Any], timeout: float, what: str) -> Any:
 
 def _cluster(zookeeper: Any, broker_factory: BrokerFactory) -> list[BrokerProcess]:
     brokers = [
-        broker_factory(broker_id=i, zookeeper=zookeeper.connect_string, extra_args=REPLICATION) for i in range(3)
+        broker_factory(broker_id=i, zookeeper=zookeeper.connect_string, extra_args=REPLICATION)
+        for i in range(3)
     ]
     bootstrap = ",".join(b.bootstrap for b in brokers)
     # The controller must know all three before the topic is created (it decides the ISR from its view).
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="herdlab-harness", request_timeout_ms=10000)
+    admin = KafkaAdminClient(
+        bootstrap_servers=bootstrap, client_id="herdlab-harness", request_timeout_ms=10000
+    )
     try:
         _wait(lambda: len(admin.describe_cluster()["brokers"]) == 3, 30, "three live brokers in Metadata")
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])
@@ -90,8 +93,11 @@ def _commit_as_member(bootstrap: str, group: str, offsets: dict[int, int]) -> No
         heartbeat_interval_ms=500,
     )
     try:
-        _wait(lambda: consumer.poll(timeout_ms=200) is not None and len(consumer.assignment()) == PARTITIONS, 60,
-              "the member to own every partition")
+        _wait(
+            lambda: consumer.poll(timeout_ms=200) is not None and len(consumer.assignment()) == PARTITIONS,
+            60,
+            "the member to own every partition",
+        )
         consumer.commit({TopicPartition(TOPIC, p): OffsetAndMetadata(o, "", -1) for p, o in offsets.items()})
     finally:
         consumer.close()
@@ -132,9 +138,9 @@ def _log_end(bootstrap: str) -> dict[int, int]:
 
 
 def test_a_killed_coordinators_successor_returns_every_committed_offset(
-    zookeeper: Any, broker_factory: BrokerFactory
+    fresh_zookeeper: Any, broker_factory: BrokerFactory
 ) -> None:
-    brokers = _cluster(zookeeper, broker_factory)
+    brokers = _cluster(fresh_zookeeper, broker_factory)
     everyone = _bootstrap(brokers)
     _produce(everyone)
     committed = {0: 3, 1: 11, 2: 17}  # by hand: below the 20 records of each partition
@@ -145,7 +151,8 @@ def test_a_killed_coordinators_successor_returns_every_committed_offset(
 
     survivors = _bootstrap(brokers, but=coordinator)
     successor = _wait(
-        lambda: (c := find_coordinator(survivors, "g-kill", timeout=2.0)) not in (None, coordinator) and c, 40,
+        lambda: (c := find_coordinator(survivors, "g-kill", timeout=2.0)) not in (None, coordinator) and c,
+        40,
         "a new coordinator",
     )
     answer = fetch_offsets(survivors, "g-kill", TOPIC, PARTITIONS, timeout=30)
@@ -203,8 +210,10 @@ def _recv(sock: socket.socket, n: int) -> bytes:
 
 
 @pytest.mark.failover
-def test_a_zombie_coordinator_accepts_nothing_clients_can_see(zookeeper: Any, broker_factory: BrokerFactory) -> None:
-    brokers = _cluster(zookeeper, broker_factory)
+def test_a_zombie_coordinator_accepts_nothing_clients_can_see(
+    fresh_zookeeper: Any, broker_factory: BrokerFactory
+) -> None:
+    brokers = _cluster(fresh_zookeeper, broker_factory)
     everyone = _bootstrap(brokers)
     _produce(everyone)
     committed = {0: 5, 1: 6, 2: 7}  # by hand
@@ -216,7 +225,8 @@ def test_a_zombie_coordinator_accepts_nothing_clients_can_see(zookeeper: Any, br
     try:
         survivors = _bootstrap(brokers, but=coordinator)
         _wait(
-            lambda: find_coordinator(survivors, "g-zombie", timeout=2.0) not in (None, coordinator), 40,
+            lambda: find_coordinator(survivors, "g-zombie", timeout=2.0) not in (None, coordinator),
+            40,
             "a new coordinator while the old one is paused",
         )
     finally:
