@@ -70,6 +70,7 @@ from coordinator.topics import (
     Topic,
     TopicExists,
     TopicStore,
+    replicated_topic_id,
     validate_topic_name,
 )
 from coordinator.wire import ZERO_TD, CloseConnection, make, nested, response_class
@@ -396,7 +397,10 @@ class DataPlane:
                         error_code=ErrorCode.none if has_leader else ErrorCode.leader_not_available,
                         partition_index=index,
                         leader_id=info.leader if has_leader else -1,
-                        leader_epoch=info.leader_epoch,
+                        # -1: 0.9's Metadata had no leader epoch. With a real epoch, clients since KIP-320
+                        # (kafka-python 3) validate their position with OffsetForLeaderEpoch after every
+                        # leader change, which this broker does not serve: they would stop fetching.
+                        leader_epoch=-1,
                         replica_nodes=tuple(info.replicas),
                         isr_nodes=tuple(info.isr),
                         offline_replicas=tuple(b for b in info.replicas if b not in live),
@@ -408,7 +412,7 @@ class DataPlane:
                     topic_cls,
                     error_code=error,
                     name=name if name is not None else ("" if ctx.api_version < 12 else None),
-                    topic_id=local.topic_id if local is not None else _ZERO_UUID,
+                    topic_id=local.topic_id if local is not None else replicated_topic_id(name or ""),
                     is_internal=name == "__consumer_offsets",
                     partitions=tuple(partitions),
                     topic_authorized_operations=_NO_AUTH_OPS,

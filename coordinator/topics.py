@@ -33,6 +33,7 @@ __all__ = [
     "Topic",
     "TopicExists",
     "TopicStore",
+    "replicated_topic_id",
     "validate_topic_name",
 ]
 
@@ -40,6 +41,16 @@ _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 _MAX_NAME = 249
 #: Upper bound on partitions per topic, to keep one bad request from exhausting memory or files.
 MAX_PARTITIONS = 10_000
+
+
+_TOPIC_ID_NAMESPACE = uuid.UUID("5f0c6a3e-8d7e-4a61-9b7c-2f6a1c9e0b14")
+
+
+def replicated_topic_id(name: str) -> uuid.UUID:
+    """The id of a replicated topic: the same on every broker (Metadata v10+ names it, and clients treat a
+    changed id as a re-created topic). Kafka 2.8+ keeps a random id in the topic's znode; herdlab derives it
+    from the name, since replicated topics are never deleted (so never re-created)."""
+    return uuid.uuid5(_TOPIC_ID_NAMESPACE, name)
 
 
 class InvalidTopic(ValueError):
@@ -199,7 +210,7 @@ class TopicStore:
         self.check_count(index + 1)
         topic = self._topics.get(name)
         if topic is None:
-            topic = Topic(name, uuid.uuid4())
+            topic = Topic(name, replicated_topic_id(name))
             self._topics[name] = topic
             self._by_id[topic.topic_id] = topic
         if index >= len(topic.partitions):

@@ -244,14 +244,21 @@ def test_metadata_lists_leaders_replicas_and_isr_and_an_offline_partition_has_no
     # follower can join it meanwhile; none leaves it within the lag time
     trio.inject(PartitionState(3, 4, (3, 2, 1), 2), assigned=(3, 1, 2))
     trio.inject(PartitionState(-1, 0, (), 2), partition=1, assigned=(2, 3, 1))  # offline: no leader
-    with RawClient("127.0.0.1", trio.brokers[1].port) as raw:
-        resp = raw.call(
-            MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=T)]), 7
-        )  # v7+: epochs
+    answers = []
+    for b in (1, 2, 3):
+        with RawClient("127.0.0.1", trio.brokers[b].port) as raw:
+            answers.append(
+                raw.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=T)]), 10)
+            )  # v7+: epochs, v10+: topic ids
+    resp = answers[0]
     (topic,) = resp.topics
+    # one topic id whichever broker answers (a client takes a changed id for a re-created topic)
+    assert topic.topic_id.int != 0
+    assert {a.topics[0].topic_id for a in answers} == {topic.topic_id}
     parts = {p.partition_index: p for p in topic.partitions}
     p0, p1 = parts[0], parts[1]
-    assert (p0.error_code, p0.leader_id, p0.leader_epoch) == (0, 3, 4)
+    # leader epoch -1: 0.9's Metadata had none (a real one makes KIP-320 clients ask OffsetForLeaderEpoch)
+    assert (p0.error_code, p0.leader_id, p0.leader_epoch) == (0, 3, -1)
     assert (list(p0.replica_nodes), list(p0.isr_nodes)) == ([3, 1, 2], [3, 2, 1])
     assert (p1.error_code, p1.leader_id, list(p1.replica_nodes)) == (5, -1, [2, 3, 1])  # LEADER_NOT_AVAILABLE
     assert sorted(b.node_id for b in resp.brokers) == [1, 2, 3]
