@@ -255,7 +255,12 @@ def _deposed(
     kind (see :mod:`.failover_verdict`)."""
     cu = c.join(fu, UNIT, "left_semi").where(role_col(Role.BROKER))
     ps = cu.where(F.col("kind") == Kind.PARTITION_STATE).select(
-        *UNIT, "topic", "partition", _x("leader_epoch").cast("long").alias("le"), "ts_ns"
+        *UNIT,
+        "topic",
+        "partition",
+        _x("leader_epoch").cast("long").alias("le"),
+        _x("leader").cast("long").alias("leader"),
+        "ts_ns",
     )
     acks = (
         cu.where(F.col("kind").isin(Kind.COMMIT, Kind.PRODUCE_ACK))
@@ -270,14 +275,18 @@ def _deposed(
             .otherwise(F.col("partition"))
             .alias("partition"),
             _x("leader_epoch").cast("long").alias("e"),
+            _x("broker_id").cast("long").alias("b"),
         )
         .where(F.col("e") >= 0)
     )
+    # deposed: a newer epoch naming another leader (a newer epoch naming b again only dropped a follower)
     dep = join(
         acks,
         F.broadcast(ps),
         [*UNIT, "topic", "partition"],
-        (F.col("r_le") > F.col("e")) & (F.col("r_ts_ns") < F.col("ts_ns")),
+        (F.col("r_le") > F.col("e"))
+        & (F.col("r_ts_ns") < F.col("ts_ns"))
+        & (F.col("r_leader") != F.col("b")),
         "left_semi",
     )
     rows = collect(

@@ -30,8 +30,10 @@ group g):
   coordinator answered) or no snapshot: offsets lost is None (not measured) with the reason.
 * **deposed acceptances**: a broker ``commit`` (partition (``__consumer_offsets``,
   ``offsets_partition``)) or ``produce_ack`` (partition (topic, partition)) with leader epoch e >= 0
-  at ts such that a ``partition_state`` of that partition with leader_epoch > e has an earlier ts:
-  the broker acknowledged after being deposed. Counted per kind (commit / produce) and attributed to
+  by broker b at ts such that a ``partition_state`` of that partition with leader_epoch > e *and a
+  leader other than b* has an earlier ts: the broker acknowledged after being deposed. (A newer epoch
+  naming b again is no deposition: the controller bumps the epoch when it only removes a dead
+  follower from the ISR, 0.9 ``removeReplicaFromIsr``.) Counted per kind (commit / produce) and attributed to
   the fault in force (the last failover fault whose t0 is at or before ts; before the first fault:
   to none, counted in the unit's total only). Must be 0 with fencing.
 * **double-coordinator time** of g: broker b acts as coordinator of p from its ``coordinator_load``

@@ -111,7 +111,10 @@ def kill() -> UnitHistory:
     (8500). kill_coordinator of broker 1 (#1): invoke 10000, complete 10100; b's heartbeat fails at
     12000; restart_coordinator (#2) 14000..14500 (no trigger). takeover() 16100..17000; the group
     rebalances at 17050 (generation 2). Broker 2 accepts p0 50 at 19000 (epoch 2: current). The
-    harness reads g's offsets after #2 at 20000: p0 40, p1 30. Settling ends at 25000."""
+    harness reads g's offsets after #2 at 20000: p0 40, p1 30. Settling ends at 25000. The controller
+    also drops dead broker 1 from the ISR of t-kill/1, which broker 3 keeps leading (epoch 4 -> 5 at
+    16200, leader 3 again); broker 3 acknowledges a produce there at 16250 under epoch 4: not deposed
+    (the newer epoch names the same leader)."""
     u = UnitHistory("kill", partitions=2)
     u.unit_start(0, ["a", "b"]).ready(0, "a").ready(0, "b")
     coordinator_start(u)
@@ -135,6 +138,32 @@ def kill() -> UnitHistory:
         group="g",
     )
     takeover(u)
+    broker(
+        u,
+        16200,
+        2,
+        "partition_state",
+        topic=u.topic,
+        partition=1,
+        leader=3,
+        leader_epoch=5,
+        isr=[3, 2],
+        controller_epoch=2,
+        zk_version=4,
+        reason="offline",
+    )
+    broker(
+        u,
+        16250,
+        3,
+        "produce_ack",
+        topic=u.topic,
+        partition=1,
+        base_offset=40,
+        count=1,
+        acks=-1,
+        leader_epoch=4,
+    )
     broker(u, 17050, 2, "group_state", from_state="Stable", to_state="PreparingRebalance", generation=2)
     u.at(17060, "rebalance_begin", "a", generation=1, member="A").at(
         17060, "rebalance_begin", "b", generation=1, member="B"

@@ -7,7 +7,6 @@ Needs the ZooKeeper shell's replicated mode (``ZkRegistration(..., sink=, histor
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,9 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from coordinator.config import BrokerConfig, ReplicationConfig
 from coordinator.inprocess import LoopThread
 from coordinator.server import Broker
-from coordinator.zk import ZkRegistration
 from harness.cluster.zookeeper import ZooKeeperServer
 from tests.support.replicas import ListHistory
 from tests.support.waiting import wait_until
-
-pytestmark = pytest.mark.skipif(
-    "sink" not in inspect.signature(ZkRegistration).parameters,
-    reason="the ZooKeeper shell's replicated mode is not merged",
-)
 
 T = "e2e"
 IDS = (1, 2, 3)
