@@ -260,7 +260,9 @@ FAILOVER_DEFINITIONS: list[tuple[str, str]] = [
         "go); election: to the first `partition_state` of (__consumer_offsets, p) with a leader L other "
         "than B; loading: to L's `coordinator_load` end of p (CatchUp -> Ready); rejoin: to L's first "
         "`group_served` of g. failover = t0 to that group_served (the sum). A missing step reads "
-        "`never` (and so does the failover), the parts after it are empty.",
+        "`never`, the parts after it are empty, and so is the failover, unless nobody was elected and B "
+        "itself served g again (it came back before the controller saw it gone): then the failover is "
+        "the time to that `group_served`. Steps are looked for before the next fault's t0.",
     ),
     (
         "offsets lost",

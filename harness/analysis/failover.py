@@ -399,7 +399,7 @@ def _unit_entry(
         entries.append(
             coordinator_entry(
                 f,
-                parts=failover_parts(f, changes, states, loads, served),
+                parts=failover_parts(f, changes, states, loads, served, until=e),
                 lost=offsets_lost(last, pick_snapshot(snaps, f, end_step(f, steps))),
                 **common,
             )

@@ -18,9 +18,12 @@ group g):
 * **loading** = L's first ``coordinator_load`` ``end`` of p at or after the election, minus the
   election (0.9 ``GroupCoordinator.handleGroupImmigration`` -> ``loadGroupsForPartition``; CatchUp);
 * **rejoin** = L's first ``group_served`` of g at or after its load end, minus the load end;
-* **failover** = group_served minus t0 (the sum). A missing step makes that part and the failover
-  ``"never"`` (not 0, not dropped) and the parts after it None. A fault without a ``complete`` has
-  no t0: every figure is ``"never"`` from detection on.
+* **failover** = group_served minus t0 (the sum). A missing step makes that part ``"never"`` (not 0,
+  not dropped) and the parts after it None, and so is the failover, but for one case: nobody was
+  elected (no detection or no election) and B itself served g again (it came back before the
+  controller saw it gone): the failover is then the time to that ``group_served``. Every step is looked
+  for before the next fault's t0 (the fault's span): a later fault's election is not this one's. A
+  fault without a ``complete`` has no t0: every figure is ``"never"`` from detection on.
 * **offsets lost**: per partition of the workload, the last commit of g acknowledged before t0 (the
   broker's ``commit`` events, else the coordinator members' commits with store kafka) against the
   group's ``offsets_snapshot`` read after the fault: the first one labelled ``after:<id>`` of the
@@ -188,15 +191,24 @@ def failover_parts(
     partition_states: list[dict[str, Any]],
     loads: list[dict[str, Any]],
     served: list[dict[str, Any]],
+    until: int = INF,
 ) -> dict[str, Any]:
     """detection / election / loading / rejoin / failover of a coordinator fault (see the module
-    contract), and ``new_coordinator`` (L, None when no election was seen)."""
+    contract), and ``new_coordinator`` (L, None when no election was seen). Only events before ``until``
+    (the next fault's t0: :func:`fault_spans`) belong to this fault. When no new leader was elected but B
+    itself served the group again within the span (it restarted before the controller noticed it gone),
+    ``failover_s`` is the time to that ``group_served`` and ``new_coordinator`` is B; the broken part reads
+    ``never``."""
     b, p, g = fault.broker_id, fault.offsets_partition, fault.group
     out: dict[str, Any] = dict.fromkeys(PARTS)
     out.update(failover_s=NEVER, new_coordinator=None)
     if fault.t0 is None:
         out["detection_s"] = NEVER
         return out
+    broker_changes, partition_states, loads, served = (
+        [e for e in evs if int(e["ts_ns"]) < until]
+        for evs in (broker_changes, partition_states, loads, served)
+    )
     found: dict[str, Any] = {}
 
     def new_leader(e: dict[str, Any]) -> bool:
@@ -227,6 +239,14 @@ def failover_parts(
         e = find(at)
         if e is None:
             out[name] = NEVER
+            again = (
+                None
+                if "leader" in found
+                else _first(served, fault.t0, lambda e: e.get("group") == g and _int(e.get("broker_id")) == b)
+            )
+            if again is not None:
+                out["failover_s"] = _s(fault.t0, int(again["ts_ns"]))
+                out["new_coordinator"] = _int(again.get("broker_id"))
             return out
         if name == "election_s":
             found["leader"] = out["new_coordinator"] = _int(e.get("leader"))

@@ -330,3 +330,15 @@ def test_alerts_name_the_fault() -> None:
         "legacy_zk failover rep 0: fault #1 kill_zk_leader: 2 members that lost their session began their "
         "rebalance after the fault's window (not measured in it)"
     ]
+
+
+def test_a_later_faults_events_are_not_this_faults_and_a_comeback_is_served_again() -> None:
+    # The next fault starts at 15000: the detection at 16100 and everything after belong to it, so this
+    # kill's detection is never. The group is still served again before 15000 by broker 1 itself (it came
+    # back before the controller saw it gone): failover 14600 - 10100 = 4.5 s, by broker 1.
+    served = [ev(14600, broker_id=1, group="g"), *SERVED]
+    f = failover_parts(kill(), CHANGES, STATES, LOADS, served, until=15000 * MS)
+    assert (f["detection_s"], f["election_s"], f["failover_s"], f["new_coordinator"]) == (NEVER, None, 4.5, 1)
+    # without that comeback the group was not served within the span: never
+    f = failover_parts(kill(), CHANGES, STATES, LOADS, SERVED, until=15000 * MS)
+    assert (f["detection_s"], f["failover_s"], f["new_coordinator"]) == (NEVER, NEVER, None)
