@@ -72,6 +72,7 @@ if isinstance(_bench, click.Group):
     _register(_bench, "harness.bench.analysis", "analysis")
     _register(_bench, "harness.bench.coordinator", "coordinator")
     _register(_bench, "harness.bench.legacy_zk", "legacy_zk")
+    _register(_bench, "harness.bench.replication", "replication")
 
 
 def main() -> None:
