@@ -14,13 +14,14 @@ from harness.scenario import load_scenario
 
 
 def run_migration(
-    scenario: str | Path, out: Path
+    scenario: str | Path, out: Path, overrides: tuple[str, ...] = ()
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, list[dict[str, Any]]]]:
-    """Run ``scenario`` (a built-in name or a TOML file; one unit) into ``out``, analyse and report it.
+    """Run ``scenario`` (a built-in name or a TOML file, with ``--set`` ``overrides``; one unit) into ``out``,
+    analyse and report it.
     Returns its history (``history.parquet`` as dicts), its metrics document with ``summary_md`` (the
     summary's text) added, and each member's own JSON-lines history by name (``m*``, ``c*``, ``r*``: the
     ``impl`` a member wrote is only there, the merged history carries the unit's)."""
-    result = run_scenario(load_scenario(str(scenario)), RunOptions(out=out))
+    result = run_scenario(load_scenario(str(scenario), overrides), RunOptions(out=out))
     assert len(result.units) == 1
     assert "failed" not in result.units[0], result.units[0].get("failed")
     metrics = analyse(result.run_dir)
