@@ -118,7 +118,6 @@ class ZooKeeperEnsembleContainers(EnsembleCore[_ContainerPeer]):
         super().__init__(n, tick_time_ms, name)
         self.image = image
         self._given_workdir = workdir
-        self.workdir: Path | None = None
         self.labels = dict(labels or {})
         self.heap_mb = heap_mb
         self.max_session_timeout_ms = max_session_timeout_ms
@@ -185,30 +184,12 @@ class ZooKeeperEnsembleContainers(EnsembleCore[_ContainerPeer]):
             raise
         self._reset_counters()
         self.version = self._image_version()
-        log.info(
-            "ZooKeeper %s ensemble of %d containers ready on %s in %.2fs (leader: server %s)",
-            self.version,
-            self.n,
-            self.connect_string,
-            self.ready_seconds,
-            self.leader(),
-        )
+        self._log_ready(f"{self.n} containers")
         return self
 
-    def stop(self) -> None:
-        """Remove every server's container (logs saved) and a temporary work directory. Idempotent."""
+    def _stop_servers(self) -> None:
+        """Remove every server's container (logs saved)."""
         self._remove_peers()
-        if self.workdir is not None and self._given_workdir is None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
-
-    def __enter__(self) -> ZooKeeperEnsembleContainers:
-        if not self.peers:
-            self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- faults -----------------------------------------------------------------------------------
     def kill_server(self, index: int) -> None:

@@ -49,7 +49,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from harness.cluster.java import check_java, zookeeper_classpath, zookeeper_version
 from harness.cluster.service import POLL_SECONDS, ProcessService, await_ready, on_free_port
@@ -167,6 +167,45 @@ class EnsembleCore(Generic[P]):
         # mntr carry-over: per server, the latest sample and the counters of earlier incarnations
         self._last: list[dict[str, Any]] = []
         self._base: list[dict[str, int]] = []
+        self.version = "unknown"
+        #: the work directory (None before start); removed at stop unless the caller gave it
+        self.workdir: Path | None = None
+        self._given_workdir: Path | None = None
+
+    # -- life cycle shared by every kind of ensemble ------------------------------------------------
+    def start(self, timeout: float = 90.0) -> Self:
+        """Start every server and wait for a serving quorum with one leader (the subclass's)."""
+        raise NotImplementedError
+
+    def _stop_servers(self) -> None:
+        """Stop every server (the subclass's); must be idempotent."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Stop every server, then remove a temporary work directory. Idempotent."""
+        self._stop_servers()
+        if self.workdir is not None and self._given_workdir is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def _log_ready(self, what: str) -> None:
+        """The one INFO line of a started ensemble: ``what`` (e.g. "3 containers"), where, how fast, leader."""
+        log.info(
+            "ZooKeeper %s ensemble of %s ready on %s in %.2fs (leader: server %s)",
+            self.version,
+            what,
+            self.connect_string,
+            self.ready_seconds,
+            self.leader(),
+        )
+
+    def __enter__(self) -> Self:
+        if not self.peers:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     @property
     def connect_string(self) -> str:
@@ -327,7 +366,6 @@ class ZooKeeperEnsemble(EnsembleCore[_Peer]):
     ) -> None:
         super().__init__(n, tick_time_ms, name)
         self._given_workdir = Path(workdir) if workdir else None
-        self.workdir: Path | None = None
         self.heap_mb = heap_mb
         self.max_session_timeout_ms = max_session_timeout_ms
         self.log_level = log_level
@@ -377,30 +415,11 @@ class ZooKeeperEnsemble(EnsembleCore[_Peer]):
             self.stop()
             raise
         self._reset_counters()
-        log.info(
-            "ZooKeeper %s ensemble of %d ready on %s in %.2fs (leader: server %s)",
-            self.version,
-            self.n,
-            self.connect_string,
-            self.ready_seconds,
-            self.leader(),
-        )
+        self._log_ready(str(self.n))
         return self
 
-    def stop(self) -> None:
-        """Stop every server and remove a temporary work directory. Idempotent."""
+    def _stop_servers(self) -> None:
         self._stop_peers()
-        if self.workdir is not None and self._given_workdir is None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
-
-    def __enter__(self) -> ZooKeeperEnsemble:
-        if not self.peers:
-            self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- faults -----------------------------------------------------------------------------
     def kill_server(self, index: int) -> None:
