@@ -15,7 +15,8 @@ Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
   says -- 0.9's code 13 STALE_LEADER_EPOCH is another error in today's protocol); ``makeLeaders`` (stop
   fetching, the ISR from the state) or ``makeFollowers`` (a changed leader: truncate the log to the high
   watermark, ``logManager.truncateTo``, then fetch from the new leader, ``replicaFetcherManager
-  .addFetcherForPartitions``). A newly assigned partition gets its local log created in the
+  .addFetcherForPartitions``); a state with no leader (-1) only stops leading / fetching and truncates
+  nothing (0.9 makes no follower of an unavailable leader, see ``Partition.become_follower``). A newly assigned partition gets its local log created in the
   :class:`~coordinator.topics.TopicStore` (``getOrCreatePartition`` / ``getOrCreateReplica``), its high
   watermark read from the checkpoint (``Replica`` initialised from ``highWatermarkCheckpoints``).
   **Deviation (decided for issue 14)**: there is no LeaderAndIsr request; every broker watches the state

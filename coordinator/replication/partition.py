@@ -40,7 +40,8 @@ Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``):
   this broker not among the assigned replicas -> ``UNKNOWN_TOPIC_OR_PARTITION``) then ``makeLeader`` /
   ``makeFollower``: record the controller epoch, leader epoch and zkVersion, add/remove replicas; a leader
   takes the ISR from the state, a follower empties it. A follower whose leader changed truncates its log to
-  its high watermark (``ReplicaManager.makeFollowers`` -> ``logManager.truncateTo``); its high watermark then
+  its high watermark (``ReplicaManager.makeFollowers`` -> ``logManager.truncateTo``) -- only when the new
+  leader is a live broker: a state with no leader (-1) steps down without truncating; its high watermark then
   follows the leader's: ``min(own LEO, leader HW)`` (``ReplicaFetcherThread.processPartitionData``).
 
 One deliberate difference from 0.9: on becoming the new leader, 0.9 resets the remote replicas' LEO to unknown
@@ -226,7 +227,12 @@ class Partition:
     ) -> Transition:
         """Apply a LeaderAndIsr partition state naming another leader (``makeFollower``), epoch check first.
 
-        When the leader changed the local log is truncated to the high watermark (``Transition.truncate_to``).
+        When the leader changed to a live broker the local log is truncated to the high watermark
+        (``Transition.truncate_to``). A state with no leader (-1) only steps down (``changed`` if this broker
+        led or followed someone): no truncation -- 0.9.0.1 ``ReplicaManager.makeFollowers`` calls
+        ``partition.makeFollower`` and ``logManager.truncateTo`` only for a leader found among the alive
+        brokers ("cannot become follower since the new leader %d is unavailable"). Truncating there would cut a
+        restarted broker's acknowledged records to its stale checkpointed HW before it is elected from the ISR.
         """
         if state.leader == self.local_id:
             raise ValueError(f"state names this broker {self.local_id} leader; use become_leader")
@@ -241,6 +247,8 @@ class Partition:
         if self.leader == state.leader:
             return Transition(NONE, changed=False)
         self.leader = state.leader
+        if state.leader < 0:
+            return Transition(NONE, changed=True)
         self._leo = min(self._leo, self._hw)
         return Transition(NONE, changed=True, truncate_to=self._hw)
 

@@ -361,3 +361,30 @@ def test_a_fetch_naming_another_leader_epoch_is_refused() -> None:
         assert fenced == [("fetch", "FENCED_LEADER_EPOCH"), ("fetch", "UNKNOWN_LEADER_EPOCH")]
 
     asyncio.run(main())
+
+
+def test_a_restarted_broker_reading_no_leader_first_keeps_its_acknowledged_records(tmp_path: Path) -> None:
+    """Review finding 1: ISR shrank to [1]; 1 acknowledged records its checkpoint (5 s periodic) does not cover
+    yet; 1 dies; the controller writes leader -1 ISR [1]; 1 restarts and reads that before being elected. It
+    must not cut its log to the checkpoint (it is then elected with exactly that log)."""
+
+    async def main() -> None:
+        rm, states, _, _ = _manager(data_dir=tmp_path)
+        _inject(rm, states, PartitionState(1, 0, (1,), 1), assigned=(1, 2))
+        assert _produce(rm, [b"a"], acks=1).error == 0
+        assert rm.partition(T, 0).hw == 1  # ISR [1]: committed at once
+        await rm.stop()  # checkpoint: HW 1
+        rm.store.close()
+        # acknowledged after the last checkpoint: append to the log file as the leader did, checkpoint untouched
+        again, states2, _, _ = _manager(data_dir=tmp_path)
+        log = again.store.get(T).partitions[0]
+        log.append(split_batches(batch([b"b"])))
+        assert log.end_offset == 2
+        assert _inject(again, states2, PartitionState(-1, 1, (1,), 2), assigned=(1, 2)) == 0
+        assert again.local_log(T, 0).end_offset == 2 and again.partition(T, 0).leo == 2
+        assert _inject(again, states2, PartitionState(1, 2, (1,), 2), assigned=(1, 2)) == 0
+        assert again.partition(T, 0).is_leader
+        assert read_back(again.local_log(T, 0).read(0, 1 << 20)) == [(0, b"a"), (1, b"b")]
+        again.store.close()
+
+    asyncio.run(main())
