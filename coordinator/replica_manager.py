@@ -9,9 +9,11 @@ produces, the ISR writes, the fetchers (:mod:`coordinator.replica_fetcher`), the
 
 Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
 
-* :meth:`ReplicaManager.apply_state` is ``server/ReplicaManager.becomeLeaderOrFollower`` for one partition: a
-  controller epoch older than the newest seen is refused (STALE_CONTROLLER_EPOCH, nothing changes); then the
-  core's per-partition check (leader epoch not newer: refused, answered 74 FENCED_LEADER_EPOCH as the port
+* :meth:`ReplicaManager.apply_state` is ``server/ReplicaManager.becomeLeaderOrFollower`` for one partition: the
+  core's per-partition checks (a controller epoch older than the one this partition last applied: refused
+  STALE_CONTROLLER_EPOCH, nothing changes -- per partition, not broker-wide as 0.9's request check, because a
+  znode carries the epoch of the controller that last wrote it, see :mod:`coordinator.replication.partition`;
+  leader epoch not newer: refused, answered 74 FENCED_LEADER_EPOCH as the port
   says -- 0.9's code 13 STALE_LEADER_EPOCH is another error in today's protocol); ``makeLeaders`` (stop
   fetching, the ISR from the state) or ``makeFollowers`` (a changed leader: truncate the log to the high
   watermark, ``logManager.truncateTo``, then fetch from the new leader, ``replicaFetcherManager
@@ -84,7 +86,6 @@ from coordinator.replica_checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
-from coordinator.replication.election import ControllerEpochGate
 from coordinator.replication.errors import (
     NONE,
     NOT_ENOUGH_REPLICAS,
@@ -208,7 +209,6 @@ class ReplicaManager:
         self.broker_id = config.broker_id
         self.on_follow: Callable[[int, str, int], None] | None = None
         self.on_unfollow: Callable[[int, str, int], None] | None = None
-        self._gate = ControllerEpochGate()
         self._replicas: dict[tuple[str, int], _Replica] = {}
         self._listeners: dict[str, list[LeadershipListener]] = {}
         self._checkpoint_path: Path | None = (
@@ -286,13 +286,6 @@ class ReplicaManager:
         """See :class:`coordinator.ports.PartitionStateSink` and the module docstring."""
         if self._stopped:
             return NONE
-        if not self._gate.admit(state.controller_epoch):
-            self._fenced("state", STALE_CONTROLLER_EPOCH, topic, partition)
-            log.warning(
-                "[%s,%d] state of controller epoch %d refused: epoch %d seen",
-                topic, partition, state.controller_epoch, self._gate.epoch,
-            )  # fmt: skip
-            return STALE_CONTROLLER_EPOCH
         if self.broker_id not in assigned:
             return UNKNOWN_TOPIC_OR_PARTITION
         key = (topic, partition)

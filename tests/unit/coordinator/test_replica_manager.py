@@ -388,3 +388,22 @@ def test_a_restarted_broker_reading_no_leader_first_keeps_its_acknowledged_recor
         again.store.close()
 
     asyncio.run(main())
+
+
+def test_an_older_controllers_state_of_another_partition_is_applied_after_a_controller_failover() -> None:
+    """Review finding 5: controller 2 wrote partition 0's state; controller 3 (after a failover) rewrote only
+    partition 1's. A broker reading partition 1 first must still apply partition 0's valid state: the controller
+    epoch is compared per partition (0.9 compares the request's epoch; a znode carries the epoch of the
+    controller that last wrote *it*). An older controller's state of the *same* partition stays refused."""
+
+    async def main() -> None:
+        rm, states, history, _ = _manager()
+        assert _inject(rm, states, PartitionState(1, 4, (1, 2), 3), p=1, assigned=(1, 2)) == 0
+        assert _inject(rm, states, PartitionState(2, 1, (2, 1), 2), p=0, assigned=(1, 2)) == 0
+        assert rm.partition(T, 0).leader == 2 and rm.partition(T, 0).controller_epoch == 2
+        assert history.of("fenced") == []
+        # partition 1 is at controller epoch 3: a state from controller 2 with a newer leader epoch is refused
+        assert _inject(rm, states, PartitionState(2, 5, (2,), 2), p=1, assigned=(1, 2)) == 11
+        assert rm.partition(T, 1).is_leader and rm.partition(T, 1).leader_epoch == 4
+
+    asyncio.run(main())

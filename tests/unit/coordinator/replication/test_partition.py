@@ -15,6 +15,7 @@ from coordinator.replication.errors import (
     NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     NOT_LEADER_FOR_PARTITION,
     OFFSET_OUT_OF_RANGE,
+    STALE_CONTROLLER_EPOCH,
     STALE_LEADER_EPOCH,
     UNKNOWN_TOPIC_OR_PARTITION,
     NotAssignedReplica,
@@ -248,3 +249,14 @@ def test_a_state_with_no_leader_steps_down_without_truncating() -> None:
     # single-member ISR's leader made every appended offset committed when it led)
     t = p.become_follower(PartitionState(2, 7, (2,), 2), 6, ASSIGNED, now_ms=0)
     assert t == Transition(NONE, changed=True, truncate_to=p.hw) and p.leader == 2
+
+
+def test_a_state_of_an_older_controller_epoch_than_the_partitions_is_refused_and_changes_nothing() -> None:
+    p = leader()  # controller epoch 1, leader epoch 1
+    assert p.become_follower(PartitionState(2, 2, (2, 1), 2), 6, ASSIGNED, now_ms=0).error == NONE
+    # controller epoch 1 < 2 applied here: refused even with a newer leader epoch
+    t = p.become_leader(PartitionState(1, 3, (1,), 1), 7, ASSIGNED, now_ms=0)
+    assert t == Transition(STALE_CONTROLLER_EPOCH)
+    assert (p.leader, p.leader_epoch, p.controller_epoch, p.zk_version) == (2, 2, 2, 6)
+    # the same controller epoch is accepted (one controller writes many states)
+    assert p.become_leader(PartitionState(1, 3, (1,), 2), 7, ASSIGNED, now_ms=0).error == NONE
