@@ -51,8 +51,8 @@ Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
   :class:`~coordinator.ports.IsrWriter`, one at a time per partition (0.9 makes them under
   ``leaderIsrUpdateLock``; a change proposed while one is in flight is dropped and proposed again by the next
   fetch or check). A lost write (zkVersion moved: deposed) changes nothing (``Partition.updateIsr``: "Cached
-  zkVersion not equal to that in zookeeper, skip updating ISR"): ``isr_change`` with ok false and ``fenced``
-  what=``isr_write`` are emitted and the broker keeps serving until the newer state arrives, as 0.9 does.
+  zkVersion not equal to that in zookeeper, skip updating ISR") and the broker keeps serving until the newer
+  state arrives, as 0.9 does; the writer emits ``isr_change`` ok false and ``fenced`` what=``isr_write``.
 * The high-watermark checkpoint (:mod:`coordinator.replica_checkpoint`) is written every 5 s and at stop.
 
 Limits: a follower whose log diverged from the leader's inside a batch (possible only after an unclean
@@ -61,8 +61,11 @@ message by message, later Kafka by leader-epoch (KIP-101). Batches are stamped w
 none in its message format).
 
 History events (``harness/kernel/events.py``, "Failover fields"): ``leadership`` per applied state,
-``isr_change`` per ISR write, ``produce_ack`` per acknowledged partition of a produce, ``fenced`` for refused
-states (what=``state``), refused produces (``produce``) and lost ISR writes (``isr_write``).
+``produce_ack`` per acknowledged partition of a produce, ``fenced`` for refused produces (what=``produce``) and
+fetches (``fetch``). Each event is emitted by one layer only (review finding 3 of issue 14): ``isr_change`` and
+``fenced`` what=``isr_write`` come from the :class:`~coordinator.ports.IsrWriter` and ``fenced`` what=``state``
+from the caller of :meth:`ReplicaManager.apply_state` with its return code -- both the ZooKeeper shell
+(:mod:`coordinator.zk_states`), which alone can tell a lost write from one not made at shutdown (no event).
 """
 
 from __future__ import annotations
@@ -303,7 +306,7 @@ class ReplicaManager:
             t = r.core.become_follower(state, zk_version, assigned, now)
         if t.error != NONE:
             code = FENCED_LEADER_EPOCH if t.error == STALE_LEADER_EPOCH else t.error
-            self._fenced("state", code, topic, partition)
+            # no ``fenced`` here: the caller (the ZooKeeper shell) emits it from this code (module docstring)
             log.warning(
                 "[%s,%d] state %s refused (%s): leader epoch %d applied",
                 topic, partition, state, ERROR_NAMES.get(code, code), r.core.leader_epoch,
@@ -621,19 +624,8 @@ class ReplicaManager:
             and core.zk_version == change.expected_zk_version
             and core.leader_epoch == change.state.leader_epoch
         )
-        self.history.emit(
-            "isr_change",
-            impl="coordinator",
-            broker_id=self.broker_id,
-            topic=core.topic,
-            partition=core.partition,
-            isr=list(change.state.isr),
-            leader_epoch=change.state.leader_epoch,
-            zk_version=change.expected_zk_version,
-            ok=result.succeeded,
-        )
-        if not result.succeeded:
-            self._fenced("isr_write", INVALID_UPDATE_VERSION, core.topic, core.partition)
+        # ``isr_change`` and, for a lost write, ``fenced`` what=isr_write are the IsrWriter's to emit (the
+        # ZooKeeper shell: it alone knows a write not made at shutdown, which is neither); see the module docstring
         if not current:
             return
         core.isr_written(change, result)
