@@ -155,6 +155,8 @@ class GroupRunner:
         self._loads: dict[int, asyncio.Task[None]] = {}
         self._served: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Seconds between two attempts of a load barrier that was not acknowledged.
+        self.barrier_retry_s = 0.1
         self.broker_id = broker_id
         self.clock = clock
         #: Counters by reason; a group failure counts as ``group_failure`` (the broker reports them).
@@ -580,21 +582,16 @@ class GroupRunner:
         the previous leader acknowledged: offsets lost. The port offers only committed reads, so the loader
         first appends an empty entry with acks -1 and waits for it (:meth:`TopicGroupStore.barrier`): then the
         high watermark covers the whole log as it was at election, which is what 3.7 reads (a leader's log
-        holds every acknowledged entry). If the barrier fails (too few in-sync replicas, timeout, deposed) the
-        load goes on with what is committed, with a warning."""
+        holds every acknowledged entry). If the barrier fails (too few in-sync replicas, timeout, deposed, an
+        exception) the partition stays loading (COORDINATOR_LOAD_IN_PROGRESS) and the barrier is appended again
+        after :attr:`barrier_retry_s`, until it is acknowledged or the partition is resigned (which cancels
+        this task): loading below a high watermark the barrier did not move would hide acknowledged commits
+        (review finding 2 of issue 14)."""
         store = self.store
         assert store is not None
         count = skipped = 0
         try:
-            barrier = await store.barrier(partition)
-            if barrier.error != 0:
-                log.warning(
-                    "offsets_partition=%d leader_epoch=%d: load barrier not acknowledged (%s); loading what is "
-                    "committed so far",
-                    partition,
-                    leader_epoch,
-                    _error_name(barrier.error),
-                )
+            await self._await_barrier(store, partition, leader_epoch)
             for record in store.read(partition):
                 try:
                     self.machine.load(record)
@@ -643,6 +640,30 @@ class GroupRunner:
         self._emit_load(
             "end", partition, leader_epoch, groups=len(groups), offsets=offsets, duration_ms=duration_ms
         )
+
+    async def _await_barrier(self, store: TopicGroupStore, partition: int, leader_epoch: int) -> None:
+        """Append the load barrier until it is acknowledged (see :meth:`_load_partition`); only a cancellation
+        (resignation) ends it otherwise. A failure is logged the first time and every 50th retry."""
+        attempt = 0
+        while True:
+            try:
+                result = await store.barrier(partition)
+                if result.error == 0:
+                    return
+                why = _error_name(result.error)
+            except Exception as e:
+                why = f"{type(e).__name__}: {e}"
+            if attempt % 50 == 0:
+                log.warning(
+                    "offsets_partition=%d leader_epoch=%d: load barrier not acknowledged (%s, attempt %d); "
+                    "still loading, retrying",
+                    partition,
+                    leader_epoch,
+                    why,
+                    attempt + 1,
+                )
+            attempt += 1
+            await asyncio.sleep(self.barrier_retry_s)
 
     def _emit_load(self, phase: str, partition: int, leader_epoch: int, **more: Any) -> None:
         try:

@@ -9,13 +9,16 @@ produces, the ISR writes, the fetchers (:mod:`coordinator.replica_fetcher`), the
 
 Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
 
-* :meth:`ReplicaManager.apply_state` is ``server/ReplicaManager.becomeLeaderOrFollower`` for one partition: a
-  controller epoch older than the newest seen is refused (STALE_CONTROLLER_EPOCH, nothing changes); then the
-  core's per-partition check (leader epoch not newer: refused, answered 74 FENCED_LEADER_EPOCH as the port
+* :meth:`ReplicaManager.apply_state` is ``server/ReplicaManager.becomeLeaderOrFollower`` for one partition: the
+  core's per-partition checks (a controller epoch older than the one this partition last applied: refused
+  STALE_CONTROLLER_EPOCH, nothing changes -- per partition, not broker-wide as 0.9's request check, because a
+  znode carries the epoch of the controller that last wrote it, see :mod:`coordinator.replication.partition`;
+  leader epoch not newer: refused, answered 74 FENCED_LEADER_EPOCH as the port
   says -- 0.9's code 13 STALE_LEADER_EPOCH is another error in today's protocol); ``makeLeaders`` (stop
   fetching, the ISR from the state) or ``makeFollowers`` (a changed leader: truncate the log to the high
   watermark, ``logManager.truncateTo``, then fetch from the new leader, ``replicaFetcherManager
-  .addFetcherForPartitions``). A newly assigned partition gets its local log created in the
+  .addFetcherForPartitions``); a state with no leader (-1) only stops leading / fetching and truncates
+  nothing (0.9 makes no follower of an unavailable leader, see ``Partition.become_follower``). A newly assigned partition gets its local log created in the
   :class:`~coordinator.topics.TopicStore` (``getOrCreatePartition`` / ``getOrCreateReplica``), its high
   watermark read from the checkpoint (``Replica`` initialised from ``highWatermarkCheckpoints``).
   **Deviation (decided for issue 14)**: there is no LeaderAndIsr request; every broker watches the state
@@ -48,8 +51,8 @@ Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
   :class:`~coordinator.ports.IsrWriter`, one at a time per partition (0.9 makes them under
   ``leaderIsrUpdateLock``; a change proposed while one is in flight is dropped and proposed again by the next
   fetch or check). A lost write (zkVersion moved: deposed) changes nothing (``Partition.updateIsr``: "Cached
-  zkVersion not equal to that in zookeeper, skip updating ISR"): ``isr_change`` with ok false and ``fenced``
-  what=``isr_write`` are emitted and the broker keeps serving until the newer state arrives, as 0.9 does.
+  zkVersion not equal to that in zookeeper, skip updating ISR") and the broker keeps serving until the newer
+  state arrives, as 0.9 does; the writer emits ``isr_change`` ok false and ``fenced`` what=``isr_write``.
 * The high-watermark checkpoint (:mod:`coordinator.replica_checkpoint`) is written every 5 s and at stop.
 
 Limits: a follower whose log diverged from the leader's inside a batch (possible only after an unclean
@@ -58,8 +61,11 @@ message by message, later Kafka by leader-epoch (KIP-101). Batches are stamped w
 none in its message format).
 
 History events (``harness/kernel/events.py``, "Failover fields"): ``leadership`` per applied state,
-``isr_change`` per ISR write, ``produce_ack`` per acknowledged partition of a produce, ``fenced`` for refused
-states (what=``state``), refused produces (``produce``) and lost ISR writes (``isr_write``).
+``produce_ack`` per acknowledged partition of a produce, ``fenced`` for refused produces (what=``produce``) and
+fetches (``fetch``). Each event is emitted by one layer only (review finding 3 of issue 14): ``isr_change`` and
+``fenced`` what=``isr_write`` come from the :class:`~coordinator.ports.IsrWriter` and ``fenced`` what=``state``
+from the caller of :meth:`ReplicaManager.apply_state` with its return code -- both the ZooKeeper shell
+(:mod:`coordinator.zk_states`), which alone can tell a lost write from one not made at shutdown (no event).
 """
 
 from __future__ import annotations
@@ -83,7 +89,6 @@ from coordinator.replica_checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
-from coordinator.replication.election import ControllerEpochGate
 from coordinator.replication.errors import (
     NONE,
     NOT_ENOUGH_REPLICAS,
@@ -207,7 +212,6 @@ class ReplicaManager:
         self.broker_id = config.broker_id
         self.on_follow: Callable[[int, str, int], None] | None = None
         self.on_unfollow: Callable[[int, str, int], None] | None = None
-        self._gate = ControllerEpochGate()
         self._replicas: dict[tuple[str, int], _Replica] = {}
         self._listeners: dict[str, list[LeadershipListener]] = {}
         self._checkpoint_path: Path | None = (
@@ -285,13 +289,6 @@ class ReplicaManager:
         """See :class:`coordinator.ports.PartitionStateSink` and the module docstring."""
         if self._stopped:
             return NONE
-        if not self._gate.admit(state.controller_epoch):
-            self._fenced("state", STALE_CONTROLLER_EPOCH, topic, partition)
-            log.warning(
-                "[%s,%d] state of controller epoch %d refused: epoch %d seen",
-                topic, partition, state.controller_epoch, self._gate.epoch,
-            )  # fmt: skip
-            return STALE_CONTROLLER_EPOCH
         if self.broker_id not in assigned:
             return UNKNOWN_TOPIC_OR_PARTITION
         key = (topic, partition)
@@ -309,7 +306,7 @@ class ReplicaManager:
             t = r.core.become_follower(state, zk_version, assigned, now)
         if t.error != NONE:
             code = FENCED_LEADER_EPOCH if t.error == STALE_LEADER_EPOCH else t.error
-            self._fenced("state", code, topic, partition)
+            # no ``fenced`` here: the caller (the ZooKeeper shell) emits it from this code (module docstring)
             log.warning(
                 "[%s,%d] state %s refused (%s): leader epoch %d applied",
                 topic, partition, state, ERROR_NAMES.get(code, code), r.core.leader_epoch,
@@ -627,19 +624,8 @@ class ReplicaManager:
             and core.zk_version == change.expected_zk_version
             and core.leader_epoch == change.state.leader_epoch
         )
-        self.history.emit(
-            "isr_change",
-            impl="coordinator",
-            broker_id=self.broker_id,
-            topic=core.topic,
-            partition=core.partition,
-            isr=list(change.state.isr),
-            leader_epoch=change.state.leader_epoch,
-            zk_version=change.expected_zk_version,
-            ok=result.succeeded,
-        )
-        if not result.succeeded:
-            self._fenced("isr_write", INVALID_UPDATE_VERSION, core.topic, core.partition)
+        # ``isr_change`` and, for a lost write, ``fenced`` what=isr_write are the IsrWriter's to emit (the
+        # ZooKeeper shell: it alone knows a write not made at shutdown, which is neither); see the module docstring
         if not current:
             return
         core.isr_written(change, result)

@@ -27,7 +27,10 @@ zkVersion; on BadVersion the write still counts when the znode already holds exa
 (:func:`coordinator.replication.state.update_leader_and_isr`); otherwise it lost (the leader was deposed). It
 emits ``isr_change`` (``ok``, ``zk_version`` = the expected version) and, for a lost write, ``fenced`` (``what``
 ``isr_write``, ``error`` ``NOT_LEADER_OR_FOLLOWER``: what a deposed 0.9 leader answers from then on). The caller
-(the replica manager) therefore does not emit these two itself.
+(the replica manager) therefore does not emit these two itself, nor ``fenced`` what=``state`` (emitted here
+from the sink's answer): each event is emitted by this one layer (review finding 3 of issue 14). A write not
+made because this broker is stopping (the executor shut, or the connection lost while stopping) answers a lost
+result and emits nothing: it is neither an ISR change nor a fencing.
 
 Not modelled: partition reassignment (``remove_partition`` is never called), topic deletion (a recreated state
 znode restarts its zkVersion and would be dropped as old).
@@ -247,6 +250,9 @@ class StateFollower:
             log.info("ISR write of %s-%d not made: shutting down", topic, partition)
             return ConditionalResult(False, -1)
         except (KazooException, KazooTimeoutError) as e:
+            if self._stopping:  # the write was cut by this broker's own stop: no fencing, no event
+                log.info("ISR write of %s-%d not made: shutting down (%r)", topic, partition, e)
+                return ConditionalResult(False, -1)
             # the session expired (or closed) before the write: this broker's leadership is gone with it
             log.warning("ISR write of %s-%d failed: %r", topic, partition, e)
             result = ConditionalResult(False, -1)

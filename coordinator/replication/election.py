@@ -125,7 +125,9 @@ def stale_leader_epoch(request_epoch: int, current: int) -> bool:
 
 
 class ControllerEpochGate:
-    """A broker's newest known controller epoch (``ReplicaManager.controllerEpoch``, starting at 0)."""
+    """A broker's newest known controller epoch (``ReplicaManager.controllerEpoch``, starting at 0): 0.9's
+    broker-wide check of a controller *request*. The replica manager does not use it for state znodes (each
+    carries its last writer's epoch; :class:`~coordinator.replication.partition.Partition` checks per partition)."""
 
     def __init__(self) -> None:
         self.epoch = INITIAL_CONTROLLER_EPOCH - 1

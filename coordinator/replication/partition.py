@@ -36,12 +36,22 @@ Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``):
   every ISR member's LEO did; then ``NONE``, or ``NOT_ENOUGH_REPLICAS_AFTER_APPEND`` when the ISR is now
   smaller than ``min.insync.replicas``; not the leader -> ``NOT_LEADER_FOR_PARTITION``.
 * :meth:`Partition.become_leader` / :meth:`Partition.become_follower` are ``ReplicaManager.becomeLeaderOrFollower``'s
-  per-partition check (a partition state whose leader epoch is not strictly newer -> ``STALE_LEADER_EPOCH``;
+  per-partition check (a partition state whose controller epoch is older than the one this partition last
+  applied -> ``STALE_CONTROLLER_EPOCH``, see below; whose leader epoch is not strictly newer -> ``STALE_LEADER_EPOCH``;
   this broker not among the assigned replicas -> ``UNKNOWN_TOPIC_OR_PARTITION``) then ``makeLeader`` /
   ``makeFollower``: record the controller epoch, leader epoch and zkVersion, add/remove replicas; a leader
   takes the ISR from the state, a follower empties it. A follower whose leader changed truncates its log to
-  its high watermark (``ReplicaManager.makeFollowers`` -> ``logManager.truncateTo``); its high watermark then
+  its high watermark (``ReplicaManager.makeFollowers`` -> ``logManager.truncateTo``) -- only when the new
+  leader is a live broker: a state with no leader (-1) steps down without truncating; its high watermark then
   follows the leader's: ``min(own LEO, leader HW)`` (``ReplicaFetcherThread.processPartitionData``).
+
+The controller epoch is checked per partition (a deviation, with the decided no-LeaderAndIsr design): 0.9's
+``becomeLeaderOrFollower`` compares the *request's* controller epoch with the newest the broker saw, since a
+new controller resends every partition's state with its own epoch. Here states are read from the state znodes,
+and each carries the epoch of the controller that last wrote *that* znode; a new controller rewrites only the
+partitions it changes, so a broker-wide gate would refuse valid states of untouched partitions after a
+controller failover (review finding 5 of issue 14). Per partition, an older controller's state is still
+refused, and the zkVersion orders the reads of one znode.
 
 One deliberate difference from 0.9: on becoming the new leader, 0.9 resets the remote replicas' LEO to unknown
 but keeps their old ``lastCaughtUpTimeMs`` (possibly from long before), so the first shrink check after a
@@ -55,13 +65,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coordinator.replication.election import stale_leader_epoch
+from coordinator.replication.election import stale_controller_epoch, stale_leader_epoch
 from coordinator.replication.errors import (
     NONE,
     NOT_ENOUGH_REPLICAS,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     NOT_LEADER_FOR_PARTITION,
     OFFSET_OUT_OF_RANGE,
+    STALE_CONTROLLER_EPOCH,
     STALE_LEADER_EPOCH,
     UNKNOWN_TOPIC_OR_PARTITION,
     NotAssignedReplica,
@@ -184,6 +195,8 @@ class Partition:
             raise ValueError(
                 f"{self._name()}: ISR {list(state.isr)} is not within the assigned {list(assigned)}"
             )
+        if stale_controller_epoch(state.controller_epoch, self.controller_epoch):
+            return STALE_CONTROLLER_EPOCH
         if stale_leader_epoch(state.leader_epoch, self.leader_epoch):
             return STALE_LEADER_EPOCH
         if self.local_id not in assigned:
@@ -226,7 +239,12 @@ class Partition:
     ) -> Transition:
         """Apply a LeaderAndIsr partition state naming another leader (``makeFollower``), epoch check first.
 
-        When the leader changed the local log is truncated to the high watermark (``Transition.truncate_to``).
+        When the leader changed to a live broker the local log is truncated to the high watermark
+        (``Transition.truncate_to``). A state with no leader (-1) only steps down (``changed`` if this broker
+        led or followed someone): no truncation -- 0.9.0.1 ``ReplicaManager.makeFollowers`` calls
+        ``partition.makeFollower`` and ``logManager.truncateTo`` only for a leader found among the alive
+        brokers ("cannot become follower since the new leader %d is unavailable"). Truncating there would cut a
+        restarted broker's acknowledged records to its stale checkpointed HW before it is elected from the ISR.
         """
         if state.leader == self.local_id:
             raise ValueError(f"state names this broker {self.local_id} leader; use become_leader")
@@ -241,6 +259,8 @@ class Partition:
         if self.leader == state.leader:
             return Transition(NONE, changed=False)
         self.leader = state.leader
+        if state.leader < 0:
+            return Transition(NONE, changed=True)
         self._leo = min(self._leo, self._hw)
         return Transition(NONE, changed=True, truncate_to=self._hw)
 

@@ -353,7 +353,11 @@ def test_the_load_waits_for_its_barrier_so_commits_the_old_leader_acknowledged_a
     asyncio.run(scenario())
 
 
-def test_a_failed_barrier_still_loads_what_is_committed() -> None:
+def test_a_failed_barrier_keeps_the_partition_loading_and_is_retried_until_acknowledged() -> None:
+    """Review finding 2: loading below a high watermark the barrier did not move can miss a commit the old
+    leader acknowledged; so the partition stays in CatchUp (COORDINATOR_LOAD_IN_PROGRESS) and the barrier is
+    appended again until it is acknowledged."""
+
     async def scenario() -> None:
         fake, history = FakeReplicatedLog(), RecordingHistory()
         seed(fake, P_G1, [OffsetCommitRecord(G1, "t", 0, 10, -1, "", 1)])
@@ -362,7 +366,36 @@ def test_a_failed_barrier_still_loads_what_is_committed() -> None:
         await apis.load()
         fake.mode = 19  # NOT_ENOUGH_REPLICAS
         fake.elect(P_G1, 3)
+        await _until(lambda: len(fake.appends) >= 3)  # the first barrier and two retries, all refused
+        assert {(a[0], tuple(a[1]), a[2]) for a in fake.appends} == {(P_G1, ((None, None),), -1)}
+        assert apis.machine.partition_status(P_G1) == "loading"
+        assert _fetched(client, G1)[0] == LOAD_IN_PROGRESS
+        # the old leader's last acknowledged commit becomes committed here; then a barrier is acknowledged
+        seed(fake, P_G1, [OffsetCommitRecord(G1, "t", 0, 11, -1, "", 2)])
+        fake.mode = "ack"
         await _until(lambda: apis.machine.partition_status(P_G1) == "owned")
-        assert _fetched(client, G1) == (NONE, [10, -1])
+        assert _fetched(client, G1) == (NONE, [11, -1])
+        assert [e["phase"] for e in history.of("coordinator_load")] == ["begin", "end"]
+
+    asyncio.run(scenario())
+
+
+def test_a_resignation_stops_the_barrier_retries() -> None:
+    async def scenario() -> None:
+        fake, history = FakeReplicatedLog(), RecordingHistory()
+        broker, apis = replicated_broker(fake, history)
+        await apis.load()
+        fake.mode = 19
+        fake.elect(P_G1, 3)
+        await _until(lambda: len(fake.appends) >= 2)
+        fake.resign(P_G1, 4)
+        await _until(lambda: not apis.runner._loads)
+        tried = len(fake.appends)
+        fake.mode = "ack"
+        assert apis.machine.partition_status(P_G1) == "not_owned"
+        assert [e["phase"] for e in history.of("coordinator_load")] == ["begin", "unload"]
+        fake.elect(P_G1, 5)
+        await _until(lambda: apis.machine.partition_status(P_G1) == "owned")
+        assert len(fake.appends) == tried + 1  # only the new load's barrier
 
     asyncio.run(scenario())

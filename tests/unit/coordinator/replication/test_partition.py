@@ -15,6 +15,7 @@ from coordinator.replication.errors import (
     NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     NOT_LEADER_FOR_PARTITION,
     OFFSET_OUT_OF_RANGE,
+    STALE_CONTROLLER_EPOCH,
     STALE_LEADER_EPOCH,
     UNKNOWN_TOPIC_OR_PARTITION,
     NotAssignedReplica,
@@ -228,3 +229,34 @@ def test_a_reported_isr_write_must_be_the_one_proposed() -> None:
     write(p, change)
     with pytest.raises(ValueError, match="not the one last proposed"):
         p.isr_written(change, ConditionalResult(True, 7))
+
+
+def test_a_state_with_no_leader_steps_down_without_truncating() -> None:
+    # A restarted broker recovered LEO 5 with a (stale) checkpointed HW 2. The first state it reads has no leader
+    # (-1: the controller found no live ISR member). 0.9 makeFollowers makes no follower of an unavailable
+    # leader, so nothing is truncated: the log keeps offsets 2..4 (maybe acknowledged by this broker as leader).
+    p = Partition("t", 0, local_id=1, now_ms=0, leo=5, hw=2)
+    t = p.become_follower(PartitionState(-1, 4, (1,), 2), 3, ASSIGNED, now_ms=0)
+    assert t == Transition(NONE, changed=True, truncate_to=None)
+    assert (p.leader, p.leo, p.hw, p.leader_epoch, p.is_leader) == (-1, 5, 2, 4, False)
+    # elected from that ISR next: leader with the whole log
+    assert p.become_leader(PartitionState(1, 5, (1,), 2), 4, ASSIGNED, now_ms=0).error == NONE
+    assert p.leo == 5
+    # a leader told "no leader" steps down (changed) and keeps its log too
+    t = p.become_follower(PartitionState(-1, 6, (1,), 2), 5, ASSIGNED, now_ms=0)
+    assert t == Transition(NONE, changed=True, truncate_to=None) and not p.is_leader and p.leo == 5
+    # following a real leader afterwards truncates to the HW, as 0.9 does on a leader change (HW 5 now: the
+    # single-member ISR's leader made every appended offset committed when it led)
+    t = p.become_follower(PartitionState(2, 7, (2,), 2), 6, ASSIGNED, now_ms=0)
+    assert t == Transition(NONE, changed=True, truncate_to=p.hw) and p.leader == 2
+
+
+def test_a_state_of_an_older_controller_epoch_than_the_partitions_is_refused_and_changes_nothing() -> None:
+    p = leader()  # controller epoch 1, leader epoch 1
+    assert p.become_follower(PartitionState(2, 2, (2, 1), 2), 6, ASSIGNED, now_ms=0).error == NONE
+    # controller epoch 1 < 2 applied here: refused even with a newer leader epoch
+    t = p.become_leader(PartitionState(1, 3, (1,), 1), 7, ASSIGNED, now_ms=0)
+    assert t == Transition(STALE_CONTROLLER_EPOCH)
+    assert (p.leader, p.leader_epoch, p.controller_epoch, p.zk_version) == (2, 2, 2, 6)
+    # the same controller epoch is accepted (one controller writes many states)
+    assert p.become_leader(PartitionState(1, 3, (1,), 2), 7, ASSIGNED, now_ms=0).error == NONE
