@@ -59,6 +59,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -77,6 +78,15 @@ __all__ = ["GroupFailure", "GroupRunner", "Token", "now_ms"]
 log = logging.getLogger("coordinator")
 
 _LOAD_CHUNK = 2000
+
+
+@dataclass(slots=True)
+class _Tally:
+    """Records a load put into the machine and records it skipped."""
+
+    loaded: int = 0
+    skipped: int = 0
+
 
 _partition_for = lru_cache(maxsize=100_000)(partition_for)
 
@@ -490,31 +500,33 @@ class GroupRunner:
             )
         self.loading = True
         self.apply(self.machine.begin_loading())
-        count = skipped = 0
+        tally = _Tally()
         try:
             if self.group_log is not None:
-                for lineno, record in self.group_log.replay_lines():
-                    try:
-                        self.machine.load(record)
-                    except Exception as e:
-                        skipped += 1
-                        log.warning(
-                            "group log %s line %d skipped: %s (%s: %s)",
-                            self.group_log.path,
-                            lineno,
-                            record,
-                            type(e).__name__,
-                            e,
-                        )
-                        continue
-                    count += 1
-                    if count % _LOAD_CHUNK == 0:
-                        await asyncio.sleep(0)
-                skipped += self.group_log.skipped
+                path = self.group_log.path
+                await self._replay(
+                    ((f"group log {path} line {n}", r) for n, r in self.group_log.replay_lines()), tally
+                )
+                tally.skipped += self.group_log.skipped
         finally:
             self.apply(self.machine.finish_loading(self.clock()))
             self.loading = False
-        return count, skipped
+        return tally.loaded, tally.skipped
+
+    async def _replay(self, items: Iterable[tuple[str, Record]], tally: _Tally) -> None:
+        """Load each ``(where, record)`` into the machine in order, yielding to the loop every
+        ``_LOAD_CHUNK`` records; a record the machine rejects is skipped (counted in ``tally``) with a
+        warning naming ``where``."""
+        for where, record in items:
+            try:
+                self.machine.load(record)
+            except Exception as e:
+                tally.skipped += 1
+                log.warning("%s skipped: %s (%s: %s)", where, record, type(e).__name__, e)
+                continue
+            tally.loaded += 1
+            if tally.loaded % _LOAD_CHUNK == 0:
+                await asyncio.sleep(0)
 
     # ------------------------------------------------------------------ replicated mode: leadership
 
@@ -589,32 +601,19 @@ class GroupRunner:
         (review finding 2 of issue 14)."""
         store = self.store
         assert store is not None
-        count = skipped = 0
+        tally = _Tally()
         try:
             await self._await_barrier(store, partition, leader_epoch)
-            for record in store.read(partition):
-                try:
-                    self.machine.load(record)
-                except Exception as e:
-                    skipped += 1
-                    log.warning(
-                        "offsets_partition=%d: record skipped: %s (%s: %s)",
-                        partition,
-                        record,
-                        type(e).__name__,
-                        e,
-                    )
-                    continue
-                count += 1
-                if count % _LOAD_CHUNK == 0:
-                    await asyncio.sleep(0)
-            skipped += store.skipped
+            await self._replay(
+                ((f"offsets_partition={partition}: record", r) for r in store.read(partition)), tally
+            )
+            tally.skipped += store.skipped
         except asyncio.CancelledError:
-            log.info("offsets_partition=%d: load cancelled after %d records", partition, count)
+            log.info("offsets_partition=%d: load cancelled after %d records", partition, tally.loaded)
             raise
         except Exception:
             log.exception(
-                "offsets_partition=%d: reading failed after %d records; serving them", partition, count
+                "offsets_partition=%d: reading failed after %d records; serving them", partition, tally.loaded
             )
         if self.machine.partition_status(partition) != "loading":
             return  # resigned meanwhile (the task was not cancelled in time)
@@ -633,8 +632,8 @@ class GroupRunner:
             leader_epoch,
             len(groups),
             offsets,
-            count,
-            skipped,
+            tally.loaded,
+            tally.skipped,
             duration_ms,
         )
         self._emit_load(
