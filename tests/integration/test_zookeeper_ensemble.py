@@ -13,16 +13,14 @@ from kazoo.client import KazooClient, KazooState
 
 from harness.cluster.zookeeper import four_letter, parse_mntr
 from harness.cluster.zookeeper_ensemble import ZooKeeperEnsemble
-from harness.history.schema import read_parquet
 from harness.history.writer import HistoryWriter, read_events
 from harness.kernel.errors import Unreachable
-from harness.run.runner import RunOptions, run_scenario
-from harness.scenario import load_scenario
+from harness.run.runner import RunOptions
 from legacy_zk import paths
 from legacy_zk.member import LegacyZkMember
 from tests.support.legacy_zk import create_topic, fast_config, owners, registered, settled
-from tests.support.runs import FAST
 from tests.support.waiting import wait_until
+from tests.support.zk_leader_runs import assert_the_group_survived_the_leader_faults, run_leader_faults
 
 pytestmark = pytest.mark.slow
 
@@ -195,41 +193,8 @@ def test_a_run_with_three_zookeeper_servers_survives_a_leader_kill_and_a_leader_
     """``herd`` with ``zookeeper.servers=3``: the nemesis kills the ZooKeeper leader, restarts it, pauses
     the new leader and resumes it; each fault completes with a different new leader, the group ends
     settled and every produced record was processed."""
-    timeline = (
-        'timeline=[{at="1s",action="kill_zk_leader",downtime="2s"},'
-        '{at="5s",action="pause_zk_leader",duration="3s"}]'
-    )
-    extra = ["zookeeper.servers=3", "group.members=3", "topic.partitions=3", timeline]
-    s = load_scenario("herd", [*FAST, f'implementations=["{impl}"]', *extra])
-    result = run_scenario(s, RunOptions(out=tmp_path))
-    (unit,) = result.units
-    assert "failed" not in unit, unit.get("failed")
-    events = read_parquet(result.run_dir / "history.parquet")
-    done = {
-        e["action"]: e
-        for e in events
-        if e["kind"] == "complete" and e.get("action") in ("kill_zk_leader", "pause_zk_leader")
-    }
-    assert set(done) == {"kill_zk_leader", "pause_zk_leader"}
-    for e in done.values():
-        assert e["old_leader"] != e["new_leader"] and e["elected_s"] > 0
-    ends = [
-        e
-        for e in events
-        if e["kind"] == "complete" and e.get("action") in ("restart_zk_server", "resume_zk_server")
-    ]
-    assert sorted((e["action"], e["server"]) for e in ends) == sorted(
-        [
-            ("restart_zk_server", done["kill_zk_leader"]["old_leader"]),
-            ("resume_zk_server", done["pause_zk_leader"]["old_leader"]),
-        ]
-    )
-    mntr = [e for e in events if e["kind"] == "zk_mntr"]
-    assert mntr and all(e["counters"]["servers"] in (2, 3) for e in mntr)
-    produced = {(e["partition"], e["offset"]) for e in events if e["kind"] == "produced"}
-    processed = {(e["partition"], e["offset"]) for e in events if e["kind"] == "record"}
-    assert produced and produced <= processed
-    assert unit["settled_at_end"]
+    _, unit, events = run_leader_faults(impl, RunOptions(out=tmp_path))
+    assert_the_group_survived_the_leader_faults(unit, events)
 
 
 def test_an_ensemble_not_ready_in_time_is_unreachable_with_every_log_tail_and_leaves_nothing(
