@@ -10,7 +10,11 @@ Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``):
   controller); a lost write is ``ControllerMovedException`` and, as ``elect`` does with any error, the broker
   resigns and deletes ``/controller`` (``resign``). A broker that sees ``/controller`` now held by another while
   it thinks it is controller resigns (``handleDataChange``); on session expiry a controller resigns
-  (``SessionExpirationListener.handleNewSession``: ``onControllerResignation`` then ``elect``). Events:
+  (``SessionExpirationListener.handleNewSession``: ``onControllerResignation`` then ``elect``). A lost
+  connection during the election (the create of ``/controller`` landed or not) runs the election again a little
+  later, as ``elect``'s catch-all (resign, re-elect) and ZkClient's ``retryUntilConnected`` do; a ``/controller``
+  naming this broker while it holds no epoch makes it run again too (a landed create whose answer was lost is then
+  found as its own session's znode and the election goes on). Events:
   ``controller`` with ``phase`` ``elected`` / ``resigned``.
 * Duties, ``controller/KafkaController.scala``, ``PartitionStateMachine.scala``, ``ReplicaStateMachine.scala``:
 
@@ -197,10 +201,20 @@ class Controller:
             with self._lock:
                 self._live_under_holder = self._seen_live | {holder}
             self._submit(self._resign_if_controller, holder)
+        elif self.controller_epoch is None:
+            # /controller names this broker but it took no epoch: a create whose answer was lost, or a znode of
+            # an earlier session of this broker; _elect tells them apart by the znode's ephemeral owner
+            self._submit(self._elect)
         return True
 
     def _elect(self) -> None:
-        """``ZookeeperLeaderElector.elect`` (worker thread)."""
+        """``ZookeeperLeaderElector.elect`` (worker thread).
+
+        A lost connection while creating or reading ``/controller`` (the create may or may not have landed) is
+        not the end of the election: 0.9's ``elect`` catches any error, resigns and runs again, and its ZkClient
+        retries every request until connected (``ZkClient.retryUntilConnected``). Here the election runs again
+        after :data:`ELECTION_RETRY_S`; a create that had landed is then found as this session's own znode and
+        the election continues from the epoch step (no controller is left unelected)."""
         if self._stopping or self.controller_epoch is not None:
             return
         try:
@@ -212,14 +226,20 @@ class Controller:
                 data, stat = self.client.get(CONTROLLER_PATH)
             except NoNodeError:
                 return  # the holder just resigned: its deletion fires the watch again
+            except _ZK_ERRORS as e:
+                self._elect_later(e)
+                return
             session = self.client.client_id
             if session is None or stat.ephemeralOwner != session[0]:
                 self.controller_id = decode_controller(data)
                 return
             # ours already: a create retried after a connection loss had landed
+        except _ZK_ERRORS as e:
+            self._elect_later(e)
+            return
         try:
             epoch = self._increment_epoch()
-        except (ControllerMoved, ConnectionLoss) as e:
+        except (ControllerMoved, *_ZK_ERRORS) as e:
             # 0.9 elect: any error while becoming controller -> resign(), which deletes /controller
             log.warning("broker %d lost the controller election: %r", self.broker_id, e)
             self._give_up_controller_znode()
@@ -246,12 +266,17 @@ class Controller:
         try:
             self._delete_own_controller_znode()
         except _ZK_ERRORS as e:
-            log.warning(
-                "broker %d could not delete its /controller: %r; retrying the election", self.broker_id, e
-            )
-            timer = threading.Timer(ELECTION_RETRY_S, self._submit, (self._elect,))
-            timer.daemon = True
-            timer.start()
+            log.warning("broker %d could not delete its /controller: %r", self.broker_id, e)
+            self._elect_later(e)
+
+    def _elect_later(self, error: BaseException) -> None:
+        """Run for controller again after :data:`ELECTION_RETRY_S` (the connection is down: ``error``)."""
+        if self._stopping:
+            return
+        log.warning("broker %d: controller election interrupted (%r); retrying", self.broker_id, error)
+        timer = threading.Timer(ELECTION_RETRY_S, self._submit, (self._elect,))
+        timer.daemon = True
+        timer.start()
 
     def _increment_epoch(self) -> int:
         """``KafkaController.incrementControllerEpoch``: epoch + 1, conditional on the version read."""
