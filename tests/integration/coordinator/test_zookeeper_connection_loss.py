@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,13 +41,13 @@ AFTER = "after"  # the request landed, then ConnectionLoss: the answer was lost
 class FlakyClient:
     """A KazooClient stand-in that delegates everything to ``real`` except that ``create`` / ``set`` / ``delete``
     / ``get`` on a path listed in :attr:`faults` consume one mode of that list each call: :data:`BEFORE` raises
-    ``ConnectionLoss`` without calling ZooKeeper, :data:`AFTER` calls it and then raises. :attr:`injected` records
-    ``(op, path, mode)`` of every injected loss."""
+    ``ConnectionLoss`` without calling ZooKeeper, :data:`AFTER` calls it and then raises, a callable is called and
+    then the request goes out normally. :attr:`injected` records ``(op, path, mode)`` of every injected fault."""
 
     def __init__(self, real: KazooClient) -> None:
         self._real = real
-        self.faults: dict[tuple[str, str], list[str]] = {}
-        self.injected: list[tuple[str, str, str]] = []
+        self.faults: dict[tuple[str, str], list[Any]] = {}
+        self.injected: list[tuple[str, str, Any]] = []
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
@@ -60,6 +61,8 @@ class FlakyClient:
                 self.injected.append((op, path, mode))
         if mode == BEFORE:
             raise ConnectionLoss()
+        if callable(mode):
+            mode()
         result = getattr(self._real, op)(path, *args, **kwargs)
         if mode == AFTER:
             raise ConnectionLoss()
@@ -211,3 +214,54 @@ def test_stop_returns_while_zookeeper_is_unreachable_with_a_request_pending(
                 zk.stop()
             loop.close()
             rig.stop()
+
+
+def test_a_controller_whose_session_expires_mid_decision_writes_nothing_under_the_new_session(
+    rig: Rig, controller_client: FlakyClient
+) -> None:
+    # finding 7: the session expires between the read and the write of a decision; the resignation is queued
+    # behind the decision, and kazoo would send the write on its new session: nothing of epoch 1 may be written
+    real = controller_client._real  # noqa: SLF001
+    real.create(
+        "/brokers/ids/1", b"{}", ephemeral=True
+    )  # broker 1's registration, on the controller's session
+    rig.admin.create("/brokers/ids/2", b"{}", ephemeral=True)
+    history = RecordingHistory()
+    controller = run_controller(controller_client, history)
+    try:
+        wait_until(lambda: controller.controller_epoch == 1, 15, what="broker 1 controller of epoch 1")
+        rig.admin.create(
+            "/brokers/topics/t", json.dumps({"version": 1, "partitions": {"0": [1, 2]}}).encode()
+        )
+        wait_until(lambda: history.of("partition_state", topic="t"), 15, what="t-0's first state")
+        first = history.of("partition_state", topic="t")
+        assert [(e["leader"], e["isr"], e["controller_epoch"]) for e in first] == [(1, [1, 2], 1)]
+        old_session = real.client_id[0]
+        expired_at: list[float] = []
+
+        def expire_and_wait_for_new_session() -> None:
+            thief = KazooClient(hosts=rig.connect, client_id=real.client_id)
+            thief.start(timeout=15)
+            thief.stop()
+            thief.close()
+            wait_until(
+                lambda: real.connected and real.client_id is not None and real.client_id[0] != old_session,
+                20,
+                what="the controller's client on a new session",
+            )
+            expired_at.append(time.monotonic())
+
+        path = "/brokers/topics/t/partitions/0/state"
+        controller_client.faults[("get", path)] = [expire_and_wait_for_new_session]
+        rig.admin.delete(
+            "/brokers/ids/2"
+        )  # the controller decides: leader 1, ISR [1] (a set on the state znode)
+        wait_until(lambda: expired_at, 30, what="the session expired mid-decision")
+        controller.wait_idle(20)
+        late = [e for e in history.of("partition_state", topic="t") if e["t"] > expired_at[0]]
+        assert all(e["controller_epoch"] >= 2 for e in late), late
+        data, _ = rig.admin.get(path)
+        assert json.loads(data)["controller_epoch"] != 1 or json.loads(data)["isr"] == [1, 2]
+    finally:
+        controller.stop()
+        controller.join()
