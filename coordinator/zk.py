@@ -27,7 +27,7 @@ Contract
   brokers registered are watched too (Metadata lists them with their leader).
 * :meth:`stop` closes the session, which removes the ephemeral registration at once. It returns also while
   ZooKeeper is unreachable: the ZooKeeper thread is not waited for before the session is closed (closing it fails
-  the request that thread waits on), only after.
+  the request that thread waits on), only after; queued writes still land first while connected.
 
 Replicated mode (``config.replication.enabled``, issue 14; everything above stays as it is without it):
 
@@ -167,7 +167,7 @@ class ZkRegistration:
     def stop(self) -> None:
         """Close the session and wait for the ZooKeeper threads; bounded also while ZooKeeper is unreachable (a
         request waiting for a connection fails when the session is closed, so the threads are joined only
-        after that, and queued writes are dropped)."""
+        after that; queued writes land first only while connected: :meth:`_drain_writer`)."""
         self._stopping = True
         self._stopped.set()
         if self._on_topic_change in self.store.listeners:
@@ -175,7 +175,7 @@ class ZkRegistration:
         if self.controller is not None and self.states is not None:
             self.controller.stop()  # neither waits: closing the session below fails their pending requests
             self.states.stop()
-        self._writer.shutdown(wait=False, cancel_futures=True)
+        self._drain_writer()
         try:
             self.client.stop()
         finally:
@@ -185,6 +185,21 @@ class ZkRegistration:
                 self.controller.join()
                 self.states.join()
         log.info("closed the ZooKeeper session of broker %d", self.config.broker_id)
+
+    def _drain_writer(self) -> None:
+        """Let the writes queued on the ZooKeeper thread land before the session closes (as before issue 14's
+        review), but only while connected and for at most :data:`SESSION_TIMEOUT_S`: a request waiting on an
+        unreachable ZooKeeper fails when :meth:`stop` then closes the session."""
+        try:
+            drained = self._writer.submit(lambda: None)
+        except RuntimeError:  # shut down already (stop called twice)
+            return
+        self._writer.shutdown(wait=False)
+        deadline = time.monotonic() + SESSION_TIMEOUT_S
+        while self.client.connected and time.monotonic() < deadline:
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                drained.result(timeout=0.1)
+                return
 
     # ------------------------------------------------------------------ registration
 
