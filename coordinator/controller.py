@@ -10,7 +10,11 @@ Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``):
   controller); a lost write is ``ControllerMovedException`` and, as ``elect`` does with any error, the broker
   resigns and deletes ``/controller`` (``resign``). A broker that sees ``/controller`` now held by another while
   it thinks it is controller resigns (``handleDataChange``); on session expiry a controller resigns
-  (``SessionExpirationListener.handleNewSession``: ``onControllerResignation`` then ``elect``). Events:
+  (``SessionExpirationListener.handleNewSession``: ``onControllerResignation`` then ``elect``). A lost
+  connection during the election (the create of ``/controller`` landed or not) runs the election again a little
+  later, as ``elect``'s catch-all (resign, re-elect) and ZkClient's ``retryUntilConnected`` do; a ``/controller``
+  naming this broker while it holds no epoch makes it run again too (a landed create whose answer was lost is then
+  found as its own session's znode and the election goes on). Events:
   ``controller`` with ``phase`` ``elected`` / ``resigned``.
 * Duties, ``controller/KafkaController.scala``, ``PartitionStateMachine.scala``, ``ReplicaStateMachine.scala``:
 
@@ -31,6 +35,8 @@ Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``):
     (``ReplicationUtils.updateLeaderAndIsr``); a lost write is re-read and decided again; a state written by a
     newer controller aborts the decision (``StateChangeFailedException``). Each write emits ``partition_state``
     with its ``reason`` and the version after it.
+  - a decision writes nothing once its term is over or the client is on another session than the one the broker
+    was elected under (a session lost mid-decision; 0.9 has that hole: :meth:`Controller._may_write`).
 
 DECIDED deviations (see also :mod:`coordinator.zk`): no LeaderAndIsr / UpdateMetadata requests (kio has no
 schema for them): brokers watch the state znodes themselves. 0.9 makes one write per dead replica; this makes one
@@ -115,6 +121,8 @@ class Controller:
         self.controller_epoch: int | None = None
         self.controller_id: int | None = None
         self._generation = 0
+        #: The ZooKeeper session id this broker became controller under (writes under another are refused).
+        self._term_session: int | None = None
         self._stopping = False
         self._work = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="zk-controller")
         self._lock = threading.Lock()
@@ -197,10 +205,20 @@ class Controller:
             with self._lock:
                 self._live_under_holder = self._seen_live | {holder}
             self._submit(self._resign_if_controller, holder)
+        elif self.controller_epoch is None:
+            # /controller names this broker but it took no epoch: a create whose answer was lost, or a znode of
+            # an earlier session of this broker; _elect tells them apart by the znode's ephemeral owner
+            self._submit(self._elect)
         return True
 
     def _elect(self) -> None:
-        """``ZookeeperLeaderElector.elect`` (worker thread)."""
+        """``ZookeeperLeaderElector.elect`` (worker thread).
+
+        A lost connection while creating or reading ``/controller`` (the create may or may not have landed) is
+        not the end of the election: 0.9's ``elect`` catches any error, resigns and runs again, and its ZkClient
+        retries every request until connected (``ZkClient.retryUntilConnected``). Here the election runs again
+        after :data:`ELECTION_RETRY_S`; a create that had landed is then found as this session's own znode and
+        the election continues from the epoch step (no controller is left unelected)."""
         if self._stopping or self.controller_epoch is not None:
             return
         try:
@@ -212,18 +230,26 @@ class Controller:
                 data, stat = self.client.get(CONTROLLER_PATH)
             except NoNodeError:
                 return  # the holder just resigned: its deletion fires the watch again
+            except _ZK_ERRORS as e:
+                self._elect_later(e)
+                return
             session = self.client.client_id
             if session is None or stat.ephemeralOwner != session[0]:
                 self.controller_id = decode_controller(data)
                 return
             # ours already: a create retried after a connection loss had landed
+        except _ZK_ERRORS as e:
+            self._elect_later(e)
+            return
         try:
             epoch = self._increment_epoch()
-        except (ControllerMoved, ConnectionLoss) as e:
+        except (ControllerMoved, *_ZK_ERRORS) as e:
             # 0.9 elect: any error while becoming controller -> resign(), which deletes /controller
             log.warning("broker %d lost the controller election: %r", self.broker_id, e)
             self._give_up_controller_znode()
             return
+        session = self.client.client_id
+        self._term_session = session[0] if session is not None else None
         self.controller_id = self.broker_id
         self.controller_epoch = epoch
         self._generation += 1
@@ -246,12 +272,17 @@ class Controller:
         try:
             self._delete_own_controller_znode()
         except _ZK_ERRORS as e:
-            log.warning(
-                "broker %d could not delete its /controller: %r; retrying the election", self.broker_id, e
-            )
-            timer = threading.Timer(ELECTION_RETRY_S, self._submit, (self._elect,))
-            timer.daemon = True
-            timer.start()
+            log.warning("broker %d could not delete its /controller: %r", self.broker_id, e)
+            self._elect_later(e)
+
+    def _elect_later(self, error: BaseException) -> None:
+        """Run for controller again after :data:`ELECTION_RETRY_S` (the connection is down: ``error``)."""
+        if self._stopping:
+            return
+        log.warning("broker %d: controller election interrupted (%r); retrying", self.broker_id, error)
+        timer = threading.Timer(ELECTION_RETRY_S, self._submit, (self._elect,))
+        timer.daemon = True
+        timer.start()
 
     def _increment_epoch(self) -> int:
         """``KafkaController.incrementControllerEpoch``: epoch + 1, conditional on the version read."""
@@ -298,6 +329,16 @@ class Controller:
 
     def _current(self, generation: int) -> bool:
         return not self._stopping and self.controller_epoch is not None and generation == self._generation
+
+    def _may_write(self, generation: int) -> bool:
+        """Whether a state write of term ``generation`` may go out now: the term is current *and* the client is
+        still on the session the broker was elected under. A session lost in the middle of a decision is only
+        seen by the worker after it (its resignation is queued behind the decision), and kazoo then writes on the
+        new session; 0.9 has the same hole (review finding 7). Checked before every write; a session lost between
+        the check and the write is not covered (a ZooKeeper multi with a check of ``/controller_epoch``'s
+        zkVersion, as later Kafka versions do, would close it)."""
+        session = self.client.client_id
+        return self._current(generation) and session is not None and session[0] == self._term_session
 
     # ------------------------------------------------------------------ duties
 
@@ -349,7 +390,7 @@ class Controller:
             for p, assigned in sorted(parts.items()):
                 if not self._current(generation):
                     return
-                self._decide(topic, p, assigned)
+                self._decide(generation, topic, p, assigned)
 
     def _on_topics(self, generation: int, children: list[str]) -> None:
         """``TopicChangeListener``: watch each new topic's assignment."""
@@ -376,18 +417,18 @@ class Controller:
                 known[p] = assigned
                 if not self._current(generation):
                     return
-                self._decide(name, p, assigned)
+                self._decide(generation, name, p, assigned)
 
         return on_assignment
 
-    def _decide(self, topic: str, partition: int, assigned: tuple[int, ...]) -> None:
+    def _decide(self, generation: int, topic: str, partition: int, assigned: tuple[int, ...]) -> None:
         """Read the partition's state and write what the rules decide, conditionally; retried on a lost write."""
         epoch = self.controller_epoch
         assert epoch is not None
         path = partition_state_path(topic, partition)
         for _ in range(MAX_WRITE_ATTEMPTS):
             try:
-                if self._decide_once(topic, partition, assigned, path, epoch):
+                if self._decide_once(generation, topic, partition, assigned, path, epoch):
                     return
             except ConnectionLoss:
                 # the request may or may not have landed: re-read and decide again (every write is conditional,
@@ -396,15 +437,19 @@ class Controller:
         log.warning("controller: gave up on %s after %d attempts", path, MAX_WRITE_ATTEMPTS)
 
     def _decide_once(
-        self, topic: str, partition: int, assigned: tuple[int, ...], path: str, epoch: int
+        self, generation: int, topic: str, partition: int, assigned: tuple[int, ...], path: str, epoch: int
     ) -> bool:
-        """One read-decide-write round; False when the conditional write lost (decide again)."""
+        """One read-decide-write round; False when the conditional write lost (decide again). Nothing is written
+        once the term is over or the session changed (:meth:`_may_write`)."""
         try:
             data, stat = self.client.get(path)
         except NoNodeError:
             state = initial_state(assigned, self._live, epoch)
             if state is None:
                 log.info("controller: no live replica of %s-%d among %s yet", topic, partition, assigned)
+                return True
+            if not self._may_write(generation):
+                log.info("controller %d: term over or session changed; not creating %s", self.broker_id, path)
                 return True
             try:
                 self.client.create(path, encode_partition_state(state), makepath=True)
@@ -424,6 +469,9 @@ class Controller:
             log.warning("controller %d (epoch %d) deposed? %s", self.broker_id, epoch, e)
             return True
         if decision is None:
+            return True
+        if not self._may_write(generation):
+            log.info("controller %d: term over or session changed; not writing %s", self.broker_id, path)
             return True
         try:
             new_stat = self.client.set(path, encode_partition_state(decision.state), version=stat.version)

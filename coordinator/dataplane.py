@@ -47,6 +47,7 @@ Replicated mode (issue 14; :attr:`DataPlane.replicas` set, ``replication.enabled
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime
 import logging
 import time
@@ -166,6 +167,9 @@ class DataPlane:
         self.replicas: ReplicaManager | None = None
         #: Replicated mode: the ZooKeeper shell's blocking ``create_topic(name, partitions, replication_factor)``.
         self.create_topic: Callable[[str, int, int | None], Any] | None = None
+        #: The executor ``create_topic`` runs in (the broker's ZooKeeper executor; None: the loop's default), so
+        #: ZooKeeper calls waiting on an unreachable ZooKeeper never occupy the default executor.
+        self.zookeeper_executor: concurrent.futures.Executor | None = None
         store.on_new_log = lambda _t, _i, plog: setattr(plog, "listener", self.waiters.listener_for(plog))
         for topic in store:
             for plog in topic.partitions:
@@ -361,7 +365,13 @@ class DataPlane:
         loop = asyncio.get_running_loop()
         for name in missing:
             try:
-                await loop.run_in_executor(None, self.create_topic, name, self.config.num_partitions, None)  # type: ignore[arg-type]
+                await loop.run_in_executor(
+                    self.zookeeper_executor,
+                    self.create_topic,  # type: ignore[arg-type]
+                    name,
+                    self.config.num_partitions,
+                    None,
+                )
                 log.info("auto-created topic %s with %d partitions", name, self.config.num_partitions)
             except TopicExists:
                 pass  # another broker was first: fine
@@ -450,7 +460,9 @@ class DataPlane:
                     message = "manual replica assignments are not supported with replication"
                 elif not req.validate_only:
                     assert self.create_topic is not None
-                    await loop.run_in_executor(None, self.create_topic, t.name, count, factor)
+                    await loop.run_in_executor(
+                        self.zookeeper_executor, self.create_topic, t.name, count, factor
+                    )
             except InvalidTopic as e:
                 error, message = ErrorCode.invalid_topic_exception, str(e)
             except InvalidPartitions as e:

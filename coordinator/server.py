@@ -52,6 +52,7 @@ Contract
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import inspect
 import ipaddress
@@ -325,6 +326,9 @@ class Broker:
         self._reported_ns: Counter[int] = Counter()
         self._last_report = time.monotonic()
         self.zk: Any = None
+        #: Runs the ZooKeeper shell's blocking calls (start, create_topic), never the loop's default executor: while
+        #: ZooKeeper is unreachable they wait until the shell's session is closed (review finding 8).
+        self._zk_executor: concurrent.futures.ThreadPoolExecutor | None = None
         self.port = config.port
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], Connection] = {}
@@ -454,7 +458,9 @@ class Broker:
                 )
             else:
                 zk = factory(cfg, self.store, self.cluster, self.port, loop)
-            await loop.run_in_executor(None, zk.start)
+            self._zk_executor = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="zk-calls")
+            self.data.zookeeper_executor = self._zk_executor
+            await loop.run_in_executor(self._zk_executor, zk.start)
             self.zk = zk
             if self.replicas is not None:
                 self.replicas.isr_writer = zk
@@ -533,8 +539,17 @@ class Broker:
         self.groups.cancel_timers()
         self.report()
         if self.zk is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self.zk.stop)
+            # on a thread of its own: every ZooKeeper executor thread may be waiting on an unreachable ZooKeeper,
+            # and closing the session (zk.stop) is what fails those waits
+            stopper = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="zk-stop")
+            try:
+                await asyncio.get_running_loop().run_in_executor(stopper, self.zk.stop)
+            finally:
+                stopper.shutdown(wait=False)
             self.zk = None
+        if self._zk_executor is not None:
+            self._zk_executor.shutdown(wait=False, cancel_futures=True)
+            self._zk_executor = None
         if self.group_log is not None:
             self.group_log.close()
         self.store.close()

@@ -17,11 +17,17 @@ Contract
 * ``/brokers/topics/<t>`` is ``{"version":1,"partitions":{"0":[<id>],...}}`` (partition -> replica
   list; this broker is the only replica) and is rewritten whenever the topic gains partitions, so
   0.8 consumers watching it see the change. Writes happen on one ZooKeeper thread, in order.
-* After a session expiry the broker re-registers on the new session (0.8 ``handleNewSession``).
+* After a session expiry the broker re-registers on the new session (0.8 ``handleNewSession``). A
+  re-registration that fails on a lost connection or an expired session is retried every
+  :data:`REREGISTER_RETRY_S` until it succeeds or the broker stops (0.9.0.1 ``KafkaHealthcheck
+  .SessionExpireListener.handleNewSession`` calls ``register()`` through ZkClient, whose ``retryUntilConnected``
+  retries every request until connected).
 * Peers: ``/brokers/ids`` is watched; the other brokers' addresses go to the
   :class:`~coordinator.cluster.ClusterView` (FindCoordinator and Metadata use them). Topics other
   brokers registered are watched too (Metadata lists them with their leader).
-* :meth:`stop` closes the session, which removes the ephemeral registration at once.
+* :meth:`stop` closes the session, which removes the ephemeral registration at once. It returns also while
+  ZooKeeper is unreachable: the ZooKeeper thread is not waited for before the session is closed (closing it fails
+  the request that thread waits on), only after; queued writes still land first while connected.
 
 Replicated mode (``config.replication.enabled``, issue 14; everything above stays as it is without it):
 
@@ -49,7 +55,7 @@ import time
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.cluster import ClusterView, Node
@@ -81,6 +87,10 @@ log = logging.getLogger("coordinator")
 
 COMMON_PATHS = (BROKER_IDS, BROKER_TOPICS, "/consumers", "/config/topics", "/admin")
 SESSION_TIMEOUT_S = 6.0  # Kafka 0.8's zookeeper.session.timeout.ms
+#: Back-off between attempts to register again after a session expiry when ZooKeeper fails the attempt.
+REREGISTER_RETRY_S = 0.5
+
+_ZK_ERRORS = (KazooException, KazooTimeoutError)
 
 
 def topic_payload(partitions: int, broker_id: int) -> bytes:
@@ -113,6 +123,7 @@ class ZkRegistration:
         self.client = KazooClient(hosts=config.zookeeper, timeout=SESSION_TIMEOUT_S)
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="zk-writer")
         self._stopping = False
+        self._stopped = threading.Event()  # set by stop(): ends the re-registration's back-off at once
         self._session_lost = False
         self._remote_topics: dict[str, dict[int, list[int]]] = {}
         self._topic_watches: set[str] = set()
@@ -154,21 +165,41 @@ class ZkRegistration:
             raise
 
     def stop(self) -> None:
+        """Close the session and wait for the ZooKeeper threads; bounded also while ZooKeeper is unreachable (a
+        request waiting for a connection fails when the session is closed, so the threads are joined only
+        after that; queued writes land first only while connected: :meth:`_drain_writer`)."""
         self._stopping = True
+        self._stopped.set()
         if self._on_topic_change in self.store.listeners:
             self.store.listeners.remove(self._on_topic_change)
         if self.controller is not None and self.states is not None:
             self.controller.stop()  # neither waits: closing the session below fails their pending requests
             self.states.stop()
-        self._writer.shutdown(wait=True)
+        self._drain_writer()
         try:
             self.client.stop()
         finally:
             self.client.close()
+            self._writer.shutdown(wait=True)
             if self.controller is not None and self.states is not None:
                 self.controller.join()
                 self.states.join()
         log.info("closed the ZooKeeper session of broker %d", self.config.broker_id)
+
+    def _drain_writer(self) -> None:
+        """Let the writes queued on the ZooKeeper thread land before the session closes (as before issue 14's
+        review), but only while connected and for at most :data:`SESSION_TIMEOUT_S`: a request waiting on an
+        unreachable ZooKeeper fails when :meth:`stop` then closes the session."""
+        try:
+            drained = self._writer.submit(lambda: None)
+        except RuntimeError:  # shut down already (stop called twice)
+            return
+        self._writer.shutdown(wait=False)
+        deadline = time.monotonic() + SESSION_TIMEOUT_S
+        while self.client.connected and time.monotonic() < deadline:
+            with contextlib.suppress(concurrent.futures.TimeoutError):
+                drained.result(timeout=0.1)
+                return
 
     # ------------------------------------------------------------------ registration
 
@@ -213,15 +244,32 @@ class ZkRegistration:
             self._writer.submit(self._reregister)
 
     def _reregister(self) -> None:
-        try:
-            self._register()
-            if self.states is not None:
-                self.states.reread_all()
+        """Register again on the new session (ZooKeeper thread), retried while ZooKeeper fails it (see the module
+        docstring); another live session holding the id (:class:`Unreachable`) ends it with an error logged."""
+        attempt = 0
+        while not self._stopping:
+            attempt += 1
+            try:
+                self._register()
+                if self.states is not None:
+                    self.states.reread_all()
+                    return
+                for topic in self.store:
+                    self._write_topic(topic.name, len(topic.partitions))
                 return
-            for topic in self.store:
-                self._write_topic(topic.name, len(topic.partitions))
-        except Exception:
-            log.exception("re-registration of broker %d after session expiry failed", self.config.broker_id)
+            except _ZK_ERRORS as e:
+                log.warning(
+                    "re-registration of broker %d failed (attempt %d): %r; retrying",
+                    self.config.broker_id,
+                    attempt,
+                    e,
+                )
+                self._stopped.wait(REREGISTER_RETRY_S)
+            except Exception:
+                log.exception(
+                    "re-registration of broker %d after session expiry failed", self.config.broker_id
+                )
+                return
 
     # ------------------------------------------------------------------ topics
 
