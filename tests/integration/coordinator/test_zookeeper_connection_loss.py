@@ -25,7 +25,7 @@ from coordinator.topics import TopicStore
 from coordinator.zk import ZkRegistration
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.faults.proxy import ProxyHost
-from tests.integration.coordinator.test_controller import (
+from tests.support.controller_rig import (
     LoopThread,
     RecordingHistory,
     RecordingSink,
