@@ -62,7 +62,7 @@ from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
 from coordinator.context import RequestContext
 from coordinator.partition_log import OffsetOutOfRange, PartitionLog
-from coordinator.records import InvalidRecords, validate_produce
+from coordinator.records import BatchInfo, InvalidRecords, validate_produce
 from coordinator.replica_manager import ProduceResult, ReplicaManager
 from coordinator.replication.errors import InvalidReplicationFactor
 from coordinator.topics import (
@@ -616,6 +616,18 @@ class DataPlane:
             return ErrorCode.not_leader_or_follower
         return ErrorCode.unknown_topic_or_partition
 
+    @staticmethod
+    def _produce_batches(topic: str, pd: Any) -> list[tuple[BatchInfo, bytes]] | ErrorCode:
+        """A Produce partition's batches validated as Kafka's ``LogValidator`` does, or the error that refuses
+        them: INVALID_RECORD (no records, or invalid ones), CORRUPT_MESSAGE (framing or CRC damage)."""
+        if pd.records is None:
+            return ErrorCode.invalid_record
+        try:
+            return validate_produce(pd.records)
+        except InvalidRecords as e:
+            log.warning("produce to %s-%d rejected: %s", topic, pd.index, e)
+            return ErrorCode.corrupt_message if e.corrupt else ErrorCode.invalid_record
+
     def _replicated_produce(self, ctx: RequestContext, req: Any) -> Any:
         assert self.replicas is not None
         cls = response_class(ApiKey.PRODUCE, ctx.api_version)
@@ -630,20 +642,17 @@ class DataPlane:
             parts: list[tuple[int, ProduceResult | ErrorCode | asyncio.Future[ProduceResult]]] = []
             for pd in td.partition_data:
                 outcome: ProduceResult | ErrorCode | asyncio.Future[ProduceResult]
-                if acks not in (0, 1, -1):
-                    outcome = ErrorCode.invalid_required_acks
-                elif pd.records is None:
-                    outcome = ErrorCode.invalid_record
+                batches = (
+                    ErrorCode.invalid_required_acks
+                    if acks not in (0, 1, -1)
+                    else self._produce_batches(td.name, pd)
+                )
+                if isinstance(batches, ErrorCode):
+                    outcome = batches
                 else:
-                    try:
-                        batches = validate_produce(pd.records)
-                    except InvalidRecords as e:
-                        outcome = ErrorCode.corrupt_message if e.corrupt else ErrorCode.invalid_record
-                        log.warning("produce to %s-%d rejected: %s", td.name, pd.index, e)
-                    else:
-                        outcome = self.replicas.produce(td.name, pd.index, batches, acks, timeout_ms)
-                        if isinstance(outcome, ProduceResult) and outcome.error == 6:
-                            outcome = self._replicated_missing(td.name)
+                    outcome = self.replicas.produce(td.name, pd.index, batches, acks, timeout_ms)
+                    if isinstance(outcome, ProduceResult) and outcome.error == 6:
+                        outcome = self._replicated_missing(td.name)
                 parts.append((pd.index, outcome))
             outcomes.append((td.name, parts))
 
@@ -711,17 +720,11 @@ class DataPlane:
                     error = ErrorCode.invalid_required_acks
                 elif plog is None:
                     error = self._missing(td.name)
-                elif pd.records is None:
-                    error = ErrorCode.invalid_record
+                elif isinstance(batches := self._produce_batches(td.name, pd), ErrorCode):
+                    error = batches
                 else:
-                    try:
-                        batches = validate_produce(pd.records)
-                    except InvalidRecords as e:
-                        error = ErrorCode.corrupt_message if e.corrupt else ErrorCode.invalid_record
-                        log.warning("produce to %s-%d rejected: %s", td.name, pd.index, e)
-                    else:
-                        base = plog.append(batches)
-                        start = plog.log_start_offset
+                    base = plog.append(batches)
+                    start = plog.log_start_offset
                 parts.append(
                     make(
                         part_cls,
