@@ -15,7 +15,8 @@ import pytest
 
 from tests.support.histories import UnitHistory, write_run
 
-pytestmark = pytest.mark.slow
+# failover: opt-in (CI runs it in its migration-or-failover step), keeping the default run under 12 minutes
+pytestmark = [pytest.mark.slow, pytest.mark.failover]
 
 OT = "__consumer_offsets"
 
