@@ -66,14 +66,16 @@ def test_no_test_module_imports_another_test_module() -> None:
 @pytest.mark.parametrize(
     ("markexpr", "out"),
     [
-        ("", {"bench", "containers", "migration", "failover"}),
-        ("not slow", {"bench", "containers", "migration", "failover"}),
-        ("containers", {"bench", "migration", "failover"}),
-        ("bench and not slow", {"containers", "migration", "failover"}),
-        ("containers or bench", {"migration", "failover"}),
-        ("migration or failover", {"bench", "containers"}),
-        ("containers or bench or migration or failover", set()),
-        ("not benchmarks", {"bench", "containers", "migration", "failover"}),  # a whole word only
+        ("", {"bench", "containers", "migration", "failover", "long"}),
+        ("not slow", {"bench", "containers", "migration", "failover", "long"}),
+        ("containers", {"bench", "migration", "failover", "long"}),
+        ("bench and not slow", {"containers", "migration", "failover", "long"}),
+        ("containers or bench", {"migration", "failover", "long"}),
+        ("migration or failover", {"bench", "containers", "long"}),
+        ("migration or failover or long", {"bench", "containers"}),
+        ("containers or bench or migration or failover or long", set()),
+        ("not benchmarks", {"bench", "containers", "migration", "failover", "long"}),  # a whole word only
+        ("longer", {"bench", "containers", "migration", "failover", "long"}),  # a whole word only
     ],
 )
 def test_opt_in_markers_run_only_when_the_mark_expression_names_them(markexpr: str, out: set[str]) -> None:
