@@ -26,32 +26,12 @@ from coordinator.replication.state import (
 )
 from coordinator.topics import TopicStore
 from coordinator.zk import ZkRegistration
+from tests.support.recording import RecordingHistory
 from tests.support.waiting import wait_until
 
 T = TypeVar("T")
 
 _chroots = itertools.count()
-
-
-class RecordingHistory:
-    """A History that keeps every event (with ``kind`` and a monotonic ``t``), thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._events: list[dict[str, Any]] = []
-
-    def emit(self, kind: str, **fields: Any) -> None:
-        with self._lock:
-            self._events.append({"kind": kind, "t": time.monotonic(), **fields})
-
-    def close(self) -> None:
-        return None
-
-    def of(self, kind: str, **match: Any) -> list[dict[str, Any]]:
-        with self._lock:
-            return [
-                e for e in self._events if e["kind"] == kind and all(e.get(k) == v for k, v in match.items())
-            ]
 
 
 class RecordingSink:
@@ -137,7 +117,7 @@ class Rig:
     replication: ReplicationConfig = field(default_factory=lambda: ReplicationConfig(enabled=True))
     offsets_partitions: int = 4
     shells: dict[int, Shell] = field(default_factory=dict)
-    history: RecordingHistory = field(default_factory=RecordingHistory)
+    history: RecordingHistory = field(default_factory=lambda: RecordingHistory(stamp=True))
 
     def start(self, broker_id: int) -> Shell:
         cfg = BrokerConfig(

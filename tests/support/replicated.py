@@ -18,24 +18,9 @@ from coordinator.group.machine import GroupCoordinator
 from coordinator.groups import GroupApis
 from coordinator.ports import OFFSETS_TOPIC, AppendResult, LeadershipListener
 from coordinator.server import Broker
+from tests.support.recording import RecordingHistory
 
 __all__ = ["FakeReplicatedLog", "RecordingHistory", "replicated_broker", "seed"]
-
-
-class RecordingHistory:
-    """A History that keeps every event."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def emit(self, kind: str, **fields: Any) -> None:
-        self.events.append({"kind": kind, **fields})
-
-    def close(self) -> None:
-        return None
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["kind"] == kind]
 
 
 class FakeReplicatedLog:

@@ -31,6 +31,7 @@ from harness.scenario.model import (
     PauseCoordinator,
     Scenario,
 )
+from tests.support.recording import RecordingHistory as Recorded
 
 REASON = "a legacy group has no coordinating broker (its counterpart is the ZooKeeper leader's fault)"
 
@@ -185,15 +186,6 @@ def test_several_brokers_off_the_local_backend_are_refused_before_anything_start
 
 
 # -- the nemesis classes --------------------------------------------------------------------------------------
-@dataclass
-class Recorded:
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-    def emit(self, kind: str, **fields: Any) -> None:
-        self.events.append({"kind": kind, **fields})
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass

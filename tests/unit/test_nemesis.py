@@ -15,6 +15,7 @@ from harness.faults.nemesis import APACHE_KAFKA, ActionFailed, ActionPair
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import ACTIONS
 from harness.run.plan import Step
+from tests.support.recording import RecordingHistory as Recorded
 
 IMPLS = ("legacy_zk", "coordinator", "apache_kafka")
 NO_ZK = "coordinator members do not use ZooKeeper"
@@ -23,17 +24,6 @@ NO_SESSION = "ZooKeeper sessions exist only on the legacy side"
 
 
 # -- fakes ---------------------------------------------------------------------------------------------
-@dataclass
-class Recorded:
-    """An in-memory history."""
-
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-    def emit(self, kind: str, **fields: Any) -> None:
-        self.events.append({"kind": kind, **fields})
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass

@@ -123,7 +123,7 @@ def test_a_connection_loss_while_creating_the_controller_znode_still_ends_with_a
     # finding 4: BEFORE, nothing landed and no watch fires again; AFTER, /controller is ours but no epoch was
     # taken. Either way the broker must end as the controller of epoch 1 (0.9 elect: catch, resign, re-elect).
     controller_client.faults[("create", "/controller")] = [mode]
-    history = RecordingHistory()
+    history = RecordingHistory(stamp=True)
     controller = run_controller(controller_client, history)
     try:
         assert_sole_controller_of_epoch_1(rig, controller, history)
@@ -150,7 +150,7 @@ def make_shell(connect: str, broker_id: int, replicated: bool) -> tuple[ZkRegist
         20000 + broker_id,
         loop.loop,
         sink=RecordingSink() if replicated else None,
-        history=RecordingHistory(),
+        history=RecordingHistory(stamp=True),
     )
     return zk, loop
 
@@ -226,7 +226,7 @@ def test_a_controller_whose_session_expires_mid_decision_writes_nothing_under_th
         "/brokers/ids/1", b"{}", ephemeral=True
     )  # broker 1's registration, on the controller's session
     rig.admin.create("/brokers/ids/2", b"{}", ephemeral=True)
-    history = RecordingHistory()
+    history = RecordingHistory(stamp=True)
     controller = run_controller(controller_client, history)
     try:
         wait_until(lambda: controller.controller_epoch == 1, 15, what="broker 1 controller of epoch 1")

@@ -25,23 +25,13 @@ from harness.faults.kafka_probe import fetch_offsets, find_coordinator
 from harness.faults.nemesis import ActionPair
 from harness.kernel.javacompat import partition_for
 from harness.run.plan import Step
+from tests.support.recording import RecordingHistory as Recorded
 from tests.support.waiting import wait_until
 
 # failover: opt-in (CI runs it in its migration-or-failover step), keeping the default run under 12 minutes
 pytestmark = [pytest.mark.slow, pytest.mark.failover]
 
 GROUP = "herd-group"
-
-
-@dataclass
-class Recorded:
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-    def emit(self, kind: str, **fields: Any) -> None:
-        self.events.append({"kind": kind, **fields})
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass
