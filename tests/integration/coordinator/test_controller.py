@@ -113,6 +113,10 @@ def test_a_new_topic_gets_states_from_its_assignment_and_every_sink_its_partitio
     }
     for p, state in expected.items():
         assert rig.wait_state("t", p, state) == 0  # created, never rewritten
+    # the controller emits each partition_state after its write returns: wait for the events, not the znodes
+    wait_until(
+        lambda: len(rig.history.of("partition_state", topic="t")) >= 3, 10, what="three partition_state"
+    )
     writes = rig.history.of("partition_state", topic="t")
     assert sorted((e["partition"], e["leader"], e["isr"], e["reason"], e["zk_version"]) for e in writes) == [
         (0, 1, [1, 2], "new_partition", 0),
