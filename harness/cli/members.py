@@ -1,16 +1,35 @@
-"""``herdlab member coordinator``: one kafka-python group member in the foreground."""
+"""``herdlab member coordinator``: one coordinator-side group member in the foreground, on a client library."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
-from typing import Literal
 
 import click
 
 from harness.history.writer import open_history
-from harness.members.coordinator import ASSIGNORS, CoordinatorMember, CoordinatorMemberConfig
+from harness.members.clients import make_member
+from harness.members.recorder import MemberConfig
+from harness.scenario.properties import ALL_ASSIGNORS, CLIENTS, check_client_properties
+
+#: The typed options and the Kafka property each is a shorthand of.
+SHORTHANDS = (
+    ("session_timeout_ms", "session.timeout.ms"),
+    ("heartbeat_interval_ms", "heartbeat.interval.ms"),
+    ("max_poll_interval_ms", "max.poll.interval.ms"),
+    ("auto_commit_interval_ms", "auto.commit.interval.ms"),
+    ("auto_offset_reset", "auto.offset.reset"),
+    ("assignor", "partition.assignment.strategy"),
+    ("metadata_max_age_ms", "metadata.max.age.ms"),
+)
+
+
+def _property(item: str) -> tuple[str, str]:
+    name, eq, value = item.partition("=")
+    if not eq or not name.strip():
+        raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="-X")
+    return name.strip(), value.strip()
 
 
 @click.command("coordinator")
@@ -21,22 +40,53 @@ from harness.members.coordinator import ASSIGNORS, CoordinatorMember, Coordinato
 @click.option(
     "--history", type=click.Path(dir_okay=False), default=None, help="Append events to this JSON-lines file."
 )
-@click.option("--session-timeout-ms", default=6000, show_default=True)
-@click.option("--heartbeat-interval-ms", default=500, show_default=True)
 @click.option(
-    "--max-poll-interval-ms", default=30000, show_default=True, help="Sent as the rebalance timeout."
+    "--client",
+    type=click.Choice(CLIENTS),
+    default="kafka-python",
+    show_default=True,
+    help="The Kafka client library the member runs on (librdkafka: confluent-kafka).",
 )
-@click.option("--auto-commit-interval-ms", default=5000, show_default=True)
-@click.option("--no-auto-commit", is_flag=True, help="Disable auto-commit (nothing is committed then).")
+@click.option("--session-timeout-ms", default=6000, show_default=True, help="session.timeout.ms")
+@click.option("--heartbeat-interval-ms", default=500, show_default=True, help="heartbeat.interval.ms")
 @click.option(
-    "--auto-offset-reset", type=click.Choice(["earliest", "latest"]), default="earliest", show_default=True
+    "--max-poll-interval-ms",
+    default=30000,
+    show_default=True,
+    help="max.poll.interval.ms (the rebalance timeout).",
 )
-@click.option("--assignor", type=click.Choice(ASSIGNORS), default="range", show_default=True)
 @click.option(
-    "--group-instance-id", default=None, help="Static membership (KIP-345): this member's instance id."
+    "--auto-commit-interval-ms",
+    default=5000,
+    show_default=True,
+    help="auto.commit.interval.ms (the member commits what it processed this often).",
+)
+@click.option("--no-auto-commit", is_flag=True, help="enable.auto.commit=false: nothing is committed.")
+@click.option(
+    "--auto-offset-reset",
+    type=click.Choice(["earliest", "latest"]),
+    default="earliest",
+    show_default=True,
+    help="auto.offset.reset",
 )
 @click.option(
-    "--metadata-max-age-ms", default=5000, show_default=True, help="How often metadata is refreshed."
+    "--assignor",
+    type=click.Choice(ALL_ASSIGNORS),
+    default="range",
+    show_default=True,
+    help="partition.assignment.strategy (each client has its own subset).",
+)
+@click.option(
+    "--group-instance-id", default=None, help="Static membership (KIP-345): this member's group.instance.id."
+)
+@click.option("--metadata-max-age-ms", default=5000, show_default=True, help="metadata.max.age.ms")
+@click.option(
+    "-X",
+    "properties",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A Kafka consumer property by its dotted name (repeatable), over the options above; "
+    "checked against the client's known properties.",
 )
 def coordinator(
     bootstrap: str,
@@ -44,36 +94,35 @@ def coordinator(
     topic: str,
     name: str | None,
     history: str | None,
-    session_timeout_ms: int,
-    heartbeat_interval_ms: int,
-    max_poll_interval_ms: int,
-    auto_commit_interval_ms: int,
+    client: str,
     no_auto_commit: bool,
-    auto_offset_reset: Literal["earliest", "latest"],
-    assignor: str,
     group_instance_id: str | None,
-    metadata_max_age_ms: int,
+    properties: tuple[str, ...],
+    **typed: object,
 ) -> None:
-    """Run one coordinator-side member (unmodified kafka-python) until Ctrl-C or SIGTERM.
+    """Run one coordinator-side member until Ctrl-C or SIGTERM.
 
     Prints each assignment change. On Ctrl-C / SIGTERM it leaves the group cleanly (commit, then
-    LeaveGroup for a dynamic member); a second signal exits at once.
+    LeaveGroup for a dynamic member, as its client does on close); a second signal exits at once.
     """
     name = name or f"coordinator-{os.getpid()}"
-    config = CoordinatorMemberConfig(
+    props = {prop: str(typed[key]) for key, prop in SHORTHANDS}
+    if no_auto_commit:
+        props["enable.auto.commit"] = "false"
+    given = dict(_property(p) for p in properties)
+    try:
+        check_client_properties(client, given)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="-X") from None
+    props.update(given)
+    config = MemberConfig(
         bootstrap=bootstrap,
         group=group,
         topic=topic,
         name=name,
-        session_timeout_ms=session_timeout_ms,
-        heartbeat_interval_ms=heartbeat_interval_ms,
-        max_poll_interval_ms=max_poll_interval_ms,
-        auto_commit_interval_ms=auto_commit_interval_ms,
-        enable_auto_commit=not no_auto_commit,
-        auto_offset_reset=auto_offset_reset,
-        assignor=assignor,
+        client=client,
+        properties=props,
         group_instance_id=group_instance_id,
-        metadata_max_age_ms=metadata_max_age_ms,
     )
     hist = open_history(history, name, role="member")
 
@@ -81,7 +130,7 @@ def coordinator(
         click.echo(f"{name}: generation {generation}: {what} {partitions}", err=False)
         sys.stdout.flush()
 
-    member = CoordinatorMember(config, hist, on_change=on_change)
+    member = make_member(config, hist, on_change=on_change)
 
     def handler(signum: int, _frame: object) -> None:
         if member.stopping:

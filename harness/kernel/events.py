@@ -95,6 +95,14 @@ ZooKeeper leader's fault). Added by the harness slice: a ``skipped`` pair carrie
 ``offsets_partition`` too (``broker_id`` null: no target was resolved), and the ``complete`` of a
 ``restart_coordinator`` carries ``rejoined_s`` (seconds from the start until the broker served again).
 
+Issue 15 (clients, assignors, third-party brokers): every coordinator member event carries ``library``
+(its client library, one of :data:`CLIENTS`; not ``client``, which on broker events is the Kafka client id); ``commit_rejected`` carries ``partition``, ``offset`` and ``code`` (the Kafka error code
+when the client gives one). ``group_request`` carries ``member`` and ``generation`` when the request has
+them (JoinGroup, SyncGroup, Heartbeat, LeaveGroup v0-2, OffsetCommit): the SyncGroup generations of a
+window are its rebalance rounds. With a third-party broker (``cluster.broker = "tansu"``) the
+``group_request`` and ``broker_request`` events come from the harness's Kafka tap in front of it
+(``source`` ``tap``, ``role`` broker, ``observed`` ``"tap"``): the same requests, counted on the wire.
+
 This module is pure data: it imports nothing of ours, so the systems under test may use it.
 """
 
@@ -219,6 +227,9 @@ UNSUSPEND_ACTIONS = ("resume", "heal")
 #: Offset stores of a ``commit`` / ``commit_rejected`` (``store``), and the member kinds (``impl``).
 STORES = ("zookeeper", "kafka")
 MEMBER_KINDS = ("legacy_zk", "coordinator")
+#: The client libraries of coordinator members (the ``client`` field) and the brokers (``cluster.broker``).
+CLIENTS = ("kafka-python", "librdkafka", "aiokafka")
+BROKERS = ("herdlab", "tansu", "external")
 #: Timeline actions of a migration (the ``migration`` field of nemesis events).
 MIGRATION_ACTIONS = ("set_property", "switch", "rollback")
 

@@ -28,7 +28,7 @@ from harness.kernel.errors import HerdlabError, Unreachable
 from harness.kernel.events import Kind
 from harness.procs import ChildProcess, spawn
 from harness.run.tail import POLL_S, HistoryTail
-from harness.scenario.model import Scenario
+from harness.scenario.model import Scenario, property_string
 
 __all__ = [
     "PY",
@@ -189,22 +189,13 @@ class Endpoints:
 def coordinator_argv(
     s: Scenario, name: str, ep: Endpoints, history: Path, group: str, topic: str
 ) -> list[str]:
+    """``herdlab member coordinator`` on the scenario's client, every Kafka property as ``-X`` (the typed
+    shorthands, the assignor, then ``[group.coordinator.properties]``)."""
     c = s.group.coordinator
     argv = PY + ["member", "coordinator", "--bootstrap", ep.bootstrap, "--group", group, "--topic", topic]
-    argv += ["--name", name, "--history", str(history)]
-    argv += [
-        "--session-timeout-ms",
-        str(c.session_timeout_ms),
-        "--heartbeat-interval-ms",
-        str(c.heartbeat_interval_ms),
-    ]
-    argv += [
-        "--max-poll-interval-ms",
-        str(c.max_poll_interval_ms),
-        "--auto-commit-interval-ms",
-        str(c.auto_commit_interval_ms),
-    ]
-    argv += ["--assignor", s.group.assignor]
+    argv += ["--name", name, "--history", str(history), "--client", c.client]
+    for k, v in c.member_properties(s.group.assignor).items():
+        argv += ["-X", f"{k}={v}"]
     if c.static_membership:
         argv += ["--group-instance-id", name]
     return argv
@@ -237,8 +228,8 @@ def legacy_argv(
     topic: str,
     extra: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The scenario's legacy settings as ``-X`` 0.8 properties, then ``extra`` (a timeline's
-    properties) overriding them. The offset-storage settings are passed only where they differ from
+    """The scenario's legacy settings as ``-X`` 0.8 properties, then ``[group.legacy_zk.properties]``,
+    then ``extra`` (a timeline's properties) overriding them. The offset-storage settings are passed only where they differ from
     0.8.2's defaults (which are the member's), so a member without them runs ZooKeeper-storage scenarios."""
     c = s.group.legacy_zk
     props: dict[str, object] = {
@@ -261,6 +252,7 @@ def legacy_argv(
         props["offsets.commit.max.retries"] = c.offsets_commit_max_retries
     if c.offsets_channel_backoff_ms != 1000:
         props["offsets.channel.backoff.ms"] = c.offsets_channel_backoff_ms
+    props.update({k: property_string(v) for k, v in c.properties.items()})  # [group.legacy_zk.properties]
     props.update(extra or {})
     argv = legacy_member_argv(
         ep.zookeeper, group, topic, "--bootstrap", ep.bootstrap, "--handler", "threading"

@@ -38,6 +38,8 @@ def parse_duration(value: object) -> float:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+#: A property value in a scenario's properties tables (Kafka's dotted names).
+PropertyValue = str | int | float | bool
 
 
 def _members(value: object) -> int | list[int]:
@@ -68,11 +70,70 @@ class Topic(Strict):
     )
 
 
+#: The offset-storage properties of 0.8.2.2's ConsumerConfig that the legacy member learns with issue 13
+#: (accepted here before :data:`legacy_zk.config.PROPERTIES` lists them, so scenarios load either way).
+PENDING_PROPERTIES: dict[str, type] = {
+    "dual.commit.enabled": bool,
+    "offsets.commit.max.retries": int,
+    "offsets.channel.backoff.ms": int,
+    "offsets.channel.socket.timeout.ms": int,
+}
+#: Properties the harness sets for every member itself (identity and addresses): not for a timeline.
+HARNESS_PROPERTIES = ("group.id", "consumer.id", "client.id", "zookeeper.connect", "bootstrap.servers")
+
+
+def property_string(value: PropertyValue) -> str:
+    """The string form a 0.8 property gets on the member's command line (``true``, ``1000``, ``kafka``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _check_properties(props: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
+    """Every name a legacy_zk property (:data:`legacy_zk.config.PROPERTIES` or
+    :data:`PENDING_PROPERTIES`) not owned by the harness, every value parseable; ValueError naming it."""
+    from legacy_zk.config import PROPERTIES
+
+    for name, value in props.items():
+        if name in HARNESS_PROPERTIES:
+            raise ValueError(f"property {name!r} is set by the harness for every member")
+        if name in PENDING_PROPERTIES:  # checked the same way once PROPERTIES lists them too
+            kind = PENDING_PROPERTIES[name]
+            if kind is bool and property_string(value).lower() not in ("true", "false"):
+                raise ValueError(f"property {name!r} must be true or false (got {value!r})")
+            parse = str if kind is bool else int
+        elif name in PROPERTIES:
+            parse = PROPERTIES[name][1]
+        else:
+            raise ValueError(f"unknown legacy_zk property {name!r}")
+        try:
+            parse(property_string(value))
+        except ValueError:
+            raise ValueError(f"property {name!r}: bad value {value!r}") from None
+    if props.get("offsets.storage", "zookeeper") not in ("zookeeper", "kafka"):
+        raise ValueError(
+            f"property 'offsets.storage' must be zookeeper or kafka (got {props['offsets.storage']!r})"
+        )
+    return props
+
+
+Properties = Annotated[dict[str, PropertyValue], AfterValidator(_check_properties)]
+
+
 class Workload(Strict):
     """The producer: sequence-numbered records at a steady rate."""
 
     rate: float = Field(default=200.0, gt=0, description="records per second, all partitions together")
     record_size: int = Field(default=100, ge=16, le=1_000_000, description="bytes per record value")
+    properties: dict[str, PropertyValue] = Field(
+        default_factory=dict[str, PropertyValue],
+        description="Kafka producer properties (dotted names) of the workload's kafka-python producer",
+    )
+
+    @model_validator(mode="after")
+    def _check_producer_properties(self) -> Workload:
+        from harness.scenario.properties import check_producer_properties
+
+        check_producer_properties(self.properties)
+        return self
 
 
 class LegacySettings(Strict):
@@ -104,10 +165,29 @@ class LegacySettings(Strict):
     offsets_channel_backoff_ms: int = Field(
         default=1000, ge=0, description="0.8.2 offsets.channel.backoff.ms"
     )
+    properties: dict[str, PropertyValue] = Field(
+        default_factory=dict[str, PropertyValue],
+        description="0.8 consumer properties (dotted names), over the typed keys above",
+    )
+
+    @model_validator(mode="after")
+    def _check_legacy_properties(self) -> LegacySettings:
+        _check_properties(self.properties)
+        return self
 
 
 class CoordinatorSettings(Strict):
-    """Settings of the kafka-python members and of the broker's group coordinator."""
+    """Settings of the coordinator members (their client library and its Kafka properties) and of the
+    broker's group coordinator. The typed client keys are shorthands of Kafka properties
+    (:data:`harness.scenario.properties.COORDINATOR_SHORTHANDS`)."""
+
+    client: Literal["kafka-python", "librdkafka", "aiokafka"] = Field(
+        default="kafka-python", description="the members' Kafka client library"
+    )
+    properties: dict[str, PropertyValue] = Field(
+        default_factory=dict[str, PropertyValue],
+        description="Kafka consumer properties (dotted names), checked against the client's own",
+    )
 
     session_timeout_ms: int = Field(default=6000, ge=1)
     heartbeat_interval_ms: int = Field(default=500, ge=1)
@@ -123,9 +203,20 @@ class CoordinatorSettings(Strict):
 
     @model_validator(mode="after")
     def _heartbeat_below_session(self) -> CoordinatorSettings:
+        from harness.scenario.properties import check_client_properties
+
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError("group.coordinator.heartbeat_interval_ms must be below session_timeout_ms")
+        check_client_properties(self.client, self.properties)
+        self.member_properties("range")  # a typed key and a property both given: an error now
         return self
+
+    def member_properties(self, assignor: str) -> dict[str, str]:
+        """The Kafka properties every member gets (typed shorthands, the assignor, then the table)."""
+        from harness.scenario.properties import COORDINATOR_SHORTHANDS, coordinator_properties
+
+        typed = {k: getattr(self, k) for k in COORDINATOR_SHORTHANDS}
+        return coordinator_properties(typed, set(self.model_fields_set), self.properties, assignor)
 
 
 class Group(Strict):
@@ -135,9 +226,27 @@ class Group(Strict):
     members: Annotated[int | list[int], BeforeValidator(_members)] = Field(
         default=5, description="members at the start; a list is a matrix axis"
     )
-    assignor: Literal["range", "roundrobin"] = "range"
+    assignor: Literal["range", "roundrobin", "sticky", "cooperative-sticky"] = Field(
+        default="range",
+        description="range and roundrobin for both implementations; sticky and cooperative-sticky "
+        "(KIP-54, KIP-429) for coordinator clients that have them",
+    )
     legacy_zk: LegacySettings = LegacySettings()
     coordinator: CoordinatorSettings = CoordinatorSettings()
+
+    @model_validator(mode="after")
+    def _assignor_of_client(self) -> Group:
+        from harness.scenario.properties import ASSIGNORS, STATIC_MEMBERSHIP
+
+        client = self.coordinator.client
+        if self.assignor not in ASSIGNORS[client]:
+            raise ValueError(
+                f"group.assignor {self.assignor!r} is not an assignor of client {client!r} "
+                f"(it has {', '.join(ASSIGNORS[client])})"
+            )
+        if self.coordinator.static_membership and client not in STATIC_MEMBERSHIP:
+            raise ValueError(f"client {client!r} has no static membership (group.instance.id)")
+        return self
 
 
 Select = Literal["random", "newest", "oldest"]
@@ -252,54 +361,6 @@ class ZooKeeper(Strict):
     )
 
 
-#: The offset-storage properties of 0.8.2.2's ConsumerConfig that the legacy member learns with issue 13
-#: (accepted here before :data:`legacy_zk.config.PROPERTIES` lists them, so scenarios load either way).
-PENDING_PROPERTIES: dict[str, type] = {
-    "dual.commit.enabled": bool,
-    "offsets.commit.max.retries": int,
-    "offsets.channel.backoff.ms": int,
-    "offsets.channel.socket.timeout.ms": int,
-}
-#: Properties the harness sets for every member itself (identity and addresses): not for a timeline.
-HARNESS_PROPERTIES = ("group.id", "consumer.id", "client.id", "zookeeper.connect", "bootstrap.servers")
-
-PropertyValue = str | int | bool
-
-
-def property_string(value: PropertyValue) -> str:
-    """The string form a 0.8 property gets on the member's command line (``true``, ``1000``, ``kafka``)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _check_properties(props: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
-    """Every name a legacy_zk property (:data:`legacy_zk.config.PROPERTIES` or
-    :data:`PENDING_PROPERTIES`) not owned by the harness, every value parseable; ValueError naming it."""
-    from legacy_zk.config import PROPERTIES
-
-    for name, value in props.items():
-        if name in HARNESS_PROPERTIES:
-            raise ValueError(f"property {name!r} is set by the harness for every member")
-        if name in PENDING_PROPERTIES:  # checked the same way once PROPERTIES lists them too
-            kind = PENDING_PROPERTIES[name]
-            if kind is bool and property_string(value).lower() not in ("true", "false"):
-                raise ValueError(f"property {name!r} must be true or false (got {value!r})")
-            parse = str if kind is bool else int
-        elif name in PROPERTIES:
-            parse = PROPERTIES[name][1]
-        else:
-            raise ValueError(f"unknown legacy_zk property {name!r}")
-        try:
-            parse(property_string(value))
-        except ValueError:
-            raise ValueError(f"property {name!r}: bad value {value!r}") from None
-    if props.get("offsets.storage", "zookeeper") not in ("zookeeper", "kafka"):
-        raise ValueError(
-            f"property 'offsets.storage' must be zookeeper or kafka (got {props['offsets.storage']!r})"
-        )
-    return props
-
-
-Properties = Annotated[dict[str, PropertyValue], AfterValidator(_check_properties)]
 SwitchMode = Literal["all_at_once", "rolling"]
 
 
@@ -336,9 +397,19 @@ class Rollback(_Action):
 MIGRATION_ACTIONS = ("set_property", "switch", "rollback")
 
 
+#: What serves the Kafka protocol (``cluster.broker``): herdlab's broker, tansu (a third-party broker with
+#: its own group coordinator, the ``tansu`` extra), or the cluster at ``--bootstrap``.
+BROKERS = ("herdlab", "tansu", "external")
+
+
 class ClusterSettings(Strict):
-    """The ``[cluster]`` table: how many brokers the cluster runs and how they replicate (local backend
-    for more than one broker)."""
+    """The ``[cluster]`` table: which broker, how many brokers the cluster runs and how they replicate
+    (local backend for more than one broker)."""
+
+    broker: Literal["herdlab", "tansu", "external"] = Field(
+        default="herdlab",
+        description="herdlab's broker; tansu (a third-party coordinator, local backend); external (--bootstrap)",
+    )
 
     brokers: int = Field(default=1, ge=1, le=5, description="broker processes (more than 1: local backend)")
     replication: bool | None = Field(
@@ -478,6 +549,7 @@ class Scenario(Strict):
         # a matrix over cluster.brokers is checked per case (expand validates each case again)
         brokers = 2 if "cluster.brokers" in self.matrix else self.cluster.brokers
         _check_coordinator_faults(self.timeline, brokers)
+        self._check_broker()
         migrations = sorted({a.action for a in self.timeline if a.action in MIGRATION_ACTIONS})
         if migrations and self.implementations != ["legacy_zk"]:
             raise ValueError(
@@ -485,6 +557,31 @@ class Scenario(Strict):
                 'implementations = ["legacy_zk"]'
             )
         return self
+
+    def _check_broker(self) -> None:
+        """What a third-party broker cannot do here: ZooKeeper registration (legacy members read the
+        brokers from ZooKeeper), herdlab's eager and sticky legacy assignors aside, one broker only, no
+        broker restarts (tansu keeps its data in memory) and no coordinator faults."""
+        broker = self.cluster.broker
+        if "legacy_zk" in self.implementations and self.group.assignor not in ("range", "roundrobin"):
+            raise ValueError(
+                f"group.assignor {self.group.assignor!r} is a coordinator-side assignor: legacy_zk has "
+                'range and roundrobin (set implementations = ["coordinator"])'
+            )
+        if broker == "herdlab":
+            return
+        if "legacy_zk" in self.implementations:
+            raise ValueError(
+                f"cluster.broker = {broker!r} serves only the coordinator implementation: legacy_zk members "
+                'find brokers in ZooKeeper, which only herdlab\'s broker registers in (set implementations = ["coordinator"])'
+            )
+        if self.cluster.brokers != 1:
+            raise ValueError(f"cluster.brokers > 1 needs cluster.broker = 'herdlab' (not {broker!r})")
+        bad = sorted({a.action for a in self.timeline if a.action in ("restart_broker", *COORDINATOR_FAULTS)})
+        if bad:
+            raise ValueError(
+                f"timeline actions {', '.join(bad)} need cluster.broker = 'herdlab' (not {broker!r})"
+            )
 
     @property
     def has_migration(self) -> bool:

@@ -1,0 +1,196 @@
+"""Kafka client properties in scenarios: Kafka's own dotted names, checked against each client.
+
+Contract
+--------
+* :data:`CLIENTS` are the client libraries a coordinator member can run on (``group.coordinator.client``):
+  ``kafka-python`` (unmodified kafka-python), ``librdkafka`` (confluent-kafka, the C client) and
+  ``aiokafka``. :data:`ASSIGNORS` names, per client, the assignors it has (Kafka's names: range,
+  roundrobin, sticky, cooperative-sticky); :data:`STATIC_MEMBERSHIP` the clients with
+  ``group.instance.id`` (KIP-345).
+* :func:`check_client_properties` checks a ``[group.coordinator.properties]`` table for one client:
+  every name must be a property that client knows (Kafka's dotted name; kafka-python and aiokafka take
+  them as ``snake_case`` keyword arguments, so ``session.timeout.ms`` is ``session_timeout_ms``), not one
+  the harness sets itself (:data:`HARNESS_PROPERTIES`), with a value of the right kind. A ValueError
+  names the first bad name and the client. :func:`check_producer_properties` does the same for the
+  workload's kafka-python producer (``[workload.properties]``).
+* :func:`coordinator_properties` is the one place the typed ``[group.coordinator]`` keys become Kafka
+  properties (the shorthands): the member gets the typed values, then the properties table over them.
+  A property given both as a typed key and in the table is an error naming both (it would be ambiguous
+  which one a reader of the scenario should believe).
+* Commit policy: ``enable.auto.commit`` and ``auto.commit.interval.ms`` are carried out by the member
+  itself, the same way on every client (interval commits of what was processed, a synchronous commit
+  before partitions are revoked and on a clean close), so every commit's outcome is recorded from the
+  client's own return value or callback. The client's own auto-commit stays off.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from harness.kernel.events import CLIENTS
+
+ALL_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+ASSIGNORS: dict[str, tuple[str, ...]] = {
+    "kafka-python": ALL_ASSIGNORS,
+    # librdkafka 2.x: range, roundrobin, cooperative-sticky (no eager sticky assignor)
+    "librdkafka": ("range", "roundrobin", "cooperative-sticky"),
+    # aiokafka 0.14: range, roundrobin, sticky (no cooperative protocol)
+    "aiokafka": ("range", "roundrobin", "sticky"),
+}
+STATIC_MEMBERSHIP = ("kafka-python", "librdkafka", "aiokafka")
+
+#: Properties the harness sets for every member itself (identity, addresses, subscription).
+HARNESS_PROPERTIES = (
+    "group.id",
+    "client.id",
+    "bootstrap.servers",
+    "group.instance.id",
+    "key.deserializer",
+    "value.deserializer",
+    "key.serializer",
+    "value.serializer",
+)
+#: Carried out by the member the same way on every client (see the module contract).
+MEMBER_POLICY_PROPERTIES = ("enable.auto.commit", "auto.commit.interval.ms")
+
+PropertyValue = str | int | float | bool
+
+
+def snake(name: str) -> str:
+    """Kafka's dotted name as kafka-python's / aiokafka's keyword: ``session.timeout.ms`` -> ``session_timeout_ms``."""
+    return name.replace(".", "_").replace("-", "_")
+
+
+@functools.cache
+def _kafka_python_consumer() -> dict[str, Any]:
+    from kafka import KafkaConsumer
+
+    return dict(KafkaConsumer.DEFAULT_CONFIG)
+
+
+@functools.cache
+def _kafka_python_producer() -> dict[str, Any]:
+    from kafka import KafkaProducer
+
+    return dict(KafkaProducer.DEFAULT_CONFIG)
+
+
+@functools.cache
+def _aiokafka_consumer() -> dict[str, Any]:
+    from aiokafka import AIOKafkaConsumer
+
+    params = inspect.signature(AIOKafkaConsumer.__init__).parameters
+    return {k: p.default for k, p in params.items() if k not in ("self", "topics", "loop")}
+
+
+def _check_kind(client: str, name: str, value: PropertyValue, default: Any) -> None:
+    """A value must have the default's kind where the default says (bool, int, float); else any."""
+    ok = True
+    if isinstance(default, bool):
+        ok = isinstance(value, bool) or str(value).lower() in ("true", "false")
+    elif isinstance(default, int):
+        ok = not isinstance(value, bool) and _is_int(value)
+    elif isinstance(default, float):
+        ok = not isinstance(value, bool) and _is_float(value)
+    if not ok:
+        raise ValueError(f"{client} property {name!r}: bad value {value!r} (expected like {default!r})")
+
+
+def _is_int(value: PropertyValue) -> bool:
+    try:
+        int(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_float(value: PropertyValue) -> bool:
+    try:
+        float(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _check_snake(client: str, known: Mapping[str, Any], props: Mapping[str, PropertyValue]) -> None:
+    for name, value in props.items():
+        key = snake(name)
+        if key not in known:
+            raise ValueError(f"unknown {client} property {name!r}")
+        _check_kind(client, name, value, known[key])
+
+
+def _check_librdkafka(props: Mapping[str, PropertyValue]) -> None:
+    """librdkafka checks its own configuration when a client is made (no connection without
+    ``bootstrap.servers``): one throwaway consumer per name, so the error names the property."""
+    from confluent_kafka import Consumer, KafkaException
+
+    for name, value in props.items():
+        conf: dict[str, Any] = {"group.id": "herdlab-check", "log_level": 0, name: property_value(value)}
+        try:
+            Consumer(conf).close()
+        except (KafkaException, ValueError, TypeError) as e:
+            text = str(e.args[0] if e.args else e)
+            if "No such configuration property" in text:
+                raise ValueError(f"unknown librdkafka property {name!r}") from None
+            raise ValueError(f"librdkafka property {name!r}: bad value {value!r} ({text[:200]})") from None
+
+
+def property_value(value: PropertyValue) -> str:
+    """The string form of a property value (``true``, ``1000``, ``earliest``): what a member's ``-X`` gets."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def check_client_properties(client: str, props: Mapping[str, PropertyValue]) -> None:
+    """Check ``props`` for ``client`` (see the module contract); ValueError naming the first bad one."""
+    for name in props:
+        if name in HARNESS_PROPERTIES:
+            raise ValueError(f"property {name!r} is set by the harness for every member")
+    own = {k: v for k, v in props.items() if k not in MEMBER_POLICY_PROPERTIES}
+    for name in MEMBER_POLICY_PROPERTIES:
+        if name in props:
+            default: Any = True if name == "enable.auto.commit" else 5000
+            _check_kind(client, name, props[name], default)
+    if client == "kafka-python":
+        _check_snake(client, _kafka_python_consumer(), own)
+    elif client == "aiokafka":
+        _check_snake(client, _aiokafka_consumer(), own)
+    elif client == "librdkafka":
+        _check_librdkafka(own)
+    else:
+        raise ValueError(f"unknown client {client!r} (known: {', '.join(CLIENTS)})")
+
+
+def check_producer_properties(props: Mapping[str, PropertyValue]) -> None:
+    """Check ``[workload.properties]`` against the workload's kafka-python producer."""
+    for name in props:
+        if name in ("bootstrap.servers", "client.id", "key.serializer", "value.serializer"):
+            raise ValueError(f"property {name!r} is set by the harness for the producer")
+    _check_snake("kafka-python producer", _kafka_python_producer(), props)
+
+
+#: The typed ``[group.coordinator]`` keys that are shorthands of Kafka client properties.
+COORDINATOR_SHORTHANDS = {
+    "session_timeout_ms": "session.timeout.ms",
+    "heartbeat_interval_ms": "heartbeat.interval.ms",
+    "max_poll_interval_ms": "max.poll.interval.ms",
+    "auto_commit_interval_ms": "auto.commit.interval.ms",
+}
+
+
+def coordinator_properties(
+    typed: Mapping[str, Any], explicit: set[str], table: Mapping[str, PropertyValue], assignor: str
+) -> dict[str, str]:
+    """The Kafka properties a coordinator member gets: the typed shorthands (``typed``: key -> value),
+    ``partition.assignment.strategy`` from the group's assignor, then ``table`` over them. ``explicit``:
+    the typed keys the scenario set itself; one also in ``table`` is a ValueError naming both."""
+    out = {prop: property_value(typed[key]) for key, prop in COORDINATOR_SHORTHANDS.items()}
+    out["partition.assignment.strategy"] = assignor
+    for key, prop in COORDINATOR_SHORTHANDS.items():
+        if key in explicit and prop in table:
+            raise ValueError(f"group.coordinator.{key} and group.coordinator.properties.{prop!r} both given")
+    out.update({k: property_value(v) for k, v in table.items()})
+    return out
