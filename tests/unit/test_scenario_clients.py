@@ -1,0 +1,135 @@
+"""Issue 15's scenario keys: the client library, its assignors and Kafka properties, the broker axis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.kernel.errors import ConfigError
+from harness.run.launch import Endpoints, coordinator_argv, legacy_argv
+from harness.scenario import expand, load_scenario
+
+COORDINATOR_ONLY = 'implementations=["coordinator"]'
+
+
+def _load(*overrides: str):  # noqa: ANN202 - a Scenario
+    return load_scenario("herd-small", list(overrides))
+
+
+def _pairs(argv: list[str], flag: str) -> dict[str, str]:
+    """The NAME=VALUE arguments that follow each ``flag`` in ``argv``."""
+    return dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == flag)
+
+
+def test_a_coordinator_member_gets_the_typed_keys_the_assignor_and_the_table_as_kafka_properties() -> None:
+    s = _load(
+        COORDINATOR_ONLY,
+        'group.coordinator.client="librdkafka"',
+        'group.assignor="cooperative-sticky"',
+        "group.coordinator.session_timeout_ms=7000",
+        'group.coordinator.properties={"fetch.wait.max.ms"=50, "enable.auto.commit"=false}',
+    )
+    argv = coordinator_argv(s, "m0", Endpoints("", "127.0.0.1:9"), Path("h.jsonl"), "g", "t")
+    assert argv[argv.index("--client") + 1] == "librdkafka"
+    assert _pairs(argv, "-X") == {
+        "session.timeout.ms": "7000",
+        "heartbeat.interval.ms": "500",
+        "max.poll.interval.ms": "30000",
+        "auto.commit.interval.ms": "5000",
+        "partition.assignment.strategy": "cooperative-sticky",
+        "fetch.wait.max.ms": "50",
+        "enable.auto.commit": "false",
+    }
+
+
+def test_legacy_properties_table_goes_over_the_typed_keys() -> None:
+    s = _load('group.legacy_zk.properties={"rebalance.backoff.ms"=500}')
+    argv = legacy_argv(s, "m0", Endpoints("127.0.0.1:1", "127.0.0.1:9"), Path("h.jsonl"), "g", "t")
+    props = _pairs(argv, "-X")
+    assert props["rebalance.backoff.ms"] == "500"  # the typed default is 2000
+    assert props["rebalance.max.retries"] == "4"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            (COORDINATOR_ONLY, 'group.coordinator.client="aiokafka"', 'group.assignor="cooperative-sticky"'),
+            "group.assignor 'cooperative-sticky' is not an assignor of client 'aiokafka'",
+        ),
+        (
+            (COORDINATOR_ONLY, 'group.coordinator.client="librdkafka"', 'group.assignor="sticky"'),
+            "group.assignor 'sticky' is not an assignor of client 'librdkafka'",
+        ),
+        (('group.assignor="sticky"',), "legacy_zk has range and roundrobin"),
+        (
+            ('group.coordinator.properties={"no.such.thing"=1}',),
+            "unknown kafka-python property 'no.such.thing'",
+        ),
+        (
+            (
+                COORDINATOR_ONLY,
+                'group.coordinator.client="librdkafka"',
+                'group.coordinator.properties={"x.y"=1}',
+            ),
+            "unknown librdkafka property 'x.y'",
+        ),
+        (
+            (
+                COORDINATOR_ONLY,
+                'group.coordinator.client="aiokafka"',
+                'group.coordinator.properties={"a.b"=1}',
+            ),
+            "unknown aiokafka property 'a.b'",
+        ),
+        (
+            ('group.coordinator.properties={"session.timeout.ms"="soon"}',),
+            "kafka-python property 'session.timeout.ms': bad value 'soon'",
+        ),
+        (('group.coordinator.properties={"group.id"="x"}',), "'group.id' is set by the harness"),
+        (
+            (
+                "group.coordinator.session_timeout_ms=7000",
+                'group.coordinator.properties={"session.timeout.ms"=8000}',
+            ),
+            "group.coordinator.session_timeout_ms and group.coordinator.properties.'session.timeout.ms' both given",
+        ),
+        (('group.legacy_zk.properties={"no.such"=1}',), "unknown legacy_zk property 'no.such'"),
+        (('workload.properties={"linger.ms"="x"}',), "producer property 'linger.ms': bad value 'x'"),
+        (('workload.properties={"bootstrap.servers"="x:1"}',), "'bootstrap.servers' is set by the harness"),
+        (('cluster.broker="tansu"',), "cluster.broker = 'tansu' serves only the coordinator implementation"),
+        ((COORDINATOR_ONLY, 'cluster.broker="tansu"', "cluster.brokers=2"), "cluster.brokers > 1 needs"),
+        (
+            (COORDINATOR_ONLY, 'cluster.broker="external"', 'timeline=[{action="restart_broker", at=1}]'),
+            "timeline actions restart_broker need cluster.broker = 'herdlab'",
+        ),
+        (('cluster.broker="kafka"',), "cluster.broker"),
+    ],
+)
+def test_bad_client_broker_and_property_settings_are_one_line_errors(
+    overrides: tuple[str, ...], expected: str
+) -> None:
+    with pytest.raises(ConfigError) as e:
+        _load(*overrides)
+    assert expected in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_client_assignor_and_broker_are_matrix_axes_checked_per_case() -> None:
+    s = _load(
+        COORDINATOR_ONLY,
+        'matrix={"cluster.broker"=["herdlab","tansu"], "group.coordinator.client"=["kafka-python","librdkafka"]}',
+        "group.members=4",
+    )
+    cases = expand(s)
+    assert [(c.scenario.cluster.broker, c.scenario.group.coordinator.client) for c in cases] == [
+        ("herdlab", "kafka-python"),
+        ("herdlab", "librdkafka"),
+        ("tansu", "kafka-python"),
+        ("tansu", "librdkafka"),
+    ]
+    bad = _load(COORDINATOR_ONLY, 'matrix={"group.coordinator.client"=["kafka-python","aiokafka"]}')
+    bad = bad.model_copy(update={"group": bad.group.model_copy(update={"assignor": "cooperative-sticky"})})
+    with pytest.raises(ConfigError, match="case .*aiokafka.*not an assignor of client 'aiokafka'"):
+        expand(bad)
