@@ -32,8 +32,9 @@ Contract
 * Errors: ``error_cb`` and the error of a message from ``poll()``. ``_PARTITION_EOF`` is not an error. A
   fatal error (``KafkaError.fatal()``, e.g. ``FENCED_INSTANCE_ID`` of a static member) ends :meth:`run` with
   a :class:`LibrdkafkaFatal` naming it (no clean close: librdkafka forbids further group operations).
-  Group errors (see :data:`GROUP_ERRORS`) are recorded as ``heartbeat_error``; others (connection loss)
-  are logged only: librdkafka retries them itself.
+  Group errors (see :data:`GROUP_ERRORS`; from either source, e.g. ``INVALID_SESSION_TIMEOUT`` of a refused
+  JoinGroup arrives as a message error) are recorded as ``heartbeat_error`` with librdkafka's error code;
+  others (connection loss) are logged only: librdkafka retries them itself.
 * :meth:`stop` may be called from any thread (the CLI's signal handler): the poll loop polls with
   ``config.poll_timeout_ms`` and checks the flag between polls. ``clean=True``: synchronous commit, then
   ``Consumer.close()`` (LeaveGroup for a dynamic member; a static member stays in the group until its
@@ -240,6 +241,8 @@ class LibrdkafkaMember:
                     elif err.fatal():
                         self._fatal = f"{err.name()}: {err.str()}"
                         break
+                    elif err.name() in GROUP_ERRORS:  # e.g. a JoinGroup the broker refused
+                        self.rec.heartbeat_error(err.str(), code=err.code())
                     else:
                         self.logger.warning("poll error %s: %s", err.name(), err.str())
                 if self.policy.due(time.monotonic()):
