@@ -30,8 +30,10 @@ Contract
   ``join_state``, ``rebalance_cnt``, ``assignment_size`` but no generation), so ``generation`` is -1 in
   every event of this member; read the broker's ``group_request`` / ``rebalance_end`` events for it.
 * Errors: ``error_cb`` and the error of a message from ``poll()``. ``_PARTITION_EOF`` is not an error. A
-  fatal error (``KafkaError.fatal()``, e.g. ``FENCED_INSTANCE_ID`` of a static member) ends :meth:`run` with
-  a :class:`LibrdkafkaFatal` naming it (no clean close: librdkafka forbids further group operations).
+  fatal error (``KafkaError.fatal()``, or a message error ``_FATAL``: librdkafka 2.16 reports a fenced static
+  member, ``FENCED_INSTANCE_ID``, that way, with ``fatal()`` false) is recorded once as ``heartbeat_error``
+  and ends :meth:`run` with a :class:`LibrdkafkaFatal` naming it (no commit, no close: librdkafka forbids
+  further group operations).
   Group errors (see :data:`GROUP_ERRORS`; from either source, e.g. ``INVALID_SESSION_TIMEOUT`` of a refused
   JoinGroup arrives as a message error) are recorded as ``heartbeat_error`` with librdkafka's error code;
   others (connection loss) are logged only: librdkafka retries them itself.
@@ -169,14 +171,21 @@ class LibrdkafkaMember:
         self.policy.done(done)
 
     def _on_error(self, err: Any) -> None:
-        if err.fatal():
-            self._fatal = f"{err.name()}: {err.str()}"
-            self.rec.heartbeat_error(err.str(), code=err.code())
-            self._stop.set()
+        from confluent_kafka import KafkaError
+
+        if err.fatal() or err.code() == KafkaError._FATAL:
+            self._fatal_error(err)
         elif err.name() in GROUP_ERRORS:
             self.rec.heartbeat_error(err.str(), code=err.code())
         else:
             self.logger.warning("client error %s: %s", err.name(), err.str())
+
+    def _fatal_error(self, err: Any) -> None:
+        """Record the first fatal error (error_cb and poll() may both report it) and stop polling."""
+        if self._fatal is None:
+            self._fatal = f"{err.name()}: {err.str()}"
+            self.rec.heartbeat_error(err.str(), code=err.code())
+        self._stop.set()
 
     # -- commits ---------------------------------------------------------------------------------
     def _tps(self, offsets: dict[int, int]) -> list[Any]:
@@ -238,8 +247,9 @@ class LibrdkafkaMember:
                         self.policy.processed(msg.partition(), msg.offset())
                     elif err.code() == KafkaError._PARTITION_EOF:
                         pass  # the end of a partition for now: not an error
-                    elif err.fatal():
-                        self._fatal = f"{err.name()}: {err.str()}"
+                    elif err.fatal() or err.code() == KafkaError._FATAL:
+                        # librdkafka signals a fatal error as a message error _FATAL whose fatal() is false
+                        self._fatal_error(err)
                         break
                     elif err.name() in GROUP_ERRORS:  # e.g. a JoinGroup the broker refused
                         self.rec.heartbeat_error(err.str(), code=err.code())

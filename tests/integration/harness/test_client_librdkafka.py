@@ -278,3 +278,19 @@ def test_a_static_member_restarted_within_its_session_causes_no_rebalance(
     assert [e for e in added if e.get("instance_id") == "s0-instance" and e.get("replaces")]
     assert {e["generation"] for e in broker_events(rdk_broker, "rebalance_end")} == generations_before
     assert broker_events(rdk_broker, "rebalance_begin") == begins_before
+
+
+@pytest.mark.long
+def test_a_fenced_static_member_ends_with_its_fatal_error(
+    rdk_broker: BrokerProcess, tmp_path: Path, members: list[ChildProcess]
+) -> None:
+    same = ("--group-instance-id", "same-instance")
+    members.append(start_member(rdk_broker, tmp_path, "m0", *same))
+    wait_until(lambda: _owned_once_by(tmp_path, {"m0"}), timeout=30, what="m0 to own every partition")
+    members.append(start_member(rdk_broker, tmp_path, "m1", *same))  # replaces m0: m0 is fenced (KIP-345)
+    assert members[0].wait(30) == 1, members[0].log_tail()
+    assert "LibrdkafkaFatal: m0: librdkafka fatal error" in members[0].log_tail(5)
+    *_, error, stopped = events(tmp_path, "m0")
+    assert error["kind"] == "heartbeat_error" and "fenced" in error["error"]
+    assert stopped["kind"] == "stopped" and stopped["clean"] is False and stopped["fatal"]
+    wait_until(lambda: _owned_once_by(tmp_path, {"m1"}), timeout=30, what="m1 to own every partition")
