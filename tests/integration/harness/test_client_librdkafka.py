@@ -294,3 +294,28 @@ def test_a_fenced_static_member_ends_with_its_fatal_error(
     assert error["kind"] == "heartbeat_error" and "fenced" in error["error"]
     assert stopped["kind"] == "stopped" and stopped["clean"] is False and stopped["fatal"]
     wait_until(lambda: _owned_once_by(tmp_path, {"m1"}), timeout=30, what="m1 to own every partition")
+
+
+@pytest.mark.long
+def test_a_commit_the_broker_never_gets_is_recorded_as_rejected_with_its_code(
+    broker_factory: BrokerFactory, tmp_path: Path, members: list[ChildProcess]
+) -> None:
+    broker = broker_factory(extra_args=BROKER_ARGS, persistent=True)
+    create_topic(broker, PARTITIONS)
+    # No interval commit within the test: the only commit is the one on close, with the broker down.
+    members.append(start_member(broker, tmp_path, "m0", "--auto-commit-interval-ms", "600000"))
+    wait_until(lambda: _owned_once_by(tmp_path, {"m0"}), timeout=30, what="m0 to own every partition")
+    produced = produce(broker, tmp_path, 40)
+    wait_until(lambda: processed(tmp_path, ["m0"]) >= produced, timeout=20, what="every record processed")
+    broker.kill()
+    members[0].signal(signal.SIGTERM, group=False)
+    assert members[0].wait(60) == 0, members[0].log_tail()
+
+    evs = events(tmp_path, "m0")
+    assert not [e for e in evs if e["kind"] == "commit"]
+    rejected = {e["partition"]: e for e in evs if e["kind"] == "commit_rejected"}
+    expected = {p: max(o for q, o in produced if q == p) + 1 for p in {q for q, _ in produced}}
+    assert {p: e["offset"] for p, e in rejected.items()} == expected
+    assert all(isinstance(e["code"], int) and e["error"] for e in rejected.values())
+    broker.restart()
+    assert committed(broker, PARTITIONS) == {}  # indeed none of them reached the broker
