@@ -1,0 +1,288 @@
+"""The librdkafka member: an unmodified confluent-kafka ``Consumer`` recording through
+:class:`~harness.members.recorder.MemberRecorder`.
+
+Contract
+--------
+* :class:`LibrdkafkaMember` implements :class:`harness.members.clients.ClientMember`. Kafka properties
+  (:attr:`MemberConfig.properties`, Kafka's dotted names) go to librdkafka as they are, except the commit
+  policy's (``enable.auto.commit``, ``auto.commit.interval.ms``): the member carries those out itself
+  (:class:`~harness.members.recorder.CommitPolicy`) and sets ``enable.auto.commit=false`` and
+  ``enable.auto.offset.store=false`` (it commits explicit offsets, so librdkafka's offset store is unused).
+  Identity (``bootstrap.servers``, ``group.id``, ``client.id``, ``group.instance.id`` when static) comes from
+  the config. The ``started`` event carries ``effective``: the configuration the member gave librdkafka
+  (passed properties and what it set itself). librdkafka has no API to read its effective configuration back
+  (``rd_kafka_conf_dump`` is not exposed by confluent-kafka for a live client), so tests check what the broker
+  saw instead.
+* Rebalances come from the subscribe callbacks ``on_assign`` / ``on_revoke`` / ``on_lost``. With
+  ``cooperative-sticky`` (librdkafka's only COOPERATIVE assignor; confluent-kafka 2.16 has no
+  ``rebalance_protocol()`` binding, so the protocol follows from the configured assignor) the callbacks name
+  only what changes and the member calls ``incremental_assign`` / ``incremental_unassign`` with exactly
+  those partitions (also an empty list: a round that changes nothing of this member still writes
+  ``rebalance_end``); eager protocols call ``assign`` / ``unassign`` with the whole assignment.
+* Commits: every ``auto.commit.interval.ms`` an asynchronous commit of what was processed, its outcome per
+  partition from the ``on_commit`` callback (``TopicPartition.error``); in ``on_revoke`` (never in
+  ``on_lost``) and on a clean close a synchronous commit, its outcome from the returned partitions or the
+  ``KafkaException``'s error code. librdkafka also reports a synchronous commit to ``on_commit``; such
+  echoes are told from asynchronous commits by their offsets (an ``on_commit`` whose offsets match no
+  outstanding asynchronous commit is not recorded again).
+* Identity: ``member`` is ``Consumer.memberid()`` read in each rebalance callback. librdkafka documents no
+  way to read the generation (``consumer_group_metadata()`` is opaque; the statistics' ``cgrp`` object has
+  ``join_state``, ``rebalance_cnt``, ``assignment_size`` but no generation), so ``generation`` is -1 in
+  every event of this member; read the broker's ``group_request`` / ``rebalance_end`` events for it.
+* Errors: ``error_cb`` and the error of a message from ``poll()``. ``_PARTITION_EOF`` is not an error. A
+  fatal error (``KafkaError.fatal()``, or a message error ``_FATAL``: librdkafka 2.16 reports a fenced static
+  member, ``FENCED_INSTANCE_ID``, that way, with ``fatal()`` false) is recorded once as ``heartbeat_error``
+  and ends :meth:`run` with a :class:`LibrdkafkaFatal` naming it (no commit, no close: librdkafka forbids
+  further group operations).
+  Group errors (see :data:`GROUP_ERRORS`; from either source, e.g. ``INVALID_SESSION_TIMEOUT`` of a refused
+  JoinGroup arrives as a message error) are recorded as ``heartbeat_error`` with librdkafka's error code;
+  others (connection loss) are logged only: librdkafka retries them itself.
+* :meth:`stop` may be called from any thread (the CLI's signal handler): the poll loop polls with
+  ``config.poll_timeout_ms`` and checks the flag between polls. ``clean=True``: synchronous commit, then
+  ``Consumer.close()`` (LeaveGroup for a dynamic member; a static member stays in the group until its
+  session expires, KIP-345); ``clean=False``: return without closing.
+* librdkafka's log lines go to the Python logger ``harness.member.librdkafka.<name>`` (logs only, never
+  parsed).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from harness.history.writer import History
+from harness.members.clients import OnChange
+from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder
+from harness.scenario.properties import ASSIGNORS, MEMBER_POLICY_PROPERTIES
+
+log = logging.getLogger("harness.member.librdkafka")
+
+#: librdkafka's error names that are about this member's group membership: recorded as ``heartbeat_error``.
+GROUP_ERRORS = frozenset(
+    {
+        "UNKNOWN_MEMBER_ID",
+        "ILLEGAL_GENERATION",
+        "REBALANCE_IN_PROGRESS",
+        "FENCED_INSTANCE_ID",
+        "NOT_COORDINATOR",
+        "COORDINATOR_NOT_AVAILABLE",
+        "INVALID_SESSION_TIMEOUT",
+        "_MAX_POLL_EXCEEDED",
+    }
+)
+
+
+class LibrdkafkaFatal(RuntimeError):
+    """librdkafka reported a fatal error: the member cannot go on (the message names the error)."""
+
+
+class LibrdkafkaMember:
+    """One confluent-kafka consumer in a group (see the module contract)."""
+
+    def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
+        if config.assignor not in ASSIGNORS["librdkafka"]:
+            raise ValueError(
+                f"librdkafka has no assignor {config.assignor!r} (it has: {', '.join(ASSIGNORS['librdkafka'])})"
+            )
+        self.config = config
+        self.rec = MemberRecorder(config, history)
+        self.on_change = on_change
+        self.cooperative = config.assignor == "cooperative-sticky"
+        self.policy = CommitPolicy(config.auto_commit_interval_s, config.auto_commit, time.monotonic())
+        self.consumer: Any = None
+        self._stop = threading.Event()
+        self._clean = True
+        self._fatal: str | None = None
+        #: asynchronous commits not yet answered by on_commit, in the order they were sent
+        self._async_commits: list[dict[int, int]] = []
+        self.logger = logging.getLogger(f"harness.member.librdkafka.{config.name}")
+
+    # -- configuration ---------------------------------------------------------------------------
+    def effective_config(self) -> dict[str, str]:
+        """The properties given to librdkafka (no callbacks): passed ones, then the member's own settings."""
+        c = self.config
+        conf = {k: v for k, v in c.properties.items() if k not in MEMBER_POLICY_PROPERTIES}
+        conf.update(
+            {
+                "bootstrap.servers": c.bootstrap,
+                "group.id": c.group,
+                "client.id": c.name,
+                "enable.auto.commit": "false",
+                "enable.auto.offset.store": "false",
+            }
+        )
+        if c.group_instance_id is not None:
+            conf["group.instance.id"] = c.group_instance_id
+        return conf
+
+    # -- callbacks (all served from poll() / close() on the member's thread) ---------------------
+    def _identity(self, consumer: Any) -> None:
+        self.rec.joined(-1, consumer.memberid() or "")
+
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self._identity(consumer)
+        if self.cooperative:
+            consumer.incremental_assign(partitions)
+        else:
+            consumer.assign(partitions)
+        added = self.rec.assigned(tp.partition for tp in partitions)
+        self.logger.info(
+            "member=%s assigned %s (now %s)", self.rec.member_id, added, sorted(self.rec.assignment)
+        )
+        if self.on_change:
+            self.on_change("assigned", added, self.rec.generation)
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self._revoke(consumer, partitions, lost=False)
+
+    def _on_lost(self, consumer: Any, partitions: list[Any]) -> None:
+        self._revoke(consumer, partitions, lost=True)
+
+    def _revoke(self, consumer: Any, partitions: list[Any], lost: bool) -> None:
+        self._identity(consumer)
+        ps = sorted(tp.partition for tp in partitions)
+        if not lost:
+            self._commit_sync(ps)  # before the partitions go: the next owner starts from here
+        self.rec.revoked(ps, lost=lost)
+        self.policy.forget(ps)
+        if self.cooperative:
+            consumer.incremental_unassign(partitions)
+        else:
+            consumer.unassign()
+        self.logger.info("member=%s %s %s", self.rec.member_id, "lost" if lost else "revoked", ps)
+        if self.on_change and ps:
+            self.on_change("lost" if lost else "revoked", ps, self.rec.generation)
+
+    def _on_commit(self, err: Any, partitions: list[Any]) -> None:
+        offsets = {tp.partition: tp.offset for tp in partitions}
+        if offsets not in self._async_commits:
+            return  # the echo of a synchronous commit, recorded from its return value
+        self._async_commits.remove(offsets)
+        done: dict[int, int] = {}
+        for tp in partitions:
+            e = tp.error or err
+            if e is None:
+                done[tp.partition] = tp.offset
+                self.rec.commit_result(tp.partition, tp.offset)
+            else:
+                self.rec.commit_result(tp.partition, tp.offset, error=e.str(), code=e.code())
+        self.policy.done(done)
+
+    def _on_error(self, err: Any) -> None:
+        from confluent_kafka import KafkaError
+
+        if err.fatal() or err.code() == KafkaError._FATAL:
+            self._fatal_error(err)
+        elif err.name() in GROUP_ERRORS:
+            self.rec.heartbeat_error(err.str(), code=err.code())
+        else:
+            self.logger.warning("client error %s: %s", err.name(), err.str())
+
+    def _fatal_error(self, err: Any) -> None:
+        """Record the first fatal error (error_cb and poll() may both report it) and stop polling."""
+        if self._fatal is None:
+            self._fatal = f"{err.name()}: {err.str()}"
+            self.rec.heartbeat_error(err.str(), code=err.code())
+        self._stop.set()
+
+    # -- commits ---------------------------------------------------------------------------------
+    def _tps(self, offsets: dict[int, int]) -> list[Any]:
+        from confluent_kafka import TopicPartition
+
+        return [TopicPartition(self.config.topic, p, o) for p, o in offsets.items()]
+
+    def _commit_async(self) -> None:
+        offsets = self.policy.pending()
+        if offsets:
+            self._async_commits.append(offsets)
+            self.consumer.commit(offsets=self._tps(offsets), asynchronous=True)
+
+    def _commit_sync(self, partitions: list[int] | None = None) -> None:
+        from confluent_kafka import KafkaException
+
+        offsets = self.policy.pending(partitions)
+        if not offsets:
+            return
+        try:
+            result = self.consumer.commit(offsets=self._tps(offsets), asynchronous=False)
+        except KafkaException as e:
+            err = e.args[0]
+            for p, o in offsets.items():
+                self.rec.commit_result(p, o, error=err.str(), code=err.code())
+            return
+        done: dict[int, int] = {}
+        for tp in result or []:
+            if tp.error is None:
+                done[tp.partition] = tp.offset
+                self.rec.commit_result(tp.partition, tp.offset)
+            else:
+                self.rec.commit_result(tp.partition, tp.offset, error=tp.error.str(), code=tp.error.code())
+        self.policy.done(done)
+
+    # -- life cycle ------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Join and consume until :meth:`stop` (or a fatal error: :class:`LibrdkafkaFatal`)."""
+        from confluent_kafka import Consumer, KafkaError
+
+        c = self.config
+        conf: dict[str, Any] = dict(self.effective_config())
+        conf.update({"on_commit": self._on_commit, "error_cb": self._on_error, "logger": self.logger})
+        clean = False
+        try:
+            self.rec.ready()
+            self.consumer = Consumer(conf)
+            self.rec.started(effective=self.effective_config(), cooperative=self.cooperative)
+            self.consumer.subscribe(
+                [c.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+            )
+            timeout = c.poll_timeout_ms / 1000
+            while not self._stop.is_set():
+                msg = self.consumer.poll(timeout)
+                if msg is not None:
+                    err = msg.error()
+                    if err is None:
+                        self.rec.record(msg.partition(), msg.offset(), msg.value())
+                        self.policy.processed(msg.partition(), msg.offset())
+                    elif err.code() == KafkaError._PARTITION_EOF:
+                        pass  # the end of a partition for now: not an error
+                    elif err.fatal() or err.code() == KafkaError._FATAL:
+                        # librdkafka signals a fatal error as a message error _FATAL whose fatal() is false
+                        self._fatal_error(err)
+                        break
+                    elif err.name() in GROUP_ERRORS:  # e.g. a JoinGroup the broker refused
+                        self.rec.heartbeat_error(err.str(), code=err.code())
+                    else:
+                        self.logger.warning("poll error %s: %s", err.name(), err.str())
+                if self.policy.due(time.monotonic()):
+                    self._commit_async()
+            clean = self._clean and self._fatal is None
+        finally:
+            self._finish(clean)
+        if self._fatal is not None:
+            raise LibrdkafkaFatal(f"{c.name}: librdkafka fatal error {self._fatal}")
+
+    def _finish(self, clean: bool) -> None:
+        if self.consumer is None:
+            self.rec.stopped(clean=False)
+            return
+        if not clean:
+            self.rec.stopped(clean=False, fatal=self._fatal)
+            return
+        t0 = time.monotonic()
+        try:
+            self._commit_sync()
+            self.consumer.close()  # serves the final callbacks (eager: on_revoke), then LeaveGroup
+        finally:
+            self.rec.stopped(clean=True, close_ms=(time.monotonic() - t0) * 1e3)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stop.is_set()
+
+    def stop(self, clean: bool = True) -> None:
+        """Ask :meth:`run` to return after the current poll (any thread); ``clean`` commits and closes."""
+        self._clean = clean
+        self._stop.set()
