@@ -139,6 +139,27 @@ def _check_librdkafka(props: Mapping[str, PropertyValue]) -> None:
             raise ValueError(f"librdkafka property {name!r}: bad value {value!r} ({text[:200]})") from None
 
 
+def python_kwargs(props: Mapping[str, PropertyValue], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``props`` (checked dotted names) as keyword arguments of a Python client (kafka-python, aiokafka):
+    snake-case names, each value converted to the type of ``defaults[name]`` (bool, int, float; any other
+    default, None included, keeps the string). A name not in ``defaults`` is a ValueError naming it."""
+    out: dict[str, Any] = {}
+    for name, value in props.items():
+        key = snake(name)
+        if key not in defaults:
+            raise ValueError(f"unknown property {name!r}")
+        default, text = defaults[key], property_value(value)
+        if isinstance(default, bool):
+            out[key] = text.lower() == "true"
+        elif isinstance(default, int):
+            out[key] = int(text)
+        elif isinstance(default, float):
+            out[key] = float(text)
+        else:
+            out[key] = text
+    return out
+
+
 def property_value(value: PropertyValue) -> str:
     """The string form of a property value (``true``, ``1000``, ``earliest``): what a member's ``-X`` gets."""
     return str(value).lower() if isinstance(value, bool) else str(value)
