@@ -142,7 +142,7 @@ def _check_librdkafka(props: Mapping[str, PropertyValue]) -> None:
 def python_kwargs(props: Mapping[str, PropertyValue], defaults: Mapping[str, Any]) -> dict[str, Any]:
     """``props`` (checked dotted names) as keyword arguments of a Python client (kafka-python, aiokafka):
     snake-case names, each value converted to the type of ``defaults[name]`` (bool, int, float; any other
-    default, None included, keeps the string). A name not in ``defaults`` is a ValueError naming it."""
+    default keeps the string, except that a None default takes an integer as an int). A name not in ``defaults`` is a ValueError naming it."""
     out: dict[str, Any] = {}
     for name, value in props.items():
         key = snake(name)
@@ -155,6 +155,8 @@ def python_kwargs(props: Mapping[str, PropertyValue], defaults: Mapping[str, Any
             out[key] = int(text)
         elif isinstance(default, float):
             out[key] = float(text)
+        elif default is None and _is_int(text):
+            out[key] = int(text)  # an optional number (aiokafka's max_poll_records=None)
         else:
             out[key] = text
     return out
