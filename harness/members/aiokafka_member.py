@@ -95,7 +95,7 @@ def effective_config(consumer: Any, props: Mapping[str, str]) -> dict[str, Any]:
         if name in MEMBER_POLICY_PROPERTIES:
             continue
         attr = "_" + snake(name)
-        value = getattr(consumer, attr, missing)
+        value: Any = getattr(consumer, attr, missing)
         if value is missing:
             value = getattr(getattr(consumer, "_client", None), attr, None)
         if name == ASSIGNOR:
@@ -188,7 +188,7 @@ class AiokafkaMember:
 
         c = self.config
         self.consumer = AIOKafkaConsumer(
-            bootstrap_servers=c.bootstrap.split(","),
+            bootstrap_servers=c.bootstrap,  # aiokafka splits a comma list itself
             group_id=c.group,
             client_id=c.name,
             group_instance_id=c.group_instance_id,

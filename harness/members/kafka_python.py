@@ -166,7 +166,8 @@ class KafkaPythonMember:
 
     # -- rebalance listener (runs on kafka-python's IO thread) ----------------------------------
     def _listener(self) -> Any:
-        from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
+        # (the type stubs predate kafka-python 3.0's async listener)
+        from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener  # pyright: ignore[reportAttributeAccessIssue]
 
         member = self
 

@@ -39,7 +39,7 @@ def committed_offsets(broker: BrokerProcess, group: str) -> dict[int, int]:
     partition -> committed offset."""
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
-        offsets = admin.list_group_offsets({group: None})[group]
+        offsets = admin.list_group_offsets({group: None})[group]  # pyright: ignore[reportAttributeAccessIssue] (stubs predate 3.0)
     finally:
         admin.close()
     return {tp.partition: om.offset for tp, om in offsets.items() if om.offset >= 0}
@@ -72,6 +72,8 @@ class ClientGroup:
         self._assignment: dict[str, set[int]] = {}
         self._tails: dict[str, HistoryTail] = {}
         self._since: dict[str, int] = {}
+        assert broker.history_path is not None, "the broker must write a history"
+        self.broker_history = broker.history_path
         self._broker_tail = HistoryTail(broker.history_path)
         self.group_state = ""
         self.stable: tuple[int, int] | None = None  # (generation, members) of the broker's latest Stable
@@ -137,7 +139,8 @@ class ClientGroup:
         return owned
 
     def wait_balanced(self, what: str, timeout: float = 30.0) -> dict[str, set[int]]:
-        return wait_until(
+        """Wait until :meth:`balanced` and return the assignments."""
+        return wait_until(  # pyright: ignore[reportReturnType] (wait_until returns only a truthy value)
             self.balanced, timeout, interval=0.05, what=f"a balanced group {what}: {self.describe()}"
         )
 
@@ -151,9 +154,7 @@ class ClientGroup:
 
     def broker_events(self, kind: str) -> list[dict[str, Any]]:
         return [
-            e
-            for e in read_events(self.broker.history_path)
-            if e["kind"] == kind and e.get("group") == self.group
+            e for e in read_events(self.broker_history) if e["kind"] == kind and e.get("group") == self.group
         ]
 
     def stop_all(self) -> None:
