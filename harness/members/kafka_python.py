@@ -122,6 +122,10 @@ class KafkaPythonMember:
             config.auto_commit_interval_s, enabled=config.auto_commit, now=time.monotonic()
         )
         self._stop = threading.Event()
+        #: The listener and commit callbacks run on kafka-python's IO thread: the recorder and the
+        #: policy are used under this lock (re-entrant: a callback may run inside commit_async), never
+        #: held across a blocking client call.
+        self._lock = threading.RLock()
         self._clean = True
         self.consumer: Any = None
 
@@ -134,6 +138,10 @@ class KafkaPythonMember:
         }
 
     def _record_commit(self, pending: Mapping[int, int], error: BaseException | None) -> None:
+        with self._lock:
+            self._record_commit_locked(pending, error)
+
+    def _record_commit_locked(self, pending: Mapping[int, int], error: BaseException | None) -> None:
         if error is None:
             for p, o in pending.items():
                 self.rec.commit_result(p, o)
@@ -154,7 +162,8 @@ class KafkaPythonMember:
         self.consumer.commit_async(self._offsets(pending), callback=callback)
 
     def _commit_sync(self) -> None:
-        pending = self.policy.pending()
+        with self._lock:
+            pending = self.policy.pending()
         if not pending:
             return
         try:
@@ -185,7 +194,8 @@ class KafkaPythonMember:
 
     async def _on_revoked(self, revoked: Any) -> None:
         ps = sorted(tp.partition for tp in revoked)
-        pending = self.policy.pending(ps)
+        with self._lock:
+            pending = self.policy.pending(ps)
         if pending:
             try:
                 value = await self.consumer.commit_async(self._offsets(pending))
@@ -197,15 +207,17 @@ class KafkaPythonMember:
         self._revoke(ps, lost=False)
 
     def _revoke(self, ps: list[int], lost: bool) -> None:
-        self.rec.revoked(ps, lost=lost)
-        self.policy.forget(ps)
+        with self._lock:
+            self.rec.revoked(ps, lost=lost)
+            self.policy.forget(ps)
         if self.on_change and ps:
             self.on_change("revoked", ps, self.rec.generation)
 
     def _on_assigned(self, assigned: Any) -> None:
         meta = self.consumer.group_metadata()
-        self.rec.joined(meta.generation_id, meta.member_id)
-        added = self.rec.assigned(tp.partition for tp in assigned)
+        with self._lock:
+            self.rec.joined(meta.generation_id, meta.member_id)
+            added = self.rec.assigned(tp.partition for tp in assigned)
         log.info(
             "group=%s generation=%d member=%s (%s) assigned %s",
             self.config.group,
@@ -252,12 +264,13 @@ class KafkaPythonMember:
             log.warning("%s: poll failed (%s), polling again", c.name, e)
             self._stop.wait(c.poll_timeout_ms / 1000)  # a poll's worth of backoff
             return
-        for tp, records in batches.items():
-            for r in records:
-                self.rec.record(tp.partition, r.offset, r.value)
-                self.policy.processed(tp.partition, r.offset)
-        if self.policy.due(time.monotonic()):
-            self._commit_async()
+        with self._lock:  # commit_async only schedules: never held while waiting on the IO thread
+            for tp, records in batches.items():
+                for r in records:
+                    self.rec.record(tp.partition, r.offset, r.value)
+                    self.policy.processed(tp.partition, r.offset)
+            if self.policy.due(time.monotonic()):
+                self._commit_async()
 
     def run(self) -> None:
         """Join and consume until :meth:`stop`; then commit and leave (clean) or just return."""
