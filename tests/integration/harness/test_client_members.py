@@ -9,7 +9,11 @@ members' histories (the librdkafka member has its own file; the helpers are test
   revoked and keep being processed;
 * static membership: a restart within the session timeout causes no rebalance;
 * property passthrough: ``-X`` reaches the client (``started.effective``); an unknown ``-X`` is a
-  one-line error with a non-zero exit.
+  one-line error with a non-zero exit;
+* ``stop()`` from another thread (as the CLI's signal handler) ends the member cleanly.
+
+Default run: the life-cycle test, the cooperative join and the quick ones (about 30 s together);
+the fenced commit and the static restart are ``long``.
 """
 
 from __future__ import annotations
@@ -26,10 +30,13 @@ from typing import Any
 import pytest
 
 from harness.history.writer import HistoryWriter, read_events
+from harness.members.clients import make_member
+from harness.members.recorder import MemberConfig
 from harness.run.launch import PY
 from harness.workload.producer import Producer, ProducerConfig
 from tests.support.brokers import BrokerFactory
 from tests.support.client_members import FAST_BROKER, ClientGroup, committed_offsets, create_topic
+from tests.support.recording import RecordingHistory
 from tests.support.waiting import wait_until
 
 CLIENTS = ["kafka-python", "aiokafka"]
@@ -258,3 +265,25 @@ def test_an_unknown_property_is_a_one_line_error(client: str) -> None:
     assert r.returncode != 0
     errors = [line for line in r.stderr.splitlines() if line.startswith("Error")]
     assert len(errors) == 1 and "no.such.property" in errors[0], r.stderr
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_stop_from_another_thread_ends_the_member_cleanly(broker_factory: BrokerFactory, client: str) -> None:
+    """The CLI's signal handler, or any thread, calls ``stop()``: ``run()`` returns, after committing
+    and leaving (a clean stop)."""
+    broker = broker_factory(extra_args=FAST_BROKER)
+    create_topic(broker, "t", 2)
+    history = RecordingHistory()
+    config = MemberConfig(
+        bootstrap=broker.bootstrap, group=f"g-{client}", topic="t", name="m0", client=client
+    )
+    member = make_member(config, history)  # pyright: ignore[reportArgumentType]
+    t = threading.Thread(target=member.run)
+    t.start()
+    try:
+        wait_until(lambda: history.of("rebalance_end"), timeout=30, what="m0 to join")
+    finally:
+        member.stop()
+        t.join(20)
+    assert not t.is_alive()
+    assert [e["clean"] for e in history.of("stopped")] == [True]
