@@ -131,15 +131,19 @@ def test_join_rebalance_leave_and_crash_keep_one_live_owner_per_partition_and_co
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("client", CLIENTS)
-def test_a_fenced_member_records_its_commit_rejected(group_of: Any, tmp_path: Path, client: str) -> None:
-    """m0 is stopped (SIGSTOP) past its session timeout while it has processed but not committed
-    records; the group moves on without it; resumed, its next commit is rejected and it records that
-    with the error and code. Which error depends on the client: aiokafka sends the commit with its old
-    generation and the broker answers ILLEGAL_GENERATION (22) or UNKNOWN_MEMBER_ID (25); kafka-python
-    3.0.12 finds its coordinator connection timed out after the freeze and fails the commit itself with
-    COORDINATOR_NOT_AVAILABLE (15), without sending it. Either way no commit of m0 is accepted after
-    the resume."""
+def test_a_fenced_member_records_its_commit_rejected(group_of: Any, tmp_path: Path) -> None:
+    """m0 (aiokafka) is stopped (SIGSTOP) past its session timeout while it has processed but not
+    committed records; the group moves on without it; resumed, it commits with its old generation (the
+    heartbeat's error makes aiokafka rejoin, and its revoke listener commits first) and the broker
+    answers UNKNOWN_MEMBER_ID (25) or ILLEGAL_GENERATION (22): m0 records the commit rejected, with the
+    error and code, for the offsets it processed. No commit of m0 is accepted after the resume.
+
+    Only aiokafka: kafka-python 3.0.12 runs its heartbeat on its IO thread, which after the resume
+    races the member's next commit. When the heartbeat wins, the client calls ``on_partitions_lost``
+    (no commit, as KIP-429 says); when the commit wins it fails with COORDINATOR_NOT_AVAILABLE (its
+    coordinator connection timed out during the freeze). Both seen here; a test of either would be
+    flaky; the mapping of kafka-python's commit errors is covered by the unit tests of ``error_of``."""
+    client = "aiokafka"
     # long interval: the records stay uncommitted until the commit after the resume
     g: ClientGroup = group_of(client)
     g.options = (*g.options, "--auto-commit-interval-ms", "4000")
@@ -172,9 +176,8 @@ def test_a_fenced_member_records_its_commit_rejected(group_of: Any, tmp_path: Pa
     rejected = wait_until(
         lambda: _kinds(g.events("m0"), "commit_rejected"), timeout=30, what="m0's rejected commit"
     )
-    expected = {"aiokafka": {22, 25}, "kafka-python": {15, 22, 25}}[client]
-    assert {e["code"] for e in rejected} <= expected, rejected
-    names = {15: "COORDINATOR_NOT_AVAILABLE", 22: "ILLEGAL_GENERATION", 25: "UNKNOWN_MEMBER_ID"}
+    assert {e["code"] for e in rejected} <= {22, 25}, rejected
+    names = {22: "ILLEGAL_GENERATION", 25: "UNKNOWN_MEMBER_ID"}
     assert all(e["error"] == names[e["code"]] for e in rejected)
     # the rejected offsets are what m0 processed before the freeze (next offset to read)
     mine = {}
