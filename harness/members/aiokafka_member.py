@@ -112,6 +112,8 @@ class AiokafkaMember:
 
     def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
         self.config = config
+        #: the client's keyword arguments, checked now: a bad property is a ValueError from the constructor
+        self.kwargs = consumer_kwargs(config.properties)
         self.rec = MemberRecorder(config, history)
         self.on_change = on_change
         self.policy = CommitPolicy(
@@ -192,7 +194,7 @@ class AiokafkaMember:
             group_id=c.group,
             client_id=c.name,
             group_instance_id=c.group_instance_id,
-            **consumer_kwargs(c.properties),
+            **self.kwargs,
         )
         await self.consumer.start()
         try:

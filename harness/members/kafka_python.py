@@ -116,6 +116,8 @@ class KafkaPythonMember:
 
     def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
         self.config = config
+        #: the client's keyword arguments, checked now: a bad property is a ValueError from the constructor
+        self.kwargs = consumer_kwargs(config.properties)
         self.rec = MemberRecorder(config, history)
         self.on_change = on_change
         self.policy = CommitPolicy(
@@ -284,7 +286,7 @@ class KafkaPythonMember:
                 group_id=c.group,
                 client_id=c.name,
                 group_instance_id=c.group_instance_id,
-                **consumer_kwargs(c.properties),
+                **self.kwargs,
             )
             self.rec.started(effective=effective_config(self.consumer.config, c.properties))
             self.consumer.subscribe([c.topic], listener=self._listener())

@@ -290,3 +290,22 @@ def test_stop_from_another_thread_ends_the_member_cleanly(broker_factory: Broker
         t.join(20)
     assert not t.is_alive()
     assert [e["clean"] for e in history.of("stopped")] == [True]
+
+
+def test_an_assignor_the_client_lacks_is_a_one_line_error() -> None:
+    argv = [
+        *PY,
+        "member",
+        "coordinator",
+        "--client",
+        "aiokafka",
+        "--bootstrap",
+        "127.0.0.1:1",
+        "--group",
+        "g",
+    ]
+    argv += ["--topic", "t", "--assignor", "cooperative-sticky"]  # aiokafka 0.14 has no cooperative protocol
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    errors = [line for line in r.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and "cooperative-sticky" in errors[0], r.stderr
