@@ -130,7 +130,11 @@ def coordinator(
         click.echo(f"{name}: generation {generation}: {what} {partitions}", err=False)
         sys.stdout.flush()
 
-    member = make_member(config, hist, on_change=on_change)
+    try:
+        member = make_member(config, hist, on_change=on_change)
+    except ValueError as e:  # a property the client cannot take (e.g. an assignor it does not have)
+        hist.close()
+        raise click.UsageError(str(e)) from None
 
     def handler(signum: int, _frame: object) -> None:
         if member.stopping:

@@ -8,7 +8,15 @@ import signal
 import click
 
 from harness.history.writer import open_history
+from harness.scenario.properties import check_producer_properties
 from harness.workload.producer import Producer, ProducerConfig
+
+
+def _property(item: str) -> tuple[str, str]:
+    name, eq, value = item.partition("=")
+    if not eq or not name.strip():
+        raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="-X")
+    return name.strip(), value.strip()
 
 
 @click.command("produce")
@@ -21,6 +29,14 @@ from harness.workload.producer import Producer, ProducerConfig
 @click.option(
     "--history", type=click.Path(dir_okay=False), default=None, help="Append events to this JSON-lines file."
 )
+@click.option(
+    "-X",
+    "properties",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A Kafka producer property by its dotted name (repeatable), over the options above; "
+    "checked against kafka-python's producer properties (the client id stays herdlab-producer).",
+)
 def produce(
     bootstrap: str,
     topic: str,
@@ -29,12 +45,18 @@ def produce(
     count: int | None,
     acks: str,
     history: str | None,
+    properties: tuple[str, ...],
 ) -> None:
     """Write sequence-numbered records at a steady rate until Ctrl-C / SIGTERM (or --count).
 
     Every acknowledged record is a `produced` event with its partition, offset and sequence number;
     on Ctrl-C / SIGTERM the producer flushes what it sent before it exits.
     """
+    given = dict(_property(p) for p in properties)
+    try:
+        check_producer_properties(given)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="-X") from None
     hist = open_history(history, "producer", role="producer")
     producer = Producer(
         ProducerConfig(
@@ -44,6 +66,7 @@ def produce(
             record_size=record_size,
             acks=acks if acks == "all" else int(acks),
             max_records=count,
+            properties=given,
         ),
         hist,
     )

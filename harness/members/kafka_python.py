@@ -1,35 +1,315 @@
-"""The kafka-python member (interim: wraps :mod:`harness.members.coordinator` until it is rebuilt on
-:mod:`harness.members.recorder`)."""
+"""The kafka-python member: an unmodified kafka-python ``KafkaConsumer`` recording through
+:class:`~harness.members.recorder.MemberRecorder` and committing by
+:class:`~harness.members.recorder.CommitPolicy`.
+
+Contract
+--------
+* Configuration: every property of ``config.properties`` except the member's own commit policy
+  (``enable.auto.commit``, ``auto.commit.interval.ms``) becomes the ``KafkaConsumer`` keyword of the same
+  name in snake case, its value converted to the type of ``KafkaConsumer.DEFAULT_CONFIG[key]``
+  (:func:`consumer_kwargs`); ``partition.assignment.strategy`` is a comma list of Kafka's assignor names.
+  The client's own auto-commit is always off (``enable_auto_commit=False``). ``started`` carries
+  ``effective``: the client's effective value (``consumer.config[key]``) of every property given, by its
+  dotted name (assignors by their names).
+* Commits, each partition's outcome recorded from the client's own results: an interval commit is
+  ``commit_async(offsets, callback)`` (outcome from the callback, which kafka-python delivers on a later
+  ``poll`` or commit); before partitions are revoked (not when they are lost) the listener commits them
+  and waits for the answer; on a clean stop the member commits with ``commit(offsets)`` before
+  ``close()`` (outcome from the return or the exception). A rejected commit carries the Kafka error name
+  and code where the exception has one (``CommitFailedError`` wraps the broker's error).
+* Why the listener awaits ``commit_async``'s future rather than calling ``commit``: kafka-python 3.0.12
+  runs rebalance listeners on its IO thread, where the blocking ``commit`` raises ("Cannot block on
+  net.run() from the IO thread"); the listener is an ``AsyncConsumerRebalanceListener`` (kafka-python's
+  own advice) and awaits the future ``commit_async`` returns, whose value is None on success and whose
+  exception is the commit's error. When the coordinator is unknown at that moment, kafka-python returns
+  the coordinator lookup's future instead (the commit is chained to it): the outcome is then not
+  known here and nothing is recorded for that commit (rare: the member is usually being fenced then).
+* Identity: ``KafkaConsumer.group_metadata()`` (public since kafka-python 3.0: a snapshot of generation
+  and member id for KIP-447 transactions) is read when a join completes (``on_partitions_assigned``).
+* Listener: eager assignors call it with the whole assignment; with ``cooperative-sticky`` kafka-python
+  3.0.12 calls it only for partitions revoked or added, so a round that changes nothing of this member
+  writes no ``rebalance_end`` (its ``generation`` field then lags the group's: read the broker's).
+* Heartbeat errors: kafka-python has no callback or result for a failed heartbeat (it only logs), so
+  this member writes no ``heartbeat_error``; a lost membership shows as ``revoked`` with ``lost=True``.
+* A retriable client error from ``poll`` (no broker reachable: kafka-python 3.0.12 raises where Java's
+  consumer retries) is logged and polling goes on; the member outlives a broker outage.
+* :meth:`stop` with ``clean=True`` commits and closes the consumer (LeaveGroup for a dynamic member);
+  ``clean=False`` returns without leaving (used only when the process is about to die anyway).
+"""
 
 from __future__ import annotations
 
-from typing import Literal, cast
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
 
 from harness.history.writer import History
 from harness.members.clients import OnChange
-from harness.members.coordinator import CoordinatorMember, CoordinatorMemberConfig
-from harness.members.recorder import MemberConfig
+from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder, error_of
+from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, python_kwargs, snake
+
+log = logging.getLogger("harness.member.kafka_python")
+
+ASSIGNOR = "partition.assignment.strategy"
 
 
-class KafkaPythonMember(CoordinatorMember):
+def _assignor_classes(names: str) -> list[type]:
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    known: dict[str, type] = {
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+        "sticky": StickyPartitionAssignor,
+        "cooperative-sticky": CooperativeStickyAssignor,
+    }
+    out = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        if name not in known:
+            raise ValueError(f"kafka-python has no assignor {name!r} (known: {', '.join(known)})")
+        out.append(known[name])
+    return out
+
+
+def consumer_kwargs(props: Mapping[str, str]) -> dict[str, Any]:
+    """The ``KafkaConsumer`` keyword arguments of ``props`` (see the module contract), without the
+    harness's own (addresses, group, identity, listener)."""
+    from kafka import KafkaConsumer
+
+    client = {k: v for k, v in props.items() if k not in MEMBER_POLICY_PROPERTIES and k != ASSIGNOR}
+    kwargs = python_kwargs(client, KafkaConsumer.DEFAULT_CONFIG)
+    if ASSIGNOR in props:
+        kwargs[snake(ASSIGNOR)] = _assignor_classes(props[ASSIGNOR])
+    kwargs["enable_auto_commit"] = False
+    return kwargs
+
+
+def _plain(value: Any) -> Any:
+    """A config value as JSON can hold it."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return str(value)
+
+
+def effective_config(config: Mapping[str, Any], props: Mapping[str, str]) -> dict[str, Any]:
+    """The client's effective value of every client property in ``props``, by dotted name."""
+    out: dict[str, Any] = {}
+    for name in props:
+        if name in MEMBER_POLICY_PROPERTIES:
+            continue
+        value = config.get(snake(name))
+        if name == ASSIGNOR:
+            out[name] = ",".join(getattr(a, "name", str(a)) for a in value or [])
+        else:
+            out[name] = _plain(value)
+    return out
+
+
+class KafkaPythonMember:
+    """One kafka-python consumer in a group (see the module contract)."""
+
     def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
-        p = config.prop
-        super().__init__(
-            CoordinatorMemberConfig(
-                bootstrap=config.bootstrap,
-                group=config.group,
-                topic=config.topic,
-                name=config.name,
-                session_timeout_ms=int(p("session.timeout.ms", "6000")),
-                heartbeat_interval_ms=int(p("heartbeat.interval.ms", "500")),
-                max_poll_interval_ms=int(p("max.poll.interval.ms", "30000")),
-                auto_commit_interval_ms=int(p("auto.commit.interval.ms", "5000")),
-                enable_auto_commit=config.auto_commit,
-                auto_offset_reset=cast(Literal["earliest", "latest"], p("auto.offset.reset", "earliest")),
-                assignor=config.assignor,
-                group_instance_id=config.group_instance_id,
-                metadata_max_age_ms=int(p("metadata.max.age.ms", "5000")),
-            ),
-            history,
-            on_change,
+        self.config = config
+        #: the client's keyword arguments, checked now: a bad property is a ValueError from the constructor
+        self.kwargs = consumer_kwargs(config.properties)
+        self.rec = MemberRecorder(config, history)
+        self.on_change = on_change
+        self.policy = CommitPolicy(
+            config.auto_commit_interval_s, enabled=config.auto_commit, now=time.monotonic()
         )
+        self._stop = threading.Event()
+        #: The listener and commit callbacks run on kafka-python's IO thread: the recorder and the
+        #: policy are used under this lock (re-entrant: a callback may run inside commit_async), never
+        #: held across a blocking client call.
+        self._lock = threading.RLock()
+        self._clean = True
+        self.consumer: Any = None
+
+    # -- commits -------------------------------------------------------------------------------
+    def _offsets(self, pending: Mapping[int, int]) -> dict[Any, Any]:
+        from kafka.structs import OffsetAndMetadata, TopicPartition
+
+        return {
+            TopicPartition(self.config.topic, p): OffsetAndMetadata(o, "", -1) for p, o in pending.items()
+        }
+
+    def _record_commit(self, pending: Mapping[int, int], error: BaseException | None) -> None:
+        with self._lock:
+            self._record_commit_locked(pending, error)
+
+    def _record_commit_locked(self, pending: Mapping[int, int], error: BaseException | None) -> None:
+        if error is None:
+            for p, o in pending.items():
+                self.rec.commit_result(p, o)
+            self.policy.done(pending)
+            return
+        name, code = error_of(error)
+        for p, o in pending.items():
+            self.rec.commit_result(p, o, error=name, code=code)
+
+    def _commit_async(self) -> None:
+        pending = self.policy.pending()
+        if not pending:
+            return
+
+        def callback(_offsets: Any, response: Any) -> None:
+            self._record_commit(pending, response if isinstance(response, BaseException) else None)
+
+        self.consumer.commit_async(self._offsets(pending), callback=callback)
+
+    def _commit_sync(self) -> None:
+        with self._lock:
+            pending = self.policy.pending()
+        if not pending:
+            return
+        try:
+            self.consumer.commit(self._offsets(pending))
+        except Exception as e:  # the commit's outcome: recorded, the member goes on
+            self._record_commit(pending, e)
+        else:
+            self._record_commit(pending, None)
+
+    # -- rebalance listener (runs on kafka-python's IO thread) ----------------------------------
+    def _listener(self) -> Any:
+        # (the type stubs predate kafka-python 3.0's async listener)
+        from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener  # pyright: ignore[reportAttributeAccessIssue]
+
+        member = self
+
+        class Listener(AsyncConsumerRebalanceListener):
+            async def on_partitions_revoked(self, revoked: Any) -> None:
+                await member._on_revoked(revoked)
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:
+                member._on_assigned(assigned)
+
+            async def on_partitions_lost(self, lost: Any) -> None:
+                member._revoke(sorted(tp.partition for tp in lost), lost=True)
+
+        return Listener()
+
+    async def _on_revoked(self, revoked: Any) -> None:
+        ps = sorted(tp.partition for tp in revoked)
+        with self._lock:
+            pending = self.policy.pending(ps)
+        if pending:
+            try:
+                value = await self.consumer.commit_async(self._offsets(pending))
+            except Exception as e:
+                self._record_commit(pending, e)
+            else:
+                if value is None:  # else: the coordinator lookup's future (see the module contract)
+                    self._record_commit(pending, None)
+        self._revoke(ps, lost=False)
+
+    def _revoke(self, ps: list[int], lost: bool) -> None:
+        with self._lock:
+            self.rec.revoked(ps, lost=lost)
+            self.policy.forget(ps)
+        if self.on_change and ps:
+            self.on_change("revoked", ps, self.rec.generation)
+
+    def _on_assigned(self, assigned: Any) -> None:
+        meta = self.consumer.group_metadata()
+        with self._lock:
+            self.rec.joined(meta.generation_id, meta.member_id)
+            added = self.rec.assigned(tp.partition for tp in assigned)
+        log.info(
+            "group=%s generation=%d member=%s (%s) assigned %s",
+            self.config.group,
+            self.rec.generation,
+            self.rec.member_id,
+            self.config.name,
+            added,
+        )
+        if self.on_change:
+            self.on_change("assigned", added, self.rec.generation)
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def _await_topic_metadata(self, timeout_s: float = 30.0) -> None:
+        """Before the first poll (so before the first JoinGroup): refresh metadata now that the topic is
+        subscribed and wait until it names the topic's partitions (at most ``timeout_s``, or until stop).
+
+        Without it the first member to join, the leader, assigns nothing in generation 1 (its metadata
+        does not have the topic yet) and rejoins when the metadata arrives. kafka-python 3.0.12 starts
+        that rejoin from its metadata snapshot, not from its rejoin flag, and the leader's assignment
+        makes the snapshots equal again: if ``poll``'s timeout ends while that JoinGroup/SyncGroup is in
+        flight, the completed join is never picked up. The member then has no assignment and sends no
+        heartbeat; the broker expires it and it never rejoins (a zombie that the runner counted as
+        joined). With the partitions known at the first join, rejoins come only from the rejoin flag,
+        which stays set until the join's result is applied.
+        """
+        deadline = time.monotonic() + timeout_s
+        self.consumer.topics()  # one Metadata refresh that includes the subscribed topic
+        while not self.consumer.partitions_for_topic(self.config.topic):
+            if time.monotonic() > deadline or self._stop.is_set():
+                return  # join as before: the topic may yet be created
+            self._stop.wait(0.1)  # polling the client's metadata cache
+
+    def _poll_once(self) -> None:
+        from kafka.errors import KafkaError
+
+        c = self.config
+        try:
+            batches = self.consumer.poll(timeout_ms=c.poll_timeout_ms)
+        except KafkaError as e:
+            if not e.retriable:
+                raise
+            # kafka-python 3.0.12 raises from poll() when a coordinator lookup finds no broker
+            # (Java's consumer retries inside poll): a broker outage must not end the member.
+            log.warning("%s: poll failed (%s), polling again", c.name, e)
+            self._stop.wait(c.poll_timeout_ms / 1000)  # a poll's worth of backoff
+            return
+        with self._lock:  # commit_async only schedules: never held while waiting on the IO thread
+            for tp, records in batches.items():
+                for r in records:
+                    self.rec.record(tp.partition, r.offset, r.value)
+                    self.policy.processed(tp.partition, r.offset)
+            if self.policy.due(time.monotonic()):
+                self._commit_async()
+
+    def run(self) -> None:
+        """Join and consume until :meth:`stop`; then commit and leave (clean) or just return."""
+        from kafka import KafkaConsumer
+
+        c = self.config
+        try:
+            self.rec.ready()  # booted, about to connect: t0 of a join (harness.kernel.events)
+            self.consumer = KafkaConsumer(
+                bootstrap_servers=c.bootstrap.split(","),
+                group_id=c.group,
+                client_id=c.name,
+                group_instance_id=c.group_instance_id,
+                **self.kwargs,
+            )
+            self.rec.started(effective=effective_config(self.consumer.config, c.properties))
+            self.consumer.subscribe([c.topic], listener=self._listener())
+            self._await_topic_metadata()
+            while not self._stop.is_set():
+                self._poll_once()
+        finally:
+            if self.consumer is not None and self._clean:
+                t0 = time.monotonic()
+                try:
+                    self._commit_sync()
+                    self.consumer.close()
+                finally:
+                    self.rec.stopped(clean=True, close_ms=(time.monotonic() - t0) * 1e3)
+            else:
+                self.rec.stopped(clean=False)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stop.is_set()
+
+    def stop(self, clean: bool = True) -> None:
+        """Ask :meth:`run` to return after the current poll; ``clean`` commits and closes (leave)."""
+        self._clean = clean
+        self._stop.set()

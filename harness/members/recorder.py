@@ -87,6 +87,25 @@ def parse_seq(value: bytes | None) -> int | None:
     return seq if isinstance(seq, int) else None
 
 
+def error_of(error: BaseException) -> tuple[str, int | None]:
+    """A client exception's Kafka error name and code: the exception's own ``errno`` / ``message``
+    (kafka-python's and aiokafka's broker errors), else those of the error it wraps (kafka-python's
+    ``CommitFailedError(IllegalGenerationError())``, aiokafka's ``raise CommitFailedError from ...``);
+    otherwise the exception's class name and no code."""
+    seen: list[BaseException] = [error]
+    arg = error.args[0] if error.args else None
+    if isinstance(arg, BaseException):
+        seen.append(arg)
+    if error.__cause__ is not None:
+        seen.append(error.__cause__)
+    for e in seen:
+        code = getattr(e, "errno", None)
+        if isinstance(code, int) and not isinstance(code, bool):
+            message = getattr(e, "message", None)
+            return (message if isinstance(message, str) and message else type(e).__name__), code
+    return type(error).__name__, None
+
+
 class MemberRecorder:
     """The history events of one coordinator member (see the module contract)."""
 

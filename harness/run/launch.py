@@ -293,4 +293,6 @@ def start_member(
 def start_producer(s: Scenario, bootstrap: str, events: Path, logs: Path, topic: str) -> ChildProcess:
     argv = PY + ["produce", "--bootstrap", bootstrap, "--topic", topic, "--rate", str(s.workload.rate)]
     argv += ["--record-size", str(s.workload.record_size), "--history", str(events / "producer.jsonl")]
+    for name, value in s.workload.properties.items():  # [workload.properties], checked by the scenario
+        argv += ["-X", f"{name}={property_string(value)}"]
     return spawn(argv, name="producer", log_path=logs / "producer.log")

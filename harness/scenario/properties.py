@@ -139,6 +139,29 @@ def _check_librdkafka(props: Mapping[str, PropertyValue]) -> None:
             raise ValueError(f"librdkafka property {name!r}: bad value {value!r} ({text[:200]})") from None
 
 
+def python_kwargs(props: Mapping[str, PropertyValue], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``props`` (checked dotted names) as keyword arguments of a Python client (kafka-python, aiokafka):
+    snake-case names, each value converted to the type of ``defaults[name]`` (bool, int, float; any other
+    default keeps the string, except that a None default takes an integer as an int). A name not in ``defaults`` is a ValueError naming it."""
+    out: dict[str, Any] = {}
+    for name, value in props.items():
+        key = snake(name)
+        if key not in defaults:
+            raise ValueError(f"unknown property {name!r}")
+        default, text = defaults[key], property_value(value)
+        if isinstance(default, bool):
+            out[key] = text.lower() == "true"
+        elif isinstance(default, int):
+            out[key] = int(text)
+        elif isinstance(default, float):
+            out[key] = float(text)
+        elif default is None and _is_int(text):
+            out[key] = int(text)  # an optional number (aiokafka's max_poll_records=None)
+        else:
+            out[key] = text
+    return out
+
+
 def property_value(value: PropertyValue) -> str:
     """The string form of a property value (``true``, ``1000``, ``earliest``): what a member's ``-X`` gets."""
     return str(value).lower() if isinstance(value, bool) else str(value)
@@ -169,7 +192,9 @@ def check_producer_properties(props: Mapping[str, PropertyValue]) -> None:
     for name in props:
         if name in ("bootstrap.servers", "client.id", "key.serializer", "value.serializer"):
             raise ValueError(f"property {name!r} is set by the harness for the producer")
-    _check_snake("kafka-python producer", _kafka_python_producer(), props)
+    # acks is an int in kafka-python's defaults (-1) but Kafka's own spelling of -1 is "all"
+    rest = {k: v for k, v in props.items() if not (k == "acks" and str(v).lower() == "all")}
+    _check_snake("kafka-python producer", _kafka_python_producer(), rest)
 
 
 #: The typed ``[group.coordinator]`` keys that are shorthands of Kafka client properties.

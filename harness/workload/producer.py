@@ -20,6 +20,14 @@ Contract
   a ``produce_error`` event (seq, error). The analysis proves loss and duplicates from these.
 * :meth:`Producer.stop` flushes what was sent, so every record that counts as produced was
   acknowledged by the broker.
+* ``properties`` (``[workload.properties]``: Kafka producer properties by dotted name, checked by
+  :func:`harness.scenario.properties.check_producer_properties`) pass through to ``KafkaProducer`` as
+  snake-case keywords, each value converted to the type of ``KafkaProducer.DEFAULT_CONFIG[key]``
+  (``acks`` also takes ``all``) (:func:`producer_kwargs`). They override the producer's own settings
+  (``acks`` from :class:`ProducerConfig`, ``linger.ms`` 5, ``metadata.max.age.ms`` from
+  ``metadata_refresh_s``) except the client id, which stays ``herdlab-producer`` (the analysis and the
+  broker's request counts know the producer by it), and the bootstrap addresses. The producer's
+  ``started`` event carries ``effective``: the client's value (``producer.config``) of each property given.
 """
 
 from __future__ import annotations
@@ -28,10 +36,12 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.history.writer import History
+from harness.scenario.properties import python_kwargs, snake
 
 log = logging.getLogger("harness.producer")
 
@@ -45,6 +55,8 @@ class ProducerConfig:
     acks: int | Literal["all"] = "all"
     metadata_refresh_s: float = 0.5
     max_records: int | None = None
+    #: Kafka producer properties by dotted name, string values (see the module contract).
+    properties: Mapping[str, str] = field(default_factory=dict[str, str])
 
 
 def make_value(seq: int, partition: int, size: int) -> bytes:
@@ -52,6 +64,30 @@ def make_value(seq: int, partition: int, size: int) -> bytes:
     head = json.dumps({"seq": seq, "p": partition, "pad": ""}, separators=(",", ":"))
     pad = max(0, size - len(head))
     return (head[:-2] + "x" * pad + '"}').encode()
+
+
+def _plain(value: Any) -> Any:
+    """A config value as JSON can hold it."""
+    return value if value is None or isinstance(value, bool | int | float | str) else str(value)
+
+
+def producer_kwargs(config: ProducerConfig) -> dict[str, Any]:
+    """The ``KafkaProducer`` keyword arguments of ``config`` (see the module contract)."""
+    from kafka import KafkaProducer
+
+    props = dict(config.properties)
+    acks = props.pop("acks", None)
+    kwargs: dict[str, Any] = {
+        "acks": config.acks,
+        "linger_ms": 5,
+        "metadata_max_age_ms": int(config.metadata_refresh_s * 1000),  # see added partitions promptly
+    }
+    kwargs.update(python_kwargs(props, KafkaProducer.DEFAULT_CONFIG))
+    if acks is not None:
+        kwargs["acks"] = "all" if acks.lower() == "all" else int(acks)
+    kwargs["bootstrap_servers"] = config.bootstrap.split(",")
+    kwargs["client_id"] = "herdlab-producer"
+    return kwargs
 
 
 class Producer:
@@ -80,17 +116,17 @@ class Producer:
         from kafka import KafkaProducer
 
         c = self.config
-        producer = KafkaProducer(
-            bootstrap_servers=c.bootstrap.split(","),
-            acks=c.acks,
-            linger_ms=5,
-            client_id="herdlab-producer",
-            metadata_max_age_ms=int(c.metadata_refresh_s * 1000),  # see added partitions promptly
-        )
+        producer = KafkaProducer(**producer_kwargs(c))
         try:
             partitions = self._partitions(producer)
+            effective = {name: _plain(producer.config.get(snake(name))) for name in c.properties}
             self.history.emit(
-                "started", role="producer", topic=c.topic, rate=c.rate, partitions=len(partitions)
+                "started",
+                role="producer",
+                topic=c.topic,
+                rate=c.rate,
+                partitions=len(partitions),
+                effective=effective,
             )
             interval = 1.0 / c.rate
             next_at = time.monotonic()

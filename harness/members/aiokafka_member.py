@@ -1,0 +1,246 @@
+"""The aiokafka member: an unmodified ``AIOKafkaConsumer`` on an asyncio loop in the member's thread,
+recording through :class:`~harness.members.recorder.MemberRecorder` and committing by
+:class:`~harness.members.recorder.CommitPolicy`.
+
+Contract
+--------
+* Configuration: every property of ``config.properties`` except the member's own commit policy
+  (``enable.auto.commit``, ``auto.commit.interval.ms``) becomes the ``AIOKafkaConsumer`` keyword of the
+  same name in snake case, its value converted to the type of that keyword's default
+  (:func:`consumer_kwargs`); ``partition.assignment.strategy`` is a comma list of range, roundrobin,
+  sticky (aiokafka 0.14 has no cooperative protocol). The client's own auto-commit is always off.
+* ``started`` carries ``effective``: what the consumer holds for each property given, by dotted name.
+  aiokafka has no public configuration view: the values are read from the attributes its constructor
+  stores them in (``consumer._<key>``, else ``consumer._client._<key>``; None where it keeps none under
+  that name, e.g. ``consumer.timeout.ms``, which it keeps in seconds).
+* Static membership: ``group_instance_id`` (aiokafka sends no LeaveGroup for a static member on close).
+* Commits, each partition's outcome from the client's own result: an interval commit runs
+  ``consumer.commit(offsets)`` in a task whose done callback records it (aiokafka's advice for a
+  fire-and-forget commit); the rebalance listener's ``on_partitions_revoked`` (a coroutine, which
+  aiokafka awaits) commits the revoked partitions and awaits the answer; a clean stop commits with
+  ``await consumer.commit(offsets)`` before ``consumer.stop()``. A rejected commit carries the Kafka
+  error name and code (aiokafka raises ``CommitFailedError`` from the broker's error).
+* Identity: aiokafka has no public generation / member id; the member reads its group coordinator's
+  ``generation`` and ``member_id`` attributes (``consumer._coordinator``) when a join completes
+  (``on_partitions_assigned``), read-only.
+* aiokafka calls ``on_partitions_revoked`` with the whole previous assignment and
+  ``on_partitions_assigned`` with the whole new one (eager protocol only), and has no lost callback.
+* Heartbeat errors: aiokafka has no callback or result for a failed heartbeat (it logs and rejoins), so
+  this member writes no ``heartbeat_error``.
+* :meth:`stop` may be called from any thread (or a signal handler): the loop polls with
+  ``getmany(timeout_ms=poll_timeout_ms)`` and checks the stop flag between polls. ``clean=True`` commits
+  and stops the consumer (LeaveGroup for a dynamic member); ``clean=False`` returns without leaving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from harness.history.writer import History
+from harness.members.clients import OnChange
+from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder, error_of
+from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, python_kwargs, snake
+
+log = logging.getLogger("harness.member.aiokafka")
+
+ASSIGNOR = "partition.assignment.strategy"
+
+
+def _assignor_classes(names: str) -> tuple[type, ...]:
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    known: dict[str, type] = {
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+        "sticky": StickyPartitionAssignor,
+    }
+    out: list[type] = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        if name not in known:
+            raise ValueError(f"aiokafka has no assignor {name!r} (known: {', '.join(known)})")
+        out.append(known[name])
+    return tuple(out)
+
+
+def _defaults() -> dict[str, Any]:
+    from aiokafka import AIOKafkaConsumer
+
+    params = inspect.signature(AIOKafkaConsumer.__init__).parameters
+    return {k: p.default for k, p in params.items() if k not in ("self", "topics", "loop")}
+
+
+def consumer_kwargs(props: Mapping[str, str]) -> dict[str, Any]:
+    """The ``AIOKafkaConsumer`` keyword arguments of ``props`` (see the module contract)."""
+    client = {k: v for k, v in props.items() if k not in MEMBER_POLICY_PROPERTIES and k != ASSIGNOR}
+    kwargs = python_kwargs(client, _defaults())
+    if ASSIGNOR in props:
+        kwargs[snake(ASSIGNOR)] = _assignor_classes(props[ASSIGNOR])
+    kwargs["enable_auto_commit"] = False
+    return kwargs
+
+
+def effective_config(consumer: Any, props: Mapping[str, str]) -> dict[str, Any]:
+    """What ``consumer`` holds for each client property in ``props`` (see the module contract)."""
+    missing = object()
+    out: dict[str, Any] = {}
+    for name in props:
+        if name in MEMBER_POLICY_PROPERTIES:
+            continue
+        attr = "_" + snake(name)
+        value: Any = getattr(consumer, attr, missing)
+        if value is missing:
+            value = getattr(getattr(consumer, "_client", None), attr, None)
+        if name == ASSIGNOR:
+            out[name] = ",".join(getattr(a, "name", str(a)) for a in value or ())
+        elif value is None or isinstance(value, bool | int | float | str):
+            out[name] = value
+        else:
+            out[name] = str(value)
+    return out
+
+
+class AiokafkaMember:
+    """One aiokafka consumer in a group (see the module contract)."""
+
+    def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
+        self.config = config
+        #: the client's keyword arguments, checked now: a bad property is a ValueError from the constructor
+        self.kwargs = consumer_kwargs(config.properties)
+        self.rec = MemberRecorder(config, history)
+        self.on_change = on_change
+        self.policy = CommitPolicy(
+            config.auto_commit_interval_s, enabled=config.auto_commit, now=time.monotonic()
+        )
+        self._stop = threading.Event()
+        self._clean = True
+        self.consumer: Any = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._close_ms: float | None = None
+
+    # -- commits -------------------------------------------------------------------------------
+    def _offsets(self, pending: Mapping[int, int]) -> dict[Any, int]:
+        from aiokafka import TopicPartition
+
+        return {TopicPartition(self.config.topic, p): o for p, o in pending.items()}
+
+    def _record_commit(self, pending: Mapping[int, int], error: BaseException | None) -> None:
+        if error is None:
+            for p, o in pending.items():
+                self.rec.commit_result(p, o)
+            self.policy.done(pending)
+            return
+        name, code = error_of(error)
+        for p, o in pending.items():
+            self.rec.commit_result(p, o, error=name, code=code)
+
+    async def _commit(self, pending: Mapping[int, int]) -> None:
+        """Commit ``pending`` and record the outcome (never raises a client error)."""
+        if not pending:
+            return
+        try:
+            await self.consumer.commit(self._offsets(pending))
+        except Exception as e:  # the commit's outcome: recorded, the member goes on
+            self._record_commit(pending, e)
+        else:
+            self._record_commit(pending, None)
+
+    def _commit_in_task(self) -> None:
+        pending = self.policy.pending()
+        if pending:
+            task = asyncio.get_running_loop().create_task(self._commit(pending))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    # -- rebalance listener ----------------------------------------------------------------------
+    def _listener(self) -> Any:
+        from aiokafka.abc import ConsumerRebalanceListener
+
+        member = self
+
+        class Listener(ConsumerRebalanceListener):
+            async def on_partitions_revoked(self, revoked: Any) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
+                ps = sorted(tp.partition for tp in revoked)
+                await member._commit(member.policy.pending(ps))
+                member.rec.revoked(ps)
+                member.policy.forget(ps)
+                if member.on_change and ps:
+                    member.on_change("revoked", ps, member.rec.generation)
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
+                coordinator = member.consumer._coordinator  # no public identity (see the module contract)
+                member.rec.joined(coordinator.generation, coordinator.member_id)
+                added = member.rec.assigned(tp.partition for tp in assigned)
+                if member.on_change:
+                    member.on_change("assigned", added, member.rec.generation)
+
+        return Listener()
+
+    # -- life cycle ----------------------------------------------------------------------------
+    async def _main(self) -> None:
+        from aiokafka import AIOKafkaConsumer
+        from aiokafka.errors import KafkaError
+
+        c = self.config
+        self.consumer = AIOKafkaConsumer(
+            bootstrap_servers=c.bootstrap,  # aiokafka splits a comma list itself
+            group_id=c.group,
+            client_id=c.name,
+            group_instance_id=c.group_instance_id,
+            **self.kwargs,
+        )
+        await self.consumer.start()
+        try:
+            self.rec.started(effective=effective_config(self.consumer, c.properties))
+            self.consumer.subscribe([c.topic], listener=self._listener())
+            while not self._stop.is_set():
+                try:
+                    batches = await self.consumer.getmany(timeout_ms=c.poll_timeout_ms)
+                except KafkaError as e:
+                    if not e.retriable:
+                        raise
+                    log.warning("%s: poll failed (%s), polling again", c.name, e)
+                    await asyncio.sleep(c.poll_timeout_ms / 1000)  # a poll's worth of backoff
+                    continue
+                for tp, records in batches.items():
+                    for r in records:
+                        self.rec.record(tp.partition, r.offset, r.value)
+                        self.policy.processed(tp.partition, r.offset)
+                if self.policy.due(time.monotonic()):
+                    self._commit_in_task()
+        finally:
+            if self._clean:
+                t0 = time.monotonic()
+                if self._tasks:
+                    await asyncio.wait(self._tasks)
+                await self._commit(self.policy.pending())
+                await self.consumer.stop()
+                self._close_ms = (time.monotonic() - t0) * 1e3
+
+    def run(self) -> None:
+        """Join and consume until :meth:`stop`; then commit and leave (clean) or just return."""
+        self.rec.ready()  # booted, about to connect: t0 of a join (harness.kernel.events)
+        try:
+            asyncio.run(self._main())
+        finally:
+            if self._close_ms is None:
+                self.rec.stopped(clean=False)
+            else:
+                self.rec.stopped(clean=True, close_ms=self._close_ms)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stop.is_set()
+
+    def stop(self, clean: bool = True) -> None:
+        """Ask :meth:`run` to return after the current poll (any thread); ``clean`` commits and leaves."""
+        self._clean = clean
+        self._stop.set()
