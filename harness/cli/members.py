@@ -145,5 +145,21 @@ def coordinator(
     signal.signal(signal.SIGTERM, handler)
     try:
         member.run()
+    except Exception as e:
+        if not _client_error(e):
+            raise  # a defect of ours: the traceback is wanted
+        # a fatal error of the client (fenced static member, refused configuration ...): the member
+        # recorded it and stopped; one line, exit status 1
+        click.echo(f"herdlab: error: member {name}: {type(e).__name__}: {e}", err=True)
+        sys.exit(1)
     finally:
         hist.close()
+
+
+def _client_error(e: BaseException) -> bool:
+    """Whether ``e`` is a client library's own error (kafka-python, aiokafka, confluent-kafka) or a fatal
+    error a member reported (:class:`~harness.members.librdkafka.LibrdkafkaFatal`)."""
+    from harness.members.librdkafka import LibrdkafkaFatal
+
+    module = type(e).__module__.split(".")[0]
+    return isinstance(e, LibrdkafkaFatal) or module in ("kafka", "aiokafka", "confluent_kafka", "cimpl")

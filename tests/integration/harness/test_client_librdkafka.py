@@ -289,7 +289,8 @@ def test_a_fenced_static_member_ends_with_its_fatal_error(
     wait_until(lambda: _owned_once_by(tmp_path, {"m0"}), timeout=30, what="m0 to own every partition")
     members.append(start_member(rdk_broker, tmp_path, "m1", *same))  # replaces m0: m0 is fenced (KIP-345)
     assert members[0].wait(30) == 1, members[0].log_tail()
-    assert "LibrdkafkaFatal: m0: librdkafka fatal error" in members[0].log_tail(5)
+    assert "herdlab: error: member m0: LibrdkafkaFatal: m0: librdkafka fatal error" in members[0].log_tail(5)
+    assert "Traceback" not in members[0].log_tail(50)
     *_, error, stopped = events(tmp_path, "m0")
     assert error["kind"] == "heartbeat_error" and "fenced" in error["error"]
     assert stopped["kind"] == "stopped" and stopped["clean"] is False and stopped["fatal"]
