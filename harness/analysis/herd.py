@@ -111,7 +111,7 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
         .alias("rebalancing_members"),
         F.min(F.when(member & (kind == Kind.WATCH), F.col("ts_ns"))).cast("long").alias("first_watch"),
         F.count_distinct(
-            F.when(broker & (kind == Kind.GROUP_REQUEST) & (F.col("api") == SYNC_GROUP), "generation")
+            F.when(broker & (kind == Kind.GROUP_REQUEST) & (F.col("api") == SYNC_GROUP), F.col("generation"))
         )
         .cast("long")
         .alias("sync_generations"),
