@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.coordinators import ratio, summary
-from harness.report.html import coordinators_block
-from harness.report.markdown import coordinators_section
+from harness.report.html import coordinators_block, render_html
+from harness.report.markdown import coordinators_section, render_markdown
 from harness.report.tables import column_label, coordinators_rows, side_by_side, unit_rows, varying
 from tests.support.metrics import build, trigger, unit
 
@@ -107,6 +107,10 @@ def test_the_table_in_markdown_and_html_shows_medians_and_ratios() -> None:
     assert "| #1 join | kafka-python | range | 0.500 s | 5.000 s | 0.10 | 12 | 20 | 0.60 |" in md
     html = coordinators_block(m)
     assert "<h2>Coordinators</h2>" in html and '<th class="l">latency herdlab/tansu</th>' in html
+    # in the whole reports: after the alerts, before the side-by-side results
+    full_md, full_html = render_markdown(m, []), render_html(m, [])
+    assert full_md.index("## Coordinators") < full_md.index("## Results per trigger")
+    assert full_html.index("<h2>Coordinators</h2>") < full_html.index("Results per trigger")
     # without the summary (one broker) neither format has the section
     del m["coordinators"]
     assert coordinators_section(m) == [] and coordinators_block(m) == ""
