@@ -6,11 +6,12 @@
   metrics document: :mod:`.latency` (trigger windows, latency, resumed, gaps), :mod:`.herd`,
   :mod:`.steady` (steady-state traffic), :mod:`.split_brain` (overlap episodes), :mod:`.records`
   (lost, not drained, duplicates), :mod:`.commits` (non-owner, stale, rejected), :mod:`.health`
-  (session failures); on the history as :mod:`.frames` splits it and the per-unit fold of
+  (session failures), :mod:`.cooperative` (partitions that never stopped); on the history as :mod:`.frames` splits it and the per-unit fold of
   :mod:`.facts`. :mod:`.units` assembles each unit's entry, :mod:`.series` the plot series,
   :mod:`.document` the metrics document (``herdlab-metrics/2``), :mod:`.analyze` drives them.
 * :mod:`.spark`: the session factory; :mod:`.load`: input checks; :mod:`.aggregate`,
-  :mod:`.stats`, :mod:`.verdict`: statistics over repetitions; :mod:`.synthetic`: synthetic
+  :mod:`.stats`, :mod:`.verdict`: statistics over repetitions; :mod:`.coordinators`: the
+  brokers side by side; :mod:`.synthetic`: synthetic
   histories for tests and the benchmark.
 
 Importing this package does not import pyspark; :func:`analyze_run` does.

@@ -11,9 +11,10 @@ cluster) and returns a JSON-serialisable dict (format ``herdlab-metrics/2``,
   ``definitions`` ([term, text] pairs), ``metric_info`` (label / unit / family per metric name),
   ``cases`` (from the manifest), ``alerts`` (one line each: lost records, failed units, triggers
   that never settled);
-* ``units``: one dict per unit with completeness and split-brain totals, ``triggers`` (per trigger:
-  t0_s, t1_s, settled, latency parts, herd counts, by-operation/API maps, split brain in its
-  window) and ``startup`` (split brain before the first trigger);
+* ``units``: one dict per unit with its column (``client``, ``broker``, ``assignor``), completeness
+  and split-brain totals, ``triggers`` (per trigger: t0_s, t1_s, settled, latency parts, herd
+  counts, by-operation/API maps, rebalance rounds, partitions that never stopped, split brain in
+  its window) and ``startup`` (split brain before the first trigger);
 * ``aggregates``: per implementation, case and trigger key (``"#1 join"``; ``"unit"`` for unit
   totals) and metric: n, never, k (finite values), p50, p95, p99, max, mean, ci95 ([lo, hi] or
   None) and ci_note (``"n=1"`` ...);
@@ -22,6 +23,9 @@ cluster) and returns a JSON-serialisable dict (format ``herdlab-metrics/2``,
 * ``migration`` (only when some unit switched its members between kinds): the migration proof's
   verdict against the scenario's expected one; each such unit has ``migration`` (per switch and
   partition: committed offsets, resumed offsets, window, reprocessed, lost, overlaps, verdict);
+* ``coordinators`` (only when the units ran against more than one broker): per trigger, client and
+  assignor, each broker's median latency and coordination requests and the ratio herdlab / tansu
+  (:mod:`.coordinators`);
 * ``failover`` (only when some unit had a coordinator or ZooKeeper-leader fault): per implementation
   and fault action, the failover figures over its units (:func:`.failover_verdict.summary`); each
   such unit has ``failover`` (per fault: failover time and its parts, offsets lost, records lost

@@ -101,6 +101,21 @@ DEFINITIONS: list[tuple[str, str]] = [
         "rebalance_begin). Skipped triggers have none.",
     ),
     (
+        "rebalance rounds",
+        "Per trigger window (coordinator units with broker reports): the number of distinct "
+        "`generation` values of the broker's SyncGroup `group_request` events in the window (with a "
+        "third-party broker, the tap's, role broker). Eager rebalancing: 1 per change; "
+        "cooperative-sticky: 2 when partitions move (the revoke round, then the assign round).",
+    ),
+    (
+        "partitions that never stopped",
+        "Per settled trigger window [t0, t1]: the partitions owned by a live member at t0 whose "
+        "claim lasted past t1 (never revoked or lost, and the owner stayed live): their count "
+        "(undisturbed_partitions), its fraction of the partitions owned at t0, and the longest "
+        "processing gap of those partitions inside [t0, t1] (t0 and t1 count as edges). Eager "
+        "assignors revoke everything: 0; cooperative-sticky keeps the partitions it does not move.",
+    ),
+    (
         "steady-state traffic",
         "Per unit, from `stable` to `settling_end`, as a rate per second: the broker's requests of "
         "the other APIs (Heartbeat, OffsetCommit, Fetch, Produce ...) from its counter reports, and "
@@ -343,6 +358,12 @@ TRIGGER_METRICS: list[Metric] = [
     Metric("gave_up", "rebalances given up", "", "herd"),
     Metric("rebalance_attempts", "member rebalance attempts", "", "herd"),
     Metric("group_rebalances", "broker group rebalances", "", "herd"),
+    Metric("rebalance_rounds", "rebalance rounds", "", "herd"),
+    Metric("undisturbed_partitions", "partitions that never stopped", "", "cooperative", compare=False),
+    Metric(
+        "undisturbed_fraction", "fraction of partitions that never stopped", "", "cooperative", compare=False
+    ),
+    Metric("undisturbed_gap_s", "longest gap of undisturbed partitions", "s", "cooperative", compare=False),
     Metric("overlap_episodes", "overlap episodes", "", "split_brain"),
     Metric("overlap_s", "overlap duration", "s", "split_brain", abs_tolerance=_S),
     Metric("duplicates", "duplicates", "", "split_brain"),

@@ -17,7 +17,8 @@ scenario's ``[migration].expect``) and its terms
 had a coordinator or ZooKeeper-leader fault, the failover summary ``failover``
 (:func:`harness.analysis.failover_verdict.summary`) and its terms
 (:data:`~harness.analysis.definitions.FAILOVER_DEFINITIONS`), and its alert lines after the others
-(:func:`harness.analysis.failover_verdict.alert_lines`); it computes
+(:func:`harness.analysis.failover_verdict.alert_lines`); when the units have more than one broker,
+``coordinators`` (:func:`harness.analysis.coordinators.summary`); it computes
 the aggregates, verdict and alerts
 (:mod:`harness.analysis.aggregate`) and ``metric_info`` (label, unit, family, censored) of every
 metric of :data:`~harness.analysis.definitions.METRICS` and of every aggregated one.
@@ -31,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.aggregate import aggregate, alerts, case_order
+from harness.analysis.coordinators import summary as coordinators_summary
 from harness.analysis.definitions import (
     DEFINITIONS,
     FAILOVER_DEFINITIONS,
@@ -104,6 +106,9 @@ def finish(
         out["failover"] = failed_over
         out["definitions"] += [list(d) for d in FAILOVER_DEFINITIONS]
     aggregate(out)
+    coordinators = coordinators_summary(out["units"], out["aggregates"])
+    if coordinators is not None:
+        out["coordinators"] = coordinators
     alerts(out)
     out["alerts"] += failover_alerts(out)  # alerts, not reasons: the run measured what happened
     names = {a["metric"] for a in out["aggregates"]} | set(METRICS)

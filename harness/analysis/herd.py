@@ -7,7 +7,8 @@ Contract
   rebalance_attempts, group_rebalances, broker_group_requests; owner_writes: the members'
   rebalance requests ``create`` / ``delete`` under ``/owners/``; registration_reads: their ``get`` of
   a registration ``/consumers/<group>/ids/<id>``; rebalancing_members: members with a
-  ``rebalance_begin``; first_watch: the ts_ns of the first member ``watch``, absent without one),
+  ``rebalance_begin``; first_watch: the ts_ns of the first member ``watch``, absent without one; sync_generations: distinct
+  ``generation`` values of the broker's SyncGroup ``group_request`` events),
   ``op`` (members' ZooKeeper requests of the rebalance by operation; offset writes are steady
   state), ``api`` (broker coordination requests by API; the workload's clients, producer and
   checker, are left out) and ``invoke`` (members: live just before the invoke; partitions: P then;
@@ -18,7 +19,8 @@ Contract
 * :func:`herd_fields`: a trigger's herd figures in the metrics document. A skipped trigger has
   None for every count; broker counts are None for a unit without a broker; zk_packets is None
   without mntr samples at both window edges; coordination_requests = zk_requests +
-  broker_group_requests (None for a coordinator unit without broker reports). Besides (the legacy
+  broker_group_requests (None for a coordinator unit without broker reports);
+  rebalance_rounds (:func:`rebalance_rounds`). Besides (the legacy
   herd bench's figures): owner_writes, registration_reads, rebalancing_members,
   first_notification_s (t0 to the first watch; None without one), zk_packets_minus_idle (see
   :func:`packets_minus_idle`), members_at_invoke and partitions_at_invoke.
@@ -39,6 +41,8 @@ from harness.kernel.events import OK_OUTCOMES, SKIPPED, WORKLOAD_CLIENTS, Kind, 
 HerdCounts = dict[tuple[Any, ...], dict[str, dict[str, int]]]
 #: A registration znode of the 0.8 layout: ``/consumers/<group>/ids/<id>`` (Java regex).
 REGISTRATION = "^/consumers/[^/]+/ids/[^/]+$"
+#: The API whose distinct generations in a window are its rebalance rounds (spec 2.13).
+SYNC_GROUP = "SyncGroup"
 #: Per unit: (ts_ns, label, zk_packets_received) of each mntr sample.
 MntrSamples = dict[UnitKey, list[tuple[int, str, float | None]]]
 
@@ -56,7 +60,20 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
             Kind.REBALANCE_BEGIN,
             Kind.GROUP_REQUEST,
         )
-    ).select(*UNIT, "ts_ns", "kind", "op", "path", "outcome", "api", "role", "client", "gave_up", "source")
+    ).select(
+        *UNIT,
+        "ts_ns",
+        "kind",
+        "op",
+        "path",
+        "outcome",
+        "api",
+        "role",
+        "client",
+        "gave_up",
+        "source",
+        "generation",
+    )
     ev = ev.where(~F.coalesce(F.col("client").isin(*WORKLOAD_CLIENTS), F.lit(False)))
     j = ev.join(F.broadcast(t), UNIT).where(
         (F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") < F.col("wend"))
@@ -93,6 +110,11 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
         .cast("long")
         .alias("rebalancing_members"),
         F.min(F.when(member & (kind == Kind.WATCH), F.col("ts_ns"))).cast("long").alias("first_watch"),
+        F.count_distinct(
+            F.when(broker & (kind == Kind.GROUP_REQUEST) & (F.col("api") == SYNC_GROUP), F.col("generation"))
+        )
+        .cast("long")
+        .alias("sync_generations"),
     )
     m = F.create_map(*[x for col in counted.columns[4:] for x in (F.lit(col), F.col(col))])
     wide = counted.select(
@@ -193,6 +215,15 @@ def packets_minus_idle(samples: list[tuple[int, str, float | None]], invoke: int
     return round(raw - rate * (end[0] - start[0]))
 
 
+def rebalance_rounds(hc: dict[str, int], impl: str, has_broker: bool, measured: bool) -> int | None:
+    """A trigger window's rebalance rounds: the distinct generations of the broker's SyncGroup
+    requests in it (eager: 1 per change; cooperative-sticky: 2 when partitions move, the revoke round
+    then the assign round). None for legacy_zk, without broker reports, or for a skipped trigger."""
+    if impl == "legacy_zk" or not has_broker or not measured:
+        return None
+    return hc.get("sync_generations", 0)
+
+
 def herd_fields(
     r: dict[str, Any],
     h: dict[str, dict[str, int]],
@@ -220,6 +251,7 @@ def herd_fields(
         "gave_up": hc.get("gave_up", 0) if measured else None,
         "rebalance_attempts": hc.get("rebalance_attempts", 0) if measured else None,
         "group_rebalances": hc.get("group_rebalances", 0) if has_broker and measured else None,
+        "rebalance_rounds": rebalance_rounds(hc, impl, has_broker, measured),
         "zk_requests_by_op": dict(sorted(h.get("op", {}).items())),
         "broker_requests_by_api": dict(sorted(h.get("api", {}).items())) if has_broker else {},
         "owner_writes": hc.get("owner_writes", 0) if measured else None,

@@ -7,7 +7,7 @@ Contract
   event and the origin (its ``stable`` event, else ``unit_start``, else its first event; all in ns),
   ``topic`` (unit_start's),
   duration_s (origin to the last event), unit_started, ``failed`` (from the manifest), members and
-  params (from the case). A unit of the manifest without events has ``events`` 0.
+  params (from the case), ``client``, ``broker`` and ``assignor`` (:func:`columns`). A unit of the manifest without events has ``events`` 0.
 * :func:`assemble`: runs every metric family on the units with events and fills each unit's
   figures: ``triggers`` (per trigger window: :func:`.latency.window_fields`,
   :func:`.herd.herd_fields` and :func:`.split_brain.split_brain` of its window), ``startup`` and
@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 
 from harness.analysis import (
     commits,
+    cooperative,
     failover,
     health,
     herd,
@@ -39,7 +40,8 @@ from harness.analysis import (
     steady,
 )
 from harness.analysis.facts import DRAIN, STARTUP, Facts
-from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, unit_key
+from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, role_col, unit_key
+from harness.kernel.events import Role
 
 
 def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[str, Any]]:
@@ -103,11 +105,41 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
             units[k] = {"case": k[0], "impl": k[1], "repetition": k[2], "events": 0, "partitions": None}
         if mu.get("failed"):
             units[k]["failed"] = mu["failed"]
+    libraries = {
+        unit_key(r): r["library"]
+        for r in collect(
+            c.where(role_col(Role.MEMBER) & F.col("library").isNotNull())
+            .groupBy(*UNIT)
+            .agg(F.min("library").alias("library"))
+        )
+    }
     for k, u in units.items():
         case = case_by_label.get(k[0]) or {}
         u["members"] = case.get("members")
         u["params"] = case.get("params") or {}
+        u.update(columns(k[1], libraries.get(k), u["params"], manifest.get("scenario") or {}))
     return units
+
+
+def columns(
+    impl: str, library: str | None, params: dict[str, Any], scenario: dict[str, Any]
+) -> dict[str, str]:
+    """A unit's report column: ``client`` (the members' ``library``, else the scenario's
+    ``group.coordinator.client`` of the case, else of the scenario; "" for legacy_zk), ``broker`` (the case's ``cluster.broker``, else the
+    scenario's, else "herdlab") and ``assignor`` (the case's ``group.assignor``, else the scenario's,
+    else "range")."""
+    group = scenario.get("group") or {}
+    client = ""
+    if impl != "legacy_zk":
+        client = (
+            library
+            or params.get("group.coordinator.client")
+            or (group.get("coordinator") or {}).get("client")
+            or "kafka-python"
+        )
+    broker = params.get("cluster.broker") or (scenario.get("cluster") or {}).get("broker") or "herdlab"
+    assignor = params.get("group.assignor") or group.get("assignor") or "range"
+    return {"client": str(client), "broker": str(broker), "assignor": str(assignor)}
 
 
 def _unit_values(df: DataFrame) -> dict[UnitKey, dict[str, float]]:
@@ -146,6 +178,7 @@ def assemble(
         split_brain.phase_values(islands, phases)
         .unionByName(records.phase_values(keys, phases))
         .unionByName(commits.phase_values(judged, phases))
+        .unionByName(cooperative.undisturbed(facts, frames))
     )
     per_unit = _unit_values(
         records.unit_values(keys, frames)
@@ -174,6 +207,7 @@ def assemble(
                         r, herd_counts.get(tk, {}), samples.get(k, []), u["impl"], has_broker, has_mntr
                     ),
                     **split_brain.split_brain(per_phase.get(tk, {})),
+                    **cooperative.cooperative_fields(r["outcome"], per_phase.get(tk, {})),
                 }
             )
         u["triggers"] = triggers

@@ -15,6 +15,7 @@ from harness.analysis.definitions import metric
 from harness.report.plots import Plot
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
+    COORDINATORS_INTRO,
     FAILOVER_COLUMNS,
     FAILOVER_INTRO,
     MIGRATION_COLUMNS,
@@ -25,6 +26,8 @@ from harness.report.tables import (
     cells,
     columns,
     completeness_rows,
+    coordinators_columns,
+    coordinators_rows,
     failover_rows,
     fmt,
     migration_line,
@@ -71,7 +74,7 @@ def _side_table(t: SideBySide) -> str:
     cols = columns(t)
     head1 = (
         '<tr><th class="l" rowspan="2">metric</th>'
-        + "".join(f'<th class="impl" colspan="{len(cols)}">{_e(i)}</th>' for i in t.impls)
+        + "".join(f'<th class="impl" colspan="{len(cols)}">{_e(t.label(i))}</th>' for i in t.impls)
         + "</tr>"
     )
     head2 = "<tr>" + "".join("".join(f"<th>{_e(s)}</th>" for s in cols) for _ in t.impls) + "</tr>"
@@ -133,6 +136,16 @@ def failover_block(metrics: dict[str, Any]) -> str:
     )
 
 
+def coordinators_block(metrics: dict[str, Any]) -> str:
+    """The "Coordinators" section (HTML; empty unless the run's units have several brokers)."""
+    rows = coordinators_rows(metrics)
+    if not rows:
+        return ""
+    return f'<h2>Coordinators</h2><p class="meta">{_e(COORDINATORS_INTRO)}</p>' + _grid(
+        coordinators_columns(metrics), rows
+    )
+
+
 def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str = "summary.md") -> str:
     """The whole page."""
     run = metrics.get("run") or {}
@@ -175,6 +188,7 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
 
     parts.append(migration_block(metrics))
     parts.append(failover_block(metrics))
+    parts.append(coordinators_block(metrics))
     parts.append("<h2>Results per trigger, side by side</h2>")
     parts.append(
         '<p class="meta">Statistics over repetitions: p50/p95/p99/max by the rank rule of the definitions; '

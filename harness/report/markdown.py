@@ -1,7 +1,8 @@
 """``summary.md``: the report as Markdown. It leads with the verdict (run valid or not, the
 legacy/coordinator ratios per trigger kind, completeness and split brain per implementation), then
 the alerts, the migration proof (when some unit switched its members between kinds), the coordinator
-failover table (when some unit had a coordinator or ZooKeeper-leader fault), the tables
+failover table (when some unit had a coordinator or ZooKeeper-leader fault), the Coordinators table
+(when the units ran against more than one broker), the tables
 side by side per implementation, the plots (linked from ``plots/``), every unit and the
 definitions."""
 
@@ -13,6 +14,7 @@ from harness.analysis.definitions import metric
 from harness.report.plots import Plot
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
+    COORDINATORS_INTRO,
     FAILOVER_COLUMNS,
     FAILOVER_INTRO,
     MIGRATION_COLUMNS,
@@ -23,6 +25,8 @@ from harness.report.tables import (
     cells,
     columns,
     completeness_rows,
+    coordinators_columns,
+    coordinators_rows,
     failover_rows,
     migration_line,
     migration_tables,
@@ -46,7 +50,7 @@ def _grid(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _table(t: SideBySide) -> list[str]:
-    head = ["metric"] + [f"{i} {s}" for i in t.impls for s in columns(t)]
+    head = ["metric"] + [f"{t.label(i)} {s}" for i in t.impls for s in columns(t)]
     rows = []
     for name, by_impl in t.rows:
         m = metric(name)
@@ -89,6 +93,14 @@ def failover_section(metrics: dict[str, Any]) -> list[str]:
     return ["## Coordinator failover", "", FAILOVER_INTRO, "", *_grid(FAILOVER_COLUMNS, rows), ""]
 
 
+def coordinators_section(metrics: dict[str, Any]) -> list[str]:
+    """The "Coordinators" section (Markdown lines; none unless the run's units have several brokers)."""
+    rows = coordinators_rows(metrics)
+    if not rows:
+        return []
+    return ["## Coordinators", "", COORDINATORS_INTRO, "", *_grid(coordinators_columns(metrics), rows), ""]
+
+
 def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = "plots") -> str:
     """The whole summary."""
     run = metrics.get("run") or {}
@@ -111,6 +123,7 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
         out.append("")
     out += migration_section(metrics)
     out += failover_section(metrics)
+    out += coordinators_section(metrics)
     out += [
         "## Results per trigger, side by side",
         "",

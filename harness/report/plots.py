@@ -26,7 +26,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from harness.analysis.definitions import metric
-from harness.report.tables import cases, implementations
+from harness.report.tables import cases, column_label, implementations, varying
 
 IMPL_COLORS = {"legacy_zk": "#d95f02", "coordinator": "#1b6ac9"}
 OTHER = ["#7570b3", "#66a61e", "#e7298a", "#a6761d"]
@@ -212,6 +212,12 @@ def herd_plot(metrics: dict[str, Any]) -> Plot | None:
 def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:
     """Consumption rate and ownership timeline of one unit (see the module docstring)."""
     case, impl, rep = timeline["case"], timeline["impl"], timeline["repetition"]
+    vary = varying(metrics)
+    unit = next(
+        (u for u in metrics.get("units", []) if (u["case"], u["impl"], u["repetition"]) == (case, impl, rep)),
+        {"impl": impl},
+    )
+    name = column_label(unit, vary) if vary else impl  # today's title with one client and one broker
     rate = next(
         (
             r
@@ -232,7 +238,7 @@ def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:
                 ax_rate.axvspan(g[0], g[1], color="#e41a1c", alpha=0.18, lw=0)
         ax_rate.set_ylabel(f"records/s\n({rate['bin_s']:g} s bins)")
     ax_rate.set_title(
-        f"{impl} · {case} · repetition {rep}: consumption (red: stop-the-world gap of each trigger)",
+        f"{name} · {case} · repetition {rep}: consumption (red: stop-the-world gap of each trigger)",
         fontsize=10,
     )
     members = sorted({c[1] for c in timeline["claims"]})
@@ -324,7 +330,7 @@ def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:
     )
     ax_rate.grid(alpha=0.3)
     ax_own.grid(alpha=0.2, axis="x")
-    return Plot(f"unit-{impl}-{_slug(case)}-r{rep}", f"{impl} · {case} · repetition {rep}", _png(fig))
+    return Plot(f"unit-{impl}-{_slug(case)}-r{rep}", f"{name} · {case} · repetition {rep}", _png(fig))
 
 
 def _slug(s: str) -> str:

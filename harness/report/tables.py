@@ -88,6 +88,35 @@ class SideBySide:
     impls: list[str]
     rows: list[tuple[str, dict[str, dict[str, Any]]]] = field(default_factory=list)
     single: bool = False
+    #: implementation -> its column label (:func:`column_label`); absent: the implementation's name
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def label(self, impl: str) -> str:
+        """The column label of ``impl`` in this table."""
+        return self.labels.get(impl, impl)
+
+
+# --- column labels: (implementation, client, broker[, assignor]) ------------------------------------
+
+SEP = " · "
+
+
+def varying(metrics: dict[str, Any]) -> tuple[str, ...]:
+    """Which of a unit's ``client``, ``broker`` and ``assignor`` take more than one value in the run
+    (clients of coordinator units only: a legacy_zk unit has none). The client and broker label a
+    column together: both when either varies."""
+    units = metrics.get("units") or []
+    clients = {u.get("client") for u in units if u.get("impl") != "legacy_zk" and u.get("client")}
+    brokers = {u.get("broker") for u in units if u.get("broker")}
+    assignors = {u.get("assignor") for u in units if u.get("assignor")}
+    out: tuple[str, ...] = ("client", "broker") if len(clients) > 1 or len(brokers) > 1 else ()
+    return out + (("assignor",) if len(assignors) > 1 else ())
+
+
+def column_label(u: dict[str, Any], vary: tuple[str, ...]) -> str:
+    """A unit's column label: its implementation, then (``vary``, see :func:`varying`) its client,
+    broker and assignor where it has them, e.g. ``coordinator · librdkafka · tansu``."""
+    return SEP.join([u["impl"], *(str(u[k]) for k in vary if u.get(k))])
 
 
 def implementations(metrics: dict[str, Any]) -> list[str]:
@@ -113,6 +142,11 @@ def side_by_side(metrics: dict[str, Any], breakdown: bool = False) -> list[SideB
     implementation has a value, a never or an outcome for are left out.
     """
     impls = implementations(metrics)
+    vary = varying(metrics)
+    labels: dict[str, dict[str, str]] = defaultdict(dict)
+    for u in metrics.get("units") or []:
+        if vary:
+            labels[u["case"]][u["impl"]] = column_label(u, vary)
     by: dict[tuple[str, str], dict[str, dict[str, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
     targets: dict[tuple[str, str], list[str]] = {}
     order: dict[tuple[str, str], int] = {}
@@ -128,7 +162,9 @@ def side_by_side(metrics: dict[str, Any], breakdown: bool = False) -> list[SideB
                 names = sorted(n for n in by[k] if "[" in n)
             else:
                 names = [m.name for m in (UNIT_METRICS if k[1] == "unit" else TRIGGER_METRICS)]
-            t = SideBySide(case=case, trigger=k[1], targets=targets[k], impls=impls)
+            t = SideBySide(
+                case=case, trigger=k[1], targets=targets[k], impls=impls, labels=labels.get(case, {})
+            )
             for n in names:
                 cells = by[k].get(n, {})
                 if any(c.get("m") or c.get("no_effect") or c.get("skipped") for c in cells.values()):
@@ -311,8 +347,9 @@ def unit_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     from harness.analysis.aggregate import outcome
 
     out: list[dict[str, Any]] = []
+    vary = varying(metrics)
     for u in metrics.get("units", []):
-        label = f"{u['impl']} {u['case']} r{u['repetition']}"
+        label = f"{column_label(u, vary)} {u['case']} r{u['repetition']}"
         if u.get("failed"):
             out.append({"unit": label, "kind": "failed", "text": f"FAILED: {u['failed']}"})
         for t in u.get("triggers", []):
@@ -500,3 +537,57 @@ def failover_rows(metrics: dict[str, Any]) -> list[list[str]]:
                 ]
             )
     return rows
+
+
+# --- coordinators side by side ------------------------------------------------------------------------
+
+COORDINATORS_INTRO = (
+    "Per trigger, client and assignor: the median rebalance latency and coordination requests (broker "
+    "group requests) of each broker, and the ratio herdlab / tansu (below 1: ours is faster or causes "
+    "less traffic; - when either side has no finite value)."
+)
+
+
+def coordinators_columns(metrics: dict[str, Any]) -> list[str]:
+    """The Coordinators table's header (empty without a ``coordinators`` summary)."""
+    c = metrics.get("coordinators")
+    if not c:
+        return []
+    brokers = list(c.get("brokers") or [])
+    return [
+        "trigger",
+        "client",
+        "assignor",
+        *(f"latency {b}" for b in brokers),
+        "latency herdlab/tansu",
+        *(f"requests {b}" for b in brokers),
+        "requests herdlab/tansu",
+    ]
+
+
+def coordinators_rows(metrics: dict[str, Any]) -> list[list[str]]:
+    """The rows of the Coordinators table, from ``metrics["coordinators"]`` (see
+    :mod:`harness.analysis.coordinators`); a ratio the analysis left None reads ``-``."""
+    c = metrics.get("coordinators")
+    if not c:
+        return []
+    brokers = list(c.get("brokers") or [])
+
+    def ratio(v: Any) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    out = []
+    for r in c.get("rows") or []:
+        trigger = r["trigger"] if r.get("impl") == "coordinator" else f"{r['impl']} {r['trigger']}"
+        out.append(
+            [
+                trigger,
+                r.get("client") or DASH,
+                r.get("assignor") or DASH,
+                *(fmt(r["latency_s"].get(b), "s") for b in brokers),
+                ratio(r.get("latency_ratio")),
+                *(fmt(r["coordination_requests"].get(b)) for b in brokers),
+                ratio(r.get("requests_ratio")),
+            ]
+        )
+    return out
