@@ -8,7 +8,8 @@ the tap (the broker advertises the tap's address), and the tap writes what herdl
 Contract
 --------
 * :class:`KafkaTap` listens on ``listen_host`` (port 0: a free port, see :attr:`KafkaTap.port`) and
-  forwards every connection to ``upstream``. Bytes are never altered, in either direction; responses are
+  forwards every connection to ``upstream``. Bytes are never altered, in either direction (with
+  ``proxy_protocol`` a PROXY v1 line goes upstream before them); responses are
   forwarded untouched and not parsed.
 * The client-to-broker stream is split into Kafka frames (4-byte big-endian size, then the request header:
   api_key, api_version, correlation_id, client_id) by :class:`FrameSplitter`: a frame may arrive split across
@@ -176,6 +177,10 @@ class KafkaTap:
 
     ``history``: where the events go (a :class:`~harness.history.writer.HistoryWriter` with source ``tap``
     and role broker, usually). ``broker_id``: written into the events, as the broker does.
+    ``proxy_protocol``: each upstream connection starts with a PROXY protocol v1 line naming the tap as the
+    destination (herdlab's broker then advertises the tap, so clients stay behind it; tansu does not read
+    it: it is told the tap's address with ``--advertised-listener-url`` instead). The clients' bytes are
+    still forwarded unaltered after it.
     """
 
     def __init__(
@@ -186,6 +191,7 @@ class KafkaTap:
         port: int = 0,
         interval_s: float = 1.0,
         broker_id: int = 0,
+        proxy_protocol: bool = False,
     ) -> None:
         _require_loopback(listen_host)
         _require_loopback(upstream[0])
@@ -195,6 +201,7 @@ class KafkaTap:
         self.port = port
         self.interval_s = interval_s
         self.broker_id = broker_id
+        self.proxy_protocol = proxy_protocol
         self.requests: Counter[str] = Counter()
         self._reported: Counter[str] = Counter()
         self._last_report = time.monotonic()
@@ -280,11 +287,17 @@ class KafkaTap:
             writer.close()
             return
         self._writers.update((writer, up_writer))
+        if self.proxy_protocol:
+            src_host, src_port = writer.get_extra_info("peername")[:2]
+            dst_host, dst_port = writer.get_extra_info("sockname")[:2]
+            up_writer.write(f"PROXY TCP4 {src_host} {dst_host} {src_port} {dst_port}\r\n".encode())
         splitter = FrameSplitter(self._wanted)
         try:
             await asyncio.gather(self._pump(reader, up_writer, splitter), self._pump(up_reader, writer, None))
         except (OSError, ValueError, asyncio.IncompleteReadError) as e:
             log.debug("kafka tap connection closed: %s", e)
+        except asyncio.CancelledError:
+            pass  # close(): the connection ends with the tap
         finally:
             for w in (writer, up_writer):
                 self._writers.discard(w)
