@@ -12,7 +12,7 @@ Contract
   is the tap's address.
 * ``start()`` returns once a kafka-python client bootstraps through the tap (ApiVersions + Metadata:
   :func:`harness.cluster.probe.check_bootstrap`); ``stop()`` (idempotent) stops tansu (SIGTERM to its
-  process group, SIGKILL after a grace period: :mod:`harness.procs`) and closes the tap.
+  process group, SIGKILL after a grace period: :mod:`harness.procs`) after closing the tap.
 * No ZooKeeper (``zookeeper_connect`` is ``""``, ``zk_mntr`` None); ``stop_broker`` / ``start_broker`` raise
   :class:`HerdlabError` (in memory: a restart would lose every topic, group and offset);
   ``member_launcher`` None (members are local processes).
@@ -146,14 +146,17 @@ class TansuCluster:
         return self
 
     def stop(self) -> None:
-        """Stop tansu, then close the tap and its history. Idempotent."""
+        """Close the tap (and with it every client connection), then stop tansu. Idempotent.
+
+        The tap goes first: tansu waits for its open connections before it exits on SIGTERM (it was seen
+        to ignore SIGTERM for the whole grace period while the tap still held them)."""
         broker, self.broker = self.broker, None
         try:
-            if broker is not None:
-                broker.stop()
-        finally:
             if self.tap is not None:
                 self.tap.close()
+        finally:
+            if broker is not None:
+                broker.stop()
             if self._history is not None:
                 self._history.close()
                 self._history = None

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from kio.index import load_request_schema
 from kio.serial import entity_writer
+from kio.static.primitive import i16, i32
 
 from harness.cluster.kafka_tap import COORDINATION_KEYS, FrameSplitter, api_name, decode_request_info
 from harness.kernel.errors import ConfigError
@@ -25,9 +26,9 @@ def frame(api_key: int, version: int, correlation_id: int, client_id: str, **bod
     entity_writer(cls.__header_schema__)(
         buf,
         cls.__header_schema__(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
+            request_api_key=i16(api_key),
+            request_api_version=i16(version),
+            correlation_id=i32(correlation_id),
             client_id=client_id,
         ),
     )

@@ -32,6 +32,7 @@ def test_the_taps_group_requests_per_api_equal_the_brokers_own(
 ) -> None:
     broker = broker_factory(extra_args=["--group-initial-rebalance-delay-ms", "0"], persistent=False)
     assert broker.history_path is not None
+    broker_path = broker.history_path
     tap_path = tmp_path / "tap.jsonl"
     history = HistoryWriter(tap_path, source="tap", role="broker")
     host, _, port = broker.bootstrap.rpartition(":")
@@ -59,8 +60,13 @@ def test_the_taps_group_requests_per_api_equal_the_brokers_own(
 
             wait_until(all_assigned, timeout=30, what="the 2 consumers own the 3 partitions")
             # the group is stable: what the tap forwarded, the broker dispatches (wait for in-flight ones)
+
+            def agreed() -> Counter[tuple[str, str | None]] | None:
+                counts = _per_api(tap_path)
+                return counts if counts and counts == _per_api(broker_path) else None
+
             stable = wait_until(
-                lambda: (t := _per_api(tap_path)) == _per_api(broker.history_path) and t,
+                agreed,
                 timeout=10,
                 what="the tap's and the broker's group_request counts agree",
             )
@@ -68,7 +74,6 @@ def test_the_taps_group_requests_per_api_equal_the_brokers_own(
             for c in consumers:
                 c.close()
 
-        broker_path = broker.history_path
         # the broker writes as it dispatches, the tap as it forwards: wait until both saw the LeaveGroups
         wait_until(
             lambda: (
@@ -85,7 +90,7 @@ def test_the_taps_group_requests_per_api_equal_the_brokers_own(
     assert all(tap_counts[k] >= n for k, n in broker_counts.items())
     assert set(tap_counts) == set(broker_counts)
     # the group formed: 2 members joined (at least once each) and synced, through the tap
-    assert stable[("JoinGroup", "tapped-group")] >= 2
+    assert stable is not None and stable[("JoinGroup", "tapped-group")] >= 2
     assert tap_counts[("JoinGroup", "tapped-group")] >= 2
     assert tap_counts[("SyncGroup", "tapped-group")] >= 2
     # FindCoordinator v4+ names its groups in coordinator_keys: group None, as the broker writes it

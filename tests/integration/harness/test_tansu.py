@@ -5,6 +5,7 @@ coordination requests counted by the tap."""
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,30 @@ def _group_requests(path: Path) -> Counter[str]:
     return Counter(e["api"] for e in events if e["kind"] == "group_request")
 
 
+def _member(bootstrap: str, name: str, owned: dict[str, int], stop: threading.Event) -> None:
+    """One group member on a thread of its own (as each real member is a process of its own): polls until
+    ``stop``, publishing how many partitions it owns in ``owned[name]``."""
+    consumer = KafkaConsumer(
+        "t3",
+        bootstrap_servers=bootstrap,
+        group_id="g3",
+        client_id=name,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+    )
+    try:
+        while not stop.is_set():
+            consumer.poll(200)
+            owned[name] = len(consumer.assignment())
+    finally:
+        consumer.close()
+
+
 def test_a_group_of_3_forms_on_tansu_through_the_tap_and_no_process_is_left(tmp_path: Path) -> None:
     cluster = TansuCluster(workdir=tmp_path / "cluster", history_dir=tmp_path / "events", tap_interval_s=0.5)
-    consumers: list[KafkaConsumer] = []
+    stop = threading.Event()
+    owned: dict[str, int] = {}
+    members: list[threading.Thread] = []
     try:
         cluster.start()
         pid = cluster.pid
@@ -37,28 +59,25 @@ def test_a_group_of_3_forms_on_tansu_through_the_tap_and_no_process_is_left(tmp_
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="tansu-admin")
         admin.create_topics([NewTopic("t3", 3, 1)])  # pyright: ignore[reportUnknownMemberType]
         admin.close()
-        consumers = [
-            KafkaConsumer(
-                "t3",
-                bootstrap_servers=cluster.bootstrap,
-                group_id="g3",
-                client_id=f"tansu-c{i}",
-                session_timeout_ms=6000,
-                heartbeat_interval_ms=500,
+        members = [
+            threading.Thread(
+                target=_member, args=(cluster.bootstrap, f"tansu-c{i}", owned, stop), daemon=True
             )
             for i in range(3)
         ]
-
-        def one_partition_each() -> bool:
-            for c in consumers:
-                c.poll(100)
-            return sorted(len(c.assignment()) for c in consumers) == [1, 1, 1]
-
-        wait_until(one_partition_each, timeout=40, what="3 consumers own one partition each on tansu")
+        for m in members:
+            m.start()
+        wait_until(
+            lambda: sorted(owned.values()) == [1, 1, 1],
+            timeout=40,
+            what="3 consumers own one partition each on tansu",
+        )
     finally:
-        for c in consumers:
-            c.close()
+        stop.set()
+        for m in members:
+            m.join(30)
         cluster.stop()
+    assert not any(m.is_alive() for m in members)
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not [p for p in psutil.process_iter(["exe"]) if p.info["exe"] == str(cluster.binary)]
     counts = _group_requests(tmp_path / "events" / "tap.jsonl")
