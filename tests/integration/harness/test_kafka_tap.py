@@ -8,12 +8,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaConsumer
+from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
 from harness.cluster.kafka_tap import KafkaTap
 from harness.history.writer import HistoryWriter
 from tests.support.brokers import BrokerFactory
+from tests.support.thread_members import ThreadMembers
 from tests.support.waiting import wait_until
 
 
@@ -40,39 +41,24 @@ def test_the_taps_group_requests_per_api_equal_the_brokers_own(
         admin = KafkaAdminClient(bootstrap_servers=tap.bootstrap, client_id="tap-admin")
         admin.create_topics([NewTopic("tapped", 3, 1)])  # pyright: ignore[reportUnknownMemberType]
         admin.close()
-        consumers = [
-            KafkaConsumer(
-                "tapped",
-                bootstrap_servers=tap.bootstrap,
-                group_id="tapped-group",
-                client_id=f"tap-c{i}",
-                session_timeout_ms=6000,
-                heartbeat_interval_ms=500,
-            )
-            for i in range(2)
-        ]
+        members = ThreadMembers(tap.bootstrap, "tapped", "tapped-group", 2, "tap-c").start()
         try:
+            wait_until(
+                lambda: sum(members.owned.values()) == 3 and len(members.owned) == 2,
+                timeout=30,
+                what="the 2 consumers own the 3 partitions",
+            )
 
-            def all_assigned() -> bool:
-                for c in consumers:
-                    c.poll(100)
-                return sum(len(c.assignment()) for c in consumers) == 3
-
-            wait_until(all_assigned, timeout=30, what="the 2 consumers own the 3 partitions")
             # the group is stable: what the tap forwarded, the broker dispatches (wait for in-flight ones)
-
             def agreed() -> Counter[tuple[str, str | None]] | None:
                 counts = _per_api(tap_path)
                 return counts if counts and counts == _per_api(broker_path) else None
 
             stable = wait_until(
-                agreed,
-                timeout=10,
-                what="the tap's and the broker's group_request counts agree",
+                agreed, timeout=10, what="the tap's and the broker's group_request counts agree"
             )
         finally:
-            for c in consumers:
-                c.close()
+            assert members.stop()
 
         # the broker writes as it dispatches, the tap as it forwards: wait until both saw the LeaveGroups
         wait_until(

@@ -5,14 +5,13 @@ coordination requests counted by the tap."""
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer
+from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
 from harness.cluster.tansu import TansuCluster
@@ -20,6 +19,7 @@ from harness.kernel.events import COORDINATION_APIS
 from harness.run.runner import RunOptions, run_scenario
 from harness.run.session import analyse, is_valid
 from harness.scenario import load_scenario
+from tests.support.thread_members import ThreadMembers
 from tests.support.waiting import wait_until
 
 
@@ -28,30 +28,9 @@ def _group_requests(path: Path) -> Counter[str]:
     return Counter(e["api"] for e in events if e["kind"] == "group_request")
 
 
-def _member(bootstrap: str, name: str, owned: dict[str, int], stop: threading.Event) -> None:
-    """One group member on a thread of its own (as each real member is a process of its own): polls until
-    ``stop``, publishing how many partitions it owns in ``owned[name]``."""
-    consumer = KafkaConsumer(
-        "t3",
-        bootstrap_servers=bootstrap,
-        group_id="g3",
-        client_id=name,
-        session_timeout_ms=6000,
-        heartbeat_interval_ms=500,
-    )
-    try:
-        while not stop.is_set():
-            consumer.poll(200)
-            owned[name] = len(consumer.assignment())
-    finally:
-        consumer.close()
-
-
 def test_a_group_of_3_forms_on_tansu_through_the_tap_and_no_process_is_left(tmp_path: Path) -> None:
     cluster = TansuCluster(workdir=tmp_path / "cluster", history_dir=tmp_path / "events", tap_interval_s=0.5)
-    stop = threading.Event()
-    owned: dict[str, int] = {}
-    members: list[threading.Thread] = []
+    members: ThreadMembers | None = None
     try:
         cluster.start()
         pid = cluster.pid
@@ -59,25 +38,16 @@ def test_a_group_of_3_forms_on_tansu_through_the_tap_and_no_process_is_left(tmp_
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, client_id="tansu-admin")
         admin.create_topics([NewTopic("t3", 3, 1)])  # pyright: ignore[reportUnknownMemberType]
         admin.close()
-        members = [
-            threading.Thread(
-                target=_member, args=(cluster.bootstrap, f"tansu-c{i}", owned, stop), daemon=True
-            )
-            for i in range(3)
-        ]
-        for m in members:
-            m.start()
+        members = ThreadMembers(cluster.bootstrap, "t3", "g3", 3, "tansu-c").start()
         wait_until(
-            lambda: sorted(owned.values()) == [1, 1, 1],
+            lambda: sorted(members.owned.values()) == [1, 1, 1],
             timeout=40,
             what="3 consumers own one partition each on tansu",
         )
     finally:
-        stop.set()
-        for m in members:
-            m.join(30)
+        stopped = members.stop() if members is not None else True
         cluster.stop()
-    assert not any(m.is_alive() for m in members)
+    assert stopped
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not [p for p in psutil.process_iter(["exe"]) if p.info["exe"] == str(cluster.binary)]
     counts = _group_requests(tmp_path / "events" / "tap.jsonl")
