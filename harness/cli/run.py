@@ -100,7 +100,10 @@ class ProgressView:
     help="external backend: ZooKeeper (needed by legacy_zk).",
 )
 @click.option(
-    "--bootstrap", default=None, metavar="HOST:PORT", help="external backend: Kafka-compatible bootstrap."
+    "--bootstrap",
+    default=None,
+    metavar="HOST:PORT",
+    help="external backend, or a scenario with cluster.broker = 'external': Kafka-compatible bootstrap.",
 )
 @click.option(
     "--out",

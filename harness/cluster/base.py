@@ -7,7 +7,8 @@ Contract
   member processes, and ``start`` / ``stop``. ``stop`` is idempotent and leaves no process or
   container behind. Implementations live beside this module: :mod:`~harness.cluster.local` (processes
   on loopback), :mod:`~harness.cluster.containers` (containers on the host network),
-  :mod:`~harness.cluster.external` (an existing cluster, by address).
+  :mod:`~harness.cluster.external` (an existing cluster, by address), :mod:`~harness.cluster.tansu` (a
+  third-party broker, ``cluster.broker = "tansu"``).
 * :class:`ClusterSpec` says which backend and how; :func:`make_cluster` turns it into an unstarted
   :class:`Cluster` (``start()`` it). An unknown backend is a :class:`ConfigError` naming the known ones.
 """
@@ -83,6 +84,9 @@ class ClusterSpec:
     from ZooKeeper (off: brokers connect directly, as before).
     ``zookeeper`` / ``bootstrap``: the external cluster's addresses. ``images``, ``kafka_image``,
     ``labels``, ``members_in_containers``: the containers backend's options.
+    ``broker`` (the scenario's ``cluster.broker``): ``"herdlab"`` (the backend's own brokers), ``"tansu"``
+    (:class:`~harness.cluster.tansu.TansuCluster`, local backend only) or ``"external"`` (the Kafka-compatible
+    cluster at ``bootstrap``, whatever the backend: :class:`~harness.cluster.external.ExternalCluster`).
     """
 
     backend: str = "local"
@@ -99,6 +103,7 @@ class ClusterSpec:
     members_in_containers: bool = False
     zookeeper_servers: int = 1
     broker_zookeeper_proxies: bool = False
+    broker: str = "herdlab"
 
 
 def make_cluster(spec: ClusterSpec) -> Cluster:
@@ -108,6 +113,16 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
             f"zookeeper servers = {spec.zookeeper_servers} needs --backend local "
             f"(the {spec.backend} backend runs one ZooKeeper server for now)"
         )
+    if spec.broker == "tansu":
+        if spec.backend != "local":
+            raise ConfigError(f"cluster.broker = 'tansu' needs --backend local (not {spec.backend})")
+        from harness.cluster.tansu import TansuCluster
+
+        return TansuCluster(workdir=spec.workdir, history_dir=spec.history_dir)
+    if spec.broker == "external":
+        from harness.cluster.external import ExternalCluster
+
+        return ExternalCluster(None, spec.bootstrap or "")
     if spec.backend == "local":
         from harness.cluster.local import LocalCluster
 

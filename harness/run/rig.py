@@ -135,13 +135,19 @@ class UnitRig:
     def start(self) -> None:
         s = self.spec
         c = s.scenario.group.coordinator
+        broker = s.scenario.cluster.broker
+        # herdlab's broker options; tansu and an external broker take none of ours
         broker_args = (
-            "--group-initial-rebalance-delay-ms",
-            str(c.initial_rebalance_delay_ms),
-            "--group-min-session-timeout-ms",
-            str(c.min_session_timeout_ms),
-            "--no-auto-create-topics",
-            *s.scenario.cluster.broker_args(),
+            (
+                "--group-initial-rebalance-delay-ms",
+                str(c.initial_rebalance_delay_ms),
+                "--group-min-session-timeout-ms",
+                str(c.min_session_timeout_ms),
+                "--no-auto-create-topics",
+                *s.scenario.cluster.broker_args(),
+            )
+            if broker == "herdlab"
+            else ()
         )
         cut_brokers = any(a.action == "cut_coordinator" for a in s.scenario.timeline)
         self.cluster = make_cluster(
@@ -160,6 +166,7 @@ class UnitRig:
                 zookeeper_servers=s.scenario.zookeeper.servers,
                 brokers=s.scenario.cluster.brokers,
                 broker_zookeeper_proxies=cut_brokers,
+                broker=broker,
             )
         ).start()
         if s.impl == "legacy_zk" and not self.cluster.zookeeper_connect:

@@ -149,7 +149,8 @@ class UnitRunner:
         self.logs_dir = unit.dir / "logs"
         self.events_dir.mkdir(parents=True, exist_ok=True)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
-        suffix = f"{run_id}-{unit.key}" if options.backend == "external" else ""
+        shared = options.backend == "external" or unit.case.scenario.cluster.broker == "external"
+        suffix = f"{run_id}-{unit.key}" if shared else ""  # an existing cluster may hold other runs' names
         self.topic = f"{scenario.topic.name}-{suffix}" if suffix else scenario.topic.name
         self.group = f"{scenario.group.id}-{suffix}" if suffix else scenario.group.id
         self.plan: Plan = make_plan(unit.case.scenario, unit.case.members)

@@ -6,7 +6,9 @@ Contract
 * :func:`prepare` turns a :class:`SessionRequest` (what the command line said) into a
   :class:`Session`, or raises a one-line :class:`~harness.kernel.errors.HerdlabError` before anything
   is started or written: it checks Java (ZooKeeper and Spark need it), refuses backend options given to the wrong backend, loads the scenario with its
-  overrides, and for the external backend checks every address. The caller installs the process's
+  overrides, and for the external backend checks every address. ``--bootstrap`` is also taken with
+  ``--backend local`` when the scenario (or one of its matrix cases) has ``cluster.broker = "external"``,
+  and such a scenario without ``--bootstrap`` is an error. The caller installs the process's
   signal handlers first (:func:`harness.procs.install_signal_handlers`: SIGTERM stops cleanly). :attr:`Session.total_units` is how
   many units the run will have (cases x repetitions x columns).
 * :meth:`Session.run` runs every unit (:func:`harness.run.runner.run_scenario`) reporting progress to a
@@ -69,15 +71,24 @@ def prepare(req: SessionRequest) -> Session:
         raise ConfigError(
             "--members-in-containers, --kafka-image and --image-prefix need --backend containers"
         )
-    if req.backend != "external" and (req.zookeeper or req.bootstrap):
+    if req.backend != "external" and req.zookeeper:
         raise ConfigError("--zookeeper and --bootstrap need --backend external")
+    s = load_scenario(req.scenario, list(req.overrides))
+    broker_external = any(case.scenario.cluster.broker == "external" for case in expand(s))
+    if req.backend != "external" and req.bootstrap and not broker_external:
+        raise ConfigError("--zookeeper and --bootstrap need --backend external")
+    if broker_external and req.backend == "containers":
+        raise ConfigError("cluster.broker = 'external' needs --backend local or external (not containers)")
+    if broker_external and not req.bootstrap:
+        raise ConfigError(
+            "cluster.broker = 'external' needs --bootstrap HOST:PORT of the Kafka-compatible cluster"
+        )
     containers = ContainersOptions(
         members_in_containers=req.members_in_containers, kafka_image=req.kafka_image
     )
     if req.image_prefix is not None:
         containers.images = image_names(req.image_prefix)
-    s = load_scenario(req.scenario, list(req.overrides))
-    if req.backend == "external":
+    if req.backend == "external" or broker_external:
         from harness.cluster.external import ExternalCluster
 
         # Constructing it checks every address (within seconds, one line on failure): do it before a
