@@ -407,6 +407,9 @@ class Broker:
                 # generations are the rebalance rounds the checker counts)
                 member=getattr(req.body, "member_id", None),
                 generation=getattr(req.body, "generation_id", None),
+                # SyncGroup: how many assignments it carries (the leader's, one per member; a
+                # follower's is empty): one leader SyncGroup per rebalance round
+                assignments=assignment_count(req.body),
             )
         ctx = RequestContext(
             api_key,
@@ -604,3 +607,9 @@ async def run_broker(config: BrokerConfig, history: History | None = None) -> No
         await broker.wait_stopped()
     finally:
         await broker.stop()
+
+
+def assignment_count(body: object) -> int | None:
+    """The number of member assignments a SyncGroup request carries (None for other requests)."""
+    assignments = getattr(body, "assignments", None)
+    return None if assignments is None else len(assignments)

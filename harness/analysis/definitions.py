@@ -102,9 +102,10 @@ DEFINITIONS: list[tuple[str, str]] = [
     ),
     (
         "rebalance rounds",
-        "Per trigger window (coordinator units with broker reports): the number of distinct "
-        "`generation` values of the broker's SyncGroup `group_request` events in the window (with a "
-        "third-party broker, the tap's, role broker). Eager rebalancing: 1 per change; "
+        "Per trigger window (coordinator units with broker reports): the number of the leader's "
+        "SyncGroup requests in the window (the broker's `group_request` events of SyncGroup that carry "
+        "assignments; with a third-party broker, the tap's, role broker: counted on the wire, whatever "
+        "the broker does with generation numbers). Eager rebalancing: 1 per change; "
         "cooperative-sticky: 2 when partitions move (the revoke round, then the assign round).",
     ),
     (

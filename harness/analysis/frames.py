@@ -35,7 +35,8 @@ EXTRA_SCHEMA = (
     "action string, action_id long, targets array<string>, target string, `trigger` boolean, "
     "label string, counters map<string,double>, partitions string, requests map<string,double>, "
     "interval_s double, name string, from_state string, to_state string, broker_id long, api string, "
-    "reason string, state string, client string, gave_up boolean, migration string, migration_step long, library string"
+    "reason string, state string, client string, gave_up boolean, migration string, migration_step long, library string, "
+    "assignments long"
 )
 
 

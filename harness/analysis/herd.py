@@ -7,8 +7,8 @@ Contract
   rebalance_attempts, group_rebalances, broker_group_requests; owner_writes: the members'
   rebalance requests ``create`` / ``delete`` under ``/owners/``; registration_reads: their ``get`` of
   a registration ``/consumers/<group>/ids/<id>``; rebalancing_members: members with a
-  ``rebalance_begin``; first_watch: the ts_ns of the first member ``watch``, absent without one; sync_generations: distinct
-  ``generation`` values of the broker's SyncGroup ``group_request`` events),
+  ``rebalance_begin``; first_watch: the ts_ns of the first member ``watch``, absent without one; leader_syncs: the broker's
+  SyncGroup ``group_request`` events that carry assignments, i.e. the leader's, one per round),
   ``op`` (members' ZooKeeper requests of the rebalance by operation; offset writes are steady
   state), ``api`` (broker coordination requests by API; the workload's clients, producer and
   checker, are left out) and ``invoke`` (members: live just before the invoke; partitions: P then;
@@ -41,8 +41,10 @@ from harness.kernel.events import OK_OUTCOMES, SKIPPED, WORKLOAD_CLIENTS, Kind, 
 HerdCounts = dict[tuple[Any, ...], dict[str, dict[str, int]]]
 #: A registration znode of the 0.8 layout: ``/consumers/<group>/ids/<id>`` (Java regex).
 REGISTRATION = "^/consumers/[^/]+/ids/[^/]+$"
-#: The API whose distinct generations in a window are its rebalance rounds (spec 2.13).
+#: The API whose leader requests (those carrying assignments) in a window are its rebalance rounds (spec 2.13).
 SYNC_GROUP = "SyncGroup"
+#: The ``source`` of the Kafka tap's events (:mod:`harness.cluster.kafka_tap`).
+TAP = "tap"
 #: Per unit: (ts_ns, label, zk_packets_received) of each mntr sample.
 MntrSamples = dict[UnitKey, list[tuple[int, str, float | None]]]
 
@@ -73,6 +75,7 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
         "gave_up",
         "source",
         "generation",
+        "assignments",
     )
     ev = ev.where(~F.coalesce(F.col("client").isin(*WORKLOAD_CLIENTS), F.lit(False)))
     j = ev.join(F.broadcast(t), UNIT).where(
@@ -110,11 +113,12 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
         .cast("long")
         .alias("rebalancing_members"),
         F.min(F.when(member & (kind == Kind.WATCH), F.col("ts_ns"))).cast("long").alias("first_watch"),
-        F.count_distinct(
-            F.when(broker & (kind == Kind.GROUP_REQUEST) & (F.col("api") == SYNC_GROUP), F.col("generation"))
-        )
-        .cast("long")
-        .alias("sync_generations"),
+        n(
+            broker
+            & (kind == Kind.GROUP_REQUEST)
+            & (F.col("api") == SYNC_GROUP)
+            & (F.coalesce(F.col("assignments"), F.lit(0)) > 0)
+        ).alias("leader_syncs"),
     )
     m = F.create_map(*[x for col in counted.columns[4:] for x in (F.lit(col), F.col(col))])
     wide = counted.select(
@@ -169,7 +173,9 @@ def mntr_samples(frames: Frames) -> MntrSamples:
 
 
 def unit_values(frames: Frames) -> DataFrame:
-    """Per unit, long format: ``has_broker`` and ``has_mntr`` (1.0 where the unit has them)."""
+    """Per unit, long format: ``has_broker``, ``has_mntr`` and ``tapped`` (its broker figures come from
+    the Kafka tap in front of a third-party broker, which sees requests but not the broker's own group
+    events); 1.0 where the unit has them."""
     c, kind = frames.control, F.col("kind")
 
     def flag(cond: Column) -> Column:
@@ -178,8 +184,10 @@ def unit_values(frames: Frames) -> DataFrame:
     flags = c.groupBy(*UNIT).agg(
         flag(role_col(Role.BROKER) & (kind == Kind.BROKER_REQUEST)).alias("has_broker"),
         flag(kind == Kind.ZK_MNTR).alias("has_mntr"),
+        flag(role_col(Role.BROKER) & (F.col("source") == TAP)).alias("tapped"),
     )
-    m = F.create_map(*[x for col in ("has_broker", "has_mntr") for x in (F.lit(col), F.col(col))])
+    cols = ("has_broker", "has_mntr", "tapped")
+    m = F.create_map(*[x for col in cols for x in (F.lit(col), F.col(col))])
     return flags.select(*UNIT, F.explode(m).alias("key", "value"))
 
 
@@ -216,12 +224,13 @@ def packets_minus_idle(samples: list[tuple[int, str, float | None]], invoke: int
 
 
 def rebalance_rounds(hc: dict[str, int], impl: str, has_broker: bool, measured: bool) -> int | None:
-    """A trigger window's rebalance rounds: the distinct generations of the broker's SyncGroup
-    requests in it (eager: 1 per change; cooperative-sticky: 2 when partitions move, the revoke round
+    """A trigger window's rebalance rounds: the leader's SyncGroup requests in it (those carrying
+    assignments; counted on the wire, so a broker that does not number its generations, as tansu 0.6 keeps
+    generation 0, is counted alike) (eager: 1 per change; cooperative-sticky: 2 when partitions move, the revoke round
     then the assign round). None for legacy_zk, without broker reports, or for a skipped trigger."""
     if impl == "legacy_zk" or not has_broker or not measured:
         return None
-    return hc.get("sync_generations", 0)
+    return hc.get("leader_syncs", 0)
 
 
 def herd_fields(
@@ -231,9 +240,11 @@ def herd_fields(
     impl: str,
     has_broker: bool,
     has_mntr: bool,
+    tapped: bool = False,
 ) -> dict[str, Any]:
     """A trigger's herd figures from its window row ``r`` (outcome, invoke), its counts ``h`` (see
-    :func:`counts`) and its unit's mntr ``samples``."""
+    :func:`counts`) and its unit's mntr ``samples``; ``tapped``: the broker figures come from a Kafka tap
+    (then ``group_rebalances``, the broker's own events, is None: not measured, never 0)."""
     hc = h.get("herd", {})
     measured = r["outcome"] != SKIPPED
     zk = hc.get("zk_requests", 0) if measured else None
@@ -250,7 +261,8 @@ def herd_fields(
         "failed_attempts": hc.get("failed_attempts", 0) if measured else None,
         "gave_up": hc.get("gave_up", 0) if measured else None,
         "rebalance_attempts": hc.get("rebalance_attempts", 0) if measured else None,
-        "group_rebalances": hc.get("group_rebalances", 0) if has_broker and measured else None,
+        # the broker's own rebalance events: None where nobody could count them (a third-party broker)
+        "group_rebalances": hc.get("group_rebalances", 0) if has_broker and not tapped and measured else None,
         "rebalance_rounds": rebalance_rounds(hc, impl, has_broker, measured),
         "zk_requests_by_op": dict(sorted(h.get("op", {}).items())),
         "broker_requests_by_api": dict(sorted(h.get("api", {}).items())) if has_broker else {},

@@ -204,7 +204,13 @@ def assemble(
                 {
                     **latency.window_fields(r, origin),
                     **herd.herd_fields(
-                        r, herd_counts.get(tk, {}), samples.get(k, []), u["impl"], has_broker, has_mntr
+                        r,
+                        herd_counts.get(tk, {}),
+                        samples.get(k, []),
+                        u["impl"],
+                        has_broker,
+                        has_mntr,
+                        bool(pu.get("tapped")),
                     ),
                     **split_brain.split_brain(per_phase.get(tk, {})),
                     **cooperative.cooperative_fields(r["outcome"], per_phase.get(tk, {})),

@@ -91,6 +91,7 @@ class RequestInfo:
     group: str | None
     member: str | None
     generation: int | None
+    assignments: int | None = None
 
 
 def decode_request_info(frame: bytes) -> RequestInfo:
@@ -104,13 +105,14 @@ def decode_request_info(frame: bytes) -> RequestInfo:
         header, hsize = read_header(frame, 0)
         body, _ = read_body(frame, hsize)
     except Exception:  # noqa: BLE001 - a frame the tap cannot read is forwarded and counted anyway
-        return RequestInfo(name, None, None, None, None)
+        return RequestInfo(name, None, None, None, None, None)
     return RequestInfo(
         api=name,
         client=header.client_id,
         group=getattr(body, "group_id", None) or getattr(body, "key", None),
         member=getattr(body, "member_id", None),
         generation=getattr(body, "generation_id", None),
+        assignments=None if getattr(body, "assignments", None) is None else len(body.assignments),
     )
 
 
@@ -337,6 +339,7 @@ class KafkaTap:
             group=info.group,
             member=info.member,
             generation=info.generation,
+            assignments=info.assignments,
             observed="tap",
         )
 

@@ -33,7 +33,7 @@ def role_of(source: str, kind: str) -> str:
         )
     if source == "producer":
         return "producer"
-    if source.startswith("broker"):
+    if source.startswith("broker") or source == "tap":  # the Kafka tap writes as the broker it stands for
         return "broker"
     return "member"
 

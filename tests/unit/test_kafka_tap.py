@@ -59,7 +59,7 @@ def heartbeat() -> bytes:
     )
 
 
-def sync_group() -> bytes:
+def sync_group(assignments: tuple[Any, ...] = ()) -> bytes:
     # v4: a flexible (header v2) request
     return frame(
         14,
@@ -70,7 +70,7 @@ def sync_group() -> bytes:
         generation_id=5,
         member_id="m-3",
         group_instance_id=None,
-        assignments=(),
+        assignments=assignments,
     )
 
 
@@ -99,6 +99,17 @@ def test_a_flexible_sync_group_is_decoded_with_its_generation() -> None:
         "m-3",
         5,
     )
+    assert info.assignments == 0  # a follower's
+
+
+def test_a_leaders_sync_group_carries_its_assignment_count() -> None:
+    from kio.schema.sync_group.v4.request import SyncGroupRequestAssignment
+
+    two = (
+        SyncGroupRequestAssignment(member_id="m-3", assignment=b"a"),
+        SyncGroupRequestAssignment(member_id="m-4", assignment=b"b"),
+    )
+    assert decode_request_info(sync_group(two)[4:]).assignments == 2
 
 
 def test_a_frame_kio_cannot_read_keeps_only_its_api_name() -> None:

@@ -19,24 +19,27 @@ from tests.support.histories import UnitHistory, ns, write_run
 pytestmark = pytest.mark.slow
 
 
-def _common(case: str, **ready: Any) -> UnitHistory:
+def _common(case: str, broker: str = "broker-0", **ready: Any) -> UnitHistory:
+    """``broker``: the source of the broker's events (``tap`` for a third-party broker behind the tap)."""
     u = UnitHistory(case, partitions=3)
     u.unit_start(0, ["a", "b"]).at(0, "ready", "a", **ready).at(0, "ready", "b", **ready)
     u.joined(100, "a", 0, 1, generation=1, member="A").joined(100, "b", 2, generation=1, member="B")
     u.stable(1000)
-    u.at(1500, "broker_request", "broker-0", interval_s=1.0, requests={"Heartbeat": 4})
+    u.at(1500, "broker_request", broker, interval_s=1.0, requests={"Heartbeat": 4})
     join = {"action": "join", "action_id": 1, "targets": ["c"], "trigger": True}
     u.at(2000, "invoke", "nemesis", **join)
     u.at(2500, "ready", "c", **ready)
     u.at(2510, "complete", "nemesis", **join, ready_ns={"c": ns(2500)})
     # a heartbeat of the old generation inside the window: a group request, not a round
-    u.at(2550, "group_request", "broker-0", api="Heartbeat", member="A", generation=1)
+    u.at(2550, "group_request", broker, api="Heartbeat", member="A", generation=1)
     return u
 
 
-def _sync(u: UnitHistory, ms: int, generation: int) -> None:
+def _sync(u: UnitHistory, ms: int, generation: int, broker: str = "broker-0") -> None:
+    """One round's SyncGroups: the leader A's carries the 3 members' assignments, the followers' none."""
     for m in ("A", "B", "C"):
-        u.at(ms, "group_request", "broker-0", api="SyncGroup", member=m, generation=generation)
+        n = 3 if m == "A" else 0
+        u.at(ms, "group_request", broker, api="SyncGroup", member=m, generation=generation, assignments=n)
 
 
 def eager() -> UnitHistory:
@@ -52,17 +55,17 @@ def eager() -> UnitHistory:
 
 
 def cooperative() -> UnitHistory:
-    """cooperative-sticky: two rounds. Round 1 (SyncGroup of A, B, C in generation 2 at 2700): a
-    revokes only p1, the partition that moves. Round 2 (generation 3 at 2900): c gets p1 (t1 =
-    2900). a processes p0 every 100 ms from 1000 to 3900 (no stop); b processes p2 every 200 ms from
+    """cooperative-sticky on tansu: two rounds, both numbered generation 0 as tansu 0.6 numbers them (so
+    rounds cannot be distinct generations). Round 1 (SyncGroup of A, B, C at 2700): a revokes only p1,
+    the partition that moves. Round 2 (at 2900): c gets p1 (t1 = 2900). a processes p0 every 100 ms from 1000 to 3900 (no stop); b processes p2 every 200 ms from
     1000 to 2400, then pauses for the rebalance until 2800, then every 200 ms to 3800. Members write
     ``library`` = librdkafka on their ready."""
-    u = _common("coop", library="librdkafka")
+    u = _common("coop", broker="tap", library="librdkafka")
     u.records("a", 0, range(30), 1000, 100)
     u.records("b", 2, range(8), 1000, 200).records("b", 2, range(8, 14), 2800, 200)
-    _sync(u, 2700, 2)
+    _sync(u, 2700, 0, "tap")
     u.revoked(2700, "a", 1, generation=2, member="A")
-    _sync(u, 2900, 3)
+    _sync(u, 2900, 0, "tap")
     u.joined(2900, "c", 1, generation=3, member="C")
     u.settling_end(6000)
     return u
@@ -91,7 +94,7 @@ def unit(m: dict[str, Any], case: str) -> dict[str, Any]:
     return u
 
 
-def test_rounds_are_the_sync_generations_and_cooperative_keeps_the_untouched_partitions(
+def test_rounds_are_the_leader_syncs_and_cooperative_keeps_the_untouched_partitions(
     analysed: dict[str, Any],
 ) -> None:
     (e,) = unit(analysed, "eager")["triggers"]
@@ -99,9 +102,12 @@ def test_rounds_are_the_sync_generations_and_cooperative_keeps_the_untouched_par
     # t0 = c's ready (2500 = 1.5 s after the origin); eager settles at 2700, cooperative at 2900
     assert (e["outcome"], e["t0_s"], e["t1_s"]) == ("settled", 1.5, 1.7)
     assert (c["outcome"], c["t0_s"], c["t1_s"]) == ("settled", 1.5, 1.9)
-    # SyncGroup generations in [2500, 6000): eager {2}; cooperative {2, 3}; the Heartbeat of
-    # generation 1 at 2550 is not a SyncGroup
+    # the leader's SyncGroups (with assignments) in [2500, 6000): eager one (2700); cooperative two
+    # (2700, 2900; both generation 0); the followers' SyncGroups and the Heartbeat at 2550 are not rounds
     assert e["rebalance_rounds"] == 1 and c["rebalance_rounds"] == 2
+    # the broker's own rebalance events: none in the eager unit (0, counted); the tapped unit cannot have
+    # them (None: not measured)
+    assert e["group_rebalances"] == 0 and c["group_rebalances"] is None
     # at t0 every partition is owned (p0 p1 by a, p2 by b): 3. Eager: all revoked at 2600, 0 kept.
     assert (e["undisturbed_partitions"], e["undisturbed_fraction"], e["undisturbed_gap_s"]) == (0, 0.0, None)
     # cooperative: only p1 moved; p0 (a) and p2 (b) never stopped: 2 of 3. Their longest gap in

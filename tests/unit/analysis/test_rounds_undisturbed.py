@@ -7,12 +7,12 @@ from harness.analysis.cooperative import cooperative_fields
 from harness.analysis.herd import rebalance_rounds
 
 
-def test_rounds_are_the_sync_generations_of_coordinator_units_with_broker_reports() -> None:
-    assert rebalance_rounds({"sync_generations": 2}, "coordinator", True, True) == 2
+def test_rounds_are_the_leader_syncs_of_coordinator_units_with_broker_reports() -> None:
+    assert rebalance_rounds({"leader_syncs": 2}, "coordinator", True, True) == 2
     assert rebalance_rounds({}, "coordinator", True, True) == 0  # no SyncGroup in the window
-    assert rebalance_rounds({"sync_generations": 2}, "legacy_zk", True, True) is None
-    assert rebalance_rounds({"sync_generations": 2}, "coordinator", False, True) is None  # no broker
-    assert rebalance_rounds({"sync_generations": 2}, "coordinator", True, False) is None  # skipped
+    assert rebalance_rounds({"leader_syncs": 2}, "legacy_zk", True, True) is None
+    assert rebalance_rounds({"leader_syncs": 2}, "coordinator", False, True) is None  # no broker
+    assert rebalance_rounds({"leader_syncs": 2}, "coordinator", True, False) is None  # skipped
 
 
 def test_undisturbed_fields_of_settled_and_other_triggers() -> None:
