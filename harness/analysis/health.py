@@ -3,7 +3,9 @@
 Contract
 --------
 * :func:`unit_values`: per unit, long format (unit, key, value): ``session_failures`` (heartbeat
-  errors and ZooKeeper SUSPENDED / LOST states of members that no nemesis action targeted, from the
+  errors the member's client reported, the broker expiring the member's session (``member_removed``
+  with reason ``expired``), and ZooKeeper SUSPENDED / LOST states of members that no nemesis action
+  targeted, from the
   unit's ``stable`` until settling_end) and ``session_failures_startup`` (the same before
   ``stable``: start-up starvation). Units without any have no rows. Trouble inside the trigger
   window of a coordinator or ZooKeeper-leader fault (:func:`.failover.fault_windows`, from its
@@ -23,6 +25,8 @@ from harness.analysis.frames import UNIT, Frames, join, long_values, role_col
 from harness.kernel.events import Kind, Role
 
 NAMES = ("session_failures", "session_failures_startup")
+#: herdlab's broker's event when a member leaves the group, and the reason of a session expiry.
+MEMBER_REMOVED, EXPIRED = "member_removed", "expired"
 
 
 def unit_values(facts: Facts, frames: Frames) -> DataFrame:
@@ -36,14 +40,32 @@ def unit_values(facts: Facts, frames: Frames) -> DataFrame:
         .distinct()
         .withColumn("targeted", F.lit(True))
     )
-    trouble = cm.where(
+    # the coordinator expiring a member's session (herdlab's broker says which member id; the member's
+    # own events map the id to its name): the one account every client gets, whether or not its library
+    # reports failed heartbeats (kafka-python has no callback for them)
+    ids = (
+        c.where(role_col(Role.MEMBER) & F.col("member").isNotNull() & (F.col("member") != ""))
+        .select(*UNIT, "member", F.col("source").alias("named"))
+        .distinct()
+    )
+    expired = (
+        cm.where(role_col(Role.BROKER) & (kind == MEMBER_REMOVED) & (F.col("reason") == EXPIRED))
+        .join(ids, [*UNIT, "member"])
+        .withColumn("source", F.col("named"))
+        .drop("named")
+    )
+    own = cm.where(
         role_col(Role.MEMBER)
         & (
             (kind == Kind.HEARTBEAT_ERROR)
             | ((kind == Kind.ZK_STATE) & F.col("state").isin("SUSPENDED", "LOST"))
         )
-        & (F.col("ts_ns") < F.col("send"))
-    ).join(F.broadcast(targeted), [*UNIT, "source"], "left_anti")
+    )
+    trouble = (
+        own.unionByName(expired)
+        .where(F.col("ts_ns") < F.col("send"))
+        .join(F.broadcast(targeted), [*UNIT, "source"], "left_anti")
+    )
     windows = F.broadcast(fault_windows(facts))
     inside = (F.col("ts_ns") >= F.col("r_wstart")) & (F.col("ts_ns") < F.col("r_wend"))
     trouble = (

@@ -28,7 +28,9 @@ def zombie() -> UnitHistory:
     processes 12..77 except 40 from 8300, every 100 ms. a is resumed at 12000, processes 12 and 13
     at 12100 and 12200, commits p0 at 12250 (generation 1, accepted by the broker) and revokes at
     12300. Steady traffic: one broker report at 5000 (Heartbeat 10, OffsetCommit 2, JoinGroup 1).
-    b has a heartbeat error at 9000 (untargeted), a one at 12150 (targeted); the producer refreshes
+    b has a heartbeat error at 9000 (untargeted), a one at 12150 (targeted); the broker expires a's
+    session at 8000 (a targeted member) and b's at 9050 (untargeted) and removes b on a leave at 14500
+    (not a failure); the producer refreshes
     its metadata at 9100 (workload, not coordination). Settling ends at
     15000; a Metadata request at 16000 belongs to no trigger. Produced: offsets 0..79.
     """
@@ -48,6 +50,7 @@ def zombie() -> UnitHistory:
         requests={"Heartbeat": 10, "OffsetCommit": 2, "JoinGroup": 1},
     )
     u.at(8000, "group_state", "broker-0", from_state="Stable", to_state="PreparingRebalance", generation=2)
+    u.at(8000, "member_removed", "broker-0", member="A", reason="expired", generation=1)
     u.at(8050, "group_request", "broker-0", api="JoinGroup").at(
         8150, "group_request", "broker-0", api="SyncGroup"
     )
@@ -55,12 +58,14 @@ def zombie() -> UnitHistory:
     u.joined(8200, "b", 0, generation=2, member="B")
     u.records("b", 0, [o for o in range(12, 78) if o != 40], 8300, 100)
     u.at(9000, "heartbeat_error", "b", error="timeout")
+    u.at(9050, "member_removed", "broker-0", member="B", reason="expired", generation=2)
     u.at(9100, "group_request", "broker-0", api="Metadata", client="herdlab-producer")
     u.action(12000, "resume", ["a"], trigger=False)
     u.records("a", 0, [12, 13], 12100, 100)
     u.at(12150, "heartbeat_error", "a", error="rebalance in progress")
     u.at(12250, "commit", "broker-0", member="A", partition=0, offset=14, generation=1)
     u.revoked(12300, "a", 0, generation=1, member="A")
+    u.at(14500, "member_removed", "broker-0", member="B", reason="leave", generation=2)
     u.settling_end(15000)
     u.at(16000, "group_request", "broker-0", api="Metadata")
     return u
@@ -239,7 +244,8 @@ def test_zombie_duplicates_commits_and_completeness(analysed: dict[str, Any]) ->
 
 def test_session_failures_count_only_untargeted_members_after_stable(analysed: dict[str, Any]) -> None:
     u = unit(analysed, "zombie")
-    assert (u["session_failures"], u["session_failures_startup"]) == (1, 0)  # b at 9000; a was paused
+    # b's heartbeat error at 9000 and its expiry at 9050; a was paused (targeted); a leave is no failure
+    assert (u["session_failures"], u["session_failures_startup"]) == (2, 0)
 
 
 # -- legacy: skipped, a crash of a member that owned nothing, no effect, the drain ----------------------
