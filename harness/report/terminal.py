@@ -14,6 +14,8 @@ from harness.report.tables import (
     VERDICT_COLUMNS,
     cases,
     completeness_rows,
+    coordinators_columns,
+    coordinators_rows,
     failover_rows,
     fmt_stat,
     implementations,
@@ -28,7 +30,8 @@ from harness.report.tables import (
 def verdict_panel(metrics: dict[str, Any]) -> Group:
     """The verdict: the one-line run verdict, the ratio table, the completeness table and, when some
     unit switched member kinds, the migration verdict with the expected one, and when some unit had a
-    coordinator or ZooKeeper-leader fault, the coordinator failover table."""
+    coordinator or ZooKeeper-leader fault, the coordinator failover table, and when the run compared
+    brokers, the coordinators table."""
     v = verdict_of(metrics)
     style = "bold green" if v["valid"] else "bold red"
     parts: list[Any] = [Text(f"verdict: {v['line']}", style=style)]
@@ -65,6 +68,14 @@ def verdict_panel(metrics: dict[str, Any]) -> Group:
             )
             f.add_row(*r, style="red" if bad else None)
         parts.append(f)
+    head = coordinators_columns(metrics)
+    if head:
+        k = Table(title="coordinators: herdlab's broker against tansu", title_justify="left")
+        for name in head:
+            k.add_column(name, justify="left" if name in ("trigger", "client", "assignor") else "right")
+        for r in coordinators_rows(metrics):
+            k.add_row(*r)
+        parts.append(k)
     return Group(*parts)
 
 

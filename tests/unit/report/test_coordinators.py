@@ -139,3 +139,22 @@ def test_columns_are_labelled_by_client_broker_and_assignor_only_when_they_vary(
     assert varying(plain) == ()
     assert side_by_side(plain)[0].label("coordinator") == "coordinator"
     assert unit_rows(plain)[0]["unit"] == "coordinator members=3 r0"
+
+
+def test_the_terminal_verdict_ends_with_the_coordinators_table() -> None:
+    from rich.console import Console
+
+    from harness.report.terminal import verdict_panel
+
+    m = _run()
+    console = Console(width=200, record=True)
+    console.print(verdict_panel(m))
+    text = console.export_text()
+    assert "coordinators: herdlab's broker against tansu" in text
+    line = next(x for x in text.splitlines() if "#1 join" in x and "range" in x)
+    cells = [c.strip() for c in line.strip().strip("│").split("│")]
+    assert cells == ["#1 join", "kafka-python", "range", "0.500 s", "5.000 s", "0.10", "12", "20", "0.60"]
+    del m["coordinators"]
+    console = Console(width=200, record=True)
+    console.print(verdict_panel(m))
+    assert "coordinators:" not in console.export_text()
