@@ -246,14 +246,33 @@ class UnitRunner:
         self._phase("joining")
         view = self.view
         initial = set(self.plan.initial)
-        if not self.waiter.wait(
-            s.stable_timeout,
-            lambda: (
-                initial <= view.live
-                and not (initial & view.rebalancing)
-                and view.settled(clock.time_ns(), s.settle_window)
-            ),
+        members = self.rig.members
+
+        def exited() -> list[str]:
+            """Initial members whose process ended before the group was stable (a member refused by its
+            client, say): the unit cannot become stable, so it fails now, not after stable_timeout."""
+            return [n for n in self.plan.initial if n in members and not members[n].alive()]
+
+        if (
+            not self.waiter.wait(
+                s.stable_timeout,
+                lambda: (
+                    bool(exited())
+                    or (
+                        initial <= view.live
+                        and not (initial & view.rebalancing)
+                        and view.settled(clock.time_ns(), s.settle_window)
+                    )
+                ),
+            )
+            or exited()
         ):
+            gone = exited()
+            if gone:
+                raise UnitFailed(
+                    f"{self.unit.key}: member {gone[0]} exited before the group was stable: "
+                    f"{_last_line(self.logs_dir / f'{gone[0]}.log')} (see {self.logs_dir})"
+                )
             raise UnitFailed(
                 f"{self.unit.key}: group not stable after {s.stable_timeout:g}s ({view.summary()}); see {self.logs_dir}"
             )
@@ -342,6 +361,15 @@ class UnitRunner:
             self._sample_zk("end")
         self.rig.stop_cluster()
         self.history.close()
+
+
+def _last_line(path: Path) -> str:
+    """The last non-empty line of a log (what a process said before it ended), or ``""``."""
+    try:
+        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
 
 
 def planned_cases(scenario: Scenario) -> list[Case]:

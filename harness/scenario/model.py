@@ -236,7 +236,7 @@ class Group(Strict):
 
     @model_validator(mode="after")
     def _assignor_of_client(self) -> Group:
-        from harness.scenario.properties import ASSIGNORS, STATIC_MEMBERSHIP
+        from harness.scenario.properties import ASSIGNORS, STATIC_MEMBERSHIP, check_client_properties
 
         client = self.coordinator.client
         if self.assignor not in ASSIGNORS[client]:
@@ -244,6 +244,9 @@ class Group(Strict):
                 f"group.assignor {self.assignor!r} is not an assignor of client {client!r} "
                 f"(it has {', '.join(ASSIGNORS[client])})"
             )
+        # every property a member gets, typed shorthands included: a client checks them against each
+        # other (librdkafka: max.poll.interval.ms >= session.timeout.ms)
+        check_client_properties(client, self.coordinator.member_properties(self.assignor))
         if self.coordinator.static_membership and client not in STATIC_MEMBERSHIP:
             raise ValueError(f"client {client!r} has no static membership (group.instance.id)")
         return self

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -125,18 +126,29 @@ def _check_snake(client: str, known: Mapping[str, Any], props: Mapping[str, Prop
 
 def _check_librdkafka(props: Mapping[str, PropertyValue]) -> None:
     """librdkafka checks its own configuration when a client is made (no connection without
-    ``bootstrap.servers``): one throwaway consumer per name, so the error names the property."""
+    ``bootstrap.servers``): one throwaway consumer with every property together, since librdkafka checks
+    them against each other too (``max.poll.interval.ms`` must be at least ``session.timeout.ms``, whose
+    default is 45 s); the error names the property librdkafka names."""
     from confluent_kafka import Consumer, KafkaException
 
-    for name, value in props.items():
-        conf: dict[str, Any] = {"group.id": "herdlab-check", "log_level": 0, name: property_value(value)}
-        try:
-            Consumer(conf).close()
-        except (KafkaException, ValueError, TypeError) as e:
-            text = str(e.args[0] if e.args else e)
-            if "No such configuration property" in text:
-                raise ValueError(f"unknown librdkafka property {name!r}") from None
-            raise ValueError(f"librdkafka property {name!r}: bad value {value!r} ({text[:200]})") from None
+    conf: dict[str, Any] = {"group.id": "herdlab-check", "log_level": 0}
+    conf.update({name: property_value(value) for name, value in props.items()})
+    try:
+        Consumer(conf).close()
+        return
+    except (KafkaException, ValueError, TypeError) as e:
+        err = e.args[0] if e.args else e
+        text = str(err.str() if hasattr(err, "str") else err)
+    unknown = re.search(r'No such configuration property: "([^"]+)"', text)
+    if unknown:
+        raise ValueError(f"unknown librdkafka property {unknown.group(1)!r}")
+    bad = re.search(r'configuration property "([^"]+)"', text)
+    if bad and bad.group(1) in props:
+        name = bad.group(1)
+        raise ValueError(f"librdkafka property {name!r}: bad value {props[name]!r} ({text[:200]})")
+    raise ValueError(
+        f"librdkafka properties refused: {text.removeprefix('Failed to create consumer: ')[:200]}"
+    )
 
 
 def python_kwargs(props: Mapping[str, PropertyValue], defaults: Mapping[str, Any]) -> dict[str, Any]:

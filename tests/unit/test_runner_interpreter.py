@@ -440,3 +440,25 @@ def test_a_switch_starts_coordinator_members_in_the_group_and_settling_waits_the
     wait = by[("settling_end", None)]["ts_ns"] - last
     assert 7e9 <= wait < 20e9
     assert outcome["settled_at_end"] is True
+
+
+def test_an_initial_member_that_exits_fails_the_unit_at_once_with_its_last_log_line(tmp_path: Path) -> None:
+    runner, rig, clock = _runner(tmp_path, "coordinator", ["group.members=2", "topic.partitions=2"])
+    start = rig.start_member
+
+    def start_and_die(name: str, kind: str | None = None, props: Mapping[str, str] | None = None) -> None:
+        start(name, kind, props)
+        if name == "m1":  # refused by its client: the process ends at once, saying why in its log
+            rig.members[name].running = False
+            rig.never_settle = True
+            (runner.logs_dir / "m1.log").write_text("booting\nError: Invalid value for -X: bad\n\n")
+
+    rig.start_member = start_and_die  # type: ignore[method-assign]
+    t0 = clock.monotonic()
+    with pytest.raises(
+        UnitFailed, match=r"member m1 exited before the group was stable: Error: Invalid value"
+    ):
+        runner.run()
+    runner.close()
+    # not after stable_timeout (the herd scenario's 120 s): within the waiter's first polls
+    assert clock.monotonic() - t0 < 5

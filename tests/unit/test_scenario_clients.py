@@ -95,6 +95,15 @@ def test_legacy_properties_table_goes_over_the_typed_keys() -> None:
             ),
             "group.coordinator.session_timeout_ms and group.coordinator.properties.'session.timeout.ms' both given",
         ),
+        (
+            (
+                COORDINATOR_ONLY,
+                'group.coordinator.client="librdkafka"',
+                "group.coordinator.session_timeout_ms=9000",
+                "group.coordinator.max_poll_interval_ms=8000",
+            ),
+            "librdkafka properties refused: `max.poll.interval.ms`must be >= `session.timeout.ms`",
+        ),
         (('group.legacy_zk.properties={"no.such"=1}',), "unknown legacy_zk property 'no.such'"),
         (('workload.properties={"linger.ms"="x"}',), "producer property 'linger.ms': bad value 'x'"),
         (('workload.properties={"bootstrap.servers"="x:1"}',), "'bootstrap.servers' is set by the harness"),
@@ -133,3 +142,16 @@ def test_client_assignor_and_broker_are_matrix_axes_checked_per_case() -> None:
     bad = bad.model_copy(update={"group": bad.group.model_copy(update={"assignor": "cooperative-sticky"})})
     with pytest.raises(ConfigError, match="case .*aiokafka.*not an assignor of client 'aiokafka'"):
         expand(bad)
+
+
+def test_every_member_property_of_a_librdkafka_scenario_is_accepted_together() -> None:
+    """librdkafka checks properties against each other: the member's whole set (max.poll.interval.ms 30 s
+    with session.timeout.ms 6 s) is valid although max.poll.interval.ms alone, against librdkafka's 45 s
+    default session timeout, is not."""
+    from harness.scenario.properties import check_client_properties
+
+    s = _load(COORDINATOR_ONLY, 'group.coordinator.client="librdkafka"')
+    props = s.group.coordinator.member_properties(s.group.assignor)
+    check_client_properties("librdkafka", props)
+    with pytest.raises(ValueError, match="max.poll.interval.ms"):
+        check_client_properties("librdkafka", {"max.poll.interval.ms": props["max.poll.interval.ms"]})
