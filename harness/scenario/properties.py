@@ -137,8 +137,8 @@ def _check_librdkafka(props: Mapping[str, PropertyValue]) -> None:
         Consumer(conf).close()
         return
     except (KafkaException, ValueError, TypeError) as e:
-        err = e.args[0] if e.args else e
-        text = str(err.str() if hasattr(err, "str") else err)
+        err: Any = e.args[0] if e.args else e
+        text = str(err.str() if hasattr(err, "str") else err)  # a KafkaError's own message
     unknown = re.search(r'No such configuration property: "([^"]+)"', text)
     if unknown:
         raise ValueError(f"unknown librdkafka property {unknown.group(1)!r}")
