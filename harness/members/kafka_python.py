@@ -28,7 +28,9 @@ Contract
   and member id for KIP-447 transactions) is read when a join completes (``on_partitions_assigned``).
 * Listener: eager assignors call it with the whole assignment; with ``cooperative-sticky`` kafka-python
   3.0.12 calls it only for partitions revoked or added, so a round that changes nothing of this member
-  writes no ``rebalance_end`` (its ``generation`` field then lags the group's: read the broker's).
+  is seen after the next poll instead (:meth:`KafkaPythonMember._note_quiet_join`: a ``rebalance_end``
+  with the new generation and the unchanged assignment). A broker that numbers every generation alike
+  (tansu 0.6: always 0) shows only the member's first such round.
 * Heartbeat errors: kafka-python has no callback or result for a failed heartbeat (it only logs), so
   this member writes no ``heartbeat_error``; a lost membership shows as ``revoked`` with ``lost=True``.
 * A retriable client error from ``poll`` (no broker reachable: kafka-python 3.0.12 raises where Java's
@@ -231,6 +233,31 @@ class KafkaPythonMember:
         if self.on_change:
             self.on_change("assigned", added, self.rec.generation)
 
+    def _note_quiet_join(self) -> None:
+        """Cooperative-sticky: a join that completed without a listener call (nothing of this member's
+        assignment changed) is recorded after the poll that saw it, as ``rebalance_end`` with the new
+        generation (``assigned([])``), from the public snapshot ``group_metadata()`` (generation and
+        ``state``, which kafka-python documents for "whether the consumer has converged"): so a member that
+        joins and gets nothing is live, and every member's rounds show. Never for eager assignors, whose
+        listener is called on every join."""
+        from kafka.coordinator.base import MemberState
+
+        meta = self.consumer.group_metadata()
+        if meta.state is not MemberState.STABLE or meta.generation_id < 0:
+            return
+        with self._lock:
+            if meta.generation_id <= self.rec.generation and meta.member_id == self.rec.member_id:
+                return
+            self.rec.joined(meta.generation_id, meta.member_id)
+            self.rec.assigned(())
+        log.info(
+            "group=%s generation=%d member=%s (%s) joined; assignment unchanged",
+            self.config.group,
+            meta.generation_id,
+            meta.member_id,
+            self.config.name,
+        )
+
     # -- life cycle ----------------------------------------------------------------------------
     def _await_topic_metadata(self, timeout_s: float = 30.0) -> None:
         """Before the first poll (so before the first JoinGroup): refresh metadata now that the topic is
@@ -266,6 +293,8 @@ class KafkaPythonMember:
             log.warning("%s: poll failed (%s), polling again", c.name, e)
             self._stop.wait(c.poll_timeout_ms / 1000)  # a poll's worth of backoff
             return
+        if self.config.assignor == "cooperative-sticky":
+            self._note_quiet_join()
         with self._lock:  # commit_async only schedules: never held while waiting on the IO thread
             for tp, records in batches.items():
                 for r in records:

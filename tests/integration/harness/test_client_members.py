@@ -228,6 +228,34 @@ def test_cooperative_sticky_keeps_the_untouched_partitions_consuming_across_a_jo
         assert kept[n] <= consumed, f"{n} did not consume {kept[n] - consumed} during the rebalance"
 
 
+def test_a_cooperative_member_that_gets_nothing_still_records_its_completed_join(
+    broker_factory: BrokerFactory, tmp_path: Path
+) -> None:
+    """One partition, two cooperative-sticky kafka-python members: the second joins and gets nothing, so
+    kafka-python calls no listener for it; its completed join is still recorded (a ``rebalance_end`` with
+    the round's generation and no partitions), so the checker counts it as live."""
+    broker = broker_factory(extra_args=FAST_BROKER)
+    create_topic(broker, "one", 1)
+    g = ClientGroup(
+        broker, tmp_path, "g-quiet", "one", 1, "kafka-python", (*OPTIONS, "--assignor", "cooperative-sticky")
+    )
+    try:
+        g.start("m0")
+        g.wait_balanced("m0 alone")
+        g.start("m1")
+
+        def m1_joined() -> list[dict[str, Any]]:
+            return _kinds(g.events("m1"), "rebalance_end")
+
+        (end, *_) = wait_until(m1_joined, timeout=30, what="m1's completed join")
+        assert end["partitions"] == [] and end["generation"] >= 2 and end["member"]
+        assert not _kinds(g.events("m1"), "assigned")  # it was given nothing
+        assert {e["partition"] for e in _kinds(g.events("m0"), "assigned")} == {0}
+        assert not _kinds(g.events("m0"), "revoked")  # cooperative: m0 kept p0 throughout
+    finally:
+        g.stop_all()
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_static_member_restart_within_the_session_timeout_causes_no_rebalance(
