@@ -260,9 +260,13 @@ class KafkaTap:
             self._server.close()
         for w in list(self._writers):
             w.close()
-        for task in asyncio.all_tasks():
-            if task is not asyncio.current_task():
-                task.cancel()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        # let every cancelled connection finish here: a task still pending when the loop stops is
+        # reported by asyncio on the terminal ("Task was destroyed but it is pending")
+        if tasks:
+            await asyncio.wait(tasks, timeout=5.0)
 
     def _stop_loop(self) -> None:
         loop, thread = self._loop, self._thread
