@@ -45,7 +45,11 @@ Contract
 * :meth:`stop` may be called from any thread (the CLI's signal handler): the poll loop polls with
   ``config.poll_timeout_ms`` and checks the flag between polls. ``clean=True``: synchronous commit, then
   ``Consumer.close()`` (LeaveGroup for a dynamic member; a static member stays in the group until its
-  session expires, KIP-345); ``clean=False``: return without closing.
+  session expires, KIP-345); ``clean=False``: return without closing. A clean stop while no coordinator
+  answers (the broker is gone) lasts until librdkafka gives up its synchronous commit (``Local: Waiting
+  for coordinator``, recorded rejected), which it does when the member's session times out
+  (``session.timeout.ms``, 45 s by default; measured with librdkafka 2.16): confluent-kafka's
+  synchronous ``commit`` takes no timeout.
 * librdkafka's log lines go to the Python logger ``harness.member.librdkafka.<name>`` (logs only, never
   parsed).
 """

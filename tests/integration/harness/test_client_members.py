@@ -340,21 +340,25 @@ def test_an_assignor_the_client_lacks_is_a_one_line_error() -> None:
     assert len(errors) == 1 and "cooperative-sticky" in errors[0], r.stderr
 
 
-def test_aiokafka_stop_during_a_broker_outage_ends_within_the_request_timeout(
-    broker_factory: BrokerFactory,
+@pytest.mark.parametrize("client", CLIENTS)
+def test_stop_during_a_broker_outage_ends_within_the_request_timeout(
+    broker_factory: BrokerFactory, client: str
 ) -> None:
-    """The aiokafka member processed records it has not committed yet; the broker dies; ``stop()`` (the
-    CLI's SIGTERM) commits, which cannot reach a coordinator: the commit is given up after the client's
-    ``request.timeout.ms`` and recorded rejected, then the client closes and ``run()`` returns. (aiokafka's
-    ``commit`` looks for a coordinator until one answers or the consumer is closing, so without a bound
-    the member never ended while the broker was away.)"""
+    """The member processed records it has not committed yet; the broker dies; ``stop()`` (the CLI's
+    SIGTERM) commits, which cannot reach a coordinator: each commit attempt is given up after the client's
+    ``request.timeout.ms`` and recorded rejected for the positions processed, then the client closes and
+    ``run()`` returns, a clean stop. (aiokafka's ``commit`` looks for a coordinator until one answers or
+    the consumer is closing, so without the member's bound it never ended while the broker was away;
+    kafka-python bounds its blocking commit itself and may try twice: at stop, then in the revoke of its
+    close. librdkafka is not here: its synchronous commit waits for a coordinator until its session
+    times out, see harness/members/librdkafka.py.)"""
     broker = broker_factory(extra_args=FAST_BROKER)
     create_topic(broker, "t", 2)
     history = RecordingHistory()
     request_timeout_ms = 2000
     props = {"request.timeout.ms": str(request_timeout_ms), "auto.commit.interval.ms": "600000"}
     config = MemberConfig(
-        bootstrap=broker.bootstrap, group="g-stop", topic="t", name="m0", client="aiokafka", properties=props
+        bootstrap=broker.bootstrap, group="g-stop", topic="t", name="m0", client=client, properties=props
     )
     member = make_member(config, history)  # pyright: ignore[reportArgumentType]
     t = threading.Thread(target=member.run, daemon=True)  # daemon: a hung member must not hang pytest
@@ -377,6 +381,5 @@ def test_aiokafka_stop_during_a_broker_outage_ends_within_the_request_timeout(
     processed = {}
     for e in history.of("record"):
         processed[e["partition"]] = max(processed.get(e["partition"], 0), e["offset"] + 1)
-    # every partition's processed position was attempted once, and rejected
+    # every partition's processed position was attempted, and each attempt rejected
     assert {e["partition"]: e["offset"] for e in history.of("commit_rejected")} == processed
-    assert len(history.of("commit_rejected")) == len(processed)
