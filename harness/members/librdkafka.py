@@ -85,8 +85,8 @@ GROUP_ERRORS = frozenset(
 
 
 #: The layout of librdkafka's serialised consumer group metadata (``rd_kafka_consumer_group_metadata_write``,
-#: librdkafka 1.4 to 2.16): this magic, the generation (int32, host byte order), then the NUL-terminated group
-#: id and member id, a byte saying whether the group instance id is absent, and that id when present.
+#: as librdkafka 2.16 writes it): this magic, the generation (int32, host byte order), then the NUL-terminated
+#: group id and member id, a byte saying whether the group instance id is absent, and that id when present.
 CGMD_MAGIC = b"CGMDv2:"
 
 
