@@ -19,7 +19,12 @@ Contract
   fire-and-forget commit); the rebalance listener's ``on_partitions_revoked`` (a coroutine, which
   aiokafka awaits) commits the revoked partitions and awaits the answer; a clean stop commits with
   ``await consumer.commit(offsets)`` before ``consumer.stop()``. A rejected commit carries the Kafka
-  error name and code (aiokafka raises ``CommitFailedError`` from the broker's error).
+  error name and code (aiokafka raises ``CommitFailedError`` from the broker's error). Every commit is
+  given up after the client's ``request.timeout.ms`` (aiokafka's default when not given) and recorded
+  rejected with ``TimeoutError``: aiokafka's ``commit`` looks for a coordinator until one answers or the
+  consumer is closing, so an unbounded commit during a broker outage kept a stopping member (and a
+  revoke listener, which ``consumer.stop()`` waits for) running until the broker came back; the bound is
+  the one kafka-python applies to its blocking ``commit`` and ``close``.
 * Identity: aiokafka has no public generation / member id; the member reads its group coordinator's
   ``generation`` and ``member_id`` attributes (``consumer._coordinator``) when a join completes
   (``on_partitions_assigned``), read-only.
@@ -123,6 +128,10 @@ class AiokafkaMember:
         self._clean = True
         self.consumer: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: how long a commit may take (see the module contract)
+        self.commit_timeout_s = (
+            int(config.prop("request.timeout.ms", str(_defaults()["request_timeout_ms"]))) / 1000
+        )
         self._close_ms: float | None = None
 
     # -- commits -------------------------------------------------------------------------------
@@ -146,8 +155,8 @@ class AiokafkaMember:
         if not pending:
             return
         try:
-            await self.consumer.commit(self._offsets(pending))
-        except Exception as e:  # the commit's outcome: recorded, the member goes on
+            await asyncio.wait_for(self.consumer.commit(self._offsets(pending)), self.commit_timeout_s)
+        except Exception as e:  # the commit's outcome (TimeoutError: given up): recorded, the member goes on
             self._record_commit(pending, e)
         else:
             self._record_commit(pending, None)
@@ -221,8 +230,22 @@ class AiokafkaMember:
                 if self._tasks:
                     await asyncio.wait(self._tasks)
                 await self._commit(self.policy.pending())
-                await self.consumer.stop()
+                await self._stop_consumer()
                 self._close_ms = (time.monotonic() - t0) * 1e3
+
+    async def _stop_consumer(self) -> None:
+        """``consumer.stop()`` (commit hooks, LeaveGroup, then the fetcher and the client). aiokafka 0.14's
+        ``Fetcher.close`` cancels its in-flight fetch requests and awaits them unguarded, so when one is
+        pending (a fetch retrying against a broker that is gone) ``stop()`` raises their
+        ``CancelledError`` after the group was left: that one is logged, not taken for this task's own
+        cancellation (which is re-raised)."""
+        try:
+            await self.consumer.stop()
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            log.warning("%s: aiokafka's close ended on a cancelled fetch request", self.config.name)
 
     def run(self) -> None:
         """Join and consume until :meth:`stop`; then commit and leave (clean) or just return."""

@@ -25,10 +25,15 @@ Contract
   ``KafkaException``'s error code. librdkafka also reports a synchronous commit to ``on_commit``; such
   echoes are told from asynchronous commits by their offsets (an ``on_commit`` whose offsets match no
   outstanding asynchronous commit is not recorded again).
-* Identity: ``member`` is ``Consumer.memberid()`` read in each rebalance callback. librdkafka documents no
-  way to read the generation (``consumer_group_metadata()`` is opaque; the statistics' ``cgrp`` object has
-  ``join_state``, ``rebalance_cnt``, ``assignment_size`` but no generation), so ``generation`` is -1 in
-  every event of this member; read the broker's ``group_request`` / ``rebalance_end`` events for it.
+* Identity: ``member`` is ``Consumer.memberid()`` and ``generation`` the generation in
+  ``Consumer.consumer_group_metadata()``, both read in each rebalance callback. librdkafka has no
+  accessor for the generation (the statistics' ``cgrp`` object has ``join_state``, ``rebalance_cnt``,
+  ``assignment_size`` but no generation); ``consumer_group_metadata()`` returns librdkafka's serialised
+  ``rd_kafka_consumer_group_metadata_t`` (``rd_kafka_consumer_group_metadata_write``, the bytes a
+  transactional producer reads back), which carries the group id, generation and member id
+  (:func:`generation_of`). Those bytes are trusted only when their layout is the one known here and their
+  group and member id are this member's (``memberid()``); otherwise ``generation`` is -1, as before
+  (read the broker's ``group_request`` / ``rebalance_end`` events for it then).
 * Errors: ``error_cb`` and the error of a message from ``poll()``. ``_PARTITION_EOF`` is not an error. A
   fatal error (``KafkaError.fatal()``, or a message error ``_FATAL``: librdkafka 2.16 reports a fenced static
   member, ``FENCED_INSTANCE_ID``, that way, with ``fatal()`` false) is recorded once as ``heartbeat_error``
@@ -40,7 +45,11 @@ Contract
 * :meth:`stop` may be called from any thread (the CLI's signal handler): the poll loop polls with
   ``config.poll_timeout_ms`` and checks the flag between polls. ``clean=True``: synchronous commit, then
   ``Consumer.close()`` (LeaveGroup for a dynamic member; a static member stays in the group until its
-  session expires, KIP-345); ``clean=False``: return without closing.
+  session expires, KIP-345); ``clean=False``: return without closing. A clean stop while no coordinator
+  answers (the broker is gone) lasts until librdkafka gives up its synchronous commit (``Local: Waiting
+  for coordinator``, recorded rejected), which it does when the member's session times out
+  (``session.timeout.ms``, 45 s by default; measured with librdkafka 2.16): confluent-kafka's
+  synchronous ``commit`` takes no timeout.
 * librdkafka's log lines go to the Python logger ``harness.member.librdkafka.<name>`` (logs only, never
   parsed).
 """
@@ -48,6 +57,7 @@ Contract
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from typing import Any
@@ -72,6 +82,27 @@ GROUP_ERRORS = frozenset(
         "_MAX_POLL_EXCEEDED",
     }
 )
+
+
+#: The layout of librdkafka's serialised consumer group metadata (``rd_kafka_consumer_group_metadata_write``,
+#: as librdkafka 2.16 writes it): this magic, the generation (int32, host byte order), then the NUL-terminated
+#: group id and member id, a byte saying whether the group instance id is absent, and that id when present.
+CGMD_MAGIC = b"CGMDv2:"
+
+
+def generation_of(metadata: object, group: str, member_id: str) -> int:
+    """The generation in librdkafka's serialised group metadata ``metadata`` (``consumer_group_metadata()``),
+    or -1 unless the bytes have the layout of :data:`CGMD_MAGIC` and name ``group`` and ``member_id``."""
+    if not isinstance(metadata, bytes) or not metadata.startswith(CGMD_MAGIC) or not member_id:
+        return -1
+    body = metadata[len(CGMD_MAGIC) :]
+    if len(body) < 4:
+        return -1
+    generation = int.from_bytes(body[:4], sys.byteorder, signed=True)
+    names = body[4:].split(b"\0", 2)
+    if len(names) < 3 or names[0] != group.encode() or names[1] != member_id.encode():
+        return -1
+    return generation
 
 
 class LibrdkafkaFatal(RuntimeError):
@@ -119,7 +150,10 @@ class LibrdkafkaMember:
 
     # -- callbacks (all served from poll() / close() on the member's thread) ---------------------
     def _identity(self, consumer: Any) -> None:
-        self.rec.joined(-1, consumer.memberid() or "")
+        member_id = consumer.memberid() or ""
+        self.rec.joined(
+            generation_of(consumer.consumer_group_metadata(), self.config.group, member_id), member_id
+        )
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         self._identity(consumer)

@@ -93,6 +93,15 @@ def test_two_members_split_the_partitions_commit_with_outcomes_and_a_clean_leave
     assert committed(rdk_broker, PARTITIONS) == expected
     m1_stopped = [e for e in evs if e["source"] == "m1" and e["kind"] == "stopped"]
     assert len(m1_stopped) == 1 and m1_stopped[0]["clean"] is True
+    # Identity: each member's rounds carry a generation the broker completed with members (read from
+    # librdkafka's consumer_group_metadata()), not -1; m0's last round is the broker's last one with members
+    # (m1's leave; the generation after it is the empty group's, after m0's own leave).
+    completed = [e["generation"] for e in broker_events(rdk_broker, "rebalance_end") if e["members"] > 0]
+    for name in ("m0", "m1"):
+        rounds = [e["generation"] for e in evs if e["source"] == name and e["kind"] == "rebalance_end"]
+        assert rounds and set(rounds) <= set(completed), (name, rounds, completed)
+    m0_rounds = [e["generation"] for e in evs if e["source"] == "m0" and e["kind"] == "rebalance_end"]
+    assert m0_rounds[-1] == completed[-1], (m0_rounds, completed)
 
 
 def test_property_passthrough_reaches_the_broker(

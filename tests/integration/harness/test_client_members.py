@@ -10,7 +10,8 @@ members' histories (the librdkafka member has its own file; the helpers are test
 * static membership: a restart within the session timeout causes no rebalance;
 * property passthrough: ``-X`` reaches the client (``started.effective``); an unknown ``-X`` is a
   one-line error with a non-zero exit;
-* ``stop()`` from another thread (as the CLI's signal handler) ends the member cleanly.
+* ``stop()`` from another thread (as the CLI's signal handler) ends the member cleanly, also (aiokafka)
+  while the broker is gone: the last commit is given up after ``request.timeout.ms``.
 
 Default run: the life-cycle test, the cooperative join and the quick ones (about 30 s together);
 the fenced commit and the static restart are ``long``.
@@ -337,3 +338,48 @@ def test_an_assignor_the_client_lacks_is_a_one_line_error() -> None:
     assert r.returncode != 0
     errors = [line for line in r.stderr.splitlines() if line.startswith("Error")]
     assert len(errors) == 1 and "cooperative-sticky" in errors[0], r.stderr
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_stop_during_a_broker_outage_ends_within_the_request_timeout(
+    broker_factory: BrokerFactory, client: str
+) -> None:
+    """The member processed records it has not committed yet; the broker dies; ``stop()`` (the CLI's
+    SIGTERM) commits, which cannot reach a coordinator: each commit attempt is given up after the client's
+    ``request.timeout.ms`` and recorded rejected for the positions processed, then the client closes and
+    ``run()`` returns, a clean stop. (aiokafka's ``commit`` looks for a coordinator until one answers or
+    the consumer is closing, so without the member's bound it never ended while the broker was away;
+    kafka-python bounds its blocking commit itself and may try twice: at stop, then in the revoke of its
+    close. librdkafka is not here: its synchronous commit waits for a coordinator until its session
+    times out, see harness/members/librdkafka.py.)"""
+    broker = broker_factory(extra_args=FAST_BROKER)
+    create_topic(broker, "t", 2)
+    history = RecordingHistory()
+    request_timeout_ms = 2000
+    props = {"request.timeout.ms": str(request_timeout_ms), "auto.commit.interval.ms": "600000"}
+    config = MemberConfig(
+        bootstrap=broker.bootstrap, group="g-stop", topic="t", name="m0", client=client, properties=props
+    )
+    member = make_member(config, history)  # pyright: ignore[reportArgumentType]
+    t = threading.Thread(target=member.run, daemon=True)  # daemon: a hung member must not hang pytest
+    t.start()
+    try:
+        wait_until(lambda: history.of("rebalance_end"), timeout=30, what="m0 to join")
+        with HistoryWriter(Path(os.devnull), "producer") as h:
+            Producer(
+                ProducerConfig(bootstrap=broker.bootstrap, topic="t", rate=1000, max_records=20), h
+            ).run()
+        wait_until(lambda: len(history.of("record")) >= 20, timeout=30, what="m0 to process the records")
+        broker.kill()
+    finally:
+        t0 = time.monotonic()
+        member.stop()
+        t.join(4 * request_timeout_ms / 1000 + 5)
+    assert not t.is_alive(), f"m0 still running {time.monotonic() - t0:.1f} s after stop()"
+    assert [e["clean"] for e in history.of("stopped")] == [True]
+    assert not history.of("commit")
+    processed = {}
+    for e in history.of("record"):
+        processed[e["partition"]] = max(processed.get(e["partition"], 0), e["offset"] + 1)
+    # every partition's processed position was attempted, and each attempt rejected
+    assert {e["partition"]: e["offset"] for e in history.of("commit_rejected")} == processed
