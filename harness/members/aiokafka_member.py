@@ -29,7 +29,14 @@ Contract
   ``generation`` and ``member_id`` attributes (``consumer._coordinator``) when a join completes
   (``on_partitions_assigned``), read-only.
 * aiokafka calls ``on_partitions_revoked`` with the whole previous assignment and
-  ``on_partitions_assigned`` with the whole new one (eager protocol only), and has no lost callback.
+  ``on_partitions_assigned`` with the whole new one (eager protocol only), and has no lost callback: when
+  the membership was lost (the broker answered UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION: aiokafka's
+  ``GroupCoordinator.reset_generation()``, generation -1 and member id ""), the same
+  ``on_partitions_revoked`` comes before the rejoin. The member tells the two apart by that generation
+  (read-only, as for identity): a lost revoke is recorded ``lost=True`` and commits nothing, as
+  ``on_partitions_lost`` on the other clients. (A commit then goes out with generation -1 and no member
+  id, which a broker takes for an admin commit when the group is empty: Kafka's ``validateOffsetCommit``
+  accepts it, so a process that owns nothing committed.)
 * Heartbeat errors: aiokafka has no callback or result for a failed heartbeat (it logs and rejoins), so
   this member writes no ``heartbeat_error``.
 * :meth:`stop` may be called from any thread (or a signal handler): the loop polls with
@@ -177,11 +184,13 @@ class AiokafkaMember:
         class Listener(ConsumerRebalanceListener):
             async def on_partitions_revoked(self, revoked: Any) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
                 ps = sorted(tp.partition for tp in revoked)
-                await member._commit(member.policy.pending(ps))
-                member.rec.revoked(ps)
+                lost = bool(ps) and member.consumer._coordinator.generation < 0  # reset: membership lost
+                if not lost:
+                    await member._commit(member.policy.pending(ps))
+                member.rec.revoked(ps, lost=lost)
                 member.policy.forget(ps)
                 if member.on_change and ps:
-                    member.on_change("revoked", ps, member.rec.generation)
+                    member.on_change("lost" if lost else "revoked", ps, member.rec.generation)
 
             async def on_partitions_assigned(self, assigned: Any) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
                 coordinator = member.consumer._coordinator  # no public identity (see the module contract)
