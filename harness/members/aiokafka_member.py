@@ -49,14 +49,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from harness.history.writer import History
 from harness.members.clients import OnChange
-from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder, error_of
+from harness.members.recorder import MemberBase, MemberConfig, error_of
 from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, python_kwargs, snake
 
 log = logging.getLogger("harness.member.aiokafka")
@@ -119,21 +118,13 @@ def effective_config(consumer: Any, props: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-class AiokafkaMember:
+class AiokafkaMember(MemberBase):
     """One aiokafka consumer in a group (see the module contract)."""
 
     def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
-        self.config = config
         #: the client's keyword arguments, checked now: a bad property is a ValueError from the constructor
         self.kwargs = consumer_kwargs(config.properties)
-        self.rec = MemberRecorder(config, history)
-        self.on_change = on_change
-        self.policy = CommitPolicy(
-            config.auto_commit_interval_s, enabled=config.auto_commit, now=time.monotonic()
-        )
-        self._stop = threading.Event()
-        self._clean = True
-        self.consumer: Any = None
+        super().__init__(config, history, on_change)
         self._tasks: set[asyncio.Task[None]] = set()
         #: how long a commit may take (see the module contract)
         self.commit_timeout_s = (
@@ -266,13 +257,3 @@ class AiokafkaMember:
                 self.rec.stopped(clean=False)
             else:
                 self.rec.stopped(clean=True, close_ms=self._close_ms)
-
-    @property
-    def stopping(self) -> bool:
-        """Whether :meth:`stop` was called."""
-        return self._stop.is_set()
-
-    def stop(self, clean: bool = True) -> None:
-        """Ask :meth:`run` to return after the current poll (any thread); ``clean`` commits and leaves."""
-        self._clean = clean
-        self._stop.set()

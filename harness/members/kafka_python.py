@@ -49,7 +49,7 @@ from typing import Any
 
 from harness.history.writer import History
 from harness.members.clients import OnChange
-from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder, error_of
+from harness.members.recorder import MemberBase, MemberConfig, error_of
 from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, python_kwargs, snake
 
 log = logging.getLogger("harness.member.kafka_python")
@@ -113,25 +113,17 @@ def effective_config(config: Mapping[str, Any], props: Mapping[str, str]) -> dic
     return out
 
 
-class KafkaPythonMember:
+class KafkaPythonMember(MemberBase):
     """One kafka-python consumer in a group (see the module contract)."""
 
     def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
-        self.config = config
         #: the client's keyword arguments, checked now: a bad property is a ValueError from the constructor
         self.kwargs = consumer_kwargs(config.properties)
-        self.rec = MemberRecorder(config, history)
-        self.on_change = on_change
-        self.policy = CommitPolicy(
-            config.auto_commit_interval_s, enabled=config.auto_commit, now=time.monotonic()
-        )
-        self._stop = threading.Event()
+        super().__init__(config, history, on_change)
         #: The listener and commit callbacks run on kafka-python's IO thread: the recorder and the
         #: policy are used under this lock (re-entrant: a callback may run inside commit_async), never
         #: held across a blocking client call.
         self._lock = threading.RLock()
-        self._clean = True
-        self.consumer: Any = None
 
     # -- commits -------------------------------------------------------------------------------
     def _offsets(self, pending: Mapping[int, int]) -> dict[Any, Any]:
@@ -332,13 +324,3 @@ class KafkaPythonMember:
                     self.rec.stopped(clean=True, close_ms=(time.monotonic() - t0) * 1e3)
             else:
                 self.rec.stopped(clean=False)
-
-    @property
-    def stopping(self) -> bool:
-        """Whether :meth:`stop` was called."""
-        return self._stop.is_set()
-
-    def stop(self, clean: bool = True) -> None:
-        """Ask :meth:`run` to return after the current poll; ``clean`` commits and closes (leave)."""
-        self._clean = clean
-        self._stop.set()

@@ -58,13 +58,12 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
 from typing import Any
 
 from harness.history.writer import History
 from harness.members.clients import OnChange
-from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder
+from harness.members.recorder import MemberBase, MemberConfig
 from harness.scenario.properties import ASSIGNORS, MEMBER_POLICY_PROPERTIES
 
 log = logging.getLogger("harness.member.librdkafka")
@@ -109,7 +108,7 @@ class LibrdkafkaFatal(RuntimeError):
     """librdkafka reported a fatal error: the member cannot go on (the message names the error)."""
 
 
-class LibrdkafkaMember:
+class LibrdkafkaMember(MemberBase):
     """One confluent-kafka consumer in a group (see the module contract)."""
 
     def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
@@ -117,14 +116,8 @@ class LibrdkafkaMember:
             raise ValueError(
                 f"librdkafka has no assignor {config.assignor!r} (it has: {', '.join(ASSIGNORS['librdkafka'])})"
             )
-        self.config = config
-        self.rec = MemberRecorder(config, history)
-        self.on_change = on_change
+        super().__init__(config, history, on_change)
         self.cooperative = config.assignor == "cooperative-sticky"
-        self.policy = CommitPolicy(config.auto_commit_interval_s, config.auto_commit, time.monotonic())
-        self.consumer: Any = None
-        self._stop = threading.Event()
-        self._clean = True
         self._fatal: str | None = None
         #: asynchronous commits not yet answered by on_commit, in the order they were sent
         self._async_commits: list[dict[int, int]] = []
@@ -310,13 +303,3 @@ class LibrdkafkaMember:
             self.consumer.close()  # serves the final callbacks (eager: on_revoke), then LeaveGroup
         finally:
             self.rec.stopped(clean=True, close_ms=(time.monotonic() - t0) * 1e3)
-
-    @property
-    def stopping(self) -> bool:
-        """Whether :meth:`stop` was called."""
-        return self._stop.is_set()
-
-    def stop(self, clean: bool = True) -> None:
-        """Ask :meth:`run` to return after the current poll (any thread); ``clean`` commits and closes."""
-        self._clean = clean
-        self._stop.set()
