@@ -47,7 +47,6 @@ Contract
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from collections.abc import Mapping
@@ -55,47 +54,35 @@ from typing import Any
 
 from harness.history.writer import History
 from harness.members.clients import OnChange
+from harness.members.python_clients import ASSIGNOR
+from harness.members.python_clients import consumer_kwargs as python_consumer_kwargs
 from harness.members.recorder import MemberBase, MemberConfig, error_of
-from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, python_kwargs, snake
+from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, snake
 
 log = logging.getLogger("harness.member.aiokafka")
 
-ASSIGNOR = "partition.assignment.strategy"
 
-
-def _assignor_classes(names: str) -> tuple[type, ...]:
+def _known_assignors() -> dict[str, type]:
     from aiokafka.coordinator.assignors.range import RangePartitionAssignor
     from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
-    known: dict[str, type] = {
+    return {
         "range": RangePartitionAssignor,
         "roundrobin": RoundRobinPartitionAssignor,
         "sticky": StickyPartitionAssignor,
     }
-    out: list[type] = []
-    for name in (n.strip() for n in names.split(",") if n.strip()):
-        if name not in known:
-            raise ValueError(f"aiokafka has no assignor {name!r} (known: {', '.join(known)})")
-        out.append(known[name])
-    return tuple(out)
 
 
 def _defaults() -> dict[str, Any]:
-    from aiokafka import AIOKafkaConsumer
+    from harness.scenario.properties import client_defaults
 
-    params = inspect.signature(AIOKafkaConsumer.__init__).parameters
-    return {k: p.default for k, p in params.items() if k not in ("self", "topics", "loop")}
+    return client_defaults("aiokafka")
 
 
 def consumer_kwargs(props: Mapping[str, str]) -> dict[str, Any]:
     """The ``AIOKafkaConsumer`` keyword arguments of ``props`` (see the module contract)."""
-    client = {k: v for k, v in props.items() if k not in MEMBER_POLICY_PROPERTIES and k != ASSIGNOR}
-    kwargs = python_kwargs(client, _defaults())
-    if ASSIGNOR in props:
-        kwargs[snake(ASSIGNOR)] = _assignor_classes(props[ASSIGNOR])
-    kwargs["enable_auto_commit"] = False
-    return kwargs
+    return python_consumer_kwargs("aiokafka", props, _defaults(), _known_assignors())
 
 
 def effective_config(consumer: Any, props: Mapping[str, str]) -> dict[str, Any]:

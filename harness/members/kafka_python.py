@@ -49,45 +49,34 @@ from typing import Any
 
 from harness.history.writer import History
 from harness.members.clients import OnChange
+from harness.members.python_clients import ASSIGNOR
+from harness.members.python_clients import consumer_kwargs as python_consumer_kwargs
 from harness.members.recorder import MemberBase, MemberConfig, error_of
-from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, python_kwargs, snake
+from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, snake
 
 log = logging.getLogger("harness.member.kafka_python")
 
-ASSIGNOR = "partition.assignment.strategy"
 
-
-def _assignor_classes(names: str) -> list[type]:
+def _known_assignors() -> dict[str, type]:
     from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
-    known: dict[str, type] = {
+    return {
         "range": RangePartitionAssignor,
         "roundrobin": RoundRobinPartitionAssignor,
         "sticky": StickyPartitionAssignor,
         "cooperative-sticky": CooperativeStickyAssignor,
     }
-    out = []
-    for name in (n.strip() for n in names.split(",") if n.strip()):
-        if name not in known:
-            raise ValueError(f"kafka-python has no assignor {name!r} (known: {', '.join(known)})")
-        out.append(known[name])
-    return out
 
 
 def consumer_kwargs(props: Mapping[str, str]) -> dict[str, Any]:
     """The ``KafkaConsumer`` keyword arguments of ``props`` (see the module contract), without the
     harness's own (addresses, group, identity, listener)."""
-    from kafka import KafkaConsumer
+    from harness.scenario.properties import client_defaults
 
-    client = {k: v for k, v in props.items() if k not in MEMBER_POLICY_PROPERTIES and k != ASSIGNOR}
-    kwargs = python_kwargs(client, KafkaConsumer.DEFAULT_CONFIG)
-    if ASSIGNOR in props:
-        kwargs[snake(ASSIGNOR)] = _assignor_classes(props[ASSIGNOR])
-    kwargs["enable_auto_commit"] = False
-    return kwargs
+    return python_consumer_kwargs("kafka-python", props, client_defaults("kafka-python"), _known_assignors())
 
 
 def _plain(value: Any) -> Any:

@@ -87,6 +87,12 @@ def _aiokafka_consumer() -> dict[str, Any]:
     return {k: p.default for k, p in params.items() if k not in ("self", "topics", "loop")}
 
 
+def client_defaults(client: str) -> dict[str, Any]:
+    """The consumer keyword arguments of a Python client (``kafka-python`` or ``aiokafka``) with their
+    defaults: what its properties are checked and converted against."""
+    return dict(_kafka_python_consumer() if client == "kafka-python" else _aiokafka_consumer())
+
+
 def _check_kind(client: str, name: str, value: PropertyValue, default: Any) -> None:
     """A value must have the default's kind where the default says (bool, int, float); else any."""
     ok = True
