@@ -83,7 +83,11 @@ KILL_AT_5 = '[[timeline]]\nat = "5s"\naction = "kill_coordinator"\n'
     [
         ('name = "x"\n[cluster]\nbrokers = 6\n', "cluster.brokers"),
         ('name = "x"\n[cluster]\nbrokers = 0\n', "cluster.brokers"),
-        ('name = "x"\n[cluster]\nbroker = 3\n', "cluster.broker: unknown key"),
+        ('name = "x"\n[cluster]\nbrokerz = 3\n', "cluster.brokerz: unknown key"),
+        (
+            'name = "x"\n[cluster]\nbroker = 3\n',
+            "cluster.broker: Input should be 'herdlab', 'tansu' or 'external'",
+        ),
         ('name = "x"\n[cluster]\nmin_insync_replicas = 0\n', "cluster.min_insync_replicas"),
         (
             'name = "x"\n' + KILL_AT_5,
