@@ -56,7 +56,7 @@ from harness.history.writer import History
 from harness.members.clients import OnChange
 from harness.members.python_clients import ASSIGNOR
 from harness.members.python_clients import consumer_kwargs as python_consumer_kwargs
-from harness.members.recorder import MemberBase, MemberConfig, error_of
+from harness.members.recorder import MemberBase, MemberConfig
 from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, snake
 
 log = logging.getLogger("harness.member.aiokafka")
@@ -125,16 +125,6 @@ class AiokafkaMember(MemberBase):
 
         return {TopicPartition(self.config.topic, p): o for p, o in pending.items()}
 
-    def _record_commit(self, pending: Mapping[int, int], error: BaseException | None) -> None:
-        if error is None:
-            for p, o in pending.items():
-                self.rec.commit_result(p, o)
-            self.policy.done(pending)
-            return
-        name, code = error_of(error)
-        for p, o in pending.items():
-            self.rec.commit_result(p, o, error=name, code=code)
-
     async def _commit(self, pending: Mapping[int, int]) -> None:
         """Commit ``pending`` and record the outcome (never raises a client error)."""
         if not pending:
@@ -142,9 +132,9 @@ class AiokafkaMember(MemberBase):
         try:
             await asyncio.wait_for(self.consumer.commit(self._offsets(pending)), self.commit_timeout_s)
         except Exception as e:  # the commit's outcome (TimeoutError: given up): recorded, the member goes on
-            self._record_commit(pending, e)
+            self.record_commit(pending, e)
         else:
-            self._record_commit(pending, None)
+            self.record_commit(pending, None)
 
     def _commit_in_task(self) -> None:
         pending = self.policy.pending()

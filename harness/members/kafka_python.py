@@ -51,7 +51,7 @@ from harness.history.writer import History
 from harness.members.clients import OnChange
 from harness.members.python_clients import ASSIGNOR
 from harness.members.python_clients import consumer_kwargs as python_consumer_kwargs
-from harness.members.recorder import MemberBase, MemberConfig, error_of
+from harness.members.recorder import MemberBase, MemberConfig
 from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, snake
 
 log = logging.getLogger("harness.member.kafka_python")
@@ -124,17 +124,7 @@ class KafkaPythonMember(MemberBase):
 
     def _record_commit(self, pending: Mapping[int, int], error: BaseException | None) -> None:
         with self._lock:
-            self._record_commit_locked(pending, error)
-
-    def _record_commit_locked(self, pending: Mapping[int, int], error: BaseException | None) -> None:
-        if error is None:
-            for p, o in pending.items():
-                self.rec.commit_result(p, o)
-            self.policy.done(pending)
-            return
-        name, code = error_of(error)
-        for p, o in pending.items():
-            self.rec.commit_result(p, o, error=name, code=code)
+            self.record_commit(pending, error)
 
     def _commit_async(self) -> None:
         pending = self.policy.pending()

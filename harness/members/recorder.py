@@ -247,6 +247,19 @@ class MemberBase:
         self._stop = threading.Event()
         self._clean = True
 
+    def record_commit(self, pending: Mapping[int, int], error: BaseException | None) -> None:
+        """One commit attempt of ``pending`` (partition -> offset) that succeeded or failed as a whole
+        (``error``, its Kafka error name and code from :func:`error_of`): every partition's outcome, and
+        the policy told of a success."""
+        if error is None:
+            for p, o in pending.items():
+                self.rec.commit_result(p, o)
+            self.policy.done(pending)
+            return
+        name, code = error_of(error)
+        for p, o in pending.items():
+            self.rec.commit_result(p, o, error=name, code=code)
+
     @property
     def stopping(self) -> bool:
         """Whether :meth:`stop` was called."""

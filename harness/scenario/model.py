@@ -203,12 +203,9 @@ class CoordinatorSettings(Strict):
 
     @model_validator(mode="after")
     def _heartbeat_below_session(self) -> CoordinatorSettings:
-        from harness.scenario.properties import check_client_properties
-
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError("group.coordinator.heartbeat_interval_ms must be below session_timeout_ms")
-        check_client_properties(self.client, self.properties)
-        self.member_properties("range")  # a typed key and a property both given: an error now
+        # the properties are checked once, with the assignor, by the group (Group._assignor_of_client)
         return self
 
     def member_properties(self, assignor: str) -> dict[str, str]:
@@ -216,7 +213,7 @@ class CoordinatorSettings(Strict):
         from harness.scenario.properties import COORDINATOR_SHORTHANDS, coordinator_properties
 
         typed = {k: getattr(self, k) for k in COORDINATOR_SHORTHANDS}
-        return coordinator_properties(typed, set(self.model_fields_set), self.properties, assignor)
+        return coordinator_properties(typed, self.properties, assignor)
 
 
 class Group(Strict):
@@ -236,7 +233,12 @@ class Group(Strict):
 
     @model_validator(mode="after")
     def _assignor_of_client(self) -> Group:
-        from harness.scenario.properties import ASSIGNORS, STATIC_MEMBERSHIP, check_client_properties
+        from harness.scenario.properties import (
+            ASSIGNORS,
+            STATIC_MEMBERSHIP,
+            check_client_properties,
+            check_shorthands,
+        )
 
         client = self.coordinator.client
         if self.assignor not in ASSIGNORS[client]:
@@ -247,6 +249,7 @@ class Group(Strict):
         # every property a member gets, typed shorthands included: a client checks them against each
         # other (librdkafka: max.poll.interval.ms >= session.timeout.ms)
         check_client_properties(client, self.coordinator.member_properties(self.assignor))
+        check_shorthands(set(self.coordinator.model_fields_set), self.coordinator.properties)
         if self.coordinator.static_membership and client not in STATIC_MEMBERSHIP:
             raise ValueError(f"client {client!r} has no static membership (group.instance.id)")
         return self

@@ -15,7 +15,7 @@ Contract
   workload's kafka-python producer (``[workload.properties]``).
 * :func:`coordinator_properties` is the one place the typed ``[group.coordinator]`` keys become Kafka
   properties (the shorthands): the member gets the typed values, then the properties table over them.
-  A property given both as a typed key and in the table is an error naming both (it would be ambiguous
+  A property given both as a typed key and in the table is an error naming both (:func:`check_shorthands`) (it would be ambiguous
   which one a reader of the scenario should believe).
 * Commit policy: ``enable.auto.commit`` and ``auto.commit.interval.ms`` are carried out by the member
   itself, the same way on every client (interval commits of what was processed, a synchronous commit
@@ -93,33 +93,29 @@ def client_defaults(client: str) -> dict[str, Any]:
     return dict(_kafka_python_consumer() if client == "kafka-python" else _aiokafka_consumer())
 
 
-def _check_kind(client: str, name: str, value: PropertyValue, default: Any) -> None:
-    """A value must have the default's kind where the default says (bool, int, float); else any."""
-    ok = True
-    if isinstance(default, bool):
-        ok = isinstance(value, bool) or str(value).lower() in ("true", "false")
-    elif isinstance(default, int):
-        ok = not isinstance(value, bool) and _is_int(value)
-    elif isinstance(default, float):
-        ok = not isinstance(value, bool) and _is_float(value)
-    if not ok:
-        raise ValueError(f"{client} property {name!r}: bad value {value!r} (expected like {default!r})")
-
-
-def _is_int(value: PropertyValue) -> bool:
+def _converted(client: str, name: str, value: PropertyValue, default: Any) -> Any:
+    """``value`` as the type of the client's ``default`` (bool: true/false; int; float; a None default
+    takes an integer as an int, e.g. aiokafka's ``max_poll_records``; anything else keeps the string):
+    the one rule both the checks and the members' keyword arguments use. ValueError naming the property."""
+    text = property_value(value)
     try:
-        int(str(value))
+        if isinstance(default, bool):
+            if text.lower() not in ("true", "false"):
+                raise ValueError(text)
+            return text.lower() == "true"
+        if isinstance(default, int | float) and isinstance(value, bool):
+            raise ValueError(text)
+        if isinstance(default, int):
+            return int(text)
+        if isinstance(default, float):
+            return float(text)
     except ValueError:
-        return False
-    return True
-
-
-def _is_float(value: PropertyValue) -> bool:
-    try:
-        float(str(value))
-    except ValueError:
-        return False
-    return True
+        raise ValueError(
+            f"{client} property {name!r}: bad value {value!r} (expected like {default!r})"
+        ) from None
+    if default is None and text.lstrip("-").isdigit():
+        return int(text)
+    return text
 
 
 def _check_snake(client: str, known: Mapping[str, Any], props: Mapping[str, PropertyValue]) -> None:
@@ -127,7 +123,7 @@ def _check_snake(client: str, known: Mapping[str, Any], props: Mapping[str, Prop
         key = snake(name)
         if key not in known:
             raise ValueError(f"unknown {client} property {name!r}")
-        _check_kind(client, name, value, known[key])
+        _converted(client, name, value, known[key])
 
 
 def _check_librdkafka(props: Mapping[str, PropertyValue]) -> None:
@@ -157,26 +153,18 @@ def _check_librdkafka(props: Mapping[str, PropertyValue]) -> None:
     )
 
 
-def python_kwargs(props: Mapping[str, PropertyValue], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """``props`` (checked dotted names) as keyword arguments of a Python client (kafka-python, aiokafka):
-    snake-case names, each value converted to the type of ``defaults[name]`` (bool, int, float; any other
-    default keeps the string, except that a None default takes an integer as an int). A name not in ``defaults`` is a ValueError naming it."""
+def python_kwargs(
+    props: Mapping[str, PropertyValue], defaults: Mapping[str, Any], client: str = "client"
+) -> dict[str, Any]:
+    """``props`` (dotted names) as keyword arguments of a Python client (kafka-python, aiokafka): snake-case
+    names, each value converted by the checks' own rule (:func:`_converted`). A name not in ``defaults``
+    or a bad value is a ValueError naming it."""
     out: dict[str, Any] = {}
     for name, value in props.items():
         key = snake(name)
         if key not in defaults:
-            raise ValueError(f"unknown property {name!r}")
-        default, text = defaults[key], property_value(value)
-        if isinstance(default, bool):
-            out[key] = text.lower() == "true"
-        elif isinstance(default, int):
-            out[key] = int(text)
-        elif isinstance(default, float):
-            out[key] = float(text)
-        elif default is None and _is_int(text):
-            out[key] = int(text)  # an optional number (aiokafka's max_poll_records=None)
-        else:
-            out[key] = text
+            raise ValueError(f"unknown {client} property {name!r}")
+        out[key] = _converted(client, name, value, defaults[key])
     return out
 
 
@@ -194,7 +182,7 @@ def check_client_properties(client: str, props: Mapping[str, PropertyValue]) -> 
     for name in MEMBER_POLICY_PROPERTIES:
         if name in props:
             default: Any = True if name == "enable.auto.commit" else 5000
-            _check_kind(client, name, props[name], default)
+            _converted(client, name, props[name], default)
     if client == "kafka-python":
         _check_snake(client, _kafka_python_consumer(), own)
     elif client == "aiokafka":
@@ -225,15 +213,18 @@ COORDINATOR_SHORTHANDS = {
 
 
 def coordinator_properties(
-    typed: Mapping[str, Any], explicit: set[str], table: Mapping[str, PropertyValue], assignor: str
+    typed: Mapping[str, Any], table: Mapping[str, PropertyValue], assignor: str
 ) -> dict[str, str]:
     """The Kafka properties a coordinator member gets: the typed shorthands (``typed``: key -> value),
-    ``partition.assignment.strategy`` from the group's assignor, then ``table`` over them. ``explicit``:
-    the typed keys the scenario set itself; one also in ``table`` is a ValueError naming both."""
+    ``partition.assignment.strategy`` from the group's assignor, then ``table`` over them."""
     out = {prop: property_value(typed[key]) for key, prop in COORDINATOR_SHORTHANDS.items()}
     out["partition.assignment.strategy"] = assignor
+    out.update({k: property_value(v) for k, v in table.items()})
+    return out
+
+
+def check_shorthands(explicit: set[str], table: Mapping[str, PropertyValue]) -> None:
+    """``explicit``: the typed keys a scenario set itself; one also in ``table`` is a ValueError naming both."""
     for key, prop in COORDINATOR_SHORTHANDS.items():
         if key in explicit and prop in table:
             raise ValueError(f"group.coordinator.{key} and group.coordinator.properties.{prop!r} both given")
-    out.update({k: property_value(v) for k, v in table.items()})
-    return out
