@@ -403,8 +403,7 @@ class Broker:
                 api=API_NAMES.get(api_key),
                 client=req.client_id,
                 group=getattr(req.body, "group_id", None) or getattr(req.body, "key", None),
-                # JoinGroup / SyncGroup / LeaveGroup: who asked, and in which generation (SyncGroup's
-                # generations are the rebalance rounds the checker counts)
+                # JoinGroup / SyncGroup / LeaveGroup: who asked, and in which generation
                 member=getattr(req.body, "member_id", None),
                 generation=getattr(req.body, "generation_id", None),
                 # SyncGroup: how many assignments it carries (the leader's, one per member; a
