@@ -331,8 +331,12 @@ def test_a_containers_cluster_of_three_zookeeper_servers_takes_the_zk_leader_fau
             resumed = _perform(Step(7.0, "resume_zk_server", trigger=False), ctx)
             assert resumed["server"] == paused["old_leader"] and not ensemble.paused
             # the broker's ZooKeeper session outlived both leader faults: the same registration
-            wait_until(lambda: c.exists("/brokers/ids/0") is not None, 15, what="the broker registered")
-            assert c.exists("/brokers/ids/0").ephemeralOwner == owner
+            # the test's own client may be reconnecting after the resumed leader (ConnectionLoss): kazoo's
+            # retry waits for its reconnection instead of failing the predicate
+            wait_until(
+                lambda: c.retry(c.exists, "/brokers/ids/0") is not None, 15, what="the broker registered"
+            )
+            assert c.retry(c.exists, "/brokers/ids/0").ephemeralOwner == owner
         finally:
             c.stop()
             c.close()
