@@ -76,6 +76,7 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
         "source",
         "generation",
         "assignments",
+        F.coalesce(F.col("count"), F.lit(1)).cast("long").alias("count"),
     )
     ev = ev.where(~F.coalesce(F.col("client").isin(*WORKLOAD_CLIENTS), F.lit(False)))
     j = ev.join(F.broadcast(t), UNIT).where(
@@ -87,9 +88,13 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
     def n(cond: Column) -> Column:
         return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
 
+    def requests(cond: Column) -> Column:
+        """ZooKeeper requests: a simulated ``zk_request`` stands for ``count`` of them (events.py)."""
+        return F.sum(F.when(cond, F.col("count")).otherwise(0)).cast("long")
+
     counted = j.groupBy(*UNIT, "tid").agg(
         n(member & (kind == Kind.WATCH)).alias("watches"),
-        n(rebalance_zk).alias("zk_requests"),
+        requests(rebalance_zk).alias("zk_requests"),
         n(member & (kind == Kind.CONFLICT)).alias("conflicts"),
         n(
             member
@@ -103,10 +108,10 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
         n(member & (kind == Kind.REBALANCE_BEGIN)).alias("rebalance_attempts"),
         n(broker & (kind == Kind.REBALANCE_BEGIN)).alias("group_rebalances"),
         n(broker & (kind == Kind.GROUP_REQUEST)).alias("broker_group_requests"),
-        n(rebalance_zk & F.col("op").isin("create", "delete") & F.col("path").contains("/owners/")).alias(
-            "owner_writes"
-        ),
-        n(rebalance_zk & (F.col("op") == "get") & F.col("path").rlike(REGISTRATION)).alias(
+        requests(
+            rebalance_zk & F.col("op").isin("create", "delete") & F.col("path").contains("/owners/")
+        ).alias("owner_writes"),
+        requests(rebalance_zk & (F.col("op") == "get") & F.col("path").rlike(REGISTRATION)).alias(
             "registration_reads"
         ),
         F.count_distinct(F.when(member & (kind == Kind.REBALANCE_BEGIN), F.col("source")))
@@ -141,7 +146,7 @@ def herd(facts: Facts, frames: Frames) -> DataFrame:
     ops = (
         j.where(rebalance_zk)
         .groupBy(*UNIT, "tid", F.coalesce("op", F.lit("?")).alias("key"))
-        .agg(F.count("*").alias("value"))
+        .agg(F.sum("count").cast("long").alias("value"))
         .select(*UNIT, "tid", F.lit("op").alias("table"), "key", "value")
     )
     apis = (

@@ -38,7 +38,12 @@ def unit_values(facts: Facts, frames: Frames) -> DataFrame:
         .select(*UNIT, F.concat(F.lit("broker:"), F.col("api")).alias("key"), F.col("value").cast("double"))
     )
     simple = cm.groupBy(*UNIT).agg(
-        F.sum(F.when(member & (kind == Kind.ZK_REQUEST) & zk_steady_col() & in_run, 1).otherwise(0))
+        F.sum(
+            F.when(
+                member & (kind == Kind.ZK_REQUEST) & zk_steady_col() & in_run,
+                F.coalesce(F.col("count"), F.lit(1)),  # a simulated zk_request stands for `count` (events.py)
+            ).otherwise(0)
+        )
         .cast("double")
         .alias("zk_commits"),
         (F.max("send") - F.max("stable")).cast("double").alias("steady_window_ns"),

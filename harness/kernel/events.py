@@ -140,7 +140,11 @@ class Kind(StrEnum):
     COMMIT_REJECTED = "commit_rejected"
     OFFSET_FETCH = "offset_fetch"  # legacy_zk: start offsets read by an attempt (one per partition)
     WATCH = "watch"  # legacy_zk: one watch notification delivered
-    ZK_REQUEST = "zk_request"  # legacy_zk: one ZooKeeper request (op, path)
+    # legacy_zk: one ZooKeeper request (op, path); ``count`` (int, default 1) when one event stands for that
+    # many requests of ``op`` (the simulator aggregates a member's requests of one op on one path class
+    # within one attempt; ``path`` is then the class, ``*`` for the varying last segment, e.g.
+    # ``/consumers/g/ids/*``). Real members never write ``count``.
+    ZK_REQUEST = "zk_request"
     ZK_STATE = "zk_state"  # legacy_zk: connection state change
     CONFLICT = "conflict"  # legacy_zk: NodeExists on an owner znode
     ZK_RETRY = "zk_retry"  # legacy_zk: a request reissued after a connection loss (retryUntilConnected)

@@ -1,0 +1,57 @@
+# pyright: strict
+"""The simulator's stated model of delays: what a simulated run assumes about the network and the
+processes, written into the run's manifest and printed in its report.
+
+Contract
+--------
+:class:`DelayModel` is frozen and complete: every delay the simulator applies comes from one of its
+fields (never a constant elsewhere), so ``describe()`` is the whole model. Times are seconds of
+virtual time. ``seed`` seeds the only random source (:meth:`DelayModel.rng`); with ``jitter`` 0 a
+simulation is fully deterministic. The legacy fields model a kazoo client against one ZooKeeper
+server; the coordinator fields a kafka-python client against one broker. Defaults are calibrated on
+this machine's real runs (the simulator validation records how; see the closing notes of issue 16).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, fields
+
+__all__ = ["DelayModel"]
+
+
+@dataclass(frozen=True)
+class DelayModel:
+    """Delays of a simulated run (seconds of virtual time)."""
+
+    #: One-way network delay on loopback, each direction of every request and notification.
+    network_one_way_s: float = 0.00005
+    #: ZooKeeper server: service time per request; the server serves requests one at a time (a queue).
+    zk_service_s: float = 0.00012
+    #: A legacy member's client-side cost per ZooKeeper request (kazoo, Python), before it is sent.
+    zk_client_s: float = 0.0002
+    #: A legacy member's cost to receive one watch notification and hand it to its listener.
+    zk_watch_client_s: float = 0.0005
+    #: The broker: service time per group request (JoinGroup, SyncGroup, Heartbeat, ...).
+    broker_service_s: float = 0.0001
+    #: A coordinator member's client-side cost per request (kafka-python, Python).
+    kafka_client_s: float = 0.0005
+    #: A member's cost to apply an assignment (revoke/assign callbacks, fetcher restart).
+    member_apply_s: float = 0.001
+    #: Relative jitter applied to every delay: uniform in [1 - jitter, 1 + jitter]. 0 = deterministic.
+    jitter: float = 0.0
+    #: Seed of the only random source.
+    seed: int = 0
+
+    def rng(self) -> random.Random:
+        """A fresh random source from ``seed`` (one per simulated unit, so units are independent)."""
+        return random.Random(self.seed)
+
+    def as_dict(self) -> dict[str, float | int]:
+        """Every field, for the manifest and ``metrics.json``."""
+        return asdict(self)
+
+    def describe(self) -> str:
+        """The model in one line, for the report (every field, with its unit)."""
+        parts = [f"{f.name}={getattr(self, f.name)}" for f in fields(self)]
+        return "virtual time; delays in seconds: " + ", ".join(parts)
