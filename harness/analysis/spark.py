@@ -43,6 +43,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -202,7 +203,6 @@ def _probe(path: str) -> Any:
 
     def run(_: Any) -> Any:
         import importlib.util
-        import os
         import socket
         import sys
 
@@ -214,7 +214,6 @@ def _probe(path: str) -> Any:
             readable, why = False, f"{type(e).__name__}: {e.strerror or e}"
         return {
             "host": socket.gethostname(),
-            "pid": os.getppid(),
             "python": sys.executable,
             "version": f"{sys.version_info[0]}.{sys.version_info[1]}",
             "pyarrow": importlib.util.find_spec("pyarrow") is not None,
@@ -225,29 +224,70 @@ def _probe(path: str) -> Any:
     return run
 
 
+#: Seconds the probe may take before herdlab gives up on the cluster (no executor ever started,
+#: e.g. workers without the free cores or memory an executor asks for).
+PROBE_TIMEOUT_S = 180.0
+
+#: Lines of a failed probe's error that say why the executors could not run Python.
+_CAUSES = ("Cannot run program", "PYTHON_VERSION_MISMATCH", "different version", "No module named", "error=")
+
+
+def _cause(text: str) -> str:
+    """The line of a Spark job error that says why (see :data:`_CAUSES`), else its first line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if any(c in ln for c in _CAUSES):
+            return ln[:300]
+    return lines[0][:300] if lines else "no detail"
+
+
+def _run_probe(sc: Any, path: str) -> list[dict[str, Any]]:
+    """Run the probe (one task per executor core) with :data:`PROBE_TIMEOUT_S`; the views."""
+    n = max(1, sc.defaultParallelism)
+    group = f"herdlab-probe-{os.getpid()}"
+    result: dict[str, Any] = {}
+
+    def job() -> None:
+        sc.setJobGroup(group, "herdlab: can the executors read the history?", interruptOnCancel=True)
+        try:
+            result["views"] = sc.parallelize(range(n), n).map(_probe(path)).collect()
+        except Exception as e:  # noqa: BLE001 - reported by the caller's thread
+            result["error"] = e
+
+    t = threading.Thread(target=job, name="herdlab-spark-probe", daemon=True)
+    t.start()
+    t.join(PROBE_TIMEOUT_S)
+    if t.is_alive():
+        sc.cancelJobGroup(group)
+        raise EnvironmentProblem(
+            f"no Spark executor of {sc.master} ran a task within {PROBE_TIMEOUT_S:.0f} s: do its workers "
+            "have the free cores and the memory an executor asks for (spark.executor.memory, 1g by default)?"
+        )
+    if "error" in result:  # the executors could not run Python at all
+        raise EnvironmentProblem(
+            f"the Spark executors could not run Python {sc.pythonExec!r} ({_cause(str(result['error']))}): "
+            f"the workers need Python {sys.version_info[0]}.{sys.version_info[1]} with pyspark and pyarrow "
+            "as python3 on their PATH, or set PYSPARK_PYTHON (or spark.pyspark.python) to such an "
+            "interpreter on the workers"
+        )
+    return result["views"]
+
+
 def check_history(spark: Any, history: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Check that the cluster's executors can read ``history`` (a local path); their views, one per
     probe task (none in local mode, where the executors are the driver's JVM).
 
-    One task per executor core (the cluster idle: each core takes one) opens the file and checks
-    Parquet's magic bytes, and reports its Python. Raises :class:`ConfigError` when an executor
-    cannot read the file (a local path needs every worker to see the same filesystem at the same
-    path) and :class:`EnvironmentProblem` when the executors cannot run Python or lack pyarrow.
+    One task per executor core (the cluster idle: each core takes one) opens the file, checks
+    Parquet's magic bytes and reports its Python; the probe has :data:`PROBE_TIMEOUT_S`. Raises
+    :class:`ConfigError` when an executor cannot read the file (a local path needs every worker to
+    see the same filesystem at the same path) and :class:`EnvironmentProblem` when the executors
+    cannot run Python, lack pyarrow or never start.
     """
     sc = spark.sparkContext
     if is_local(sc.master):
         return []
     path = os.path.abspath(os.fspath(history))
-    n = max(1, sc.defaultParallelism)
-    try:
-        views: list[dict[str, Any]] = sc.parallelize(range(n), n).map(_probe(path)).collect()
-    except Exception as e:  # the executors could not run Python at all
-        first = next((ln.strip() for ln in str(e).splitlines() if "Error" in ln or "Exception" in ln), "")
-        raise EnvironmentProblem(
-            f"the Spark executors could not run Python {sc.pythonExec!r} ({first[:300]}): the workers need "
-            f"Python {sys.version_info[0]}.{sys.version_info[1]} with pyspark and pyarrow as python3 on "
-            "their PATH, or set PYSPARK_PYTHON (or spark.pyspark.python) to such an interpreter on the workers"
-        ) from None
+    views = _run_probe(sc, path)
     bad = [v for v in views if not v["readable"]]
     if bad:
         hosts = ", ".join(sorted({f"{v['host']} ({v['why']})" for v in bad}))
