@@ -54,6 +54,9 @@ log = logging.getLogger("harness.analysis.spark")
 
 DEFAULT_MASTER = "local[2]"
 
+#: Environment variables this module set itself (not the user), so a later cluster session drops them.
+_SET_BY_US: set[str] = set()
+
 
 def is_local(master: str | None) -> bool:
     """True for Spark's local mode (``local``, ``local[N]``, ...; None means :data:`DEFAULT_MASTER`)."""
@@ -134,17 +137,23 @@ def spark_session(
     if local:
         # Local mode talks only to itself: keep the driver on loopback (herdlab sends no traffic
         # beyond 127.0.0.0/8), and its Python workers run this interpreter.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        if "PYSPARK_PYTHON" not in os.environ:
+            os.environ["PYSPARK_PYTHON"] = sys.executable
+            _SET_BY_US.add("PYSPARK_PYTHON")
         host = "127.0.0.1"
     else:
         # A cluster: executors run the Python their workers have (PYSPARK_PYTHON only when the user
-        # set it), and the first job waits until every executor the cluster grants has registered,
-        # so that the probe of check_history reaches all of them.
+        # set it, not when an earlier local session of this process did), and the first job waits
+        # until every executor the cluster grants has registered, so that check_history's probe
+        # reaches all of them.
+        if "PYSPARK_PYTHON" in _SET_BY_US:
+            os.environ.pop("PYSPARK_PYTHON", None)
+            _SET_BY_US.discard("PYSPARK_PYTHON")
         host = driver_address(master)
         builder = builder.config("spark.scheduler.minRegisteredResourcesRatio", "1.0").config(
             "spark.scheduler.maxRegisteredResourcesWaitingTime", "60s"
         )
+    os.environ.setdefault("SPARK_LOCAL_IP", host)  # the JVM's other listeners bind there too
     builder = builder.config("spark.driver.host", host).config("spark.driver.bindAddress", host)
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
