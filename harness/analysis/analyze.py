@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.load import RunInputs, load_run
-from harness.analysis.spark import shuffle_partitions_for, spark_session
+from harness.analysis.spark import check_history, shuffle_partitions_for, spark_session
 
 
 def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> dict[str, Any]:
@@ -81,6 +81,7 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     parts = shuffle_partitions_for(inputs.rows, spark.sparkContext.defaultParallelism)
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     out["spark"]["shuffle_partitions"] = parts
+    check_history(spark, inputs.history)  # a cluster's executors must read it (no-op in local mode)
     frames = prepare(spark, str(inputs.history))
     units = unit_table(frames, inputs.manifest)
     analysed = {k: u for k, u in units.items() if u.get("events")}

@@ -96,8 +96,24 @@ def long_values(df: DataFrame, keys: list[str], names: list[str]) -> DataFrame:
 
 
 def pin(df: DataFrame) -> DataFrame:
-    """Materialise a (small) intermediate table now and cut its lineage."""
-    return df.localCheckpoint(eager=True)
+    """Materialise a (small) intermediate table now, so that the jobs reading it do not recompute it.
+
+    Local mode: ``localCheckpoint`` (materialised and lineage cut, which keeps the later plans
+    small); its blocks live in the executors, which are the driver's own JVM here, so none can be
+    lost without the driver. On a cluster an executor can be lost, and a local checkpoint's blocks
+    with it, unrecoverably (Spark's docs of ``localCheckpoint``). There the table is persisted
+    (memory, spilling to disk) with its lineage kept and materialised by a count: a lost block is
+    recomputed from the history, which every executor can read (checked first,
+    :func:`harness.analysis.spark.check_history`). A reliable ``checkpoint`` would instead need a
+    directory every executor can write and read, a second storage requirement for tables this small.
+    """
+    if str(df.sparkSession.sparkContext.master).startswith("local"):
+        return df.localCheckpoint(eager=True)
+    from pyspark import StorageLevel
+
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    df.count()
+    return df
 
 
 def join(

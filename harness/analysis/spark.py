@@ -13,13 +13,39 @@ session's raises :class:`~harness.kernel.errors.ConfigError` rather than silentl
 
 Settings that only take effect when the JVM starts (``driver_memory``) are ignored once a session
 runs.
+
+Local mode and a cluster differ in three ways:
+
+* **The driver's address** (:func:`driver_address`): 127.0.0.1 in local mode and for a master on
+  loopback; any other master needs ``$SPARK_LOCAL_IP`` (this machine's address the executors reach),
+  else a ConfigError, since herdlab sends traffic only to 127.0.0.0/8 unless told.
+* **The executors' Python.** The analysis runs Python on executors (the ``applyInArrow`` fold of
+  :mod:`harness.analysis.facts`; :func:`check_history`'s probe). PySpark sends the driver's
+  ``pythonExec`` with every Python function and the executors run it as a command. Local mode sets
+  ``PYSPARK_PYTHON`` to this interpreter (its executors are this machine's). On a cluster herdlab
+  sets nothing: ``$PYSPARK_PYTHON`` if the user set it, else ``spark.pyspark.python`` if configured,
+  else ``python3`` from each worker's PATH; and it ships its own ``harness`` package as a zip
+  (``addPyFile``), so the workers need Python (the driver's minor version) with pyspark and pyarrow only.
+* **The history's path** must be readable by every executor: :func:`check_history` runs one task per
+  executor core that opens it and fails with a one-line ConfigError when one cannot (a local path
+  works on a cluster only when every worker sees the same filesystem at the same path). Local mode
+  skips it. The first job on a cluster waits until every granted executor registered
+  (``spark.scheduler.minRegisteredResourcesRatio=1``, at most 60 s).
 """
 
 from __future__ import annotations
 
+import atexit
+import ipaddress
 import logging
 import os
+import re
+import shutil
 import sys
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
 from typing import Any
 
 from harness.kernel.errors import ConfigError, EnvironmentProblem
@@ -27,6 +53,52 @@ from harness.kernel.errors import ConfigError, EnvironmentProblem
 log = logging.getLogger("harness.analysis.spark")
 
 DEFAULT_MASTER = "local[2]"
+
+#: Environment variables this module set itself (not the user), so a later cluster session drops them.
+_SET_BY_US: set[str] = set()
+
+
+def is_local(master: str | None) -> bool:
+    """True for Spark's local mode (``local``, ``local[N]``, ...; None means :data:`DEFAULT_MASTER`)."""
+    return (master or DEFAULT_MASTER).startswith("local")
+
+
+def master_hosts(master: str) -> list[str]:
+    """The hosts a master URL names (``spark://h1:7077,h2:7077`` -> ``["h1", "h2"]``; ``[]`` for
+    masters without hosts such as ``yarn``)."""
+    m = re.fullmatch(r"spark://(.+)", master)
+    if not m:
+        return []
+    return [hp.rsplit(":", 1)[0].strip("[]") for hp in m.group(1).split(",") if hp]
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` is 127.0.0.0/8 or ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def driver_address(master: str) -> str:
+    """The address the driver binds and advertises to a cluster's executors.
+
+    A master on loopback: ``127.0.0.1`` (herdlab sends traffic only to 127.0.0.0/8 and what it
+    started). Any other master: ``$SPARK_LOCAL_IP``, which the user sets to this machine's address
+    that the cluster reaches; without it a :class:`ConfigError` says so.
+    """
+    hosts = master_hosts(master)
+    if hosts and all(is_loopback(h) for h in hosts):
+        return "127.0.0.1"
+    given = os.environ.get("SPARK_LOCAL_IP")
+    if not given:
+        raise ConfigError(
+            f"Spark master {master} is not on this machine's loopback: set SPARK_LOCAL_IP to this "
+            "machine's address that the cluster's executors can reach (the driver binds and advertises it)"
+        )
+    return given
 
 
 def spark_session(
@@ -50,9 +122,10 @@ def spark_session(
                 f"a Spark session on {running} is already running in this process; cannot switch to {master}"
             )
         return active
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors use this interpreter
+    master = master or DEFAULT_MASTER
+    local = is_local(master)
     builder = (
-        SparkSession.builder.master(master or DEFAULT_MASTER)
+        SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -61,24 +134,185 @@ def spark_session(
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.driver.extraJavaOptions", "-XX:+UseG1GC")
     )
-    if (master or DEFAULT_MASTER).startswith("local"):
+    if local:
         # Local mode talks only to itself: keep the driver on loopback (herdlab sends no traffic
-        # beyond 127.0.0.0/8). A remote --spark-master needs a driver address its executors reach.
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.config("spark.driver.host", "127.0.0.1").config(
-            "spark.driver.bindAddress", "127.0.0.1"
+        # beyond 127.0.0.0/8), and its Python workers run this interpreter.
+        if "PYSPARK_PYTHON" not in os.environ:
+            os.environ["PYSPARK_PYTHON"] = sys.executable
+            _SET_BY_US.add("PYSPARK_PYTHON")
+        host = "127.0.0.1"
+    else:
+        # A cluster: executors run the Python their workers have (PYSPARK_PYTHON only when the user
+        # set it, not when an earlier local session of this process did), and the first job waits
+        # until every executor the cluster grants has registered, so that check_history's probe
+        # reaches all of them.
+        if "PYSPARK_PYTHON" in _SET_BY_US:
+            os.environ.pop("PYSPARK_PYTHON", None)
+            _SET_BY_US.discard("PYSPARK_PYTHON")
+        host = driver_address(master)
+        builder = builder.config("spark.scheduler.minRegisteredResourcesRatio", "1.0").config(
+            "spark.scheduler.maxRegisteredResourcesWaitingTime", "60s"
         )
+    os.environ.setdefault("SPARK_LOCAL_IP", host)  # the JVM's other listeners bind there too
+    builder = builder.config("spark.driver.host", host).config("spark.driver.bindAddress", host)
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
     try:
         session = builder.getOrCreate()
     except Exception as e:  # the JVM did not start: Java missing, bad master URL, ...
-        raise EnvironmentProblem(
-            f"could not start Spark ({master or DEFAULT_MASTER}): {e}".splitlines()[0]
-        ) from None
+        raise EnvironmentProblem(f"could not start Spark ({master}): {e}".splitlines()[0]) from None
     session.sparkContext.setLogLevel("ERROR")
+    if not local:
+        _executor_python(session.sparkContext)
+        _ship_harness(session.sparkContext)
     log.info("Spark %s on %s", session.version, session.sparkContext.master)
     return session
+
+
+def _executor_python(sc: Any) -> None:
+    """The interpreter the executors run: ``$PYSPARK_PYTHON`` if the user set it, else
+    ``spark.pyspark.python`` if configured (spark-defaults.conf, ``--conf``), else ``python3``,
+    which each executor finds on its worker's PATH. PySpark sends this name with every Python
+    function; it reads only ``$PYSPARK_PYTHON`` itself, hence the conf is applied here."""
+    if "PYSPARK_PYTHON" not in os.environ:
+        configured = sc.getConf().get("spark.pyspark.python", None)
+        if configured:
+            sc.pythonExec = configured
+    log.info("Spark executors run Python %r", sc.pythonExec)
+
+
+_SHIPPED: list[Path] = []
+
+
+def _ship_harness(sc: Any) -> None:
+    """Send the driver's ``harness`` package to the executors (``addPyFile`` of a zip).
+
+    The analysis runs Python on executors: :mod:`harness.analysis.facts` folds each unit with
+    ``applyInArrow`` and that function imports :mod:`harness.kernel.windows`. Shipping the driver's
+    own copy means the workers need only Python (same minor version as the driver) with pyspark and
+    pyarrow, and never run another version of herdlab they may have installed.
+    """
+    import harness
+
+    root = Path(harness.__file__).parent
+    d = Path(tempfile.mkdtemp(prefix="herdlab-pyfiles-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    z = d / "harness.zip"
+    with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as out:
+        for f in sorted(root.rglob("*.py")):
+            if "__pycache__" not in f.parts:
+                out.write(f, Path("harness") / f.relative_to(root))
+    sc.addPyFile(str(z))
+    _SHIPPED.append(z)
+
+
+def _probe(path: str) -> Any:
+    """The function each probe task runs on an executor (built here so that cloudpickle ships it by
+    value: it needs nothing from herdlab on the executor)."""
+
+    def run(_: Any) -> Any:
+        import importlib.util
+        import socket
+        import sys
+
+        try:
+            with open(path, "rb") as f:
+                readable = f.read(4) == b"PAR1"
+            why = "" if readable else "not a Parquet file there"
+        except OSError as e:
+            readable, why = False, f"{type(e).__name__}: {e.strerror or e}"
+        return {
+            "host": socket.gethostname(),
+            "python": sys.executable,
+            "version": f"{sys.version_info[0]}.{sys.version_info[1]}",
+            "pyarrow": importlib.util.find_spec("pyarrow") is not None,
+            "readable": readable,
+            "why": why,
+        }
+
+    return run
+
+
+#: Seconds the probe may take before herdlab gives up on the cluster (no executor ever started,
+#: e.g. workers without the free cores or memory an executor asks for).
+PROBE_TIMEOUT_S = 180.0
+
+#: Lines of a failed probe's error that say why the executors could not run Python.
+_CAUSES = ("Cannot run program", "PYTHON_VERSION_MISMATCH", "different version", "No module named", "error=")
+
+
+def _cause(text: str) -> str:
+    """The line of a Spark job error that says why (see :data:`_CAUSES`), else its first line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if any(c in ln for c in _CAUSES):
+            return ln[:300]
+    return lines[0][:300] if lines else "no detail"
+
+
+def _run_probe(sc: Any, path: str) -> list[dict[str, Any]]:
+    """Run the probe (one task per executor core) with :data:`PROBE_TIMEOUT_S`; the views."""
+    n = max(1, sc.defaultParallelism)
+    group = f"herdlab-probe-{os.getpid()}"
+    result: dict[str, Any] = {}
+
+    def job() -> None:
+        sc.setJobGroup(group, "herdlab: can the executors read the history?", interruptOnCancel=True)
+        try:
+            result["views"] = sc.parallelize(range(n), n).map(_probe(path)).collect()
+        except Exception as e:  # noqa: BLE001 - reported by the caller's thread
+            result["error"] = e
+
+    t = threading.Thread(target=job, name="herdlab-spark-probe", daemon=True)
+    t.start()
+    t.join(PROBE_TIMEOUT_S)
+    if t.is_alive():
+        sc.cancelJobGroup(group)
+        raise EnvironmentProblem(
+            f"no Spark executor of {sc.master} ran a task within {PROBE_TIMEOUT_S:.0f} s: do its workers "
+            "have the free cores and the memory an executor asks for (spark.executor.memory, 1g by default)?"
+        )
+    if "error" in result:  # the executors could not run Python at all
+        raise EnvironmentProblem(
+            f"the Spark executors could not run Python {sc.pythonExec!r} ({_cause(str(result['error']))}): "
+            f"the workers need Python {sys.version_info[0]}.{sys.version_info[1]} with pyspark and pyarrow "
+            "as python3 on their PATH, or set PYSPARK_PYTHON (or spark.pyspark.python) to such an "
+            "interpreter on the workers"
+        )
+    return result["views"]
+
+
+def check_history(spark: Any, history: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Check that the cluster's executors can read ``history`` (a local path); their views, one per
+    probe task (none in local mode, where the executors are the driver's JVM).
+
+    One task per executor core (the cluster idle: each core takes one) opens the file, checks
+    Parquet's magic bytes and reports its Python; the probe has :data:`PROBE_TIMEOUT_S`. Raises
+    :class:`ConfigError` when an executor cannot read the file (a local path needs every worker to
+    see the same filesystem at the same path) and :class:`EnvironmentProblem` when the executors
+    cannot run Python, lack pyarrow or never start.
+    """
+    sc = spark.sparkContext
+    if is_local(sc.master):
+        return []
+    path = os.path.abspath(os.fspath(history))
+    views = _run_probe(sc, path)
+    bad = [v for v in views if not v["readable"]]
+    if bad:
+        hosts = ", ".join(sorted({f"{v['host']} ({v['why']})" for v in bad}))
+        raise ConfigError(
+            f"the Spark executors on {hosts} cannot read the history {path}: on a cluster a local path "
+            "works only when every worker sees the same filesystem at the same path (workers on this "
+            "machine, or a shared mount); put the run directory on such a mount"
+        )
+    no_arrow = sorted({v["host"] for v in views if not v["pyarrow"]})
+    if no_arrow:
+        raise EnvironmentProblem(
+            f"the Spark executors' Python {views[0]['python']} on {', '.join(no_arrow)} lacks pyarrow, "
+            "which the analysis needs on executors (applyInArrow)"
+        )
+    log.info("Spark executors read %s: %s", path, sorted({(v["host"], v["python"]) for v in views}))
+    return views
 
 
 def shuffle_partitions_for(rows: int, cores: int = 2) -> int:

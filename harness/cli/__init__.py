@@ -53,6 +53,7 @@ def _register(group: click.Group, module: str, attr: str) -> None:
 
 
 _register(cli, "harness.cli.cluster", "cluster")
+_register(cli, "harness.cli.spark", "spark")
 _register(cli, "harness.cli.run", "demo")
 _register(cli, "harness.cli.scenarios", "scenarios")
 _register(cli, "harness.cli.run", "run")
