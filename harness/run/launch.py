@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,8 +38,10 @@ __all__ = [
     "MemberProcess",
     "MemberService",
     "coordinator_argv",
+    "host_groups",
     "legacy_argv",
     "legacy_member_argv",
+    "start_host",
     "start_member",
     "start_producer",
 ]
@@ -265,6 +267,42 @@ def legacy_argv(
 
 #: The runner's name for a member handle.
 MemberHandle = MemberService
+
+
+def host_groups(initial: Sequence[str], alone: Collection[str], per_host: int) -> list[tuple[str, ...]]:
+    """Which initial legacy members share a gevent host process: the members of ``initial`` not in
+    ``alone`` (every member some action targets), in start order, ``per_host`` at a time (the last
+    group may be smaller). ``per_host`` 0 hosts nobody (every member in its own process: []). Pure."""
+    if per_host < 0:
+        raise ValueError(f"members per host must be >= 0, got {per_host}")
+    if per_host == 0:
+        return []
+    hosted = [n for n in initial if n not in alone]
+    return [tuple(hosted[i : i + per_host]) for i in range(0, len(hosted), per_host)]
+
+
+def start_host(
+    s: Scenario,
+    host: str,
+    names: Sequence[str],
+    ep: Endpoints,
+    events: Path,
+    logs: Path,
+    group: str,
+    topic: str,
+    launcher: Launcher | None = None,
+) -> MemberService:
+    """Start one gevent process ``host`` running the legacy members ``names`` (coordination-only: no
+    record fetcher; :mod:`legacy_zk.host`), each writing under its own name (its events' ``source``) to
+    ``<events>/<host>.jsonl``; its log is ``<logs>/<host>.log``. The scenario's legacy settings as for
+    :func:`legacy_argv`. Returns at once; the service is ready when its first member wrote ``ready``."""
+    if not names:
+        raise ValueError(f"host {host} has no member")
+    history = events / f"{host}.jsonl"
+    argv = legacy_argv(s, host, ep, history, group, topic)
+    argv[argv.index("--handler") + 1] = "gevent"
+    argv += ["--no-fetch", "--names", ",".join(names)]
+    return MemberService(f"legacy_zk:{host}", argv, history, logs / f"{host}.log", launcher).start()
 
 
 def start_member(
