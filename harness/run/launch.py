@@ -2,7 +2,8 @@
 
 Every process goes through :func:`harness.procs.spawn` (own process group, registered, stopped at
 the end) and writes its events to ``<events>/<name>.jsonl`` and its log to ``<logs>/<name>.log``.
-Members are started with ``python -m harness member <impl> ...``, the same commands a person uses.
+Members are started with ``python -m harness.members <impl> ...``: the commands a person runs as
+``herdlab member <impl> ...``, without importing the rest of the command line.
 :func:`start_member` takes a ``launcher`` to run that command elsewhere (the containers backend runs
 it in a container). Every member, of every kind, is a :class:`MemberService` (the runner's and the
 benches' handle, also named :data:`MemberHandle`):
@@ -34,6 +35,7 @@ __all__ = [
     "PY",
     "Endpoints",
     "Launcher",
+    "MEMBER_PY",
     "MemberHandle",
     "MemberProcess",
     "MemberService",
@@ -47,6 +49,10 @@ __all__ = [
 ]
 
 PY = [sys.executable, "-m", "harness"]
+#: A member process's command: the lean entry point of the two member commands (:mod:`harness.members`'s
+#: ``__main__``: ``herdlab member ...`` without importing the rest of the command line, a third of the
+#: memory per process).
+MEMBER_PY = [sys.executable, "-m", "harness.members"]
 
 
 class MemberProcess(Protocol):
@@ -191,10 +197,10 @@ class Endpoints:
 def coordinator_argv(
     s: Scenario, name: str, ep: Endpoints, history: Path, group: str, topic: str
 ) -> list[str]:
-    """``herdlab member coordinator`` on the scenario's client, every Kafka property as ``-X`` (the typed
+    """``herdlab member coordinator`` (through :data:`MEMBER_PY`) on the scenario's client, every Kafka property as ``-X`` (the typed
     shorthands, the assignor, then ``[group.coordinator.properties]``)."""
     c = s.group.coordinator
-    argv = PY + ["member", "coordinator", "--bootstrap", ep.bootstrap, "--group", group, "--topic", topic]
+    argv = MEMBER_PY + ["coordinator", "--bootstrap", ep.bootstrap, "--group", group, "--topic", topic]
     argv += ["--name", name, "--history", str(history), "--client", c.client]
     for k, v in c.member_properties(s.group.assignor).items():
         argv += ["-X", f"{k}={v}"]
@@ -204,12 +210,12 @@ def coordinator_argv(
 
 
 def legacy_member_argv(zookeeper: str, group: str, topic: str, *options: str) -> list[str]:
-    """The command line of one legacy_zk member process (``python -m harness member legacy_zk``) of
+    """The command line of one legacy_zk member process (``python -m harness.members legacy_zk``, the
+    same command as ``herdlab member legacy_zk``) of
     ``group`` on ``topic`` against ZooKeeper at ``zookeeper``, followed by ``options`` unchanged: the one
     prefix the runner, the benches and the tests build their legacy members' argv on."""
     return [
-        *PY,
-        "member",
+        *MEMBER_PY,
         "legacy_zk",
         "--zookeeper",
         zookeeper,
