@@ -341,6 +341,11 @@ UNIT_COLUMNS = [
 ]
 
 
+def startup_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``start_up`` rows of :func:`unit_rows` (``unit``: its label, ``text``: its start-up line)."""
+    return [r for r in unit_rows(metrics) if r["kind"] == "start_up"]
+
+
 def unit_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     """The per-unit detail table: per unit a ``start_up`` row (``text``: its start-up line, when it has
     one), a row per trigger (``cells`` under :data:`UNIT_COLUMNS`), then a ``totals`` row (``text``);
