@@ -178,3 +178,12 @@ def test_start_up_entry_and_line() -> None:
     never = start_up_field({k: v for k, v in pu.items() if k != "startup_stable_s"})
     assert start_up_line(never) == "start-up: 500 members ready in 3.1 s, never stable"
     assert start_up_field({}) is None and start_up_line(None) is None
+
+
+@pytest.mark.parametrize("names", ["m1,m1", "m1,,m2", " "])
+def test_a_host_refuses_repeated_or_empty_member_names_before_connecting(names: str) -> None:
+    from harness.members.legacy_zk import legacy_zk
+
+    args = ["--zookeeper", "127.0.0.1:1", "--group", "g", "--topic", "t", "--no-fetch", "--names", names]
+    with pytest.raises(ConfigError, match="--names expects distinct names"):
+        legacy_zk.main(args, standalone_mode=False)
