@@ -20,7 +20,7 @@ from tests.support.runs import FAST
 LEGACY, COORDINATOR, PER_HOST = 20, 10, 8
 
 
-@pytest.mark.long  # about two minutes with the Spark analysis: opt-in, the default run stays under 12 minutes
+@pytest.mark.long  # minutes with the Spark analysis (8 on the shared machine): opt-in, not the default run
 def test_a_small_size_run_hosts_legacy_members_and_reports_each_units_start_up(tmp_path: Path) -> None:
     s = load_scenario(
         "size",
