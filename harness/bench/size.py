@@ -5,16 +5,17 @@ members; one join, one leave, one crash; ``--set`` overrides any key) on the loc
 ``herdlab run size`` does (:mod:`harness.run.session`), analyses it with the PySpark checker and writes
 its reports, then prints per unit:
 
-* wall time of the unit (from its first progress report to the next unit's; the cluster start is in it);
+* wall time of the unit (from the first to the last sample that saw one of its processes: cluster start
+  to stop);
 * start-up (the checker's ``start_up`` entry, :mod:`harness.analysis.startup`): members ready, first
   and last ``ready`` after ``unit_start``, first ``stable`` after ``unit_start``;
 * health (:mod:`harness.analysis.health`): heartbeat errors, broker session expiries and ZooKeeper
   SUSPENDED / LOST of untargeted members after the group first became stable (``session_failures``)
   and before it (``session_failures_startup``);
 * per trigger: outcome and latency;
-* the rig's peak resident memory (every process under this one, the cluster's included, sampled
-  every ``--sample-every`` seconds) and its CPU time (this process and its reaped children: every
-  member, producer, proxy and cluster process of the unit, which are reaped before the next unit).
+* the unit's peak resident memory and CPU time: every process under this one whose command line names
+  the unit's directory (members, hosts, producer, ZooKeeper, broker: :func:`unit_of`), sampled every
+  ``--sample-every`` seconds (the CPU of a process as last sampled; the harness's own is not in it).
 
 Figures are measured on the machine at hand (say whether it was shared); nothing is asserted.
 """
@@ -22,12 +23,12 @@ Figures are measured on the machine at hand (say whether it was shared); nothing
 from __future__ import annotations
 
 import contextlib
-import resource
+import re
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console
@@ -36,73 +37,77 @@ from rich.table import Table
 __all__ = ["size"]
 
 
-def _cpu_s() -> float:
-    """CPU seconds (user + system) of this process and of every child it reaped so far."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+#: A unit's directory in a process's command line (members' and the producer's --history, the cluster's
+#: workdir): ``.../units/<key>/...``.
+_UNIT_IN_ARGV = re.compile(r"/units/(c\d+-[A-Za-z_]+-r\d+)/")
 
 
-def _tree_rss() -> tuple[int, int]:
-    """(resident bytes, processes) of this process and every descendant now."""
-    import psutil
-
-    me = psutil.Process()
-    total, n = 0, 0
-    for q in [me, *me.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):
-            total += q.memory_info().rss
-            n += 1
-    return total, n
+def unit_of(cmdline: Sequence[str]) -> str | None:
+    """The unit key (``c0-legacy_zk-r0``) a process belongs to, from its command line; None for a
+    process of no unit (the bench itself, the Spark analysis)."""
+    m = _UNIT_IN_ARGV.search(" ".join(cmdline))
+    return m.group(1) if m else None
 
 
 @dataclass
 class UnitFigures:
-    """What the bench measured of one unit while it ran."""
+    """What the bench measured of one unit's processes (those whose command line names the unit)."""
 
     key: str
-    t0: float
-    cpu0: float
-    wall_s: float = 0.0
-    cpu_s: float = 0.0
+    first_s: float = 0.0  # monotonic time of the first sample that saw one of its processes
+    last_s: float = 0.0  # ... and of the last
     peak_rss: int = 0
     peak_procs: int = 0
+    cpu: dict[int, float] = field(default_factory=dict[int, float])  # pid -> latest CPU seconds seen
+
+    @property
+    def wall_s(self) -> float:
+        """From the first to the last sample that saw the unit's processes (cluster start to stop)."""
+        return self.last_s - self.first_s
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds of the unit's processes, each as last sampled (up to one period of a process's
+        last CPU is missed when it ends between samples)."""
+        return sum(self.cpu.values())
 
 
 @dataclass
 class RigMeter:
-    """Attributes the rig's peak memory and CPU to the unit running (told by the progress callback)."""
+    """Samples every process under this one, each attributed to its unit by :func:`unit_of`: the peak
+    of their summed resident memory and their CPU time."""
 
     every: float
-    units: list[UnitFigures] = field(default_factory=list[UnitFigures])
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    units: dict[str, UnitFigures] = field(default_factory=dict[str, UnitFigures])
     _stop: threading.Event = field(default_factory=threading.Event)
 
-    def progress(self, p: dict[str, Any]) -> None:
-        key = str(p.get("unit"))
-        with self._lock:
-            if not self.units or self.units[-1].key != key:
-                self._close_last()
-                self.units.append(UnitFigures(key, time.monotonic(), _cpu_s()))
+    def sample(self) -> None:
+        import psutil
 
-    def _close_last(self) -> None:
-        if self.units:
-            last = self.units[-1]
-            last.wall_s = time.monotonic() - last.t0
-            last.cpu_s = _cpu_s() - last.cpu0
+        now = time.monotonic()
+        rss: dict[str, int] = {}
+        procs: dict[str, int] = {}
+        for q in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                key = unit_of(q.cmdline())
+                if key is None:
+                    continue
+                u = self.units.setdefault(key, UnitFigures(key, first_s=now))
+                u.last_s = now
+                rss[key] = rss.get(key, 0) + q.memory_info().rss
+                procs[key] = procs.get(key, 0) + 1
+                t = q.cpu_times()
+                u.cpu[q.pid] = t.user + t.system + t.children_user + t.children_system
+        for key, total in rss.items():
+            u = self.units[key]
+            u.peak_rss, u.peak_procs = max(u.peak_rss, total), max(u.peak_procs, procs[key])
 
     def sample_forever(self) -> None:
         while not self._stop.wait(self.every):
-            rss, n = _tree_rss()
-            with self._lock:
-                if self.units:
-                    u = self.units[-1]
-                    u.peak_rss, u.peak_procs = max(u.peak_rss, rss), max(u.peak_procs, n)
+            self.sample()
 
     def finish(self) -> None:
         self._stop.set()
-        with self._lock:
-            self._close_last()
 
 
 def _fmt(x: float | None, unit: str = "s") -> str:
@@ -130,7 +135,7 @@ def size(overrides: tuple[str, ...], out: Path, spark_master: str | None, sample
     from harness.procs import install_signal_handlers
     from harness.run.session import SessionRequest, analyse, failed_units, prepare, render
 
-    console = Console()
+    console = Console(width=160)
     install_signal_handlers()
     session = prepare(SessionRequest(scenario="size", overrides=overrides, out=out))
     meter = RigMeter(every=sample_every)
@@ -138,7 +143,7 @@ def size(overrides: tuple[str, ...], out: Path, spark_master: str | None, sample
     sampler.start()
     wall0 = time.monotonic()
     try:
-        result = session.run(progress=meter.progress)
+        result = session.run()
     finally:
         meter.finish()
         sampler.join()
@@ -150,7 +155,7 @@ def size(overrides: tuple[str, ...], out: Path, spark_master: str | None, sample
     metrics = analyse(result.run_dir, spark_master)
     render(result.run_dir, metrics)
     console.print(f"analysed and reported in {time.monotonic() - t1:.0f} s: {result.run_dir / 'index.html'}")
-    measured = {m.key: m for m in meter.units}
+    measured = meter.units
     t = Table(title="herdlab bench size (one run; a shared machine makes every time an upper bound)")
     for c in (
         "unit",

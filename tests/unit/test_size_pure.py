@@ -187,3 +187,41 @@ def test_a_host_refuses_repeated_or_empty_member_names_before_connecting(names: 
     args = ["--zookeeper", "127.0.0.1:1", "--group", "g", "--topic", "t", "--no-fetch", "--names", names]
     with pytest.raises(ConfigError, match="--names expects distinct names"):
         legacy_zk.main(args, standalone_mode=False)
+
+
+def test_the_size_bench_attributes_a_process_to_its_unit_by_its_command_line() -> None:
+    from harness.bench.size import unit_of
+
+    member = [
+        "python",
+        "-m",
+        "harness.members",
+        "coordinator",
+        "--history",
+        "/o/size/r1/units/c0-coordinator-r0/events/m3.jsonl",
+    ]
+    zookeeper = [
+        "java",
+        "-Dlog4j2.configurationFile=/o/size/r1/units/c0-legacy_zk-r0/cluster/zk/log4j2.properties",
+    ]
+    assert unit_of(member) == "c0-coordinator-r0"
+    assert unit_of(zookeeper) == "c0-legacy_zk-r0"
+    assert unit_of(["java", "org.apache.spark.deploy.SparkSubmit", "pyspark-shell"]) is None
+
+
+def test_the_size_bench_meter_sums_a_units_processes() -> None:
+    import subprocess
+    import sys
+
+    from harness.bench.size import RigMeter
+
+    argv = [sys.executable, "-c", "import sys; sys.stdin.read()", "/o/units/c0-legacy_zk-r0/events/m0.jsonl"]
+    children = [subprocess.Popen(argv, stdin=subprocess.PIPE) for _ in range(2)]
+    try:
+        meter = RigMeter(every=1.0)
+        meter.sample()
+        u = meter.units["c0-legacy_zk-r0"]
+        assert u.peak_procs == 2 and u.peak_rss > 0 and set(u.cpu) == {c.pid for c in children}
+    finally:
+        for c in children:
+            c.communicate(b"")
