@@ -17,7 +17,8 @@ scenario's ``[migration].expect``) and its terms
 had a coordinator or ZooKeeper-leader fault, the failover summary ``failover``
 (:func:`harness.analysis.failover_verdict.summary`) and its terms
 (:data:`~harness.analysis.definitions.FAILOVER_DEFINITIONS`), and its alert lines after the others
-(:func:`harness.analysis.failover_verdict.alert_lines`); when the units have more than one broker,
+(:func:`harness.analysis.failover_verdict.alert_lines`); when some unit has a ``start_up`` entry, the
+start-up term (:data:`harness.analysis.startup.DEFINITION`); when the units have more than one broker,
 ``coordinators`` (:func:`harness.analysis.coordinators.summary`); it computes
 the aggregates, verdict and alerts
 (:mod:`harness.analysis.aggregate`) and ``metric_info`` (label, unit, family, censored) of every
@@ -44,6 +45,7 @@ from harness.analysis.failover_verdict import alert_lines as failover_alerts
 from harness.analysis.failover_verdict import summary as failover_summary
 from harness.analysis.load import RunInputs
 from harness.analysis.migration_verdict import summary as migration_summary
+from harness.analysis.startup import DEFINITION as STARTUP_DEFINITION
 
 FORMAT = "herdlab-metrics/2"
 #: A unit's fields used while analysing, not part of the document (ns: first, last event, origin).
@@ -105,6 +107,8 @@ def finish(
     if failed_over is not None:
         out["failover"] = failed_over
         out["definitions"] += [list(d) for d in FAILOVER_DEFINITIONS]
+    if any(u.get("start_up") for u in out["units"]):
+        out["definitions"].append(list(STARTUP_DEFINITION))
     aggregate(out)
     coordinators = coordinators_summary(out["units"], out["aggregates"])
     if coordinators is not None:

@@ -12,13 +12,18 @@ Contract
   invoke) is not counted: those faults target no member but hit every member's session; it is the
   fault's effect, reported in its row (``units[i].failover``).
 * :func:`health_fields`: the unit's two counts in the metrics document (0 when absent).
+* With them, the start-up figures of :mod:`.startup` (members ready, when, first stable): the unit's
+  ``start_up`` entry, computed in the same job.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from harness.analysis import startup
 from harness.analysis.facts import Facts
 from harness.analysis.failover import fault_windows
 from harness.analysis.frames import UNIT, Frames, join, long_values, role_col
@@ -76,9 +81,10 @@ def unit_values(facts: Facts, frames: Frames) -> DataFrame:
             F.sum(F.when(F.col("ts_ns") < F.col("stable"), 1).otherwise(0)).alias("session_failures_startup"),
         )
     )
-    return long_values(trouble, UNIT, list(NAMES))
+    return long_values(trouble, UNIT, list(NAMES)).unionByName(startup.unit_values(frames))
 
 
-def health_fields(pu: dict[str, float]) -> dict[str, int]:
-    """``session_failures`` and ``session_failures_startup`` of a unit from its values ``pu``."""
-    return {name: int(pu.get(name) or 0) for name in NAMES}
+def health_fields(pu: dict[str, float]) -> dict[str, Any]:
+    """``session_failures`` and ``session_failures_startup`` of a unit from its values ``pu``, and
+    its ``start_up`` entry (:func:`harness.analysis.startup.start_up_field`)."""
+    return {**{name: int(pu.get(name) or 0) for name in NAMES}, "start_up": startup.start_up_field(pu)}

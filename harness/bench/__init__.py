@@ -6,6 +6,8 @@
 * :mod:`harness.bench.coordinator` (``herdlab bench coordinator ...``): the broker and its group
   coordinator; its ``rebalance`` runs :mod:`harness.bench.rebalance`;
 * :mod:`harness.bench.legacy_zk` (``herdlab bench legacy_zk``): the 0.8 consumer's herd effect;
+* :mod:`harness.bench.size` (``herdlab bench size``): one real run at size (500 legacy, 200
+  coordinator members): start-up, health, wall time, peak memory and CPU of the rig;
 * :mod:`harness.bench.common`: the options and history markers the benches share.
 
 A bench only orchestrates: it sets up, writes a history and takes its figures from the analysis.

@@ -2,7 +2,8 @@
 
 The benches live in :mod:`harness.bench`, one module per bench; :mod:`harness.cli` adds each one's
 command to this group (``harness.bench.coordinator:coordinator`` is ``herdlab bench coordinator``,
-``harness.bench.legacy_zk:legacy_zk`` is ``herdlab bench legacy_zk``, and so on). Figures are measured
+``harness.bench.legacy_zk:legacy_zk`` is ``herdlab bench legacy_zk``, ``harness.bench.size:size`` is
+``herdlab bench size``, and so on). Figures are measured
 on the machine at hand; nothing is asserted.
 """
 

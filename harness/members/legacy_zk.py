@@ -8,7 +8,8 @@ Options mirror the 0.8 consumer property names (``--rebalance.max.retries 8`` an
 ``--rebalance-max-retries 8`` are the same option); ``--config FILE`` reads a ``.properties`` file and
 ``-X name=value`` sets any property; explicit options win over ``-X``, which wins over the file.
 Each assignment change is printed as one line. ``--members N`` runs N members in this process
-(on gevent, coordination-only: ``--no-fetch``); ``--history FILE`` writes the event history.
+(on gevent, coordination-only: ``--no-fetch``), ``--names A,B,...`` one member per name (the harness's
+gevent hosts); ``--history FILE`` writes the event history.
 """
 
 from __future__ import annotations
@@ -163,6 +164,12 @@ def build_configs(
 @click.option(
     "--name", default=None, help="Name of this member in the history (its event source) [the consumer id]."
 )
+@click.option(
+    "--names",
+    default=None,
+    metavar="A,B,...",
+    help="Run one member per name in this process, each named so in the history (sets --members).",
+)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="A consumer .properties file.")
 @click.option("-X", "props", multiple=True, metavar="NAME=VALUE", help="Any 0.8 consumer property.")
 @_property_options
@@ -177,6 +184,7 @@ def legacy_zk(
     fetch: bool,
     history_path: str | None,
     name: str | None,
+    names: str | None,
     config_file: str | None,
     props: tuple[str, ...],
     **explicit: Any,
@@ -186,10 +194,17 @@ def legacy_zk(
     Example: herdlab member legacy_zk --zookeeper 127.0.0.1:2181 --bootstrap 127.0.0.1:9092
     --group g1 --topic t --rebalance.backoff.ms 500
     """
+    listed = [n.strip() for n in names.split(",")] if names is not None else []
+    if names is not None and (not all(listed) or len(set(listed)) != len(listed)):
+        raise ConfigError(f"--names expects distinct names separated by commas, got {names!r}")
+    if listed:
+        members = len(listed)
     configs = build_configs(
         zookeeper or "", bootstrap, group or "", topics, streams, members, fetch, config_file, props, explicit
     )
-    if name:
+    if listed:
+        configs = [c.replace(name=n) for c, n in zip(configs, listed, strict=True)]
+    elif name:
         configs = [
             c.replace(name=name if len(configs) == 1 else f"{name}-{i}") for i, c in enumerate(configs)
         ]

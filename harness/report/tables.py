@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, metric
+from harness.analysis.startup import start_up_line
 from harness.analysis.stats import NEVER
 
 DASH = "—"
@@ -340,9 +341,15 @@ UNIT_COLUMNS = [
 ]
 
 
+def startup_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``start_up`` rows of :func:`unit_rows` (``unit``: its label, ``text``: its start-up line)."""
+    return [r for r in unit_rows(metrics) if r["kind"] == "start_up"]
+
+
 def unit_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
-    """The per-unit detail table: per unit a row per trigger (``cells`` under :data:`UNIT_COLUMNS`),
-    then a ``totals`` row (``text``); a failed unit gets a ``failed`` row. A latency of a trigger
+    """The per-unit detail table: per unit a ``start_up`` row (``text``: its start-up line, when it has
+    one), a row per trigger (``cells`` under :data:`UNIT_COLUMNS`), then a ``totals`` row (``text``);
+    a failed unit gets a ``failed`` row. A latency of a trigger
     that did not settle reads its outcome, never a number."""
     from harness.analysis.aggregate import outcome
 
@@ -352,6 +359,9 @@ def unit_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
         label = f"{column_label(u, vary)} {u['case']} r{u['repetition']}"
         if u.get("failed"):
             out.append({"unit": label, "kind": "failed", "text": f"FAILED: {u['failed']}"})
+        started = start_up_line(u.get("start_up"))
+        if started is not None:
+            out.append({"unit": label, "kind": "start_up", "text": started})
         for t in u.get("triggers", []):
             o = outcome(t)
             row = []

@@ -21,6 +21,7 @@ from harness.report.tables import (
     implementations,
     migration_line,
     single,
+    startup_rows,
     verdict_intro,
     verdict_of,
     verdict_rows,
@@ -31,7 +32,7 @@ def verdict_panel(metrics: dict[str, Any]) -> Group:
     """The verdict: the one-line run verdict, the ratio table, the completeness table and, when some
     unit switched member kinds, the migration verdict with the expected one, and when some unit had a
     coordinator or ZooKeeper-leader fault, the coordinator failover table, and when the run compared
-    brokers, the coordinators table."""
+    brokers, the coordinators table. One start-up line per unit follows the completeness table."""
     v = verdict_of(metrics)
     style = "bold green" if v["valid"] else "bold red"
     parts: list[Any] = [Text(f"verdict: {v['line']}", style=style)]
@@ -50,6 +51,7 @@ def verdict_panel(metrics: dict[str, Any]) -> Group:
         bad = r[3] != "0" or r[4] != "0"
         c.add_row(*r, style="red" if bad else None)
     parts.append(c)
+    parts += [Text(f"{r['unit']}: {r['text']}", style="dim") for r in startup_rows(metrics)]
     line = migration_line(metrics)
     if line is not None:
         ok = bool((metrics.get("migration") or {}).get("as_expected"))

@@ -2,7 +2,8 @@
 
 Every process goes through :func:`harness.procs.spawn` (own process group, registered, stopped at
 the end) and writes its events to ``<events>/<name>.jsonl`` and its log to ``<logs>/<name>.log``.
-Members are started with ``python -m harness member <impl> ...``, the same commands a person uses.
+Members are started with ``python -m harness.members <impl> ...``: the commands a person runs as
+``herdlab member <impl> ...``, without importing the rest of the command line.
 :func:`start_member` takes a ``launcher`` to run that command elsewhere (the containers backend runs
 it in a container). Every member, of every kind, is a :class:`MemberService` (the runner's and the
 benches' handle, also named :data:`MemberHandle`):
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,17 +35,24 @@ __all__ = [
     "PY",
     "Endpoints",
     "Launcher",
+    "MEMBER_PY",
     "MemberHandle",
     "MemberProcess",
     "MemberService",
     "coordinator_argv",
+    "host_groups",
     "legacy_argv",
     "legacy_member_argv",
+    "start_host",
     "start_member",
     "start_producer",
 ]
 
 PY = [sys.executable, "-m", "harness"]
+#: A member process's command: the lean entry point of the two member commands (:mod:`harness.members`'s
+#: ``__main__``: ``herdlab member ...`` without importing the rest of the command line, a third of the
+#: memory per process).
+MEMBER_PY = [sys.executable, "-m", "harness.members"]
 
 
 class MemberProcess(Protocol):
@@ -189,10 +197,10 @@ class Endpoints:
 def coordinator_argv(
     s: Scenario, name: str, ep: Endpoints, history: Path, group: str, topic: str
 ) -> list[str]:
-    """``herdlab member coordinator`` on the scenario's client, every Kafka property as ``-X`` (the typed
+    """``herdlab member coordinator`` (through :data:`MEMBER_PY`) on the scenario's client, every Kafka property as ``-X`` (the typed
     shorthands, the assignor, then ``[group.coordinator.properties]``)."""
     c = s.group.coordinator
-    argv = PY + ["member", "coordinator", "--bootstrap", ep.bootstrap, "--group", group, "--topic", topic]
+    argv = MEMBER_PY + ["coordinator", "--bootstrap", ep.bootstrap, "--group", group, "--topic", topic]
     argv += ["--name", name, "--history", str(history), "--client", c.client]
     for k, v in c.member_properties(s.group.assignor).items():
         argv += ["-X", f"{k}={v}"]
@@ -202,12 +210,12 @@ def coordinator_argv(
 
 
 def legacy_member_argv(zookeeper: str, group: str, topic: str, *options: str) -> list[str]:
-    """The command line of one legacy_zk member process (``python -m harness member legacy_zk``) of
+    """The command line of one legacy_zk member process (``python -m harness.members legacy_zk``, the
+    same command as ``herdlab member legacy_zk``) of
     ``group`` on ``topic`` against ZooKeeper at ``zookeeper``, followed by ``options`` unchanged: the one
     prefix the runner, the benches and the tests build their legacy members' argv on."""
     return [
-        *PY,
-        "member",
+        *MEMBER_PY,
         "legacy_zk",
         "--zookeeper",
         zookeeper,
@@ -265,6 +273,42 @@ def legacy_argv(
 
 #: The runner's name for a member handle.
 MemberHandle = MemberService
+
+
+def host_groups(initial: Sequence[str], alone: Collection[str], per_host: int) -> list[tuple[str, ...]]:
+    """Which initial legacy members share a gevent host process: the members of ``initial`` not in
+    ``alone`` (every member some action targets), in start order, ``per_host`` at a time (the last
+    group may be smaller). ``per_host`` 0 hosts nobody (every member in its own process: []). Pure."""
+    if per_host < 0:
+        raise ValueError(f"members per host must be >= 0, got {per_host}")
+    if per_host == 0:
+        return []
+    hosted = [n for n in initial if n not in alone]
+    return [tuple(hosted[i : i + per_host]) for i in range(0, len(hosted), per_host)]
+
+
+def start_host(
+    s: Scenario,
+    host: str,
+    names: Sequence[str],
+    ep: Endpoints,
+    events: Path,
+    logs: Path,
+    group: str,
+    topic: str,
+    launcher: Launcher | None = None,
+) -> MemberService:
+    """Start one gevent process ``host`` running the legacy members ``names`` (coordination-only: no
+    record fetcher; :mod:`legacy_zk.host`), each writing under its own name (its events' ``source``) to
+    ``<events>/<host>.jsonl``; its log is ``<logs>/<host>.log``. The scenario's legacy settings as for
+    :func:`legacy_argv`. Returns at once; the service is ready when its first member wrote ``ready``."""
+    if not names:
+        raise ValueError(f"host {host} has no member")
+    history = events / f"{host}.jsonl"
+    argv = legacy_argv(s, host, ep, history, group, topic)
+    argv[argv.index("--handler") + 1] = "gevent"
+    argv += ["--no-fetch", "--names", ",".join(names)]
+    return MemberService(f"legacy_zk:{host}", argv, history, logs / f"{host}.log", launcher).start()
 
 
 def start_member(

@@ -21,7 +21,13 @@ Contract
   of the scenario's) are remembered per name: a restart that gives None keeps what the member had (a
   new member: the unit's implementation, no props). Members of both kinds join the unit's one group on
   its one topic on the one cluster.
-* :meth:`UnitRig.stop_processes` stops members (cleanly, in parallel), producer and proxies;
+* With ``[group.legacy_zk] members_per_host`` > 0, a legacy unit runs its untargeted initial members
+  (no step of the plan names them, no proxy) on gevent, that many per process ``host<i>``
+  (:func:`harness.run.launch.host_groups`, :func:`~harness.run.launch.start_host`; coordination-only:
+  no record fetcher); the host starts on :meth:`UnitRig.start_member` of its first member and every
+  member's handle is the host's. Members some action targets stay alone in their process.
+* :meth:`UnitRig.stop_processes` stops members (cleanly, in parallel; with hosts, every legacy process is
+  quiesced first, SIGUSR1, so that tearing hundreds of members down causes no herd), producer and proxies;
   :meth:`UnitRig.stop_cluster` then the cluster. Both are idempotent; every child goes through
   :mod:`harness.procs`.
 """
@@ -42,7 +48,7 @@ from harness.faults.nemesis import ClusterControl, MemberProcess, ProxyControl
 from harness.faults.proxy import ProxyHost, member_loopback_ip
 from harness.kernel.errors import ConfigError, HerdlabError
 from harness.procs import ChildProcess
-from harness.run.launch import Endpoints, MemberHandle, start_member, start_producer
+from harness.run.launch import Endpoints, MemberHandle, host_groups, start_host, start_member, start_producer
 from harness.run.plan import Plan
 from harness.scenario.model import Scenario
 
@@ -131,6 +137,13 @@ class UnitRig:
         self.producer: ChildProcess | None = None
         self.kinds: dict[str, str] = {}
         self.props: dict[str, dict[str, str]] = {}
+        # the untargeted initial legacy members sharing gevent hosts (see the module contract)
+        self.host_of: dict[str, tuple[str, tuple[str, ...]]] = {}
+        if spec.impl == "legacy_zk":
+            plan = spec.plan
+            alone = plan.isolated | set(plan.proxied) | {t for st in plan.steps for t in st.targets}
+            groups = host_groups(plan.initial, alone, spec.scenario.group.legacy_zk.members_per_host)
+            self.host_of = {n: (f"host{h}", g) for h, g in enumerate(groups) for n in g}
 
     def start(self) -> None:
         s = self.spec
@@ -237,6 +250,9 @@ class UnitRig:
             self.endpoints[name] = self._endpoints_for(name, len(self.endpoints))
         assert self.cluster is not None
         s = self.spec
+        if name in self.host_of and name not in self.members and kind in (None, "legacy_zk"):
+            self._start_host(name)
+            return
         default = "coordinator" if s.impl == APACHE_KAFKA else s.impl  # kafka-python members
         kind = self.kinds[name] = kind or self.kinds.get(name, default)
         if props is not None:
@@ -255,11 +271,31 @@ class UnitRig:
             props=self.props.get(name, {}),
         )
 
+    def _start_host(self, name: str) -> None:
+        """``name``'s gevent host: started with all its members on the first of them; the others are
+        the same process (their handle is the host's)."""
+        assert self.cluster is not None
+        s = self.spec
+        host, names = self.host_of[name]
+        started = next((self.members[n] for n in names if n in self.members), None)
+        if started is None:
+            ep = Endpoints(zookeeper=self.cluster.zookeeper_connect, bootstrap=self.cluster.bootstrap)
+            launcher = self.cluster.member_launcher([s.events_dir])
+            started = start_host(
+                s.scenario, host, names, ep, s.events_dir, s.logs_dir, s.group, s.topic, launcher
+            )
+        self.kinds[name] = "legacy_zk"
+        self.members[name] = started
+
     def frozen(self, member: MemberProcess) -> bool:
         return process_frozen(member)
 
     def stop_processes(self) -> None:
-        for p in self.members.values():
+        if self.host_of:  # hundreds of legacy members: stop re-arming watches first, or teardown is a herd
+            for n, p in self.members.items():
+                if self.kinds.get(n) == "legacy_zk" and p.alive():
+                    p.signal(signal.SIGUSR1, group=False)
+        for p in {id(p): p for p in self.members.values()}.values():  # a host once
             if p.alive():
                 p.signal(signal.SIGCONT)
                 p.signal(signal.SIGTERM, group=False)

@@ -153,8 +153,8 @@ class UnitRunner:
         suffix = f"{run_id}-{unit.key}" if shared else ""  # an existing cluster may hold other runs' names
         self.topic = f"{scenario.topic.name}-{suffix}" if suffix else scenario.topic.name
         self.group = f"{scenario.group.id}-{suffix}" if suffix else scenario.group.id
-        self.plan: Plan = make_plan(unit.case.scenario, unit.case.members)
-        self.partitions = unit.case.partitions
+        self.plan: Plan = make_plan(unit.case.scenario, unit_members(unit.case, unit.impl))
+        self.partitions = unit_partitions(unit.case, unit.impl)
         self.clock: Clock = clock or SystemClock()
         self.history = HistoryWriter(self.events_dir / "nemesis.jsonl", source="nemesis", role=Role.NEMESIS)
         self.action_ids = 0
@@ -372,6 +372,18 @@ def _last_line(path: Path) -> str:
     return lines[-1][:300] if lines else ""
 
 
+def unit_members(case: Case, impl: str) -> int:
+    """The initial members of ``impl``'s units of ``case`` (``[group.<impl>] members``, else the case's)."""
+    return case.scenario.group.members_for(impl)
+
+
+def unit_partitions(case: Case, impl: str) -> int:
+    """The topic's partitions in ``impl``'s units of ``case``: ``topic.partitions``, or with
+    ``"members"`` as many as the unit's initial members (:func:`unit_members`)."""
+    p = case.scenario.topic.partitions
+    return unit_members(case, impl) if p == "members" else int(p)
+
+
 def planned_cases(scenario: Scenario) -> list[Case]:
     """The scenario's matrix cases, each checked by planning it: a plan that cannot be made (a switch with
     no legacy member present, a rollback with nothing to roll back, too many members asked for) or whose
@@ -380,7 +392,8 @@ def planned_cases(scenario: Scenario) -> list[Case]:
     cases = expand(scenario)
     for case in cases:
         try:
-            check_spacing(make_plan(case.scenario, case.members), case.scenario.settle_window)
+            for n in sorted({unit_members(case, impl) for impl in scenario.implementations}):
+                check_spacing(make_plan(case.scenario, n), case.scenario.settle_window)
         except ValueError as e:
             where = f" case {case.label}" if len(cases) > 1 else ""
             raise ConfigError(f"scenario {scenario.name}{where}: {e}") from None

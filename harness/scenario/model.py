@@ -169,6 +169,15 @@ class LegacySettings(Strict):
         default_factory=dict[str, PropertyValue],
         description="0.8 consumer properties (dotted names), over the typed keys above",
     )
+    members: int | None = Field(
+        default=None, ge=1, description="initial members of the legacy_zk units; unset = group.members"
+    )
+    members_per_host: int = Field(
+        default=0,
+        ge=0,
+        description="run the untargeted initial members on gevent, this many per process, "
+        "coordination-only (no record fetcher); 0 = every member in its own process",
+    )
 
     @model_validator(mode="after")
     def _check_legacy_properties(self) -> LegacySettings:
@@ -199,6 +208,9 @@ class CoordinatorSettings(Strict):
     )
     min_session_timeout_ms: int = Field(
         default=6000, ge=1, description="broker: group.min.session.timeout.ms"
+    )
+    members: int | None = Field(
+        default=None, ge=1, description="initial members of the coordinator units; unset = group.members"
     )
 
     @model_validator(mode="after")
@@ -253,6 +265,25 @@ class Group(Strict):
         if self.coordinator.static_membership and client not in STATIC_MEMBERSHIP:
             raise ValueError(f"client {client!r} has no static membership (group.instance.id)")
         return self
+
+    @model_validator(mode="after")
+    def _members_per_implementation(self) -> Group:
+        given = [k for k in ("legacy_zk", "coordinator") if getattr(self, k).members is not None]
+        if given and isinstance(self.members, list):
+            raise ValueError(
+                f"group.{given[0]}.members cannot be combined with a list of group.members (a matrix axis)"
+            )
+        return self
+
+    def members_for(self, impl: str) -> int:
+        """The initial member count of ``impl``'s units: ``[group.<impl>] members`` when set (an
+        ``apache_kafka`` unit runs coordinator members), else ``group.members`` (a single value here:
+        a case's scenario, after the matrix substitution)."""
+        kind = self.legacy_zk if impl == "legacy_zk" else self.coordinator
+        if kind.members is not None:
+            return kind.members
+        assert isinstance(self.members, int), "a case's group.members is one value"
+        return self.members
 
 
 Select = Literal["random", "newest", "oldest"]

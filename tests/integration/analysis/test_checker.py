@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
+from harness.analysis.startup import DEFINITION
 from harness.kernel.errors import ConfigError
 from tests.support.histories import UnitHistory, ns, write_run
 
 pytestmark = pytest.mark.slow
+STARTUP_TEXT = DEFINITION[1]
 
 
 def zombie() -> UnitHistory:
@@ -246,6 +248,22 @@ def test_session_failures_count_only_untargeted_members_after_stable(analysed: d
     u = unit(analysed, "zombie")
     # b's heartbeat error at 9000 and its expiry at 9050; a was paused (targeted); a leave is no failure
     assert (u["session_failures"], u["session_failures_startup"]) == (2, 0)
+
+
+def test_start_up_counts_the_members_ready_before_stable_from_unit_start(analysed: dict[str, Any]) -> None:
+    # bench: unit_start 0, a ready at 10, v at 20, stable at 200; the joiner's ready (3500) is after
+    # stable: not start-up. Seconds from unit_start: first 0.01, last 0.02, stable 0.2
+    assert unit(analysed, "bench")["start_up"] == {
+        "members_ready": 2,
+        "first_ready_s": 0.01,
+        "all_ready_s": 0.02,
+        "stable_s": 0.2,
+    }
+    # zombie: both ready at 0, stable at 1000; the legacy unit's members wrote no ready: no entry
+    assert unit(analysed, "zombie")["start_up"]["members_ready"] == 2
+    assert unit(analysed, "zombie")["start_up"]["stable_s"] == 1.0
+    assert unit(analysed, "legacy")["start_up"] is None
+    assert ["start-up", STARTUP_TEXT] in analysed["definitions"]
 
 
 # -- legacy: skipped, a crash of a member that owned nothing, no effect, the drain ----------------------

@@ -1,0 +1,165 @@
+"""``herdlab member coordinator``: one coordinator-side group member in the foreground, on a client library."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import click
+
+from harness.history.writer import open_history
+from harness.members.clients import make_member
+from harness.members.recorder import MemberConfig
+from harness.scenario.properties import ALL_ASSIGNORS, CLIENTS, check_client_properties
+
+#: The typed options and the Kafka property each is a shorthand of.
+SHORTHANDS = (
+    ("session_timeout_ms", "session.timeout.ms"),
+    ("heartbeat_interval_ms", "heartbeat.interval.ms"),
+    ("max_poll_interval_ms", "max.poll.interval.ms"),
+    ("auto_commit_interval_ms", "auto.commit.interval.ms"),
+    ("auto_offset_reset", "auto.offset.reset"),
+    ("assignor", "partition.assignment.strategy"),
+    ("metadata_max_age_ms", "metadata.max.age.ms"),
+)
+
+
+def _property(item: str) -> tuple[str, str]:
+    name, eq, value = item.partition("=")
+    if not eq or not name.strip():
+        raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="-X")
+    return name.strip(), value.strip()
+
+
+@click.command("coordinator")
+@click.option("--bootstrap", required=True, metavar="HOST:PORT[,...]", help="Broker bootstrap address(es).")
+@click.option("--group", required=True, help="Consumer group id.")
+@click.option("--topic", required=True, help="Topic to subscribe.")
+@click.option("--name", default=None, help="Member name for logs and history (default: coordinator-<pid>).")
+@click.option(
+    "--history", type=click.Path(dir_okay=False), default=None, help="Append events to this JSON-lines file."
+)
+@click.option(
+    "--client",
+    type=click.Choice(CLIENTS),
+    default="kafka-python",
+    show_default=True,
+    help="The Kafka client library the member runs on (librdkafka: confluent-kafka).",
+)
+@click.option("--session-timeout-ms", default=6000, show_default=True, help="session.timeout.ms")
+@click.option("--heartbeat-interval-ms", default=500, show_default=True, help="heartbeat.interval.ms")
+@click.option(
+    "--max-poll-interval-ms",
+    default=30000,
+    show_default=True,
+    help="max.poll.interval.ms (the rebalance timeout).",
+)
+@click.option(
+    "--auto-commit-interval-ms",
+    default=5000,
+    show_default=True,
+    help="auto.commit.interval.ms (the member commits what it processed this often).",
+)
+@click.option("--no-auto-commit", is_flag=True, help="enable.auto.commit=false: nothing is committed.")
+@click.option(
+    "--auto-offset-reset",
+    type=click.Choice(["earliest", "latest"]),
+    default="earliest",
+    show_default=True,
+    help="auto.offset.reset",
+)
+@click.option(
+    "--assignor",
+    type=click.Choice(ALL_ASSIGNORS),
+    default="range",
+    show_default=True,
+    help="partition.assignment.strategy (each client has its own subset).",
+)
+@click.option(
+    "--group-instance-id", default=None, help="Static membership (KIP-345): this member's group.instance.id."
+)
+@click.option("--metadata-max-age-ms", default=5000, show_default=True, help="metadata.max.age.ms")
+@click.option(
+    "-X",
+    "properties",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A Kafka consumer property by its dotted name (repeatable), over the options above; "
+    "checked against the client's known properties.",
+)
+def coordinator(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    name: str | None,
+    history: str | None,
+    client: str,
+    no_auto_commit: bool,
+    group_instance_id: str | None,
+    properties: tuple[str, ...],
+    **typed: object,
+) -> None:
+    """Run one coordinator-side member until Ctrl-C or SIGTERM.
+
+    Prints each assignment change. On Ctrl-C / SIGTERM it leaves the group cleanly (commit, then
+    LeaveGroup for a dynamic member, as its client does on close); a second signal exits at once.
+    """
+    name = name or f"coordinator-{os.getpid()}"
+    props = {prop: str(typed[key]) for key, prop in SHORTHANDS}
+    if no_auto_commit:
+        props["enable.auto.commit"] = "false"
+    given = dict(_property(p) for p in properties)
+    try:
+        check_client_properties(client, given)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="-X") from None
+    props.update(given)
+    config = MemberConfig(
+        bootstrap=bootstrap,
+        group=group,
+        topic=topic,
+        name=name,
+        client=client,
+        properties=props,
+        group_instance_id=group_instance_id,
+    )
+    hist = open_history(history, name, role="member")
+
+    def on_change(what: str, partitions: list[int], generation: int) -> None:
+        click.echo(f"{name}: generation {generation}: {what} {partitions}", err=False)
+        sys.stdout.flush()
+
+    try:
+        member = make_member(config, hist, on_change=on_change)
+    except ValueError as e:  # a property the client cannot take (e.g. an assignor it does not have)
+        hist.close()
+        raise click.UsageError(str(e)) from None
+
+    def handler(signum: int, _frame: object) -> None:
+        if member.stopping:
+            os._exit(128 + signum)
+        member.stop(clean=True)
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        member.run()
+    except Exception as e:
+        if not _client_error(e):
+            raise  # a defect of ours: the traceback is wanted
+        # a fatal error of the client (fenced static member, refused configuration ...): the member
+        # recorded it and stopped; one line, exit status 1
+        click.echo(f"herdlab: error: member {name}: {type(e).__name__}: {e}", err=True)
+        sys.exit(1)
+    finally:
+        hist.close()
+
+
+def _client_error(e: BaseException) -> bool:
+    """Whether ``e`` is a client library's own error (kafka-python, aiokafka, confluent-kafka) or a fatal
+    error a member reported (:class:`~harness.members.librdkafka.LibrdkafkaFatal`)."""
+    from harness.members.librdkafka import LibrdkafkaFatal
+
+    module = type(e).__module__.split(".")[0]
+    return isinstance(e, LibrdkafkaFatal) or module in ("kafka", "aiokafka", "confluent_kafka", "cimpl")
