@@ -74,6 +74,7 @@ if isinstance(_bench, click.Group):
     _register(_bench, "harness.bench.coordinator", "coordinator")
     _register(_bench, "harness.bench.legacy_zk", "legacy_zk")
     _register(_bench, "harness.bench.replication", "replication")
+    _register(_bench, "harness.bench.simulator", "simulator")
 
 
 def main() -> None:

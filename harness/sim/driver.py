@@ -7,7 +7,8 @@ run: :func:`harness.run.plan.make_plan`) on a fresh :class:`~harness.sim.clock.V
 
 1. writes ``unit_start`` (topic, group, partitions, members), starts the producer
    (:class:`harness.sim.workload.SimProducer` on the unit's :class:`~harness.sim.workload.SimTopic`) and
-   every initial member at once (``SimGroup.start_member``);
+   every initial member at once (``SimGroup.start_member``; spread evenly over the model's
+   ``member_start_spread_s`` in start order when it is set);
 2. waits until the group is first stable with the runner's own condition and fold: the events the
    simulation writes are fed to a :class:`harness.run.tail.GroupWatch` (the runner's fold of
    :mod:`harness.kernel.ownership`), polled every :data:`harness.run.tail.POLL_S` of virtual time, with
@@ -253,8 +254,13 @@ class SimUnitRunner:
             simulated=True,
         )
         self.producer.start()
-        for name in self.plan.initial:
-            self.group.start_member(name)
+        spread = self.delays.member_start_spread_s
+        n = len(self.plan.initial)
+        for i, name in enumerate(self.plan.initial):
+            if spread > 0 and i:
+                self.sched.call_later(spread * i / n, self.group.start_member, name)
+            else:
+                self.group.start_member(name)
         self._phase("joining")
         initial = set(self.plan.initial)
         if not self._until(

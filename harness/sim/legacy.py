@@ -11,8 +11,10 @@ the assignors through :func:`legacy_zk.plan.plan_rebalance`, :class:`legacy_zk.r
 ZkClient's :class:`legacy_zk.listeners.EventThread` / ``Subscriptions``; only the IO shell is the
 simulator's (:class:`SimLegacyMember`, the counterpart of ``LegacyZkMember``'s kazoo session, threads and
 fetcher). Each member's configuration is the one a real member gets (``harness.run.launch.legacy_argv``'s
-properties, parsed by ``legacy_zk.config``), with ``consumer.id`` = ``sim-<name>`` (real ids are
-``host-millis-uuid``: their order, hence who gets which partition, differs; the counts do not).
+properties, parsed by ``legacy_zk.config``), with ``consumer.id`` = ``sim-<virtual start ms>-<name>``: ordered by start time as 0.8's
+``host-millis-uuid`` ids of one host are (the assignors sort consumers, so who gets which partition
+follows the same order; members started in the same millisecond are ordered by name, where a real
+run's order among them is random).
 
 The model (every delay from :class:`harness.sim.model.DelayModel`):
 
@@ -106,6 +108,33 @@ class SimZkServer:
         return self._free_at
 
 
+class ClientCpu:
+    """The members' client-side work: ``cores`` cores shared first come first served (0: unlimited),
+    each cost scaled by the model's jitter."""
+
+    def __init__(self, sched: VirtualScheduler, delays: DelayModel, rng: Any) -> None:
+        self.sched = sched
+        self.delays = delays
+        self.rng = rng
+        self._free = [0] * max(0, delays.client_cores)
+
+    def cost(self, seconds: float) -> float:
+        j = self.delays.jitter
+        return seconds * self.rng.uniform(1 - j, 1 + j) if j > 0 and seconds > 0 else seconds
+
+    def work(self, seconds: float) -> None:
+        """Spend ``seconds`` of client CPU in the calling task."""
+        seconds = self.cost(seconds)
+        if not self._free:
+            self.sched.sleep(seconds)
+            return
+        free = self._free
+        i = min(range(len(free)), key=free.__getitem__)
+        start = max(self.sched.now_ns, free[i])
+        free[i] = start + _ns(seconds)
+        self.sched.sleep((free[i] - self.sched.now_ns) / NS_PER_S)
+
+
 def path_class(path: str) -> str:
     """The class of ``path`` for aggregated zk_request events: ``<dir>/*`` for a node directly under a
     directory of many (ids, owners of a topic, offsets of a topic, brokers), else the path itself."""
@@ -131,7 +160,8 @@ class SimZkPort:
 
     # -- the session ----------------------------------------------------------------------------
     def open(self) -> None:
-        """Connect: one round trip and one service slot (kazoo's connect request)."""
+        """Connect: ``zk_connect_s`` of client work, then one round trip and one service slot."""
+        self.member.group.cpu.work(self.delays.zk_connect_s)
         self._round_trip(lambda: None)
         self.session = self.server.tree.session()
         self.opened_ns = self.last_heard_ns = self.sched.now_ns
@@ -149,14 +179,16 @@ class SimZkPort:
 
     def _round_trip(self, request: Callable[[], Any]) -> Any:
         d = self.delays
-        self.sched.sleep(d.zk_client_s + d.network_one_way_s)
+        cpu = self.member.group.cpu
+        cpu.work(d.zk_client_s)
+        self.sched.sleep(cpu.cost(d.network_one_way_s))
         done = self.server.admit()
         self.last_heard_ns = self.sched.now_ns
         self.sched.sleep((done - self.sched.now_ns) / NS_PER_S)
         try:
             return request()
         finally:
-            self.sched.sleep(d.network_one_way_s)
+            self.sched.sleep(cpu.cost(d.network_one_way_s))
 
     def _call(self, op: str, path: str, request: Callable[[MemZkSession], Any]) -> Any:
         session = self.session
@@ -333,7 +365,7 @@ class SimLegacyMember:
     def _deliver(self) -> None:
         while True:
             watcher, event = self._notifications.get()
-            self.sched.sleep(self.delays.zk_watch_client_s)
+            self.group.cpu.work(self.delays.zk_watch_client_s)
             watcher(event)
 
     # -- AttemptHooks ---------------------------------------------------------------------------
@@ -358,7 +390,7 @@ class SimLegacyMember:
 
     def assignment_changed(self, what: str, partitions: list[TopicPartition]) -> None:
         if what == "assigned":
-            self.sched.sleep(self.delays.member_apply_s)
+            self.group.cpu.work(self.delays.member_apply_s)
 
     # -- life -----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -518,6 +550,7 @@ class SimLegacyGroup:
         self.partitions = ctx.members if s.topic.partitions == "members" else int(s.topic.partitions)
         self.aggregate = ctx.members >= int(ctx.options.get("aggregate_from", AGGREGATE_FROM))
         self.server = SimZkServer(ctx.sched, ctx.delays)
+        self.cpu = ClientCpu(ctx.sched, ctx.delays, ctx.rng)
         self.topic = ctx.topic or SimTopic(ctx.sched, s.topic.name, self.partitions)
         self._layout()
         self._members: dict[str, SimLegacyMember] = {}
@@ -544,7 +577,9 @@ class SimLegacyGroup:
         )
         raw = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-X")
         attrs = parse_properties(raw)
-        attrs.update(group_id=self.group_id, zookeeper_connect="sim", name=name, consumer_id=f"sim-{name}")
+        # as 0.8's host-millis-uuid: ordered by start time (a joiner sorts after the members before it)
+        cid = f"sim-{self.sched.now_ns // 1_000_000:013d}-{name}"
+        attrs.update(group_id=self.group_id, zookeeper_connect="sim", name=name, consumer_id=cid)
         return ConsumerConfig(**attrs, topics={self.topic.name: 1}).validate()
 
     # -- SimGroup -------------------------------------------------------------------------------
