@@ -100,9 +100,10 @@ class SimZkServer:
         self._free_at = 0
         self.requests = 0
 
-    def admit(self) -> int:
-        """A request arrives now: the virtual ns at which it has been served."""
-        start = max(self.sched.now_ns, self._free_at)
+    def admit(self, arrival_ns: int) -> int:
+        """A request arriving at ``arrival_ns``: the virtual ns at which it has been served (requests are
+        queued in the order they are admitted: see :meth:`SimZkPort._round_trip`)."""
+        start = max(arrival_ns, self._free_at)
         self._free_at = start + _ns(self.delays.zk_service_s)
         self.requests += 1
         return self._free_at
@@ -122,17 +123,21 @@ class ClientCpu:
         j = self.delays.jitter
         return seconds * self.rng.uniform(1 - j, 1 + j) if j > 0 and seconds > 0 else seconds
 
+    def reserve(self, seconds: float) -> int:
+        """Book ``seconds`` of client CPU from now on the first free core: the virtual ns it ends."""
+        seconds = self.cost(seconds)
+        now = self.sched.now_ns
+        free = self._free
+        if not free:
+            return now + _ns(seconds)
+        i = min(range(len(free)), key=free.__getitem__)
+        free[i] = max(now, free[i]) + _ns(seconds)
+        return free[i]
+
     def work(self, seconds: float) -> None:
         """Spend ``seconds`` of client CPU in the calling task."""
-        seconds = self.cost(seconds)
-        if not self._free:
-            self.sched.sleep(seconds)
-            return
-        free = self._free
-        i = min(range(len(free)), key=free.__getitem__)
-        start = max(self.sched.now_ns, free[i])
-        free[i] = start + _ns(seconds)
-        self.sched.sleep((free[i] - self.sched.now_ns) / NS_PER_S)
+        end = self.reserve(seconds)
+        self.sched.sleep((end - self.sched.now_ns) / NS_PER_S)
 
 
 def path_class(path: str) -> str:
@@ -178,17 +183,30 @@ class SimZkPort:
         return self.session.id if self.session is not None else None
 
     def _round_trip(self, request: Callable[[], Any]) -> Any:
+        """One request's whole timeline booked when it is issued (one wake-up of the member, the batching
+        that keeps large groups fast): its client CPU, the network, its place in the server's queue
+        (queued in issue order: a request issued earlier is served earlier even if a later one would
+        arrive first, at most one client cost apart), the change applied when served, the network back."""
         d = self.delays
         cpu = self.member.group.cpu
-        cpu.work(d.zk_client_s)
-        self.sched.sleep(cpu.cost(d.network_one_way_s))
-        done = self.server.admit()
-        self.last_heard_ns = self.sched.now_ns
-        self.sched.sleep((done - self.sched.now_ns) / NS_PER_S)
-        try:
-            return request()
-        finally:
-            self.sched.sleep(cpu.cost(d.network_one_way_s))
+        arrive = cpu.reserve(d.zk_client_s) + _ns(cpu.cost(d.network_one_way_s))
+        done = self.server.admit(arrive)
+        back = done + _ns(cpu.cost(d.network_one_way_s))
+        self.last_heard_ns = arrive
+        box: list[Any] = []
+
+        def serve() -> None:
+            try:
+                box.append((True, request()))
+            except Exception as e:  # noqa: BLE001 - handed to the member, as the client raises it
+                box.append((False, e))
+
+        self.sched.call_at(done, serve)
+        self.sched.sleep((back - self.sched.now_ns) / NS_PER_S)
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
 
     def _call(self, op: str, path: str, request: Callable[[MemZkSession], Any]) -> Any:
         session = self.session
