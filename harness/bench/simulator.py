@@ -132,17 +132,31 @@ def validate(
 @click.option("--members", default="1000,10000", show_default=True, help="Group sizes, comma-separated.")
 @click.option("--impl", "impls", default="legacy_zk", show_default=True)
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "--delay",
+    "delays",
+    multiple=True,
+    default=("client_cores=0",),
+    show_default=True,
+    metavar="NAME=VALUE",
+    help="Delay model overrides; by default every member has a core of its own (members on many hosts).",
+)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None)
-def reach_command(scenario: str, members: str, impls: str, sets: tuple[str, ...], out: Path | None) -> None:
+def reach_command(
+    scenario: str, members: str, impls: str, sets: tuple[str, ...], delays: tuple[str, ...], out: Path | None
+) -> None:
     """Simulate at size, one unit per N: virtual time, events, wall time and peak RSS."""
     from harness.scenario import load_scenario
-    from harness.sim.session import SimOptions, simulate_scenario
+    from harness.sim.session import SimOptions, parse_delays, simulate_scenario
+
+    model = parse_delays(delays)
+    click.echo(f"model: {model.describe()}")
 
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simreach-"))
     for n in [int(x) for x in members.split(",") if x]:
         s = load_scenario(scenario, _overrides(str(n), 1, impls, sets))
         t0 = time.monotonic()
-        result = simulate_scenario(s, SimOptions(out=base))
+        result = simulate_scenario(s, SimOptions(out=base, delays=model))
         for u in result.units:
             click.echo(
                 f"N={n} {u['unit']}: virtual {u.get('virtual_s')} s, {u.get('events')} events, "

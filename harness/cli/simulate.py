@@ -6,7 +6,6 @@ analysis and the reports are ``run``'s, and the reports say at the top that it i
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -19,28 +18,6 @@ from harness.kernel.errors import ConfigError
 console = Console()
 if not console.is_terminal:
     console = Console(width=160)
-
-
-def parse_delays(items: tuple[str, ...], seed: int | None) -> Any:
-    """The :class:`~harness.sim.model.DelayModel` with ``name=value`` overrides; one-line errors."""
-    from harness.sim.model import DelayModel
-
-    names = {f.name: f.type for f in dataclasses.fields(DelayModel)}
-    changes: dict[str, Any] = {}
-    for item in items:
-        name, eq, value = item.partition("=")
-        name = name.strip()
-        if not eq or name not in names:
-            raise ConfigError(f"--delay expects NAME=VALUE with NAME one of {', '.join(names)}; got {item!r}")
-        try:
-            changes[name] = int(value) if name in ("seed", "client_cores") else float(value)
-        except ValueError:
-            raise ConfigError(f"--delay {name}: not a number: {value!r}") from None
-        if changes[name] < 0:
-            raise ConfigError(f"--delay {name}: must be >= 0, got {value}")
-    if seed is not None:
-        changes["seed"] = seed
-    return DelayModel(**changes)
 
 
 def parse_options(items: tuple[str, ...]) -> dict[str, Any]:
@@ -130,7 +107,7 @@ def execute(
     """Simulate, then analyse and report (see ``herdlab simulate``); returns the run directory."""
     from harness.scenario import load_scenario
     from harness.sim.driver import UnitProgress
-    from harness.sim.session import SimOptions, simulate_scenario
+    from harness.sim.session import SimOptions, parse_delays, simulate_scenario
 
     sets = list(overrides)
     if members_scale:

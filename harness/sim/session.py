@@ -16,6 +16,7 @@ follow are ``run``'s (:func:`harness.run.session.analyse` / :func:`render`).
 
 from __future__ import annotations
 
+import dataclasses
 import resource
 import time
 from collections.abc import Callable
@@ -25,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.history.schema import to_parquet
+from harness.kernel.errors import ConfigError
 from harness.run.manifest import write_manifest
 from harness.run.runner import RunResult, Unit, new_run_id, planned_cases
 from harness.scenario.model import Scenario
 from harness.sim.driver import SimUnitRunner, UnitProgress, group_factory
 from harness.sim.model import DelayModel
 
-__all__ = ["SimOptions", "peak_rss_mb", "simulate_scenario"]
+__all__ = ["SimOptions", "parse_delays", "peak_rss_mb", "simulate_scenario"]
 
 
 @dataclass
@@ -47,6 +49,26 @@ class SimOptions:
 def peak_rss_mb() -> float:
     """This process's peak resident set so far, in MB (Linux reports ru_maxrss in KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def parse_delays(items: tuple[str, ...] | list[str], seed: int | None = None) -> DelayModel:
+    """The :class:`~harness.sim.model.DelayModel` with ``name=value`` overrides; one-line errors."""
+    names = {f.name: f.type for f in dataclasses.fields(DelayModel)}
+    changes: dict[str, Any] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        name = name.strip()
+        if not eq or name not in names:
+            raise ConfigError(f"--delay expects NAME=VALUE with NAME one of {', '.join(names)}; got {item!r}")
+        try:
+            changes[name] = int(value) if name in ("seed", "client_cores") else float(value)
+        except ValueError:
+            raise ConfigError(f"--delay {name}: not a number: {value!r}") from None
+        if changes[name] < 0:
+            raise ConfigError(f"--delay {name}: must be >= 0, got {value}")
+    if seed is not None:
+        changes["seed"] = seed
+    return DelayModel(**changes)
 
 
 def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
