@@ -38,7 +38,9 @@ The model (every delay from :class:`harness.sim.model.DelayModel`):
   least ``options["aggregate_from"]`` members (default :data:`AGGREGATE_FROM`): then a member's requests
   of one op on one path class (``*`` for the varying last segment under a directory of ids, owners,
   offsets or brokers) are written as one event with ``count``, when the member next writes any other
-  event (its next step: watch, rebalance end, claim...), stamped then.
+  event (its next step: watch, rebalance end, claim...) or makes a request :data:`AGGREGATE_SPAN_NS`
+  (100 ms) or more after the first one aggregated, stamped then (so a long attempt's requests fall
+  into the trigger window they were made in, to within 100 ms).
 
 Departures from a real member: no fetcher restart cost beyond ``member_apply_s`` per assignment; no
 connection loss, session expiry of a live member, or reconnect; ``offsets.storage = kafka`` is refused
@@ -79,6 +81,9 @@ log = logging.getLogger("harness.sim")
 IMPL = "legacy_zk"
 #: From this many initial members on, a member's zk_request events are aggregated (module contract).
 AGGREGATE_FROM = 200
+#: An aggregated zk_request event covers at most this span of virtual time (ns): a long attempt's requests
+#: are written as they go, so they fall into the trigger window they were made in (to within this span).
+AGGREGATE_SPAN_NS = 100_000_000
 #: kafka-python's fetch.max.wait.ms default: how long a fetch with nothing to return waits.
 FETCH_LONG_POLL_S = 0.5
 #: kafka-python's max.poll.records default: records handed over per fetch.
@@ -283,6 +288,7 @@ class SimLegacyMember:
         self.ready_ns: int | None = None
         self.stopped = False
         self._pending: Counter[tuple[str, str]] = Counter()
+        self._pending_since = 0
         self._aggregate = group.aggregate
         self._events = EventThread(self.handler, f"{self.id}_zk_event_thread")
         self._notifications = self.handler.queue_impl()
@@ -354,6 +360,11 @@ class SimLegacyMember:
 
     def on_zk_request(self, op: str, path: str) -> None:
         if self._aggregate:
+            now = self.sched.now_ns
+            if self._pending and now - self._pending_since >= AGGREGATE_SPAN_NS:
+                self.flush_requests()
+            if not self._pending:
+                self._pending_since = now
             self._pending[(op, path_class(path))] += 1
         else:
             self.emit("zk_request", op=op, path=path)
