@@ -39,8 +39,8 @@ The model (every delay from :class:`harness.sim.model.DelayModel`):
   of one op on one path class (``*`` for the varying last segment under a directory of ids, owners,
   offsets or brokers) are written as one event with ``count``, when the member next writes any other
   event (its next step: watch, rebalance end, claim...) or makes a request :data:`AGGREGATE_SPAN_NS`
-  (100 ms) or more after the first one aggregated, stamped then (so a long attempt's requests fall
-  into the trigger window they were made in, to within 100 ms).
+  (1 s) or more after the first one aggregated, stamped then (so a long attempt's requests fall
+  into the trigger window they were made in, to within 1 s).
 
 Departures from a real member: no fetcher restart cost beyond ``member_apply_s`` per assignment; no
 connection loss, session expiry of a live member, or reconnect; ``offsets.storage = kafka`` is refused
@@ -83,7 +83,7 @@ IMPL = "legacy_zk"
 AGGREGATE_FROM = 200
 #: An aggregated zk_request event covers at most this span of virtual time (ns): a long attempt's requests
 #: are written as they go, so they fall into the trigger window they were made in (to within this span).
-AGGREGATE_SPAN_NS = 100_000_000
+AGGREGATE_SPAN_NS = 1_000_000_000
 #: kafka-python's fetch.max.wait.ms default: how long a fetch with nothing to return waits.
 FETCH_LONG_POLL_S = 0.5
 #: kafka-python's max.poll.records default: records handed over per fetch.
