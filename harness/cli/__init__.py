@@ -57,6 +57,7 @@ _register(cli, "harness.cli.spark", "spark")
 _register(cli, "harness.cli.run", "demo")
 _register(cli, "harness.cli.scenarios", "scenarios")
 _register(cli, "harness.cli.run", "run")
+_register(cli, "harness.cli.simulate", "simulate")
 _register(cli, "harness.cli.produce", "produce")
 _register(cli, "harness.cli.report", "report")
 _register(cli, "harness.cli.report", "compare")
@@ -75,6 +76,7 @@ if isinstance(_bench, click.Group):
     _register(_bench, "harness.bench.legacy_zk", "legacy_zk")
     _register(_bench, "harness.bench.replication", "replication")
     _register(_bench, "harness.bench.size", "size")
+    _register(_bench, "harness.bench.simulator", "simulator")
 
 
 def main() -> None:

@@ -42,10 +42,12 @@ def render_report(run_dir: str | Path, metrics: dict[str, Any]) -> dict[str, Pat
     from harness.report.html import render_html
     from harness.report.markdown import render_markdown
     from harness.report.plots import all_plots
+    from harness.report.simulation import annotate
 
     d = Path(run_dir)
     if not d.is_dir():
         raise ConfigError(f"{d} is not a directory")
+    annotate(d, metrics)  # a simulated run says so (metrics.json, summary.md, index.html, the terminal)
     plots = all_plots(metrics)
     pdir = d / PLOTS_DIR
     pdir.mkdir(exist_ok=True)

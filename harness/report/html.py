@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.analysis.definitions import metric
 from harness.report.plots import Plot
+from harness.report.simulation import banner
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
     COORDINATORS_INTRO,
@@ -154,6 +155,9 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
         f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title><style>{CSS}</style></head><body>"
     ]
     parts.append(f"<h1>{_e(title)}</h1>")
+    sim = banner(metrics)
+    if sim:
+        parts.append(f'<div class="alert lost"><b>{_e(sim)}</b></div>')
     parts.append(verdict_block(metrics))
     if run.get("description"):
         parts.append(f"<p>{_e(run['description'])}</p>")

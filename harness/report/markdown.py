@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.analysis.definitions import metric
 from harness.report.plots import Plot
+from harness.report.simulation import banner
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
     COORDINATORS_INTRO,
@@ -106,6 +107,9 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
     run = metrics.get("run") or {}
     spark = metrics.get("spark") or {}
     out = [f"# herdlab report: {run.get('scenario') or '?'} / {run.get('run_id') or '?'}", ""]
+    sim = banner(metrics)
+    if sim:
+        out += [f"> **{_md(sim)}**", ""]
     out += verdict_section(metrics)
     if run.get("description"):
         out += [run["description"], ""]

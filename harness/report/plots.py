@@ -183,7 +183,8 @@ def herd_plot(metrics: dict[str, Any]) -> Plot | None:
                 ax.plot(wx, wy, linestyle=":", marker=".", color=col, alpha=0.8)
         if numeric and best is not None and len(best[1]) >= 2:
             x0, y0 = best[1][0], best[2][0]
-            grid = [min(xs.values()) + (max(xs.values()) - min(xs.values())) * k / 40 for k in range(41)]
+            lo, hi = min(xs.values()), max(xs.values())
+            grid = [lo * (hi / lo) ** (k / 40) for k in range(41)]  # even on the log axis, up to 10^4
             ax.plot(grid, [y0 * g / x0 for g in grid], "--", color="grey", lw=1, label="∝ N")
             ax.plot(grid, [y0 * (g / x0) ** 2 for g in grid], ":", color="black", lw=1, label="∝ N²")
         if numeric:

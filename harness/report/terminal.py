@@ -8,6 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from harness.report.simulation import banner
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
     FAILOVER_COLUMNS,
@@ -36,6 +37,9 @@ def verdict_panel(metrics: dict[str, Any]) -> Group:
     v = verdict_of(metrics)
     style = "bold green" if v["valid"] else "bold red"
     parts: list[Any] = [Text(f"verdict: {v['line']}", style=style)]
+    sim = banner(metrics)
+    if sim:
+        parts.insert(0, Text(sim, style="bold magenta"))
     ratios = verdict_rows(metrics)
     if ratios:
         t = Table(title="legacy_zk against the other implementations, per trigger kind", title_justify="left")

@@ -123,6 +123,19 @@ class VirtualScheduler:
         self.call_later(delay_s, self.resume, glet)
         return task
 
+    def kill(self, task: Task) -> None:
+        """End ``task`` now (a killed process): its ``finally`` blocks run, it never resumes. Not the
+        calling task itself."""
+        glet = task.glet
+        if glet is getcurrent():
+            raise RuntimeError("a task cannot kill itself")
+        if not glet:  # not started yet (or dead): it never runs
+            task.done = True
+            self._tasks.pop(glet, None)
+            return
+        glet.parent = getcurrent()
+        glet.throw(GreenletExit)
+
     def current(self) -> Task:
         """The running task (an error on the loop itself)."""
         task = self._tasks.get(getcurrent())
@@ -134,7 +147,10 @@ class VirtualScheduler:
         return getcurrent() in self._tasks
 
     def resume(self, glet: greenlet, value: Any = None) -> None:
-        """Switch to a blocked task now (used by the loop and by :class:`Event`; not for simulation code)."""
+        """Switch to a blocked task now (used by the loop and by :class:`Event`; not for simulation code).
+        A task killed before it started never starts."""
+        if not glet and glet not in self._tasks:
+            return
         if not glet.dead:
             glet.parent = getcurrent()  # the loop: a task switches back to it when it blocks or ends
             glet.switch(value)

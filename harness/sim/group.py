@@ -34,6 +34,7 @@ from harness.kernel.history import History
 from harness.scenario.model import Scenario
 from harness.sim.clock import VirtualScheduler
 from harness.sim.model import DelayModel
+from harness.sim.workload import SimTopic
 
 __all__ = ["SimContext", "SimGroup"]
 
@@ -47,7 +48,8 @@ class SimContext:
     ``history(source, role)`` returns the writer for one source (members: their plan names ``m0``,
     ``j0``...; the broker ``broker-1``; the ZooKeeper model ``zookeeper``); ``rng`` the unit's only random
     source (from ``delays.seed`` and the repetition); ``unit`` the unit's context fields (case,
-    implementation, repetition) as a real run records them.
+    implementation, repetition) as a real run records them; ``options`` the simulator's
+    options for the implementation (``herdlab simulate --option``), empty by default.
     """
 
     sched: VirtualScheduler
@@ -57,6 +59,10 @@ class SimContext:
     history: Callable[[str, str], History]
     rng: Any
     unit: Mapping[str, Any] = field(default_factory=dict)
+    #: simulator options an implementation may read (e.g. legacy's ``aggregate_from``); empty = defaults
+    options: Mapping[str, Any] = field(default_factory=dict)
+    #: the unit's topic (its partition logs), made and fed by the driver's producer; members fetch from it
+    topic: SimTopic | None = None
 
 
 class SimGroup(Protocol):

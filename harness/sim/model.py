@@ -9,7 +9,10 @@ fields (never a constant elsewhere), so ``describe()`` is the whole model. Times
 virtual time. ``seed`` seeds the only random source (:meth:`DelayModel.rng`); with ``jitter`` 0 a
 simulation is fully deterministic. The legacy fields model a kazoo client against one ZooKeeper
 server; the coordinator fields a kafka-python client against one broker. Defaults are calibrated on
-this machine's real runs (the simulator validation records how; see the closing notes of issue 16).
+this machine's real runs (the simulator validation records how; see the closing notes of issue 16):
+the legacy fields (``zk_client_s``, ``zk_connect_s``, ``client_cores``, ``member_start_spread_s``) on a
+10-member herd-small run (``herdlab bench simulator validate --scenario herd-small --members 10``): a
+join's latency inside the real repetitions' range.
 """
 
 from __future__ import annotations
@@ -29,9 +32,19 @@ class DelayModel:
     #: ZooKeeper server: service time per request; the server serves requests one at a time (a queue).
     zk_service_s: float = 0.00012
     #: A legacy member's client-side cost per ZooKeeper request (kazoo, Python), before it is sent.
-    zk_client_s: float = 0.0002
+    zk_client_s: float = 0.0012
     #: A legacy member's cost to receive one watch notification and hand it to its listener.
     zk_watch_client_s: float = 0.0005
+    #: A legacy member's cost to open its ZooKeeper session (kazoo's start: threads, handshake), before
+    #: the connect request's round trip.
+    zk_connect_s: float = 0.075
+    #: The initial members' processes become ready spread evenly over this interval, in start order (a
+    #: real run starts them at once; their boot takes a varying time). 0 = all at the same instant.
+    member_start_spread_s: float = 1.0
+    #: Cores the members' client-side work (``zk_client_s``, ``zk_watch_client_s``, ``zk_connect_s``,
+    #: ``member_apply_s``) shares, served first come first served (a real run's members share this
+    #: machine's cores). 0 = unlimited: every member has a core of its own.
+    client_cores: int = 2
     #: The broker: service time per group request (JoinGroup, SyncGroup, Heartbeat, ...).
     broker_service_s: float = 0.0001
     #: A coordinator member's client-side cost per request (kafka-python, Python).

@@ -32,6 +32,7 @@ class SimTopic:
         self._acked_ns: list[list[int]] = [[] for _ in range(partitions)]
         self._seqs: list[list[int]] = [[] for _ in range(partitions)]
         self._arrival = Event(sched)
+        self._part_arrival: dict[int, Event] = {}
 
     @property
     def partitions(self) -> int:
@@ -49,6 +50,9 @@ class SimTopic:
         self._seqs[partition].append(seq)
         ev, self._arrival = self._arrival, Event(self.sched)
         ev.set()
+        pev = self._part_arrival.pop(partition, None)
+        if pev is not None:
+            pev.set()
         return len(self._acked_ns[partition]) - 1
 
     def end(self, partition: int) -> int:
@@ -66,6 +70,16 @@ class SimTopic:
 
     def wait_data(self, timeout: float) -> bool:
         """Block the calling task until any record is appended or ``timeout``; True when one was."""
+        return self._arrival.wait(timeout)
+
+    def wait_partitions(self, partitions: list[int], timeout: float) -> bool:
+        """Block the calling task until a record is appended to one of ``partitions`` or ``timeout``;
+        True when one was (a fetch's long poll on its own partitions: only its fetcher wakes)."""
+        if len(partitions) == 1:
+            ev = self._part_arrival.get(partitions[0])
+            if ev is None:
+                ev = self._part_arrival[partitions[0]] = Event(self.sched)
+            return ev.wait(timeout)
         return self._arrival.wait(timeout)
 
 

@@ -1,0 +1,153 @@
+"""``herdlab simulate``: a scenario in the simulator, then the same analysis and report as ``herdlab run``.
+
+The units run in :mod:`harness.sim` (virtual time, the stated delay model); the run directory, the
+analysis and the reports are ``run``'s, and the reports say at the top that it is a simulation.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from harness.kernel.errors import ConfigError
+
+console = Console()
+if not console.is_terminal:
+    console = Console(width=160)
+
+
+def parse_options(items: tuple[str, ...]) -> dict[str, Any]:
+    """``--option NAME=VALUE`` pairs (integers where they parse)."""
+    out: dict[str, Any] = {}
+    known = ("aggregate_from",)
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or name.strip() not in known:
+            raise ConfigError(
+                f"--option expects NAME=VALUE with NAME one of {', '.join(known)}; got {item!r}"
+            )
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise ConfigError(f"--option {name}: not an integer: {value!r}") from None
+    return out
+
+
+@click.command("simulate")
+@click.argument("scenario")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any scenario key.")
+@click.option(
+    "--members-scale",
+    default=None,
+    metavar="N[,N...]",
+    help="Group sizes to simulate (the same as --set group.members=[N,...]), e.g. 1000,10000.",
+)
+@click.option(
+    "--delay",
+    "delays",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override a field of the delay model (seconds), e.g. zk_service_s=0.0002. Repeatable.",
+)
+@click.option("--seed", type=int, default=None, help="Seed of the delay model's random source (jitter).")
+@click.option(
+    "--option",
+    "sim_options",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Simulator option: aggregate_from=N (legacy zk_request events aggregated from N members; default 200).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports"),
+    show_default=True,
+    help="Results go to OUT/<scenario>/<run-id>/.",
+)
+@click.option("--spark-master", default=None, metavar="URL", help="Spark master for the analysis.")
+@click.option("--no-report", is_flag=True, help="Skip the analysis and reports.")
+def simulate(
+    scenario: str,
+    overrides: tuple[str, ...],
+    members_scale: str | None,
+    delays: tuple[str, ...],
+    seed: int | None,
+    sim_options: tuple[str, ...],
+    out: Path,
+    spark_master: str | None,
+    no_report: bool,
+) -> None:
+    """Simulate SCENARIO (a built-in name or a TOML file): the same pure cores in virtual time.
+
+    The same scenario files, matrix, plans and faults as `herdlab run`; each unit runs the real
+    rebalance code of each implementation against simulated servers, with every delay taken from a
+    stated model (see README, "The simulator"; override fields with --delay). Actions the simulator
+    does not model (pause, cut, expire, broker, ZooKeeper and coordinator faults, partition growth,
+    migrations) are recorded as skipped, "not simulated". The run directory, analysis and reports are
+    run's; every report says at the top that it is a simulation and states the model.
+    """
+    execute(scenario, overrides, members_scale, delays, seed, sim_options, out, spark_master, not no_report)
+
+
+def execute(
+    scenario: str,
+    overrides: tuple[str, ...] = (),
+    members_scale: str | None = None,
+    delays: tuple[str, ...] = (),
+    seed: int | None = None,
+    sim_options: tuple[str, ...] = (),
+    out: Path = Path("reports"),
+    spark_master: str | None = None,
+    report: bool = True,
+) -> Path:
+    """Simulate, then analyse and report (see ``herdlab simulate``); returns the run directory."""
+    from harness.scenario import load_scenario
+    from harness.sim.driver import UnitProgress
+    from harness.sim.session import SimOptions, parse_delays, simulate_scenario
+
+    sets = list(overrides)
+    if members_scale:
+        try:
+            sizes = [int(x) for x in members_scale.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"--members-scale expects N[,N...], got {members_scale!r}") from None
+        sets.append(f"group.members=[{','.join(str(n) for n in sizes)}]")
+    s = load_scenario(scenario, sets)
+    model = parse_delays(delays, seed)
+    last = [0.0]
+
+    def progress(p: UnitProgress, i: int, n: int) -> None:
+        now = time.monotonic()
+        if now - last[0] < 5 and p.phase not in ("stopping",):
+            return
+        last[0] = now
+        console.print(
+            f"[{i + 1}/{n}] {p.unit}: {p.phase}, virtual {p.virtual_s:.1f} s, {p.events} events, "
+            f"wall {p.wall_s:.1f} s",
+            highlight=False,
+        )
+
+    console.print(f"simulating {s.name}: {model.describe()}", highlight=False)
+    result = simulate_scenario(
+        s, SimOptions(out=out, delays=model, options=parse_options(sim_options), progress=progress)
+    )
+    for u in result.units:
+        console.print(
+            f"unit {u['unit']}: virtual {u.get('virtual_s')} s, {u.get('events')} events, wall {u.get('wall_s')} s, "
+            f"peak RSS {u.get('peak_rss_mb')} MB"
+            + (f" [red]failed: {u['failed']}[/red]" if u.get("failed") else ""),
+            highlight=False,
+        )
+    console.print(f"simulation {result.run_id}: {result.events} events in {result.run_dir}")
+    invalid = False
+    if report:
+        from harness.cli.report import publish
+
+        invalid = publish(result.run_dir, spark_master=spark_master)
+    if invalid or any(u.get("failed") for u in result.units):
+        raise SystemExit(1)
+    return result.run_dir

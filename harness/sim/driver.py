@@ -1,0 +1,338 @@
+"""The simulator's driver: one unit's plan interpreted in virtual time, as the real runner does it.
+
+Contract
+--------
+:class:`SimUnitRunner` runs one :class:`harness.run.runner.Unit` (same plan, members and seed as a real
+run: :func:`harness.run.plan.make_plan`) on a fresh :class:`~harness.sim.clock.VirtualScheduler`:
+
+1. writes ``unit_start`` (topic, group, partitions, members), starts the producer
+   (:class:`harness.sim.workload.SimProducer` on the unit's :class:`~harness.sim.workload.SimTopic`) and
+   every initial member at once (``SimGroup.start_member``; spread evenly over the model's
+   ``member_start_spread_s`` in start order when it is set);
+2. waits until the group is first stable with the runner's own condition and fold: the events the
+   simulation writes are fed to a :class:`harness.run.tail.GroupWatch` (the runner's fold of
+   :mod:`harness.kernel.ownership`), polled every :data:`harness.run.tail.POLL_S` of virtual time, with
+   the runner's test (every initial member live, none rebalancing, the view settled for
+   ``settle_window``); writes ``stable`` or fails the unit after ``stable_timeout`` of virtual time;
+3. performs each step at ``stable + at`` with the real nemesis's ``invoke`` / ``complete`` | ``skipped``
+   events (:class:`harness.faults.nemesis.ActionPair`: the same fields): ``join`` / ``start_member``
+   start the targets and complete when each wrote ``ready`` (``ready_ns``); ``leave`` / ``stop_member``
+   stop them cleanly and complete when they stopped; ``crash`` kills them (their sessions or memberships
+   expire on the server side later). Every other action (pause, cut, expire, broker, ZooKeeper and
+   coordinator faults, partition growth) is **skipped with the reason "not simulated"**: the unit goes
+   on, and the report shows the pair as skipped, as for an action that does not apply;
+4. settles as the runner does (no earlier than one session timeout after the last step, bounded by
+   ``stable_timeout`` + that), writes ``settling_end``, stops the producer, drains (every produced
+   record processed, bounded by ``drain``) and writes ``drained``;
+5. closes the group (quiesce, clean stops) and runs the loop until the members stopped (bounded).
+
+The events go to ``<unit>/events/sim.jsonl`` (one :class:`~harness.sim.history.EventSink`), stamped
+``epoch_ns`` + virtual time. ZooKeeper ``mntr`` samples are not written (there is no server to ask).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from harness.faults.nemesis import ActionPair
+from harness.kernel.events import DOWN_ACTIONS, JOIN_ACTIONS, Kind, Role
+from harness.kernel.history import History
+from harness.run.plan import Plan, Step, make_plan
+from harness.run.runner import Unit, UnitFailed, UnitRunner
+from harness.run.tail import GroupWatch
+from harness.scenario.model import Scenario
+from harness.sim.clock import NS_PER_S, Task, VirtualScheduler
+from harness.sim.group import SimContext, SimGroup
+from harness.sim.history import EventSink, SimHistory
+from harness.sim.model import DelayModel
+from harness.sim.workload import SimProducer, SimTopic
+
+__all__ = ["NOT_SIMULATED", "SIMULATED_ACTIONS", "GroupFactory", "SimClock", "SimUnitRunner", "group_factory"]
+
+#: The reason of a ``skipped`` pair for an action the simulator does not model.
+NOT_SIMULATED = "not simulated"
+#: The actions the simulator performs (every other one is skipped, NOT_SIMULATED).
+SIMULATED_ACTIONS = ("join", "start_member", "leave", "stop_member", "crash")
+#: How long (virtual seconds) a clean stop may take before the step fails, as the real Leave waits.
+STOP_TIMEOUT_S = 30.0
+#: After the run: how long (virtual seconds) the members may take to stop.
+CLOSE_TIMEOUT_S = 60.0
+
+GroupFactory = Callable[[SimContext], SimGroup]
+
+
+def group_factory(impl: str) -> GroupFactory:
+    """The simulated group of ``impl`` (legacy_zk, coordinator); a one-line error when it has none."""
+    from harness.kernel.errors import ConfigError
+
+    if impl == "legacy_zk":
+        from harness.sim.legacy import make_group
+
+        return make_group
+    if impl == "coordinator":
+        try:
+            from harness.sim import coordinator  # type: ignore[attr-defined]
+        except ImportError:
+            raise ConfigError(
+                "the coordinator simulation is not available yet (harness.sim.coordinator): "
+                "simulate legacy_zk only (--set 'implementations=[\"legacy_zk\"]')"
+            ) from None
+        return coordinator.make_group  # type: ignore[no-any-return]
+    raise ConfigError(f"{impl} is not simulated (the simulator has legacy_zk and coordinator)")
+
+
+class SimClock:
+    """A :class:`harness.run.clock.Clock` over virtual time (sleep: the calling task's)."""
+
+    def __init__(self, sched: VirtualScheduler, epoch_ns: int) -> None:
+        self.sched = sched
+        self.epoch_ns = epoch_ns
+
+    def monotonic(self) -> float:
+        return self.sched.now_s()
+
+    def time_ns(self) -> int:
+        return self.epoch_ns + self.sched.now_ns
+
+    def sleep(self, seconds: float) -> None:
+        self.sched.sleep(seconds)
+
+
+class _TeeSink(EventSink):
+    """The unit's sink, also keeping what was written since the watch last read it."""
+
+    def __init__(self, path: Any) -> None:
+        super().__init__(path)
+        self.fresh: list[dict[str, Any]] = []
+
+    def write(self, event: dict[str, Any]) -> None:
+        super().write(event)
+        self.fresh.append(event)
+
+
+class _FeedTail:
+    """What :class:`GroupWatch` reads: the events written since its last poll (already in time order)."""
+
+    def __init__(self, sink: _TeeSink) -> None:
+        self.sink = sink
+
+    def poll(self) -> list[dict[str, Any]]:
+        events, self.sink.fresh = self.sink.fresh, []
+        return events
+
+
+@dataclass
+class UnitProgress:
+    """What the driver reports while a unit runs."""
+
+    unit: str
+    phase: str = "starting"
+    virtual_s: float = 0.0
+    events: int = 0
+    wall_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+class SimUnitRunner:
+    """Runs one unit in virtual time (see the module contract)."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        unit: Unit,
+        delays: DelayModel,
+        epoch_ns: int,
+        factory: GroupFactory | None = None,
+        options: dict[str, Any] | None = None,
+        progress: Callable[[UnitProgress], None] | None = None,
+    ) -> None:
+        self.s = unit.case.scenario
+        self.top = scenario
+        self.unit = unit
+        self.delays = delays
+        self.epoch_ns = epoch_ns
+        self.plan: Plan = make_plan(unit.case.scenario, unit.case.members)
+        self.partitions = unit.case.partitions
+        self.sched = VirtualScheduler()
+        self.clock = SimClock(self.sched, epoch_ns)
+        self.events_dir = unit.dir / "events"
+        self.sink = _TeeSink(self.events_dir / "sim.jsonl")
+        self.watch = GroupWatch(self.events_dir, self.partitions, clock=self.clock)
+        self.watch.tail = _FeedTail(self.sink)  # type: ignore[assignment]
+        self.history = self._writer("nemesis", Role.NEMESIS)
+        self.topic = SimTopic(self.sched, self.s.topic.name, self.partitions)
+        rng = delays.rng()
+        rng.seed(delays.seed * 1_000_003 + unit.repetition)
+        self.ctx = SimContext(
+            sched=self.sched,
+            delays=delays,
+            scenario=self.s,
+            members=unit.case.members,
+            history=self._writer,
+            rng=rng,
+            unit=unit.context,
+            options=dict(options or {}),
+            topic=self.topic,
+        )
+        self.group: SimGroup = (factory or group_factory(unit.impl))(self.ctx)
+        self.producer = SimProducer(
+            self.sched, self.topic, delays, self._writer("producer", Role.PRODUCER), self.s.workload.rate
+        )
+        self.action_ids = 0
+        self.outcome: dict[str, Any] = {"unit": unit.key, **unit.context}
+        self.progress = UnitProgress(unit.key)
+        self._report = progress
+        self._wall0 = time.monotonic()
+        self.stable_at: float | None = None
+
+    def _writer(self, source: str, role: str) -> History:
+        return SimHistory(self.sched, self.sink, source, role, self.epoch_ns)
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _mark(self, kind: str, **fields: Any) -> None:
+        """A harness marker, as the runner writes it (source nemesis, role harness)."""
+        self.history.emit(kind, ts_ns=self.clock.time_ns(), role=Role.HARNESS, **fields, **self.unit.context)
+
+    def _phase(self, phase: str) -> None:
+        self.progress.phase = phase
+        self._tick()
+
+    def _tick(self) -> None:
+        p = self.progress
+        p.virtual_s = self.sched.now_s()
+        p.events = self.sink.events
+        p.wall_s = time.monotonic() - self._wall0
+        if self._report is not None:
+            self._report(p)
+
+    def _until(self, condition: Callable[[], bool] | None, timeout_s: float) -> bool:
+        return self.watch.until(condition, timeout_s, each=self._tick)
+
+    # -- the unit -------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Run the unit to its end (see the module contract); the outcome as the runner returns it.
+        A unit that cannot become stable, or a step that never takes effect, is ``failed``."""
+        task = self.sched.spawn(self._drive, name=f"{self.unit.key}:driver")
+        try:
+            self._loop(task)
+            self._phase("stopping")
+            closer = self.sched.spawn(self._close, name=f"{self.unit.key}:close")
+            self._loop(closer)
+        finally:
+            self.sched.close()
+            self.sink.close()
+        self.outcome["virtual_s"] = round(self.sched.now_s(), 3)
+        self.outcome["events"] = self.sink.events
+        return self.outcome
+
+    def _loop(self, task: Task) -> None:
+        while not task.done:
+            self.sched.run(until_ns=self.sched.now_ns + NS_PER_S)
+            self._tick()
+        if isinstance(task.result, UnitFailed):
+            self.outcome["failed"] = str(task.result)
+
+    def _drive(self) -> UnitFailed | None:
+        try:
+            self._drive_unit()
+        except UnitFailed as e:
+            return e
+        return None
+
+    def _drive_unit(self) -> None:
+        s, view, clock = self.s, self.watch.view, self.clock
+        self._mark(
+            Kind.UNIT_START,
+            topic=self.s.topic.name,
+            group=self.s.group.id,
+            partitions=self.partitions,
+            members=self.plan.initial,
+            simulated=True,
+        )
+        self.producer.start()
+        spread = self.delays.member_start_spread_s
+        n = len(self.plan.initial)
+        for i, name in enumerate(self.plan.initial):
+            if spread > 0 and i:
+                self.sched.call_later(spread * i / n, self.group.start_member, name)
+            else:
+                self.group.start_member(name)
+        self._phase("joining")
+        initial = set(self.plan.initial)
+        if not self._until(
+            lambda: (
+                initial <= view.live
+                and not (initial & view.rebalancing)
+                and view.settled(clock.time_ns(), s.settle_window)
+            ),
+            s.stable_timeout,
+        ):
+            raise UnitFailed(
+                f"{self.unit.key}: group not stable after {s.stable_timeout:g}s ({view.summary()})"
+            )
+        self.stable_at = clock.monotonic()
+        self.outcome["stable_virtual_s"] = round(self.stable_at, 3)
+        self._mark(Kind.STABLE)
+        self._phase("timeline")
+        for step in self.plan.steps:
+            due = self.stable_at + step.at
+            self._until(None, max(0.0, due - clock.monotonic()))
+            self._perform(step)
+        self._phase("settling")
+        detect_s = UnitRunner._detection_s(SimpleNamespace(unit=self.unit, plan=self.plan))  # type: ignore[arg-type]
+        earliest = clock.monotonic() + (detect_s if self.plan.steps else 0.0)
+        settled = self._until(
+            lambda: clock.monotonic() >= earliest and view.settled(clock.time_ns(), s.settle_window),
+            s.stable_timeout + detect_s,
+        )
+        self._mark(Kind.SETTLING_END, settled=settled)
+        self._phase("draining")
+        self.producer.stop()
+        watch = self.watch
+        drained = self._until(lambda: watch.produced <= watch.processed, s.drain)
+        watch.observe()
+        self._mark(Kind.DRAINED, all_processed=drained)
+        self.outcome.update(settled_at_end=settled, drained=drained)
+
+    def _perform(self, step: Step) -> None:
+        """One step: the nemesis pair around the simulated action (module contract)."""
+        self.action_ids += 1
+        pair = ActionPair(step, self.action_ids, self.history, self.clock.time_ns, self.unit.context)
+        pair.invoke()
+        kind, group = step.kind, self.group
+        if kind not in SIMULATED_ACTIONS:
+            pair.skipped(NOT_SIMULATED)
+            return
+        if kind in JOIN_ACTIONS:
+            since = self.clock.time_ns()
+            if step.member_kind not in (None, self.unit.impl) or step.props:
+                pair.skipped(f"{NOT_SIMULATED}: a member of another kind or with properties (migration)")
+                return
+            for n in step.targets:
+                group.start_member(n)
+            ready = self.watch.ready  # as the real context reads it: the member's latest `ready` event
+            ok = self._until(
+                lambda: all(ready.get(n, 0) >= since for n in step.targets), self.s.stable_timeout
+            )
+            if not ok:
+                raise UnitFailed(f"{self.unit.key}: {','.join(step.targets)} not ready to join")
+            pair.complete(ready_ns={n: ready[n] for n in step.targets})
+            return
+        if kind in DOWN_ACTIONS and kind != "crash":
+            for n in step.targets:
+                group.stop_member(n)
+            targets = set(step.targets)
+            self._until(lambda: not (targets & set(group.members())), STOP_TIMEOUT_S)
+            pair.complete()
+            return
+        for n in step.targets:  # crash
+            group.crash_member(n)
+        pair.complete()
+
+    def _close(self) -> None:
+        self.group.close()
+        self._until(lambda: not self.group.members(), CLOSE_TIMEOUT_S)

@@ -1,0 +1,144 @@
+"""A ``herdlab simulate`` session: every unit of a scenario in the simulator, then one run directory
+written exactly as ``herdlab run`` writes it.
+
+Contract
+--------
+:func:`simulate_scenario` plans the scenario's cases as ``run`` does (:func:`harness.run.runner.planned_cases`:
+the same matrix, plans and checks), creates ``<out>/<scenario>/<run-id>/`` and runs every unit
+(case x implementation x repetition, in ``run``'s order) with :class:`harness.sim.driver.SimUnitRunner`,
+each on its own virtual clock anchored at the wall-clock instant it starts. Then it merges the units'
+JSON lines into ``history.parquet`` (:func:`harness.history.schema.to_parquet`, the same columns and
+context) and writes ``manifest.json`` as ``run`` does plus ``simulated: true``, ``delay_model``
+(:meth:`DelayModel.as_dict`), ``delay_model_text`` (:meth:`DelayModel.describe`) and per unit its
+virtual duration, events, wall time and the process's peak RSS so far. The analysis and report that
+follow are ``run``'s (:func:`harness.run.session.analyse` / :func:`render`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.history.schema import to_parquet
+from harness.kernel.errors import ConfigError
+from harness.run.manifest import write_manifest
+from harness.run.runner import RunResult, Unit, new_run_id, planned_cases
+from harness.scenario.model import Scenario
+from harness.sim.driver import SimUnitRunner, UnitProgress, group_factory
+from harness.sim.model import DelayModel
+
+__all__ = ["SimOptions", "parse_delays", "peak_rss_mb", "simulate_scenario"]
+
+
+@dataclass
+class SimOptions:
+    """How to simulate: where results go, the delay model, the implementations' options, progress."""
+
+    out: Path = Path("reports")
+    delays: DelayModel = field(default_factory=DelayModel)
+    options: dict[str, Any] = field(default_factory=dict[str, Any])
+    progress: Callable[[UnitProgress, int, int], None] | None = None
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set so far, in MB (Linux reports ru_maxrss in KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def parse_delays(items: tuple[str, ...] | list[str], seed: int | None = None) -> DelayModel:
+    """The :class:`~harness.sim.model.DelayModel` with ``name=value`` overrides; one-line errors."""
+    names = {f.name: f.type for f in dataclasses.fields(DelayModel)}
+    changes: dict[str, Any] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        name = name.strip()
+        if not eq or name not in names:
+            raise ConfigError(f"--delay expects NAME=VALUE with NAME one of {', '.join(names)}; got {item!r}")
+        try:
+            changes[name] = int(value) if name in ("seed", "client_cores") else float(value)
+        except ValueError:
+            raise ConfigError(f"--delay {name}: not a number: {value!r}") from None
+        if changes[name] < 0:
+            raise ConfigError(f"--delay {name}: must be >= 0, got {value}")
+    if seed is not None:
+        changes["seed"] = seed
+    return DelayModel(**changes)
+
+
+def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
+    """Simulate every unit of ``scenario`` (see the module contract)."""
+    cases = planned_cases(scenario)
+    impls = list(scenario.implementations)
+    for impl in impls:
+        group_factory(impl)  # a one-line error now, before anything is written
+    run_id = new_run_id()
+    run_dir = options.out / scenario.name / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    result = RunResult(run_dir=run_dir, run_id=run_id)
+    units = [
+        Unit(ci, case, impl, rep, run_dir / "units" / f"c{ci}-{impl}-r{rep}")
+        for ci, case in enumerate(cases)
+        for rep in range(scenario.repetitions)
+        for impl in impls
+    ]
+    started = datetime.now(UTC).isoformat()
+    wall0 = time.monotonic()
+    try:
+        for i, unit in enumerate(units):
+            w0 = time.monotonic()
+
+            def report(p: UnitProgress, i: int = i) -> None:
+                if options.progress is not None:
+                    options.progress(p, i, len(units))
+
+            runner = SimUnitRunner(
+                scenario, unit, options.delays, time.time_ns(), options=options.options, progress=report
+            )
+            outcome = runner.run()
+            outcome.update(wall_s=round(time.monotonic() - w0, 2), peak_rss_mb=peak_rss_mb())
+            result.units.append(outcome)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        raise
+    finally:
+        sources = [
+            (p, {"run_id": run_id, "scenario": scenario.name, **u.context})
+            for u in units
+            for p in sorted((u.dir / "events").glob("*.jsonl"))
+        ]
+        result.events = to_parquet(sources, run_dir / "history.parquet")
+        write_manifest(
+            run_dir / "manifest.json",
+            run_id=run_id,
+            simulated=True,
+            delay_model=options.delays.as_dict(),
+            delay_model_text=options.delays.describe(),
+            sim_options=options.options,
+            scenario=scenario.model_dump(mode="json"),
+            cases=[
+                {
+                    "index": i,
+                    "label": c.label,
+                    "params": c.params,
+                    "members": c.members,
+                    "partitions": c.partitions,
+                }
+                for i, c in enumerate(cases)
+            ],
+            repetitions=scenario.repetitions,
+            seed=scenario.seed,
+            backend="simulator",
+            started=started,
+            finished=datetime.now(UTC).isoformat(),
+            interrupted=result.interrupted,
+            units=result.units,
+            wall_s=round(time.monotonic() - wall0, 2),
+            peak_rss_mb=peak_rss_mb(),
+        )
+    return result

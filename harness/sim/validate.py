@@ -1,0 +1,169 @@
+"""Herd counts of one unit per trigger, read straight from its histories: what the simulator's validation
+compares between a real run and a simulation.
+
+Contract
+--------
+:func:`unit_counts` takes one unit's events (any order) and the settle window, finds its triggers and
+their windows with the checker's own definitions (:func:`harness.kernel.windows.evaluate`) and counts,
+per trigger, the member and broker events inside its window ``[t0, end)``: ``watches``, ``zk_requests``
+by op (a simulated event's ``count`` summed; offset commits, the steady-state writes of
+:func:`harness.kernel.events.zk_steady`, left out as the herd figures leave them out), ``conflicts``,
+``attempts`` (``rebalance_begin``), ``failed_attempts`` and broker ``group_requests`` by ``api``; plus the
+outcome and the latency (t1 - t0, seconds; None unless settled). :func:`read_unit` reads a unit
+directory's ``events/*.jsonl``. Pure but for that read: no Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.kernel.events import Kind, Role, failed_attempt, zk_steady
+from harness.kernel.windows import evaluate
+
+__all__ = ["TriggerCounts", "read_unit", "unit_counts"]
+
+
+@dataclass
+class TriggerCounts:
+    """One trigger's herd counts (module contract)."""
+
+    label: str
+    outcome: str
+    latency_s: float | None
+    watches: int = 0
+    attempts: int = 0
+    failed_attempts: int = 0
+    conflicts: int = 0
+    zk_requests: Counter[str] = field(default_factory=Counter[str])
+    group_requests: Counter[str] = field(default_factory=Counter[str])
+
+    def counts(self) -> dict[str, int]:
+        """Every count under one flat name (``zk:<op>``, ``api:<name>``), zero counts left out."""
+        out = {
+            "watches": self.watches,
+            "attempts": self.attempts,
+            "failed_attempts": self.failed_attempts,
+            "conflicts": self.conflicts,
+        }
+        out.update({f"zk:{op}": n for op, n in sorted(self.zk_requests.items())})
+        out.update({f"api:{api}": n for api, n in sorted(self.group_requests.items())})
+        return {k: v for k, v in out.items() if v}
+
+
+def read_unit(unit_dir: Path) -> list[dict[str, Any]]:
+    """Every event of one unit directory's ``events/*.jsonl``."""
+    out: list[dict[str, Any]] = []
+    for p in sorted((unit_dir / "events").glob("*.jsonl")):
+        with open(p, encoding="utf-8") as f:
+            out.extend(json.loads(line) for line in f if line.strip())
+    return out
+
+
+def unit_counts(
+    events: Iterable[Mapping[str, Any]], settle_window_s: float, broker: bool = True
+) -> list[TriggerCounts]:
+    """Per trigger of the unit, its counts (module contract), in trigger order; ``broker`` False leaves
+    the broker's group requests out (a legacy unit: its members' fetchers' Metadata requests are not
+    simulated)."""
+    evs = sorted(events, key=lambda e: int(e.get("ts_ns") or 0))
+    facts = evaluate(evs, int(settle_window_s * 1e9))
+    out: list[TriggerCounts] = []
+    for t in facts.triggers:
+        latency = (t.t1_ns - t.t0_ns) / 1e9 if t.t1_ns is not None else None
+        tc = TriggerCounts(f"{t.action} {','.join(t.targets)}".strip(), t.outcome, latency)
+        for e in evs:
+            ts = int(e.get("ts_ns") or 0)
+            if ts < t.t0_ns:
+                continue
+            if ts >= t.end_ns:
+                break
+            kind, role = e.get("kind"), e.get("role")
+            if role == Role.MEMBER:
+                if kind == Kind.WATCH:
+                    tc.watches += 1
+                elif kind == Kind.ZK_REQUEST and not zk_steady(e.get("op"), e.get("path")):
+                    tc.zk_requests[str(e.get("op"))] += int(e.get("count") or 1)
+                elif kind == Kind.CONFLICT:
+                    tc.conflicts += 1
+                elif kind == Kind.REBALANCE_BEGIN:
+                    tc.attempts += 1
+                elif failed_attempt(kind, e.get("outcome")):
+                    tc.failed_attempts += 1
+            elif broker and role == Role.BROKER and kind == Kind.GROUP_REQUEST:
+                tc.group_requests[str(e.get("api"))] += 1
+        out.append(tc)
+    return out
+
+
+@dataclass
+class Comparison:
+    """One (implementation, case, trigger) of a validation: real counts per repetition, the simulated
+    ones, and the latencies."""
+
+    impl: str
+    case: str
+    members: int
+    trigger: str
+    real: list[dict[str, int]]
+    simulated: dict[str, int]
+    real_latency_s: list[float]
+    simulated_latency_s: float | None
+
+    @property
+    def counts_equal(self) -> bool:
+        """Every real repetition's counts equal the simulated ones exactly."""
+        return bool(self.real) and all(r == self.simulated for r in self.real)
+
+    @property
+    def latency_inside(self) -> bool | None:
+        """The simulated latency within the real repetitions' range (None: a side did not settle)."""
+        if self.simulated_latency_s is None or not self.real_latency_s:
+            return None
+        return min(self.real_latency_s) <= self.simulated_latency_s <= max(self.real_latency_s)
+
+
+def _units(run_dir: Path) -> dict[tuple[int, str], list[Path]]:
+    """(case index, implementation) -> its unit directories (``c<case>-<impl>-r<rep>``), by repetition."""
+    out: dict[tuple[int, str], list[Path]] = {}
+    for d in sorted((run_dir / "units").iterdir(), key=lambda p: p.name):
+        m = re.fullmatch(r"c(\d+)-(.+)-r(\d+)", d.name)
+        if m:
+            out.setdefault((int(m.group(1)), m.group(2)), []).append(d)
+    return out
+
+
+def compare_runs(real_dir: Path, sim_dir: Path, settle_window_s: float) -> list[Comparison]:
+    """Each (implementation, case, trigger) of two run directories of the same scenario and cases: the
+    real run's repetitions against the simulation's first repetition (module contract)."""
+    manifest = json.loads((real_dir / "manifest.json").read_text())
+    cases = {c["index"]: c for c in manifest.get("cases") or []}
+    real, sim = _units(real_dir), _units(sim_dir)
+    out: list[Comparison] = []
+    for key in sorted(real):
+        if key not in sim:
+            continue
+        broker = key[1] != "legacy_zk"
+        reps = [unit_counts(read_unit(d), settle_window_s, broker) for d in real[key]]
+        simulated = unit_counts(read_unit(sim[key][0]), settle_window_s, broker)
+        case = cases.get(key[0], {})
+        for i, st in enumerate(simulated):
+            rs = [r[i] for r in reps if i < len(r)]
+            out.append(
+                Comparison(
+                    impl=key[1],
+                    case=str(case.get("label", key[0])),
+                    members=int(case.get("members") or 0),
+                    trigger=f"#{i + 1} {st.label}",
+                    real=[r.counts() for r in rs],
+                    simulated=st.counts(),
+                    real_latency_s=[r.latency_s for r in rs if r.latency_s is not None],
+                    simulated_latency_s=st.latency_s,
+                )
+            )
+    return out

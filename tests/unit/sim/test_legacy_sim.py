@@ -1,0 +1,151 @@
+"""The simulator's driver and legacy group without any server: one unit of a small scenario in virtual
+time, its markers and nemesis pairs, its herd counts worked out by hand, its determinism, the aggregated
+zk_request events and the actions it does not model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.run.runner import Unit, planned_cases
+from harness.scenario import load_scenario
+from harness.sim.driver import NOT_SIMULATED, SimUnitRunner
+from harness.sim.model import DelayModel
+from harness.sim.validate import read_unit, unit_counts
+
+SCENARIO = """
+name = "sim-unit"
+implementations = ["legacy_zk"]
+repetitions = 1
+settle_window = "1s"
+stable_timeout = "60s"
+drain = "10s"
+
+[topic]
+name = "herd"
+partitions = "members"
+
+[workload]
+rate = 40
+
+[group]
+id = "herd"
+members = 4
+assignor = "range"
+
+[group.legacy_zk]
+zookeeper_session_timeout_ms = 3000
+auto_commit_interval_ms = 500
+
+[[timeline]]
+at = "1s"
+action = "join"
+count = 1
+
+[[timeline]]
+at = "4s"
+action = "crash"
+count = 1
+select = "oldest"
+
+[[timeline]]
+at = "10s"
+action = "pause"
+count = 1
+duration = "1s"
+"""
+
+
+def simulate(tmp_path: Path, name: str, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], Path]:
+    path = tmp_path / "sim-unit.toml"
+    path.write_text(SCENARIO)
+    s = load_scenario(str(path))
+    case = planned_cases(s)[0]
+    unit = Unit(0, case, "legacy_zk", 0, tmp_path / name / "c0-legacy_zk-r0")
+    outcome = SimUnitRunner(s, unit, DelayModel(), epoch_ns=10**18, options=options).run()
+    return outcome, unit.dir
+
+
+@pytest.fixture(scope="module")
+def unit_a(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """One simulation shared by the tests that only read it."""
+    return simulate(tmp_path_factory.mktemp("sim"), "a")
+
+
+def test_a_unit_writes_the_runners_markers_and_nemesis_pairs(unit_a: tuple[dict[str, Any], Path]) -> None:
+    outcome, d = unit_a
+    assert not outcome.get("failed") and outcome["settled_at_end"] and outcome["drained"]
+    events = read_unit(d)
+    marks = [
+        (e["kind"], e.get("action"), e.get("action_id"))
+        for e in events
+        if e["role"] in ("nemesis", "harness") and e["kind"] != "zk_mntr"
+    ]
+    assert marks == [
+        ("unit_start", None, None),
+        ("stable", None, None),
+        ("invoke", "join", 1),
+        ("complete", "join", 1),
+        ("invoke", "crash", 2),
+        ("complete", "crash", 2),
+        ("invoke", "pause", 3),
+        ("skipped", "pause", 3),
+        ("invoke", "resume", 4),
+        ("skipped", "resume", 4),
+        ("settling_end", None, None),
+        ("drained", None, None),
+    ]
+    skipped = [e for e in events if e["kind"] == "skipped"]
+    assert {e["reason"] for e in skipped} == {NOT_SIMULATED}
+    join = next(e for e in events if e["kind"] == "complete" and e["action"] == "join")
+    ready = next(e for e in events if e["kind"] == "ready" and e["source"] == "j0")
+    assert join["ready_ns"] == {"j0": ready["ts_ns"]}
+    # every record produced was processed, and the producer's count says how many were sent
+    produced = {(e["partition"], e["offset"]) for e in events if e["kind"] == "produced"}
+    processed = {(e["partition"], e["offset"]) for e in events if e["kind"] == "record"}
+    assert produced and produced <= processed
+
+
+def test_the_herd_of_a_join_and_of_a_crash_worked_out_by_hand(unit_a: tuple[dict[str, Any], Path]) -> None:
+    _, d = unit_a
+    join, crash, *_ = unit_counts(read_unit(d), 1.0)
+    # join, 4 members over 4 partitions (range): the joiner sorts last and gets nothing, so every member
+    # keeps its partition: 4 notifications, 4 + 1 attempts, 4 releases, 4 claims + 1 registration
+    assert (join.outcome, join.watches, join.attempts, join.conflicts) == ("settled", 4, 5, 0)
+    assert (join.zk_requests["delete"], join.zk_requests["create"]) == (4, 5)
+    # crash of m0 (the oldest): its session expires on the server, the other 4 are notified and
+    # rebalance; m0's partition moves, nobody else held it any more: 4 attempts, 4 claims
+    assert (crash.outcome, crash.watches, crash.attempts, crash.conflicts) == ("settled", 4, 4, 0)
+    # the session expires zookeeper.session.timeout.ms (3 s) after the server last heard from m0:
+    # its last ping, at most a third of that (1 s) before the crash
+    assert crash.latency_s is not None and 2.0 <= crash.latency_s <= 3.5
+
+
+def test_a_simulation_is_deterministic(tmp_path: Path, unit_a: tuple[dict[str, Any], Path]) -> None:
+    _, a = unit_a
+    _, b = simulate(tmp_path, "b")
+    assert read_unit(a) == read_unit(b)
+
+
+def test_aggregated_zk_requests_count_the_same_requests(
+    tmp_path: Path, unit_a: tuple[dict[str, Any], Path]
+) -> None:
+    _, plain = unit_a
+    _, grouped = simulate(tmp_path, "grouped", {"aggregate_from": 1})
+    requests = [e for e in read_unit(grouped) if e["kind"] == "zk_request"]
+    assert requests and all("count" in e for e in requests)
+    assert any(e["path"].endswith("/*") for e in requests)
+    by_op_plain = [(t.label, dict(t.zk_requests)) for t in unit_counts(read_unit(plain), 1.0)]
+    by_op_grouped = [(t.label, dict(t.zk_requests)) for t in unit_counts(read_unit(grouped), 1.0)]
+    assert by_op_grouped == by_op_plain
+    # fewer events: a member's requests of one op on one path class between two of its other events
+    assert len(requests) < sum(1 for e in read_unit(plain) if e["kind"] == "zk_request")
+
+
+def test_the_sink_is_json_lines(unit_a: tuple[dict[str, Any], Path]) -> None:
+    _, d = unit_a
+    lines = (d / "events" / "sim.jsonl").read_text().splitlines()
+    assert all(json.loads(x)["ts_ns"] >= 10**18 for x in lines)
