@@ -48,7 +48,7 @@ METRICS_INTERVAL_S = 1.0
 _COORDINATION = frozenset(COORDINATION_APIS)
 
 #: A reply callback: called on the loop with the machine's (or the shell's) response.
-Reply = Callable[[Any], None]
+Reply = Callable[[Any], object]
 
 
 class _Armed:

@@ -277,7 +277,8 @@ class SimConsumer:
                 self._commit_async()
             if self.stopping or self.rejoin_needed:
                 continue
-            self._wake.wait(max(0.0, self._next_commit_s - self.sched.now_s()))
+            # at least 1 µs: a float remainder below 1 ns would wake at this same instant, not yet due
+            self._wake.wait(max(1e-6, self._next_commit_s - self.sched.now_s()))
         if self.alive:
             self._close()
 
@@ -386,7 +387,7 @@ class SimConsumer:
         )  # fmt: skip
         err = resp.error
         if err == ErrorCode.NONE:
-            from kafka.coordinator.assignors.abstract import ConsumerProtocolAssignment
+            from kafka.coordinator.assignors.abstract import ConsumerProtocolAssignment  # pyright: ignore[reportAttributeAccessIssue]
 
             decoded = ConsumerProtocolAssignment.decode(resp.assignment)
             return sorted(tp.partition for tp in decoded.partitions() if tp.topic == self.config.topic)
@@ -402,7 +403,7 @@ class SimConsumer:
         return None
 
     def _assign(self, join: g.JoinGroupResponse) -> list[tuple[str, bytes]]:
-        from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription
+        from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription  # pyright: ignore[reportAttributeAccessIssue]
 
         members = [
             _Member(m.member_id, m.group_instance_id, ConsumerProtocolSubscription.decode(m.metadata))
