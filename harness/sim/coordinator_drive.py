@@ -15,10 +15,11 @@ it did (:class:`DriveResult`). Nothing here reads the wall clock except ``wall_s
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,21 +158,22 @@ def read_history(paths: Iterable[Path]) -> list[dict[str, Any]]:
     return events
 
 
-def herd_counts(events: list[Mapping[str, Any]], settle_s: float) -> list[tuple[str, str, dict[str, int]]]:
+def herd_counts(
+    events: Sequence[Mapping[str, Any]], settle_s: float
+) -> list[tuple[str, str, dict[str, int]]]:
     """Per trigger (in order): action, outcome and the broker's coordination requests by API in its window
     [t0, end) (:mod:`harness.kernel.windows`), the workload's clients left out: the herd analysis's ``api``
     table, computed without Spark."""
     facts = evaluate(events, round(settle_s * NS_PER_S))
+    requests = sorted(
+        (int(e["ts_ns"]), str(e.get("api")))
+        for e in events
+        if e.get("kind") == Kind.GROUP_REQUEST and e.get("client") not in WORKLOAD_CLIENTS
+    )
+    stamps = [ts for ts, _ in requests]
     out: list[tuple[str, str, dict[str, int]]] = []
     for t in facts.triggers:
-        c: Counter[str] = Counter()
-        for e in events:
-            ts = int(e["ts_ns"])
-            if (
-                e.get("kind") == Kind.GROUP_REQUEST
-                and t.t0_ns <= ts < t.end_ns
-                and e.get("client") not in WORKLOAD_CLIENTS
-            ):
-                c[str(e.get("api"))] += 1
+        lo, hi = bisect.bisect_left(stamps, t.t0_ns), bisect.bisect_left(stamps, t.end_ns)
+        c = Counter(api for _, api in requests[lo:hi])
         out.append((t.action, t.outcome, dict(sorted(c.items()))))
     return out
