@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from greenlet import GreenletExit, getcurrent
+
 from harness.sim.clock import Task
 from harness.sim.coordinator_broker import BROKER_SOURCE, SimBroker
 from harness.sim.coordinator_member import SimConsumer, TopicFeed
@@ -69,6 +71,7 @@ class SimCoordinatorGroup:
         if not isinstance(partitions, int):
             partitions = ctx.members
         self.ctx = ctx
+        topic = topic if topic is not None else getattr(ctx, "topic", None)  # the driver's shared topic
         self.topic = topic if topic is not None else SimTopic(ctx.sched, scenario.topic.name, partitions)
         self.broker = SimBroker(
             ctx.sched, ctx.delays, ctx.history(BROKER_SOURCE, "broker"), scenario, self.topic
@@ -78,6 +81,7 @@ class SimCoordinatorGroup:
         self._tasks: dict[str, Task] = {}
         self._live: dict[str, None] = {}
         self._closed = False
+        self._finished = False
         self.broker.start()
         self.feed.start()
 
@@ -85,30 +89,33 @@ class SimCoordinatorGroup:
     def start_member(self, name: str) -> None:
         if name in self._live:
             raise ValueError(f"member {name} is already running")
+        if self._closed:
+            raise ValueError("the group is closed")
         member = SimConsumer(
             name, self.ctx.sched, self.ctx.delays, self.ctx.scenario, self.broker, self.feed,
-            self.ctx.history(name, "member"),
+            self.ctx.history(name, "member"), on_stopped=self._stopped,
         )  # fmt: skip
         self._members[name] = member
         self._live[name] = None
         self._tasks[name] = self.ctx.sched.spawn(member.run, name=f"member {name}")
 
     def stop_member(self, name: str) -> None:
-        member = self._require(name)
-        del self._live[name]
-        member.stop()
+        """A clean stop; the member stays in :meth:`members` until it wrote ``stopped``."""
+        self._require(name).stop()
 
     def crash_member(self, name: str) -> None:
         member = self._require(name)
         del self._live[name]
         member.crash()
         self._kill(name)
+        self._maybe_finish()
 
     def ready_ns(self, name: str) -> int | None:
         member = self._members.get(name)
         return None if member is None else member.ready_ns
 
     def members(self) -> list[str]:
+        """Members started and not yet stopped (``stopped`` written) or crashed."""
         return list(self._live)
 
     def member(self, name: str) -> SimConsumer:
@@ -116,18 +123,30 @@ class SimCoordinatorGroup:
         return self._members[name]
 
     def close(self) -> None:
-        """End every task and write the broker's last counters and ``stopped``; idempotent."""
+        """The run's end: every live member stops cleanly (returns at once; :meth:`members` empties as
+        they stop); once none is left the broker writes its last counters and ``stopped``. Idempotent."""
         if self._closed:
             return
         self._closed = True
         for name in list(self._live):
-            self._members[name].crash()
-            self._kill(name)
-        self._live.clear()
+            self._members[name].stop()
+        self._maybe_finish()
+
+    # -- helpers ------------------------------------------------------------------------------------------
+    def _stopped(self, name: str) -> None:
+        self._live.pop(name, None)
+        self._tasks.pop(name, None)
+        self._maybe_finish()
+
+    def _maybe_finish(self) -> None:
+        if self._closed and not self._live and not self._finished:
+            self._finished = True
+            self.ctx.sched.call_later(0.0, self._finish)
+
+    def _finish(self) -> None:
         self.feed.stop()
         self.broker.close()
 
-    # -- helpers ------------------------------------------------------------------------------------------
     def _require(self, name: str) -> SimConsumer:
         if name not in self._live:
             raise ValueError(f"member {name} is not running")
@@ -136,12 +155,10 @@ class SimCoordinatorGroup:
     def _kill(self, name: str) -> None:
         task = self._tasks.pop(name, None)
         if task is not None and not task.done:
-            from greenlet import GreenletExit, getcurrent
-
             glet = task.glet
             if glet is getcurrent():
-                raise GreenletExit
-            glet.parent = getcurrent()
+                raise RuntimeError("a member cannot crash itself")
+            glet.parent = getcurrent()  # not started yet: it dies unstarted, and the loop skips it
             glet.throw(GreenletExit)
 
 

@@ -123,9 +123,8 @@ def drive(
             sched.run(until_ns=sched.now_ns)  # the member's first instant: its ``ready``
             nemesis.emit("complete", ready_ns={step.target: group.ready_ns(step.target)}, **common)
         elif step.action == "leave":
-            member = group.member(step.target)
             group.stop_member(step.target)
-            while member.alive:
+            while step.target in group.members():
                 sched.run(until_ns=sched.now_ns + _POLL_NS // 10)
             nemesis.emit("complete", **common)
         elif step.action == "crash":
@@ -137,12 +136,11 @@ def drive(
     sched.run(until_ns=last + round(settle_s * NS_PER_S))
     marks.emit("settling_end", settled=True, **unit)
     producer.stop()
-    live = group.members()
-    for name in live:
-        group.stop_member(name)
-    sched.run(until_ns=sched.now_ns + 5 * NS_PER_S)
+    group.close()  # every live member stops cleanly
+    while group.members():
+        sched.run(until_ns=sched.now_ns + _POLL_NS)
+    sched.run(until_ns=sched.now_ns + _POLL_NS)  # the broker's last counters and ``stopped``
     end_ns = sched.now_ns
-    group.close()
     sched.close()
     sink.close()
     return DriveResult(stable_ns / NS_PER_S, end_ns / NS_PER_S, sink.events, time.perf_counter() - wall0)

@@ -169,6 +169,7 @@ class SimConsumer:
         broker: SimBroker,
         feed: TopicFeed,
         history: History,
+        on_stopped: Callable[[str], object] | None = None,
     ) -> None:
         c = scenario.group.coordinator
         if c.client != "kafka-python":
@@ -199,6 +200,7 @@ class SimConsumer:
         self._metadata = self.assignor.metadata({self.config.topic}).encode()
         self._client_s = delays.kafka_client_s
         self.ready_ns: int | None = None
+        self._on_stopped = on_stopped
         # kafka-python's group state
         self.member_id = ""
         self.generation = -1
@@ -552,3 +554,5 @@ class SimConsumer:
         self.generation, self.member_id = -1, ""
         self.alive = False
         self.rec.stopped(clean=True, close_ms=(self.sched.now_ns - t0) / 1e6)
+        if self._on_stopped is not None:
+            self._on_stopped(self.name)
