@@ -2,9 +2,9 @@
 
 Contract
 --------
-* :meth:`SimBroker.send` is a member's request leaving its client at this instant: it arrives
-  ``network_one_way_s`` later and waits for the broker's one event loop (FIFO); each request holds it for
-  ``broker_service_s``, then runs. A coordination request (:data:`harness.kernel.events.COORDINATION_APIS`)
+* :meth:`SimBroker.send` is a member's client issuing a request at this instant: after the client's cost
+  ``kafka_client_s`` it leaves, arrives ``network_one_way_s`` later and waits for the broker's one event
+  loop (FIFO); each request holds it for ``broker_service_s``, then runs. A coordination request (:data:`harness.kernel.events.COORDINATION_APIS`)
   writes one ``group_request`` event when it runs, as the real server does when it decodes one; every request
   is counted by API for the ``broker_request`` snapshots (every ``metrics_interval_s``, only when something
   was counted, and once at :meth:`close`).
@@ -86,6 +86,7 @@ class SimBroker:
         )
         self._net_ns = round(delays.network_one_way_s * NS_PER_S)
         self._service_ns = round(delays.broker_service_s * NS_PER_S)
+        self._lead_ns = round(delays.kafka_client_s * NS_PER_S) + self._net_ns
         self._busy_until = 0
         self._timers: dict[Any, _Armed] = {}
         self.requests: Counter[str] = Counter()
@@ -128,18 +129,18 @@ class SimBroker:
         reply: Reply,
         **fields: Any,
     ) -> None:
-        """A request leaves a member now: ``call(now_ms, token)`` runs the machine when the broker serves it
-        (its ``Respond`` for ``token`` goes to ``reply``); ``fields`` are the ``group_request`` event's
-        (group, member, generation, assignments)."""
+        """A member's client issues a request now: ``call(now_ms, token)`` runs the machine when the broker
+        serves it (its ``Respond`` for ``token`` goes to ``reply``); ``fields`` are the ``group_request``
+        event's (group, member, generation, assignments).
+
+        The request's timeline is booked at once: the client's cost (``kafka_client_s``), the network
+        (``network_one_way_s``), then its turn on the broker's loop (``broker_service_s``). Every request
+        has the same lead before it arrives, so booking in issue order is FIFO in arrival order, and a
+        request costs one scheduler entry instead of three."""
         if self._closed:
             return
-        self.sched.call_at(self.sched.now_ns + self._net_ns, self._arrive, api, client, call, reply, fields)
-
-    def _arrive(
-        self, api: str, client: str, call: Callable[[int, Reply], list[g.Effect]], reply: Reply, fields: Any
-    ) -> None:
-        start = max(self.sched.now_ns, self._busy_until)
-        self._busy_until = start + self._service_ns
+        arrive = self.sched.now_ns + self._lead_ns
+        self._busy_until = max(arrive, self._busy_until) + self._service_ns
         self.sched.call_at(self._busy_until, self._serve, api, client, call, reply, fields)
 
     def _serve(

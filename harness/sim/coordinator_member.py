@@ -198,7 +198,6 @@ class SimConsumer:
         self.metadata_age_s = int(props.get("metadata.max.age.ms", MEMBER_METADATA_MAX_AGE_MS)) / 1000
         self.assignor = _assignor(self.config.assignor)
         self._metadata = self.assignor.metadata({self.config.topic}).encode()
-        self._client_s = delays.kafka_client_s
         self.ready_ns: int | None = None
         self._on_stopped = on_stopped
         # kafka-python's group state
@@ -232,25 +231,26 @@ class SimConsumer:
         self.feed.release(self.assignment, self)
 
     # -- requests ---------------------------------------------------------------------------------------
-    def _call(self, api: str, call: Callable[[int, Reply], list[g.Effect]], **fields: Any) -> Any:
-        """One request, waited for (from the member's task)."""
+    def _call(
+        self,
+        api: str,
+        call: Callable[[int, Reply], list[g.Effect]],
+        then: Callable[[], object] | None = None,
+        **fields: Any,
+    ) -> Any:
+        """One request, waited for (from the member's task); ``then`` is issued right after it."""
         sched = self.sched
-        sched.sleep(self._client_s)
         glet = getcurrent()
         self.broker.send(api, self.name, call, lambda resp: sched.resume(glet, resp), **fields)
+        if then is not None:
+            then()
         return sched.block()
 
     def _send(
         self, api: str, call: Callable[[int, Reply], list[g.Effect]], reply: Reply, **fields: Any
     ) -> None:
         """One request not waited for (heartbeats, async commits, metadata refreshes)."""
-        self.sched.call_later(self._client_s, self._send_now, api, call, reply, fields)
-
-    def _send_now(
-        self, api: str, call: Callable[[int, Reply], list[g.Effect]], reply: Reply, fields: dict[str, Any]
-    ) -> None:
-        if self.alive:
-            self.broker.send(api, self.name, call, reply, **fields)
+        self.broker.send(api, self.name, call, reply, **fields)
 
     def _metadata_request(self) -> Callable[[int, Reply], list[g.Effect]]:
         broker = self.broker
@@ -381,10 +381,11 @@ class SimConsumer:
             protocol_type=PROTOCOL_TYPE,
             protocol_name=join.protocol_name,
         )
-        if leader:  # _perform_assignment's cluster.request_update(): the refresh loop sends it at once
-            self.sched.call_later(self._client_s, self._refresh_metadata, self._md_epoch)
+        # the leader: _perform_assignment's cluster.request_update(), sent by the refresh loop at once
+        epoch = self._md_epoch
+        then = (lambda: self._refresh_metadata(epoch)) if leader else None
         resp: g.SyncGroupResponse = self._call(
-            "SyncGroup", lambda now, reply: machine.sync_group(now, reply, req), group=self.group,
+            "SyncGroup", lambda now, reply: machine.sync_group(now, reply, req), then, group=self.group,
             member=self.member_id, generation=self.generation, assignments=len(assignments),
         )  # fmt: skip
         err = resp.error
