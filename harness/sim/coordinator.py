@@ -32,6 +32,11 @@ Fetch, ListOffsets and Produce are not broker requests here (the members read th
 directly; no ``broker_request`` counts for them); a member's start-up (process boot, connection set-up)
 takes no virtual time beyond its first requests; kafka-python's periodic metadata refresh is modelled
 by ``metadata.max.age.ms`` (default 5000 ms, the member CLI's default) from the member's last refresh.
+
+Capacity: the broker is one FIFO server, so it serves at most ``1 / broker_service_s`` requests a second
+(10^4 with the default model). Heartbeats alone are ``members / heartbeat.interval.ms`` a second: at 10^4
+members and 500 ms that is twice its capacity, every request queues and a rebalance slows down with the
+queue (as the real single-loop broker would); with Kafka's default 3 s interval it is a third.
 """
 
 from __future__ import annotations
