@@ -1,0 +1,559 @@
+"""A simulated kafka-python 3.0.12 consumer as herdlab's kafka-python member drives it, in virtual time.
+
+Contract
+--------
+:class:`SimConsumer` sends the requests the real member sends, in the same order (kafka-python 3.0.12
+``kafka/coordinator/base.py``, ``consumer.py``, ``heartbeat.py``; herdlab's
+``harness/members/kafka_python.py``), each costing ``kafka_client_s`` on the client before it leaves:
+
+1. start: ``ready``; Metadata (the client's bootstrap); ``started``; Metadata (``consumer.topics()`` after
+   subscribing); then metadata refreshes every ``metadata.max.age.ms`` after the last one;
+2. join (``ensure_active_group``): FindCoordinator while the coordinator is unknown; before the first
+   JoinGroup of a rebalance the listener's ``on_partitions_revoked`` (commit of what was processed on the
+   revoked partitions with OffsetCommit, waited for; ``rebalance_begin`` and ``revoked`` events) or, after
+   the member lost its generation, ``on_partitions_lost``; JoinGroup v7 (a first join gets
+   MEMBER_ID_REQUIRED and joins again with the id it got); SyncGroup (the leader's carries the assignment
+   of kafka-python's own assignor class for the chosen protocol, computed on the member metadata the
+   broker returned; the leader then refreshes metadata); errors as kafka-python handles them
+   (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: join again);
+3. the assignment applied (``member_apply_s``): ``assigned`` and ``rebalance_end``; OffsetFetch for the
+   assigned partitions without a position (kafka-python keeps the position of a partition it is
+   assigned again), ``auto.offset.reset`` earliest when none is committed;
+4. Heartbeat every ``heartbeat.interval.ms`` after the last one was sent, from the end of a join until the
+   next one starts; REBALANCE_IN_PROGRESS makes the member join again at once; UNKNOWN_MEMBER_ID /
+   ILLEGAL_GENERATION reset its generation (its partitions are then lost);
+5. records of its partitions as they arrive (:class:`TopicFeed`), one ``record`` event each; an
+   interval commit (OffsetCommit, not waited for) every ``auto.commit.interval.ms``;
+6. clean stop: commit (waited for), the listener's revoke, LeaveGroup, ``stopped``; crash: nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from greenlet import getcurrent
+
+from coordinator.group import api as g
+from coordinator.group.errors import ErrorCode
+from harness.kernel.history import History
+from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder
+from harness.scenario.model import Scenario
+from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler
+from harness.sim.coordinator_broker import Reply, SimBroker
+from harness.sim.model import DelayModel
+from harness.sim.workload import SimTopic
+
+__all__ = ["SimConsumer", "TopicFeed"]
+
+#: herdlab's member process sets ``metadata.max.age.ms`` 5000 unless a property says otherwise
+#: (``harness/cli/members.py``, option ``--metadata-max-age-ms``).
+MEMBER_METADATA_MAX_AGE_MS = 5000
+#: kafka-python 3.0.12's ``retry_backoff_ms`` default.
+RETRY_BACKOFF_S = 0.1
+#: The JoinGroup version kafka-python 3.0.12 sends (``max_version=7``).
+JOIN_VERSION = 7
+PROTOCOL_TYPE = "consumer"
+#: Errors after which kafka-python joins again at once.
+_REJOIN = (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION)
+
+
+def _assignor(name: str) -> Any:
+    """kafka-python's own assignor class for a Kafka assignor name (eager ones)."""
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    classes: dict[str, Any] = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    if name not in classes:
+        raise ValueError(
+            f"the simulator's coordinator members support the assignors {sorted(classes)}, not {name!r}"
+        )
+    return classes[name]
+
+
+class _Cluster:
+    """What an assignor asks of kafka-python's ClusterMetadata: a topic's partitions."""
+
+    def __init__(self, topic: SimTopic) -> None:
+        self.topic = topic
+
+    def partitions_for_topic(self, name: str) -> set[int] | None:
+        return set(range(self.topic.partitions)) if name == self.topic.name else None
+
+
+class _Member:
+    """A JoinGroup member entry as kafka-python's assignors read it (metadata decoded)."""
+
+    __slots__ = ("group_instance_id", "member_id", "metadata")
+
+    def __init__(self, member_id: str, group_instance_id: str | None, metadata: Any) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.metadata = metadata
+
+
+class TopicFeed:
+    """Tells the owner of a partition when records arrive on it: one task waits on the topic for every
+    member (see :mod:`harness.sim.coordinator`). The producer writes record ``seq`` to partition
+    ``seq % partitions`` (:mod:`harness.sim.workload`), so the next partition to grow is known; a full
+    scan covers anything else."""
+
+    def __init__(self, sched: VirtualScheduler, topic: SimTopic) -> None:
+        self.sched = sched
+        self.topic = topic
+        self.owners: dict[int, SimConsumer] = {}
+        self._known: list[int] = []
+        self._cursor = 0
+        self._task: Task | None = None
+
+    def start(self) -> None:
+        self._known = [self.topic.end(p) for p in range(self.topic.partitions)]
+        self._task = self.sched.spawn(self._loop, name="topic feed")
+
+    def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done:
+            from greenlet import GreenletExit
+
+            task.glet.parent = getcurrent()
+            task.glet.throw(GreenletExit)
+
+    def own(self, partitions: list[int], member: SimConsumer) -> None:
+        for p in partitions:
+            self.owners[p] = member
+
+    def release(self, partitions: list[int], member: SimConsumer) -> None:
+        for p in partitions:
+            if self.owners.get(p) is member:
+                del self.owners[p]
+
+    def _loop(self) -> None:
+        while True:
+            self.topic.wait_data(None)  # type: ignore[arg-type]  # (Event.wait: None = no timeout)
+            self._scan()
+
+    def _scan(self) -> None:
+        topic, known = self.topic, self._known
+        n = topic.partitions
+        while len(known) < n:
+            known.append(0)
+        found = False
+        p = self._cursor % n
+        while topic.end(p) > known[p]:
+            known[p] = topic.end(p)
+            self._notify(p)
+            found = True
+            p = (p + 1) % n
+        self._cursor = p
+        if not found:
+            for q in range(n):
+                if topic.end(q) > known[q]:
+                    known[q] = topic.end(q)
+                    self._notify(q)
+
+    def _notify(self, p: int) -> None:
+        owner = self.owners.get(p)
+        if owner is not None:
+            owner.wake()
+
+
+class SimConsumer:
+    """One simulated kafka-python member (see the module contract)."""
+
+    def __init__(
+        self,
+        name: str,
+        sched: VirtualScheduler,
+        delays: DelayModel,
+        scenario: Scenario,
+        broker: SimBroker,
+        feed: TopicFeed,
+        history: History,
+        on_stopped: Callable[[str], object] | None = None,
+    ) -> None:
+        c = scenario.group.coordinator
+        if c.client != "kafka-python":
+            raise ValueError(f"the simulator models kafka-python members, not {c.client!r}")
+        if c.static_membership:
+            raise ValueError("the simulator models dynamic members only (static_membership is set)")
+        props = c.member_properties(scenario.group.assignor)
+        self.name = name
+        self.sched = sched
+        self.delays = delays
+        self.broker = broker
+        self.feed = feed
+        self.topic = feed.topic
+        self.group = scenario.group.id
+        self.config = MemberConfig(
+            bootstrap="sim", group=self.group, topic=scenario.topic.name, name=name, properties=props
+        )
+        self.rec = MemberRecorder(self.config, history)
+        self.policy = CommitPolicy(
+            self.config.auto_commit_interval_s, enabled=self.config.auto_commit, now=sched.now_s()
+        )
+        self._next_commit_s = sched.now_s() + self.config.auto_commit_interval_s
+        self.session_ms = int(props["session.timeout.ms"])
+        self.heartbeat_s = int(props["heartbeat.interval.ms"]) / 1000
+        self.rebalance_ms = int(props["max.poll.interval.ms"])
+        self.metadata_age_s = int(props.get("metadata.max.age.ms", MEMBER_METADATA_MAX_AGE_MS)) / 1000
+        self.assignor = _assignor(self.config.assignor)
+        self._metadata = self.assignor.metadata({self.config.topic}).encode()
+        self.ready_ns: int | None = None
+        self._on_stopped = on_stopped
+        # kafka-python's group state
+        self.member_id = ""
+        self.generation = -1
+        self.coordinator_known = False
+        self.rejoin_needed = True
+        self._rejoining = False
+        self.assignment: list[int] = []
+        self.positions: dict[int, int] = {}
+        self.alive = True
+        self.stopping = False
+        self._wake = Event(sched)
+        self._hb_epoch = 0
+        self._md_epoch = 0
+
+    # -- control (called on the loop or by the group) ---------------------------------------------------
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        """A clean stop: the member commits, revokes, leaves and writes ``stopped`` (virtual time later)."""
+        self.stopping = True
+        self._wake.set()
+
+    def crash(self) -> None:
+        """SIGKILL: nothing more from this member (the group ends its task)."""
+        self.alive = False
+        self._hb_epoch += 1
+        self._md_epoch += 1
+        self.feed.release(self.assignment, self)
+
+    # -- requests ---------------------------------------------------------------------------------------
+    def _call(
+        self,
+        api: str,
+        call: Callable[[int, Reply], list[g.Effect]],
+        then: Callable[[], object] | None = None,
+        **fields: Any,
+    ) -> Any:
+        """One request, waited for (from the member's task); ``then`` is issued right after it."""
+        sched = self.sched
+        glet = getcurrent()
+        self.broker.send(api, self.name, call, lambda resp: sched.resume(glet, resp), **fields)
+        if then is not None:
+            then()
+        return sched.block()
+
+    def _send(
+        self, api: str, call: Callable[[int, Reply], list[g.Effect]], reply: Reply, **fields: Any
+    ) -> None:
+        """One request not waited for (heartbeats, async commits, metadata refreshes)."""
+        self.broker.send(api, self.name, call, reply, **fields)
+
+    def _metadata_request(self) -> Callable[[int, Reply], list[g.Effect]]:
+        broker = self.broker
+        return lambda _now, reply: broker.respond(reply, broker.topic.partitions)
+
+    # -- the member's task ------------------------------------------------------------------------------
+    def run(self) -> None:
+        self.ready_ns = self.sched.now_ns
+        self.rec.ready()
+        self._call("Metadata", self._metadata_request())  # the client's bootstrap
+        self.rec.started(effective=dict(self.config.properties))
+        self._call("Metadata", self._metadata_request())  # consumer.topics() once subscribed
+        self._schedule_metadata()
+        while self.alive and not self.stopping:
+            self._wake.clear()
+            if self.rejoin_needed:
+                self._join()
+                continue
+            missing = [p for p in self.assignment if p not in self.positions]
+            if missing:
+                self._offset_fetch(missing)
+            self._consume()
+            now = self.sched.now_s()
+            if self.policy.due(now):
+                self._next_commit_s = now + self.config.auto_commit_interval_s
+                self._commit_async()
+            if self.stopping or self.rejoin_needed:
+                continue
+            # at least 1 µs: a float remainder below 1 ns would wake at this same instant, not yet due
+            self._wake.wait(max(1e-6, self._next_commit_s - self.sched.now_s()))
+        if self.alive:
+            self._close()
+
+    def _consume(self) -> None:
+        topic, rec, policy = self.topic, self.rec, self.policy
+        for p in self.assignment:
+            start = self.positions.get(p)
+            if start is None:
+                continue
+            offsets = topic.fetch(p, start)
+            for off in offsets:
+                rec.records += 1
+                rec.emit("record", topic=topic.name, partition=p, offset=off, seq=topic.seq(p, off))
+                policy.processed(p, off)
+            if offsets:
+                self.positions[p] = offsets.stop
+
+    # -- join -------------------------------------------------------------------------------------------
+    def _join(self) -> None:
+        if not self._rejoining:
+            self._prepare()
+            self._rejoining = True
+            self._hb_epoch += 1  # heartbeats off for the join's round trips
+        while self.alive:
+            if not self.coordinator_known:
+                self._find_coordinator()
+                continue
+            join = self._join_group()
+            if join is None:
+                continue
+            assignment = self._sync_group(join)
+            if assignment is None:
+                continue
+            self._complete(assignment)
+            return
+
+    def _prepare(self) -> None:
+        """kafka-python's ``_on_join_prepare``: the listener's revoke (commit first) or lost."""
+        ps = sorted(self.assignment)
+        if self.generation < 0 and ps:
+            self.rec.revoked(ps, lost=True)
+        else:
+            pending = self.policy.pending(ps)
+            if pending:
+                self._commit_sync(pending)
+            self.rec.revoked(ps, lost=False)
+        self.policy.forget(ps)
+        self.feed.release(ps, self)
+        self.assignment = []
+
+    def _find_coordinator(self) -> None:
+        self._call("FindCoordinator", self._metadata_request())
+        self.coordinator_known = True
+
+    def _join_group(self) -> g.JoinGroupResponse | None:
+        machine = self.broker.machine
+        req = g.JoinGroupRequest(
+            group_id=self.group,
+            member_id=self.member_id,
+            session_timeout_ms=self.session_ms,
+            protocol_type=PROTOCOL_TYPE,
+            protocols=[(self.assignor.name, self._metadata)],
+            rebalance_timeout_ms=self.rebalance_ms,
+            api_version=JOIN_VERSION,
+            client_id=self.name,
+            client_host="/127.0.0.1",
+        )
+        resp: g.JoinGroupResponse = self._call(
+            "JoinGroup", lambda now, reply: machine.join_group(now, reply, req), group=self.group,
+            member=self.member_id,
+        )  # fmt: skip
+        err = resp.error
+        if err == ErrorCode.NONE:
+            self.generation = resp.generation_id
+            self.member_id = resp.member_id
+            return resp
+        if err == ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = resp.member_id
+        elif err == ErrorCode.UNKNOWN_MEMBER_ID:
+            self._reset_generation("")
+        elif err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
+            self.coordinator_known = False
+        elif err != ErrorCode.REBALANCE_IN_PROGRESS:
+            self.sched.sleep(RETRY_BACKOFF_S)
+        return None
+
+    def _sync_group(self, join: g.JoinGroupResponse) -> list[int] | None:
+        assignments: list[tuple[str, bytes]] = []
+        leader = join.leader == join.member_id
+        if leader:
+            assignments = self._assign(join)
+        machine = self.broker.machine
+        req = g.SyncGroupRequest(
+            group_id=self.group,
+            generation_id=self.generation,
+            member_id=self.member_id,
+            assignments=assignments,
+            protocol_type=PROTOCOL_TYPE,
+            protocol_name=join.protocol_name,
+        )
+        # the leader: _perform_assignment's cluster.request_update(), sent by the refresh loop at once
+        epoch = self._md_epoch
+        then = (lambda: self._refresh_metadata(epoch)) if leader else None
+        resp: g.SyncGroupResponse = self._call(
+            "SyncGroup", lambda now, reply: machine.sync_group(now, reply, req), then, group=self.group,
+            member=self.member_id, generation=self.generation, assignments=len(assignments),
+        )  # fmt: skip
+        err = resp.error
+        if err == ErrorCode.NONE:
+            from kafka.coordinator.assignors.abstract import ConsumerProtocolAssignment  # pyright: ignore[reportAttributeAccessIssue]
+
+            decoded = ConsumerProtocolAssignment.decode(resp.assignment)
+            return sorted(tp.partition for tp in decoded.partitions() if tp.topic == self.config.topic)
+        self.rejoin_needed = True
+        if err == ErrorCode.UNKNOWN_MEMBER_ID:
+            self._reset_generation("")
+        elif err == ErrorCode.ILLEGAL_GENERATION:
+            self._reset_generation(self.member_id)
+        elif err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
+            self.coordinator_known = False
+        elif err not in _REJOIN:
+            self.sched.sleep(RETRY_BACKOFF_S)
+        return None
+
+    def _assign(self, join: g.JoinGroupResponse) -> list[tuple[str, bytes]]:
+        from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription  # pyright: ignore[reportAttributeAccessIssue]
+
+        members = [
+            _Member(m.member_id, m.group_instance_id, ConsumerProtocolSubscription.decode(m.metadata))
+            for m in join.members
+        ]
+        out = self.assignor.assign(_Cluster(self.topic), members)
+        return [(member_id, a.encode()) for member_id, a in out.items()]
+
+    def _complete(self, partitions: list[int]) -> None:
+        self._rejoining = False
+        self.rejoin_needed = False
+        self._enable_heartbeat()
+        self.sched.sleep(self.delays.member_apply_s)
+        self.rec.joined(self.generation, self.member_id)
+        self.rec.assigned(partitions)
+        self.assignment = partitions
+        kept = set(partitions)
+        self.positions = {p: o for p, o in self.positions.items() if p in kept}
+        self.feed.own(partitions, self)
+
+    def _reset_generation(self, member_id: str) -> None:
+        self.generation = -1
+        self.member_id = member_id
+        self.rejoin_needed = True
+
+    # -- offsets ----------------------------------------------------------------------------------------
+    def _offset_fetch(self, partitions: list[int]) -> None:
+        machine, broker = self.broker.machine, self.broker
+        req = g.OffsetFetchRequest(self.group, [(self.config.topic, p) for p in partitions])
+        resp: g.OffsetFetchResponse = self._call(
+            "OffsetFetch", lambda now, reply: broker.respond(reply, machine.offset_fetch(now, req))
+        )
+        if resp.error != ErrorCode.NONE:
+            return
+        for part in resp.partitions:
+            if part.partition in self.assignment:
+                self.positions[part.partition] = max(0, part.offset)  # auto.offset.reset earliest
+
+    def _commit_request(self, pending: dict[int, int]) -> Callable[[int, Reply], list[g.Effect]]:
+        machine = self.broker.machine
+        req = g.OffsetCommitRequest(
+            group_id=self.group,
+            offsets=[g.OffsetCommitPartition(self.config.topic, p, o) for p, o in pending.items()],
+            generation_id=self.generation,
+            member_id=self.member_id,
+        )
+        return lambda now, reply: machine.offset_commit(now, reply, req)
+
+    def _commit_sync(self, pending: dict[int, int]) -> None:
+        self._record_commit(pending, self._call("OffsetCommit", self._commit_request(pending)))
+
+    def _commit_async(self) -> None:
+        pending = self.policy.pending()
+        if pending and self.generation >= 0:
+            self._send(
+                "OffsetCommit", self._commit_request(pending), lambda resp: self._record_commit(pending, resp)
+            )
+
+    def _record_commit(self, pending: dict[int, int], resp: g.OffsetCommitResponse) -> None:
+        if not self.alive:
+            return
+        errors = {r.partition: r.error for r in resp.partitions}
+        ok = {p: o for p, o in pending.items() if errors.get(p, ErrorCode.NONE) == ErrorCode.NONE}
+        for p, o in pending.items():
+            err = errors.get(p, ErrorCode.NONE)
+            if err == ErrorCode.NONE:
+                self.rec.commit_result(p, o)
+            else:
+                self.rec.commit_result(p, o, error=err.name, code=int(err))
+        self.policy.done(ok)
+
+    # -- heartbeats (callbacks on the loop: kafka-python's heartbeat coroutine) -------------------------
+    def _enable_heartbeat(self) -> None:
+        self._hb_epoch += 1
+        self.sched.call_later(self.heartbeat_s, self._heartbeat, self._hb_epoch)
+
+    def _heartbeat(self, epoch: int) -> None:
+        if epoch != self._hb_epoch or not self.alive:
+            return
+        machine = self.broker.machine
+        req = g.HeartbeatRequest(self.group, self.generation, self.member_id)
+        sent = self.sched.now_ns
+        self._send(
+            "Heartbeat",
+            lambda now, reply: machine.heartbeat(now, reply, req),
+            lambda resp: self._heartbeat_answer(epoch, sent, resp),
+        )
+
+    def _heartbeat_answer(self, epoch: int, sent_ns: int, resp: g.HeartbeatResponse) -> None:
+        if epoch != self._hb_epoch or not self.alive:
+            return
+        err = resp.error
+        nxt = sent_ns + round(self.heartbeat_s * NS_PER_S)
+        if err in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
+            self.sched.call_at(nxt, self._heartbeat, epoch)
+            if err == ErrorCode.REBALANCE_IN_PROGRESS:
+                self.rejoin_needed = True
+                self._wake.set()
+        elif err == ErrorCode.ILLEGAL_GENERATION:
+            self._reset_generation(self.member_id)
+            self._wake.set()
+        elif err == ErrorCode.UNKNOWN_MEMBER_ID:
+            self._reset_generation("")
+            self._wake.set()
+        else:
+            if err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
+                self.coordinator_known = False
+            self.sched.call_later(RETRY_BACKOFF_S, self._heartbeat, epoch)
+
+    # -- metadata refresh loop (kafka-python's cluster refresh coroutine) --------------------------------
+    def _schedule_metadata(self) -> None:
+        self._md_epoch += 1
+        self.sched.call_later(self.metadata_age_s, self._refresh_metadata, self._md_epoch)
+
+    def _refresh_metadata(self, epoch: int) -> None:
+        if epoch != self._md_epoch or not self.alive:
+            return
+        self._md_epoch += 1  # the refresh restarts the age
+        nxt = self._md_epoch
+        self.broker.send(
+            "Metadata",
+            self.name,
+            self._metadata_request(),
+            lambda _resp: self.sched.call_later(self.metadata_age_s, self._refresh_metadata, nxt),
+        )
+
+    # -- clean stop -------------------------------------------------------------------------------------
+    def _close(self) -> None:
+        t0 = self.sched.now_ns
+        pending = self.policy.pending()
+        if pending and self.generation >= 0:
+            self._commit_sync(pending)
+        ps = sorted(self.assignment)
+        self.rec.revoked(ps, lost=False)
+        self.policy.forget(ps)
+        self.feed.release(ps, self)
+        self.assignment = []
+        self._hb_epoch += 1
+        self._md_epoch += 1
+        if self.member_id and self.generation >= 0 and self.coordinator_known:
+            machine = self.broker.machine
+            req = g.LeaveGroupRequest(self.group, [(self.member_id, None)])
+            self._call(
+                "LeaveGroup", lambda now, reply: machine.leave_group(now, reply, req), group=self.group
+            )
+        self.generation, self.member_id = -1, ""
+        self.alive = False
+        self.rec.stopped(clean=True, close_ms=(self.sched.now_ns - t0) / 1e6)
+        if self._on_stopped is not None:
+            self._on_stopped(self.name)

@@ -1,0 +1,191 @@
+"""The coordinator's simulated group: the real GroupCoordinator machine with simulated kafka-python members.
+
+Expected values are worked out by hand from kafka-python 3.0.12's request sequence
+(harness/sim/coordinator_member.py cites it) and the range assignor.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.group.api import GroupState
+from harness.scenario.loading import load_scenario
+from harness.scenario.model import Scenario
+from harness.sim.clock import NS_PER_S, VirtualScheduler
+from harness.sim.coordinator import SimCoordinatorGroup, make_group
+from harness.sim.coordinator_drive import Step, drive, herd_counts, read_history
+from harness.sim.group import SimContext
+from harness.sim.history import EventSink, SimHistory
+from harness.sim.model import DelayModel
+from harness.sim.workload import SimProducer
+
+SESSION_MS, HEARTBEAT_MS = 6000, 500
+
+
+def _scenario(members: int, **props: Any) -> Scenario:
+    sets = [
+        f"group.members={members}",
+        'implementations=["coordinator"]',
+        f"group.coordinator.session_timeout_ms={SESSION_MS}",
+        f"group.coordinator.heartbeat_interval_ms={HEARTBEAT_MS}",
+        # no periodic metadata refresh inside these short runs: every Metadata is the sequence's own
+        'group.coordinator.properties={"metadata.max.age.ms" = 600000}',
+    ]
+    return load_scenario("herd-small", sets)
+
+
+class _Unit:
+    """One simulated unit: a group on its own scheduler, history to ``path``."""
+
+    def __init__(self, members: int, path: Path) -> None:
+        self.sched = VirtualScheduler()
+        self.sink = EventSink(path)
+        self.path = path
+        self.scenario = _scenario(members)
+        delays = DelayModel()
+
+        def history(source: str, role: str) -> SimHistory:
+            return SimHistory(self.sched, self.sink, source, role, 0)
+
+        self.group: SimCoordinatorGroup = make_group(
+            SimContext(self.sched, delays, self.scenario, members, history, delays.rng())
+        )
+        for i in range(members):
+            self.group.start_member(f"m{i}")
+        self.producer = SimProducer(
+            self.sched, self.group.topic, delays, history("producer", "producer"), self.scenario.workload.rate
+        )
+        self.producer.start()
+
+    def run_until_stable(self, limit_s: float = 30.0) -> None:
+        while not self.stable():
+            assert self.sched.now_ns < limit_s * NS_PER_S, "the group never became stable"
+            self.sched.run(until_ns=self.sched.now_ns + NS_PER_S // 20)
+
+    def stable(self) -> bool:
+        g = self.group.broker.machine.group(self.scenario.group.id)
+        if g is None or g.state is not GroupState.STABLE:
+            return False
+        return all(self.group.member(n).rec.generation == g.generation_id for n in self.group.members())
+
+    def close(self) -> list[dict[str, Any]]:
+        self.producer.stop()
+        self.group.close()  # every live member stops cleanly, then the broker
+        while self.group.members():
+            self.sched.run(until_ns=self.sched.now_ns + NS_PER_S // 20)
+        self.sched.run(until_ns=self.sched.now_ns + NS_PER_S // 20)
+        self.sched.close()
+        self.sink.close()
+        return read_history([self.path])
+
+
+def test_a_group_of_three_forms_in_one_generation_with_every_partition_owned_once(tmp_path: Path) -> None:
+    unit = _Unit(3, tmp_path / "h.jsonl")
+    unit.run_until_stable()
+    owners = {n: sorted(unit.group.member(n).assignment) for n in unit.group.members()}
+    events = unit.close()
+    # range over 3 partitions and 3 members (ids sort as m0 < m1 < m2): one partition each
+    assert owners == {"m0": [0], "m1": [1], "m2": [2]}
+    ends = [e for e in events if e["kind"] == "rebalance_end" and e["role"] == "broker"]
+    # generation 1 with all three; the run's end (every member leaves) empties it as generation 2
+    assert [(e["generation"], e["members"]) for e in ends] == [(1, 3), (2, 0)]
+    assigned = Counter(e["partition"] for e in events if e["kind"] == "assigned")
+    assert assigned == {0: 1, 1: 1, 2: 1}
+    started = {e["source"] for e in events if e["role"] == "member" and e["kind"] == "started"}
+    stopped = {e["source"] for e in events if e["role"] == "member" and e["kind"] == "stopped"}
+    assert started == stopped == {"m0", "m1", "m2"}
+    assert [e["kind"] for e in events if e["source"] == "broker-1"][-1] == "stopped"
+
+
+def test_a_join_costs_kafka_pythons_request_sequence(tmp_path: Path) -> None:
+    """A fourth member joins a stable group of three (three partitions), worked out by hand:
+    the joiner: Metadata twice (bootstrap, topics()), FindCoordinator, JoinGroup twice (MEMBER_ID_REQUIRED,
+    then with its id), SyncGroup; each of the three: JoinGroup and SyncGroup once (the Heartbeat's
+    REBALANCE_IN_PROGRESS); the leader one Metadata after assigning. Range over 4 members, 3 partitions
+    (j0 < m0 < m1 < m2): j0 p0, m0 p1, m1 p2, m2 nothing: j0, m0 and m1 get a partition they did not have,
+    so three OffsetFetch; m2 none."""
+    sc = _scenario(3)
+    out = tmp_path / "h.jsonl"
+    drive(sc, 3, [Step(2.0, "join", "j0")], out)
+    (row,) = herd_counts(read_history([out]), sc.settle_window)
+    assert row == (
+        "join",
+        "settled",
+        {"FindCoordinator": 1, "JoinGroup": 2 + 3, "Metadata": 2 + 1, "OffsetFetch": 3, "SyncGroup": 1 + 3},
+    )
+
+
+def test_a_crashed_member_is_expired_after_the_session_timeout_not_before(tmp_path: Path) -> None:
+    unit = _Unit(3, tmp_path / "h.jsonl")
+    unit.run_until_stable()
+    unit.sched.run(until_ns=unit.sched.now_ns + 2 * NS_PER_S)
+    victim = unit.group.member("m1")
+    member_id = victim.member_id
+    crash_ns = unit.sched.now_ns
+    unit.group.crash_member("m1")
+    machine = unit.group.broker.machine
+    # its last heartbeat was sent at most one heartbeat interval before the crash: the session runs at
+    # least session - interval from the crash
+    unit.sched.run(until_ns=crash_ns + (SESSION_MS - HEARTBEAT_MS) * 1_000_000 - 1)
+    group = machine.group(unit.scenario.group.id)
+    assert group is not None and member_id in group.members
+    unit.sched.run(until_ns=crash_ns + (SESSION_MS + 100) * 1_000_000)
+    assert member_id not in group.members
+    events = unit.close()
+    (removed,) = [e for e in events if e["kind"] == "member_removed" and e["member"] == member_id]
+    assert removed["reason"] == "expired"
+    assert (
+        crash_ns + (SESSION_MS - HEARTBEAT_MS) * 1_000_000
+        <= removed["ts_ns"]
+        <= crash_ns + SESSION_MS * 1_000_000
+    )
+    leaves = [e for e in events if e.get("api") == "LeaveGroup" and e["client"] == "m1"]
+    assert not leaves, "a crash sends no LeaveGroup"
+
+
+def test_two_runs_write_identical_histories(tmp_path: Path) -> None:
+    sc = _scenario(4)
+    steps = [Step(1.0, "join", "j0"), Step(4.0, "leave", "m1"), Step(7.0, "crash", "j0")]
+    drive(sc, 4, steps, tmp_path / "a.jsonl")
+    drive(sc, 4, steps, tmp_path / "b.jsonl")
+    a = (tmp_path / "a.jsonl").read_text()
+    assert a == (tmp_path / "b.jsonl").read_text()
+    assert '"kind":"member_removed"' in a
+
+
+def test_a_leave_sends_leavegroup_after_committing_and_revoking(tmp_path: Path) -> None:
+    unit = _Unit(2, tmp_path / "h.jsonl")
+    unit.run_until_stable()
+    unit.sched.run(until_ns=unit.sched.now_ns + NS_PER_S)
+    unit.group.stop_member("m0")
+    unit.sched.run(until_ns=unit.sched.now_ns + NS_PER_S)
+    events = unit.close()
+    tail = [
+        (e["kind"], e.get("api"))
+        for e in events
+        if (e["source"] == "m0" and e["kind"] in ("commit", "revoked", "stopped"))
+        or (e["kind"] == "group_request" and e["client"] == "m0" and e["api"] == "LeaveGroup")
+    ]
+    # the last commit of what it processed, the revoke, LeaveGroup, then stopped
+    assert tail[-4:] == [
+        ("commit", None),
+        ("revoked", None),
+        ("group_request", "LeaveGroup"),
+        ("stopped", None),
+    ]
+
+
+def test_an_unsupported_client_is_a_clear_error(tmp_path: Path) -> None:
+    sc = load_scenario("herd-small", ["group.members=2", "group.coordinator.client=aiokafka"])
+    sched = VirtualScheduler()
+    sink = EventSink(tmp_path / "h.jsonl")
+    delays = DelayModel()
+    group = make_group(
+        SimContext(sched, delays, sc, 2, lambda s, r: SimHistory(sched, sink, s, r, 0), delays.rng())
+    )
+    with pytest.raises(ValueError, match="kafka-python"):
+        group.start_member("m0")
