@@ -11,7 +11,7 @@ unit. What is real and what is modelled:
   (``group.initial.rebalance.delay.ms``, ``group.min.session.timeout.ms`` from the scenario). Its shell
   is modelled: one event loop serving requests FIFO, ``broker_service_s`` each, ``network_one_way_s``
   each way; timers at their deadlines (no service cost). It writes the real broker's events (source
-  ``broker-1``, role broker): one ``group_request`` per coordination request (FindCoordinator,
+  ``broker-0``, role broker): one ``group_request`` per coordination request (FindCoordinator,
   Metadata, JoinGroup, SyncGroup, LeaveGroup, OffsetFetch) with api, client, group, member,
   generation, assignments; the machine's own events (group_state, rebalance_begin/end, member_added,
   member_removed with its reason, heartbeat_error, commit / commit_rejected); ``broker_request``

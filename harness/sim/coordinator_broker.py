@@ -39,7 +39,9 @@ from harness.sim.workload import SimTopic
 
 __all__ = ["BROKER_ID", "BROKER_SOURCE", "Reply", "SimBroker"]
 
-BROKER_ID = 1
+BROKER_ID = (
+    0  # the local cluster numbers its single broker 0 (harness.cluster.local): the same source, broker-0
+)
 BROKER_SOURCE = f"broker-{BROKER_ID}"
 #: ``offsets.topic.num.partitions`` of the real broker (the ``offsets_partition`` of its commit events).
 OFFSETS_PARTITIONS = 50

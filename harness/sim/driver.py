@@ -74,14 +74,9 @@ def group_factory(impl: str) -> GroupFactory:
 
         return make_group
     if impl == "coordinator":
-        try:
-            from harness.sim import coordinator  # type: ignore[attr-defined]
-        except ImportError:
-            raise ConfigError(
-                "the coordinator simulation is not available yet (harness.sim.coordinator): "
-                "simulate legacy_zk only (--set 'implementations=[\"legacy_zk\"]')"
-            ) from None
-        return coordinator.make_group  # type: ignore[no-any-return]
+        from harness.sim.coordinator import make_group as make_coordinator_group
+
+        return make_coordinator_group
     raise ConfigError(f"{impl} is not simulated (the simulator has legacy_zk and coordinator)")
 
 

@@ -46,7 +46,7 @@ class SimContext:
     ``scenario`` is the case's resolved scenario (one point of the matrix, as a real unit gets it:
     ``scenario.group``, ``scenario.topic``, ``scenario.workload``); ``members`` the initial group size;
     ``history(source, role)`` returns the writer for one source (members: their plan names ``m0``,
-    ``j0``...; the broker ``broker-1``; the ZooKeeper model ``zookeeper``); ``rng`` the unit's only random
+    ``j0``...; the broker ``broker-0``; the ZooKeeper model ``zookeeper``); ``rng`` the unit's only random
     source (from ``delays.seed`` and the repetition); ``unit`` the unit's context fields (case,
     implementation, repetition) as a real run records them; ``options`` the simulator's
     options for the implementation (``herdlab simulate --option``), empty by default.

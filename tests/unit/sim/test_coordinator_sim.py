@@ -98,7 +98,7 @@ def test_a_group_of_three_forms_in_one_generation_with_every_partition_owned_onc
     started = {e["source"] for e in events if e["role"] == "member" and e["kind"] == "started"}
     stopped = {e["source"] for e in events if e["role"] == "member" and e["kind"] == "stopped"}
     assert started == stopped == {"m0", "m1", "m2"}
-    assert [e["kind"] for e in events if e["source"] == "broker-1"][-1] == "stopped"
+    assert [e["kind"] for e in events if e["source"] == "broker-0"][-1] == "stopped"
 
 
 def test_a_join_costs_kafka_pythons_request_sequence(tmp_path: Path) -> None:
