@@ -45,12 +45,21 @@ class GroupView:
     #: runner's first stable wait uses it to insist every initial member finished joining)
     rebalancing: set[str] = field(default_factory=set)
     last_change_ns: int = 0
+    # Kept in step by every mutation below (all of them are in this class), so that a query costs
+    # O(1) per event and the fold is linear in events (10^4 members, 10^6 events in a simulation):
+    #: rebalanced - suspended
+    _live: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    #: partition -> number of live members claiming it (absent: none)
+    _count: Counter[int] = field(default_factory=Counter, init=False, repr=False, compare=False)
+    #: claimed partitions that break "owned once": claimed twice or more, or outside 0..P-1
+    _bad: set[int] = field(default_factory=set, init=False, repr=False, compare=False)
 
     # -- queries ------------------------------------------------------------------------------------
     @property
     def live(self) -> set[str]:
-        """Members that completed a rebalance and are neither stopped, killed, paused nor cut."""
-        return self.rebalanced - self.suspended
+        """Members that completed a rebalance and are neither stopped, killed, paused nor cut
+        (``rebalanced - suspended``; the view's own set: read it, do not change it)."""
+        return self._live
 
     def owners(self) -> dict[int, list[str]]:
         """partition -> sorted live claimants (partitions nobody live claims are absent)."""
@@ -62,14 +71,8 @@ class GroupView:
 
     def owned_once(self) -> bool:
         """Every partition claimed by exactly one live member, and nothing outside ``0..P-1``."""
-        if self.partitions <= 0:
-            return False
-        counts: Counter[int] = Counter()
-        for m in self.live:
-            counts.update(self.claims.get(m, ()))
-        return len(counts) == self.partitions and all(
-            n == 1 and 0 <= p < self.partitions for p, n in counts.items()
-        )
+        # len(_count) == P with no bad partition: each of 0..P-1 claimed by exactly one live member
+        return self.partitions > 0 and not self._bad and len(self._count) == self.partitions
 
     def settled(self, now_ns: int, window_s: float) -> bool:
         """Owned once, with no change point during the last ``window_s`` seconds before ``now_ns``."""
@@ -105,6 +108,7 @@ class GroupView:
             elif kind == Kind.REBALANCE_END and e.get("outcome") in COMPLETED:
                 if m not in self.rebalanced:
                     self.rebalanced.add(m)
+                    self._sync_live(m)
                     changed = m not in self.suspended
             elif kind in (Kind.ASSIGNED, Kind.REVOKED) and e.get("partition") is not None:
                 p = int(e["partition"])
@@ -114,7 +118,9 @@ class GroupView:
                     mine.add(p)
                 else:
                     mine.discard(p)
-                changed = before != (p in mine) and m in self.live
+                changed = before != (p in mine) and m in self._live
+                if changed:
+                    self._recount(p, 1 if kind == Kind.ASSIGNED else -1)
         elif role in (Role.NEMESIS, Role.HARNESS):
             if kind == Kind.UNIT_START and e.get("partitions") is not None:
                 changed = self._set_partitions(int(e["partitions"]))
@@ -124,11 +130,15 @@ class GroupView:
                 if action in DOWN_ACTIONS:
                     changed = any([self._drop(t) for t in targets])
                 elif action in SUSPEND_ACTIONS:
-                    changed = any(t in self.live for t in targets)
+                    changed = any(t in self._live for t in targets)
                     self.suspended.update(targets)
+                    for t in targets:
+                        self._sync_live(t)
                 elif action in UNSUSPEND_ACTIONS:
                     changed = any(t in self.suspended and t in self.rebalanced for t in targets)
                     self.suspended.difference_update(targets)
+                    for t in targets:
+                        self._sync_live(t)
                 elif action == "add_partitions" and e.get("partitions") is not None:
                     changed = self._set_partitions(int(e["partitions"]))
         if changed:
@@ -140,10 +150,11 @@ class GroupView:
             self.apply(e)
 
     def _drop(self, m: str) -> bool:
-        was_live = m in self.live
+        was_live = m in self._live
         self.rebalanced.discard(m)
         self.suspended.discard(m)
         self.rebalancing.discard(m)
+        self._sync_live(m)
         self.claims.pop(m, None)
         return was_live
 
@@ -151,4 +162,31 @@ class GroupView:
         if n == self.partitions:
             return False
         self.partitions = n
+        for p in list(self._count):
+            self._check(p)
         return True
+
+    def _sync_live(self, m: str) -> None:
+        """Make ``_live`` (and the live claim counts) agree with ``rebalanced`` and ``suspended`` for ``m``."""
+        live = m in self.rebalanced and m not in self.suspended
+        if live == (m in self._live):
+            return
+        if live:
+            self._live.add(m)
+        else:
+            self._live.discard(m)
+        for p in self.claims.get(m, ()):
+            self._recount(p, 1 if live else -1)
+
+    def _recount(self, p: int, delta: int) -> None:
+        self._count[p] += delta
+        if self._count[p] <= 0:
+            del self._count[p]
+        self._check(p)
+
+    def _check(self, p: int) -> None:
+        n = self._count.get(p, 0)
+        if n == 0 or (n == 1 and 0 <= p < self.partitions):
+            self._bad.discard(p)
+        else:
+            self._bad.add(p)

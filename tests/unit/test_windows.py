@@ -163,3 +163,39 @@ def test_a_member_between_rebalance_begin_and_end_is_rebalancing() -> None:
     assert v.rebalancing == {"a"} and v.owned_once()  # owned once, but a is still rebalancing
     v.apply({"ts_ns": 30 * MS, "kind": "rebalance_end", "source": "a", "role": "member", "outcome": "ok"})
     assert v.rebalancing == set()
+
+
+def test_the_kept_live_set_and_owned_once_follow_the_definition_on_a_random_history() -> None:
+    """GroupView keeps ``live`` and the claim counts incrementally (linear fold); after every event they
+    must equal the definition evaluated from scratch: live = rebalanced - suspended, owned once = each of
+    0..P-1 claimed by exactly one live member and nothing else claimed by a live member."""
+    import random
+
+    rng = random.Random(16)
+    members = [f"m{i}" for i in range(5)]
+    v = GroupView()
+    for i in range(3000):
+        m = rng.choice(members)
+        r = rng.random()
+        if r < 0.05:
+            e = {"kind": "unit_start", "role": "harness", "partitions": rng.randint(2, 6)}
+        elif r < 0.10:
+            e = {
+                "kind": "complete",
+                "role": "nemesis",
+                "action": rng.choice(["pause", "resume", "crash"]),
+                "targets": [m],
+            }
+        elif r < 0.15:
+            e = {"kind": "ready", "role": "member", "source": m}
+        elif r < 0.30:
+            e = {"kind": "rebalance_end", "role": "member", "source": m, "outcome": "ok"}
+        else:
+            kind = "assigned" if rng.random() < 0.6 else "revoked"
+            e = {"kind": kind, "role": "member", "source": m, "partition": rng.randint(0, 7)}
+        v.apply({"ts_ns": i, **e})
+        live = v.rebalanced - v.suspended
+        assert v.live == live
+        claimed = [p for x in live for p in v.claims.get(x, ())]
+        expected = v.partitions > 0 and sorted(claimed) == list(range(v.partitions))
+        assert v.owned_once() == expected, (i, e)
