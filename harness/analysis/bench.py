@@ -2,7 +2,9 @@
 
 ``python -m harness.analysis.bench RUN_DIR OUT_JSON [--spark-master URL] [--driver-memory 4g]``
 starts Spark (timed), runs the full analysis (timed) and writes ``{"session_s", "analysis_s",
-"events", "units", "triggers"}`` to OUT_JSON. It runs in a process of its own so that each size gets
+"events", "units", "triggers", "lost", "jobs", "stages"}`` to OUT_JSON: ``jobs`` and ``stages`` are
+the Spark jobs and stages the analysis ran (every job it starts is in one job group, counted from
+Spark's status tracker afterwards). It runs in a process of its own so that each size gets
 a fresh JVM and its peak memory can be measured from outside.
 """
 
@@ -12,6 +14,9 @@ import argparse
 import json
 import time
 from pathlib import Path
+
+#: The job group of the analysis's Spark jobs (what the bench counts).
+JOB_GROUP = "herdlab-bench-analysis"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -30,8 +35,13 @@ def main(argv: list[str] | None = None) -> None:
     spark = spark_session(args.spark_master, driver_memory=args.driver_memory)
     t1 = time.monotonic()
     inputs = load_run(args.run_dir)
+    sc = spark.sparkContext
+    sc.setJobGroup(JOB_GROUP, "herdlab analysis (bench)")
     metrics = analyze(spark, inputs)
     t2 = time.monotonic()
+    tracker = sc.statusTracker()
+    jobs = tracker.getJobIdsForGroup(JOB_GROUP)
+    stages = sum(len(info.stageIds) for j in jobs if (info := tracker.getJobInfo(j)) is not None)
     result = {
         "session_s": round(t1 - t0, 3),
         "analysis_s": round(t2 - t1, 3),
@@ -39,6 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         "units": len(metrics["units"]),
         "triggers": sum(len(u.get("triggers") or []) for u in metrics["units"]),
         "lost": sum(u.get("lost") or 0 for u in metrics["units"]),
+        "jobs": len(jobs),
+        "stages": stages,
     }
     args.out.write_text(json.dumps(result))
     spark.stop()

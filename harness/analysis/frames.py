@@ -12,11 +12,15 @@ Every job is keyed by :data:`UNIT` (case, impl, repetition); all times are integ
 (``ts_ns``) inside Spark and seconds in the results (:func:`at_s`, :func:`dur_s`). The helpers:
 :func:`pin` (materialise a small table, cut its lineage), :func:`join` (a join whose right columns
 are renamed ``r_<name>``), :func:`collect` (rows as dicts), :func:`role_col` and
-:func:`zk_steady_col` (event predicates as columns).
+:func:`zk_steady_col` (event predicates as columns), and :func:`together` (independent Spark
+actions run at once from driver threads, so that one's planning and small stages overlap another's
+tasks: the analysis is many small jobs, and local mode's second core would idle in most of them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +138,21 @@ def join(
     if how in ("left_semi", "left_anti", "semi", "anti"):
         return j
     return j.drop(*(f"r_{k}" for k in keys))
+
+
+def together(**calls: Callable[[], Any]) -> dict[str, Any]:
+    """Call each of ``calls`` (independent Spark actions: none may use what another computes) from
+    a thread of its own and return their results by name once all are done; the first error is
+    raised. Each thread inherits the caller's Spark local properties (its job group)."""
+    from pyspark.util import inheritable_thread_target
+
+    if len(calls) <= 1:
+        return {k: f() for k, f in calls.items()}
+    session = SparkSession.getActiveSession()
+    inherit = inheritable_thread_target(session) if session is not None else inheritable_thread_target
+    with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="herdlab-analysis") as pool:
+        futures = {k: pool.submit(inherit(f)) for k, f in calls.items()}
+        return {k: f.result() for k, f in futures.items()}
 
 
 def collect(df: DataFrame) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import Facts
-from harness.analysis.frames import UNIT, UnitKey, collect, unit_key
+from harness.analysis.frames import UNIT, UnitKey, collect, together, unit_key
 from harness.analysis.latency import GAP_BUCKET_NS
 
 MAX_TIMELINES = 12
@@ -42,8 +42,11 @@ def fill_series(
     series: dict[str, list[Any]],
 ) -> None:
     """Append the rate series and the timelines of ``units`` to ``series`` (see the module contract)."""
-    series["rate"].extend(rate_series(buckets, units))
-    series["timelines"].extend(timelines(spark, facts, islands, units))
+    got = together(
+        rate=lambda: rate_series(buckets, units), timelines=lambda: timelines(spark, facts, islands, units)
+    )
+    series["rate"].extend(got["rate"])
+    series["timelines"].extend(got["timelines"])
 
 
 def _trigger_marks(u: dict[str, Any]) -> list[list[Any]]:
@@ -94,9 +97,12 @@ def timelines(
     if not picks:
         return []
     sel = spark.createDataFrame([list(k) for k in picks], "case string, impl string, repetition int")
-    claims = collect(facts.intervals("claim").join(F.broadcast(sel), UNIT))
-    susp = collect(facts.intervals("away").join(F.broadcast(sel), UNIT))
-    ov = collect(islands.join(F.broadcast(sel), UNIT))
+    got = together(
+        claims=lambda: collect(facts.intervals("claim").join(F.broadcast(sel), UNIT)),
+        susp=lambda: collect(facts.intervals("away").join(F.broadcast(sel), UNIT)),
+        ov=lambda: collect(islands.join(F.broadcast(sel), UNIT)),
+    )
+    claims, susp, ov = got["claims"], got["susp"], got["ov"]
     by: dict[UnitKey, dict[str, list[Any]]] = {
         k: {"claims": [], "suspended": [], "overlaps": []} for k in picks
     }

@@ -17,6 +17,10 @@ Contract
   between kinds, ``migration`` (:mod:`.migration`), and for a unit with a coordinator or
   ZooKeeper-leader fault, ``failover`` (:mod:`.failover`); then the series (:mod:`.series`). The
   per-unit values of every family are collected in one Spark job, the per-phase values in another.
+  Independent jobs run at once (:func:`.frames.together`), in three rounds: the fold, the record
+  buckets and keys and the mntr samples; then what reads the fold (processing intervals, judged
+  commits, phases, trigger rows, herd counts); then the per-phase and per-unit values and the
+  migration proof. The unit table's three small jobs also run at once.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from harness.analysis import (
     steady,
 )
 from harness.analysis.facts import DRAIN, STARTUP, Facts
-from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, role_col, unit_key
+from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, role_col, together, unit_key
 from harness.kernel.events import Role
 
 
@@ -48,15 +52,16 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
     """The run's units and what is known of them before the metric families run."""
     cases = list(manifest.get("cases") or [])
     case_by_label = {c.get("label"): c for c in cases}
-    bounds = collect(
-        frames.raw.groupBy(*UNIT).agg(
-            F.min("ts_ns").alias("t_first"), F.max("ts_ns").alias("t_last"), F.count("*").alias("events")
-        )
-    )
     c = frames.control
-    marks = {
-        unit_key(r): r
-        for r in collect(
+    got = together(
+        bounds=lambda: collect(
+            frames.raw.groupBy(*UNIT).agg(
+                F.min("ts_ns").alias("t_first"),
+                F.max("ts_ns").alias("t_last"),
+                F.count("*").alias("events"),
+            )
+        ),
+        marks=lambda: collect(
             c.where(F.col("kind").isin("unit_start", "stable"))
             .groupBy(*UNIT)
             .agg(
@@ -69,8 +74,15 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
                     "topic"
                 ),
             )
-        )
-    }
+        ),
+        libraries=lambda: collect(
+            c.where(role_col(Role.MEMBER) & F.col("library").isNotNull())
+            .groupBy(*UNIT)
+            .agg(F.min("library").alias("library"))
+        ),
+    )
+    bounds = got["bounds"]
+    marks = {unit_key(r): r for r in got["marks"]}
     units: dict[UnitKey, dict[str, Any]] = {}
     for b in bounds:
         k = unit_key(b)
@@ -105,14 +117,7 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
             units[k] = {"case": k[0], "impl": k[1], "repetition": k[2], "events": 0, "partitions": None}
         if mu.get("failed"):
             units[k]["failed"] = mu["failed"]
-    libraries = {
-        unit_key(r): r["library"]
-        for r in collect(
-            c.where(role_col(Role.MEMBER) & F.col("library").isNotNull())
-            .groupBy(*UNIT)
-            .agg(F.min("library").alias("library"))
-        )
-    }
+    libraries = {unit_key(r): r["library"] for r in got["libraries"]}
     for k, u in units.items():
         case = case_by_label.get(k[0]) or {}
         u["members"] = case.get("members")
@@ -165,30 +170,54 @@ def assemble(
 ) -> None:
     """Fill the figures of ``units`` (all with events) and the series (see the module contract)."""
     facts = Facts(frames, int(round(window_s * NS)))
-    buckets = latency.buckets(frames)
-    trig_rows = latency.trigger_rows(facts, frames, buckets)
-    herd_counts = herd.counts(facts, frames)
-    samples = herd.mntr_samples(frames)
-    segs = split_brain.segments(facts, frames)
-    islands = split_brain.overlap_islands(segs)
     keys = records.record_keys(frames).cache()
-    judged = commits.commits(facts, frames)
-    phases = facts.phases()
-    per_phase = _phase_values(
-        split_brain.phase_values(islands, phases)
-        .unionByName(records.phase_values(keys, phases))
-        .unionByName(commits.phase_values(judged, phases))
-        .unionByName(cooperative.undisturbed(facts, frames))
+    # three rounds of independent jobs (see frames.together): what each round computes is pinned or
+    # cached before the next reads it, so no two threads compute one table
+    a = together(
+        facts=facts.all,
+        buckets=lambda: latency.buckets(frames),
+        keys=keys.count,
+        samples=lambda: herd.mntr_samples(frames),
     )
-    per_unit = _unit_values(
-        records.unit_values(keys, frames)
-        .unionByName(steady.unit_values(facts, frames))
-        .unionByName(health.unit_values(facts, frames))
-        .unionByName(herd.unit_values(frames))
-        .unionByName(commits.unit_values(judged))
+    buckets, samples = a["buckets"], a["samples"]
+    b = together(
+        segs=lambda: split_brain.segments(facts, frames),
+        judged=lambda: commits.commits(facts, frames),
+        phases=facts.phases,
+        trig_rows=lambda: latency.trigger_rows(facts, frames, buckets),
+        herd_counts=lambda: herd.counts(facts, frames),
     )
+    segs, judged, phases, trig_rows, herd_counts = (
+        b["segs"],
+        b["judged"],
+        b["phases"],
+        b["trig_rows"],
+        b["herd_counts"],
+    )
+
+    def islands_and_phase_values() -> tuple[DataFrame, dict[tuple[Any, ...], dict[str, float]]]:
+        isl = split_brain.overlap_islands(segs)
+        return isl, _phase_values(
+            split_brain.phase_values(isl, phases)
+            .unionByName(records.phase_values(keys, phases))
+            .unionByName(commits.phase_values(judged, phases))
+            .unionByName(cooperative.undisturbed(facts, frames))
+        )
+
+    c = together(
+        phase=islands_and_phase_values,
+        per_unit=lambda: _unit_values(
+            records.unit_values(keys, frames)
+            .unionByName(steady.unit_values(facts, frames))
+            .unionByName(health.unit_values(facts, frames))
+            .unionByName(herd.unit_values(frames))
+            .unionByName(commits.unit_values(judged))
+        ),
+        moved=lambda: migration.migration_units(spark, frames, units, keys, segs),
+    )
+    islands, per_phase = c["phase"]
+    per_unit, moved = c["per_unit"], c["moved"]
     lost = records.lost_samples(keys, per_unit)
-    moved = migration.migration_units(spark, frames, units, keys, segs)
 
     by_unit: dict[UnitKey, list[dict[str, Any]]] = {}
     for r in trig_rows:

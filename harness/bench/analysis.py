@@ -4,8 +4,12 @@ For each size a synthetic ``herd``-shaped run (:mod:`harness.analysis.synthetic`
 implementations x 3 repetitions, the producer rate scaled to reach the size) is written to a
 temporary directory, then analysed in a child process of its own (a fresh JVM per size:
 ``python -m harness.analysis.bench``). Reported per size: generation time, Spark start, analysis
-time, time per million events, and the peak resident memory of the child and its JVM together
-(sampled every 0.2 s). Figures are measured on the machine at hand; nothing is asserted.
+time, time per million events, the Spark jobs and stages the analysis ran, and the peak resident
+memory of the child and its JVM together (sampled every 0.2 s). Below the table, whether the time
+is linear in events (:func:`linearity`): the ratio of the time per event at the largest size to
+that at the smallest (at most :data:`LINEAR_RATIO`: no worse than linear) and the straight line
+through the smallest and largest sizes (fixed seconds + seconds per million events) with each
+other size's distance from it. Figures are measured on the machine at hand; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -23,6 +27,30 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.procs import spawn
+
+#: Time per event at the largest size over that at the smallest: at most this is "linear".
+LINEAR_RATIO = 1.1
+
+
+def linearity(points: list[tuple[int, float]]) -> list[str]:
+    """Lines saying whether ``points`` ((events, seconds), two sizes or more) grow linearly: the
+    ratio of seconds per event at the largest size to the smallest, and the line through both."""
+    pts = sorted(points)
+    if len(pts) < 2 or pts[0][0] == pts[-1][0]:
+        return []
+    (n0, t0), (n1, t1) = pts[0], pts[-1]
+    ratio = (t1 / n1) / (t0 / n0)
+    verdict = "linear (no worse)" if ratio <= LINEAR_RATIO else "worse than linear"
+    slope = (t1 - t0) / (n1 - n0)
+    fixed = t0 - slope * n0
+    out = [
+        f"time per event at {n1:,} / at {n0:,}: {ratio:.2f} -> {verdict} (limit {LINEAR_RATIO})",
+        f"line through both: {fixed:.1f} s + {slope * 1e6:.2f} s per million events",
+    ]
+    for n, t in pts[1:-1]:
+        line = fixed + slope * n
+        out.append(f"  {n:,} events: {t:.1f} s measured, {line:.1f} s on the line ({(t - line) / line:+.0%})")
+    return out
 
 
 def _tree_rss(pid: int) -> int:
@@ -121,7 +149,18 @@ def analysis(
                     f"analysis of {size} events failed (exit {code}); see {run.run_dir / 'bench.log'}"
                 )
             r = json.loads(out.read_text())
-            rows.append((run.events, gen_s, r["session_s"], r["analysis_s"], wall, peak))
+            rows.append(
+                (
+                    run.events,
+                    gen_s,
+                    r["session_s"],
+                    r["analysis_s"],
+                    r.get("jobs"),
+                    r.get("stages"),
+                    wall,
+                    peak,
+                )
+            )
     t = Table(
         title=f"PySpark analysis of synthetic histories ({spark_master or 'local[2]'}, driver memory {driver_memory})"
     )
@@ -131,18 +170,22 @@ def analysis(
         "Spark start",
         "analysis",
         "analysis per M events",
+        "Spark jobs (stages)",
         "child wall",
         "peak RSS (child + JVM)",
     ):
         t.add_column(c, justify="right")
-    for events, gen_s, sess, ana, wall, peak in rows:
+    for events, gen_s, sess, ana, jobs, stages, wall, peak in rows:
         t.add_row(
             f"{events:,}",
             f"{gen_s:.1f} s",
             f"{sess:.1f} s",
             f"{ana:.1f} s",
             f"{ana / (events / 1e6):.2f} s",
+            f"{jobs} ({stages})",
             f"{wall:.1f} s",
             f"{peak / 2**20:,.0f} MiB",
         )
     console.print(t)
+    for line in linearity([(r[0], r[3]) for r in rows]):
+        console.print(line, highlight=False)

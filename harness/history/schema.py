@@ -7,17 +7,36 @@ When the run ends, :func:`to_parquet` merges all of them into ``history.parquet`
 :data:`SCHEMA`: the known fields become typed columns; any other field of an event is kept, as JSON,
 in the ``extra`` column, so nothing recorded is lost. Run-level columns (``run_id``, ``scenario``,
 ``case``, ``impl``, ``repetition``) come from the file's context (the unit it belongs to) where one is
-given, else from the event. Rows are sorted by ``ts_ns``. The same code serves both implementations.
+given, else from the event. Rows are sorted by ``ts_ns`` (a stable sort: equal times keep the order
+of the files, then of their lines). The same code serves both implementations.
+
+How a file is converted (column by column, no Python object per event for the bulk): its lines are
+one Arrow string array (split at newlines with numpy); a line is *plain* when every top-level
+key is a typed column (counted with Arrow's substring kernels: its ``":`` occurrences equal its
+``[{,]"<typed>":`` matches, so a nested object, a free field or a string value containing ``":``
+makes it not plain) and no typed value differs from the file's context. Plain lines are parsed by
+``pyarrow.json`` with the typed schema (their ``extra`` is null); the others (events with free
+fields: nemesis steps, counter reports ...) are parsed one by one and converted by
+:func:`rows_to_table`, exactly as before. A file the Arrow reader refuses (a value that does not
+fit its column: ``"partition": "x"``, ``"offset": 1.0``; a line that is not JSON) is converted
+entirely by :func:`rows_to_table` over :func:`~harness.history.writer.read_events`, so the result
+never depends on the path taken. A torn last line (no newline) is parsed on its own and skipped
+if it is not JSON, as :func:`~harness.history.writer.read_events` does.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from harness.history.writer import read_events
@@ -55,6 +74,12 @@ _TYPED = set(COLUMNS) - {"extra"}
 _INT = {f.name for f in SCHEMA if pa.types.is_integer(f.type)}
 _FLOAT = {f.name for f in SCHEMA if pa.types.is_floating(f.type)}
 _STR = {f.name for f in SCHEMA if pa.types.is_string(f.type)} - {"extra"}
+#: The typed columns as ``pyarrow.json`` reads them from a plain line.
+_TYPED_SCHEMA = pa.schema([f for f in SCHEMA if f.name != "extra"])
+#: A top-level typed key (after ``{`` or ``,``, as the writer's compact separators put it).
+_TYPED_KEY = '[{,]"(?:' + "|".join(re.escape(c) for c in COLUMNS[:-1]) + ')":'
+#: Bytes of JSON per block of the Arrow reader (a longer line makes the file take the exact path).
+_BLOCK = 1 << 24
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -100,6 +125,100 @@ def rows_to_table(events: Iterable[Mapping[str, Any]], context: Mapping[str, Any
     return pa.table(cols, schema=SCHEMA)
 
 
+def _pc(name: str, *args: Any, options: Any = None) -> Any:
+    """An Arrow compute kernel by name (its module functions are generated at run time)."""
+    return pc.call_function(name, list(args), options)
+
+
+def _lines(data: bytes) -> tuple[pa.LargeStringArray, bytes]:
+    """The complete lines of ``data`` (each with its newline) as one Arrow array, and the torn tail."""
+    nl = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    end = int(nl[-1]) + 1 if len(nl) else 0
+    offsets = np.concatenate([[0], nl + 1]).astype(np.int64)
+    lines = pa.LargeStringArray.from_buffers(
+        len(nl), pa.py_buffer(offsets.tobytes()), pa.py_buffer(data[:end])
+    )
+    return lines, data[end:]
+
+
+def _body(lines: pa.LargeStringArray) -> io.BytesIO:
+    """The bytes of ``lines`` (newlines included) as one stream for the Arrow JSON reader."""
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
+    return io.BytesIO(lines.buffers()[2][int(offsets[0]) : int(offsets[-1])])
+
+
+def _read(lines: pa.LargeStringArray, schema: pa.Schema, unexpected: str) -> pa.Table:
+    opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior=unexpected)
+    return pj.read_json(_body(lines), read_options=pj.ReadOptions(block_size=_BLOCK), parse_options=opts)
+
+
+def _typed(table: pa.Table, context: Mapping[str, Any]) -> tuple[pa.Table, np.ndarray]:
+    """The rows of ``table`` (the typed columns of plain lines) as :data:`SCHEMA` with the context's
+    columns set, and per row whether the context overrode a different value the event carried."""
+    cols, over = [], np.zeros(table.num_rows, bool)
+    for f in SCHEMA:
+        if f.name == "extra":
+            cols.append(pa.nulls(table.num_rows, pa.string()))
+            continue
+        col = table.column(f.name).cast(f.type)
+        if f.name not in context:
+            cols.append(col)
+            continue
+        want = _coerce(f.name, context[f.name])
+        if want is None:
+            differs = _pc("is_valid", col)
+        else:
+            differs = _pc("coalesce", _pc("not_equal", col, pa.scalar(want, f.type)), pa.scalar(False))
+        over |= np.asarray(differs.to_numpy(zero_copy_only=False), dtype=bool)
+        cols.append(pa.repeat(pa.scalar(want, f.type), table.num_rows))
+    return pa.Table.from_arrays(cols, schema=SCHEMA), over
+
+
+def file_table(path: str | Path, context: Mapping[str, Any] | None = None) -> pa.Table:
+    """One JSON-lines file as a table of :data:`SCHEMA`, in line order (see the module contract):
+    the same table as ``rows_to_table(read_events(path), context)``."""
+    ctx = dict(context or {})
+    lines, tail = _lines(Path(path).read_bytes())
+    try:
+        blank = np.asarray(
+            _pc("equal", _pc("utf8_trim_whitespace", lines), pa.scalar("")).to_numpy(zero_copy_only=False),
+            bool,
+        )
+        only_typed = _pc(
+            "equal",
+            _pc("count_substring", lines, options=pc.MatchSubstringOptions('":')),
+            _pc("count_substring_regex", lines, options=pc.MatchSubstringOptions(_TYPED_KEY)),
+        )
+        plain = np.asarray(only_typed.to_numpy(zero_copy_only=False), dtype=bool) & ~blank
+        idx = np.flatnonzero(plain)
+        if len(idx):
+            typed, over = _typed(_read(lines.take(pa.array(idx)), _TYPED_SCHEMA, "error"), ctx)
+        else:
+            typed, over = SCHEMA.empty_table(), np.zeros(0, bool)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, OverflowError):
+        return rows_to_table(read_events(path), ctx)
+    if over.any():  # an event's own value the context overrides goes to extra: the exact path
+        plain[idx[over]] = False
+        typed = typed.filter(pa.array(~over))
+    rest_pos = np.flatnonzero(~plain & ~blank)
+    other = lines.take(pa.array(rest_pos)).to_pylist()
+    candidates = [(int(i), line) for i, line in zip(rest_pos, other, strict=True)]
+    if tail.strip():
+        candidates.append((len(lines), tail.decode("utf-8", "replace")))
+    pos, events = [], []
+    for i, line in candidates:
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+        pos.append(i)
+    if not events:
+        return typed
+    both = pa.concat_tables([typed, rows_to_table(events, ctx)])
+    order = np.argsort(np.concatenate([np.flatnonzero(plain), np.asarray(pos, np.int64)]), kind="stable")
+    return both.take(pa.array(order))
+
+
 def to_parquet(
     sources: Iterable[tuple[str | Path, Mapping[str, Any]]],
     out: str | Path,
@@ -107,13 +226,15 @@ def to_parquet(
     """Merge JSON-lines files (each with its context) into one Parquet file sorted by time.
 
     Returns the number of events written. Missing files are skipped (a member that never started).
+    Each file is converted column by column (:func:`file_table`); the merge and the sort are
+    Arrow's (the history is held once, in Arrow's memory, never as Python objects per event).
     """
     tables = []
     for path, context in sources:
         p = Path(path)
         if not p.exists():
             continue
-        tables.append(rows_to_table(read_events(p), context))
+        tables.append(file_table(p, context))
     table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
     if table.num_rows:
         table = table.sort_by("ts_ns")

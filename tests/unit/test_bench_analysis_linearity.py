@@ -1,0 +1,27 @@
+"""``herdlab bench analysis``'s linearity lines, on figures worked out by hand."""
+
+from __future__ import annotations
+
+from harness.bench.analysis import linearity
+
+
+def test_a_fixed_cost_plus_a_constant_rate_is_linear() -> None:
+    # 20 s at 1 M, 60 s at 10 M: 20 us per event, then 6 us; the line 15.6 s + 40/9 = 4.44 s per M,
+    # which puts 3 M at 15.56 + 13.33 = 28.9 s; 30 s measured is 4 % above it
+    lines = linearity([(10_000_000, 60.0), (1_000_000, 20.0), (3_000_000, 30.0)])
+    assert lines == [
+        "time per event at 10,000,000 / at 1,000,000: 0.30 -> linear (no worse) (limit 1.1)",
+        "line through both: 15.6 s + 4.44 s per million events",
+        "  3,000,000 events: 30.0 s measured, 28.9 s on the line (+4%)",
+    ]
+
+
+def test_time_per_event_that_grows_is_worse_than_linear() -> None:
+    # 10 us per event at 1 M, 15 us at 4 M: ratio 1.5
+    assert linearity([(1_000_000, 10.0), (4_000_000, 60.0)])[0].endswith(
+        "1.50 -> worse than linear (limit 1.1)"
+    )
+
+
+def test_one_size_says_nothing() -> None:
+    assert linearity([(1_000_000, 10.0)]) == []
