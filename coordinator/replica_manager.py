@@ -337,7 +337,9 @@ class ReplicaManager:
             broker_id=self.broker_id,
             topic=topic,
             partition=partition,
-            role="leader" if r.core.is_leader else "follower",
+            replica_role="leader"
+            if r.core.is_leader
+            else "follower",  # not `role`: that is the writer's (broker)
             leader=state.leader,
             leader_epoch=state.leader_epoch,
             controller_epoch=state.controller_epoch,

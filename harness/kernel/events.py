@@ -57,8 +57,9 @@ Failover fields (issue 14). With several brokers every broker event carries ``br
   ``partition``, ``leader`` (-1: none), ``leader_epoch``, ``isr`` (ids), ``controller_epoch``,
   ``zk_version`` (after the write), ``reason`` (``new_partition`` | ``offline`` | ``broker_startup`` |
   ``controlled_shutdown`` | ``unclean``);
-* ``leadership`` (a broker applied a partition state it learnt): ``topic``, ``partition``, ``role``
-  (``leader`` | ``follower``), ``leader``, ``leader_epoch``, ``controller_epoch``, ``isr``;
+* ``leadership`` (a broker applied a partition state it learnt): ``topic``, ``partition``,
+  ``replica_role`` (``leader`` | ``follower``; it was ``role`` before issue 16, which overwrote the event's
+  ``role``), ``leader``, ``leader_epoch``, ``controller_epoch``, ``isr``;
 * ``isr_change`` (a leader's own conditional ISR write): ``topic``, ``partition``, ``isr``,
   ``leader_epoch``, ``zk_version`` (expected), ``ok`` (false: the write lost on its zkVersion, i.e. the
   leader was deposed: fenced);

@@ -214,7 +214,7 @@ def test_moving_leadership_fences_the_old_leader_and_keeps_committed_records(tri
     assert _produce_all(trio, after) == list(range(10, 15))
     assert _consume(trio, trio.bootstrap(1), 15) == list(enumerate(first + after))
     wait_until(lambda: trio.log_bytes(1) == trio.log_bytes(2) == trio.log_bytes(3), what="replicas converge")
-    roles = [(e["role"], e["leader_epoch"]) for e in trio.histories[1].of("leadership")]
+    roles = [(e["replica_role"], e["leader_epoch"]) for e in trio.histories[1].of("leadership")]
     assert roles == [("leader", 0), ("follower", 1)]
 
 

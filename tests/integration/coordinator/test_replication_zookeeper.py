@@ -112,4 +112,4 @@ def test_acknowledged_records_survive_the_leaders_stop(brokers: tuple[LoopThread
     assert got == list(enumerate(first + after))
     history = started[new].history
     assert isinstance(history, ListHistory)
-    assert [(e["role"], e["leader"]) for e in history.of("leadership")][-1] == ("leader", new)
+    assert [(e["replica_role"], e["leader"]) for e in history.of("leadership")][-1] == ("leader", new)

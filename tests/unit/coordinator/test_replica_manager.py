@@ -139,7 +139,7 @@ def test_leadership_lost_while_parked_answers_not_leader_and_tells_listeners() -
         # the follower truncated its uncommitted tail (offset 0, HW 0) and refuses produce
         assert rm.local_log(T, 0).end_offset == 0
         assert _produce(rm, [b"b"]).error == 6
-        roles = [(e["role"], e["leader"], e["leader_epoch"]) for e in history.of("leadership")]
+        roles = [(e["replica_role"], e["leader"], e["leader_epoch"]) for e in history.of("leadership")]
         assert roles == [("leader", 1, 0), ("follower", 2, 1)]
 
     asyncio.run(main())
