@@ -24,11 +24,12 @@ import pytest
 
 from harness.scenario.loading import load_scenario
 from harness.scenario.model import Scenario
-from harness.sim.coordinator_drive import Step, drive, herd_counts, read_history
+from harness.sim.validate import TriggerCounts
+from tests.support.sim_units import api_counts, simulate_unit, trigger_counts, unit_events, window_s
 
 MEMBERS = 10
-#: herd-small's timeline (seconds after ``stable``) with the plan's targets of a real run.
-STEPS = [Step(2.0, "join", "j0"), Step(9.0, "leave", "m2"), Step(16.0, "crash", "j0")]
+#: herd-small's timeline: a join (j0), a leave (m2) and a crash (j0), the plan's targets at 10 members.
+TRIGGERS = ["join j0", "leave m2", "crash j0"]
 METADATA_AGE_S = 5.0  # the member process's metadata.max.age.ms
 REPO = Path(__file__).resolve().parents[3]
 
@@ -81,28 +82,28 @@ def _split(counts: dict[str, int]) -> tuple[dict[str, int], int]:
     return rest, counts.get("Metadata", 0)
 
 
-def _simulate(tmp_path: Path) -> list[tuple[str, str, dict[str, int]]]:
+def _simulate(tmp_path: Path) -> tuple[list[TriggerCounts], list[float]]:
+    """The simulated unit's triggers and, per trigger, its window's longest possible length (seconds)."""
     sc = _scenario()
-    out = tmp_path / "sim.jsonl"
-    drive(sc, MEMBERS, STEPS, out)
-    return herd_counts(read_history([out]), sc.settle_window)
+    simulate_unit(sc, "coordinator", tmp_path / "sim")
+    events = unit_events(tmp_path / "sim")
+    return trigger_counts(tmp_path / "sim", sc), [window_s(events, i) for i in (1, 2, 3)]
 
 
 def test_simulated_herd_counts_at_10_members_equal_the_hand_worked_real_counts(tmp_path: Path) -> None:
-    rows = _simulate(tmp_path)
-    assert [(a, o) for a, o, _ in rows] == [("join", "settled"), ("leave", "settled"), ("crash", "settled")]
+    rows, windows = _simulate(tmp_path)
+    assert [(r.label, r.outcome) for r in rows] == [(t, "settled") for t in TRIGGERS]
     expected = _expected()
     # the hand-worked figures themselves: j0 sorts first, so the join moves every partition but the last
     # member's; the leave moves the partitions of the members after m2; the crash only m0's second one
     assert [e["OffsetFetch"] for e in expected] == [MEMBERS, MEMBERS - 3, 1]
-    for (_action, _outcome, counts), want, caused, live in zip(
-        rows, expected, (2 + 1, 1, 1), (MEMBERS + 1, MEMBERS, MEMBERS - 1), strict=True
+    for row, want, caused, live, window in zip(
+        rows, expected, (2 + 1, 1, 1), (MEMBERS + 1, MEMBERS, MEMBERS - 1), windows, strict=True
     ):
-        rest, metadata = _split(counts)
+        rest, metadata = _split(api_counts(row))
         assert rest == want
         # Metadata: what the trigger causes, plus at most every live member's periodic refreshes
-        window_s = 10.0  # the longest window: the crash's, to settling_end
-        assert caused <= metadata <= caused + live * (math.floor(window_s / METADATA_AGE_S) + 1)
+        assert caused <= metadata <= caused + live * (math.floor(window / METADATA_AGE_S) + 1)
 
 
 @pytest.mark.long
@@ -116,18 +117,18 @@ def test_simulated_herd_counts_equal_a_real_runs(tmp_path: Path) -> None:
         cwd=REPO, check=True, capture_output=True, timeout=600,
     )  # fmt: skip
     (events_dir,) = (tmp_path / "real").glob("herd-small/*/units/*/events")
-    events = read_history(sorted(events_dir.glob("*.jsonl")))
-    real = herd_counts(events, _scenario().settle_window)
+    real = trigger_counts(events_dir.parent, _scenario())
+    events = unit_events(events_dir.parent)
     # a precondition of the comparison, not of the simulation: on a loaded machine the joiner's process can
     # take so long to start that its join reaches the broker after the next trigger, and the real join then
     # has no window of its own (no_effect)
     (invoke,) = [e["ts_ns"] for e in events if e["kind"] == "invoke" and e["action"] == "join"]
     (ready,) = [e["ready_ns"]["j0"] for e in events if e["kind"] == "complete" and e["action"] == "join"]
-    assert real[0][1] == "settled", (
+    assert real[0].outcome == "settled", (
         f"the real run is distorted: j0 was ready {(ready - invoke) / 1e9:.1f} s after its join was invoked "
         f"and its join did not settle before the next trigger (machine overloaded?); rerun"
     )
-    sim = _simulate(tmp_path)
-    assert [(a, o) for a, o, _ in real] == [(a, o) for a, o, _ in sim]
-    for (_a, _o, real_counts), (_b, _p, sim_counts) in zip(real, sim, strict=True):
-        assert _split(sim_counts)[0] == _split(real_counts)[0]
+    sim, _ = _simulate(tmp_path)
+    assert [(r.label, r.outcome) for r in real] == [(r.label, r.outcome) for r in sim]
+    for r, m in zip(real, sim, strict=True):
+        assert _split(api_counts(m))[0] == _split(api_counts(r))[0]

@@ -6,6 +6,7 @@ Expected values are worked out by hand from kafka-python 3.0.12's request sequen
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,16 +18,17 @@ from harness.scenario.loading import load_scenario
 from harness.scenario.model import Scenario
 from harness.sim.clock import NS_PER_S, VirtualScheduler
 from harness.sim.coordinator import SimCoordinatorGroup, make_group
-from harness.sim.coordinator_drive import Step, drive, herd_counts, read_history
 from harness.sim.group import SimContext
 from harness.sim.history import EventSink, SimHistory
 from harness.sim.model import DelayModel
 from harness.sim.workload import SimProducer
+from tests.support.sim_units import api_counts, history_text, simulate_unit, trigger_counts
 
 SESSION_MS, HEARTBEAT_MS = 6000, 500
 
 
-def _scenario(members: int, **props: Any) -> Scenario:
+def _scenario(members: int, timeline: list[dict[str, Any]] | None = None) -> Scenario:
+    """herd-small at ``members`` coordinator members, short sessions, ``timeline`` instead of its own."""
     sets = [
         f"group.members={members}",
         'implementations=["coordinator"]',
@@ -35,6 +37,11 @@ def _scenario(members: int, **props: Any) -> Scenario:
         # no periodic metadata refresh inside these short runs: every Metadata is the sequence's own
         'group.coordinator.properties={"metadata.max.age.ms" = 600000}',
     ]
+    if timeline is not None:
+        steps = ", ".join(
+            "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in t.items()) + "}" for t in timeline
+        )
+        sets.append(f"timeline=[{steps}]")
     return load_scenario("herd-small", sets)
 
 
@@ -80,7 +87,8 @@ class _Unit:
         self.sched.run(until_ns=self.sched.now_ns + NS_PER_S // 20)
         self.sched.close()
         self.sink.close()
-        return read_history([self.path])
+        with open(self.path, encoding="utf-8") as f:
+            return sorted((json.loads(line) for line in f if line.strip()), key=lambda e: int(e["ts_ns"]))
 
 
 def test_a_group_of_three_forms_in_one_generation_with_every_partition_owned_once(tmp_path: Path) -> None:
@@ -108,15 +116,13 @@ def test_a_join_costs_kafka_pythons_request_sequence(tmp_path: Path) -> None:
     REBALANCE_IN_PROGRESS); the leader one Metadata after assigning. Range over 4 members, 3 partitions
     (j0 < m0 < m1 < m2): j0 p0, m0 p1, m1 p2, m2 nothing: j0, m0 and m1 get a partition they did not have,
     so three OffsetFetch; m2 none."""
-    sc = _scenario(3)
-    out = tmp_path / "h.jsonl"
-    drive(sc, 3, [Step(2.0, "join", "j0")], out)
-    (row,) = herd_counts(read_history([out]), sc.settle_window)
-    assert row == (
-        "join",
-        "settled",
-        {"FindCoordinator": 1, "JoinGroup": 2 + 3, "Metadata": 2 + 1, "OffsetFetch": 3, "SyncGroup": 1 + 3},
-    )
+    sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
+    simulate_unit(sc, "coordinator", tmp_path / "u")
+    (row,) = trigger_counts(tmp_path / "u", sc)
+    assert (row.label, row.outcome) == ("join j0", "settled")
+    assert api_counts(row) == {
+        "FindCoordinator": 1, "JoinGroup": 2 + 3, "Metadata": 2 + 1, "OffsetFetch": 3, "SyncGroup": 1 + 3,
+    }  # fmt: skip
 
 
 def test_a_crashed_member_is_expired_after_the_session_timeout_not_before(tmp_path: Path) -> None:
@@ -148,12 +154,16 @@ def test_a_crashed_member_is_expired_after_the_session_timeout_not_before(tmp_pa
 
 
 def test_two_runs_write_identical_histories(tmp_path: Path) -> None:
-    sc = _scenario(4)
-    steps = [Step(1.0, "join", "j0"), Step(4.0, "leave", "m1"), Step(7.0, "crash", "j0")]
-    drive(sc, 4, steps, tmp_path / "a.jsonl")
-    drive(sc, 4, steps, tmp_path / "b.jsonl")
-    a = (tmp_path / "a.jsonl").read_text()
-    assert a == (tmp_path / "b.jsonl").read_text()
+    timeline = [
+        {"at": "1s", "action": "join", "count": 1},
+        {"at": "4s", "action": "leave", "count": 1},
+        {"at": "7s", "action": "crash", "count": 1},
+    ]
+    sc = _scenario(4, timeline=timeline)
+    simulate_unit(sc, "coordinator", tmp_path / "a")
+    simulate_unit(sc, "coordinator", tmp_path / "b")
+    a = history_text(tmp_path / "a")
+    assert a == history_text(tmp_path / "b")
     assert '"kind":"member_removed"' in a
 
 

@@ -1,6 +1,7 @@
 """Reach of the coordinator's simulation (benchmark, opt-in: ``-m bench``): the ``herd`` scenario's join,
-leave and crash at 10^3 and 10^4 members; prints virtual length, events, wall time and peak RSS (figures
-measured on a shared machine are load-dependent: the closing note reports them with that caveat).
+leave and crash at 10^3 members through the simulator's own driver; prints virtual length, events, wall
+time and peak RSS. 10^4 members is `herdlab bench simulator reach --impl coordinator` (a benchmark, not a
+test: the closing note reports it).
 
 The herd is linear in N for the coordinator: a join costs N + 2 JoinGroup and N + 1 SyncGroup, a leave N
 of each (N + 1 members before it, one left), a crash N - 1 (the crashed one expired).
@@ -8,29 +9,28 @@ of each (N + 1 members before it, one left), a crash N - 1 (the crashed one expi
 
 from __future__ import annotations
 
-import resource
 from pathlib import Path
 
 import pytest
 
 from harness.scenario.loading import load_scenario
-from harness.sim.coordinator_drive import Step, drive, herd_counts, read_history
+from harness.sim.session import peak_rss_mb
+from tests.support.sim_units import simulate_unit, trigger_counts
 
 pytestmark = pytest.mark.bench
 
 
-@pytest.mark.parametrize("members", [1000, 10_000])
-def test_herd_reach(members: int, tmp_path: Path) -> None:
+def test_herd_reach_at_1000_members(tmp_path: Path) -> None:
+    members = 1000
     sc = load_scenario("herd", [f"group.members={members}", 'implementations=["coordinator"]'])
-    out = tmp_path / "sim.jsonl"
-    steps = [Step(5.0, "join", "j0"), Step(25.0, "leave", "m2"), Step(45.0, "crash", "j0")]
-    result = drive(sc, members, steps, out)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    outcome = simulate_unit(sc, "coordinator", tmp_path / "u")
     print(
-        f"\ncoordinator simulation, {members} members: {result.end_s:.1f} s virtual, {result.events} events, "
-        f"{result.wall_s:.1f} s wall, peak RSS {peak_mb:.0f} MB (process so far)"
+        f"\ncoordinator simulation, {members} members: {outcome['virtual_s']:.1f} s virtual, "
+        f"{outcome['events']} events, peak RSS {peak_rss_mb():.0f} MB (process so far)"
     )
-    rows = herd_counts(read_history([out]), sc.settle_window)
-    assert [(a, o) for a, o, _ in rows] == [("join", "settled"), ("leave", "settled"), ("crash", "settled")]
-    got = [(c["JoinGroup"], c["SyncGroup"]) for _, _, c in rows]
+    rows = trigger_counts(tmp_path / "u", sc)
+    assert [(r.label.split()[0], r.outcome) for r in rows] == [
+        ("join", "settled"), ("leave", "settled"), ("crash", "settled"),
+    ]  # fmt: skip
+    got = [(r.group_requests["JoinGroup"], r.group_requests["SyncGroup"]) for r in rows]
     assert got == [(members + 2, members + 1), (members, members), (members - 1, members - 1)]

@@ -1,0 +1,61 @@
+"""One simulated unit through the simulator's own driver (:class:`harness.sim.driver.SimUnitRunner`, the
+runner's settle rule and markers) and its herd counts through :func:`harness.sim.validate.unit_counts`
+(the checker's trigger windows): what the simulator tests share, so none of them drives a group its own way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.run.runner import Unit, planned_cases
+from harness.scenario.model import Scenario
+from harness.sim.driver import SimUnitRunner
+from harness.sim.model import DelayModel
+from harness.sim.validate import TriggerCounts, read_unit, unit_counts
+
+EPOCH_NS = 10**18  # a fixed epoch: two simulations of the same unit write identical histories
+
+
+def simulate_unit(
+    scenario: Scenario, impl: str, unit_dir: Path, delays: DelayModel | None = None
+) -> dict[str, Any]:
+    """Simulate the first case of ``scenario`` for ``impl`` (repetition 0) into ``unit_dir``; the outcome."""
+    case = planned_cases(scenario)[0]
+    unit = Unit(0, case, impl, 0, unit_dir)
+    outcome = SimUnitRunner(scenario, unit, delays or DelayModel(), epoch_ns=EPOCH_NS).run()
+    assert not outcome.get("failed"), outcome
+    return outcome
+
+
+def unit_events(unit_dir: Path) -> list[dict[str, Any]]:
+    """The unit's events in time order."""
+    return sorted(read_unit(unit_dir), key=lambda e: int(e["ts_ns"]))
+
+
+def trigger_counts(unit_dir: Path, scenario: Scenario, broker: bool = True) -> list[TriggerCounts]:
+    """The unit's herd counts per trigger (the checker's windows)."""
+    return unit_counts(read_unit(unit_dir), scenario.settle_window, broker)
+
+
+def api_counts(tc: TriggerCounts) -> dict[str, int]:
+    """A trigger's broker group requests by API (zero counts left out)."""
+    return {k: v for k, v in sorted(tc.group_requests.items()) if v}
+
+
+def history_text(unit_dir: Path) -> str:
+    """The unit's history as written (for determinism checks)."""
+    return "".join(p.read_text() for p in sorted((unit_dir / "events").glob("*.jsonl")))
+
+
+def window_s(events: list[dict[str, Any]], action_id: int) -> float:
+    """How long the window of trigger ``action_id`` can be at most: from its invoke to the next invoke or
+    the unit's ``settling_end``."""
+    invokes = sorted(int(e["ts_ns"]) for e in events if e["kind"] == "invoke")
+    (start,) = [int(e["ts_ns"]) for e in events if e["kind"] == "invoke" and e["action_id"] == action_id]
+    (end_mark,) = [int(e["ts_ns"]) for e in events if e["kind"] == "settling_end"]
+    later = [t for t in invokes if t > start]
+    return ((later[0] if later else end_mark) - start) / 1e9
+
+
+__all__ = ["api_counts", "history_text", "simulate_unit", "trigger_counts", "unit_events", "window_s"]
