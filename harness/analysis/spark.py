@@ -317,10 +317,12 @@ def check_history(spark: Any, history: str | os.PathLike[str]) -> list[dict[str,
 
 def shuffle_partitions_for(rows: int, cores: int = 2) -> int:
     """Shuffle partitions for a history of ``rows`` events: 1 below a million (task overhead
-    dominates), then one per ~2.5 million rows, at least ``cores`` and at most 4 x ``cores``."""
+    dominates), then one per ~2.5 million rows rounded up to a multiple of ``cores`` (no core idles
+    in a stage's last wave), at least ``cores`` and at most 4 x ``cores``."""
     if rows < 1_000_000:
         return 1
-    return max(cores, min(4 * cores, rows // 2_500_000 + 1))
+    n = rows // 2_500_000 + 1
+    return max(cores, min(4 * cores, -(-n // cores) * cores))
 
 
 def stop_spark() -> None:

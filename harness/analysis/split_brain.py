@@ -32,33 +32,41 @@ from harness.analysis.frames import NS, UNIT, Frames, join, pin
 
 def segments(facts: Facts, frames: Frames) -> DataFrame:
     """Processing intervals: (unit, ident, p, seg) -> start (first record), end (the close that
-    ended it, else its last record), n (records)."""
+    ended it, else its last record), n (records).
+
+    A member's records of p fall into segments cut by its closes of p (a close with p < 0 closes every
+    partition it processed): segment k holds the records after the k-th close and at or before the
+    next one (a record stamped with a close's instant belongs before it), and ends at that close. The
+    closes are few, so their segment bounds are a small table joined to the records by (unit, ident,
+    p) and time: no sort of the records."""
     rec = frames.records.select(*UNIT, "ident", F.col("partition").alias("p"), "ts_ns")
-    pairs = rec.select(*UNIT, "ident", "p").distinct()
     closes = facts.of("close").select(*UNIT, "ident", "p", F.col("start").alias("ts_ns"))
+    pairs = rec.select(*UNIT, "ident", "p").distinct()
     every = closes.where(F.col("p") < 0).drop("p").join(pairs, [*UNIT, "ident"])
     closes = closes.where(F.col("p") >= 0).unionByName(every.select(*UNIT, "ident", "p", "ts_ns"))
-    u = rec.withColumn("mark", F.lit(0)).unionByName(closes.withColumn("mark", F.lit(1)))
-    w = (
-        Window.partitionBy(*UNIT, "ident", "p")
-        .orderBy("ts_ns", "mark")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    k = F.row_number().over(Window.partitionBy(*UNIT, "ident", "p").orderBy("ts_ns"))
+    numbered = closes.withColumn("k", k)
+    # segment k - 1 ends at the k-th close (hi); segment k starts after it (lo); the first has no lo,
+    # the last no hi
+    his = numbered.select(*UNIT, "ident", "p", (F.col("k") - 1).alias("seg"), F.col("ts_ns").alias("hi"))
+    los = numbered.select(*UNIT, "ident", "p", F.col("k").alias("seg"), F.col("ts_ns").alias("lo"))
+    bounds = pin(his.join(los, [*UNIT, "ident", "p", "seg"], "full"))
+    cond = (F.col("r_lo").isNull() | (F.col("ts_ns") > F.col("r_lo"))) & (
+        F.col("r_hi").isNull() | (F.col("ts_ns") <= F.col("r_hi"))
     )
-    u = u.withColumn("seg", F.sum("mark").over(w))
-    segs = (
-        u.where(F.col("mark") == 0)
-        .groupBy(*UNIT, "ident", "p", "seg")
-        .agg(F.min("ts_ns").alias("start"), F.max("ts_ns").alias("last"), F.count("*").alias("n"))
-    )
-    ends = (
-        u.where(F.col("mark") == 1)
-        .groupBy(*UNIT, "ident", "p", (F.col("seg") - 1).alias("seg"))
-        .agg(F.min("ts_ns").alias("close"))
+    b = bounds.select(*(F.col(c).alias(f"r_{c}") for c in bounds.columns))
+    on = cond
+    for c in (*UNIT, "ident", "p"):
+        on = on & (F.col(c) == F.col(f"r_{c}"))
+    cut = rec.join(F.broadcast(b), on, "left")
+    segs = cut.groupBy(*UNIT, "ident", "p", F.coalesce("r_seg", F.lit(0)).alias("seg")).agg(
+        F.min("ts_ns").alias("start"),
+        F.max("ts_ns").alias("last"),
+        F.count("*").alias("n"),
+        F.first("r_hi", ignorenulls=True).alias("close"),
     )
     return pin(
-        segs.join(ends, [*UNIT, "ident", "p", "seg"], "left").select(
-            *UNIT, "ident", "p", "seg", "start", F.coalesce("close", "last").alias("end"), "n"
-        )
+        segs.select(*UNIT, "ident", "p", "seg", "start", F.coalesce("close", "last").alias("end"), "n")
     )
 
 

@@ -170,7 +170,7 @@ def assemble(
 ) -> None:
     """Fill the figures of ``units`` (all with events) and the series (see the module contract)."""
     facts = Facts(frames, int(round(window_s * NS)))
-    keys = records.record_keys(frames).cache()
+    keys = records.record_keys(frames, list(units)).cache()
     # three rounds of independent jobs (see frames.together): what each round computes is pinned or
     # cached before the next reads it, so no two threads compute one table
     a = together(
