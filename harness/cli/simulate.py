@@ -118,13 +118,14 @@ def execute(
         sets.append(f"group.members=[{','.join(str(n) for n in sizes)}]")
     s = load_scenario(scenario, sets)
     model = parse_delays(delays, seed)
-    last = [0.0]
+    last: list[Any] = [0.0, None]  # when progress was last printed, and for which (unit, phase)
 
     def progress(p: UnitProgress, i: int, n: int) -> None:
+        """A line every 5 s of wall time, and at each new phase of a unit."""
         now = time.monotonic()
-        if now - last[0] < 5 and p.phase not in ("stopping",):
+        if now - last[0] < 5 and (p.unit, p.phase) == last[1]:
             return
-        last[0] = now
+        last[0], last[1] = now, (p.unit, p.phase)
         console.print(
             f"[{i + 1}/{n}] {p.unit}: {p.phase}, virtual {p.virtual_s:.1f} s, {p.events} events, "
             f"wall {p.wall_s:.1f} s",
