@@ -120,6 +120,9 @@ def list_command(out: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(entries, indent=1))
         return
+    if not entries:
+        click.echo(f"no run under {out}")
+        return
     t = Table(title=f"runs under {out}")
     for col in ("run id", "scenario", "started", "units", "verdict", "simulated"):
         t.add_column(col)

@@ -106,6 +106,8 @@ def test_runs_list_newest_first_with_verdicts(tmp_path: Path) -> None:
 def test_runs_list_of_a_missing_directory_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is not a directory"):
         list_runs(tmp_path / "nowhere")
+    assert _invoke(["runs", "list", "--out", str(tmp_path)]).stdout == f"no run under {tmp_path}\n"
+    assert json.loads(_invoke(["runs", "list", "--out", str(tmp_path), "--json"]).stdout) == []
 
 
 def test_latest_is_a_relative_link_replaced_in_place(tmp_path: Path) -> None:
