@@ -277,7 +277,6 @@ def _execute(
             result = session.run(progress=view)
     except KeyboardInterrupt:
         if view.last.get("run_dir"):
-            update_latest(Path(view.last["run_dir"]))  # an interrupted run is the newest run too
             console.print(f"interrupted; what was recorded is in {view.last['run_dir']}")
         raise
     console.print(f"run {result.run_id}: {result.events} events in {result.run_dir}")

@@ -9,7 +9,7 @@ Contract
   (``latest -> <run-id>``) made under a temporary name and renamed over the old one, so a reader
   always finds a whole link, the old or the new. ``run`` and ``simulate`` call it once the run's
   history and manifest are written (before the analysis: the newest run is ``latest`` even when its
-  analysis fails).
+  analysis fails); a run stopped by Ctrl-C leaves the link as it was.
 * :func:`list_runs` returns one dict per run directory, newest first (by ``started``, then run
   id): ``run_id``, ``scenario``, ``started``, ``finished``, ``units`` (the manifest's count),
   ``failed_units``, ``interrupted``, ``simulated``, ``verdict`` (``metrics.json``'s
