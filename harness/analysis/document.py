@@ -24,8 +24,10 @@ the aggregates, verdict and alerts
 (:mod:`harness.analysis.aggregate`) and ``metric_info`` (label, unit, family, censored) of every
 metric of :data:`~harness.analysis.definitions.METRICS` and of every aggregated one.
 
-The document's whole shape is described in :mod:`harness.analysis.analyze`. This module does not
-import pyspark.
+The document's whole shape is described in :mod:`harness.analysis.analyze`; its published JSON
+Schema is ``metrics.schema.json`` beside this module (:mod:`harness.analysis.metrics_schema`), whose
+``verdict.valid`` is true, false or "unknown" (rules in :mod:`harness.analysis.verdict`). This
+module does not import pyspark.
 """
 
 from __future__ import annotations

@@ -3,12 +3,29 @@
 ``verdict(out) -> dict``, stored as ``metrics["verdict"]`` by
 :func:`harness.analysis.aggregate.aggregate`:
 
-* ``valid`` (bool), ``reasons`` (one line per reason the run is invalid: records lost, tails not
-  drained, failed units, a migration proof whose verdict is not the one the scenario expects
-  (``metrics["migration"]["as_expected"]`` false), an interrupted run, nothing recorded) and ``line`` (the one-line run verdict).
-  The failover figures (offsets lost, deposed acceptances, double-coordinator time, a coordinator
+* ``valid``: ``True``, ``False`` or ``"unknown"`` (the machine-readable contract of ``metrics.json``,
+  read by scripts and by ``herdlab runs list``), ``reasons`` (one line each) and ``line`` (the
+  one-line run verdict: ``VALID: ...``, ``INVALID: ...`` or ``UNKNOWN: ...``). The rules, first match:
+
+  1. ``False`` when the run failed what it set out to do; ``reasons`` names every such reason:
+     records lost, tails not drained, failed units, a migration proof whose verdict is not the one
+     the scenario expects (``metrics["migration"]["as_expected"]`` false), an interrupted run,
+     nothing recorded (no unit at all: the run produced nothing, which is a failure, not a lack of
+     things to judge).
+  2. ``"unknown"`` when nothing failed but the run has nothing to judge: its units planned triggers
+     and every one of them was skipped (an action that applies to no implementation of the run, or
+     one the simulator does not model), so no rebalance was measured; ``reasons`` says so.
+  3. ``True`` otherwise (``reasons`` empty).
+
+  Not reasons, by decision: split brain (overlap episodes, duplicates, commits by non-owners) is what
+  herdlab measures (the legacy design has it by nature) and no scenario key forbids it; the
+  migration proof, which does judge overlaps, enters through its expected verdict (rule 1). The
+  failover figures (offsets lost, deposed acceptances, double-coordinator time, a coordinator
   fault never recovered) are alerts (:func:`harness.analysis.failover_verdict.alert_lines`), not
-  reasons: the run measured what happened;
+  reasons: the run measured what happened. A simulation is judged by the same rules (its report
+  says at the top that it is one; ``run.simulation`` in the metrics). ``"unknown"`` does not fail
+  ``herdlab run`` / ``report`` (exit 0, as before it existed): scripts read it from
+  ``metrics.json`` or ``--json``;
 * ``ratios``: per case and trigger kind (action) that ``legacy_zk`` and another implementation both
   have, and per such pair: ``case``, ``action``, ``triggers`` (the keys, e.g. ``["#2 crash"]``),
   ``numerator`` (``legacy_zk``), ``denominator``, and for ``latency_s`` and ``coordination_requests``
@@ -33,6 +50,8 @@ from harness.analysis.definitions import metric
 from harness.analysis.stats import ratio_of_means
 
 LEGACY = "legacy_zk"
+#: ``verdict["valid"]`` of a run with nothing to judge (rule 2).
+UNKNOWN = "unknown"
 RATIO_METRICS = ("latency_s", "coordination_requests")
 METHOD = (
     "Ratio legacy/other of the means over repetitions. A repetition contributes one value per trigger "
@@ -50,6 +69,16 @@ COMPLETENESS = (
     "commits_non_owner",
     "commits_stale_generation",
 )
+
+
+def is_true(v: dict[str, Any]) -> bool:
+    """Whether verdict ``v`` is valid (``True``; not ``False``, not ``"unknown"``)."""
+    return v.get("valid") is True
+
+
+def is_false(v: dict[str, Any]) -> bool:
+    """Whether verdict ``v`` is invalid (``False``; an old file's falsy value too)."""
+    return v.get("valid") is not True and v.get("valid") != UNKNOWN
 
 
 def implementations(out: dict[str, Any]) -> list[str]:
@@ -151,15 +180,29 @@ def _reasons(out: dict[str, Any]) -> list[str]:
     return reasons
 
 
+def _unknown_reasons(out: dict[str, Any]) -> list[str]:
+    """Why a run with no failure has nothing to judge (rule 2 of the module docstring); [] if it has."""
+    triggers = [t for u in out.get("units") or [] for t in u.get("triggers") or []]
+    if triggers and all(t.get("outcome") == "skipped" for t in triggers):
+        return [f"every trigger was skipped ({len(triggers)}): no rebalance was measured"]
+    return []
+
+
 def verdict(out: dict[str, Any]) -> dict[str, Any]:
     """The verdict of a metrics dict (see the module docstring); computes from ``out["units"]``."""
     units = out.get("units") or []
     cases = out.get("cases") or []
     impls = implementations(out)
     reasons = _reasons(out)
+    valid: bool | str
     if reasons:
+        valid = False
         line = "INVALID: " + "; ".join(reasons)
+    elif unknown := _unknown_reasons(out):
+        valid, reasons = UNKNOWN, unknown
+        line = "UNKNOWN: " + "; ".join(reasons)
     else:
+        valid = True
         line = f"VALID: {len(units)} units, no record lost, every tail drained, no unit failed"
     live: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for u in units:
@@ -201,7 +244,7 @@ def verdict(out: dict[str, Any]) -> dict[str, Any]:
             entry[name] = _sum(mine, name)
         completeness.append(entry)
     return {
-        "valid": not reasons,
+        "valid": valid,
         "reasons": reasons,
         "line": line,
         "ratios": ratios,

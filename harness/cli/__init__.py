@@ -67,6 +67,8 @@ _register(member, "harness.cli.members", "coordinator")
 _register(cli, "harness.cli.images", "images")
 _register(cli, "harness.cli.offsets", "offsets")
 _register(cli, "harness.cli.bench", "bench")
+_register(cli, "harness.cli.runs", "runs")
+_register(cli, "harness.cli.metrics", "metrics")
 _bench = cli.commands.get("bench")
 if isinstance(_bench, click.Group):
     _register(_bench, "harness.bench.zookeeper", "zookeeper")

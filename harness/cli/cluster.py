@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.cluster.local import LocalCluster
+from harness.kernel.errors import ConfigError
 from harness.procs import install_signal_handlers
 
 console = Console()
@@ -38,10 +39,26 @@ def cluster() -> None:
     """Start and inspect clusters."""
 
 
+def broker_count(brokers: int | None, no_broker: bool) -> int:
+    """How many brokers ``cluster up`` starts: ``--brokers`` when given, 0 with ``--no-broker``,
+    else 1 (ZooKeeper and one broker, what both implementations need)."""
+    if no_broker and brokers:
+        raise ConfigError(f"--no-broker and --brokers {brokers} contradict each other: give one of them")
+    if brokers is not None and brokers < 0:
+        raise ConfigError(f"--brokers must be 0 or more, got {brokers}")
+    if no_broker:
+        return 0
+    return 1 if brokers is None else brokers
+
+
 @cluster.command("up")
 @click.option(
-    "--brokers", default=0, show_default=True, help="Number of broker processes (0: ZooKeeper only)."
+    "--brokers",
+    type=int,
+    default=None,
+    help="Number of broker processes [default: 1; 0: ZooKeeper only, as --no-broker].",
 )
+@click.option("--no-broker", is_flag=True, help="ZooKeeper only, no broker (the legacy_zk side alone).")
 @click.option("--tick-time", "tick_time_ms", default=500, show_default=True, help="ZooKeeper tickTime in ms.")
 @click.option(
     "--workdir",
@@ -49,14 +66,16 @@ def cluster() -> None:
     default=None,
     help="Keep logs and data here (default: temporary directories removed at exit).",
 )
-def cluster_up(brokers: int, tick_time_ms: int, workdir: str | None) -> None:
+def cluster_up(brokers: int | None, tick_time_ms: int, workdir: str | None, no_broker: bool = False) -> None:
     """Run a local cluster until Ctrl-C, printing its addresses.
 
-    ZooKeeper is the real Apache ZooKeeper from the pyspark wheel, on a free loopback port. Every
-    process is stopped on Ctrl-C or SIGTERM.
+    ZooKeeper (the real Apache ZooKeeper from the pyspark wheel) and one herdlab broker registered in
+    it, each on a free loopback port; prints zookeeper.connect and bootstrap.servers. --no-broker
+    starts ZooKeeper alone, --brokers N starts N brokers. Every process is stopped on Ctrl-C or SIGTERM.
     """
+    n = broker_count(brokers, no_broker)
     install_signal_handlers()
-    with LocalCluster(brokers=brokers, tick_time_ms=tick_time_ms, workdir=workdir) as c:
+    with LocalCluster(brokers=n, tick_time_ms=tick_time_ms, workdir=workdir) as c:
         console.print(_health_table(c))
         console.print(f"zookeeper.connect = {c.zookeeper_connect}")
         if c.bootstrap:

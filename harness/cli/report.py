@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -40,14 +41,35 @@ if not console.is_terminal:
     is_flag=True,
     help="Re-render from the run's metrics.json instead of analysing the history again.",
 )
-def report(run_dir: Path, spark_master: str | None, from_metrics: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the verdict and the report paths as JSON on stdout; everything else goes to stderr.",
+)
+def report(run_dir: Path, spark_master: str | None, from_metrics: bool, as_json: bool = False) -> None:
     """Analyse RUN_DIR (a `herdlab run` output) and write its reports.
 
     Writes index.html (offline, plots embedded), summary.md and metrics.json into RUN_DIR and
     prints the verdict and the summary table. Exits 1 if the run is invalid: records lost (skipped),
-    a tail not drained, a unit failed, or the run was interrupted.
+    a tail not drained, a unit failed, or the run was interrupted. With --json, stdout carries one
+    JSON object: run_dir, verdict (valid: true, false or "unknown"; reasons; line) and paths
+    (json, markdown, html, plots).
     """
-    if publish(run_dir, spark_master=spark_master, from_metrics=from_metrics):
+    from harness.cli.jsonout import emit, stdout_to_stderr, verdict_summary
+    from harness.run.session import is_valid
+
+    with stdout_to_stderr(as_json):
+        metrics, paths = publish_metrics(run_dir, spark_master=spark_master, from_metrics=from_metrics)
+    if as_json:
+        emit(
+            {
+                "run_dir": str(run_dir),
+                "verdict": verdict_summary(metrics),
+                "paths": {k: str(v) for k, v in paths.items()},
+            }
+        )
+    if not is_valid(metrics):
         raise SystemExit(1)
 
 
@@ -55,8 +77,19 @@ def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
     """Analyse ``run_dir`` (or re-read its metrics.json), write its reports, print the verdict, the
     summary table, the alerts and the report paths. Returns True when the run is invalid (records
     lost, a tail not drained, a unit failed, or the run was interrupted)."""
+    from harness.run.session import is_valid
+
+    metrics, _ = publish_metrics(run_dir, spark_master=spark_master, from_metrics=from_metrics)
+    return not is_valid(metrics)
+
+
+def publish_metrics(
+    run_dir: Path, spark_master: str | None = None, from_metrics: bool = False
+) -> tuple[dict[str, Any], dict[str, Path]]:
+    """What :func:`publish` does; returns the metrics and the report paths (keys of
+    :func:`harness.report.render_report`)."""
     from harness.report.terminal import summary_table, verdict_panel
-    from harness.run.session import analyse, is_valid, render
+    from harness.run.session import analyse, render
 
     if from_metrics:
         metrics = analyse(run_dir, from_metrics=True)
@@ -72,7 +105,7 @@ def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
     console.print(
         f"report: {paths['html']}\n        {paths['markdown']}\n        {paths['json']}", highlight=False
     )
-    return not is_valid(metrics)
+    return metrics, paths
 
 
 @click.command("compare")

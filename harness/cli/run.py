@@ -6,6 +6,7 @@ The session itself (checks, scenario, units, analysis) is :mod:`harness.run.sess
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,13 @@ class ProgressView:
 @click.option(
     "--no-report", is_flag=True, help="Skip the analysis and reports (render later with `herdlab report`)."
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="At the end print the run directory, the verdict and each unit's outcome as JSON on stdout; "
+    "progress and tables go to stderr.",
+)
 def run(
     scenario: str,
     overrides: tuple[str, ...],
@@ -133,6 +141,7 @@ def run(
     members_in_containers: bool = False,
     kafka_image: str | None = None,
     image_prefix: str | None = None,
+    as_json: bool = False,
 ) -> None:
     """Run SCENARIO (a built-in name or a TOML file) against each implementation it names.
 
@@ -141,7 +150,10 @@ def run(
     OUT/<scenario>/<run-id>/. Then the history is analysed with PySpark and index.html, summary.md
     and metrics.json are written there; a summary table ends the run. Exit status 1 when a unit
     failed or a produced record was never processed. Ctrl-C stops cleanly: what was recorded is
-    kept, no process is left.
+    kept, no process is left. OUT/<scenario>/latest links to the newest run directory. With --json,
+    stdout carries one JSON object: run_id, run_dir, scenario, verdict (valid: true, false or
+    "unknown", reasons, line; null with --no-report), units (each unit's outcome: unit, case, impl,
+    repetition, failed) and exit_status.
     """
     execute(
         scenario,
@@ -155,6 +167,7 @@ def run(
         members_in_containers=members_in_containers,
         kafka_image=kafka_image,
         image_prefix=image_prefix,
+        as_json=as_json,
     )
 
 
@@ -170,9 +183,79 @@ def execute(
     members_in_containers: bool = False,
     kafka_image: str | None = None,
     image_prefix: str | None = None,
+    as_json: bool = False,
 ) -> Path:
-    """Run a scenario with live progress, then analyse and report it (see ``herdlab run``)."""
-    from harness.cli.report import publish
+    """Run a scenario with live progress, then analyse and report it (see ``herdlab run``); with
+    ``as_json`` everything printed goes to stderr and the run's JSON document to stdout at the end."""
+    from harness.cli.jsonout import emit, stdout_to_stderr
+
+    with stdout_to_stderr(as_json):
+        outcome = _execute(
+            scenario,
+            overrides,
+            backend=backend,
+            zookeeper=zookeeper,
+            bootstrap=bootstrap,
+            out=out,
+            spark_master=spark_master,
+            report=report,
+            members_in_containers=members_in_containers,
+            kafka_image=kafka_image,
+            image_prefix=image_prefix,
+        )
+    if as_json:
+        emit(outcome.document())
+    if outcome.exit_status:
+        raise SystemExit(outcome.exit_status)
+    return outcome.run_dir
+
+
+@dataclass
+class RunOutcome:
+    """What ``run`` ends with: the run, its units' outcomes, its verdict (None: not analysed)."""
+
+    run_id: str
+    run_dir: Path
+    scenario: str
+    units: list[dict[str, Any]]
+    verdict: dict[str, Any] | None
+    exit_status: int
+
+    def document(self) -> dict[str, Any]:
+        """The ``run --json`` document (see ``herdlab run``)."""
+        return {
+            "run_id": self.run_id,
+            "run_dir": str(self.run_dir),
+            "scenario": self.scenario,
+            "verdict": self.verdict,
+            "units": [unit_outcome(u) for u in self.units],
+            "exit_status": self.exit_status,
+        }
+
+
+def unit_outcome(u: dict[str, Any]) -> dict[str, Any]:
+    """A unit's outcome in the ``run --json`` document: the runner's entry (unit key, case, impl,
+    repetition, settled_at_end, drained, ...) with ``failed`` always present (None: it did not fail)."""
+    return {**u, "failed": u.get("failed")}
+
+
+def _execute(
+    scenario: str,
+    overrides: tuple[str, ...] | list[str],
+    backend: str,
+    zookeeper: str | None,
+    bootstrap: str | None,
+    out: Path,
+    spark_master: str | None,
+    report: bool,
+    members_in_containers: bool,
+    kafka_image: str | None,
+    image_prefix: str | None,
+) -> RunOutcome:
+    from harness.cli.jsonout import verdict_summary
+    from harness.cli.report import publish_metrics
+    from harness.cli.runs import update_latest
+    from harness.run.session import is_valid
 
     install_signal_handlers()
     session = prepare(
@@ -197,17 +280,26 @@ def execute(
             console.print(f"interrupted; what was recorded is in {view.last['run_dir']}")
         raise
     console.print(f"run {result.run_id}: {result.events} events in {result.run_dir}")
+    update_latest(result.run_dir)
     failed = failed_units(result)
     for u in failed:
         console.print(f"[red]unit {u['unit']} failed:[/red] {u['failed']}")
     invalid = False
+    verdict = None
     if report:
-        invalid = publish(result.run_dir, spark_master=spark_master)
+        metrics, _ = publish_metrics(result.run_dir, spark_master=spark_master)
+        invalid = not is_valid(metrics)
+        verdict = verdict_summary(metrics)
     else:
         console.print(f"no report: render it with `herdlab report {result.run_dir}`")
-    if failed or invalid:
-        raise SystemExit(1)
-    return result.run_dir
+    return RunOutcome(
+        run_id=result.run_id,
+        run_dir=result.run_dir,
+        scenario=session.scenario.name,
+        units=list(result.units),
+        verdict=verdict,
+        exit_status=1 if failed or invalid else 0,
+    )
 
 
 @click.command("demo")

@@ -2,6 +2,7 @@
 
 The units run in :mod:`harness.sim` (virtual time, the stated delay model); the run directory, the
 analysis and the reports are ``run``'s, and the reports say at the top that it is a simulation.
+``OUT/<scenario>/latest`` links to the newest run directory, simulated or not (:mod:`harness.cli.runs`).
 """
 
 from __future__ import annotations
@@ -144,6 +145,9 @@ def execute(
             highlight=False,
         )
     console.print(f"simulation {result.run_id}: {result.events} events in {result.run_dir}")
+    from harness.cli.runs import update_latest
+
+    update_latest(result.run_dir)
     invalid = False
     if report:
         from harness.cli.report import publish

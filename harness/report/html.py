@@ -40,6 +40,7 @@ from harness.report.tables import (
     verdict_of,
     verdict_rows,
 )
+from harness.report.unit_logs import log_links
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1400px;
@@ -58,7 +59,8 @@ img{max-width:100%;border:1px solid #eee;margin:8px 0}dl dt{font-weight:600;marg
 details{margin:8px 0}summary{cursor:pointer;color:#1b6ac9}.scroll{overflow-x:auto;max-width:100%}
 .verdict{border:2px solid #2e7d32;border-radius:6px;padding:6px 14px;margin:14px 0}
 .verdict.invalid{border-color:#d32f2f}.verdict .line{font-size:1.15em;font-weight:bold;color:#1b5e20}
-.verdict.invalid .line{color:#8b0000}.verdict td{white-space:normal}
+.verdict.invalid .line{color:#8b0000}
+.verdict.unknown{border-color:#f9a825}.verdict.unknown .line{color:#8d6e00}.verdict td{white-space:normal}
 """
 
 
@@ -98,7 +100,7 @@ def _grid(head: list[str], rows: list[list[str]]) -> str:
 def verdict_block(metrics: dict[str, Any]) -> str:
     """The verdict block (HTML)."""
     v = verdict_of(metrics)
-    cls = "verdict" if v["valid"] else "verdict invalid"
+    cls = {True: "verdict", "unknown": "verdict unknown"}.get(v["valid"], "verdict invalid")
     parts = [f'<div class="{cls}"><h2>Verdict</h2><p class="line">{_e(v["line"])}</p>']
     ratios = verdict_rows(metrics)
     if ratios:
@@ -145,6 +147,15 @@ def coordinators_block(metrics: dict[str, Any]) -> str:
     return f'<h2>Coordinators</h2><p class="meta">{_e(COORDINATORS_INTRO)}</p>' + _grid(
         coordinators_columns(metrics), rows
     )
+
+
+def logs_block(metrics: dict[str, Any]) -> str:
+    """The "Unit logs" section: a link to each unit's ``units/<unit>/logs/`` (empty for a simulation)."""
+    links = log_links(metrics)
+    if not links:
+        return ""
+    items = "".join(f'<li>{_e(name)}: <a href="{_e(path)}">{_e(path)}</a></li>' for name, path in links)
+    return f"<h2>Unit logs</h2><ul>{items}</ul>"
 
 
 def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str = "summary.md") -> str:
@@ -244,6 +255,7 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
                     f'<tr class="{cls}"><td class="l">{_e(r["unit"])}</td><td colspan="{len(UNIT_COLUMNS)}">{_e(r["text"])}</td></tr>'
                 )
         parts.append("</tbody></table></div></details>")
+    parts.append(logs_block(metrics))
 
     parts.append("<h2>Definitions</h2><dl>")
     for term, text in metrics.get("definitions") or []:

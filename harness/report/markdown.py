@@ -38,6 +38,7 @@ from harness.report.tables import (
     verdict_of,
     verdict_rows,
 )
+from harness.report.unit_logs import log_links
 
 
 def _md(s: Any) -> str:
@@ -102,6 +103,14 @@ def coordinators_section(metrics: dict[str, Any]) -> list[str]:
     return ["## Coordinators", "", COORDINATORS_INTRO, "", *_grid(coordinators_columns(metrics), rows), ""]
 
 
+def logs_section(metrics: dict[str, Any]) -> list[str]:
+    """The "Unit logs" section: a link to each unit's ``units/<unit>/logs/`` (none for a simulation)."""
+    links = log_links(metrics)
+    if not links:
+        return []
+    return ["## Unit logs", "", *(f"- {_md(name)}: [{path}]({path})" for name, path in links), ""]
+
+
 def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = "plots") -> str:
     """The whole summary."""
     run = metrics.get("run") or {}
@@ -158,6 +167,7 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
             )
             grid.append([r["unit"], *c, *[""] * (len(UNIT_COLUMNS) - len(c))])
         out += ["## Every unit", "", *_grid(["unit", *(c for c, _ in UNIT_COLUMNS)], grid), ""]
+    out += logs_section(metrics)
     out += ["## Definitions", ""]
     out += [f"- **{term}**: {text}" for term, text in metrics.get("definitions") or []]
     out.append("")

@@ -35,7 +35,7 @@ def verdict_panel(metrics: dict[str, Any]) -> Group:
     coordinator or ZooKeeper-leader fault, the coordinator failover table, and when the run compared
     brokers, the coordinators table. One start-up line per unit follows the completeness table."""
     v = verdict_of(metrics)
-    style = "bold green" if v["valid"] else "bold red"
+    style = {True: "bold green", "unknown": "bold yellow"}.get(v["valid"], "bold red")
     parts: list[Any] = [Text(f"verdict: {v['line']}", style=style)]
     sim = banner(metrics)
     if sim:

@@ -417,3 +417,15 @@ def test_corrupt_history_is_a_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a readable Parquet file") as e:
         analyze_run(tmp_path)
     assert "\n" not in str(e.value)
+
+
+# -- the published schema (issue 17): this real document, as metrics.json holds it, conforms ---------
+def test_the_document_conforms_to_the_metrics_schema(analysed: dict[str, Any]) -> None:
+    import json
+
+    from harness.analysis.metrics_schema import validate_metrics
+
+    doc = json.loads(json.dumps(analysed, default=str))  # as render_report writes metrics.json
+    assert validate_metrics(doc) == []
+    doc["verdict"]["valid"] = "yes"
+    assert validate_metrics(doc) == ["verdict.valid: 'yes' is not one of [True, False, 'unknown']"]
