@@ -5,7 +5,10 @@ The session itself (checks, scenario, units, analysis) is :mod:`harness.run.sess
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +63,15 @@ class ProgressView:
 
 
 @click.command("run")
-@click.argument("scenario")
+@click.argument("scenario", required=False)
+@click.option(
+    "--replay",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    metavar="RUN_DIR",
+    help="Run again the scenario of an earlier run as it ran (its random schedule's drawn timeline "
+    "included, from RUN_DIR/manifest.json) instead of SCENARIO; --set still applies on top.",
+)
 @click.option(
     "--set",
     "overrides",
@@ -122,7 +133,7 @@ class ProgressView:
     "--no-report", is_flag=True, help="Skip the analysis and reports (render later with `herdlab report`)."
 )
 def run(
-    scenario: str,
+    scenario: str | None,
     overrides: tuple[str, ...],
     backend: str,
     zookeeper: str | None,
@@ -133,6 +144,7 @@ def run(
     members_in_containers: bool = False,
     kafka_image: str | None = None,
     image_prefix: str | None = None,
+    replay: Path | None = None,
 ) -> None:
     """Run SCENARIO (a built-in name or a TOML file) against each implementation it names.
 
@@ -141,21 +153,52 @@ def run(
     OUT/<scenario>/<run-id>/. Then the history is analysed with PySpark and index.html, summary.md
     and metrics.json are written there; a summary table ends the run. Exit status 1 when a unit
     failed or a produced record was never processed. Ctrl-C stops cleanly: what was recorded is
-    kept, no process is left.
+    kept, no process is left. With --replay RUN_DIR instead of SCENARIO: the scenario that run ran,
+    its random schedule's draws included, so the same steps hit the same members again.
     """
-    execute(
-        scenario,
-        overrides,
-        backend=backend,
-        zookeeper=zookeeper,
-        bootstrap=bootstrap,
-        out=out,
-        spark_master=spark_master,
-        report=not no_report,
-        members_in_containers=members_in_containers,
-        kafka_image=kafka_image,
-        image_prefix=image_prefix,
-    )
+    if (scenario is None) == (replay is None):
+        raise click.UsageError("give SCENARIO or --replay RUN_DIR (one of them)")
+    with replay_file(replay) as replayed:
+        execute(
+            replayed or scenario or "",
+            overrides,
+            backend=backend,
+            zookeeper=zookeeper,
+            bootstrap=bootstrap,
+            out=out,
+            spark_master=spark_master,
+            report=not no_report,
+            members_in_containers=members_in_containers,
+            kafka_image=kafka_image,
+            image_prefix=image_prefix,
+        )
+
+
+@contextlib.contextmanager
+def replay_file(run_dir: Path | None) -> Iterator[str | None]:
+    """With ``run_dir``: its manifest's ``replay_scenario`` written as a scenario TOML file in a temporary
+    directory (removed afterwards), yielded as its path; without: None."""
+    if run_dir is None:
+        yield None
+        return
+    import tomli_w
+
+    from harness.run.manifest import replay_scenario
+
+    data = replay_scenario(run_dir)
+    with tempfile.TemporaryDirectory(prefix="herdlab-replay-") as tmp:
+        path = Path(tmp) / f"{data.get('name', 'replay')}.toml"
+        path.write_text(tomli_w.dumps(_without_none(data)))
+        yield str(path)
+
+
+def _without_none(value: Any) -> Any:
+    """``value`` with every None in its tables dropped (TOML has no null: an absent key is the default)."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
 
 
 def execute(

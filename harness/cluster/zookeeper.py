@@ -248,6 +248,24 @@ class ZooKeeperServer(ProcessService):
             self.process.signal(9)
             self.process.wait(10)
 
+    def stop_server(self, index: int = 0) -> None:
+        """Stop the server process (SIGTERM, then SIGKILL) keeping its port and work directory, for
+        :meth:`start_server` (issue 17's ``restart_zk``; ``index`` must be 0: one server)."""
+        if index != 0:
+            raise ValueError(f"a standalone ZooKeeper has server 0 only (not {index})")
+        self.stop_process()
+
+    def start_server(self, index: int = 0, timeout: float = 60.0) -> float:
+        """Start the stopped server again on the same port and data directory; the seconds until it
+        serves (:class:`~harness.kernel.errors.Unreachable` when it does not within ``timeout``)."""
+        if index != 0:
+            raise ValueError(f"a standalone ZooKeeper has server 0 only (not {index})")
+        if self.port is None or self.workdir is None:
+            raise RuntimeError("ZooKeeper was never started")
+        self._launch(check_java(), zookeeper_classpath(), timeout)
+        assert self.ready_seconds is not None
+        return self.ready_seconds
+
     def __enter__(self) -> ZooKeeperServer:
         if self.process is None:
             self.start()
