@@ -50,7 +50,7 @@ from harness.scenario.model import (
     Scenario,
     SetProperty,
     Switch,
-    _ToxicAction,  # pyright: ignore[reportPrivateUsage]
+    ToxicAction,
     property_string,
 )
 
@@ -263,7 +263,7 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
         elif isinstance(action, CutCoordinator):
             plan.steps.append(Step(at, "cut_coordinator", value=action.duration))
             plan.steps.append(Step(at + action.duration, "heal_coordinator", trigger=False))
-        elif isinstance(action, _ToxicAction):
+        elif isinstance(action, ToxicAction):
             names = choose(action.count, action.select, at)
             plan.isolated.update(names)
             for n in names:

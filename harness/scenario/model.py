@@ -393,7 +393,7 @@ COORDINATOR_FAULTS = ("kill_coordinator", "pause_coordinator", "cut_coordinator"
 Stream = Literal["upstream", "downstream", "both"]
 
 
-class _ToxicAction(_Action):
+class ToxicAction(_Action):
     """A degraded network on chosen members' proxies to ``target`` for ``duration`` (as ``cut`` picks
     them), named and parametrised as toxiproxy's toxic of the same name (:mod:`harness.faults.toxics`)."""
 
@@ -414,7 +414,7 @@ class _ToxicAction(_Action):
 _TOXIC_FIELDS = ("latency", "jitter", "rate", "timeout", "delay", "bytes")
 
 
-class Latency(_ToxicAction):
+class Latency(ToxicAction):
     action: Literal["latency"]
     latency: int = Field(default=100, ge=0, description="ms added to each chunk")
     jitter: int = Field(default=0, ge=0, description="ms: the delay varies uniformly by up to this much")
@@ -426,27 +426,27 @@ class Latency(_ToxicAction):
         return self
 
 
-class Bandwidth(_ToxicAction):
+class Bandwidth(ToxicAction):
     action: Literal["bandwidth"]
     rate: int = Field(default=100, ge=1, description="KB/s (1 KB = 1000 bytes)")
 
 
-class ResetPeer(_ToxicAction):
+class ResetPeer(ToxicAction):
     action: Literal["reset_peer"]
     timeout: int = Field(default=0, ge=0, description="ms after which each connection is reset (RST)")
 
 
-class SlowClose(_ToxicAction):
+class SlowClose(ToxicAction):
     action: Literal["slow_close"]
     delay: int = Field(default=1000, ge=0, description="ms by which an end-of-stream is delayed")
 
 
-class Timeout(_ToxicAction):
+class Timeout(ToxicAction):
     action: Literal["timeout"]
     timeout: int = Field(default=0, ge=0, description="ms after which each connection is closed (0: never)")
 
 
-class LimitData(_ToxicAction):
+class LimitData(ToxicAction):
     action: Literal["limit_data"]
     bytes: int = Field(default=0, ge=0, description="bytes through a connection before it is closed")
 
