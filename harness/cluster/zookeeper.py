@@ -17,6 +17,7 @@ Minimum session timeout is 2 x ``tick_time_ms`` (ZooKeeper's rule), so tests use
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -30,6 +31,8 @@ from harness.cluster.service import ProcessService, address, on_free_port
 from harness.procs import free_port
 
 log = logging.getLogger("harness.zookeeper")
+#: ``mntr`` counters that only grow during a process's life, carried over a restart (issue 17's restart_zk).
+_CARRIED = "zk_packets_"
 
 _LOG4J2 = """\
 status = error
@@ -253,6 +256,10 @@ class ZooKeeperServer(ProcessService):
         :meth:`start_server` (issue 17's ``restart_zk``; ``index`` must be 0: one server)."""
         if index != 0:
             raise ValueError(f"a standalone ZooKeeper has server 0 only (not {index})")
+        # the counters restart at 0 with the process: carry what it counted (as the ensemble does)
+        with contextlib.suppress(OSError, RuntimeError):
+            last = self.mntr()
+            self._carried = {k: v for k, v in last.items() if k.startswith(_CARRIED) and isinstance(v, int)}
         self.stop_process()
 
     def start_server(self, index: int = 0, timeout: float = 60.0) -> float:
@@ -282,8 +289,14 @@ class ZooKeeperServer(ProcessService):
         return four_letter(self.host, self.port, command, timeout)
 
     def mntr(self) -> dict[str, int | float | str]:
-        """The ``mntr`` counters with numeric values parsed."""
-        return parse_mntr(self.four_letter("mntr"))
+        """The ``mntr`` counters with numeric values parsed; after a :meth:`stop_server` /
+        :meth:`start_server` restart the packet counters include what earlier processes counted."""
+        m = parse_mntr(self.four_letter("mntr"))
+        for k, v in getattr(self, "_carried", {}).items():
+            current = m.get(k)
+            if isinstance(current, int):
+                m[k] = current + v
+        return m
 
     def is_serving(self) -> bool:
         """True if the server answers ``ruok`` now."""

@@ -84,6 +84,7 @@ def test_restart_zk_restarts_a_standalone_server_and_a_client_keeps_its_session_
         server = zookeeper_only.zookeeper
         assert isinstance(server, ZooKeeperServer)
         port = server.port
+        before = server.mntr()["zk_packets_received"]
         ctx = RealContext(zookeeper_only)
         invoke, complete = _perform(Step(0.0, "restart_zk", value=0.5, extra=(("server", 0),)), ctx)
         assert (invoke["kind"], complete["kind"], complete["server"]) == ("invoke", "complete", 0)
@@ -95,6 +96,8 @@ def test_restart_zk_restarts_a_standalone_server_and_a_client_keeps_its_session_
         assert zk.client_id[0] == session  # pyright: ignore[reportOptionalSubscript]  # the same session
         assert zk.get("/survives")[0] == b"kept"  # pyright: ignore[reportOptionalSubscript]
         assert zk.exists("/mine") is not None  # its ephemeral with it
+        after = server.mntr()["zk_packets_received"]
+        assert isinstance(before, int) and isinstance(after, int) and after > before  # carried, not reset
     finally:
         zk.stop()
         zk.close()
