@@ -178,3 +178,18 @@ def test_replay_of_a_directory_without_a_manifest_is_one_config_error(tmp_path: 
     (tmp_path / "manifest.json").write_text("{}")
     with pytest.raises(ConfigError, match="has no replay_scenario"):
         replay_scenario(tmp_path)
+
+
+def test_run_takes_a_scenario_or_a_replay_directory_not_both(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli.run import run
+
+    neither = CliRunner().invoke(run, [])
+    both = CliRunner().invoke(run, ["herd", "--replay", str(tmp_path)])
+    assert neither.exit_code == both.exit_code == 2  # click's usage error
+    assert "give SCENARIO or --replay RUN_DIR" in neither.output
+    assert "give SCENARIO or --replay RUN_DIR" in both.output
+    empty = CliRunner().invoke(run, ["--replay", str(tmp_path)])
+    assert isinstance(empty.exception, ConfigError)  # main() prints it as one line, exit status 2
+    assert "no manifest.json there" in str(empty.exception)
