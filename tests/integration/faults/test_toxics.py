@@ -30,7 +30,8 @@ class _CloseAtOnce(socketserver.BaseRequestHandler):
 def _serve(handler: type[socketserver.BaseRequestHandler]) -> Iterator[tuple[str, int]]:
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # a short poll: shutdown() waits for one, and each test ends with it
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield server.server_address  # type: ignore[misc]
     server.shutdown()
     server.server_close()
