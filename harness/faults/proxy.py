@@ -53,6 +53,8 @@ _CHUNK = 65536
 _QUEUED_CHUNKS = 64
 #: A bandwidth toxic writes slices of this many seconds' worth of its rate.
 _PACE_SLICE_S = 0.01
+#: How far behind its schedule a bandwidth toxic's pacing may fall and still catch up (a burst bound).
+_PACE_CATCH_UP_S = 0.1
 
 
 def _require_loopback(host: str) -> None:
@@ -267,7 +269,10 @@ class TcpProxy:
             size = len(view) if bandwidth is None else max(1, int(bandwidth.bytes_per_s * _PACE_SLICE_S))
             piece, view = view[:size], view[size:]
             if bandwidth is not None:
-                paced_until = max(paced_until, loop.time())
+                # an idle link (or the first slice) restarts the clock at now; a late wake-up on a
+                # loaded machine, up to _PACE_CATCH_UP_S behind, is caught up on, so the rate holds
+                if paced_until < loop.time() - _PACE_CATCH_UP_S:
+                    paced_until = loop.time()
                 if paced_until > loop.time():
                     await asyncio.sleep(paced_until - loop.time())
                 paced_until += len(piece) / bandwidth.bytes_per_s

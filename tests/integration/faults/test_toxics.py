@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import socketserver
-import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -75,19 +74,20 @@ def _round_trips(s: socket.socket, n: int) -> list[float]:
 
 
 def test_latency_adds_its_delay_to_each_round_trip(echo_server, host: ProxyHost) -> None:
+    # the fastest of 5 round trips: scheduling on a loaded machine only ever adds to a round trip
     p = host.add(echo_server)
     with socket.create_connection(p.listen, timeout=5) as s:
-        base = statistics.median(_round_trips(s, 5))
+        base = min(_round_trips(s, 5))
         # 100 ms downstream (toxiproxy's default stream): every reply comes 100 ms later
         host.add_toxic(p.name, Toxic("latency", latency=100))
-        added = statistics.median(_round_trips(s, 5)) - base
+        added = min(_round_trips(s, 5)) - base
         assert added == pytest.approx(0.100, rel=0.2)
         # both streams: the request and the reply are each delayed, 200 ms a round trip
         host.add_toxic(p.name, Toxic("latency", stream="both", latency=100))
-        added_both = statistics.median(_round_trips(s, 3)) - base
+        added_both = min(_round_trips(s, 5)) - base
         assert added_both == pytest.approx(0.200, rel=0.2)
         host.remove_toxic(p.name, "latency")
-        assert statistics.median(_round_trips(s, 5)) < 0.05  # removed: no delay any more
+        assert min(_round_trips(s, 5)) < 0.05  # removed: no delay any more
 
 
 def test_jitter_spreads_the_delay_within_its_bounds(echo_server, host: ProxyHost) -> None:
@@ -95,8 +95,10 @@ def test_jitter_spreads_the_delay_within_its_bounds(echo_server, host: ProxyHost
     host.add_toxic(p.name, Toxic("latency", latency=100, jitter=50))
     with socket.create_connection(p.listen, timeout=5) as s:
         rtts = _round_trips(s, 8)
-    # each reply 50..150 ms late (a few ms of loopback and scheduling on top), and not all alike
-    assert all(0.045 <= r <= 0.175 for r in rtts), rtts
+    # each reply 50..150 ms late, and not all alike. Scheduling on a loaded machine only adds: none
+    # is early, and most (a late wake-up aside) are within the bound
+    assert min(rtts) >= 0.045, rtts
+    assert sum(r <= 0.160 for r in rtts) >= 6, rtts
     assert max(rtts) - min(rtts) > 0.010, rtts
 
 
