@@ -269,7 +269,10 @@ class ZooKeeperServer(ProcessService):
             raise ValueError(f"a standalone ZooKeeper has server 0 only (not {index})")
         if self.port is None or self.workdir is None:
             raise RuntimeError("ZooKeeper was never started")
-        self._launch(check_java(), zookeeper_classpath(), timeout)
+        java, jars = check_java(), zookeeper_classpath()
+        # while it was down, any process's outgoing connection may have been given its port as a local
+        # port for a moment: a clash is retried
+        on_free_port(lambda: self._launch(java, jars, timeout), 3, clash=("Address already in use",))
         assert self.ready_seconds is not None
         return self.ready_seconds
 

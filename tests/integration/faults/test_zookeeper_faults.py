@@ -91,9 +91,10 @@ def test_restart_zk_restarts_a_standalone_server_and_a_client_keeps_its_session_
         assert complete["restarted_s"] >= 0.5  # down for the downtime at least, then served again
         assert server.port == port  # the same port
         assert server.ready()
-        assert KazooState.SUSPENDED in client_states  # the client saw the server go
+        assert KazooState.SUSPENDED in client_states, client_states  # the client saw the server go
         wait_until(lambda: zk.state == KazooState.CONNECTED, timeout=20, what="the client reconnected")
-        assert zk.client_id[0] == session  # pyright: ignore[reportOptionalSubscript]  # the same session
+        # the same session: restored from the data directory (the states say how the client got there)
+        assert zk.client_id[0] == session, client_states  # pyright: ignore[reportOptionalSubscript]
         assert zk.get("/survives")[0] == b"kept"  # pyright: ignore[reportOptionalSubscript]
         assert zk.exists("/mine") is not None  # its ephemeral with it
         after = server.mntr()["zk_packets_received"]
