@@ -5,7 +5,10 @@ The session itself (checks, scenario, units, analysis) is :mod:`harness.run.sess
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +64,15 @@ class ProgressView:
 
 
 @click.command("run")
-@click.argument("scenario")
+@click.argument("scenario", required=False)
+@click.option(
+    "--replay",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    metavar="RUN_DIR",
+    help="Run again the scenario of an earlier run as it ran (its random schedule's drawn timeline "
+    "included, from RUN_DIR/manifest.json) instead of SCENARIO; --set still applies on top.",
+)
 @click.option(
     "--set",
     "overrides",
@@ -130,7 +141,7 @@ class ProgressView:
     "progress and tables go to stderr.",
 )
 def run(
-    scenario: str,
+    scenario: str | None,
     overrides: tuple[str, ...],
     backend: str,
     zookeeper: str | None,
@@ -142,6 +153,7 @@ def run(
     kafka_image: str | None = None,
     image_prefix: str | None = None,
     as_json: bool = False,
+    replay: Path | None = None,
 ) -> None:
     """Run SCENARIO (a built-in name or a TOML file) against each implementation it names.
 
@@ -153,22 +165,53 @@ def run(
     kept, no process is left. OUT/<scenario>/latest links to the newest run directory. With --json,
     stdout carries one JSON object: run_id, run_dir, scenario, verdict (valid: true, false or
     "unknown", reasons, line; null with --no-report), units (each unit's outcome: unit, case, impl,
-    repetition, failed) and exit_status.
+    repetition, failed) and exit_status. With --replay RUN_DIR instead of SCENARIO: the scenario that
+    run ran, its random schedule's draws included, so the same steps hit the same members again.
     """
-    execute(
-        scenario,
-        overrides,
-        backend=backend,
-        zookeeper=zookeeper,
-        bootstrap=bootstrap,
-        out=out,
-        spark_master=spark_master,
-        report=not no_report,
-        members_in_containers=members_in_containers,
-        kafka_image=kafka_image,
-        image_prefix=image_prefix,
-        as_json=as_json,
-    )
+    if (scenario is None) == (replay is None):
+        raise click.UsageError("give SCENARIO or --replay RUN_DIR (one of them)")
+    with replay_file(replay) as replayed:
+        execute(
+            replayed or scenario or "",
+            overrides,
+            backend=backend,
+            zookeeper=zookeeper,
+            bootstrap=bootstrap,
+            out=out,
+            spark_master=spark_master,
+            report=not no_report,
+            members_in_containers=members_in_containers,
+            kafka_image=kafka_image,
+            image_prefix=image_prefix,
+            as_json=as_json,
+        )
+
+
+@contextlib.contextmanager
+def replay_file(run_dir: Path | None) -> Iterator[str | None]:
+    """With ``run_dir``: its manifest's ``replay_scenario`` written as a scenario TOML file in a temporary
+    directory (removed afterwards), yielded as its path; without: None."""
+    if run_dir is None:
+        yield None
+        return
+    import tomli_w
+
+    from harness.run.manifest import replay_scenario
+
+    data = replay_scenario(run_dir)
+    with tempfile.TemporaryDirectory(prefix="herdlab-replay-") as tmp:
+        path = Path(tmp) / f"{data.get('name', 'replay')}.toml"
+        path.write_text(tomli_w.dumps(_without_none(data)))
+        yield str(path)
+
+
+def _without_none(value: Any) -> Any:
+    """``value`` with every None in its tables dropped (TOML has no null: an absent key is the default)."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
 
 
 def execute(

@@ -17,6 +17,7 @@ Minimum session timeout is 2 x ``tick_time_ms`` (ZooKeeper's rule), so tests use
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -30,6 +31,8 @@ from harness.cluster.service import ProcessService, address, on_free_port
 from harness.procs import free_port
 
 log = logging.getLogger("harness.zookeeper")
+#: ``mntr`` counters that only grow during a process's life, carried over a restart (issue 17's restart_zk).
+_CARRIED = "zk_packets_"
 
 _LOG4J2 = """\
 status = error
@@ -248,6 +251,31 @@ class ZooKeeperServer(ProcessService):
             self.process.signal(9)
             self.process.wait(10)
 
+    def stop_server(self, index: int = 0) -> None:
+        """Stop the server process (SIGTERM, then SIGKILL) keeping its port and work directory, for
+        :meth:`start_server` (issue 17's ``restart_zk``; ``index`` must be 0: one server)."""
+        if index != 0:
+            raise ValueError(f"a standalone ZooKeeper has server 0 only (not {index})")
+        # the counters restart at 0 with the process: carry what it counted (as the ensemble does)
+        with contextlib.suppress(OSError, RuntimeError):
+            last = self.mntr()
+            self._carried = {k: v for k, v in last.items() if k.startswith(_CARRIED) and isinstance(v, int)}
+        self.stop_process()
+
+    def start_server(self, index: int = 0, timeout: float = 60.0) -> float:
+        """Start the stopped server again on the same port and data directory; the seconds until it
+        serves (:class:`~harness.kernel.errors.Unreachable` when it does not within ``timeout``)."""
+        if index != 0:
+            raise ValueError(f"a standalone ZooKeeper has server 0 only (not {index})")
+        if self.port is None or self.workdir is None:
+            raise RuntimeError("ZooKeeper was never started")
+        java, jars = check_java(), zookeeper_classpath()
+        # while it was down, any process's outgoing connection may have been given its port as a local
+        # port for a moment: a clash is retried
+        on_free_port(lambda: self._launch(java, jars, timeout), 3, clash=("Address already in use",))
+        assert self.ready_seconds is not None
+        return self.ready_seconds
+
     def __enter__(self) -> ZooKeeperServer:
         if self.process is None:
             self.start()
@@ -264,8 +292,14 @@ class ZooKeeperServer(ProcessService):
         return four_letter(self.host, self.port, command, timeout)
 
     def mntr(self) -> dict[str, int | float | str]:
-        """The ``mntr`` counters with numeric values parsed."""
-        return parse_mntr(self.four_letter("mntr"))
+        """The ``mntr`` counters with numeric values parsed; after a :meth:`stop_server` /
+        :meth:`start_server` restart the packet counters include what earlier processes counted."""
+        m = parse_mntr(self.four_letter("mntr"))
+        for k, v in getattr(self, "_carried", {}).items():
+            current = m.get(k)
+            if isinstance(current, int):
+                m[k] = current + v
+        return m
 
     def is_serving(self) -> bool:
         """True if the server answers ``ruok`` now."""

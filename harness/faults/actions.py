@@ -47,6 +47,18 @@ coordinator     server (its proxies blackhole and drop their
                 connections, both directions); complete at once
 heal_           restore that broker's ZooKeeper proxies            as kill_coordinator; no broker cut
 coordinator
+latency,        put the step's toxic (``toxic``) on each target's  as cut
+bandwidth,      proxy to ``target`` (toxiproxy's names,
+reset_peer,     :mod:`harness.faults.toxics`); complete once it is
+slow_close,     on every one
+timeout,
+limit_data
+remove_toxic    take that toxic off again                          as cut
+restart_zk      stop ZooKeeper server ``server``, wait ``value``   not the local backend; another server
+                s, start it (same data, ports); complete once it   down or paused
+                serves (``server``, ``restarted_s``)
+cut_broker_zk,  cut / heal broker ``broker_id``'s ZooKeeper        not the local backend's brokers
+heal_broker_zk  proxies (blackholed, connections dropped)
 ==============  =================================================  ==========================================
 
 The ZooKeeper-leader actions apply to both implementations: the legacy members' coordination service
@@ -70,7 +82,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from typing import Any
+from typing import Any, cast
 
 from harness.faults.nemesis import (
     APACHE_KAFKA,
@@ -84,11 +96,14 @@ from harness.faults.nemesis import (
     PlannedStep,
     ProxyControl,
     Skip,
+    ToxicControl,
     ZooKeeperControl,
     broker_control,
     zookeeper_ensemble,
+    zookeeper_restart,
 )
-from harness.kernel.errors import ConfigError
+from harness.faults.toxics import Toxic, toxic_from
+from harness.kernel.errors import ConfigError, HerdlabError
 from harness.kernel.javacompat import partition_for
 
 log = logging.getLogger("harness.run")
@@ -497,6 +512,120 @@ class HealCoordinator(CoordinatorFault):
         return {}
 
 
+# -- issue 17: degraded networks, ZooKeeper restarts, broker-ZooKeeper cuts -----------------------------
+class ToxicFault(Cut):
+    """Put the step's toxic (``extra`` ``toxic``) on each target's proxy to ``target``; complete once it
+    is on every one of them. Skipped where a cut of that target is (see :class:`Cut`)."""
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        proxies = ctx.proxies
+        assert proxies is not None, "a degraded member runs behind proxies (Plan.proxied)"
+        toxic = toxic_from(dict(step.extra)["toxic"])
+        for n in step.targets:
+            self.apply_toxic(cast(ToxicControl, proxies), f"{n}-{step.target}", toxic)
+        return {}
+
+    def apply_toxic(self, proxies: ToxicControl, name: str, toxic: Toxic) -> None:
+        proxies.add_toxic(name, toxic)
+
+
+class LatencyFault(ToxicFault):
+    action = "latency"
+
+
+class BandwidthFault(ToxicFault):
+    action = "bandwidth"
+
+
+class ResetPeerFault(ToxicFault):
+    action = "reset_peer"
+
+
+class SlowCloseFault(ToxicFault):
+    action = "slow_close"
+
+
+class TimeoutFault(ToxicFault):
+    action = "timeout"
+
+
+class LimitDataFault(ToxicFault):
+    action = "limit_data"
+
+
+class RemoveToxic(ToxicFault):
+    """Take the step's toxic off each target's proxy; complete once it is off every one of them."""
+
+    action = "remove_toxic"
+
+    def apply_toxic(self, proxies: ToxicControl, name: str, toxic: Toxic) -> None:
+        proxies.remove_toxic(name, toxic.kind)
+
+
+#: How long a restarted ZooKeeper server may take to serve again (an ensemble member: to rejoin).
+ZK_RESTART_TIMEOUT_S = 60.0
+NEEDS_LOCAL_ZOOKEEPER = "needs the local backend's ZooKeeper"
+
+
+class RestartZk(Action):
+    """Stop ZooKeeper server ``extra`` ``server`` (SIGTERM), keep it down ``value`` seconds, start it
+    again on the same data directory and ports; complete once it serves (``server``, ``restarted_s``).
+    Applies to both implementations (legacy members' sessions and the brokers' registrations live
+    there). Skipped without the local backend, and while another ZooKeeper server is down or paused."""
+
+    action = "restart_zk"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        zk = zookeeper_restart(ctx.cluster)
+        if zk is None:
+            raise Skip(NEEDS_LOCAL_ZOOKEEPER)
+        ensemble = zookeeper_ensemble(ctx.cluster)
+        if ensemble is not None and (ensemble.down or ensemble.paused):
+            raise Skip("another ZooKeeper server is out")
+        server = int(dict(step.extra).get("server", 0))
+        t0 = ctx.time_ns()
+        zk.stop_server(server)
+        ctx.wait(step.value or 0.0)
+        try:
+            zk.start_server(server, ZK_RESTART_TIMEOUT_S)
+        except (HerdlabError, RuntimeError) as e:
+            raise ActionFailed(
+                f"{ctx.unit_key}: ZooKeeper server {server} did not serve again: {e}"
+            ) from None
+        return {"restarted_s": (ctx.time_ns() - t0) / 1e9}  # ``server`` is the step's (both events)
+
+
+class CutBrokerZk(Action):
+    """Cut broker ``extra`` ``broker_id`` from every ZooKeeper server (its proxies blackhole and drop its
+    connections, both directions); complete at once. Both implementations (the broker's registration
+    is what legacy members find brokers by). Skipped without the local backend's broker faults."""
+
+    action = "cut_broker_zk"
+
+    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+        brokers = broker_control(ctx.cluster)
+        if brokers is None:
+            raise Skip(NEEDS_BROKER_FAULTS)
+        broker = int(dict(step.extra).get("broker_id", 0))
+        try:
+            self.strike(brokers, broker)
+        except RuntimeError as e:
+            raise ActionFailed(f"{ctx.unit_key}: {step.kind} of broker {broker}: {e}") from None
+        return {}
+
+    def strike(self, brokers: BrokerControl, broker: int) -> None:
+        brokers.cut_broker_zookeeper(broker)
+
+
+class HealBrokerZk(CutBrokerZk):
+    """Let the broker a ``cut_broker_zk`` cut reach ZooKeeper again; complete once its proxies forward."""
+
+    action = "heal_broker_zk"
+
+    def strike(self, brokers: BrokerControl, broker: int) -> None:
+        brokers.heal_broker_zookeeper(broker)
+
+
 #: action name -> nemesis class (one per name of :data:`harness.kernel.events.ACTIONS`).
 REGISTRY: dict[str, type[Action]] = {
     cls.action: cls
@@ -523,6 +652,16 @@ REGISTRY: dict[str, type[Action]] = {
         ResumeCoordinator,
         CutCoordinator,
         HealCoordinator,
+        LatencyFault,
+        BandwidthFault,
+        ResetPeerFault,
+        SlowCloseFault,
+        TimeoutFault,
+        LimitDataFault,
+        RemoveToxic,
+        RestartZk,
+        CutBrokerZk,
+        HealBrokerZk,
     )
 }
 

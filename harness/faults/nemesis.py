@@ -16,7 +16,7 @@ Contract
   waiting on what the histories show); nothing here knows the runner. The context's types are
   structural (Protocols), so unit tests drive a nemesis with fakes.
 
-This package sits below :mod:`harness.run`: it imports only :mod:`harness.kernel` of ours.
+This package sits below :mod:`harness.run`: it imports only :mod:`harness.kernel` of ours (and itself).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, cast
 
+from harness.faults.toxics import Toxic
 from harness.kernel.errors import HerdlabError
 from harness.kernel.events import Kind
 from harness.kernel.history import History
@@ -71,6 +72,8 @@ class PlannedStep(Protocol):
     def migration_step(self) -> int | None: ...
     @property
     def mode(self) -> str | None: ...
+    @property
+    def extra(self) -> tuple[tuple[str, Any], ...]: ...
 
 
 class MemberProcess(Protocol):
@@ -163,6 +166,33 @@ class ProxyControl(Protocol):
     def restore(self, name: str) -> None: ...
 
 
+class ToxicControl(ProxyControl, Protocol):
+    """The degraded-network part of :class:`harness.faults.proxy.ProxyHost` (issue 17)."""
+
+    def add_toxic(self, name: str, toxic: Toxic) -> None: ...
+
+    def remove_toxic(self, name: str, kind: str) -> None: ...
+
+
+class ZooKeeperRestart(Protocol):
+    """A ZooKeeper that can stop one server and start it again on the same data and ports: the local
+    backend's :class:`~harness.cluster.zookeeper.ZooKeeperServer` (index 0) or
+    :class:`~harness.cluster.zookeeper_ensemble.ZooKeeperEnsemble`."""
+
+    def stop_server(self, index: int) -> None: ...
+
+    def start_server(self, index: int, timeout: float = ...) -> float: ...
+
+
+def zookeeper_restart(cluster: ClusterControl) -> ZooKeeperRestart | None:
+    """The cluster's ZooKeeper when it can restart a server (its ``zookeeper`` attribute has
+    ``stop_server``: the local backend); None otherwise."""
+    zk = getattr(cluster, "zookeeper", None)
+    if zk is None or not callable(getattr(zk, "stop_server", None)):
+        return None
+    return cast(ZooKeeperRestart, zk)
+
+
 class NemesisContext(Protocol):
     """What a nemesis may see and touch in one unit.
 
@@ -242,6 +272,7 @@ class ActionPair:
             "trigger": s.trigger,
             "partitions": int(s.value) if s.kind == "add_partitions" and s.value else None,
             **{k: v for k, v in migration.items() if v is not None},
+            **dict(s.extra),  # issue 17: toxic, server, broker_id
             **self.context,
         }
 

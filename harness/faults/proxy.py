@@ -20,6 +20,12 @@ Contract
   ``group`` name (one per ZooKeeper server of an ensemble, say): ``cut(name)`` / ``restore(name)`` act on
   the proxy named ``name`` and on every proxy of the group ``name``; a name that is neither is a
   :class:`KeyError`.
+* Degraded networks (issue 17): :meth:`TcpProxy.add_toxic` / :meth:`~TcpProxy.remove_toxic` put a
+  :class:`~harness.faults.toxics.Toxic` (latency, bandwidth, reset_peer, slow_close, timeout, limit_data,
+  as toxiproxy names them) on every connection of the proxy, open or new, until removed;
+  ``ProxyHost.add_toxic(name, toxic)`` / ``remove_toxic(name, kind)`` do it for the proxies ``named``.
+  Each direction reads ahead (a bounded queue of chunks stamped on arrival) while it delivers, so a
+  latency is counted from each chunk's arrival, not added up over a backlog.
 * Only loopback addresses are accepted (a :class:`ValueError` otherwise).
 """
 
@@ -30,14 +36,25 @@ import contextlib
 import ipaddress
 import itertools
 import logging
+import random
+import socket
+import struct
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from harness.faults.toxics import Toxic
+
 log = logging.getLogger("harness.proxy")
 T = TypeVar("T")
 _CHUNK = 65536
+#: Chunks read ahead per direction (latency delays each from its arrival, so reading goes on meanwhile).
+_QUEUED_CHUNKS = 64
+#: A bandwidth toxic writes slices of this many seconds' worth of its rate.
+_PACE_SLICE_S = 0.01
+#: How far behind its schedule a bandwidth toxic's pacing may fall and still catch up (a burst bound).
+_PACE_CATCH_UP_S = 0.1
 
 
 def _require_loopback(host: str) -> None:
@@ -75,6 +92,9 @@ class TcpProxy:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._links: set[_Link] = set()
+        self.toxics: dict[str, Toxic] = {}
+        self._rng = random.Random()
 
     @property
     def is_cut(self) -> bool:
@@ -134,6 +154,28 @@ class TcpProxy:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    # -- toxics (see harness.faults.toxics) ---------------------------------------------------
+    def add_toxic(self, toxic: Toxic) -> None:
+        """Put ``toxic`` on (replacing one of its kind); its timed resets and closes start now for the
+        open connections. Runs on the proxy's loop."""
+        self.remove_toxic(toxic.kind)
+        self.toxics[toxic.kind] = toxic
+        log.info("proxy %s toxic %s", self.name, toxic.attributes)
+        for link in list(self._links):
+            link.arm(toxic)
+
+    def remove_toxic(self, kind: str) -> None:
+        """Take the toxic of ``kind`` off (nothing when there is none). Runs on the proxy's loop."""
+        if self.toxics.pop(kind, None) is not None:
+            log.info("proxy %s toxic %s removed", self.name, kind)
+        for link in list(self._links):
+            link.disarm(kind)
+
+    def _toxic(self, kind: str, upstream: bool) -> Toxic | None:
+        t = self.toxics.get(kind)
+        return t if t is not None and t.acts_on(upstream) else None
+
+    # -- connections ---------------------------------------------------------------------------
     async def _accept(self, c_reader: asyncio.StreamReader, c_writer: asyncio.StreamWriter) -> None:
         self.stats.connections += 1
         if self._dropping:  # a dropping cut: the connection is refused as a dead host's would be
@@ -152,28 +194,141 @@ class TcpProxy:
             self._writers.discard(c_writer)
             return
         self._writers.add(u_writer)
-        self._spawn(self._pump(c_reader, u_writer, up=True))
-        self._spawn(self._pump(u_reader, c_writer, up=False))
+        link = _Link(self, c_writer, u_writer)
+        self._links.add(link)
+        for toxic in self.toxics.values():
+            link.arm(toxic)
+        self._spawn(self._pump(c_reader, u_writer, link, up=True))
+        self._spawn(self._pump(u_reader, c_writer, link, up=False))
 
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up: bool) -> None:
+    async def _pump(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, link: _Link, up: bool
+    ) -> None:
+        """One direction: a reader stamps each chunk on arrival into a bounded queue, this task delivers
+        it once the link is not cut, under the toxics of the direction."""
+        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue(maxsize=_QUEUED_CHUNKS)
+        loop = asyncio.get_running_loop()
+
+        async def read() -> None:
+            try:
+                while True:
+                    data = await reader.read(_CHUNK)
+                    await queue.put((loop.time(), data))
+                    if not data:
+                        return
+            except OSError:
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait((loop.time(), b""))
+
+        reading = loop.create_task(read())
+        self._tasks.add(reading)
+        reading.add_done_callback(self._tasks.discard)
+        paced_until = 0.0  # bandwidth: when the bytes delivered so far are due at the toxic's rate
         try:
             while True:
-                data = await reader.read(_CHUNK)
+                arrived, data = await queue.get()
                 await self._open.wait()  # hold what arrived during a cut until it heals
                 if not data:
+                    slow = self._toxic("slow_close", up)
+                    if slow is not None:
+                        await asyncio.sleep(slow.delay / 1000.0)
                     break
-                writer.write(data)
-                await writer.drain()
-                if up:
-                    self.stats.bytes_up += len(data)
-                else:
-                    self.stats.bytes_down += len(data)
+                if self._toxic("timeout", up) is not None:
+                    continue  # toxiproxy's timeout: nothing gets through
+                latency = self._toxic("latency", up)
+                if latency is not None:
+                    due = arrived + latency.delay_s(self._rng)
+                    if due > loop.time():
+                        await asyncio.sleep(due - loop.time())
+                limit = self._toxic("limit_data", up)
+                if limit is not None:
+                    left = limit.bytes - link.counted(up)
+                    data = data[: max(0, left)]
+                paced_until = await self._deliver(writer, data, up, paced_until)
+                link.count(up, len(data))
+                if limit is not None and link.counted(up) >= limit.bytes:
+                    link.close()
+                    break
         except (OSError, asyncio.CancelledError):
             pass
         finally:
+            reading.cancel()
             with contextlib.suppress(OSError, RuntimeError):
                 writer.close()
             self._writers.discard(writer)
+            self._links.discard(link)
+
+    async def _deliver(
+        self, writer: asyncio.StreamWriter, data: bytes, up: bool, paced_until: float
+    ) -> float:
+        """Write ``data``; under a bandwidth toxic in slices paced at its rate. Returns the pacing clock."""
+        loop = asyncio.get_running_loop()
+        view = memoryview(data)
+        while view:
+            bandwidth = self._toxic("bandwidth", up)
+            size = len(view) if bandwidth is None else max(1, int(bandwidth.bytes_per_s * _PACE_SLICE_S))
+            piece, view = view[:size], view[size:]
+            if bandwidth is not None:
+                # an idle link (or the first slice) restarts the clock at now; a late wake-up on a
+                # loaded machine, up to _PACE_CATCH_UP_S behind, is caught up on, so the rate holds
+                if paced_until < loop.time() - _PACE_CATCH_UP_S:
+                    paced_until = loop.time()
+                if paced_until > loop.time():
+                    await asyncio.sleep(paced_until - loop.time())
+                paced_until += len(piece) / bandwidth.bytes_per_s
+            writer.write(piece)
+            await writer.drain()
+            if up:
+                self.stats.bytes_up += len(piece)
+            else:
+                self.stats.bytes_down += len(piece)
+        return paced_until
+
+
+class _Link:
+    """One proxied connection: its two writers, the bytes counted per direction for ``limit_data``
+    (since the toxic was added), and the pending timed actions of ``reset_peer`` / ``timeout``."""
+
+    def __init__(self, proxy: TcpProxy, client: asyncio.StreamWriter, upstream: asyncio.StreamWriter) -> None:
+        self.proxy = proxy
+        self.writers = (client, upstream)
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.sent = {True: 0, False: 0}
+
+    def count(self, up: bool, n: int) -> None:
+        self.sent[up] += n
+
+    def counted(self, up: bool) -> int:
+        return self.sent[up]
+
+    def arm(self, toxic: Toxic) -> None:
+        """Start what ``toxic`` does to this connection over time (reset, close, the data count)."""
+        loop = asyncio.get_running_loop()
+        if toxic.kind == "limit_data":
+            self.sent = {True: 0, False: 0}
+        elif toxic.kind == "reset_peer":
+            self.timers[toxic.kind] = loop.call_later(toxic.timeout / 1000.0, self.reset)
+        elif toxic.kind == "timeout" and toxic.timeout > 0:
+            self.timers[toxic.kind] = loop.call_later(toxic.timeout / 1000.0, self.close)
+
+    def disarm(self, kind: str) -> None:
+        timer = self.timers.pop(kind, None)
+        if timer is not None:
+            timer.cancel()
+
+    def close(self) -> None:
+        """Close both ends (FIN)."""
+        for w in self.writers:
+            with contextlib.suppress(OSError, RuntimeError):
+                w.close()
+
+    def reset(self) -> None:
+        """Reset both ends (RST: SO_LINGER 0, then abort), as toxiproxy's reset_peer does."""
+        for w in self.writers:
+            sock = w.get_extra_info("socket")
+            with contextlib.suppress(OSError, RuntimeError, AttributeError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            w.transport.abort()
 
 
 class ProxyHost:
@@ -241,6 +396,27 @@ class ProxyHost:
                 p.restore()
 
         self._call(restore_all())
+
+    def add_toxic(self, name: str, toxic: Toxic) -> None:
+        """Put ``toxic`` on the proxies :meth:`named` ``name``; returns once it is on every one of them
+        (it acts on the next chunk each connection delivers)."""
+        proxies = self.named(name)
+
+        async def add_all() -> None:
+            for p in proxies:
+                p.add_toxic(toxic)
+
+        self._call(add_all())
+
+    def remove_toxic(self, name: str, kind: str) -> None:
+        """Take the toxic of ``kind`` off the proxies :meth:`named` ``name``; returns once it is off."""
+        proxies = self.named(name)
+
+        async def remove_all() -> None:
+            for p in proxies:
+                p.remove_toxic(kind)
+
+        self._call(remove_all())
 
     def close(self) -> None:
         if self._closed:

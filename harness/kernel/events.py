@@ -104,6 +104,15 @@ window are its rebalance rounds. With a third-party broker (``cluster.broker = "
 ``group_request`` and ``broker_request`` events come from the harness's Kafka tap in front of it
 (``source`` ``tap``, ``role`` broker, ``observed`` ``"tap"``): the same requests, counted on the wire.
 
+Issue 17 (nemesis vocabulary): a degraded-network step (``latency``, ``bandwidth``, ``reset_peer``,
+``slow_close``, ``timeout``, ``limit_data``: a trigger; ``remove_toxic``: its end) carries ``toxic``
+(object: ``kind``, ``stream`` and the toxic's attributes in toxiproxy's names and units) besides
+``targets`` / ``target`` as a cut does; its ``complete`` is written once the toxic is on every target's
+proxy. ``restart_zk`` (a trigger) carries ``server`` (0-based index) and ``value`` (the downtime); its
+``complete``, once the server serves again, ``restarted_s`` (stop to serving). ``cut_broker_zk`` (a
+trigger) and ``heal_broker_zk`` carry ``broker_id``. A run with a ``[[nemesis]] kind = "random"`` schedule
+writes the drawn actions into ``manifest.json`` (``drawn_timeline``); their steps are ordinary steps.
+
 This module is pure data: it imports nothing of ours, so the systems under test may use it.
 """
 
@@ -218,6 +227,18 @@ ACTIONS = (
     "resume_coordinator",
     "cut_coordinator",
     "heal_coordinator",
+    # issue 17: degraded networks on members' proxies (toxiproxy's toxic names; ``toxic`` field) and their end
+    "latency",
+    "bandwidth",
+    "reset_peer",
+    "slow_close",
+    "timeout",
+    "limit_data",
+    "remove_toxic",
+    # issue 17: a ZooKeeper server restarted (``server``), a broker cut from ZooKeeper (``broker_id``) and healed
+    "restart_zk",
+    "cut_broker_zk",
+    "heal_broker_zk",
 )
 #: The coordinator-side faults (triggers) and the steps that end them (issue 14).
 COORDINATOR_FAULT_ACTIONS = ("kill_coordinator", "pause_coordinator", "cut_coordinator")

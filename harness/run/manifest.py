@@ -3,6 +3,11 @@
 ``manifest.json`` holds the scenario (as validated), the case parameters, repetitions and seed, the
 versions of herdlab, kafka-python, kazoo, kio, pyspark and ZooKeeper, the git commit of the checkout
 (if any), and the machine (platform, CPUs, memory, Python and Java versions).
+
+Issue 17: ``drawn_timeline`` lists the timeline entries a ``[[nemesis]] kind = "random"`` schedule drew
+(empty without one), and ``replay_scenario`` is the scenario as run, its random schedules drawn and
+merged into the timeline (:func:`harness.scenario.random_nemesis.replay_data`): :func:`replay_scenario`
+reads it back and ``herdlab run --replay RUN_DIR`` runs it again, the same steps on the same members.
 """
 
 from __future__ import annotations
@@ -13,12 +18,12 @@ import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psutil
 
 from harness.cluster.java import java_executable, java_version, zookeeper_classpath, zookeeper_version
-from harness.kernel.errors import HerdlabError
+from harness.kernel.errors import ConfigError, HerdlabError
 
 
 def _version(dist: str) -> str | None:
@@ -85,3 +90,22 @@ def write_manifest(path: str | os.PathLike[str], **fields: Any) -> dict[str, Any
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
     return manifest
+
+
+def replay_scenario(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``replay_scenario`` of ``run_dir``'s ``manifest.json`` (see the module docstring); a
+    :class:`~harness.kernel.errors.ConfigError` when there is no manifest or it has none (a run from
+    before issue 17)."""
+    path = Path(run_dir) / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except OSError:
+        raise ConfigError(f"--replay {run_dir}: no manifest.json there (give a run directory)") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"--replay {run_dir}: manifest.json is not JSON ({e})") from None
+    data = manifest.get("replay_scenario")
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"--replay {run_dir}: manifest.json has no replay_scenario (a run from before issue 17)"
+        )
+    return cast(dict[str, Any], data)

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.scenario.model import (
     AddPartitions,
     Crash,
     Cut,
+    CutBrokerZk,
     CutCoordinator,
     Expire,
     Join,
@@ -42,11 +44,13 @@ from harness.scenario.model import (
     PauseCoordinator,
     PauseZkLeader,
     RestartBroker,
+    RestartZk,
     Rollback,
     RollingRestart,
     Scenario,
     SetProperty,
     Switch,
+    ToxicAction,
     property_string,
 )
 
@@ -76,6 +80,14 @@ class Step:
     string value) pairs the started legacy members get on top of the scenario's; empty = none),
     ``migration`` (set_property, switch or rollback), ``migration_step`` (1-based) and, for a switch
     or rollback, its ``mode``.
+
+    Issue 17: a degraded network is a trigger step named after its toxic (``latency``, ``bandwidth``,
+    ``reset_peer``, ``slow_close``, ``timeout``, ``limit_data``) on the chosen members' proxies to
+    ``target`` (members chosen as for a cut) and, ``duration`` later, a ``remove_toxic`` step (not a
+    trigger); both carry ``extra`` ``toxic`` (kind, stream and attributes). ``restart_zk`` is one
+    trigger step (``value``: the downtime; ``extra`` ``server``: the index, a ``random`` one drawn
+    here from the seed); ``cut_broker_zk`` a trigger and ``duration`` later ``heal_broker_zk`` (``extra``
+    ``broker_id``).
     """
 
     at: float
@@ -89,6 +101,8 @@ class Step:
     migration: str | None = None
     migration_step: int | None = None
     mode: str | None = None  # a switch's or rollback's mode (all_at_once | rolling)
+    # issue 17: fields both events of the step's pair carry (``toxic``, ``server``, ``broker_id``)
+    extra: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass
@@ -249,6 +263,33 @@ def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan
         elif isinstance(action, CutCoordinator):
             plan.steps.append(Step(at, "cut_coordinator", value=action.duration))
             plan.steps.append(Step(at + action.duration, "heal_coordinator", trigger=False))
+        elif isinstance(action, ToxicAction):
+            names = choose(action.count, action.select, at)
+            plan.isolated.update(names)
+            for n in names:
+                plan.proxied.setdefault(n, set()).add(action.target)
+            toxic = (("toxic", action.toxic_attributes()),)
+            plan.steps.append(
+                Step(at, action.action, names, target=action.target, value=action.duration, extra=toxic)
+            )
+            plan.steps.append(
+                Step(
+                    at + action.duration,
+                    "remove_toxic",
+                    names,
+                    target=action.target,
+                    trigger=False,
+                    extra=toxic,
+                )
+            )
+        elif isinstance(action, RestartZk):
+            servers = scenario.zookeeper.servers
+            server = rng.randrange(servers) if action.server == "random" else action.server
+            plan.steps.append(Step(at, "restart_zk", value=action.downtime, extra=(("server", server),)))
+        elif isinstance(action, CutBrokerZk):
+            broker = (("broker_id", action.broker),)
+            plan.steps.append(Step(at, "cut_broker_zk", value=action.duration, extra=broker))
+            plan.steps.append(Step(at + action.duration, "heal_broker_zk", trigger=False, extra=broker))
         elif isinstance(action, SetProperty):
             migrations += 1
             going = of_kind(LEGACY)

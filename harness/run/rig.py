@@ -162,7 +162,7 @@ class UnitRig:
             if broker == "herdlab"
             else ()
         )
-        cut_brokers = any(a.action == "cut_coordinator" for a in s.scenario.timeline)
+        cut_brokers = any(a.action in ("cut_coordinator", "cut_broker_zk") for a in s.scenario.timeline)
         self.cluster = make_cluster(
             ClusterSpec(
                 backend=s.backend,

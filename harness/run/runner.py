@@ -65,6 +65,8 @@ from harness.run.snapshots import OffsetsSnapshots
 from harness.run.tail import GroupWatch
 from harness.scenario.loading import Case, expand
 from harness.scenario.model import Scenario
+from harness.scenario.random_nemesis import replay_data
+from harness.scenario.random_nemesis import resolve as resolve_random
 
 __all__ = [
     "RunOptions",
@@ -388,7 +390,9 @@ def planned_cases(scenario: Scenario) -> list[Case]:
     """The scenario's matrix cases, each checked by planning it: a plan that cannot be made (a switch with
     no legacy member present, a rollback with nothing to roll back, too many members asked for) or whose
     triggers the analysis could not measure apart is a :class:`ConfigError` naming the case. Used before
-    anything starts (``run``) and by ``herdlab scenarios check``."""
+    anything starts (``run``) and by ``herdlab scenarios check``. A random schedule (``[[nemesis]]``) is
+    drawn first (:func:`harness.scenario.random_nemesis.resolve`)."""
+    scenario = resolve_random(scenario)[0]
     cases = expand(scenario)
     for case in cases:
         try:
@@ -418,6 +422,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         raise ConfigError(f"cluster brokers > 1 needs --backend local (not {options.backend}) for now")
     if options.backend == "containers":
         preflight(options.containers)
+    scenario, drawn = resolve_random(scenario)  # issue 17: random schedules drawn into the timeline
     cases = planned_cases(scenario)
     impls: list[str] = list(scenario.implementations)
     if options.backend == "containers" and options.containers.kafka_image and "coordinator" in impls:
@@ -479,5 +484,8 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
             # CPU of the harness process itself (not its children): it must not starve the members.
             harness_cpu_s=round(_cpu_since(cpu0), 2),
             wall_s=round(time.monotonic() - wall0, 2),
+            # issue 17: what a random schedule drew, and what `herdlab run --replay` runs again
+            drawn_timeline=drawn,
+            replay_scenario=replay_data(scenario),
         )
     return result

@@ -389,6 +389,174 @@ class CutCoordinator(_Action):
 #: The coordinator-side faults of the timeline (each is one trigger and, later, the step that ends it).
 COORDINATOR_FAULTS = ("kill_coordinator", "pause_coordinator", "cut_coordinator")
 
+# -- issue 17: degraded networks (toxiproxy's toxics), ZooKeeper restarts, broker-ZooKeeper cuts --------
+Stream = Literal["upstream", "downstream", "both"]
+
+
+class ToxicAction(_Action):
+    """A degraded network on chosen members' proxies to ``target`` for ``duration`` (as ``cut`` picks
+    them), named and parametrised as toxiproxy's toxic of the same name (:mod:`harness.faults.toxics`)."""
+
+    count: int = Field(default=1, ge=1)
+    select: Select = "random"
+    target: Literal["zookeeper", "broker"] = Field(description="which of the member's links is degraded")
+    duration: Duration
+    stream: Stream = Field(
+        default="downstream", description="upstream: member -> server; downstream: server -> member"
+    )
+
+    def toxic_attributes(self) -> dict[str, int | str]:
+        """The toxic's kind, stream and attributes (:class:`harness.faults.toxics.Toxic`'s fields)."""
+        own = {k: getattr(self, k) for k in type(self).model_fields if k in _TOXIC_FIELDS}
+        return {"kind": self.action, "stream": self.stream, **own}  # type: ignore[attr-defined]
+
+
+_TOXIC_FIELDS = ("latency", "jitter", "rate", "timeout", "delay", "bytes")
+
+
+class Latency(ToxicAction):
+    action: Literal["latency"]
+    latency: int = Field(default=100, ge=0, description="ms added to each chunk")
+    jitter: int = Field(default=0, ge=0, description="ms: the delay varies uniformly by up to this much")
+
+    @model_validator(mode="after")
+    def _jitter_within_latency(self) -> Latency:
+        if self.jitter > self.latency:
+            raise ValueError("latency: jitter cannot exceed latency")
+        return self
+
+
+class Bandwidth(ToxicAction):
+    action: Literal["bandwidth"]
+    rate: int = Field(default=100, ge=1, description="KB/s (1 KB = 1000 bytes)")
+
+
+class ResetPeer(ToxicAction):
+    action: Literal["reset_peer"]
+    timeout: int = Field(default=0, ge=0, description="ms after which each connection is reset (RST)")
+
+
+class SlowClose(ToxicAction):
+    action: Literal["slow_close"]
+    delay: int = Field(default=1000, ge=0, description="ms by which an end-of-stream is delayed")
+
+
+class Timeout(ToxicAction):
+    action: Literal["timeout"]
+    timeout: int = Field(default=0, ge=0, description="ms after which each connection is closed (0: never)")
+
+
+class LimitData(ToxicAction):
+    action: Literal["limit_data"]
+    bytes: int = Field(default=0, ge=0, description="bytes through a connection before it is closed")
+
+
+#: The degraded-network actions of the timeline (toxiproxy's toxic names).
+TOXIC_ACTIONS = ("latency", "bandwidth", "reset_peer", "slow_close", "timeout", "limit_data")
+
+
+class RestartZk(_Action):
+    """Stop a ZooKeeper server process, keep it down ``downtime``, start it again on the same data
+    directory and ports (local backend). ``server``: its 0-based index in the ensemble, or ``random``
+    (drawn from the scenario's seed); with one server, that one."""
+
+    action: Literal["restart_zk"]
+    server: int | Literal["random"] = Field(default="random", description="0-based server index, or random")
+    downtime: Duration = Field(default=1.0, description="how long the server stays down")
+
+    @model_validator(mode="after")
+    def _server_index(self) -> RestartZk:
+        if isinstance(self.server, int) and self.server < 0:
+            raise ValueError("restart_zk: server must be a 0-based index or 'random'")
+        return self
+
+
+class CutBrokerZk(_Action):
+    """Cut broker ``broker`` (0-based id) from every ZooKeeper server for ``duration`` (its own ZooKeeper
+    session goes through proxies that blackhole and drop its connections), then heal the cut."""
+
+    action: Literal["cut_broker_zk"]
+    broker: int = Field(default=0, ge=0, description="the broker's id (0-based index)")
+    duration: Duration
+
+
+#: Actions a ``[[nemesis]] kind = "random"`` schedule may draw (each with count 1, select random).
+RANDOM_ACTIONS = (
+    "join",
+    "leave",
+    "crash",
+    "pause",
+    "cut",
+    "expire",
+    *TOXIC_ACTIONS,
+    "restart_broker",
+    "restart_zk",
+    "cut_broker_zk",
+    "kill_zk_leader",
+    "pause_zk_leader",
+    "kill_coordinator",
+    "pause_coordinator",
+    "cut_coordinator",
+)
+RandomAction = Literal[
+    "join",
+    "leave",
+    "crash",
+    "pause",
+    "cut",
+    "expire",
+    "latency",
+    "bandwidth",
+    "reset_peer",
+    "slow_close",
+    "timeout",
+    "limit_data",
+    "restart_broker",
+    "restart_zk",
+    "cut_broker_zk",
+    "kill_zk_leader",
+    "pause_zk_leader",
+    "kill_coordinator",
+    "pause_coordinator",
+    "cut_coordinator",
+]
+
+
+class RandomNemesis(Strict):
+    """A seeded random fault schedule (``[[nemesis]] kind = "random"``), drawn into concrete timeline
+    actions before the run (:func:`harness.scenario.random_nemesis.draw`) and merged with the timeline."""
+
+    kind: Literal["random"]
+    actions: list[RandomAction] = Field(min_length=1, description="the actions drawn from, uniformly")
+    rate: float = Field(gt=0, description="mean faults per minute while none is on")
+    seed: int | None = Field(default=None, description="the draw's seed; unset: the scenario's seed")
+    duration: list[Duration] = Field(
+        default=[2.0, 10.0],
+        min_length=2,
+        max_length=2,
+        description="[min, max] of each fault's duration or downtime, drawn uniformly",
+    )
+    start: Duration = Field(default=0.0, description="no fault before this time")
+    stop: Duration = Field(description="no fault starts at or after this time")
+    targets: list[Literal["zookeeper", "broker"]] = Field(
+        default=["zookeeper", "broker"], min_length=1, description="what a drawn cut or toxic hits, drawn"
+    )
+    params: dict[str, dict[str, PropertyValue]] = Field(
+        default_factory=dict[str, dict[str, PropertyValue]],
+        description="action -> fixed keys of every drawn action of it (e.g. latency = {latency = 300})",
+    )
+
+    @model_validator(mode="after")
+    def _bounds(self) -> RandomNemesis:
+        if self.duration[0] > self.duration[1]:
+            raise ValueError("nemesis.duration: [min, max] with min <= max")
+        if self.stop <= self.start:
+            raise ValueError("nemesis.stop must be after nemesis.start")
+        unknown = sorted(set(self.params) - set(self.actions))
+        if unknown:
+            raise ValueError(f"nemesis.params names actions not in nemesis.actions: {', '.join(unknown)}")
+        return self
+
 
 class ZooKeeper(Strict):
     """The ``[zookeeper]`` table: how many ZooKeeper servers the cluster runs (local backend)."""
@@ -495,6 +663,14 @@ Action = Annotated[
     | KillCoordinator
     | PauseCoordinator
     | CutCoordinator
+    | Latency
+    | Bandwidth
+    | ResetPeer
+    | SlowClose
+    | Timeout
+    | LimitData
+    | RestartZk
+    | CutBrokerZk
     | SetProperty
     | Switch
     | Rollback,
@@ -551,6 +727,51 @@ def _check_coordinator_faults(timeline: list[Action], brokers: int) -> None:
             )
 
 
+def _check_network_faults(s: Scenario) -> None:
+    """Issue 17's faults: a ``restart_zk`` server and a ``cut_broker_zk`` broker that exist, a ZooKeeper
+    restart never while another ZooKeeper fault is on (one server out at a time), one broker-ZooKeeper
+    cut at a time and never during a ``cut_coordinator``, and both only with herdlab's broker (they need
+    the local backend's processes and proxies). ValueError naming the action."""
+    restarts = [a for a in s.timeline if isinstance(a, RestartZk)]
+    for a in restarts:
+        if (
+            isinstance(a.server, int)
+            and a.server >= s.zookeeper.servers
+            and "zookeeper.servers" not in s.matrix
+        ):
+            raise ValueError(
+                f"restart_zk at {a.at:g}s: server {a.server} does not exist (zookeeper.servers = {s.zookeeper.servers})"
+            )
+    zk_out = sorted(
+        [(a.at, a.at + a.downtime, a.action) for a in restarts]
+        + [(a.at, _fault_end(a), a.action) for a in s.timeline if isinstance(a, KillZkLeader | PauseZkLeader)]
+    )
+    cuts = [a for a in s.timeline if isinstance(a, CutBrokerZk)]
+    for a in cuts:
+        if a.broker >= s.cluster.brokers and "cluster.brokers" not in s.matrix:
+            raise ValueError(
+                f"cut_broker_zk at {a.at:g}s: broker {a.broker} does not exist (cluster.brokers = {s.cluster.brokers})"
+            )
+    broker_cuts = sorted(
+        [(a.at, a.at + a.duration, a.action) for a in cuts]
+        + [(a.at, a.at + a.duration, a.action) for a in s.timeline if isinstance(a, CutCoordinator)]
+    )
+    for faults, what in (
+        (zk_out, "one ZooKeeper server may be out at a time"),
+        (broker_cuts, "one broker cut at a time"),
+    ):
+        for (a_at, a_end, a_name), (b_at, _, b_name) in zip(faults, faults[1:], strict=False):
+            ours = {a_name, b_name} & {"restart_zk", "cut_broker_zk"}  # the older pairs are checked above
+            if b_at < a_end and ours:
+                raise ValueError(
+                    f"{b_name} at {b_at:g}s starts before the {a_name} at {a_at:g}s ended ({a_end:g}s): {what}"
+                )
+    if (restarts or cuts) and s.cluster.broker != "herdlab":
+        raise ValueError(
+            f"timeline actions restart_zk and cut_broker_zk need cluster.broker = 'herdlab' (not {s.cluster.broker!r})"
+        )
+
+
 class Scenario(Strict):
     """One scenario file."""
 
@@ -574,6 +795,10 @@ class Scenario(Strict):
         default_factory=dict, description="dotted key -> values; the run covers every combination"
     )
     migration: Migration = Migration()
+    nemesis: list[RandomNemesis] = Field(
+        default_factory=list[RandomNemesis],
+        description="seeded random fault schedules, drawn into the timeline before the run",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -587,6 +812,7 @@ class Scenario(Strict):
         brokers = 2 if "cluster.brokers" in self.matrix else self.cluster.brokers
         _check_coordinator_faults(self.timeline, brokers)
         self._check_broker()
+        _check_network_faults(self)
         migrations = sorted({a.action for a in self.timeline if a.action in MIGRATION_ACTIONS})
         if migrations and self.implementations != ["legacy_zk"]:
             raise ValueError(
