@@ -121,6 +121,12 @@ class ProgressView:
 @click.option(
     "--no-report", is_flag=True, help="Skip the analysis and reports (render later with `herdlab report`)."
 )
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write JUnit XML here: one test case per unit (failed unit, trigger never settled, lost records: failure).",
+)
 def run(
     scenario: str,
     overrides: tuple[str, ...],
@@ -133,6 +139,7 @@ def run(
     members_in_containers: bool = False,
     kafka_image: str | None = None,
     image_prefix: str | None = None,
+    junit: Path | None = None,
 ) -> None:
     """Run SCENARIO (a built-in name or a TOML file) against each implementation it names.
 
@@ -155,6 +162,7 @@ def run(
         members_in_containers=members_in_containers,
         kafka_image=kafka_image,
         image_prefix=image_prefix,
+        junit=junit,
     )
 
 
@@ -170,6 +178,7 @@ def execute(
     members_in_containers: bool = False,
     kafka_image: str | None = None,
     image_prefix: str | None = None,
+    junit: Path | None = None,
 ) -> Path:
     """Run a scenario with live progress, then analyse and report it (see ``herdlab run``)."""
     from harness.cli.report import publish
@@ -205,6 +214,10 @@ def execute(
         invalid = publish(result.run_dir, spark_master=spark_master)
     else:
         console.print(f"no report: render it with `herdlab report {result.run_dir}`")
+    if junit is not None:
+        from harness.report.junit import write_run_junit
+
+        console.print(f"JUnit XML: {write_run_junit(junit, result.run_dir, result.units)}", highlight=False)
     if failed or invalid:
         raise SystemExit(1)
     return result.run_dir
