@@ -130,7 +130,7 @@ def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the verdict and every check as JSON on stdout (only that)."
 )
-@click.option("--all", "show_all", is_flag=True, help="List every compared metric, not only regressions.")
+@click.option("--all", "show_all", is_flag=True, help="List every check, not only regressions and improvements.")
 def compare(
     baseline: str,
     current: Path,
@@ -177,7 +177,7 @@ def compare(
     if as_json:
         click.echo(json.dumps(to_json(result), indent=1))
     else:
-        rows = result.changes if show_all else [c for c in result.changes if c.verdict != "pass"]
+        rows = result.changes if show_all else [c for c in result.changes if c.verdict in SHOWN]
         if rows:
             t = Table(title=f"{'comparison' if show_all else 'findings'}: {current} against {baseline}")
             t.add_column("", justify="left")
@@ -226,7 +226,7 @@ def _print_verdict(result: Comparison, stat: str | None, tolerance: float) -> No
     elif result.inconclusive:
         console.print(
             f"[yellow]inconclusive[/yellow]: no regression among {n} checks, but "
-            f"{len(result.inconclusive)} inconclusive (too few repetitions); {how}",
+            f"{len(result.inconclusive)} inconclusive (too few repetitions; --all lists them); {how}",
             highlight=False,
         )
     else:
@@ -235,6 +235,8 @@ def _print_verdict(result: Comparison, stat: str | None, tolerance: float) -> No
         console.print(f"no regression among {n} checks{extra}; {how}", highlight=False)
 
 
+#: Verdicts listed without --all (inconclusive checks are counted in the closing line).
+SHOWN = ("regression", "improvement")
 VERDICT_LABELS = {
     "regression": "[bold red]REGRESSION[/bold red]",
     "inconclusive": "[yellow]INCONCLUSIVE[/yellow]",
