@@ -130,7 +130,9 @@ def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the verdict and every check as JSON on stdout (only that)."
 )
-@click.option("--all", "show_all", is_flag=True, help="List every check, not only regressions and improvements.")
+@click.option(
+    "--all", "show_all", is_flag=True, help="List every check, not only regressions and improvements."
+)
 def compare(
     baseline: str,
     current: Path,
