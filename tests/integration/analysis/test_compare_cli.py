@@ -125,8 +125,6 @@ def test_a_named_baseline_in_its_own_process(tmp_path: Path) -> None:
     cur = _write(tmp_path / "cur", _six(2.0, 2.1, 2.2, 2.3, 2.4, 2.5))
     saved = _herdlab("baseline", "save", "main", str(base), *env_store)
     assert saved.returncode == 0, saved.stdout + saved.stderr
-    same = _herdlab("compare", "main", str(base), *env_store)
-    assert same.returncode == 0, same.stdout + same.stderr
     worse = _herdlab("compare", "main", str(cur), "--json", *env_store)
     assert worse.returncode == 1, worse.stderr
     doc = json.loads(worse.stdout)
@@ -137,5 +135,3 @@ def test_a_named_baseline_in_its_own_process(tmp_path: Path) -> None:
         f"herdlab: error: 'nope' is neither a run directory, a metrics.json nor a baseline in {store} "
         "(see `herdlab baseline list`)"
     ]
-    bad = _herdlab("baseline", "save", "a/b", str(base), *env_store)
-    assert bad.returncode == 2 and "no slashes" in bad.stderr
