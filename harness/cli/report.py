@@ -5,9 +5,11 @@
   then prints the verdict, the summary table, the alerts and the paths. ``--from-metrics``
   re-renders from an existing ``metrics.json`` without Spark. Exits 1 when the run is invalid:
   records lost, a tail not drained, a unit failed, or the run was interrupted.
-* ``compare`` checks CURRENT against BASELINE (run directories with ``metrics.json``, or the files
-  themselves) and exits 1 on any regression (see :mod:`harness.report.compare`), each with its own
-  message; ``--junit FILE`` writes the comparison as JUnit XML for CI.
+* ``compare`` checks CURRENT against BASELINE (a baseline name of the store, run directories with
+  ``metrics.json``, or the files themselves) by a Mann-Whitney U test of the repetitions (see
+  :mod:`harness.report.compare`) and exits 0 on a pass, 1 on any regression, 3 when inconclusive
+  (2 on usage errors); ``--junit FILE`` writes the comparison as JUnit XML for CI, ``--json`` prints
+  it as JSON on stdout (nothing else on stdout).
 
 Both are click commands named ``report`` and ``compare`` (registered by :mod:`harness.cli`).
 """
@@ -16,11 +18,14 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from harness.report.compare import Comparison
 
 console = Console()
 if not console.is_terminal:
@@ -109,14 +114,14 @@ def publish_metrics(
 
 
 @click.command("compare")
-@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("baseline")
 @click.argument("current", type=click.Path(path_type=Path))
 @click.option(
     "--tolerance",
     "tolerances",
     multiple=True,
     metavar="FRACTION|METRIC=FRACTION",
-    help="Allowed relative increase (default 0.1 = 10%); METRIC=FRACTION for one metric, e.g. latency_s=0.25. Repeatable.",
+    help="Allowed relative change of the median (default 0.1 = 10%); METRIC=FRACTION for one metric, e.g. latency_s=0.25. Repeatable.",
 )
 @click.option(
     "--abs-tolerance",
@@ -125,61 +130,153 @@ def publish_metrics(
     help="Absolute slack on top of the relative tolerance (default: 0.05 s for times, 0 for counts).",
 )
 @click.option(
+    "--alpha",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="Significance level of the two-sided Mann-Whitney U test of the repetitions.",
+)
+@click.option(
+    "--min-repetitions",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Fewer repetitions than this on either side make a metric inconclusive (exit 3), never a pass.",
+)
+@click.option(
     "--stat",
     type=click.Choice(["p50", "p95", "p99", "max", "mean"]),
-    default="p50",
-    show_default=True,
-    help="Which statistic over repetitions to compare (a mean with a never in its sample reads never).",
+    default=None,
+    help="Instead of the test: compare this one statistic over repetitions (the check before issue 17; "
+    "a mean with a never in its sample reads never). Below --min-repetitions a pass is still inconclusive.",
+)
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Baseline store for BASELINE given as a name (default: $HERDLAB_BASELINES, else reports/baselines).",
 )
 @click.option(
     "--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write JUnit XML here."
 )
-@click.option("--all", "show_all", is_flag=True, help="List every compared metric, not only regressions.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the verdict and every check as JSON on stdout (only that)."
+)
+@click.option(
+    "--all", "show_all", is_flag=True, help="List every check, not only regressions and improvements."
+)
 def compare(
-    baseline: Path,
+    baseline: str,
     current: Path,
     tolerances: tuple[str, ...],
     abs_tolerance: float | None,
-    stat: str,
+    alpha: float,
+    min_repetitions: int,
+    stat: str | None,
+    store: Path | None,
     junit: Path | None,
+    as_json: bool,
     show_all: bool,
 ) -> None:
-    """Compare CURRENT against BASELINE; exit 1 on a regression.
+    """Compare CURRENT against BASELINE; exit 0 pass, 1 regression, 3 inconclusive.
 
-    Each is a run directory holding metrics.json (write it with `herdlab report`) or a
-    metrics.json file. Lower is better for every compared metric. Whatever the tolerance, these
-    are regressions too: more repetitions that never settled, a failed or missing unit, fewer
-    repetitions than the baseline, any lost record or undrained tail in CURRENT, and (with
-    --stat mean) a mean that had to leave a never out.
+    BASELINE is a baseline name (`herdlab baseline save`), a run directory holding metrics.json
+    (write it with `herdlab report`) or a metrics.json file; CURRENT a run directory or a
+    metrics.json file. Per implementation, case, trigger and metric (lower is better for every
+    compared one) the repetitions are compared by a two-sided Mann-Whitney U test: a regression
+    when p < --alpha and the median rose beyond the tolerance, an improvement when p < --alpha and
+    it fell beyond it; fewer than --min-repetitions on either side is inconclusive. A repetition
+    that never settled counts as +infinity. Whatever the statistics, these are regressions too:
+    more repetitions that never settled, a failed or missing unit, fewer repetitions than the
+    baseline, any lost record or undrained tail in CURRENT.
     """
+    import json
+
     from harness.report import load_metrics
     from harness.report.compare import compare as run_compare
-    from harness.report.compare import junit_xml, parse_tolerances
+    from harness.report.compare import junit_xml, parse_tolerances, to_json
 
     default, per = parse_tolerances(tolerances)
-    result = run_compare(load_metrics(baseline), load_metrics(current), default, per, stat, abs_tolerance)
-    rows = result.changes if show_all else result.regressions
-    if rows:
-        t = Table(title=f"{'comparison' if show_all else 'regressions'}: {current} against {baseline}")
-        t.add_column("", justify="left")
-        t.add_column("what moved", justify="left")
-        for c in rows:
-            t.add_row("[bold red]REGRESSION[/bold red]" if c.regressed else "ok", c.message)
-        console.print(t)
+    result = run_compare(
+        _load_baseline(baseline, store),
+        load_metrics(current),
+        default,
+        per,
+        stat,
+        abs_tolerance,
+        alpha=alpha,
+        min_repetitions=min_repetitions,
+    )
+    out = Console(stderr=True) if as_json else console
+    if as_json:
+        click.echo(json.dumps(to_json(result), indent=1))
+    else:
+        rows = result.changes if show_all else [c for c in result.changes if c.verdict in SHOWN]
+        if rows:
+            t = Table(title=f"{'comparison' if show_all else 'findings'}: {current} against {baseline}")
+            t.add_column("", justify="left")
+            t.add_column("what moved", justify="left")
+            for c in rows:
+                t.add_row(VERDICT_LABELS.get(c.verdict, c.verdict), c.message)
+            console.print(t)
     if junit is not None:
-        console.print(f"JUnit XML: {junit_xml(result, junit)}", highlight=False)
+        out.print(f"JUnit XML: {junit_xml(result, junit)}", highlight=False)
+    if not as_json:
+        _print_verdict(result, stat, default)
+    if result.exit_code:
+        raise SystemExit(result.exit_code)
+
+
+def _load_baseline(arg: str, store: Path | None) -> dict[str, Any]:
+    """BASELINE as a path when it exists, else as a baseline name of the store."""
+    from harness.report import load_metrics
+    from harness.report.baseline import exists, metrics_path, store_dir
+
+    p = Path(arg)
+    if p.exists() or "/" in arg or "\\" in arg:
+        return load_metrics(p)
+    if exists(arg, store):
+        return load_metrics(metrics_path(arg, store))
+    from harness.kernel.errors import ConfigError
+
+    raise ConfigError(
+        f"{arg!r} is neither a run directory, a metrics.json nor a baseline in {store_dir(store)} "
+        "(see `herdlab baseline list`)"
+    )
+
+
+def _print_verdict(result: Comparison, stat: str | None, tolerance: float) -> None:
+    """The closing line: the verdict, the counts and the test used."""
     n, k = len(result.changes), len(result.regressions)
+    how = f"{result.test}, alpha {result.alpha:g}" if stat is None else result.test
+    how += f", tolerance {tolerance:g}, at least {result.min_repetitions} repetitions"
     if k:
         kinds = Counter(c.kind for c in result.regressions)
         what = ", ".join(f"{v} {KIND_LABELS.get(kind, kind)}" for kind, v in kinds.items())
         console.print(
-            f"[bold red]{k} regression{'s' if k != 1 else ''}[/bold red] among {n} checks ({what})",
+            f"[bold red]{k} regression{'s' if k != 1 else ''}[/bold red] among {n} checks ({what}); {how}",
             highlight=False,
         )
-        raise SystemExit(1)
-    console.print(f"no regression among {n} checks ({stat}, tolerance {default:g})", highlight=False)
+    elif result.inconclusive:
+        console.print(
+            f"[yellow]inconclusive[/yellow]: no regression among {n} checks, but "
+            f"{len(result.inconclusive)} inconclusive (too few repetitions; --all lists them); {how}",
+            highlight=False,
+        )
+    else:
+        better = len(result.improvements)
+        extra = f", {better} improved" if better else ""
+        console.print(f"no regression among {n} checks{extra}; {how}", highlight=False)
 
 
+#: Verdicts listed without --all (inconclusive checks are counted in the closing line).
+SHOWN = ("regression", "improvement")
+VERDICT_LABELS = {
+    "regression": "[bold red]REGRESSION[/bold red]",
+    "inconclusive": "[yellow]INCONCLUSIVE[/yellow]",
+    "improvement": "[green]IMPROVED[/green]",
+    "pass": "ok",
+}
 KIND_LABELS = {
     "stat": "statistics",
     "missing": "missing metrics",

@@ -140,6 +140,12 @@ class ProgressView:
     help="At the end print the run directory, the verdict and each unit's outcome as JSON on stdout; "
     "progress and tables go to stderr.",
 )
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write JUnit XML here: one test case per unit (failed unit, trigger never settled, lost records: failure).",
+)
 def run(
     scenario: str | None,
     overrides: tuple[str, ...],
@@ -154,6 +160,7 @@ def run(
     image_prefix: str | None = None,
     as_json: bool = False,
     replay: Path | None = None,
+    junit: Path | None = None,
 ) -> None:
     """Run SCENARIO (a built-in name or a TOML file) against each implementation it names.
 
@@ -184,6 +191,7 @@ def run(
             kafka_image=kafka_image,
             image_prefix=image_prefix,
             as_json=as_json,
+            junit=junit,
         )
 
 
@@ -227,6 +235,7 @@ def execute(
     kafka_image: str | None = None,
     image_prefix: str | None = None,
     as_json: bool = False,
+    junit: Path | None = None,
 ) -> Path:
     """Run a scenario with live progress, then analyse and report it (see ``herdlab run``); with
     ``as_json`` everything printed goes to stderr and the run's JSON document to stdout at the end."""
@@ -245,6 +254,7 @@ def execute(
             members_in_containers=members_in_containers,
             kafka_image=kafka_image,
             image_prefix=image_prefix,
+            junit=junit,
         )
     if as_json:
         emit(outcome.document())
@@ -294,6 +304,7 @@ def _execute(
     members_in_containers: bool,
     kafka_image: str | None,
     image_prefix: str | None,
+    junit: Path | None = None,
 ) -> RunOutcome:
     from harness.cli.jsonout import verdict_summary
     from harness.cli.report import publish_metrics
@@ -335,6 +346,10 @@ def _execute(
         verdict = verdict_summary(metrics)
     else:
         console.print(f"no report: render it with `herdlab report {result.run_dir}`")
+    if junit is not None:
+        from harness.report.junit import write_run_junit
+
+        console.print(f"JUnit XML: {write_run_junit(junit, result.run_dir, result.units)}", highlight=False)
     return RunOutcome(
         run_id=result.run_id,
         run_dir=result.run_dir,

@@ -2,8 +2,12 @@
 
 Contract
 --------
-:func:`compare` returns every check it made as a :class:`Change`; each regression has its own
-``kind`` and message, and any regression makes ``herdlab compare`` exit 1:
+:func:`compare` returns every check it made as a :class:`Change` with a ``verdict``
+(``regression``, ``improvement``, ``pass`` or ``inconclusive``); :attr:`Comparison.verdict` is
+``regression`` if any check regressed, else ``inconclusive`` if any check was inconclusive, else
+``pass``, and ``herdlab compare`` exits 1, 3 or 0 accordingly (2 on usage and configuration errors).
+
+Hard checks (regressions whatever the statistics say, as before issue 17):
 
 * ``lost`` / ``not_drained``: any unit of CURRENT with a lost record (a skip) or an undrained tail,
   whatever the baseline says;
@@ -14,36 +18,63 @@ Contract
 * ``never``: per implementation, case and trigger, more repetitions that never settled (or had no
   effect) than in the baseline, whatever the statistics say: a latency statistic can stay finite
   while the never count rises;
-* ``stat``: per aggregate row (implementation, case, trigger key, metric) of every metric whose
-  :class:`~harness.analysis.definitions.Metric` says ``compare`` (lower is better for all), the chosen
-  statistic (``p50`` by default, via :func:`harness.analysis.stats.statistic`): ``current > baseline
-  * (1 + rel) + abs`` is a regression; ``rel`` is ``--tolerance`` (default 0.10, or per metric
-  ``latency_s=0.25``), ``abs`` the metric's own slack (0.05 s for times, 0 for counts) unless
-  ``--abs-tolerance`` says otherwise. A statistic that reads never is +infinity (finite -> never is a
-  regression, never -> finite an improvement); ``mean`` reads never when its row left any never
-  out, so ``--stat mean`` cannot hide a repetition that never settled;
-* ``missing``: an aggregate row of the baseline that CURRENT lacks.
+* ``missing``: a compared metric of the baseline that CURRENT lacks.
 
-Two runs of different scenarios or metrics formats, or without an aggregate row in common, are
-incompatible: :class:`~harness.kernel.errors.ConfigError`. :func:`junit_xml` writes the result as JUnit XML
-(one test case per check) for CI.
+The metric checks (``kind`` ``stat``), for every (implementation, case, trigger key, metric) whose
+:class:`~harness.analysis.definitions.Metric` says ``compare`` (lower is better for all); trigger
+metrics per trigger key, whole-unit metrics under the trigger ``unit`` as ``unit.NAME``:
+
+* **default: the repetitions, by a two-sided Mann-Whitney U test** (:data:`TEST`,
+  ``scipy.stats.mannwhitneyu``, ``alternative="two-sided"``) of CURRENT's per-repetition values
+  against BASELINE's, read from the units of ``metrics.json`` (:func:`samples`: the same sample the
+  aggregate rows describe, :func:`harness.analysis.aggregate.trigger_sample`; failed units and
+  skipped triggers left out; for latency metrics a repetition that never settled is +infinity, one
+  with no effect is left out). +infinity needs no stand-in: the U statistic depends only on ranks,
+  and +infinity ranks above every finite value (ties among nevers share their mean rank). A metric
+  **regressed** when p < ``alpha`` (default 0.05) AND the median of CURRENT exceeds the median of
+  BASELINE by more than the tolerance: ``median_c > median_b * (1 + rel) + abs``; it **improved**
+  when p < ``alpha`` AND ``median_c < median_b * (1 - rel) - abs`` (symmetric); a median that reads
+  never (+infinity) exceeds any finite one. ``rel`` is ``--tolerance`` (default 0.10, or per metric
+  ``latency_s=0.25``), ``abs`` the metric's own slack (0.05 s for times, 0 for counts) unless
+  ``--abs-tolerance`` says otherwise. With fewer than ``min_repetitions`` values (default 5) on
+  either side the check is **inconclusive**, never a pass (with 5 against 5 the smallest two-sided
+  p is 2/252 = 0.008; with 3 against 3 it is 0.1: no test at 0.05 could ever decide). Both samples
+  constant and equal (p undefined) is a pass.
+* ``--stat P`` (``stat=``): the single-statistic check of issue 10, kept for runs too short for a
+  test (one or two repetitions) and for scripts that used it: the chosen statistic of the aggregate
+  row (via :func:`harness.analysis.stats.statistic`) against ``baseline * (1 + rel) + abs``; a
+  statistic that reads never is +infinity (finite -> never is a regression); ``mean`` reads never
+  when its row left any never out. Why kept rather than removed: removing it would break existing
+  CI scripts for no gain, and the rule that matters is kept in both modes: **below
+  ``min_repetitions`` a metric that did not regress is inconclusive, never a pass**, so the single
+  statistic can still flag a regression but can no longer certify a pass from three repetitions.
+
+Two runs of different scenarios or metrics formats, or without a metric in common, are
+incompatible: :class:`~harness.kernel.errors.ConfigError`. :func:`junit_xml` writes the result as
+JUnit XML (one test case per check; failure for a regression, skipped for an inconclusive check,
+the test and its parameters as suite properties); :func:`to_json` is the ``--json`` document.
 """
 
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.definitions import metric
+from harness.analysis.aggregate import trigger_sample
+from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, metric
 from harness.analysis.stats import STATISTICS, statistic
 from harness.kernel.errors import ConfigError
+from harness.report.junit import Case, write_junit
 from harness.report.tables import fmt
 
 DEFAULT_TOLERANCE = 0.10
+DEFAULT_ALPHA = 0.05
+DEFAULT_MIN_REPETITIONS = 5
+#: The test of the default mode, as stated in the output, the JUnit properties and ``--json``.
+TEST = "Mann-Whitney U, two-sided (scipy.stats.mannwhitneyu)"
 #: What a Change is about (``kind``).
 KINDS = (
     "stat",
@@ -56,13 +87,19 @@ KINDS = (
     "repetitions",
     "interrupted",
 )
+#: A check's verdict.
+REGRESSION, IMPROVEMENT, PASS, INCONCLUSIVE = "regression", "improvement", "pass", "inconclusive"
+
+Key = tuple[str, str, str, str]  # impl, case, trigger key ("unit" for whole-unit metrics), metric
 
 
 @dataclass
 class Change:
-    """One check: an aggregate row (``kind`` ``stat`` / ``missing``), a trigger's outcomes
-    (``never``), a unit (``lost``, ``not_drained``, ``failed``, ``missing_unit``) or the run
-    (``repetitions``, ``interrupted``; impl, case and trigger empty)."""
+    """One check: a metric (``kind`` ``stat`` / ``missing``), a trigger's outcomes (``never``), a
+    unit (``lost``, ``not_drained``, ``failed``, ``missing_unit``) or the run (``repetitions``,
+    ``interrupted``; impl, case and trigger empty). ``stat`` is the statistic compared (``p50`` ...)
+    or ``median`` under the test; ``baseline`` / ``current`` the compared figures (math.inf = never);
+    ``p_value``, ``n_baseline`` and ``n_current`` are set by the test."""
 
     impl: str
     case: str
@@ -74,6 +111,14 @@ class Change:
     regressed: bool
     message: str
     kind: str = "stat"
+    verdict: str = ""
+    p_value: float | None = None
+    n_baseline: int | None = None
+    n_current: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.verdict:
+            self.verdict = REGRESSION if self.regressed else PASS
 
     @property
     def name(self) -> str:
@@ -82,14 +127,38 @@ class Change:
 
 @dataclass
 class Comparison:
-    """All checks; ``regressions`` is what makes ``herdlab compare`` exit non-zero."""
+    """All checks and how they were made; ``verdict`` decides ``herdlab compare``'s exit status."""
 
     changes: list[Change] = field(default_factory=list)
     new_keys: list[str] = field(default_factory=list)
+    test: str = TEST
+    alpha: float = DEFAULT_ALPHA
+    min_repetitions: int = DEFAULT_MIN_REPETITIONS
+    tolerance: float = DEFAULT_TOLERANCE
 
     @property
     def regressions(self) -> list[Change]:
         return [c for c in self.changes if c.regressed]
+
+    @property
+    def inconclusive(self) -> list[Change]:
+        return [c for c in self.changes if c.verdict == INCONCLUSIVE]
+
+    @property
+    def improvements(self) -> list[Change]:
+        return [c for c in self.changes if c.verdict == IMPROVEMENT]
+
+    @property
+    def verdict(self) -> str:
+        """``regression`` if any check regressed, else ``inconclusive`` if any was, else ``pass``."""
+        if self.regressions:
+            return REGRESSION
+        return INCONCLUSIVE if self.inconclusive else PASS
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 regression, 3 inconclusive."""
+        return {PASS: 0, REGRESSION: 1, INCONCLUSIVE: 3}[self.verdict]
 
 
 def parse_tolerances(values: tuple[str, ...] | list[str]) -> tuple[float, dict[str, float]]:
@@ -201,21 +270,85 @@ def _outcome_checks(
                 out.changes.append(Change(impl, case, trigger, count, "count", nb, nc, True, msg, "never"))
 
 
+def samples(m: dict[str, Any]) -> dict[Key, list[float]]:
+    """Per (impl, case, trigger key, metric) of every compared metric, the per-repetition values of
+    ``m``'s units (never = +infinity; see the module contract). Whole-unit metrics are keyed
+    (impl, case, ``"unit"``, ``"unit.NAME"``). Failed units are left out, as in the aggregate rows."""
+    by_trigger: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_case: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for u in m.get("units") or []:
+        if u.get("failed"):
+            continue
+        by_case[(u["impl"], u["case"])].append(u)
+        for t in u.get("triggers") or []:
+            by_trigger[(u["impl"], u["case"], t["key"])].append(t)
+    out: dict[Key, list[float]] = {}
+    for (impl, case, key), ts in by_trigger.items():
+        for d in TRIGGER_METRICS:
+            if d.compare:
+                s = trigger_sample(d, ts)
+                if s:
+                    out[(impl, case, key, d.name)] = s
+    for (impl, case), us in by_case.items():
+        for d in UNIT_METRICS:
+            if d.compare:
+                s = [float(u[d.name]) for u in us if u.get(d.name) is not None]
+                if s:
+                    out[(impl, case, "unit", f"unit.{d.name}")] = s
+    return out
+
+
+def mann_whitney_p(current: list[float], baseline: list[float]) -> float:
+    """The two-sided Mann-Whitney U p-value of ``current`` against ``baseline`` (+infinity allowed:
+    ranks only). 1.0 when it is undefined (both samples one and the same constant)."""
+    from scipy.stats import mannwhitneyu
+
+    if len(set(current) | set(baseline)) == 1:
+        return 1.0
+    # scipy ranks the pooled sample: +inf takes the top ranks (tied nevers share their mean rank);
+    # with ties it uses the normal approximation with the tie correction, else the exact distribution
+    p = float(mannwhitneyu(current, baseline, alternative="two-sided").pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def _median(xs: list[float]) -> float:
+    """The median; +infinity when the middle touches a never."""
+    s = sorted(xs)
+    n = len(s)
+    mid = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    return float(mid) if not math.isinf(mid) else math.inf
+
+
+def _tolerances(
+    name: str, tolerance: float, per_metric: dict[str, float], abs_tolerance: float | None
+) -> tuple[float, float]:
+    rel = per_metric.get(name, per_metric.get(name.removeprefix("unit."), tolerance))
+    slack = metric(name).abs_tolerance if abs_tolerance is None else abs_tolerance
+    return rel, slack
+
+
 def compare(
     baseline: dict[str, Any],
     current: dict[str, Any],
     tolerance: float = DEFAULT_TOLERANCE,
     per_metric: dict[str, float] | None = None,
-    stat: str = "p50",
+    stat: str | None = None,
     abs_tolerance: float | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    min_repetitions: int = DEFAULT_MIN_REPETITIONS,
 ) -> Comparison:
-    """Compare ``current`` against ``baseline`` (see the module contract)."""
-    if stat not in STATISTICS:
+    """Compare ``current`` against ``baseline`` (see the module contract): by the Mann-Whitney U test
+    of the repetitions, or, when ``stat`` is given, by that single statistic."""
+    if stat is not None and stat not in STATISTICS:
         raise ConfigError(f"unknown statistic {stat!r} (known: {', '.join(STATISTICS)})")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"--alpha {alpha:g}: a significance level lies strictly between 0 and 1")
+    if min_repetitions < 1:
+        raise ConfigError(f"--min-repetitions {min_repetitions}: at least 1")
     _check(baseline, current)
     per_metric = per_metric or {}
 
-    def key(a: dict[str, Any]) -> tuple[str, str, str, str]:
+    def key(a: dict[str, Any]) -> Key:
         name = f"unit.{a['metric']}" if a["trigger"] == "unit" else a["metric"]
         return (a["impl"], a["case"], a["trigger"], name)
 
@@ -223,9 +356,94 @@ def compare(
     cur_all = {key(a): a for a in current.get("aggregates", [])}
     if base_all and cur_all and not set(base_all) & set(cur_all):
         raise ConfigError("incompatible baseline: no metric in common (different cases or implementations?)")
-    out = Comparison()
+    test = TEST if stat is None else f"single statistic {stat} (no significance test)"
+    out = Comparison(test=test, alpha=alpha, min_repetitions=min_repetitions, tolerance=tolerance)
     _run_checks(baseline, current, out)
     _outcome_checks(base_all, cur_all, out)
+    if stat is None:
+        _test_checks(samples(baseline), samples(current), out, tolerance, per_metric, abs_tolerance)
+    else:
+        _stat_checks(base_all, cur_all, out, stat, tolerance, per_metric, abs_tolerance)
+    return out
+
+
+def _test_checks(
+    base: dict[Key, list[float]],
+    cur: dict[Key, list[float]],
+    out: Comparison,
+    tolerance: float,
+    per_metric: dict[str, float],
+    abs_tolerance: float | None,
+) -> None:
+    """The metric checks by the Mann-Whitney U test of the repetitions."""
+    for k in sorted(set(base) | set(cur)):
+        impl, case, trigger, name = k
+        unit = metric(name).unit
+        if k not in cur:
+            msg = f"{impl} {case} {trigger} {name}: missing from the current run"
+            out.changes.append(
+                Change(impl, case, trigger, name, "median", _median(base[k]), None, True, msg, "missing")
+            )
+            continue
+        if k not in base:
+            out.new_keys.append(f"{impl} {case} {trigger} {name}")
+            continue
+        b, c = base[k], cur[k]
+        mb, mc = _median(b), _median(c)
+        rel, slack = _tolerances(name, tolerance, per_metric, abs_tolerance)
+        head = f"{impl} {case} {trigger} {name} median: {_f(mb, unit)} -> {_f(mc, unit)}"
+        ch = Change(
+            impl, case, trigger, name, "median", mb, mc, False, "", n_baseline=len(b), n_current=len(c)
+        )
+        if min(len(b), len(c)) < out.min_repetitions:
+            ch.verdict = INCONCLUSIVE
+            ch.message = (
+                f"{head}: inconclusive, too few repetitions ({len(b)} vs {len(c)}; "
+                f"at least {out.min_repetitions} each)"
+            )
+            out.changes.append(ch)
+            continue
+        p = mann_whitney_p(c, b)
+        ch.p_value = p
+        up = math.inf if math.isinf(mb) else mb * (1 + rel) + slack
+        down = mb * (1 - rel) - slack
+        if math.isinf(mb):
+            worse, better = False, not math.isinf(mc)
+        else:
+            worse, better = mc > up, mc < down
+        significant = p < out.alpha
+        band = f"tolerance +-{rel * 100:g}% + {_f(slack, unit)}"
+        if significant and worse:
+            ch.regressed, ch.verdict = True, REGRESSION
+            ch.message = f"{head} ({_pct(mb, mc)}): regression, p = {p:.3g} < {out.alpha:g} and beyond {band}"
+        elif significant and better:
+            ch.verdict = IMPROVEMENT
+            ch.message = (
+                f"{head} ({_pct(mb, mc)}): improvement, p = {p:.3g} < {out.alpha:g} and beyond {band}"
+            )
+        else:
+            why = f"p = {p:.3g} >= {out.alpha:g}" if not significant else f"within {band}"
+            ch.message = f"{head} ({_pct(mb, mc)}): pass, {why}"
+        out.changes.append(ch)
+
+
+def _pct(b: float, c: float) -> str:
+    if math.isinf(b) or math.isinf(c):
+        return "never" if math.isinf(c) and not math.isinf(b) else ("from never" if math.isinf(b) else "+0%")
+    d = c - b
+    return f"{d / b * 100:+.1f}%" if b else ("+inf%" if d > 0 else "+0%")
+
+
+def _stat_checks(
+    base_all: dict[Key, dict[str, Any]],
+    cur_all: dict[Key, dict[str, Any]],
+    out: Comparison,
+    stat: str,
+    tolerance: float,
+    per_metric: dict[str, float],
+    abs_tolerance: float | None,
+) -> None:
+    """The metric checks by one statistic of the aggregate rows (``--stat``)."""
     base = {k: a for k, a in base_all.items() if metric(k[3]).compare}
     cur = {k: a for k, a in cur_all.items() if metric(k[3]).compare}
     for k in sorted(set(base) | set(cur)):
@@ -244,8 +462,7 @@ def compare(
         b, c = statistic(base[k], stat), statistic(cur[k], stat)
         if c is None and b is None:
             continue
-        rel = per_metric.get(name, per_metric.get(name.removeprefix("unit."), tolerance))
-        slack = m.abs_tolerance if abs_tolerance is None else abs_tolerance
+        rel, slack = _tolerances(name, tolerance, per_metric, abs_tolerance)
         if c is None:
             bad, msg = True, f"{label}: {_f(b, m.unit)} -> not measured"
         elif b is None:
@@ -264,8 +481,14 @@ def compare(
                 f"{label}: {_f(b, m.unit)} -> {_f(c, m.unit)} ({'+' if delta >= 0 else ''}{_f(delta, m.unit)}, "
                 f"{pct}; allowed up to {_f(limit, m.unit)} = +{rel * 100:g}% + {_f(slack, m.unit)})"
             )
-        out.changes.append(Change(impl, case, trigger, name, stat, b, c, bad, msg))
-    return out
+        nb, nc = int(base[k].get("m") or 0), int(cur[k].get("m") or 0)
+        ch = Change(impl, case, trigger, name, stat, b, c, bad, msg, n_baseline=nb, n_current=nc)
+        if not bad and min(nb, nc) < out.min_repetitions:
+            ch.verdict = INCONCLUSIVE
+            ch.message += (
+                f"; inconclusive, too few repetitions ({nb} vs {nc}; at least {out.min_repetitions} each)"
+            )
+        out.changes.append(ch)
 
 
 def _never_reason(a: dict[str, Any], stat: str) -> str:
@@ -282,28 +505,63 @@ def _f(v: float | None, unit: str) -> str:
     return fmt(round(v, 6), unit)
 
 
+def _num(v: float | None) -> float | str | None:
+    """A figure for JSON: ``"never"`` for +infinity (JSON has no infinity)."""
+    if v is None:
+        return None
+    return "never" if math.isinf(v) else v
+
+
+def properties(result: Comparison) -> dict[str, str]:
+    """How the comparison was made: the test and its parameters, and the verdict."""
+    return {
+        "test": result.test,
+        "alpha": f"{result.alpha:g}",
+        "min_repetitions": str(result.min_repetitions),
+        "tolerance": f"{result.tolerance:g}",
+        "verdict": result.verdict,
+    }
+
+
+def to_json(result: Comparison) -> dict[str, Any]:
+    """The ``--json`` document: the verdict, how it was reached and every check."""
+    return {
+        "verdict": result.verdict,
+        "exit_code": result.exit_code,
+        "test": result.test,
+        "alpha": result.alpha,
+        "min_repetitions": result.min_repetitions,
+        "tolerance": result.tolerance,
+        "counts": dict(Counter(c.verdict for c in result.changes)),
+        "checks": [
+            {
+                "kind": c.kind,
+                "verdict": c.verdict,
+                "impl": c.impl,
+                "case": c.case,
+                "trigger": c.trigger,
+                "metric": c.metric,
+                "stat": c.stat,
+                "baseline": _num(c.baseline),
+                "current": _num(c.current),
+                "p_value": c.p_value,
+                "n_baseline": c.n_baseline,
+                "n_current": c.n_current,
+                "message": c.message,
+            }
+            for c in result.changes
+        ],
+        "new_metrics": list(result.new_keys),
+    }
+
+
 def junit_xml(result: Comparison, path: str | Path, suite: str = "herdlab-compare") -> Path:
-    """Write ``result`` as JUnit XML: one testcase per check, a failure per regression."""
-    root = ET.Element("testsuites")
-    ts = ET.SubElement(
-        root,
-        "testsuite",
-        name=suite,
-        tests=str(len(result.changes)),
-        failures=str(len(result.regressions)),
-        errors="0",
-        skipped="0",
-    )
+    """Write ``result`` as JUnit XML: one testcase per check, a failure per regression, skipped per
+    inconclusive check; the test, its parameters and the verdict as suite properties."""
+    cases = []
     for c in result.changes:
         classname = ".".join(x for x in (suite, c.impl, c.case) if x)
         name = " ".join(x for x in (c.trigger, c.metric, c.stat) if x)
-        tc = ET.SubElement(ts, "testcase", classname=classname, name=name)
-        if c.regressed:
-            f = ET.SubElement(tc, "failure", message=c.message, type=c.kind)
-            f.text = c.message
-        else:
-            ET.SubElement(tc, "system-out").text = c.message
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(root).write(p, encoding="utf-8", xml_declaration=True)
-    return p
+        status = {REGRESSION: "failure", INCONCLUSIVE: "skipped"}.get(c.verdict, "passed")
+        cases.append(Case(classname, name, status, c.message, c.kind))
+    return write_junit(path, suite, cases, properties(result))

@@ -12,10 +12,11 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.metrics import build, default_units, metrics, trigger
+from tests.support.metrics import build, default_units, metrics, trigger, unit
 
 
 def _herdlab(*args: str) -> subprocess.CompletedProcess[str]:
@@ -40,7 +41,7 @@ def _legacy3(*outcomes: float | str) -> dict:
     for u in units:
         if (u["impl"], u["case"]) == ("legacy_zk", "members=3"):
             o = outcomes[u["repetition"]]
-            kw = {"outcome": o} if isinstance(o, str) else {"latency": o}
+            kw: dict[str, Any] = {"outcome": o} if isinstance(o, str) else {"latency": o}
             u["triggers"][0] = trigger(requests=u["triggers"][0]["coordination_requests"], **kw)
     return build(units)
 
@@ -94,9 +95,43 @@ def test_compare_flags_what_statistics_would_hide(tmp_path: Path, case: str) -> 
 
 def test_compare_passes_a_run_against_itself_and_errors_in_one_line(tmp_path: Path) -> None:
     run = _write(tmp_path / "run", metrics())
-    ok = _herdlab("compare", str(run), str(run))
+    # 3 repetitions: below the default minimum of 5 a comparison is inconclusive (exit 3), never a pass
+    few = _herdlab("compare", str(run), str(run))
+    assert few.returncode == 3, few.stdout + few.stderr
+    assert "inconclusive" in few.stdout
+    ok = _herdlab("compare", str(run), str(run), "--min-repetitions", "3")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "no regression among" in ok.stdout
     missing = _herdlab("compare", str(tmp_path / "nope"), str(run))
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [f"herdlab: error: {tmp_path / 'nope'} does not exist"]
+
+
+def _six(*latencies: float) -> dict:
+    """coordinator case ``c`` with six repetitions of one crash of the given latencies."""
+    return build(
+        [
+            unit("coordinator", "c", r, [trigger(latency=x, impl="coordinator")])
+            for r, x in enumerate(latencies)
+        ]
+    )
+
+
+def test_a_named_baseline_in_its_own_process(tmp_path: Path) -> None:
+    # baseline 1.0..1.5 s, current 2.0..2.5 s: no overlap, p = 2/924 < 0.05 and +80 % of the median
+    store = tmp_path / "store"
+    env_store = ["--store", str(store)]
+    base = _write(tmp_path / "base", _six(1.0, 1.1, 1.2, 1.3, 1.4, 1.5))
+    cur = _write(tmp_path / "cur", _six(2.0, 2.1, 2.2, 2.3, 2.4, 2.5))
+    saved = _herdlab("baseline", "save", "main", str(base), *env_store)
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    worse = _herdlab("compare", "main", str(cur), "--json", *env_store)
+    assert worse.returncode == 1, worse.stderr
+    doc = json.loads(worse.stdout)
+    assert doc["verdict"] == "regression" and doc["test"].startswith("Mann-Whitney U")
+    unknown = _herdlab("compare", "nope", str(cur), *env_store)
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip().splitlines() == [
+        f"herdlab: error: 'nope' is neither a run directory, a metrics.json nor a baseline in {store} "
+        "(see `herdlab baseline list`)"
+    ]

@@ -21,7 +21,11 @@ def _write(d: Path, m: dict) -> Path:
 
 def test_compare_passes_against_itself(tmp_path: Path) -> None:
     run = _write(tmp_path / "run", metrics())
+    # 3 repetitions: below the default minimum of 5 no comparison is a pass (issue 17): inconclusive
     r = CliRunner().invoke(compare, [str(run), str(run)])
+    assert r.exit_code == 3, r.output
+    assert "inconclusive" in r.output
+    r = CliRunner().invoke(compare, [str(run), str(run), "--min-repetitions", "3"])
     assert r.exit_code == 0, r.output
     assert "no regression among" in r.output
 
@@ -35,7 +39,7 @@ def test_compare_fails_against_a_better_baseline_and_writes_junit(tmp_path: Path
     b = _write(tmp_path / "base", build(units))
     c = _write(tmp_path / "cur", metrics())
     junit = tmp_path / "junit.xml"
-    r = CliRunner().invoke(compare, [str(b), str(c), "--junit", str(junit)])
+    r = CliRunner().invoke(compare, [str(b), str(c), "--junit", str(junit), "--stat", "p50"])
     assert r.exit_code == 1
     assert "REGRESSION" in r.output and "coordination_requests" in r.output and "+100.0%" in r.output
     assert "1 regression among" in r.output and "(1 statistics)" in r.output
@@ -48,8 +52,9 @@ def test_compare_tolerance_option(tmp_path: Path) -> None:
     for u in units:
         u["triggers"][0]["latency_s"] = round(u["triggers"][0]["latency_s"] / 1.2, 6)
     b, c = _write(tmp_path / "b", build(units)), _write(tmp_path / "c", metrics())
-    assert CliRunner().invoke(compare, [str(b), str(c)]).exit_code == 1
-    assert CliRunner().invoke(compare, [str(b), str(c), "--tolerance", "latency_s=0.25"]).exit_code == 0
+    old = ["--stat", "p50", "--min-repetitions", "3"]  # the single-statistic check on 3 repetitions
+    assert CliRunner().invoke(compare, [str(b), str(c), *old]).exit_code == 1
+    assert CliRunner().invoke(compare, [str(b), str(c), "--tolerance", "latency_s=0.25", *old]).exit_code == 0
 
 
 def test_compare_names_each_kind_of_regression(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""``herdlab compare``'s rules on hand-made metrics (see harness.report.compare): statistics with
+"""``herdlab compare``'s rules on hand-made metrics (see harness.report.compare): the single-statistic
+check (``stat="p50"``, ``--stat``; the default test of the repetitions is in test_compare_mwu.py) with
 tolerances, and the checks that cannot be fooled by statistics (never counts, failed, missing and
 fewer units, lost records, undrained tails, a mean that hides a never)."""
 
@@ -39,7 +40,7 @@ def test_a_run_passes_against_itself() -> None:
 def test_a_slower_rebalance_is_a_regression_naming_metric_and_amount() -> None:
     # coordinator members=3 baseline 0.4, 0.5, 0.6 s (p50 0.5); current 0.8, 1.0, 1.2 s (p50 1.0)
     base = _with(default_units(), "coordinator", "members=3", 0.4, 0.5, 0.6)
-    regs = [r for r in compare(base, metrics()).regressions if r.metric == "latency_s"]
+    regs = [r for r in compare(base, metrics(), stat="p50").regressions if r.metric == "latency_s"]
     (reg,) = regs
     assert (reg.impl, reg.case, reg.trigger, reg.kind) == ("coordinator", "members=3", "#1 crash", "stat")
     assert "0.500 s -> 1.000 s" in reg.message and "+100.0%" in reg.message
@@ -52,19 +53,21 @@ def test_within_tolerance_is_not_a_regression() -> None:
         if (u["impl"], u["case"]) == ("legacy_zk", "members=6"):
             u["triggers"][0]["coordination_requests"] += 4
     cur = build(cur_units)
-    assert [r.metric for r in compare(metrics(), cur, tolerance=0.10).regressions] == [
+    assert [r.metric for r in compare(metrics(), cur, tolerance=0.10, stat="p50").regressions] == [
         "coordination_requests"
     ]
-    assert not compare(metrics(), cur, tolerance=0.11).regressions
-    assert not compare(metrics(), cur, per_metric={"coordination_requests": 0.2}).regressions
+    assert not compare(metrics(), cur, tolerance=0.11, stat="p50").regressions
+    assert not compare(metrics(), cur, per_metric={"coordination_requests": 0.2}, stat="p50").regressions
 
 
 def test_absolute_slack_for_times() -> None:
     # coordinator members=3 p50 1.0 s: allowed up to 1.0 * 1.1 + 0.05 = 1.15 s
     ok = _with(default_units(), "coordinator", "members=3", 1.14, 1.14, 1.14)
     bad = _with(default_units(), "coordinator", "members=3", 1.16, 1.16, 1.16)
-    assert not [r for r in compare(metrics(), ok).regressions if r.metric == "latency_s"]
-    assert [r.metric for r in compare(metrics(), bad).regressions if r.metric == "latency_s"] == ["latency_s"]
+    assert not [r for r in compare(metrics(), ok, stat="p50").regressions if r.metric == "latency_s"]
+    assert [r.metric for r in compare(metrics(), bad, stat="p50").regressions if r.metric == "latency_s"] == [
+        "latency_s"
+    ]
 
 
 def test_a_rising_never_count_is_flagged_even_when_the_median_holds() -> None:
@@ -87,7 +90,7 @@ def test_a_rising_no_effect_count_is_flagged() -> None:
 
 def test_no_longer_settling_is_a_regression_of_the_statistic_too() -> None:
     cur = _with(default_units(), "legacy_zk", "members=3", "never", "never", 2.2)
-    msgs = [r.message for r in compare(metrics(), cur).regressions if r.kind == "stat"]
+    msgs = [r.message for r in compare(metrics(), cur, stat="p50").regressions if r.kind == "stat"]
     assert any("latency_s p50: 2.000 s -> never (no longer settles: 2 of 3 never)" in m for m in msgs)
 
 
@@ -159,7 +162,7 @@ def test_missing_key_is_a_regression() -> None:
     cur["aggregates"] = [
         a for a in cur["aggregates"] if not (a["case"] == "members=6" and a["metric"] == "watches")
     ]
-    regs = compare(metrics(), cur).regressions
+    regs = compare(metrics(), cur, stat="p50").regressions
     assert regs and all(r.kind == "missing" and "missing from the current run" in r.message for r in regs)
 
 
@@ -202,5 +205,5 @@ def test_junit_xml_has_one_case_per_check_and_failures(tmp_path: Path) -> None:
 def test_a_single_repetition_run_compares_its_values() -> None:
     base = build([unit("coordinator", "c", 0, [trigger(latency=1.0, impl="coordinator")])])
     cur = build([unit("coordinator", "c", 0, [trigger(latency=2.0, impl="coordinator")])])
-    (reg,) = [r for r in compare(base, cur).regressions if r.metric == "latency_s"]
+    (reg,) = [r for r in compare(base, cur, stat="p50").regressions if r.metric == "latency_s"]
     assert "1.000 s -> 2.000 s" in reg.message
