@@ -390,6 +390,10 @@ UNIT_METRICS: list[Metric] = [
     Metric("commits_stale_generation", "commits from stale generations", "", "split_brain"),
     Metric("commits_rejected", "commits rejected", "", "split_brain", compare=False),
     Metric("session_failures", "session failures of untargeted members", "", "health", compare=False),
+    # group formation: from unit_start to the first stable group (member boot, joins, the broker's
+    # group.initial.rebalance.delay.ms, the legacy herd of the initial registrations); compared, with a
+    # second of slack for process start-up noise
+    Metric("startup_stable_s", "time to the first stable group", "s", "startup", abs_tolerance=1.0),
 ]
 
 METRICS: dict[str, Metric] = {m.name: m for m in TRIGGER_METRICS} | {

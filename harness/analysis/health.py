@@ -85,6 +85,12 @@ def unit_values(facts: Facts, frames: Frames) -> DataFrame:
 
 
 def health_fields(pu: dict[str, float]) -> dict[str, Any]:
-    """``session_failures`` and ``session_failures_startup`` of a unit from its values ``pu``, and
-    its ``start_up`` entry (:func:`harness.analysis.startup.start_up_field`)."""
-    return {**{name: int(pu.get(name) or 0) for name in NAMES}, "start_up": startup.start_up_field(pu)}
+    """``session_failures`` and ``session_failures_startup`` of a unit from its values ``pu``, its
+    ``start_up`` entry (:func:`harness.analysis.startup.start_up_field`) and ``startup_stable_s`` (its
+    ``stable_s``, the compared whole-unit metric; None without one)."""
+    entry = startup.start_up_field(pu)
+    return {
+        **{name: int(pu.get(name) or 0) for name in NAMES},
+        "start_up": entry,
+        "startup_stable_s": entry.get("stable_s") if entry else None,
+    }

@@ -212,3 +212,26 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     b = _write(tmp_path / "b", run_of(*LOW))
     assert CliRunner().invoke(compare_cmd, [str(b), str(b), "--stat", "p42"]).exit_code == 2
     assert CliRunner().invoke(compare_cmd, [str(b)]).exit_code == 2
+
+
+def test_a_slower_group_formation_is_a_regression() -> None:
+    """``group.initial.rebalance.delay.ms`` delays only a group that forms from empty (Kafka's
+    InitialDelayedJoin): the triggers of a stable group do not see it, the time to the first stable
+    group does. Medians 9.45 s -> 19.45 s, allowed up to 9.45 * 1.1 + 1.0 = 11.395 s; p = 2/924."""
+    base = build(
+        [
+            unit(IMPL, CASE, r, [trigger(latency=1.0, impl=IMPL)], startup_stable_s=9.2 + r / 10)
+            for r in range(6)
+        ]
+    )
+    slow = build(
+        [
+            unit(IMPL, CASE, r, [trigger(latency=1.0, impl=IMPL)], startup_stable_s=19.2 + r / 10)
+            for r in range(6)
+        ]
+    )
+    r = compare(base, slow)
+    assert r.verdict == REGRESSION
+    (c,) = r.regressions
+    assert (c.metric, c.trigger) == ("unit.startup_stable_s", "unit")
+    assert c.p_value == pytest.approx(2 / 924)
