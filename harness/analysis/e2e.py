@@ -55,10 +55,11 @@ def quantize(us: int) -> int:
     return us // step * step
 
 
-def _quantize_col(us: Column) -> Column:
-    """:func:`quantize` as a Spark column (integer arithmetic: the digits from the decimal string)."""
-    step = F.pow(F.lit(10), F.greatest(F.length(us.cast("string")) - SIGNIFICANT, F.lit(0))).cast("long")
-    return F.floor(us / step).cast("long") * step
+def _quantize_expr(us: str) -> Column:
+    """:func:`quantize` of the long column named ``us`` in Spark (integer arithmetic: the digits
+    from its decimal string, ``div`` for the floor)."""
+    step = f"cast(pow(10, greatest(length(cast(`{us}` as string)) - {SIGNIFICANT}, 0)) as bigint)"
+    return F.expr(f"(`{us}` div {step}) * {step}")
 
 
 def counts(facts: Facts, keys: DataFrame) -> list[dict[str, Any]]:
@@ -70,7 +71,6 @@ def counts(facts: Facts, keys: DataFrame) -> list[dict[str, Any]]:
     acknowledgement (``tid``, ``us`` and ``neg`` null). ``keys`` must carry ``first`` and ``acked``."""
     acked = keys.where(F.col("produced") == 1)
     done = acked.where(F.col("n") > 0)
-    raw_us = F.floor((F.col("first") - F.col("acked")) / 1000).cast("long")
     w = facts.windows().select(*(F.col(c).alias(f"w_{c}") for c in UNIT), "tid", "t0", "wend")
     on = F.lit(True)
     for c in UNIT:
@@ -79,19 +79,20 @@ def counts(facts: Facts, keys: DataFrame) -> list[dict[str, Any]]:
     # join keeps the records outside every window (tid -1)
     on = on & (F.col("first") >= F.col("t0")) & (F.col("first") < F.col("wend"))
     lat = (
-        done.select(*UNIT, "first", raw_us.alias("raw"))
+        done.select(*UNIT, "first", "acked")
         .join(F.broadcast(w), on, "left")
-        .select(*UNIT, "first", "raw", F.coalesce(F.col("tid").cast("long"), F.lit(-1)).alias("tid"))
+        .select(
+            *UNIT,
+            F.expr(f"`first` div {BUCKET_NS}").alias("sec"),
+            F.expr("greatest(`first` - `acked`, 0) div 1000").alias("raw_us"),
+            (F.col("first") < F.col("acked")).alias("neg"),
+            F.coalesce(F.col("tid").cast("long"), F.lit(-1).cast("long")).alias("tid"),
+        )
     )
     per = lat.groupBy(
-        *UNIT,
-        F.floor(F.col("first") / BUCKET_NS).alias("sec"),
-        F.lit("p").alias("kind"),
-        "tid",
-        _quantize_col(F.greatest(F.col("raw"), F.lit(0))).alias("us"),
-        (F.col("raw") < 0).alias("neg"),
+        *UNIT, "sec", F.lit("p").alias("kind"), "tid", _quantize_expr("raw_us").alias("us"), "neg"
     ).agg(F.count("*").alias("n"))
-    acks = acked.groupBy(*UNIT, F.floor(F.col("acked") / BUCKET_NS).alias("sec")).agg(F.count("*").alias("n"))
+    acks = acked.groupBy(*UNIT, F.expr(f"`acked` div {BUCKET_NS}").alias("sec")).agg(F.count("*").alias("n"))
     acks = acks.select(
         *UNIT,
         "sec",
