@@ -2,7 +2,7 @@
 
 :func:`write_hlogs` writes ``hdr/<impl>-<case>-r<rep>.hlog`` from ``series["e2e"]`` of a metrics
 document (:mod:`harness.analysis.e2e`): one interval histogram per 1 s bucket of the processing
-time that had records, in HdrHistogram's log format (V1.3, what ``HistogramLogProcessor`` and
+time that had records, in HdrHistogram's log format (version 1.2, what ``HistogramLogProcessor`` and
 the other HdrHistogram tools read): interval start timestamps in seconds since the epoch (the
 ``StartTime`` header is the first bucket's), values in microseconds (the max column too). The histograms are the analysis's, decoded and written as they are:
 rendering computes nothing.
