@@ -20,7 +20,10 @@ import pytest
 
 from tests.support.histories import UnitHistory, write_run
 
-pytestmark = pytest.mark.slow
+# the whole analysis and the report: about 90 s under load on 2 cores, so opt-in (CI's .ci/run runs
+# `long`); the default run exercises the same code through the other analysis tests, and the
+# quantiles, lag, hlog and plot on hand-made counts in tests/unit/analysis/test_e2e.py
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 EPOCH_S = 1_800_000_000  # tests.support.histories.T0_NS in seconds
 
 
