@@ -1,7 +1,8 @@
 """End-to-end latency's Spark job (:func:`harness.analysis.e2e.counts`) and the driver's figures
 from it, on the hand-made history of tests/integration/analysis/test_e2e.py (whose docstring gives
-the timeline): the frames, the fold and the record keys only, not the whole analysis, so that it
-stays a few seconds in the default run. The whole analysis and the report: test_e2e.py (long)."""
+the timeline). Not the whole analysis, so that it stays a few seconds in the default run: the
+frames and the record keys, with the trigger window given (:class:`Windows`). The whole analysis
+and the report: test_e2e.py (long)."""
 
 from __future__ import annotations
 
@@ -10,25 +11,37 @@ from typing import Any
 import pytest
 
 from tests.integration.analysis.test_e2e import EPOCH_S, history
-from tests.support.histories import write_run
+from tests.support.histories import ns, write_run
 
 pytestmark = pytest.mark.slow
+
+
+class Windows:
+    """The one trigger window of the history as the fold gives it (tid 0, [5000, 9000) ms): the
+    fold itself (a Python worker per unit) is tested elsewhere and would triple this test's time."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+
+    def windows(self) -> Any:
+        return self.spark.createDataFrame(
+            [("e2e", "coordinator", 0, 0, ns(5000), ns(9000))],
+            "case string, impl string, repetition int, tid int, t0 long, wend long",
+        )
 
 
 @pytest.fixture(scope="module")
 def filled(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], list[Any]]:
     from harness.analysis import e2e, records
-    from harness.analysis.facts import Facts
-    from harness.analysis.frames import NS, prepare
+    from harness.analysis.frames import NS, UnitKey, prepare
 
     d = write_run(tmp_path_factory.mktemp("e2e-counts"), [history()], settle_window_s=1.0)
     frames = prepare(spark, str(d / "history.parquet"))
-    key = ("e2e", "coordinator", 0)
-    facts = Facts(frames, NS)
-    rows = e2e.counts(facts, records.record_keys(frames, [key]))
+    key: UnitKey = ("e2e", "coordinator", 0)
+    rows = e2e.counts(Windows(spark), records.record_keys(frames, [key]))  # type: ignore[arg-type]
     # the origin (the stable event at 1000 ms) and the trigger as the assembly gives them
     trig = {"index": 0, "key": "#1 leave", "t0_s": 4.0, "t1_s": None}
-    units = {key: {"origin": (EPOCH_S + 1) * NS, "triggers": [trig]}}
+    units: dict[UnitKey, dict[str, Any]] = {key: {"origin": (EPOCH_S + 1) * NS, "triggers": [trig]}}
     series: list[Any] = []
     e2e.fill(rows, units, series)
     return units[key], series
