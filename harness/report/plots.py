@@ -348,11 +348,13 @@ def e2e_plot(metrics: dict[str, Any], entry: dict[str, Any]) -> Plot:
     name = column_label(unit, vary) if vary else impl
     fig = Figure(figsize=(11, 5.2), layout="constrained")
     ax_lat, ax_lag = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
-    t = entry["t_s"]
+    b = entry["bucket_s"]
+    t = [*entry["t_s"], entry["t_s"][-1] + b]  # steps over each bucket: the last one closed too
     styles = (("max", "#e41a1c", ":"), ("p99", "#ff7f00", "-"), ("p50", "#1b6ac9", "-"))
     shown: list[float] = []
     for field, col, ls in styles:
         ys = [float("nan") if v is None else v for v in entry[field]]
+        ys.append(ys[-1])
         shown += [v for v in entry[field] if v]
         ax_lat.plot(t, ys, color=col, ls=ls, lw=1.0, drawstyle="steps-post", label=field)
     if shown and max(shown) / min(shown) > 100:
@@ -364,8 +366,8 @@ def e2e_plot(metrics: dict[str, Any], entry: dict[str, Any]) -> Plot:
         "(produce acknowledged to first processing)",
         fontsize=10,
     )
-    ax_lag.plot(t, entry["lag"], color="#333333", lw=1.0, drawstyle="steps-post")
-    ax_lag.set_ylabel("consumer lag\n(records)")
+    ax_lag.plot([x + b for x in entry["t_s"]], entry["lag"], color="#333333", lw=1.0, marker=".", ms=3)
+    ax_lag.set_ylabel("consumer lag (records)\nat each bucket's end")
     ax_lag.set_xlabel("seconds since the group was stable")
     for ax in (ax_lat, ax_lag):
         for t0, _key, _t1 in entry.get("triggers") or []:
