@@ -69,30 +69,32 @@ def counts(facts: Facts, keys: DataFrame) -> list[dict[str, Any]]:
     processing, ``tid`` its trigger window (-1: none), ``us`` the quantized latency, ``neg`` whether
     it was clamped from below 0. ``kind`` "a": acknowledged records by the epoch second of the
     acknowledgement (``tid``, ``us`` and ``neg`` null). ``keys`` must carry ``first`` and ``acked``."""
-    acked = keys.where(F.col("produced") == 1)
+    # keyed by a 64-bit hash of the unit, as record_keys is: grouping and joining 10^7 rows on two
+    # string columns costs far more than on one long; the unit's columns ride along (first())
+    uid = F.xxhash64("case", "impl", F.col("repetition").cast("long"))  # one type on both sides
+    acked = keys.where(F.col("produced") == 1).select(*UNIT, uid.alias("uid"), "n", "first", "acked")
     done = acked.where(F.col("n") > 0)
-    w = facts.windows().select(*(F.col(c).alias(f"w_{c}") for c in UNIT), "tid", "t0", "wend")
-    on = F.lit(True)
-    for c in UNIT:
-        on = on & (F.col(c) == F.col(f"w_{c}"))
+    w = facts.windows().select(uid.alias("w_uid"), "tid", "t0", "wend")
     # windows are disjoint (each ends at the next one's t0): a record falls in at most one; a left
     # join keeps the records outside every window (tid -1)
-    on = on & (F.col("first") >= F.col("t0")) & (F.col("first") < F.col("wend"))
-    lat = (
-        done.select(*UNIT, "first", "acked")
-        .join(F.broadcast(w), on, "left")
-        .select(
-            *UNIT,
-            F.expr(f"`first` div {BUCKET_NS}").alias("sec"),
-            F.expr("greatest(`first` - `acked`, 0) div 1000").alias("raw_us"),
-            (F.col("first") < F.col("acked")).alias("neg"),
-            F.coalesce(F.col("tid").cast("long"), F.lit(-1).cast("long")).alias("tid"),
-        )
+    on = (F.col("uid") == F.col("w_uid")) & (F.col("first") >= F.col("t0")) & (F.col("first") < F.col("wend"))
+    lat = done.join(F.broadcast(w), on, "left").select(
+        *UNIT,
+        "uid",
+        F.expr(f"`first` div {BUCKET_NS}").alias("sec"),
+        F.expr("greatest(`first` - `acked`, 0) div 1000").alias("raw_us"),
+        (F.col("first") < F.col("acked")).alias("neg"),
+        F.coalesce(F.col("tid").cast("long"), F.lit(-1).cast("long")).alias("tid"),
     )
+    unit_cols = [F.first(c).alias(c) for c in UNIT]
     per = lat.groupBy(
-        *UNIT, "sec", F.lit("p").alias("kind"), "tid", _quantize_expr("raw_us").alias("us"), "neg"
-    ).agg(F.count("*").alias("n"))
-    acks = acked.groupBy(*UNIT, F.expr(f"`acked` div {BUCKET_NS}").alias("sec")).agg(F.count("*").alias("n"))
+        "uid", "sec", F.lit("p").alias("kind"), "tid", _quantize_expr("raw_us").alias("us"), "neg"
+    ).agg(*unit_cols, F.count("*").alias("n"))
+    acks = acked.groupBy("uid", F.expr(f"`acked` div {BUCKET_NS}").alias("sec")).agg(
+        *unit_cols, F.count("*").alias("n")
+    )
+    cols = [*UNIT, "sec", "kind", "tid", "us", "neg", "n"]
+    per = per.select(*cols)
     acks = acks.select(
         *UNIT,
         "sec",
