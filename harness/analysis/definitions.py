@@ -180,6 +180,18 @@ DEFINITIONS: list[tuple[str, str]] = [
         "message (`NOT DRAINED`), and `herdlab compare` flags it.",
     ),
     (
+        "end-to-end latency",
+        "Per record (partition, offset) of a unit: its first processing minus its `produced` event "
+        "(when the producer saw the acknowledgement); a record processed twice counts once, at its "
+        "first processing; a record never processed (lost, not drained) or never acknowledged has "
+        "none; below 0 counts as 0 (`clamped`). Kept in microseconds floored to 3 significant digits "
+        "(under 1 % error). p50, p90, p99, p99.9: nearest rank (the smallest value whose cumulative "
+        "count reaches ceil(q N)); max. Per unit, per trigger window and per 1 s bucket, each by the "
+        "processing time. Consumer lag per bucket: records acknowledged before the bucket's end "
+        "minus those of them processed before it. The buckets' histograms are written as "
+        "HdrHistogram logs, hdr/<impl>-<case>-r<repetition>.hlog beside the report.",
+    ),
+    (
         "statistics over repetitions",
         "One row per implementation, case, trigger (by its position in the timeline, e.g. `#1 join`) and "
         "metric; `unit` rows summarise whole units. Units that failed are left out (they are flagged). "
@@ -342,6 +354,18 @@ class Metric:
 
 _S = 0.05  # seconds of slack for time metrics (clock and polling granularity)
 
+_E2E_S = 0.005  # seconds of slack for end-to-end latencies (a poll interval of the members)
+
+#: End-to-end latency (:mod:`harness.analysis.e2e`), per trigger window and per unit. p99.9 and max
+#: are single records at the sizes of a run: shown, not compared.
+E2E_METRICS: list[Metric] = [
+    Metric("e2e_p50_s", "end-to-end latency p50", "s", "e2e", abs_tolerance=_E2E_S),
+    Metric("e2e_p90_s", "end-to-end latency p90", "s", "e2e", abs_tolerance=_E2E_S),
+    Metric("e2e_p99_s", "end-to-end latency p99", "s", "e2e", abs_tolerance=_E2E_S),
+    Metric("e2e_p999_s", "end-to-end latency p99.9", "s", "e2e", compare=False),
+    Metric("e2e_max_s", "end-to-end latency max", "s", "e2e", compare=False),
+]
+
 TRIGGER_METRICS: list[Metric] = [
     Metric("latency_s", "rebalance latency", "s", "latency", censored=True, abs_tolerance=_S),
     Metric("detection_s", "detection", "s", "latency", censored=True, abs_tolerance=_S),
@@ -370,6 +394,7 @@ TRIGGER_METRICS: list[Metric] = [
     Metric("duplicates", "duplicates", "", "split_brain"),
     Metric("commits_non_owner", "commits from non-owners", "", "split_brain"),
     Metric("commits_stale_generation", "commits from stale generations", "", "split_brain"),
+    *E2E_METRICS,
 ]
 
 #: Whole-unit metrics. ``lost`` and ``not_drained`` are not compared as statistics: any of them in the
@@ -394,6 +419,7 @@ UNIT_METRICS: list[Metric] = [
     # group.initial.rebalance.delay.ms, the legacy herd of the initial registrations); compared, with a
     # second of slack for process start-up noise
     Metric("startup_stable_s", "time to the first stable group", "s", "startup", abs_tolerance=1.0),
+    *E2E_METRICS,
 ]
 
 METRICS: dict[str, Metric] = {m.name: m for m in TRIGGER_METRICS} | {

@@ -7,7 +7,7 @@ manifest: run id, scenario, description, settle window, repetitions, implementat
 start and finish, interrupted, git commit, versions, machine; and the history's row count and the
 run directory), ``spark`` (master and version), ``definitions`` ([term, text] pairs of
 :data:`~harness.analysis.definitions.DEFINITIONS`), ``cases`` (the manifest's) and empty
-``metric_info``, ``units``, ``aggregates``, ``series`` (rate, gaps, timelines) and ``alerts``.
+``metric_info``, ``units``, ``aggregates``, ``series`` (rate, gaps, timelines, e2e) and ``alerts``.
 
 :func:`finish` puts the units in (by case order of the scenario, implementation, repetition, their
 internal fields :data:`INTERNAL` left out) and, when some unit switched member kinds, the migration
@@ -83,7 +83,7 @@ def new_document(inputs: RunInputs, spark_master: str, spark_version: str) -> di
         "cases": list(man.get("cases") or []),
         "units": [],
         "aggregates": [],
-        "series": {"rate": [], "gaps": [], "timelines": []},
+        "series": {"rate": [], "gaps": [], "timelines": [], "e2e": []},
         "alerts": [],
     }
 

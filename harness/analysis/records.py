@@ -3,7 +3,8 @@
 Contract
 --------
 * :func:`record_keys`: one row per (unit, partition, offset) produced or processed: ``n``
-  deliveries, ``produced`` (0/1: acknowledged by the producer), ``last`` delivery ts, ``cross``
+  deliveries, ``produced`` (0/1: acknowledged by the producer), ``last`` and ``first`` delivery ts,
+  ``acked`` (the ``produced`` event's ts; the end-to-end latency's, :mod:`.e2e`), ``cross``
   (delivered to two or more members) and ``top`` (the partition's highest processed offset).
 * :func:`unit_values`: per unit, long format (unit, key, value): produced; processed (acknowledged
   and processed); lost (acknowledged, never processed, below ``top``: a skip); not_drained
@@ -33,7 +34,8 @@ LOST_SAMPLE = 20
 
 def record_keys(frames: Frames, units: list[UnitKey]) -> DataFrame:
     """Per (unit, partition, offset) produced or processed: ``n`` deliveries, ``produced`` (0/1),
-    ``last`` delivery ts, ``cross`` (members differ), and ``top``: the partition's highest
+    ``last`` and ``first`` delivery ts, ``acked`` (the produced event's ts), ``cross`` (members
+    differ), and ``top``: the partition's highest
     processed offset (lost is below it, not drained above it). ``units``: the run's units.
 
     The aggregation over every delivery is the analysis's largest: it groups by a 64-bit hash of the
@@ -56,6 +58,8 @@ def record_keys(frames: Frames, units: list[UnitKey]) -> DataFrame:
             F.sum(F.when(~F.col("is_prod"), 1).otherwise(0)).alias("n"),
             F.max(F.col("is_prod").cast("int")).alias("produced"),
             F.max(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("last"),
+            F.min(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("first"),
+            F.min(F.when(F.col("is_prod"), F.col("ts_ns"))).alias("acked"),
             F.coalesce(F.min(member) != F.max(member), F.lit(False)).alias("cross"),
         )
         .join(F.broadcast(table), "uid")

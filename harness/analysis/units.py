@@ -15,11 +15,12 @@ Contract
   duplicates (:mod:`.records`), ``commits_rejected``, session failures (:mod:`.health`),
   ``steady`` (:mod:`.steady`), the split-brain totals and, for a unit whose members were switched
   between kinds, ``migration`` (:mod:`.migration`), and for a unit with a coordinator or
-  ZooKeeper-leader fault, ``failover`` (:mod:`.failover`); then the series (:mod:`.series`). The
+  ZooKeeper-leader fault, ``failover`` (:mod:`.failover`); the end-to-end latency of each unit and
+  trigger window and its series (:mod:`.e2e`); then the series (:mod:`.series`). The
   per-unit values of every family are collected in one Spark job, the per-phase values in another.
   Independent jobs run at once (:func:`.frames.together`), in three rounds: the fold, the record
   buckets and keys and the mntr samples; then what reads the fold (processing intervals, judged
-  commits, phases, trigger rows, herd counts); then the per-phase and per-unit values and the
+  commits, phases, trigger rows, herd counts, end-to-end latency counts); then the per-phase and per-unit values and the
   migration proof. The unit table's three small jobs also run at once.
 """
 
@@ -33,6 +34,7 @@ from pyspark.sql import functions as F
 from harness.analysis import (
     commits,
     cooperative,
+    e2e,
     failover,
     health,
     herd,
@@ -186,6 +188,7 @@ def assemble(
         phases=facts.phases,
         trig_rows=lambda: latency.trigger_rows(facts, frames, buckets),
         herd_counts=lambda: herd.counts(facts, frames),
+        e2e_counts=lambda: e2e.counts(facts, keys),
     )
     segs, judged, phases, trig_rows, herd_counts = (
         b["segs"],
@@ -262,6 +265,7 @@ def assemble(
         )
         if k in moved:
             u["migration"] = moved[k]
+    e2e.fill(b["e2e_counts"], units, series_out.setdefault("e2e", []))
     for k, entry in failover.failover_units(spark, frames, facts, units, keys).items():
         units[k]["failover"] = entry  # after the triggers: a fault's records figures are its window's
     series.fill_series(spark, facts, buckets, islands, units, series_out)

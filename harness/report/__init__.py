@@ -31,7 +31,8 @@ def _write(path: Path, text: str | bytes) -> None:
 
 
 def render_report(run_dir: str | Path, metrics: dict[str, Any]) -> dict[str, Path]:
-    """Write ``metrics.json``, ``summary.md``, ``index.html`` and ``plots/*.png`` into ``run_dir``.
+    """Write ``metrics.json``, ``summary.md``, ``index.html``, ``plots/*.png`` and ``hdr/*.hlog``
+    (:mod:`.hdr`) into ``run_dir``.
 
     Returns the paths: keys ``json``, ``markdown``, ``html`` and ``plots`` (the directory).
     Rendering computes nothing: every number comes from ``metrics``.
@@ -39,6 +40,7 @@ def render_report(run_dir: str | Path, metrics: dict[str, Any]) -> dict[str, Pat
     import matplotlib
 
     matplotlib.use("Agg")
+    from harness.report.hdr import write_hlogs
     from harness.report.html import render_html
     from harness.report.markdown import render_markdown
     from harness.report.plots import all_plots
@@ -59,6 +61,7 @@ def render_report(run_dir: str | Path, metrics: dict[str, Any]) -> dict[str, Pat
     _write(paths["json"], json.dumps(metrics, indent=1, sort_keys=False, default=str) + "\n")
     _write(paths["markdown"], render_markdown(metrics, plots, PLOTS_DIR))
     _write(paths["html"], render_html(metrics, plots, SUMMARY_MD))
+    write_hlogs(d, metrics)  # the end-to-end latency's HdrHistogram logs, hdr/*.hlog
     return paths
 
 

@@ -9,6 +9,9 @@
 * :func:`unit_plot`: one unit: records processed per second over time with each trigger's
   consumption gap shaded (top), and who owned each partition when, suspensions hatched and
   processing overlaps in red (bottom).
+* :func:`e2e_plot`: one unit: end-to-end latency p50, p99 and max per 1 s bucket (top) and the
+  consumer lag (bottom) over time, each trigger's t0 a labelled vertical line (the units of the
+  ownership timelines: the same choice).
 
 When the cases do not differ by N, the x axis is the case label instead. Plots only arrange what
 the analysis computed.
@@ -334,6 +337,53 @@ def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:
     return Plot(f"unit-{impl}-{_slug(case)}-r{rep}", f"{name} · {case} · repetition {rep}", _png(fig))
 
 
+def e2e_plot(metrics: dict[str, Any], entry: dict[str, Any]) -> Plot:
+    """End-to-end latency and consumer lag over time of one unit (see the module docstring)."""
+    case, impl, rep = entry["case"], entry["impl"], entry["repetition"]
+    vary = varying(metrics)
+    unit = next(
+        (u for u in metrics.get("units", []) if (u["case"], u["impl"], u["repetition"]) == (case, impl, rep)),
+        {"impl": impl},
+    )
+    name = column_label(unit, vary) if vary else impl
+    fig = Figure(figsize=(11, 5.2), layout="constrained")
+    ax_lat, ax_lag = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    b = entry["bucket_s"]
+    t = [*entry["t_s"], entry["t_s"][-1] + b]  # steps over each bucket: the last one closed too
+    styles = (("max", "#e41a1c", ":"), ("p99", "#ff7f00", "-"), ("p50", "#1b6ac9", "-"))
+    shown: list[float] = []
+    for field, col, ls in styles:
+        ys = [float("nan") if v is None else v for v in entry[field]]
+        ys.append(ys[-1])
+        shown += [v for v in entry[field] if v]
+        ax_lat.plot(t, ys, color=col, ls=ls, lw=1.0, drawstyle="steps-post", label=field)
+    if shown and max(shown) / min(shown) > 100:
+        ax_lat.set_yscale("log")
+    ax_lat.set_ylabel("seconds")
+    ax_lat.legend(fontsize=7, loc="upper right")
+    ax_lat.set_title(
+        f"{name} · {case} · repetition {rep}: end-to-end latency per {entry['bucket_s']:g} s bucket "
+        "(produce acknowledged to first processing)",
+        fontsize=10,
+    )
+    ax_lag.plot([x + b for x in entry["t_s"]], entry["lag"], color="#333333", lw=1.0, marker=".", ms=3)
+    ax_lag.set_ylabel("consumer lag (records)\nat each bucket's end")
+    ax_lag.set_xlabel("seconds since the group was stable")
+    for ax in (ax_lat, ax_lag):
+        for t0, _key, _t1 in entry.get("triggers") or []:
+            if t0 is not None:
+                ax.axvline(t0, color="black", ls="--", lw=0.8)
+        ax.grid(alpha=0.3)
+    for t0, key, _t1 in entry.get("triggers") or []:
+        if t0 is not None:
+            ax_lag.text(t0, 1.0, f" {key}", transform=ax_lag.get_xaxis_transform(), fontsize=7, va="top")
+    return Plot(
+        f"e2e-{impl}-{_slug(case)}-r{rep}",
+        f"End-to-end latency and lag · {name} · {case} · repetition {rep}",
+        _png(fig),
+    )
+
+
 def _slug(s: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in s)[:60]
 
@@ -341,6 +391,10 @@ def _slug(s: str) -> str:
 def all_plots(metrics: dict[str, Any]) -> list[Plot]:
     """Every plot of a report, in the order the report shows them."""
     out = [p for p in (latency_plot(metrics), herd_plot(metrics)) if p is not None]
+    e2e = {(e["case"], e["impl"], e["repetition"]): e for e in metrics.get("series", {}).get("e2e", [])}
     for tl in metrics.get("series", {}).get("timelines", []):
         out.append(unit_plot(metrics, tl))
+        entry = e2e.get((tl["case"], tl["impl"], tl["repetition"]))
+        if entry is not None:
+            out.append(e2e_plot(metrics, entry))
     return out
