@@ -18,29 +18,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.histories import UnitHistory, write_run
+from tests.support.e2e_history import EPOCH_S, history
+from tests.support.histories import write_run
 
 # the whole analysis and the report: about 90 s under load on 2 cores, so opt-in (CI's .ci/run runs
 # `long`); the default run exercises the same code through the other analysis tests, and the
 # quantiles, lag, hlog and plot on hand-made counts in tests/unit/analysis/test_e2e.py
 pytestmark = [pytest.mark.slow, pytest.mark.long]
-EPOCH_S = 1_800_000_000  # tests.support.histories.T0_NS in seconds
-
-
-def history() -> UnitHistory:
-    u = UnitHistory("e2e", partitions=1)
-    u.unit_start(0, ["a", "b"]).ready(0, "a").ready(0, "b")
-    u.joined(100, "a", 0, generation=1, member="A").joined(100, "b", generation=1, member="B")
-    u.stable(1000)
-    u.produced(0, range(40), 1000, 100)
-    for i in range(20):
-        u.records("a", 0, [i], 1010 + 110 * i, 1)
-    u.records("a", 0, [38], 4790, 1)
-    u.action(5000, "leave", ["b"], complete_ms=5050)
-    u.records("a", 0, range(20, 38), 5200, 150)
-    u.records("a", 0, [5], 8000, 1)
-    u.settling_end(9000)
-    return u
 
 
 @pytest.fixture(scope="module")

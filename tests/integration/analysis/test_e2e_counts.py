@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.analysis.test_e2e import EPOCH_S, history
+from tests.support.e2e_history import EPOCH_S, history
 from tests.support.histories import ns, write_run
 
 pytestmark = pytest.mark.slow
