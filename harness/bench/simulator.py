@@ -4,12 +4,14 @@ Contract
 --------
 :func:`validate` runs SCENARIO for real (``herdlab run``'s :func:`harness.run.runner.run_scenario`, local
 backend: a real ZooKeeper and broker, member processes) and in the simulator
-(:func:`harness.sim.session.simulate_scenario`, one repetition: with jitter 0 a simulation is
-deterministic), with the same overrides (``--members``, ``--repetitions``, ``--impl``, ``--set``), then
-compares each (implementation, N, trigger) with :func:`harness.sim.validate.compare_runs`: the herd counts
-(watches, ZooKeeper requests by op, conflicts, rebalance attempts and failed ones, broker group requests by
-API) of every real repetition against the simulated ones, and the simulated latency against the range
-of the real ones. It prints one table row per count that differs (or ``all equal``) and the latencies;
+(:func:`harness.sim.session.simulate_scenario`, ``--sim-repetitions`` repetitions, each seeded by its
+repetition: the model's random parts, such as the legacy members' wake-up spread, differ between them),
+with the same overrides (``--members``, ``--repetitions``, ``--impl``, ``--set``; ``--delay`` for the
+model), then compares each (implementation, N, trigger) with :func:`harness.sim.validate.compare_runs`:
+the herd counts (watches, ZooKeeper requests by op, conflicts, rebalance attempts and failed ones, broker
+group requests by API) of every real repetition against those of the simulated ones (equal: each real
+repetition's counts are those of one simulated repetition), and the median simulated latency against the
+range of the real ones. ``--real RUN_DIR`` compares with an existing real run instead of running one. It prints one table row per count that differs (or ``all equal``) and the latencies;
 nothing is asserted. No Spark: the counts come straight from the histories.
 
 :func:`reach` simulates SCENARIO at ``--members`` sizes (default 1000 and 10000) one unit at a time and
@@ -41,26 +43,36 @@ def _overrides(members: str, repetitions: int | None, impls: str, sets: tuple[st
 
 def format_comparison(rows: list[Comparison]) -> list[str]:
     """The validation table as lines: per (impl, N, trigger) the counts (real = simulated, or each
-    difference) and the latencies."""
-    lines = [f"{'impl':<10} {'N':>5} {'trigger':<16} {'counts':<60} latency real [min..max] vs simulated"]
+    difference: the values the real repetitions took against those the simulated ones took) and the
+    latencies (the real range against the simulated median and range)."""
+    lines = [
+        f"{'impl':<10} {'N':>5} {'trigger':<16} {'counts':<60} "
+        "latency real [min..max] vs simulated median [min..max]"
+    ]
     for r in rows:
         if r.counts_equal:
             text = "all equal: " + ", ".join(f"{k}={v}" for k, v in r.simulated.items())
+            if len({tuple(sorted(x.items())) for x in r.simulated_reps}) > 1:
+                text = "real among simulated: " + text.removeprefix("all equal: ")
         else:
-            keys = sorted({*r.simulated, *(k for x in r.real for k in x)})
+            keys = sorted({*(k for x in r.simulated_reps for k in x), *(k for x in r.real for k in x)})
             diffs = []
             for k in keys:
                 reals = sorted({x.get(k, 0) for x in r.real})
-                sim = r.simulated.get(k, 0)
-                if reals != [sim]:
-                    diffs.append(f"{k} real {'/'.join(map(str, reals))} sim {sim}")
-            text = "DIFFER: " + "; ".join(diffs)
+                sims = sorted({x.get(k, 0) for x in r.simulated_reps})
+                if reals != sims:
+                    diffs.append(f"{k} real {'/'.join(map(str, reals))} sim {'/'.join(map(str, sims))}")
+            text = "DIFFER: " + ("; ".join(diffs) or "same values, not in the same combination")
         lat = (
             f"[{min(r.real_latency_s):.3f}..{max(r.real_latency_s):.3f}] s"
             if r.real_latency_s
             else "[none settled]"
         )
-        sim_lat = f"{r.simulated_latency_s:.3f} s" if r.simulated_latency_s is not None else "not settled"
+        sim_lat = "not settled"
+        if r.simulated_latency_s is not None:
+            sim_lat = f"{r.simulated_latency_s:.3f} s"
+            if len(r.simulated_latencies_s) > 1:
+                sim_lat += f" [{min(r.simulated_latencies_s):.3f}..{max(r.simulated_latencies_s):.3f}]"
         inside = {True: "inside", False: "OUTSIDE", None: "-"}[r.latency_inside]
         lines.append(f"{r.impl:<10} {r.members:>5} {r.trigger:<16} {text:<60} {lat} vs {sim_lat} ({inside})")
     return lines
@@ -80,17 +92,68 @@ def simulator() -> None:
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Any other scenario override.")
 @click.option(
+    "--sim-repetitions",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Simulated repetitions (each seeded by its repetition: the model's random parts differ).",
+)
+@click.option(
+    "--delay", "delays", multiple=True, metavar="NAME=VALUE", help="Override a field of the delay model."
+)
+@click.option(
+    "--real",
+    "real_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Compare with this existing real run directory of the same scenario and options instead of "
+    "running it again (say, to try a delay model against one real run).",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Where runs go [a temp dir].",
 )
 def validate_command(
-    scenario: str, members: str, repetitions: int | None, impls: str, sets: tuple[str, ...], out: Path | None
+    scenario: str,
+    members: str,
+    repetitions: int | None,
+    impls: str,
+    sets: tuple[str, ...],
+    sim_repetitions: int,
+    delays: tuple[str, ...],
+    real_dir: Path | None,
+    out: Path | None,
 ) -> None:
     """Real runs and simulations of the same cases: herd counts must be equal, latencies inside the range."""
-    for line in validate(scenario, members, repetitions, impls, sets, out):
+    for line in validate(scenario, members, repetitions, impls, sets, out, sim_repetitions, delays, real_dir):
         click.echo(line)
+
+
+def _check_same_cases(real_dir: Path, members: str, impls: str) -> None:
+    """``--real``'s run must have the cases and implementations asked for (one-line error otherwise)."""
+    import json
+
+    from harness.kernel.errors import ConfigError
+
+    path = real_dir / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"--real {real_dir}: no readable manifest.json ({e})") from None
+    have = sorted(int(c.get("members") or 0) for c in manifest.get("cases") or [])
+    want = sorted(int(m) for m in members.split(",") if m.strip())
+    if have != want:
+        raise ConfigError(f"--real {real_dir}: its cases have {have} members, --members asks for {want}")
+    units = (
+        {d.name.split("-")[1] for d in (real_dir / "units").iterdir()}
+        if (real_dir / "units").is_dir()
+        else set()
+    )
+    missing = [i for i in impls.split(",") if i and i not in units]
+    if missing:
+        raise ConfigError(f"--real {real_dir}: no units of {', '.join(missing)}")
 
 
 def validate(
@@ -100,26 +163,38 @@ def validate(
     impls: str = "legacy_zk",
     sets: tuple[str, ...] = (),
     out: Path | None = None,
+    sim_repetitions: int = 5,
+    delays: tuple[str, ...] = (),
+    real_dir: Path | None = None,
 ) -> list[str]:
-    """Run, simulate and compare (module contract); the lines printed."""
+    """Run (unless ``real_dir``), simulate ``sim_repetitions`` times and compare (module contract); the
+    lines printed."""
     from harness.cluster.java import check_java
     from harness.run.runner import RunOptions, run_scenario
     from harness.scenario import load_scenario
-    from harness.sim.session import SimOptions, simulate_scenario
+    from harness.sim.session import SimOptions, parse_delays, simulate_scenario
     from harness.sim.validate import compare_runs
 
-    check_java()
+    model = parse_delays(delays)
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simval-"))
     s = load_scenario(scenario, _overrides(members, repetitions, impls, sets))
-    t0 = time.monotonic()
-    real = run_scenario(s, RunOptions(out=base / "real"))
-    real_s = time.monotonic() - t0
+    if real_dir is None:
+        check_java()
+        t0 = time.monotonic()
+        real_dir = run_scenario(s, RunOptions(out=base / "real")).run_dir
+        real_what = f"real run {real_dir} ({time.monotonic() - t0:.0f} s wall)"
+    else:
+        _check_same_cases(real_dir, members, impls)
+        real_what = f"real run {real_dir} (given)"
     t1 = time.monotonic()
-    sim = simulate_scenario(s.model_copy(update={"repetitions": 1}), SimOptions(out=base / "sim"))
+    sim = simulate_scenario(
+        s.model_copy(update={"repetitions": sim_repetitions}), SimOptions(out=base / "sim", delays=model)
+    )
     sim_s = time.monotonic() - t1
-    rows = compare_runs(real.run_dir, sim.run_dir, s.settle_window)
+    rows = compare_runs(real_dir, sim.run_dir, s.settle_window)
     lines = [
-        f"real run {real.run_dir} ({real_s:.0f} s wall), simulation {sim.run_dir} ({sim_s:.1f} s wall)",
+        f"{real_what}, simulation {sim.run_dir} ({sim_repetitions} repetitions, {sim_s:.1f} s wall)",
+        f"model: {model.describe()}",
         *format_comparison(rows),
         f"{sum(r.counts_equal for r in rows)}/{len(rows)} triggers with equal counts; "
         f"{sum(bool(r.latency_inside) for r in rows)}/{len(rows)} simulated latencies inside the real range",

@@ -26,7 +26,8 @@ The model (every delay from :class:`harness.sim.model.DelayModel`):
 * a watch notification reaches its member ``network_one_way_s`` after the change and costs it
   ``zk_watch_client_s``, one at a time per member (kazoo's single event thread), before ZkClient's
   listener code runs (which re-arms with two requests and sets the rebalance flag);
-* the rebalance thread, backoff and takeover waits are legacy_zk's own, on virtual time;
+* the rebalance thread, backoff and takeover waits are legacy_zk's own, on virtual time; the thread
+  wakes ``watch_wake_spread_s`` x uniform(0, 1) after a watch set its flag (0 by default: at once);
 * a member's session opens with one request's round trip; a clean stop is 0.8's shutdown (commit,
   revoke, close the session: its ephemerals vanish when the close is served); a crash ends the member's
   tasks at once and the server expires its session ``zookeeper.session.timeout.ms`` after it last heard
@@ -461,6 +462,9 @@ class SimLegacyMember:
                 continue
             real = [r for r in reasons if r not in WAKE_ONLY]
             if real:
+                spread = self.delays.watch_wake_spread_s
+                if spread > 0:
+                    self.sched.sleep(self.group.cpu.rng.uniform(0.0, spread))
                 with self._rebalance_lock:
                     self.rebalancer.synced_rebalance(real)
 

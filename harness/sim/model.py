@@ -35,6 +35,11 @@ class DelayModel:
     zk_client_s: float = 0.0012
     #: A legacy member's cost to receive one watch notification and hand it to its listener.
     zk_watch_client_s: float = 0.0005
+    #: A legacy member's rebalance thread reacts to a watch after a delay drawn uniformly from
+    #: [0, ``watch_wake_spread_s``] (thread wake-up and scheduling of many processes on few cores: 3 to
+    #: 50 ms between a watch and the attempt's begin at 10 members on this machine's 2 cores). 0 = at
+    #: once, every member in lockstep (then every release precedes every claim: no conflicts).
+    watch_wake_spread_s: float = 0.05
     #: A legacy member's cost to open its ZooKeeper session (kazoo's start: threads, handshake), before
     #: the connect request's round trip.
     zk_connect_s: float = 0.075

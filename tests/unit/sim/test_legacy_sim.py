@@ -59,13 +59,19 @@ duration = "1s"
 """
 
 
-def simulate(tmp_path: Path, name: str, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], Path]:
+#: The members in lockstep (no wake-up spread): the herd counts below are worked out for it.
+LOCKSTEP = DelayModel(watch_wake_spread_s=0.0)
+
+
+def simulate(
+    tmp_path: Path, name: str, options: dict[str, Any] | None = None, delays: DelayModel = LOCKSTEP
+) -> tuple[dict[str, Any], Path]:
     path = tmp_path / "sim-unit.toml"
     path.write_text(SCENARIO)
     s = load_scenario(str(path))
     case = planned_cases(s)[0]
     unit = Unit(0, case, "legacy_zk", 0, tmp_path / name / "c0-legacy_zk-r0")
-    outcome = SimUnitRunner(s, unit, DelayModel(), epoch_ns=10**18, options=options).run()
+    outcome = SimUnitRunner(s, unit, delays, epoch_ns=10**18, options=options).run()
     return outcome, unit.dir
 
 
@@ -122,6 +128,39 @@ def test_the_herd_of_a_join_and_of_a_crash_worked_out_by_hand(unit_a: tuple[dict
     # the session expires zookeeper.session.timeout.ms (3 s) after the server last heard from m0:
     # its last ping, at most a third of that (1 s) before the crash
     assert crash.latency_s is not None and 2.0 <= crash.latency_s <= 3.5
+
+
+def wake_delays_s(d: Path, action: str) -> list[float]:
+    """Per member notified of ``action``'s change: its first rebalance_begin minus its first watch (s)."""
+    events = sorted(read_unit(d), key=lambda e: e["ts_ns"])
+    t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke" and e["action"] == action)
+    watched: dict[str, int] = {}
+    began: dict[str, int] = {}
+    for e in events:
+        if e["ts_ns"] < t0 or e["role"] != "member":
+            continue
+        m = e["member"]
+        if e["kind"] == "watch":
+            watched.setdefault(m, e["ts_ns"])
+        elif e["kind"] == "rebalance_begin" and m in watched:
+            began.setdefault(m, e["ts_ns"])
+    return [(began[m] - watched[m]) / 1e9 for m in began]
+
+
+def test_members_wake_to_a_watch_spread_as_the_model_says(
+    tmp_path: Path, unit_a: tuple[dict[str, Any], Path]
+) -> None:
+    # lockstep: each notified member (the 4 and the joiner, notified of its own registration) begins
+    # its attempt once ZkClient's listener has re-armed its watch: two requests, a few ms of client CPU
+    _, lockstep = unit_a
+    at_once = wake_delays_s(lockstep, "join")
+    assert len(at_once) == 5 and max(at_once) < 0.01
+    # a spread of 0.2 s: each member's rebalance thread wakes a further uniform(0, 0.2 s) later, not
+    # all at the same time
+    _, spread = simulate(tmp_path, "spread", delays=DelayModel(watch_wake_spread_s=0.2))
+    delays = wake_delays_s(spread, "join")
+    assert len(delays) == 5 and all(0 <= x <= 0.21 for x in delays), delays
+    assert max(delays) - min(delays) > 0.02, delays
 
 
 def test_a_simulation_is_deterministic(tmp_path: Path, unit_a: tuple[dict[str, Any], Path]) -> None:
