@@ -44,16 +44,24 @@ def _overrides(members: str, repetitions: int | None, impls: str, sets: tuple[st
 def format_comparison(rows: list[Comparison]) -> list[str]:
     """The validation table as lines: per (impl, N, trigger) the counts (real = simulated, or each
     difference: the values the real repetitions took against those the simulated ones took) and the
-    latencies (the real range against the simulated median and range)."""
+    latencies (the real range against the simulated median, over the repetitions that made a real
+    repetition's herd when some did, and the range of all)."""
     lines = [
         f"{'impl':<10} {'N':>5} {'trigger':<16} {'counts':<60} "
         "latency real [min..max] vs simulated median [min..max]"
     ]
     for r in rows:
-        if r.counts_equal:
+        if r.counts_equal and len({tuple(sorted(x.items())) for x in r.simulated_reps}) == 1:
             text = "all equal: " + ", ".join(f"{k}={v}" for k, v in r.simulated.items())
-            if len({tuple(sorted(x.items())) for x in r.simulated_reps}) > 1:
-                text = "real among simulated: " + text.removeprefix("all equal: ")
+        elif r.counts_equal:
+            shown: list[str] = []
+            for x in r.real:
+                one = ", ".join(f"{k}={v}" for k, v in x.items())
+                if one not in shown:
+                    shown.append(one)
+            text = f"real among simulated ({len(r.alike)} of {len(r.simulated_reps)} alike): " + " | ".join(
+                shown
+            )
         else:
             keys = sorted({*(k for x in r.simulated_reps for k in x), *(k for x in r.real for k in x)})
             diffs = []
@@ -69,10 +77,11 @@ def format_comparison(rows: list[Comparison]) -> list[str]:
             else "[none settled]"
         )
         sim_lat = "not settled"
+        settled = [x for x in r.simulated_latencies_s if x is not None]
         if r.simulated_latency_s is not None:
             sim_lat = f"{r.simulated_latency_s:.3f} s"
-            if len(r.simulated_latencies_s) > 1:
-                sim_lat += f" [{min(r.simulated_latencies_s):.3f}..{max(r.simulated_latencies_s):.3f}]"
+            if len(settled) > 1:
+                sim_lat += f" [{min(settled):.3f}..{max(settled):.3f}]"
         inside = {True: "inside", False: "OUTSIDE", None: "-"}[r.latency_inside]
         lines.append(f"{r.impl:<10} {r.members:>5} {r.trigger:<16} {text:<60} {lat} vs {sim_lat} ({inside})")
     return lines

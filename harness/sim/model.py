@@ -10,9 +10,11 @@ virtual time. ``seed`` seeds the only random source (:meth:`DelayModel.rng`); wi
 simulation is fully deterministic. The legacy fields model a kazoo client against one ZooKeeper
 server; the coordinator fields a kafka-python client against one broker. Defaults are calibrated on
 this machine's real runs (the simulator validation records how; see the closing notes of issue 16):
-the legacy fields (``zk_client_s``, ``zk_connect_s``, ``client_cores``, ``member_start_spread_s``) on a
-10-member herd-small run (``herdlab bench simulator validate --scenario herd-small --members 10``): a
-join's latency inside the real repetitions' range.
+``zk_connect_s``, ``client_cores`` and ``member_start_spread_s`` on a 10-member herd-small run;
+``zk_client_s`` (0.9 ms) on the herd scenario's joins at 10, 50 and 100 members on a quiet machine
+(``herdlab bench simulator validate --members 10,50,100 --repetitions 2``: simulated 0.21 / 1.64 /
+5.44 s against real 0.19 / 1.63-1.75 / 5.02-5.29 s; 1.2 ms, the value from 10 members alone, made
+them 0.26 / 2.15 / 7.20 s); ``watch_wake_spread_s`` on the real watch-to-attempt delays at 10 members.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class DelayModel:
     #: ZooKeeper server: service time per request; the server serves requests one at a time (a queue).
     zk_service_s: float = 0.00012
     #: A legacy member's client-side cost per ZooKeeper request (kazoo, Python), before it is sent.
-    zk_client_s: float = 0.0012
+    zk_client_s: float = 0.0009
     #: A legacy member's cost to receive one watch notification and hand it to its listener.
     zk_watch_client_s: float = 0.0005
     #: A legacy member's rebalance thread reacts to a watch after a delay drawn uniformly from

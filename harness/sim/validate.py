@@ -113,7 +113,8 @@ class Comparison:
     real: list[dict[str, int]]
     simulated_reps: list[dict[str, int]]
     real_latency_s: list[float]
-    simulated_latencies_s: list[float]
+    #: per simulated repetition (aligned with ``simulated_reps``), None where it did not settle
+    simulated_latencies_s: list[float | None]
 
     @property
     def simulated(self) -> dict[str, int]:
@@ -121,9 +122,19 @@ class Comparison:
         return self.simulated_reps[0] if self.simulated_reps else {}
 
     @property
+    def alike(self) -> list[int]:
+        """The simulated repetitions (indices) whose counts are those of some real repetition: the ones
+        that made the same herd (the same conflicts and retries)."""
+        return [i for i, x in enumerate(self.simulated_reps) if x in self.real]
+
+    @property
     def simulated_latency_s(self) -> float | None:
-        """The simulated latency: the median of the settled simulated repetitions' (None: none settled)."""
-        xs = sorted(self.simulated_latencies_s)
+        """The simulated latency: the median over the settled simulated repetitions that made the same
+        herd as a real one (:attr:`alike`), or over every settled one when none did; None when none of
+        those settled. A conflict costs a retry after ``rebalance.backoff.ms``: a latency is compared
+        with real ones of the same herd, while the counts say whether the simulation makes that herd."""
+        pick = self.alike or range(len(self.simulated_latencies_s))
+        xs = sorted(x for i in pick if (x := self.simulated_latencies_s[i]) is not None)
         if not xs:
             return None
         mid = len(xs) // 2
@@ -182,7 +193,7 @@ def compare_runs(real_dir: Path, sim_dir: Path, settle_window_s: float) -> list[
                     real=[r.counts() for r in rs],
                     simulated_reps=[x.counts() for x in ss],
                     real_latency_s=[r.latency_s for r in rs if r.latency_s is not None],
-                    simulated_latencies_s=[x.latency_s for x in ss if x.latency_s is not None],
+                    simulated_latencies_s=[x.latency_s for x in ss],
                 )
             )
     return out

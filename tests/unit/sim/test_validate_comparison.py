@@ -4,6 +4,8 @@ the real range."""
 
 from __future__ import annotations
 
+import pytest
+
 from harness.bench.simulator import format_comparison
 from harness.sim.validate import Comparison
 
@@ -24,7 +26,9 @@ def test_real_counts_among_the_simulated_ones_are_equal() -> None:
     )
     assert r.counts_equal
     line = format_comparison([r])[1]
-    assert "real among simulated" in line
+    # both real herds shown, and how many simulated repetitions made one of them (all 3)
+    assert "real among simulated (3 of 3 alike)" in line
+    assert "attempts=11, conflicts=1" in line and "attempts=10, zk:create=10" in line
 
 
 def test_a_real_outcome_no_simulation_produced_differs_and_says_which_counts() -> None:
@@ -41,7 +45,7 @@ def test_one_deterministic_simulation_must_equal_every_real_repetition() -> None
 
 
 def test_the_median_simulated_latency_is_judged_against_the_real_range() -> None:
-    # simulated 0.2, 0.3, 2.1: median 0.3, inside the real [0.25, 0.4]
+    # one herd throughout: simulated 0.2, 0.3, 2.1, median 0.3, inside the real [0.25, 0.4]
     inside = row([NO_CONFLICT], [NO_CONFLICT] * 3, [0.25, 0.4], [2.1, 0.2, 0.3])
     assert inside.simulated_latency_s == 0.3 and inside.latency_inside is True
     # an even number: the mean of the middle two, (0.3 + 2.1) / 2 = 1.2, outside [0.25, 0.4]
@@ -49,4 +53,28 @@ def test_the_median_simulated_latency_is_judged_against_the_real_range() -> None
     assert outside.simulated_latency_s == 1.2 and outside.latency_inside is False
     # nothing settled on one side: no verdict
     assert row([NO_CONFLICT], [NO_CONFLICT], [], [0.3]).latency_inside is None
-    assert row([NO_CONFLICT], [NO_CONFLICT], [0.3], []).simulated_latency_s is None
+    assert row([NO_CONFLICT], [NO_CONFLICT], [0.3], [None]).simulated_latency_s is None
+
+
+def test_latency_is_compared_among_repetitions_that_made_the_same_herd() -> None:
+    # the real leave had one conflict (a retry 2 s later); of 4 simulated repetitions two had none
+    # (0.16, 0.17 s) and two had one (2.10, 2.14 s): the median of those two, 2.12, against [2.07, 2.18]
+    r = row(
+        [ONE_CONFLICT],
+        [NO_CONFLICT, ONE_CONFLICT, NO_CONFLICT, ONE_CONFLICT],
+        [2.07, 2.18],
+        [0.16, 2.10, 0.17, 2.14],
+    )
+    assert r.alike == [1, 3]
+    assert r.simulated_latency_s == pytest.approx(2.12) and r.latency_inside is True
+    # no simulated repetition made the real herd: the median of all of them, (0.17 + 2.10) / 2 = 1.135
+    r = row(
+        [TWO_CONFLICTS],
+        [NO_CONFLICT, ONE_CONFLICT, NO_CONFLICT, ONE_CONFLICT],
+        [4.1],
+        [0.16, 2.10, 0.17, 2.14],
+    )
+    assert r.alike == [] and r.simulated_latency_s == pytest.approx(1.135)
+    # an alike repetition that did not settle is left out
+    r = row([ONE_CONFLICT], [ONE_CONFLICT, ONE_CONFLICT, NO_CONFLICT], [2.1], [None, 2.11, 0.16])
+    assert r.simulated_latency_s == 2.11
