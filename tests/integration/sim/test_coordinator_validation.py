@@ -19,9 +19,11 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness.kernel.windows import evaluate
 from harness.scenario.loading import load_scenario
 from harness.scenario.model import Scenario
 from harness.sim.validate import TriggerCounts
@@ -130,5 +132,31 @@ def test_simulated_herd_counts_equal_a_real_runs(tmp_path: Path) -> None:
     )
     sim, _ = _simulate(tmp_path)
     assert [(r.label, r.outcome) for r in real] == [(r.label, r.outcome) for r in sim]
-    for r, m in zip(real, sim, strict=True):
-        assert _split(api_counts(m))[0] == _split(api_counts(r))[0]
+    rejoins = _same_generation_rejoins(events, _scenario())
+    for r, m, extra in zip(real, sim, rejoins, strict=True):
+        counts = _split(api_counts(r))[0]
+        for api in ("JoinGroup", "SyncGroup"):
+            counts[api] -= extra
+        assert _split(api_counts(m))[0] == counts, f"{r.label}: {extra} same-generation rejoins"
+
+
+def _same_generation_rejoins(events: list[dict[str, Any]], scenario: Scenario) -> list[int]:
+    """Per trigger window of a real unit, the SyncGroups of a member for a generation it had synced in
+    already: kafka-python's heartbeat thread can take a REBALANCE_IN_PROGRESS answer after the main thread
+    began rejoining, and its request_rejoin() then outlives the join, so the member joins a second time
+    at once; the coordinator, stable with that member's protocols unchanged, answers with the same
+    generation (one more JoinGroup and SyncGroup, no new round). Seen on a fresh-clone CI run: m5 in
+    the crash window. The simulated members have no heartbeat thread race."""
+    facts = evaluate(events, int(scenario.settle_window * 1e9))
+    out: list[int] = []
+    for t in facts.triggers:
+        seen: set[tuple[str, int]] = set()
+        again = 0
+        for e in events:
+            ts = int(e["ts_ns"])
+            if t.t0_ns <= ts < t.end_ns and e.get("role") == "broker" and e.get("api") == "SyncGroup":
+                key = (str(e.get("member")), int(e.get("generation") or -1))
+                again += key in seen
+                seen.add(key)
+        out.append(again)
+    return out
