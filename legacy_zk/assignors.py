@@ -55,6 +55,24 @@ class View:
     consumers: tuple[str, ...]
     subscriptions: Mapping[str, Mapping[str, int]]
     partitions: Mapping[str, tuple[int, ...]]
+    #: values derived from this (immutable) view, computed once: :func:`consumers_per_topic` of its
+    #: subscriptions, its consumers in Java string order, :func:`assign_all` per strategy. Views that
+    #: several members share (:class:`legacy_zk.reads.ViewMemo`) share them too.
+    derived: dict[object, object] = field(default_factory=dict[object, object], compare=False, repr=False)
+
+    def threads_per_topic(self) -> Mapping[str, list[ThreadId]]:
+        """:func:`consumers_per_topic` of the subscriptions (computed once; callers must not mutate)."""
+        out = self.derived.get("cft")
+        if out is None:
+            out = self.derived["cft"] = consumers_per_topic(self.subscriptions)
+        return out  # pyright: ignore[reportReturnType]
+
+    def consumers_java_order(self) -> tuple[str, ...]:
+        """The consumers sorted as Java strings (computed once)."""
+        out = self.derived.get("sorted")
+        if out is None:
+            out = self.derived["sorted"] = tuple(sorted(self.consumers, key=java_string_key))
+        return out  # pyright: ignore[reportReturnType]
 
 
 @dataclass(frozen=True)
@@ -91,8 +109,8 @@ def context_for(view: View, me: str) -> AssignmentContext:
         consumer_id=me,
         my_topic_thread_ids={t: thread_ids(me, n) for t, n in mine.items()},
         partitions_for_topic={t: tuple(view.partitions.get(t, ())) for t in mine},
-        consumers_for_topic=consumers_per_topic(view.subscriptions),
-        consumers=tuple(sorted(view.consumers, key=java_string_key)),
+        consumers_for_topic=view.threads_per_topic(),
+        consumers=view.consumers_java_order(),
     )
 
 
@@ -165,9 +183,18 @@ def assign_all(strategy: str, view: View) -> dict[TopicPartition, ThreadId]:
     """The decision of every member of ``view`` (each computing on this same view), merged.
 
     ``view.partitions`` must hold every subscribed topic. This is what the group converges to
-    when all members agree on the view; members with nothing get nothing.
+    when all members agree on the view; members with nothing get nothing. Computed once per view and
+    strategy (callers must not mutate the result).
     """
-    cft = consumers_per_topic(view.subscriptions)
+    key = ("all", strategy)
+    done = view.derived.get(key)
+    if done is None:
+        done = view.derived[key] = _assign_all(strategy, view)
+    return done  # pyright: ignore[reportReturnType]
+
+
+def _assign_all(strategy: str, view: View) -> dict[TopicPartition, ThreadId]:
+    cft = view.threads_per_topic()
     if strategy == ROUNDROBIN:
         if not view.subscriptions:
             return {}

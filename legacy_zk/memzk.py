@@ -47,6 +47,7 @@ from legacy_zk.zkport import (
     SessionExpiredError,
     Watcher,
     create_persistent,
+    get_each,
 )
 
 
@@ -59,6 +60,8 @@ class _Node:
     version: int = 0
     cversion: int = 0
     children: set[str] = field(default_factory=set)
+    #: zxid of the last create, delete or data write of a direct child (see :meth:`MemZk.children_zxid`)
+    child_zxid: int = 0
 
     def stat(self) -> ZnodeStat:
         return ZnodeStat(
@@ -90,6 +93,7 @@ class MemZk:
         self._live: set[int] = set()
         self._data_watches: dict[str, list[Watcher]] = {}
         self._child_watches: dict[str, list[Watcher]] = {}
+        self._sorted: dict[str, tuple[tuple[int, int], list[str]]] = {}
 
     def session(self) -> MemZkSession:
         """Open a new session (its id is unique in this tree)."""
@@ -111,6 +115,27 @@ class MemZk:
             for path in mine:
                 self._delete(path, -1, fire)
         _call(fire)
+
+    def children_zxid(self, path: str) -> int:
+        """The zxid of the last create, delete or data write of a direct child of ``path`` (-1 when
+        ``path`` is missing). Equal values mean the children of ``path`` and all their data are unchanged
+        (a simulator keys shared reads on it; ZooKeeper has no such stat)."""
+        with self._lock:
+            node = self._nodes.get(path)
+            return -1 if node is None else node.child_zxid
+
+    def _sorted_children(self, path: str, node: _Node) -> list[str]:
+        """A new list of ``node``'s children, sorted (the sort remembered per path, creation and cversion:
+        a big directory read by many sessions is sorted once per change)."""
+        hit = self._sorted.get(path)
+        if hit is None or hit[0] != (node.czxid, node.cversion):
+            hit = self._sorted[path] = ((node.czxid, node.cversion), sorted(node.children))
+        return list(hit[1])
+
+    def check_live(self, session_id: int) -> None:
+        """``SessionExpiredError`` unless the session is live (what every request checks first)."""
+        with self._lock:
+            self._check(session_id)
 
     def dump(self) -> dict[str, bytes]:
         """Every node's data by path (for tests)."""
@@ -139,6 +164,7 @@ class MemZk:
         pnode = self._nodes[up]
         pnode.children.add(path.rsplit("/", 1)[1])
         pnode.cversion += 1
+        pnode.child_zxid = self._zxid
         self._trigger(self._data_watches, path, EventType.CREATED, fire)
         self._trigger(self._child_watches, up, EventType.CHILD, fire)
         return path
@@ -151,6 +177,9 @@ class MemZk:
         node.data = value
         node.version += 1
         node.mzxid = self._zxid
+        up = self._nodes.get(_parent(path))
+        if up is not None:
+            up.child_zxid = self._zxid
         self._trigger(self._data_watches, path, EventType.CHANGED, fire)
         return node.stat()
 
@@ -166,6 +195,7 @@ class MemZk:
         pnode = self._nodes[up]
         pnode.children.discard(path.rsplit("/", 1)[1])
         pnode.cversion += 1
+        pnode.child_zxid = self._zxid
         self._trigger(self._data_watches, path, EventType.DELETED, fire)
         self._trigger(self._child_watches, path, EventType.DELETED, fire)
         self._trigger(self._child_watches, up, EventType.CHILD, fire)
@@ -240,7 +270,10 @@ class MemZkSession:
             self.zk._check(self.id)
             node = self.zk._node(path)
             self.zk._watch(self.zk._child_watches, path, watch)
-            return sorted(node.children)
+            return self.zk._sorted_children(path, node)
+
+    def get_many(self, directory: str, names: Sequence[str]) -> list[tuple[bytes, ZnodeStat]]:
+        return get_each(self.get, directory, names)
 
     def exists(self, path: str, watch: Watcher | None = None) -> ZnodeStat | None:
         self._count("exists", path)

@@ -9,6 +9,15 @@ the :class:`MalformedLog` once per (path, version) and skipped: a peer registrat
 parse is left out of the view, an unparsable topic znode counts as no partitions, an unparsable
 broker is left out. The member's *own* registration must parse (else ``MalformedZnode``); a missing
 registration raises ``NoNodeError`` (0.8's ``readData`` threw: the attempt fails).
+
+The peers' registrations are read with one :meth:`ZkPort.get_many` (a ``get`` per registration, in
+order, as 0.8's loop made them). A :class:`ViewMemo` shared by several readers (the simulator's members)
+decodes each topic znode once per version (its partitions at one ``mzxid`` never change) and makes
+the views they build from the *same* read results the same :class:`View` object: results are the
+same when the port hands out the same result list (the simulator's fluid reads do so while the
+directory is unchanged), and a view is a pure function of what was read, so sharing it changes nothing
+but the cost (each reader still reports the malformed peers to its own log). Reads that touched a
+wildcard registration are never shared (its topics come from a further request of the reader's own).
 """
 
 from __future__ import annotations
@@ -39,17 +48,72 @@ class MalformedLog:
         self._report(err)
 
 
+class ViewMemo:
+    """Views built from one read-result object, shared by the readers that hold this memo (module
+    contract). Keeps the last :attr:`SIZE` entries; an entry keeps its result object alive, so an id is
+    never reused while it is remembered."""
+
+    SIZE = 8
+
+    def __init__(self) -> None:
+        self._views: dict[tuple[int, tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...]], _Shared] = {}
+        self._sorted: dict[tuple[str, ...], tuple[str, ...]] = {}
+        #: decoded topic znodes, (path, mzxid) -> partition ids (a znode's data at one mzxid never changes)
+        self.topics: dict[tuple[str, int], tuple[int, ...]] = {}
+
+    def get(
+        self, key: tuple[int, tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...]]
+    ) -> _Shared | None:
+        return self._views.get(key)
+
+    def put(
+        self, key: tuple[int, tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...]], shared: _Shared
+    ) -> None:
+        if len(self._views) >= self.SIZE:
+            del self._views[next(iter(self._views))]
+        self._views[key] = shared
+
+    def sorted_consumers(self, consumers: tuple[str, ...]) -> tuple[str, ...]:
+        """``consumers`` in Java string order (remembered: the same children sort the same)."""
+        out = self._sorted.get(consumers)
+        if out is None:
+            if len(self._sorted) >= self.SIZE:
+                del self._sorted[next(iter(self._sorted))]
+            out = self._sorted[consumers] = tuple(sorted(consumers, key=java_string_key))
+        return out
+
+
+class _Shared:
+    """One shared view, the read results it came from, and the malformed peers met building it."""
+
+    __slots__ = ("view", "reads", "malformed")
+
+    def __init__(
+        self, view: View, reads: object, malformed: list[tuple[str, paths.MalformedZnode, int, bool]]
+    ) -> None:
+        self.view = view
+        self.reads = reads
+        self.malformed = malformed
+
+
 class GroupReader:
     """Reads of one member of ``group`` (module contract)."""
 
     def __init__(
-        self, zk: ZkPort, group: str, member_id: str, exclude_internal_topics: bool, malformed: MalformedLog
+        self,
+        zk: ZkPort,
+        group: str,
+        member_id: str,
+        exclude_internal_topics: bool,
+        malformed: MalformedLog,
+        memo: ViewMemo | None = None,
     ) -> None:
         self.zk = zk
         self.group = group
         self.member_id = member_id
         self.exclude_internal_topics = exclude_internal_topics
         self.malformed = malformed
+        self.memo = memo
 
     def read_cluster(self) -> list[Broker]:
         """``getCluster`` / ``getAllBrokersInCluster``: children of /brokers/ids and each payload."""
@@ -92,40 +156,67 @@ class GroupReader:
             data, stat = self.zk.get(path)
         except NoNodeError:
             return ()
+        memo, key = self.memo, (path, stat.mzxid)
+        if memo is not None and key in memo.topics:
+            return memo.topics[key]
         try:
-            return tuple(paths.decode_topic_partitions(path, data))
+            out = tuple(paths.decode_topic_partitions(path, data))
         except paths.MalformedZnode as e:
             self.malformed(e, stat.mzxid)
             return ()
+        if memo is not None:
+            memo.topics[key] = out
+        return out
 
     def read_view(self) -> View:
         """``new AssignmentContext(...)``: own registration, my topics' partitions, every consumer."""
         all_topics: list[str] | None = None
+        wildcard = False
 
         def topics_of(reg: paths.Registration) -> dict[str, int]:
-            nonlocal all_topics
-            if reg.pattern != paths.STATIC and all_topics is None:
-                try:
-                    all_topics = sorted(self.zk.get_children(paths.BROKER_TOPICS))
-                except NoNodeError:
-                    all_topics = []
+            nonlocal all_topics, wildcard
+            if reg.pattern != paths.STATIC:
+                wildcard = True
+                if all_topics is None:
+                    try:
+                        all_topics = sorted(self.zk.get_children(paths.BROKER_TOPICS))
+                    except NoNodeError:
+                        all_topics = []
             return reg.topics(all_topics, self.exclude_internal_topics)
 
         mine = self.read_registration(self.member_id, own=True)  # myTopicThreadIds
         assert mine is not None
         partitions = {t: self.read_topic_partitions(t) for t in sorted(topics_of(mine))}
-        subscriptions: dict[str, dict[str, int]] = {}
-        for consumer in self.zk.get_children(paths.ids_dir(self.group)):  # getConsumersPerTopic
-            reg = self.read_registration(consumer, own=consumer == self.member_id)
-            if reg is None:
-                continue
-            try:
-                subscriptions[consumer] = topics_of(reg)
-            except ValueError as e:  # a peer's wildcard that does not compile
-                self.malformed(paths.MalformedZnode(paths.id_path(self.group, consumer), str(e)))
-        consumers = self.zk.get_children(paths.ids_dir(self.group))  # getConsumersInGroup
-        return View(
-            consumers=tuple(sorted(consumers, key=java_string_key)),
-            subscriptions=subscriptions,
-            partitions=partitions,
-        )
+        ids = paths.ids_dir(self.group)
+        children = self.zk.get_children(ids)  # getConsumersPerTopic: the ids, then each registration
+        reads = self.zk.get_many(ids, children)
+        consumers = tuple(self.zk.get_children(ids))  # getConsumersInGroup
+        memo = self.memo
+        key = (id(reads), consumers, tuple(partitions.items()))
+        shared = memo.get(key) if memo is not None and not wildcard else None
+        if shared is None:
+            met: list[tuple[str, paths.MalformedZnode, int, bool]] = []
+            subscriptions: dict[str, dict[str, int]] = {}
+            for consumer, (data, stat) in zip(children, reads, strict=True):
+                path = paths.id_path(self.group, consumer)
+                try:
+                    subscriptions[consumer] = topics_of(paths.decode_registration(path, data))
+                except paths.MalformedZnode as e:
+                    met.append((consumer, e, stat.mzxid, True))
+                except ValueError as e:  # a peer's wildcard that does not compile (reported, even mine)
+                    met.append((consumer, paths.MalformedZnode(path, str(e)), -1, False))
+            ordered = (
+                memo.sorted_consumers(consumers)
+                if memo is not None
+                else tuple(sorted(consumers, key=java_string_key))
+            )
+            shared = _Shared(
+                View(consumers=ordered, subscriptions=subscriptions, partitions=partitions), reads, met
+            )
+            if memo is not None and not wildcard:
+                memo.put(key, shared)
+        for consumer, err, version, fatal in shared.malformed:
+            if fatal and consumer == self.member_id:
+                raise err  # my own registration must parse
+            self.malformed(err, version)
+        return shared.view

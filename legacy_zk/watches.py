@@ -48,8 +48,9 @@ class RebalanceSignal:
                 self._reasons.append(reason)
         self._event.set()
 
-    def wait_and_clear(self, timeout: float) -> list[str]:
-        """Wait up to ``timeout`` for ``set``; return (and clear) the reasons seen, [] if none."""
+    def wait_and_clear(self, timeout: float | None) -> list[str]:
+        """Wait up to ``timeout`` (None: until it is) for ``set``; return (and clear) the reasons seen, []
+        if none."""
         self._event.wait(timeout)
         with self._lock:
             reasons, self._reasons = self._reasons, []

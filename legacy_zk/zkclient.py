@@ -41,7 +41,7 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import KazooState, ZnodeStat
 
-from legacy_zk.zkport import MultiOp, create_persistent
+from legacy_zk.zkport import MultiOp, create_persistent, get_each
 
 T = TypeVar("T")
 
@@ -151,6 +151,9 @@ class CountingZk:
 
     def get_children(self, path: str, watch: Callable | None = None) -> list[str]:
         return self._call("get_children", path, lambda: self.client.get_children(path, watch=watch))
+
+    def get_many(self, directory: str, names: Sequence[str]) -> list[tuple[bytes, ZnodeStat]]:
+        return get_each(self.get, directory, names)
 
     def exists(self, path: str, watch: Callable | None = None) -> ZnodeStat | None:
         return self._call("exists", path, lambda: self.client.exists(path, watch=watch))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kazoo.exceptions import (  # pyright: ignore[reportMissingTypeStubs]
     BadVersionError,
@@ -60,6 +60,7 @@ __all__ = [
     "Watcher",
     "ZkPort",
     "create_persistent",
+    "get_each",
 ]
 
 
@@ -90,6 +91,7 @@ class WatchEvent(Protocol):
 
 
 Watcher = Callable[[Any], None]
+_R = TypeVar("_R")
 #: One op of :meth:`ZkPort.multi`: (kind, path, argument).
 MultiOp = tuple[str, str, Any]
 
@@ -114,6 +116,12 @@ class ZkPort(Protocol):
         """Child names; ``NoNodeError`` if missing (no watch is then left)."""
         ...
 
+    def get_many(self, directory: str, names: Sequence[str]) -> Sequence[tuple[bytes, Stat]]:
+        """``get`` of ``directory/name`` for each name in order, no watches: one request each, as a loop
+        of ``get`` makes them (:func:`get_each`); the first missing node raises ``NoNodeError`` (the
+        requests up to it were made). One call so that a simulator can model the burst as a whole."""
+        ...
+
     def exists(self, path: str, watch: Watcher | None = None) -> Stat | None:
         """The stat or None; the watch is left either way (fires on creation)."""
         ...
@@ -133,6 +141,11 @@ class ZkPort(Protocol):
     def create_parents(self, path: str) -> None:
         """Make sure persistent ``path`` and its ancestors exist, one create per missing node."""
         ...
+
+
+def get_each(get: Callable[[str], _R], directory: str, names: Sequence[str]) -> list[_R]:
+    """What :meth:`ZkPort.get_many` stands for: ``get(directory/name)`` for each name, in order."""
+    return [get(f"{directory}/{name}") for name in names]
 
 
 def create_persistent(create: Callable[[str], object], path: str) -> None:

@@ -225,22 +225,39 @@ def validate(
     metavar="NAME=VALUE",
     help="Delay model overrides; by default every member has a core of its own (members on many hosts).",
 )
+@click.option(
+    "--option",
+    "sim_options",
+    multiple=True,
+    default=("wait_settled=1",),
+    show_default=True,
+    metavar="NAME=VALUE",
+    help="Simulator options (see `herdlab simulate --help`); by default a trigger waits for the previous one "
+    "to settle (a legacy change at 10^4 members takes hours of virtual time).",
+)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None)
 def reach_command(
-    scenario: str, members: str, impls: str, sets: tuple[str, ...], delays: tuple[str, ...], out: Path | None
+    scenario: str,
+    members: str,
+    impls: str,
+    sets: tuple[str, ...],
+    delays: tuple[str, ...],
+    sim_options: tuple[str, ...],
+    out: Path | None,
 ) -> None:
     """Simulate at size, one unit per N: virtual time, events, wall time and peak RSS."""
     from harness.scenario import load_scenario
-    from harness.sim.session import SimOptions, parse_delays, simulate_scenario
+    from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
 
     model = parse_delays(delays)
-    click.echo(f"model: {model.describe()}")
+    options = parse_sim_options(sim_options)
+    click.echo(f"model: {model.describe()}; options: {options}")
 
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simreach-"))
     for n in [int(x) for x in members.split(",") if x]:
         s = load_scenario(scenario, _overrides(str(n), 1, impls, sets))
         t0 = time.monotonic()
-        result = simulate_scenario(s, SimOptions(out=base, delays=model))
+        result = simulate_scenario(s, SimOptions(out=base, delays=model, options=options))
         for u in result.units:
             click.echo(
                 f"N={n} {u['unit']}: virtual {u.get('virtual_s')} s, {u.get('events')} events, "

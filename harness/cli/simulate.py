@@ -21,23 +21,6 @@ if not console.is_terminal:
     console = Console(width=160)
 
 
-def parse_options(items: tuple[str, ...]) -> dict[str, Any]:
-    """``--option NAME=VALUE`` pairs (integers where they parse)."""
-    out: dict[str, Any] = {}
-    known = ("aggregate_from",)
-    for item in items:
-        name, eq, value = item.partition("=")
-        if not eq or name.strip() not in known:
-            raise ConfigError(
-                f"--option expects NAME=VALUE with NAME one of {', '.join(known)}; got {item!r}"
-            )
-        try:
-            out[name.strip()] = int(value)
-        except ValueError:
-            raise ConfigError(f"--option {name}: not an integer: {value!r}") from None
-    return out
-
-
 @click.command("simulate")
 @click.argument("scenario")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any scenario key.")
@@ -60,7 +43,10 @@ def parse_options(items: tuple[str, ...]) -> dict[str, Any]:
     "sim_options",
     multiple=True,
     metavar="NAME=VALUE",
-    help="Simulator option: aggregate_from=N (legacy zk_request events aggregated from N members; default 200).",
+    help="Simulator option: aggregate_from=N (legacy zk_request events aggregated from N members; default "
+    "200); fluid_from=N (from N legacy members ZooKeeper is the fluid server, bursts of reads processor-shared; "
+    "default 2000); wait_settled=1 (a timeline step waits, past its time, until the previous trigger settled; "
+    "for sizes where a change outlasts the scenario's spacing). Repeatable.",
 )
 @click.option(
     "--out",
@@ -108,7 +94,7 @@ def execute(
     """Simulate, then analyse and report (see ``herdlab simulate``); returns the run directory."""
     from harness.scenario import load_scenario
     from harness.sim.driver import UnitProgress
-    from harness.sim.session import SimOptions, parse_delays, simulate_scenario
+    from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
 
     sets = list(overrides)
     if members_scale:
@@ -135,7 +121,7 @@ def execute(
 
     console.print(f"simulating {s.name}: {model.describe()}", highlight=False)
     result = simulate_scenario(
-        s, SimOptions(out=out, delays=model, options=parse_options(sim_options), progress=progress)
+        s, SimOptions(out=out, delays=model, options=parse_sim_options(sim_options), progress=progress)
     )
     for u in result.units:
         console.print(

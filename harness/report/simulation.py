@@ -43,6 +43,18 @@ def banner(metrics: dict[str, Any]) -> str | None:
         "SIMULATION: this run was not measured on real processes. herdlab's simulator drove the same "
         "pure cores (legacy_zk's rebalance against an in-memory ZooKeeper, the GroupCoordinator state "
         "machine, the assignors) in virtual time; every delay comes from its stated model: "
-        f"{sim.get('model') or '(model not recorded)'}. Where the model departs from a real run: README, "
-        "'The simulator'."
+        f"{sim.get('model') or '(model not recorded)'}"
+        + (f"; simulator options: {_options(sim['options'])}" if sim.get("options") else "")
+        + ". Where the model departs from a real run: README, 'The simulator'."
     )
+
+
+def _options(options: dict[str, Any]) -> str:
+    """The options in a line; the fluid server's threshold said in words."""
+    text = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
+    if "fluid_from" in options:
+        text += (
+            f" (from {options['fluid_from']} legacy members ZooKeeper is a fluid server: bursts of reads "
+            "processor-shared)"
+        )
+    return text

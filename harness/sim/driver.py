@@ -273,12 +273,30 @@ class SimUnitRunner:
         self.outcome["stable_virtual_s"] = round(self.stable_at, 3)
         self._mark(Kind.STABLE)
         self._phase("timeline")
+        detect_s = UnitRunner._detection_s(SimpleNamespace(unit=self.unit, plan=self.plan))  # type: ignore[arg-type]
+        wait_settled = bool(self.ctx.options.get("wait_settled", 0))
+        last: float | None = None
         for step in self.plan.steps:
             due = self.stable_at + step.at
             self._until(None, max(0.0, due - clock.monotonic()))
+            if wait_settled and last is not None:
+                # option wait_settled: never into an unsettled group (a change at 10^4 legacy members
+                # takes hours of virtual time, at 10^4 coordinator members a second)
+                since = last + detect_s
+                if not self._until(
+                    lambda since=since: (
+                        clock.monotonic() >= since
+                        and not view.rebalancing
+                        and view.settled(clock.time_ns(), s.settle_window)
+                    ),
+                    s.stable_timeout + detect_s,
+                ):
+                    raise UnitFailed(
+                        f"{self.unit.key}: not settled {s.stable_timeout:g}s after the step at {last:g}s"
+                    )
+            last = clock.monotonic()
             self._perform(step)
         self._phase("settling")
-        detect_s = UnitRunner._detection_s(SimpleNamespace(unit=self.unit, plan=self.plan))  # type: ignore[arg-type]
         earliest = clock.monotonic() + (detect_s if self.plan.steps else 0.0)
         settled = self._until(
             lambda: clock.monotonic() >= earliest and view.settled(clock.time_ns(), s.settle_window),

@@ -34,7 +34,15 @@ The model (every delay from :class:`harness.sim.model.DelayModel`):
   from it (its last request's arrival or kazoo's last ping, every third of the session timeout);
 * members fetch from the :class:`harness.sim.workload.SimTopic` and write ``record`` events: a fetch
   round trip is ``network_one_way_s`` + ``broker_service_s`` + ``network_one_way_s``; with no record
-  available a fetch long-polls up to 0.5 s (kafka-python's ``fetch.max.wait.ms`` default);
+  available the fetcher waits for its partitions' next record (kafka-python's long poll would return
+  empty every ``fetch.max.wait.ms`` and be sent again: round trips that write and move nothing);
+* from ``options["fluid_from"]`` initial members on (default :data:`FLUID_FROM`) the server is the fluid
+  one (:class:`harness.sim.fluid.FluidServer`): every request, and a member's burst of registration
+  reads (:meth:`SimZkPort.get_many`) as one job, is served processor-shared at the rate its contract
+  states; a burst's reads all see the tree at its end, and the members share the result list while the
+  directory is unchanged (:meth:`SimZkServer.read_many`), so they share the view built on it
+  (:class:`legacy_zk.reads.ViewMemo`): the same requests are counted, at a cost per burst, not per
+  request;
 * ``zk_request`` events are one per request, as a real member writes them, unless the group has at
   least ``options["aggregate_from"]`` members (default :data:`AGGREGATE_FROM`): then a member's requests
   of one op on one path class (``*`` for the varying last segment under a directory of ids, owners,
@@ -58,7 +66,8 @@ from typing import Any
 
 from harness.kernel.errors import ConfigError
 from harness.kernel.history import History
-from harness.sim.clock import NS_PER_S, Task, VirtualScheduler
+from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler
+from harness.sim.fluid import FluidServer
 from harness.sim.group import SimContext
 from harness.sim.handler import SimHandler, SimLock
 from harness.sim.model import DelayModel
@@ -70,23 +79,31 @@ from legacy_zk.ids import TopicPartition, make_consumer_id
 from legacy_zk.listeners import EventThread
 from legacy_zk.memzk import MemZk, MemZkSession
 from legacy_zk.offsets import OffsetStore
-from legacy_zk.reads import GroupReader, MalformedLog
+from legacy_zk.reads import GroupReader, MalformedLog, ViewMemo
 from legacy_zk.registry import Registry
 from legacy_zk.watches import WAKE_ONLY, GroupWatches
-from legacy_zk.zkport import MultiOp, Watcher, create_persistent
+from legacy_zk.zkport import MultiOp, Watcher, create_persistent, get_each
 
-__all__ = ["AGGREGATE_FROM", "SimLegacyGroup", "SimLegacyMember", "SimZkPort", "SimZkServer", "make_group"]
+__all__ = [
+    "AGGREGATE_FROM",
+    "FLUID_FROM",
+    "SimLegacyGroup",
+    "SimLegacyMember",
+    "SimZkPort",
+    "SimZkServer",
+    "make_group",
+]
 
 log = logging.getLogger("harness.sim")
 
 IMPL = "legacy_zk"
 #: From this many initial members on, a member's zk_request events are aggregated (module contract).
 AGGREGATE_FROM = 200
+#: From this many initial members on, ZooKeeper is the fluid server (:mod:`harness.sim.fluid`; module contract).
+FLUID_FROM = 2000
 #: An aggregated zk_request event covers at most this span of virtual time (ns): a long attempt's requests
 #: are written as they go, so they fall into the trigger window they were made in (to within this span).
 AGGREGATE_SPAN_NS = 1_000_000_000
-#: kafka-python's fetch.max.wait.ms default: how long a fetch with nothing to return waits.
-FETCH_LONG_POLL_S = 0.5
 #: kafka-python's max.poll.records default: records handed over per fetch.
 FETCH_MAX_RECORDS = 500
 BROKER_ID = 1
@@ -97,14 +114,33 @@ def _ns(seconds: float) -> int:
 
 
 class SimZkServer:
-    """One ZooKeeper server: the tree and its FIFO request queue (one request served at a time)."""
+    """One ZooKeeper server: the tree and its FIFO request queue (one request served at a time), or, with
+    ``fluid``, the :class:`harness.sim.fluid.FluidServer` serving whole bursts processor-shared."""
 
-    def __init__(self, sched: VirtualScheduler, delays: DelayModel) -> None:
+    def __init__(self, sched: VirtualScheduler, delays: DelayModel, fluid: bool = False) -> None:
         self.sched = sched
         self.delays = delays
         self.tree = MemZk()
         self._free_at = 0
         self.requests = 0
+        self.fluid = FluidServer(sched, delays) if fluid else None
+        #: the last burst's results per directory (fluid): (directory, names) -> (children zxid, results)
+        self._reads: dict[str, tuple[tuple[str, ...], int, list[Any]]] = {}
+
+    def read_many(self, session: MemZkSession, directory: str, names: Sequence[str]) -> list[Any]:
+        """The results of ``get`` of each ``directory/name`` now (a fluid burst's end), in order; the first
+        missing node raises ``NoNodeError``. While neither the children of ``directory`` nor their data
+        changed (:meth:`MemZk.children_zxid`), the same names get the *same* result list, which every
+        reader treats as read-only (so :class:`legacy_zk.reads.ViewMemo` shares the views built on it)."""
+        zxid = self.tree.children_zxid(directory)
+        key = tuple(names)
+        last = self._reads.get(directory)
+        if last is not None and last[1] == zxid and last[0] == key:
+            self.tree.check_live(session.id)
+            return last[2]
+        out = session.get_many(directory, names)
+        self._reads[directory] = (key, zxid, out)
+        return out
 
     def admit(self, arrival_ns: int) -> int:
         """A request arriving at ``arrival_ns``: the virtual ns at which it has been served (requests are
@@ -188,11 +224,11 @@ class SimZkPort:
     def session_id(self) -> int | None:
         return self.session.id if self.session is not None else None
 
-    def _round_trip(self, request: Callable[[], Any]) -> Any:
-        """One request's whole timeline booked when it is issued (one wake-up of the member, the batching
-        that keeps large groups fast): its client CPU, the network, its place in the server's queue
-        (queued in issue order: a request issued earlier is served earlier even if a later one would
-        arrive first, at most one client cost apart), the change applied when served, the network back."""
+    def _round_trip(self, request: Callable[[], Any], n: int = 1) -> Any:
+        """``n`` requests' round trips (``n`` > 1 only on the fluid server: a burst); the result of
+        ``request()``, run on the loop when the server serves the request (the last of the burst)."""
+        if self.server.fluid is not None:
+            return self._fluid_trip(request, n)
         d = self.delays
         cpu = self.member.group.cpu
         arrive = cpu.reserve(d.zk_client_s) + _ns(cpu.cost(d.network_one_way_s))
@@ -209,6 +245,29 @@ class SimZkPort:
 
         self.sched.call_at(done, serve)
         self.sched.sleep((back - self.sched.now_ns) / NS_PER_S)
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
+    def _fluid_trip(self, request: Callable[[], Any], n: int) -> Any:
+        """One job of ``n`` requests on the :class:`~harness.sim.fluid.FluidServer`: ``request()`` runs
+        when it completes, and the member goes on at that instant (the round trips are in its rate)."""
+        assert self.server.fluid is not None
+        box: list[Any] = []
+        served = Event(self.sched)
+
+        def serve() -> None:
+            self.last_heard_ns = self.sched.now_ns
+            try:
+                box.append((True, request()))
+            except Exception as e:  # noqa: BLE001 - handed to the member, as the client raises it
+                box.append((False, e))
+            served.set()
+
+        self.last_heard_ns = self.sched.now_ns
+        self.server.fluid.submit(n, serve)
+        served.wait()
         ok, value = box[0]
         if not ok:
             raise value
@@ -247,6 +306,19 @@ class SimZkPort:
     def get_children(self, path: str, watch: Watcher | None = None) -> list[str]:
         w = self._watch(watch)
         return self._call("get_children", path, lambda s: s.get_children(path, w))
+
+    def get_many(self, directory: str, names: Sequence[str]) -> Sequence[Any]:
+        """Per request as a loop of ``get`` (:func:`legacy_zk.zkport.get_each`), or on the fluid server
+        one burst of ``len(names)`` requests whose reads all happen at its end (shared results)."""
+        if self.server.fluid is None or not names:
+            return get_each(self.get, directory, names)
+        session = self.session
+        if session is None:
+            raise RuntimeError(f"{self.member.name}: a ZooKeeper request with no session")
+        n = len(names)
+        self.counts["get"] += n
+        self.member.on_zk_requests("get", path_class(f"{directory}/{names[0]}"), n)
+        return self._round_trip(lambda: self.server.read_many(session, directory, names), n)
 
     def exists(self, path: str, watch: Watcher | None = None) -> Any:
         w = self._watch(watch)
@@ -338,6 +410,7 @@ class SimLegacyMember:
                 self.id,
                 config.exclude_internal_topics,
                 MalformedLog(self._malformed),
+                memo=group.views,
             ),
             registry=self.registry,
             offsets=self.offsets,
@@ -358,6 +431,15 @@ class SimLegacyMember:
         if self._pending:
             self.flush_requests()
         self.history.emit(kind, impl=IMPL, group=self.config.group_id, member=self.id, **fields)
+
+    def on_zk_requests(self, op: str, cls: str, n: int) -> None:
+        """``n`` requests of one op on the path class ``cls`` at once (a fluid burst; always aggregated)."""
+        now = self.sched.now_ns
+        if self._pending and now - self._pending_since >= AGGREGATE_SPAN_NS:
+            self.flush_requests()
+        if not self._pending:
+            self._pending_since = now
+        self._pending[(op, cls)] += n
 
     def on_zk_request(self, op: str, path: str) -> None:
         if self._aggregate:
@@ -454,8 +536,10 @@ class SimLegacyMember:
         self.emit("registered", path=path, session_id=self.zk.session_id(), session_password="")
 
     def _watcher_executor(self) -> None:
+        # 0.8's watcherExecutorThread also wakes every second to look at the flag; those idle wake-ups
+        # change nothing, so the simulated thread waits for the flag itself (quiesce and shutdown set it)
         while not self.closing:
-            reasons = self.watches.signal.wait_and_clear(1.0)
+            reasons = self.watches.signal.wait_and_clear(None)
             if self.closing:
                 break
             if not self.active:
@@ -504,7 +588,10 @@ class SimLegacyMember:
                     positions[tp] = off + 1
                     got += 1
             if not got:
-                topic.wait_partitions([tp.partition for tp in positions], FETCH_LONG_POLL_S)
+                # kafka-python's long poll returns empty after fetch.max.wait.ms and is sent again; those
+                # empty round trips write nothing and move nothing, so the fetcher waits for its
+                # partitions' next record instead (idle members cost no events at 10^4)
+                topic.wait_partitions([tp.partition for tp in positions], None)
 
     def quiesce(self) -> None:
         if self.active:
@@ -581,8 +668,10 @@ class SimLegacyGroup:
         self.scenario = s
         self.group_id = s.group.id
         self.partitions = ctx.members if s.topic.partitions == "members" else int(s.topic.partitions)
-        self.aggregate = ctx.members >= int(ctx.options.get("aggregate_from", AGGREGATE_FROM))
-        self.server = SimZkServer(ctx.sched, ctx.delays)
+        self.fluid = ctx.members >= int(ctx.options.get("fluid_from", FLUID_FROM))
+        self.aggregate = self.fluid or ctx.members >= int(ctx.options.get("aggregate_from", AGGREGATE_FROM))
+        self.server = SimZkServer(ctx.sched, ctx.delays, fluid=self.fluid)
+        self.views = ViewMemo()
         self.cpu = ClientCpu(ctx.sched, ctx.delays, ctx.rng)
         self.topic = ctx.topic or SimTopic(ctx.sched, s.topic.name, self.partitions)
         self._layout()

@@ -33,7 +33,20 @@ from harness.scenario.model import Scenario
 from harness.sim.driver import SimUnitRunner, UnitProgress, group_factory
 from harness.sim.model import DelayModel
 
-__all__ = ["SimOptions", "parse_delays", "peak_rss_mb", "simulate_scenario"]
+__all__ = [
+    "SIM_OPTIONS",
+    "SimOptions",
+    "parse_delays",
+    "parse_sim_options",
+    "peak_rss_mb",
+    "simulate_scenario",
+]
+
+#: The simulator's options (``--option NAME=VALUE``): legacy ``zk_request`` events aggregated from
+#: ``aggregate_from`` initial members (default 200); the fluid ZooKeeper server from ``fluid_from``
+#: initial members (default 2000); ``wait_settled`` = 1: a timeline step waits, past its time, until
+#: the previous trigger settled (default 0: the scenario's times, as ``run``).
+SIM_OPTIONS = ("aggregate_from", "fluid_from", "wait_settled")
 
 
 @dataclass
@@ -69,6 +82,30 @@ def parse_delays(items: tuple[str, ...] | list[str], seed: int | None = None) ->
     if seed is not None:
         changes["seed"] = seed
     return DelayModel(**changes)
+
+
+def parse_sim_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``--option NAME=VALUE`` pairs (integers), NAME one of :data:`SIM_OPTIONS`; one-line errors."""
+    out: dict[str, Any] = {}
+    known = SIM_OPTIONS
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or name.strip() not in known:
+            raise ConfigError(
+                f"--option expects NAME=VALUE with NAME one of {', '.join(known)}; got {item!r}"
+            )
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise ConfigError(f"--option {name}: not an integer: {value!r}") from None
+    return out
+
+
+def effective_options(given: dict[str, Any]) -> dict[str, Any]:
+    """Every simulator option with its value in this run (defaults filled in), for the manifest."""
+    from harness.sim.legacy import AGGREGATE_FROM, FLUID_FROM
+
+    return {"aggregate_from": AGGREGATE_FROM, "fluid_from": FLUID_FROM, "wait_settled": 0, **given}
 
 
 def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
@@ -119,7 +156,7 @@ def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
             simulated=True,
             delay_model=options.delays.as_dict(),
             delay_model_text=options.delays.describe(),
-            sim_options=options.options,
+            sim_options=effective_options(options.options),
             scenario=scenario.model_dump(mode="json"),
             cases=[
                 {

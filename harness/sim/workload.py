@@ -72,9 +72,10 @@ class SimTopic:
         """Block the calling task until any record is appended or ``timeout``; True when one was."""
         return self._arrival.wait(timeout)
 
-    def wait_partitions(self, partitions: list[int], timeout: float) -> bool:
+    def wait_partitions(self, partitions: list[int], timeout: float | None) -> bool:
         """Block the calling task until a record is appended to one of ``partitions`` or ``timeout``;
-        True when one was (a fetch's long poll on its own partitions: only its fetcher wakes)."""
+        True when one was (a fetch's long poll on its own partitions: only its fetcher wakes). ``None``
+        waits for the record however long it takes."""
         if len(partitions) == 1:
             ev = self._part_arrival.get(partitions[0])
             if ev is None:

@@ -188,3 +188,25 @@ def test_the_sink_is_json_lines(unit_a: tuple[dict[str, Any], Path]) -> None:
     _, d = unit_a
     lines = (d / "events" / "sim.jsonl").read_text().splitlines()
     assert all(json.loads(x)["ts_ns"] >= 10**18 for x in lines)
+
+
+def test_the_fluid_server_makes_the_same_requests_and_latencies_close_to_the_per_request_model(
+    tmp_path: Path, unit_a: tuple[dict[str, Any], Path]
+) -> None:
+    # the fluid server changes when requests are served, not which: every trigger's counts are the
+    # per-request model's; a burst's reads happen at its end, so latencies differ a little
+    _, plain = unit_a
+    outcome, fluid = simulate(tmp_path, "fluid", {"fluid_from": 1})
+    assert not outcome.get("failed") and outcome["settled_at_end"]
+    per_request = unit_counts(read_unit(plain), 1.0)
+    fluid_counts = unit_counts(read_unit(fluid), 1.0)
+    assert [(t.label, t.outcome, t.counts()) for t in fluid_counts] == [
+        (t.label, t.outcome, t.counts()) for t in per_request
+    ]
+    settled = [(a, b) for a, b in zip(per_request, fluid_counts, strict=True) if a.outcome == "settled"]
+    assert [a.label for a, _ in settled] == ["join j0", "crash m0"]
+    for a, b in settled:
+        assert a.latency_s is not None and b.latency_s is not None
+        assert abs(a.latency_s - b.latency_s) <= 0.1 * a.latency_s, (a.label, a.latency_s, b.latency_s)
+    # a fluid run writes its ZooKeeper requests aggregated, every one with its count
+    assert all("count" in e for e in read_unit(fluid) if e["kind"] == "zk_request")

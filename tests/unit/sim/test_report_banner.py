@@ -36,6 +36,22 @@ def test_annotate_marks_a_simulated_run_with_its_model_and_leaves_a_real_one(tmp
     text = banner(m)
     assert text is not None and text.startswith("SIMULATION") and model.describe() in text
 
+    # the simulator's options are in the banner, the fluid server's threshold in words
+    (tmp_path / "manifest.json").write_text(
+        json.dumps(
+            {
+                "simulated": True,
+                "delay_model_text": "m",
+                "sim_options": {"fluid_from": 2000, "wait_settled": 1},
+            }
+        )
+    )
+    m = metrics()
+    annotate(tmp_path, m)
+    text = banner(m)
+    assert text is not None and "simulator options: fluid_from=2000, wait_settled=1" in text
+    assert "from 2000 legacy members ZooKeeper is a fluid server" in text
+
     real = tmp_path / "real"
     real.mkdir()
     (real / "manifest.json").write_text(json.dumps({"backend": "local"}))
