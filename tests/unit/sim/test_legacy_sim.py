@@ -210,3 +210,60 @@ def test_the_fluid_server_makes_the_same_requests_and_latencies_close_to_the_per
         assert abs(a.latency_s - b.latency_s) <= 0.1 * a.latency_s, (a.label, a.latency_s, b.latency_s)
     # a fluid run writes its ZooKeeper requests aggregated, every one with its count
     assert all("count" in e for e in read_unit(fluid) if e["kind"] == "zk_request")
+
+
+WAIT_SCENARIO = """
+name = "sim-wait"
+implementations = ["legacy_zk"]
+repetitions = 1
+settle_window = "1s"
+stable_timeout = "600s"
+drain = "10s"
+
+[topic]
+name = "herd"
+partitions = "members"
+
+[workload]
+rate = 10
+
+[group]
+id = "herd"
+members = 4
+assignor = "range"
+
+[[timeline]]
+at = "1s"
+action = "join"
+count = 1
+
+[[timeline]]
+at = "2.5s"
+action = "leave"
+count = 1
+"""
+
+
+@pytest.mark.parametrize("wait", [0, 1])
+def test_wait_settled_holds_a_step_until_the_previous_trigger_settled(tmp_path: Path, wait: int) -> None:
+    # a slow server (50 ms a request): the join's rebalance (5 members, ~20 requests each, one at a
+    # time) takes seconds, longer than the 1.5 s to the leave
+    path = tmp_path / "sim-wait.toml"
+    path.write_text(WAIT_SCENARIO)
+    s = load_scenario(str(path))
+    unit = Unit(0, planned_cases(s)[0], "legacy_zk", 0, tmp_path / f"w{wait}" / "c0-legacy_zk-r0")
+    slow = DelayModel(zk_service_s=0.05, watch_wake_spread_s=0.0)
+    outcome = SimUnitRunner(s, unit, slow, epoch_ns=10**18, options={"wait_settled": wait}).run()
+    assert not outcome.get("failed")
+    events = read_unit(unit.dir)
+    invokes = {e["action"]: e["ts_ns"] for e in events if e["kind"] == "invoke"}
+    join, leave = unit_counts(events, 1.0)[:2]
+    gap_s = (invokes["leave"] - invokes["join"]) / 1e9
+    if wait:
+        # the leave waited for the join's window to settle: the join settled, the leave came after
+        assert join.outcome == "settled" and join.latency_s is not None
+        assert gap_s >= join.latency_s > 1.5
+    else:
+        # at the scenario's times the leave cuts the join's window before it settled
+        assert gap_s == pytest.approx(1.5, abs=1e-6)
+        assert join.outcome != "settled"
