@@ -215,7 +215,14 @@ def validate(
 @click.option("--scenario", default="herd", show_default=True)
 @click.option("--members", default="1000,10000", show_default=True, help="Group sizes, comma-separated.")
 @click.option("--impl", "impls", default="legacy_zk", show_default=True)
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Scenario overrides; stable_timeout defaults to 86400s here (10^4 legacy members first settle after "
+    "about 4 hours of virtual time).",
+)
 @click.option(
     "--delay",
     "delays",
@@ -251,6 +258,11 @@ def reach_command(
 
     model = parse_delays(delays)
     options = parse_sim_options(sim_options)
+    if not any(x.strip().startswith("stable_timeout") for x in sets):
+        sets = (
+            "stable_timeout=86400s",
+            *sets,
+        )  # 10^4 legacy members first settle after hours of virtual time
     click.echo(f"model: {model.describe()}; options: {options}")
 
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simreach-"))
