@@ -21,7 +21,10 @@ fields: nemesis steps, counter reports ...) are parsed one by one and converted 
 fit its column: ``"partition": "x"``, ``"offset": 1.0``; a line that is not JSON) is converted
 entirely by :func:`rows_to_table` over :func:`~harness.history.writer.read_events`, so the result
 never depends on the path taken. A torn last line (no newline) is parsed on its own and skipped
-if it is not JSON, as :func:`~harness.history.writer.read_events` does.
+if it is not JSON, as :func:`~harness.history.writer.read_events` does. A file is read in chunks of
+whole lines (:data:`CHUNK_BYTES`), each converted as above (a chunk the Arrow reader refuses is
+converted line by line, as that whole file would be), so converting a simulated unit's file of tens
+of millions of events holds one chunk's copies at a time, not the file's.
 """
 
 from __future__ import annotations
@@ -38,8 +41,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
-
-from harness.history.writer import read_events
 
 SCHEMA = pa.schema(
     [
@@ -80,6 +81,8 @@ _TYPED_SCHEMA = pa.schema([f for f in SCHEMA if f.name != "extra"])
 _TYPED_KEY = '[{,]"(?:' + "|".join(re.escape(c) for c in COLUMNS[:-1]) + ')":'
 #: Bytes of JSON per block of the Arrow reader (a longer line makes the file take the exact path).
 _BLOCK = 1 << 24
+#: :func:`file_table` reads a file this many bytes at a time (whole lines: a chunk ends at its last newline).
+CHUNK_BYTES = 1 << 28
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -176,9 +179,33 @@ def _typed(table: pa.Table, context: Mapping[str, Any]) -> tuple[pa.Table, np.nd
 
 def file_table(path: str | Path, context: Mapping[str, Any] | None = None) -> pa.Table:
     """One JSON-lines file as a table of :data:`SCHEMA`, in line order (see the module contract):
-    the same table as ``rows_to_table(read_events(path), context)``."""
+    the same table as ``rows_to_table(read_events(path), context)``. Read :data:`CHUNK_BYTES` at a
+    time (a simulated unit's single file can hold tens of millions of events), so memory is bounded
+    by a chunk's copies plus the table."""
+    tables = list(file_tables(path, context))
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def file_tables(
+    path: str | Path, context: Mapping[str, Any] | None = None, chunk_bytes: int | None = None
+) -> Iterable[pa.Table]:
+    """:func:`file_table` as a table per chunk of whole lines, in order (at least one table)."""
     ctx = dict(context or {})
-    lines, tail = _lines(Path(path).read_bytes())
+    size = chunk_bytes or CHUNK_BYTES
+    carry = b""
+    produced = False
+    with open(path, "rb") as f:
+        while block := f.read(size):
+            lines, carry = _lines(carry + block if carry else block)
+            if len(lines):
+                produced = True
+                yield _chunk_table(lines, b"", ctx)
+    if carry or not produced:
+        yield _chunk_table(_lines(b"")[0], carry, ctx)
+
+
+def _chunk_table(lines: pa.LargeStringArray, tail: bytes, ctx: dict[str, Any]) -> pa.Table:
+    """Complete ``lines`` and a torn ``tail`` (skipped unless it parses) as a table, in line order."""
     try:
         blank = np.asarray(
             _pc("equal", _pc("utf8_trim_whitespace", lines), pa.scalar("")).to_numpy(zero_copy_only=False),
@@ -196,7 +223,7 @@ def file_table(path: str | Path, context: Mapping[str, Any] | None = None) -> pa
         else:
             typed, over = SCHEMA.empty_table(), np.zeros(0, bool)
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, OverflowError):
-        return rows_to_table(read_events(path), ctx)
+        return rows_to_table(_parse_each([*lines.to_pylist(), tail.decode("utf-8", "replace")]), ctx)
     if over.any():  # an event's own value the context overrides goes to extra: the exact path
         plain[idx[over]] = False
         typed = typed.filter(pa.array(~over))
@@ -217,6 +244,19 @@ def file_table(path: str | Path, context: Mapping[str, Any] | None = None) -> pa
     both = pa.concat_tables([typed, rows_to_table(events, ctx)])
     order = np.argsort(np.concatenate([np.flatnonzero(plain), np.asarray(pos, np.int64)]), kind="stable")
     return both.take(pa.array(order))
+
+
+def _parse_each(lines: Iterable[str | None]) -> list[dict[str, Any]]:
+    """What :func:`~harness.history.writer.read_events` keeps of these lines: each that parses, blank and torn ones skipped."""
+    out = []
+    for line in lines:
+        if line is None or not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
 
 
 def to_parquet(

@@ -8,9 +8,10 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.history.schema import COLUMNS, file_table, read_parquet, rows_to_table, to_parquet
+from harness.history.schema import COLUMNS, file_table, file_tables, read_parquet, rows_to_table, to_parquet
 from harness.history.writer import HistoryWriter, read_events
 from harness.kernel.events import Kind, Role
 
@@ -182,3 +183,23 @@ def test_the_arrow_path_equals_the_per_event_conversion_on_odd_values(tmp_path: 
         src.write_text("\n".join(lines) + "\n")
         ctx = rng.choice([{}, {"impl": "legacy_zk", "repetition": 0}, {"impl": "coordinator", "case": "c"}])
         assert file_table(src, ctx).equals(rows_to_table(read_events(src), ctx)), src.read_text()
+
+
+def test_a_file_read_in_small_chunks_gives_the_same_table(tmp_path: Path) -> None:
+    """Chunks of whole lines (a big simulated unit's file): the same rows in the same order, with a
+    chunk the Arrow reader refuses (a value that does not fit its column), a blank line and a torn tail."""
+    lines = []
+    for i in range(60):
+        e: dict[str, Any] = {"ts_ns": 100 - i, "kind": "record", "partition": i % 3, "offset": i}
+        if i == 17:
+            e["partition"] = "x"  # refused by the Arrow reader: that chunk goes line by line
+        if i % 10 == 4:
+            e["targets"] = ["m1"]  # a free field: extra
+        lines.append(json.dumps(e, separators=(",", ":")))
+    src = tmp_path / "big.jsonl"
+    src.write_text("\n".join(lines[:30]) + "\n\n" + "\n".join(lines[30:]) + '\n{"ts_ns":1,"kind":"rec')
+    whole = rows_to_table(read_events(src), CTX)
+    for chunk in (64, 200, 1000, 10**6):
+        parts = list(file_tables(src, CTX, chunk_bytes=chunk))
+        assert pa.concat_tables(parts).equals(whole), chunk
+    assert len(list(file_tables(src, CTX, chunk_bytes=200))) > 5
