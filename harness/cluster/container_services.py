@@ -28,6 +28,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -463,6 +464,10 @@ class KafkaContainer:
 # ----------------------------------------------------------------------------------------------- members
 
 
+#: How long a member container's pause or unpause is retried before it is an error (seconds).
+FREEZE_TIMEOUT_S = 10.0
+
+
 class MemberContainer:
     """A member process in a container, with :class:`harness.procs.ChildProcess`'s interface.
 
@@ -512,12 +517,8 @@ class MemberContainer:
         """SIGKILL: ``docker kill``; SIGSTOP: ``docker pause``; SIGCONT: ``docker unpause``; else
         ``docker kill --signal``. No error when the container is gone. ``group`` is accepted for
         interface compatibility (a member container holds one process)."""
-        if sig == signal.SIGSTOP:
-            with contextlib.suppress(Exception):
-                self.box.pause()
-        elif sig == signal.SIGCONT:
-            with contextlib.suppress(Exception):
-                self.box.unpause()
+        if sig in (signal.SIGSTOP, signal.SIGCONT):
+            self._freeze(sig == signal.SIGSTOP)
         else:
             status = self.box.status()
             if status == "paused" and sig == signal.SIGKILL:
@@ -527,6 +528,27 @@ class MemberContainer:
                     self.box.kill("SIGKILL")
             elif status == "running":
                 self.box.kill(signal.Signals(sig).name)
+
+    def _freeze(self, frozen: bool, timeout: float = FREEZE_TIMEOUT_S) -> None:
+        """``docker pause`` / ``unpause`` until the engine reports the container paused / running: on a
+        loaded machine a call can fail, or a status read time out (and read as ``removed``), so it is
+        asked again until ``timeout``; RuntimeError when the container is still in the other state then.
+        Nothing when it is gone or has exited."""
+        want, call = ("paused", self.box.pause) if frozen else ("running", self.box.unpause)
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(Exception):
+                call()
+            status = self.box.status()
+            if status == want or status in ("exited", "dead"):
+                return
+            if time.monotonic() > deadline:
+                if status == "removed":
+                    return  # gone (or the engine never answered): no error, as for other signals
+                raise RuntimeError(
+                    f"container of {self.name} still {status} {timeout:g}s after docker {call.__name__}"
+                )
+            time.sleep(0.05)  # polling the engine's state (a condition with a deadline, not a delay)
 
     def wait(self, timeout: float | None = None) -> int | None:
         return self.box.wait(timeout)

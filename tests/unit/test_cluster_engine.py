@@ -6,6 +6,7 @@ Nothing here talks to a Docker engine (the engine tests are in tests/integration
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from pathlib import Path
 
@@ -79,3 +80,43 @@ def test_every_container_service_is_a_service(tmp_path: Path) -> None:
     assert broker.log_path == tmp_path / "broker-0/broker.log"
     assert kafka.log_path == tmp_path / "broker-1/broker.log"
     assert member.log_path == tmp_path / "m0.log"
+
+
+class FlakyEngineBox:
+    """A box whose engine misreads the status (a timed-out reload reads as ``removed``) and refuses
+    the first unpause, as a loaded Docker engine can."""
+
+    def __init__(self) -> None:
+        self.state = "running"
+        self.reads = ["removed"]  # the next status reads that fail
+        self.unpause_failures = 1
+        self.calls: list[str] = []
+
+    def status(self) -> str:
+        return self.reads.pop(0) if self.reads else self.state
+
+    def pause(self) -> None:
+        self.calls.append("pause")
+        if self.status() == "running":
+            self.state = "paused"
+
+    def unpause(self) -> None:
+        self.calls.append("unpause")
+        if self.unpause_failures:
+            self.unpause_failures -= 1
+            raise RuntimeError("engine busy")
+        if self.status() == "paused":
+            self.state = "running"
+
+    def alive(self) -> bool:
+        return self.state in ("running", "paused")
+
+
+def test_a_member_containers_pause_and_unpause_are_asked_again_until_the_engine_agrees() -> None:
+    box = FlakyEngineBox()
+    member = MemberContainer.__new__(MemberContainer)
+    member.box, member.name = box, "m0"  # type: ignore[assignment]
+    member.signal(signal.SIGSTOP)  # the first status read fails: pause skipped, then asked again
+    assert box.state == "paused" and box.calls == ["pause", "pause"]
+    member.signal(signal.SIGCONT)  # the engine refuses the first unpause
+    assert box.state == "running" and box.calls[2:] == ["unpause", "unpause"]
