@@ -27,7 +27,7 @@ The model (every delay from :class:`harness.sim.model.DelayModel`):
   ``zk_watch_client_s``, one at a time per member (kazoo's single event thread), before ZkClient's
   listener code runs (which re-arms with two requests and sets the rebalance flag);
 * the rebalance thread, backoff and takeover waits are legacy_zk's own, on virtual time; the thread
-  wakes ``watch_wake_spread_s`` x uniform(0, 1) after a watch set its flag (0 by default: at once);
+  wakes ``watch_wake_spread_s`` x uniform(0, 1) after a watch set its flag (0: at once);
 * a member's session opens with one request's round trip; a clean stop is 0.8's shutdown (commit,
   revoke, close the session: its ephemerals vanish when the close is served); a crash ends the member's
   tasks at once and the server expires its session ``zookeeper.session.timeout.ms`` after it last heard
