@@ -124,7 +124,7 @@ class SimZkServer:
         self._free_at = 0
         self.requests = 0
         self.fluid = FluidServer(sched, delays) if fluid else None
-        #: the last burst's results per directory (fluid): (directory, names) -> (children zxid, results)
+        #: the last burst's results per directory (fluid): directory -> (names, children zxid, results)
         self._reads: dict[str, tuple[tuple[str, ...], int, list[Any]]] = {}
 
     def read_many(self, session: MemZkSession, directory: str, names: Sequence[str]) -> list[Any]:
@@ -226,7 +226,13 @@ class SimZkPort:
 
     def _round_trip(self, request: Callable[[], Any], n: int = 1) -> Any:
         """``n`` requests' round trips (``n`` > 1 only on the fluid server: a burst); the result of
-        ``request()``, run on the loop when the server serves the request (the last of the burst)."""
+        ``request()``, run on the loop when the server serves the request (the last of the burst).
+
+        Per request, the whole timeline is booked when it is issued (one wake-up of the member, the
+        batching that keeps large groups fast): its client CPU, the network, its place in the server's
+        queue (queued in issue order: a request issued earlier is served earlier even if a later one
+        would arrive first, at most one client cost apart), the change applied when served, the network
+        back. On the fluid server: :meth:`_fluid_trip`."""
         if self.server.fluid is not None:
             return self._fluid_trip(request, n)
         d = self.delays
