@@ -48,6 +48,10 @@ class MalformedLog:
         self._report(err)
 
 
+#: A shared view's key: the read results' identity, the consumers, my topics' partitions.
+_Key = tuple[int, tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...]]
+
+
 class ViewMemo:
     """Views built from one read-result object, shared by the readers that hold this memo (module
     contract). Keeps the last :attr:`SIZE` entries; an entry keeps its result object alive, so an id is
@@ -56,19 +60,15 @@ class ViewMemo:
     SIZE = 8
 
     def __init__(self) -> None:
-        self._views: dict[tuple[int, tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...]], _Shared] = {}
+        self._views: dict[_Key, _Shared] = {}
         self._sorted: dict[tuple[str, ...], tuple[str, ...]] = {}
         #: decoded topic znodes, (path, mzxid) -> partition ids (a znode's data at one mzxid never changes)
         self.topics: dict[tuple[str, int], tuple[int, ...]] = {}
 
-    def get(
-        self, key: tuple[int, tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...]]
-    ) -> _Shared | None:
+    def get(self, key: _Key) -> _Shared | None:
         return self._views.get(key)
 
-    def put(
-        self, key: tuple[int, tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...]], shared: _Shared
-    ) -> None:
+    def put(self, key: _Key, shared: _Shared) -> None:
         if len(self._views) >= self.SIZE:
             del self._views[next(iter(self._views))]
         self._views[key] = shared
