@@ -24,7 +24,8 @@ never depends on the path taken. A torn last line (no newline) is parsed on its 
 if it is not JSON, as :func:`~harness.history.writer.read_events` does. A file is read in chunks of
 whole lines (:data:`CHUNK_BYTES`), each converted as above (a chunk the Arrow reader refuses is
 converted line by line, as that whole file would be), so converting a simulated unit's file of tens
-of millions of events holds one chunk's copies at a time, not the file's.
+of millions of events holds one chunk's copies at a time, not the file's. The sort is bounded too: a
+history longer than :data:`RUN_ROWS` is sorted in runs spilled to disk and merged (:func:`to_parquet`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -83,6 +85,14 @@ _TYPED_KEY = '[{,]"(?:' + "|".join(re.escape(c) for c in COLUMNS[:-1]) + ')":'
 _BLOCK = 1 << 24
 #: :func:`file_table` reads a file this many bytes at a time (whole lines: a chunk ends at its last newline).
 CHUNK_BYTES = 1 << 28
+#: :func:`to_parquet` sorts at most this many rows at once (a run); a longer history is merged from runs.
+RUN_ROWS = 2_000_000
+#: :func:`to_parquet` reads this many rows of each run at a time while it merges them.
+MERGE_BATCH_ROWS = 262_144
+#: The column that numbers rows in the order read while a history is sorted (never written).
+_SEQ = "__seq"
+#: The sort's time column: ``ts_ns`` with a missing time as the largest (last, as Arrow sorts nulls).
+_TS = "__ts"
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -262,26 +272,119 @@ def _parse_each(lines: Iterable[str | None]) -> list[dict[str, Any]]:
 def to_parquet(
     sources: Iterable[tuple[str | Path, Mapping[str, Any]]],
     out: str | Path,
+    *,
+    run_rows: int | None = None,
+    batch_rows: int | None = None,
 ) -> int:
     """Merge JSON-lines files (each with its context) into one Parquet file sorted by time.
 
     Returns the number of events written. Missing files are skipped (a member that never started).
-    Each file is converted column by column (:func:`file_table`); the merge and the sort are
-    Arrow's (the history is held once, in Arrow's memory, never as Python objects per event).
+    Each file is converted column by column (:func:`file_tables`); rows are ordered by ``ts_ns``, ties
+    in the order of the files, then of their lines (a stable sort). Memory is bounded: converted rows
+    are collected into sorted runs of at most ``run_rows`` (:data:`RUN_ROWS`); a history of one run is
+    sorted and written at once, a longer one has its runs spilled to Parquet files in a temporary
+    directory beside ``out`` and merged ``batch_rows`` (:data:`MERGE_BATCH_ROWS`) rows of each run at a
+    time (:func:`_merge_runs`), so the history is never held whole, in Python objects or in Arrow's
+    memory. The temporary directory is removed on success and on failure.
     """
-    tables = []
-    for path, context in sources:
-        p = Path(path)
-        if not p.exists():
-            continue
-        tables.append(file_table(p, context))
-    table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
-    if table.num_rows:
-        table = table.sort_by("ts_ns")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, out, compression="zstd")
-    return table.num_rows
+    limit = run_rows or RUN_ROWS
+    with tempfile.TemporaryDirectory(prefix=".history-runs-", dir=out.parent) as tmp:
+        runs: list[Path] = []
+        pending: list[pa.Table] = []
+        held = 0
+        seq = 0
+
+        def spill() -> None:
+            nonlocal pending, held
+            path = Path(tmp) / f"run-{len(runs):05d}.parquet"
+            pq.write_table(_sorted(pa.concat_tables(pending)), path, compression="lz4")
+            runs.append(path)
+            pending, held = [], 0
+
+        for path, context in sources:
+            p = Path(path)
+            if not p.exists():
+                continue
+            for table in file_tables(p, context):
+                while table.num_rows:
+                    take = table.slice(0, limit - held)
+                    table = table.slice(take.num_rows)
+                    pending.append(_keyed(take, seq))
+                    seq += take.num_rows
+                    held += take.num_rows
+                    if held >= limit:
+                        spill()
+        if not runs:  # the whole history is one run: sort it in memory and write it
+            table = _unkeyed(_sorted(pa.concat_tables(pending))) if pending else SCHEMA.empty_table()
+            pq.write_table(table, out, compression="zstd")
+            return table.num_rows
+        if pending:
+            spill()
+        _merge_runs(runs, out, batch_rows or MERGE_BATCH_ROWS)
+    return seq
+
+
+def _keyed(table: pa.Table, first: int) -> pa.Table:
+    """``table`` with its sort key: :data:`_TS` (``ts_ns``, a missing time last) and :data:`_SEQ`
+    (the rows numbered from ``first`` in the order read), unique over a history."""
+    ts = _pc("coalesce", table.column("ts_ns"), pa.scalar(np.iinfo(np.int64).max, pa.int64()))
+    return table.append_column(_TS, ts).append_column(
+        _SEQ, pa.array(np.arange(first, first + table.num_rows, dtype=np.int64))
+    )
+
+
+def _sorted(table: pa.Table) -> pa.Table:
+    """``table`` ordered by its key (:func:`_keyed`): time, ties in the order rows were read."""
+    return table.sort_by([(_TS, "ascending"), (_SEQ, "ascending")])
+
+
+def _unkeyed(table: pa.Table) -> pa.Table:
+    return table.drop_columns([_TS, _SEQ])
+
+
+def _head_upto(table: pa.Table, key: tuple[int, int]) -> int:
+    """How many leading rows of ``table`` (sorted by its key, :func:`_keyed`) have a key <= ``key``."""
+    ts = table.column(_TS).to_numpy()
+    lo, hi = np.searchsorted(ts, key[0], "left"), np.searchsorted(ts, key[0], "right")
+    return int(lo + np.searchsorted(table.column(_SEQ).to_numpy()[lo:hi], key[1], "right"))
+
+
+def _merge_runs(runs: list[Path], out: Path, batch_rows: int) -> None:
+    """K-way merge of sorted runs (each ordered by its key, :func:`_keyed`, unique over all runs) into
+    ``out``, holding one batch of each run and what one step takes.
+
+    Each step reads the next batch of every run whose buffer is empty, then takes from every buffer
+    the rows whose key is at most the *cut*: the smallest last key among the buffers. Every unread
+    row of every run has a larger key than the cut (runs are sorted, keys unique), so the rows taken
+    precede every row not yet taken: sorted, they are the next stretch of the output. The run that set
+    the cut empties its buffer, so every step moves on."""
+    batches = [pq.ParquetFile(r).iter_batches(batch_size=batch_rows) for r in runs]
+    buffers: list[pa.Table | None] = [None] * len(runs)
+    pending: list[pa.Table] = []
+    held = 0
+    with pq.ParquetWriter(out, SCHEMA, compression="zstd") as writer:
+        while True:
+            for i, it in enumerate(batches):
+                buffer = buffers[i]
+                if buffer is None or buffer.num_rows == 0:
+                    batch = next(it, None)
+                    buffers[i] = None if batch is None else pa.Table.from_batches([batch])
+            live = [(i, b) for i, b in enumerate(buffers) if b is not None and b.num_rows]
+            if not live:
+                break
+            cut = min((b.column(_TS)[-1].as_py(), b.column(_SEQ)[-1].as_py()) for _, b in live)
+            for i, b in live:
+                n = _head_upto(b, cut)
+                pending.append(b.slice(0, n))
+                buffers[i] = b.slice(n)
+                held += n
+            if held >= batch_rows:
+                writer.write_table(_unkeyed(_sorted(pa.concat_tables(pending))).cast(SCHEMA))
+                pending, held = [], 0
+        if held:
+            writer.write_table(_unkeyed(_sorted(pa.concat_tables(pending))).cast(SCHEMA))
 
 
 def read_parquet(path: str | Path) -> list[dict[str, Any]]:

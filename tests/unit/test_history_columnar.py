@@ -11,7 +11,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.history.schema import COLUMNS, file_table, file_tables, read_parquet, rows_to_table, to_parquet
+from harness.history.schema import (
+    COLUMNS,
+    SCHEMA,
+    file_table,
+    file_tables,
+    read_parquet,
+    rows_to_table,
+    to_parquet,
+)
 from harness.history.writer import HistoryWriter, read_events
 from harness.kernel.events import Kind, Role
 
@@ -203,3 +211,43 @@ def test_a_file_read_in_small_chunks_gives_the_same_table(tmp_path: Path) -> Non
         parts = list(file_tables(src, CTX, chunk_bytes=chunk))
         assert pa.concat_tables(parts).equals(whole), chunk
     assert len(list(file_tables(src, CTX, chunk_bytes=200))) > 5
+
+
+def test_a_history_longer_than_a_run_is_merged_from_sorted_runs_in_time_order(tmp_path: Path) -> None:
+    """The bounded sort: rows in time order, ties in file order then line order, a missing time last,
+    whatever the run and batch sizes (1 row: every row its own run; 3: runs cut inside a file; 100: one
+    run, sorted in memory), and no spilled run left behind."""
+    a = tmp_path / "a.jsonl"
+    b = tmp_path / "b.jsonl"
+    # file a, in line order: a1 at 5, a2 at 1, a3 at 3, a4 at 3, a5 with no time; file b: b1 at 3, b2 at 2, b3 at 5
+    a.write_text(
+        "\n".join(
+            json.dumps({"ts_ns": t, "kind": "record", "member": m})
+            if t is not None
+            else json.dumps({"kind": "x", "member": m})
+            for t, m in [(5, "a1"), (1, "a2"), (3, "a3"), (3, "a4"), (None, "a5")]
+        )
+        + "\n"
+    )
+    b.write_text(
+        "".join(
+            json.dumps({"ts_ns": t, "kind": "record", "member": m}) + "\n"
+            for t, m in [(3, "b1"), (2, "b2"), (5, "b3")]
+        )
+    )
+    # by hand: 1 a2; 2 b2; 3 a3, a4 (file a first, its lines in order), b1; 5 a1, b3; no time: a5
+    expected = ["a2", "b2", "a3", "a4", "b1", "a1", "b3", "a5"]
+    for run_rows, batch_rows in [(1, 1), (3, 2), (3, 100), (2, 1), (100, 100)]:
+        out = tmp_path / f"h-{run_rows}-{batch_rows}.parquet"
+        n = to_parquet(
+            [(a, CTX), (tmp_path / "missing.jsonl", CTX), (b, CTX)],
+            out,
+            run_rows=run_rows,
+            batch_rows=batch_rows,
+        )
+        assert n == 8
+        table = pq.read_table(out)
+        assert table.column("member").to_pylist() == expected, (run_rows, batch_rows)
+        assert table.schema.equals(SCHEMA, check_metadata=False)
+        assert table.column("run_id").to_pylist() == ["r1"] * 8
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".history-runs-")) == []
