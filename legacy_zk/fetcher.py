@@ -34,6 +34,11 @@ log = logging.getLogger("legacy_zk")
 RecordCallback = Callable[[TopicPartition, int, bytes | None], None]
 
 
+#: The fetcher thread's kafka-python ``poll`` timeout: a stop (``closeFetchers``) is acknowledged when
+#: the poll in progress returns, at the latest this long after it began.
+POLL_MS = 100
+
+
 class RecordFetcher:
     """Fetches the member's partitions from the broker (see module docstring)."""
 
@@ -46,7 +51,7 @@ class RecordFetcher:
         on_error: Callable[[str], None] | None = None,
         client_id: str = "herdlab-legacy-zk",
         name: str = "fetcher",
-        poll_ms: int = 100,
+        poll_ms: int = POLL_MS,
         retry_s: float = 1.0,
     ) -> None:
         self._bootstrap = bootstrap

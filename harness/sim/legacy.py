@@ -36,6 +36,13 @@ The model (every delay from :class:`harness.sim.model.DelayModel`):
   round trip is ``network_one_way_s`` + ``broker_service_s`` + ``network_one_way_s``; with no record
   available the fetcher waits for its partitions' next record (kafka-python's long poll would return
   empty every ``fetch.max.wait.ms`` and be sent again: round trips that write and move nothing);
+* stopping the fetcher (a rebalance's ``closeFetchers``, a clean stop) waits, as the real member waits
+  for its fetcher thread's acknowledgement, until the fetcher's kafka-python poll in progress returns:
+  the fetch in flight, else the next multiple of ``fetch_poll_s`` (``legacy_zk.fetcher.POLL_MS``, 100 ms) after the
+  fetcher went idle, or its partitions' next record (back ``network_one_way_s`` after it was
+  appended), whichever is first (:meth:`SimLegacyMember._await_poll`). This is where a real leave or
+  crash gets its uneven releases: members whose poll returns early release, read and claim before
+  others have released, and conflict;
 * from ``options["fluid_from"]`` initial members on (default :data:`FLUID_FROM`) the server is the fluid
   one (:class:`harness.sim.fluid.FluidServer`): every request, and a member's burst of registration
   reads (:meth:`SimZkPort.get_many`) as one job, is served processor-shared at the rate its contract
@@ -106,6 +113,8 @@ FLUID_FROM = 2000
 AGGREGATE_SPAN_NS = 1_000_000_000
 #: kafka-python's max.poll.records default: records handed over per fetch.
 FETCH_MAX_RECORDS = 500
+#: kazoo's ping jitter, in hundredths of a second (``random.randint(1, 40) / 100``).
+KAZOO_PING_JITTER_CS = (1, 40)
 BROKER_ID = 1
 
 
@@ -428,6 +437,11 @@ class SimLegacyMember:
             dual_commit=config.dual_commit,
         )
         self._fetch_generation = 0
+        #: The running fetcher's partitions (None: not fetching) and its poll: in flight until
+        #: ``_poll_busy_ns``, then idle polls of ``fetch_poll_s`` chained from ``_poll_anchor_ns``.
+        self._fetch_parts: list[int] | None = None
+        self._poll_busy_ns = 0
+        self._poll_anchor_ns = 0
         self.main: Task | None = None
 
     # -- history --------------------------------------------------------------------------------
@@ -494,13 +508,44 @@ class SimLegacyMember:
         return self._shutdown.wait(seconds)
 
     def close_fetchers(self) -> None:
-        self._fetch_generation += 1
+        """``closeFetchers``: stop the fetcher (:meth:`_stop_fetcher`), then commit (auto commit)."""
+        self._stop_fetcher()
         if self.config.auto_commit_enable:
             self.offsets.commit("rebalance")
+
+    def _stop_fetcher(self) -> None:
+        """``RecordFetcher.stop``: the real member's fetcher thread acknowledges when its kafka-python
+        poll in progress returns (:meth:`_await_poll`); fetching ends then."""
+        if self._fetch_parts is not None and self.delays.fetch_poll_s > 0:
+            self._await_poll(self._fetch_parts)
+            self._fetch_parts = None
+        self._fetch_generation += 1
+
+    def _await_poll(self, parts: list[int]) -> None:
+        """Wait as ``RecordFetcher.stop`` waits for the fetcher's acknowledgement: until the fetch in
+        flight returns, else until the idle poll in progress ends, at the next multiple of ``fetch_poll_s``
+        after the fetcher went idle (kafka-python's empty polls follow each other) or when a record for
+        its partitions comes back (``network_one_way_s`` after it was appended), whichever is first. The
+        idle polls themselves are not simulated (they write and move nothing): their phase is computed."""
+        now = self.sched.now_ns
+        if now < self._poll_busy_ns:
+            self.sched.sleep((self._poll_busy_ns - now) / NS_PER_S)
+            return
+        period = _ns(self.delays.fetch_poll_s)
+        end = self._poll_anchor_ns + ((now - self._poll_anchor_ns) // period + 1) * period
+        topic = self.group.topic
+        ends = [topic.end(p) for p in parts]
+        while self.sched.now_ns < end:
+            topic.wait_partitions(parts, (end - self.sched.now_ns) / NS_PER_S)
+            if [topic.end(p) for p in parts] != ends:
+                self.sched.sleep(self.delays.network_one_way_s)
+                return
 
     def start_fetching(self, offsets: Mapping[TopicPartition, int]) -> None:
         self._fetch_generation += 1
         if self.config.fetch and offsets:
+            self._fetch_parts = sorted(tp.partition for tp in offsets)
+            self._poll_anchor_ns = self._poll_busy_ns = self.sched.now_ns
             self.handler.spawn(self._fetch, self._fetch_generation, dict(offsets))
 
     def watch_brokers(self) -> None:
@@ -574,6 +619,7 @@ class SimLegacyMember:
                 self.registry.position_known(tp, off)
             positions[tp] = off
         while generation == self._fetch_generation and not self.dead:
+            self._poll_busy_ns = self.sched.now_ns + _ns(2 * d.network_one_way_s + d.broker_service_s)
             self.sched.sleep(2 * d.network_one_way_s + d.broker_service_s)
             if generation != self._fetch_generation or self.dead:
                 return
@@ -596,7 +642,9 @@ class SimLegacyMember:
             if not got:
                 # kafka-python's long poll returns empty after fetch.max.wait.ms and is sent again; those
                 # empty round trips write nothing and move nothing, so the fetcher waits for its
-                # partitions' next record instead (idle members cost no events at 10^4)
+                # partitions' next record instead (idle members cost no events at 10^4); a stop
+                # computes where the idle polls are (_await_poll)
+                self._poll_anchor_ns = self.sched.now_ns
                 topic.wait_partitions([tp.partition for tp in positions], None)
 
     def quiesce(self) -> None:
@@ -617,7 +665,7 @@ class SimLegacyMember:
             timeout=max(2.0, self.config.zookeeper_session_timeout_ms / 1000.0)
         )
         try:
-            self._fetch_generation += 1
+            self._stop_fetcher()
             if self.config.auto_commit_enable and self.zk.session is not None:
                 self.offsets.commit("shutdown")
             owned = self.registry.clear()
@@ -642,11 +690,24 @@ class SimLegacyMember:
         if session is None:
             return
         timeout_ns = _ns(self.config.zookeeper_session_timeout_ms / 1000.0)
-        ping_ns = timeout_ns // 3
-        now = self.sched.now_ns
-        last_ping = self.zk.opened_ns + ((now - self.zk.opened_ns) // ping_ns) * ping_ns if ping_ns else now
-        heard = max(self.zk.last_heard_ns, last_ping)
-        self.sched.call_at(heard + timeout_ns, session.expire)
+        self.sched.call_at(
+            self.group.expiry_ns(self._last_heard_by_server(timeout_ns) + timeout_ns), session.expire
+        )
+
+    def _last_heard_by_server(self, timeout_ns: int) -> int:
+        """When the server last heard from this (now dead) member: its last request, or a later ping.
+        kazoo (``ConnectionHandler._connect_attempt``) pings when nothing was sent for read_timeout / 2 -
+        jitter, read_timeout = 2/3 of the session timeout and jitter = ``randint(1, 40) / 100`` s drawn
+        anew each time; pings are not simulated while the member lives, so their instants since its last
+        request are drawn here (from the unit's random source)."""
+        rng = self.group.cpu.rng
+        heard, now, third = self.zk.last_heard_ns, self.sched.now_ns, timeout_ns // 3
+        while True:
+            jitter = _ns(rng.randint(*KAZOO_PING_JITTER_CS) / 100)
+            ping = heard + max(third - jitter, jitter)
+            if ping > now:
+                return heard
+            heard = ping
 
     def kill_tasks(self) -> None:
         me = self.sched.current() if self.sched.in_task() else None
@@ -679,10 +740,21 @@ class SimLegacyGroup:
         self.server = SimZkServer(ctx.sched, ctx.delays, fluid=self.fluid)
         self.views = ViewMemo()
         self.cpu = ClientCpu(ctx.sched, ctx.delays, ctx.rng)
+        self._tick_ns = _ns(ctx.delays.zk_tick_s)
+        self._tick_phase_ns = int(ctx.rng.uniform(0, self._tick_ns)) if self._tick_ns > 0 else 0
         self.topic = ctx.topic or SimTopic(ctx.sched, s.topic.name, self.partitions)
         self._layout()
         self._members: dict[str, SimLegacyMember] = {}
         self._props: dict[str, Mapping[str, str] | None] = {}
+
+    def expiry_ns(self, deadline_ns: int) -> int:
+        """When the server expires a session due at ``deadline_ns`` (last heard + timeout): the first
+        tick boundary after it (ZooKeeper's ``ExpiryQueue.roundToNextInterval``; the boundaries' phase
+        drawn once per unit); ``zk_tick_s`` 0: at the deadline."""
+        tick = self._tick_ns
+        if tick <= 0:
+            return deadline_ns
+        return ((deadline_ns - self._tick_phase_ns) // tick + 1) * tick + self._tick_phase_ns
 
     def _layout(self) -> None:
         """What a real broker writes before members start: broker 1 and the topic's replicas."""

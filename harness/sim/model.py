@@ -11,16 +11,21 @@ simulation is fully deterministic. The legacy fields model a kazoo client agains
 server; the coordinator fields a kafka-python client against one broker. Defaults are calibrated on
 this machine's real runs (the simulator validation records how; see the closing notes of issue 16):
 ``zk_connect_s``, ``client_cores`` and ``member_start_spread_s`` on a 10-member herd-small run;
-``zk_client_s`` (0.9 ms) on the herd scenario's joins at 10, 50 and 100 members on a quiet machine
-(``herdlab bench simulator validate --members 10,50,100 --repetitions 2``: simulated 0.21 / 1.64 /
-5.44 s against real 0.19 / 1.63-1.75 / 5.02-5.29 s; 1.2 ms, the value from 10 members alone, made
-them 0.26 / 2.15 / 7.20 s); ``watch_wake_spread_s`` on the real watch-to-attempt delays at 10 members.
+``zk_client_s`` (0.75 ms) and ``watch_wake_spread_s`` (25 ms) on the herd scenario's joins at 10, 50 and
+100 members, three real repetitions on a quiet machine, with the fetcher's poll (``fetch_poll_s``)
+modelled (``herdlab bench simulator validate --members 10,50,100 --repetitions 3 --real RUN``: simulated
+0.194 / 1.384 / 4.564 s against real 0.168-0.192 / 1.318-1.452 / 3.436-4.976 s; before the poll was
+modelled, 0.9 ms and 50 ms fitted an earlier run, whose joins took 0.19 / 1.63-1.75 / 5.02-5.29 s: the
+same machine's real runs differ by that much); the real watch-to-attempt delays at 10 members were 7 to
+22 ms in that run.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, fields
+
+from legacy_zk.fetcher import POLL_MS
 
 __all__ = ["DelayModel"]
 
@@ -33,15 +38,24 @@ class DelayModel:
     network_one_way_s: float = 0.00005
     #: ZooKeeper server: service time per request; the server serves requests one at a time (a queue).
     zk_service_s: float = 0.00012
+    #: ZooKeeper's ``tickTime`` (the runner's local cluster runs 200 ms): the server expires sessions in
+    #: buckets of a tick, at the first tick boundary after the last it heard plus the session timeout
+    #: (``ExpiryQueue.roundToNextInterval``); the boundaries' phase is drawn once per unit.
+    zk_tick_s: float = 0.2
     #: A legacy member's client-side cost per ZooKeeper request (kazoo, Python), before it is sent.
-    zk_client_s: float = 0.0009
+    zk_client_s: float = 0.00075
     #: A legacy member's cost to receive one watch notification and hand it to its listener.
     zk_watch_client_s: float = 0.0005
     #: A legacy member's rebalance thread reacts to a watch after a delay drawn uniformly from
     #: [0, ``watch_wake_spread_s``] (thread wake-up and scheduling of many processes on few cores: 3 to
-    #: 50 ms between a watch and the attempt's begin at 10 members on this machine's 2 cores). 0 = at
-    #: once, every member in lockstep (then every release precedes every claim: no conflicts).
-    watch_wake_spread_s: float = 0.05
+    #: 65 ms between a watch and the attempt's begin at 10 members on this machine's 2 cores in one run,
+    #: 7 to 22 ms in another). 0 = at once (with ``fetch_poll_s`` 0 too, every member in lockstep: every
+    #: release precedes every claim, no conflicts).
+    watch_wake_spread_s: float = 0.025
+    #: A legacy member's fetcher polls kafka-python this long at a time (``legacy_zk.fetcher.POLL_MS``):
+    #: stopping it for a rebalance waits until the poll in progress returns (the next multiple of this
+    #: after the fetcher went idle, or its partitions' next record). 0 = stops at once (lockstep releases).
+    fetch_poll_s: float = POLL_MS / 1000
     #: A legacy member's cost to open its ZooKeeper session (kazoo's start: threads, handshake), before
     #: the connect request's round trip.
     zk_connect_s: float = 0.075

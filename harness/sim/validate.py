@@ -8,7 +8,9 @@ their windows with the checker's own definitions (:func:`harness.kernel.windows.
 per trigger, the member and broker events inside its window ``[t0, end)``: ``watches``, ``zk_requests``
 by op (a simulated event's ``count`` summed; offset commits, the steady-state writes of
 :func:`harness.kernel.events.zk_steady`, left out as the herd figures leave them out), ``conflicts``,
-``attempts`` (``rebalance_begin``), ``failed_attempts`` and broker ``group_requests`` by ``api``; plus the
+``attempts`` (``rebalance_begin``), ``failed_attempts`` and broker ``group_requests`` by ``api`` (but the
+workload's own clients', :data:`harness.kernel.events.WORKLOAD_CLIENTS`, as the herd analysis leaves
+them out: the producer's metadata refreshes are not the group's traffic); plus the
 outcome and the latency (t1 - t0, seconds; None unless settled). :func:`read_unit` reads a unit
 directory's ``events/*.jsonl``. Pure but for that read: no Spark.
 """
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.kernel.events import Kind, Role, failed_attempt, zk_steady
+from harness.kernel.events import WORKLOAD_CLIENTS, Kind, Role, failed_attempt, zk_steady
 from harness.kernel.windows import evaluate
 
 __all__ = ["TriggerCounts", "read_unit", "unit_counts"]
@@ -95,7 +97,12 @@ def unit_counts(
                     tc.attempts += 1
                 elif failed_attempt(kind, e.get("outcome")):
                     tc.failed_attempts += 1
-            elif broker and role == Role.BROKER and kind == Kind.GROUP_REQUEST:
+            elif (
+                broker
+                and role == Role.BROKER
+                and kind == Kind.GROUP_REQUEST
+                and e.get("client") not in WORKLOAD_CLIENTS
+            ):
                 tc.group_requests[str(e.get("api"))] += 1
         out.append(tc)
     return out

@@ -59,15 +59,20 @@ duration = "1s"
 """
 
 
-#: The members in lockstep (no wake-up spread): the herd counts below are worked out for it.
-LOCKSTEP = DelayModel(watch_wake_spread_s=0.0)
+#: The members in lockstep (no wake-up spread, fetchers stop at once): the herd counts below are worked
+#: out for it.
+LOCKSTEP = DelayModel(watch_wake_spread_s=0.0, fetch_poll_s=0.0)
 
 
 def simulate(
-    tmp_path: Path, name: str, options: dict[str, Any] | None = None, delays: DelayModel = LOCKSTEP
+    tmp_path: Path,
+    name: str,
+    options: dict[str, Any] | None = None,
+    delays: DelayModel = LOCKSTEP,
+    scenario: str = SCENARIO,
 ) -> tuple[dict[str, Any], Path]:
     path = tmp_path / "sim-unit.toml"
-    path.write_text(SCENARIO)
+    path.write_text(scenario)
     s = load_scenario(str(path))
     case = planned_cases(s)[0]
     unit = Unit(0, case, "legacy_zk", 0, tmp_path / name / "c0-legacy_zk-r0")
@@ -267,3 +272,38 @@ def test_wait_settled_holds_a_step_until_the_previous_trigger_settled(tmp_path: 
         # at the scenario's times the leave cuts the join's window before it settled
         assert gap_s == pytest.approx(1.5, abs=1e-6)
         assert join.outcome != "settled"
+
+
+def test_a_rebalance_waits_for_the_fetchers_poll_to_return(tmp_path: Path) -> None:
+    """0.8's closeFetchers waits for the fetcher thread; herdlab's acknowledges when its kafka-python poll
+    returns: at the next multiple of POLL_MS (100 ms) after the fetcher went idle (0.2 ms after it handed
+    over its last record: the empty fetch's round trip), or when its partition's next record comes back
+    (the ``produced`` acknowledgement's instant), whichever is first. Each member's ``release`` follows
+    that instant by the offset commit's round trip (a few ms), not its ``rebalance_begin``."""
+    _, d = simulate(
+        tmp_path,
+        "poll",
+        delays=DelayModel(watch_wake_spread_s=0.0),
+        scenario=SCENARIO.replace("rate = 40", "rate = 8"),
+    )
+    events = sorted(read_unit(d), key=lambda e: e["ts_ns"])
+    t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke" and e["action"] == "join")
+    produced = [(e["ts_ns"], e["partition"]) for e in events if e["kind"] == "produced"]
+    waits = []
+    for m in sorted({e["member"] for e in events if e["kind"] == "rebalance_begin" and e["ts_ns"] > t0}):
+        mine = [e for e in events if e.get("member") == m or e.get("source") == m]
+        begin = next(e["ts_ns"] for e in mine if e["kind"] == "rebalance_begin" and e["ts_ns"] > t0)
+        release = next((e for e in mine if e["kind"] == "release" and e["ts_ns"] > begin), None)
+        if release is None:
+            continue  # the joiner owned nothing
+        records = [e for e in mine if e["kind"] == "record" and e["ts_ns"] < begin]
+        assert records, m
+        idle_since = records[-1]["ts_ns"] + 200_000
+        boundary = idle_since + ((begin - idle_since) // 100_000_000 + 1) * 100_000_000
+        partition = release["partition"]
+        arrival = min((t for t, p in produced if p == partition and t > begin), default=boundary)
+        ack = min(boundary, arrival)
+        assert ack <= release["ts_ns"] <= ack + 5_000_000, (m, begin, ack, release["ts_ns"])
+        waits.append(release["ts_ns"] - begin)
+    assert len(waits) == 4
+    assert max(waits) > 10_000_000 and max(waits) - min(waits) > 5_000_000, waits

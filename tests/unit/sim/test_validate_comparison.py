@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness.bench.simulator import format_comparison
-from harness.sim.validate import Comparison
+from harness.sim.validate import Comparison, unit_counts
 
 NO_CONFLICT = {"watches": 10, "attempts": 10, "zk:create": 10}
 ONE_CONFLICT = {"watches": 10, "attempts": 11, "conflicts": 1, "failed_attempts": 1, "zk:create": 11}
@@ -78,3 +78,39 @@ def test_latency_is_compared_among_repetitions_that_made_the_same_herd() -> None
     # an alike repetition that did not settle is left out
     r = row([ONE_CONFLICT], [ONE_CONFLICT, ONE_CONFLICT, NO_CONFLICT], [2.1], [None, 2.11, 0.16])
     assert r.simulated_latency_s == 2.11
+
+
+def test_the_workloads_own_broker_requests_are_not_the_groups() -> None:
+    """As the herd analysis counts (WORKLOAD_CLIENTS): in a join window the producer's and the
+    harness's Metadata requests are left out, the members' counted. By hand: a owns p0; j joins at 2000
+    (ready at 2000); broker requests inside the window: a's JoinGroup, j's JoinGroup, j's Metadata and
+    the producer's two Metadata and the harness's one; the window ends at settling_end (5000)."""
+    ms = 1_000_000
+
+    def at(t: int, kind: str, source: str, role: str = "member", **kw: object) -> dict[str, object]:
+        return {"ts_ns": t * ms, "kind": kind, "source": source, "role": role, **kw}
+
+    pair = {"action": "join", "action_id": 1, "targets": ["j"], "trigger": True}
+    events = [
+        at(0, "unit_start", "nemesis", role="harness", partitions=1),
+        at(0, "ready", "a"),
+        at(100, "assigned", "a", partition=0),
+        at(100, "rebalance_end", "a", outcome="ok"),
+        at(1000, "stable", "nemesis", role="harness"),
+        at(2000, "invoke", "nemesis", role="nemesis", **pair),
+        at(2000, "complete", "nemesis", role="nemesis", **pair),
+        at(2000, "ready", "j"),
+        at(2100, "group_request", "broker-0", role="broker", api="Metadata", client="herdlab-producer"),
+        at(2200, "group_request", "broker-0", role="broker", api="Metadata", client="j"),
+        at(2300, "group_request", "broker-0", role="broker", api="JoinGroup", client="j"),
+        at(2400, "group_request", "broker-0", role="broker", api="JoinGroup", client="a"),
+        at(2500, "revoked", "a", partition=0),
+        at(2600, "group_request", "broker-0", role="broker", api="Metadata", client="herdlab-producer"),
+        at(2700, "group_request", "broker-0", role="broker", api="Metadata", client="herdlab-harness"),
+        at(2800, "assigned", "j", partition=0),
+        at(2800, "rebalance_end", "j", outcome="ok"),
+        at(2800, "rebalance_end", "a", outcome="ok"),
+        at(5000, "settling_end", "nemesis", role="harness"),
+    ]
+    (t,) = unit_counts(events, 1.0)
+    assert dict(t.group_requests) == {"Metadata": 1, "JoinGroup": 2}
