@@ -48,6 +48,7 @@ from greenlet import GreenletExit, getcurrent
 from harness.sim.clock import Task
 from harness.sim.coordinator_broker import BROKER_SOURCE, SimBroker
 from harness.sim.coordinator_member import SimConsumer, TopicFeed
+from harness.sim.cpu import ClientCpu
 from harness.sim.group import SimContext
 from harness.sim.workload import SimTopic
 
@@ -82,6 +83,7 @@ class SimCoordinatorGroup:
             ctx.sched, ctx.delays, ctx.history(BROKER_SOURCE, "broker"), scenario, self.topic
         )
         self.feed = TopicFeed(ctx.sched, self.topic)
+        self.cpu = ClientCpu(ctx.sched, ctx.delays, ctx.rng)
         self._members: dict[str, SimConsumer] = {}
         self._tasks: dict[str, Task] = {}
         self._live: dict[str, None] = {}
@@ -98,7 +100,7 @@ class SimCoordinatorGroup:
             raise ValueError("the group is closed")
         member = SimConsumer(
             name, self.ctx.sched, self.ctx.delays, self.ctx.scenario, self.broker, self.feed,
-            self.ctx.history(name, "member"), on_stopped=self._stopped,
+            self.ctx.history(name, "member"), self.cpu, on_stopped=self._stopped,
         )  # fmt: skip
         self._members[name] = member
         self._live[name] = None

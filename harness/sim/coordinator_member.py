@@ -41,6 +41,7 @@ from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder
 from harness.scenario.model import Scenario
 from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler
 from harness.sim.coordinator_broker import Reply, SimBroker
+from harness.sim.cpu import ClientCpu
 from harness.sim.model import DelayModel
 from harness.sim.workload import SimTopic
 
@@ -49,6 +50,9 @@ __all__ = ["SimConsumer", "TopicFeed"]
 #: herdlab's member process sets ``metadata.max.age.ms`` 5000 unless a property says otherwise
 #: (``harness/cli/members.py``, option ``--metadata-max-age-ms``).
 MEMBER_METADATA_MAX_AGE_MS = 5000
+#: kafka-python's ``fetch_max_wait_ms`` default (``consumer/group.py``): how long the broker parks a Fetch
+#: with nothing to return.
+FETCH_MAX_WAIT_MS = 500
 #: kafka-python 3.0.12's ``retry_backoff_ms`` default.
 RETRY_BACKOFF_S = 0.1
 #: The JoinGroup version kafka-python 3.0.12 sends (``max_version=7``).
@@ -169,6 +173,7 @@ class SimConsumer:
         broker: SimBroker,
         feed: TopicFeed,
         history: History,
+        cpu: ClientCpu,
         on_stopped: Callable[[str], object] | None = None,
     ) -> None:
         c = scenario.group.coordinator
@@ -182,6 +187,7 @@ class SimConsumer:
         self.delays = delays
         self.broker = broker
         self.feed = feed
+        self.cpu = cpu
         self.topic = feed.topic
         self.group = scenario.group.id
         self.config = MemberConfig(
@@ -196,6 +202,7 @@ class SimConsumer:
         self.heartbeat_s = int(props["heartbeat.interval.ms"]) / 1000
         self.rebalance_ms = int(props["max.poll.interval.ms"])
         self.metadata_age_s = int(props.get("metadata.max.age.ms", MEMBER_METADATA_MAX_AGE_MS)) / 1000
+        self.fetch_wait_ns = round(int(props.get("fetch.max.wait.ms", FETCH_MAX_WAIT_MS)) / 1000 * NS_PER_S)
         self.assignor = _assignor(self.config.assignor)
         self._metadata = self.assignor.metadata({self.config.topic}).encode()
         self.ready_ns: int | None = None
@@ -211,17 +218,32 @@ class SimConsumer:
         self.alive = True
         self.stopping = False
         self._wake = Event(sched)
+        #: the main thread's poll: windows of poll_timeout_ms chained from _poll_anchor_ns (a record
+        #: ends one early and the next starts); a needed rejoin is seen when the window ends
+        self.poll_ns = round(self.config.poll_timeout_ms / 1000 * NS_PER_S)
+        self._poll_anchor_ns = sched.now_ns
+        self._synced = False  # a first SyncGroup answer handled
+        #: the member's Fetch, parked at the broker since _fetch_sent_ns (re-sent as each record comes
+        #: back, or after fetch.max.wait.ms); a metadata refresh waiting behind it (its epoch)
+        self._fetch_sent_ns = sched.now_ns
+        self._md_parked: int | None = None
         self._hb_epoch = 0
         self._md_epoch = 0
 
     # -- control (called on the loop or by the group) ---------------------------------------------------
     def wake(self) -> None:
+        """A record for one of its partitions came back: the parked Fetch is answered (and re-sent)."""
+        self._fetch_sent_ns = self.sched.now_ns
         self._wake.set()
+        if self._md_parked is not None:
+            epoch, self._md_parked = self._md_parked, None
+            self._send_metadata(epoch)
 
     def stop(self) -> None:
-        """A clean stop: the member commits, revokes, leaves and writes ``stopped`` (virtual time later)."""
+        """A clean stop: the member commits, revokes, leaves and writes ``stopped`` (virtual time later).
+        The real member's loop sees its stop flag between polls: when the poll window in progress ends."""
         self.stopping = True
-        self._wake.set()
+        self._wake_at_poll_end()
 
     def crash(self) -> None:
         """SIGKILL: nothing more from this member (the group ends its task)."""
@@ -261,8 +283,12 @@ class SimConsumer:
         self.ready_ns = self.sched.now_ns
         self.rec.ready()
         self._call("Metadata", self._metadata_request())  # the client's bootstrap
+        answered = self.sched.now_s()
         self.rec.started(effective=dict(self.config.properties))
-        self._call("Metadata", self._metadata_request())  # consumer.topics() once subscribed
+        # consumer.topics() once subscribed: a metadata update waits retry.backoff.ms after the last
+        # refresh (kafka-python 3.0.12 cluster.py ttl(): _last_refresh_ms + retry_backoff_ms)
+        self.sched.sleep(max(0.0, answered + RETRY_BACKOFF_S - self.sched.now_s()))
+        self._call("Metadata", self._metadata_request())
         self._schedule_metadata()
         while self.alive and not self.stopping:
             self._wake.clear()
@@ -279,8 +305,13 @@ class SimConsumer:
                 self._commit_async()
             if self.stopping or self.rejoin_needed:
                 continue
-            # at least 1 µs: a float remainder below 1 ns would wake at this same instant, not yet due
-            self._wake.wait(max(1e-6, self._next_commit_s - self.sched.now_s()))
+            # poll(timeout_ms): returns on a record (TopicFeed wakes the member) or when the window
+            # ends; interval commits are due only at a window's end, like a needed rejoin
+            now_ns = self.sched.now_ns
+            self._poll_anchor_ns = now_ns
+            due_ns = round(self._next_commit_s * NS_PER_S)
+            end_ns = now_ns + max(1, -(-(due_ns - now_ns) // self.poll_ns)) * self.poll_ns
+            self._wake.wait((end_ns - now_ns) / NS_PER_S)
         if self.alive:
             self._close()
 
@@ -416,6 +447,9 @@ class SimConsumer:
         return [(member_id, a.encode()) for member_id, a in out.items()]
 
     def _complete(self, partitions: list[int]) -> None:
+        d = self.delays  # the answer handled on the machine's shared cores
+        self.cpu.work(d.kafka_first_sync_client_s if not self._synced else d.kafka_sync_client_s)
+        self._synced = True
         self._rejoining = False
         self.rejoin_needed = False
         self._enable_heartbeat()
@@ -426,6 +460,7 @@ class SimConsumer:
         kept = set(partitions)
         self.positions = {p: o for p, o in self.positions.items() if p in kept}
         self.feed.own(partitions, self)
+        self._fetch_sent_ns = self.sched.now_ns  # its first Fetch of the assignment
 
     def _reset_generation(self, member_id: str) -> None:
         self.generation = -1
@@ -503,8 +538,10 @@ class SimConsumer:
         if err in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
             self.sched.call_at(nxt, self._heartbeat, epoch)
             if err == ErrorCode.REBALANCE_IN_PROGRESS:
+                # request_rejoin() only sets a flag (base.py:931); the main thread sees it when its
+                # poll window ends (or a record ends it early)
                 self.rejoin_needed = True
-                self._wake.set()
+                self._wake_at_poll_end()
         elif err == ErrorCode.ILLEGAL_GENERATION:
             self._reset_generation(self.member_id)
             self._wake.set()
@@ -516,12 +553,40 @@ class SimConsumer:
                 self.coordinator_known = False
             self.sched.call_later(RETRY_BACKOFF_S, self._heartbeat, epoch)
 
+    def _wake_at_poll_end(self) -> None:
+        """Wake the main thread when its current poll window ends (windows chain from the anchor)."""
+        now, anchor, period = self.sched.now_ns, self._poll_anchor_ns, self.poll_ns
+        end = anchor + ((now - anchor) // period + 1) * period
+        self.sched.call_at(end, self._wake.set)
+
     # -- metadata refresh loop (kafka-python's cluster refresh coroutine) --------------------------------
     def _schedule_metadata(self) -> None:
         self._md_epoch += 1
         self.sched.call_later(self.metadata_age_s, self._refresh_metadata, self._md_epoch)
 
     def _refresh_metadata(self, epoch: int) -> None:
+        """A refresh is due. kafka-python sends Metadata to the least loaded node, with one broker the
+        connection its Fetch is parked on (``net/manager.py`` least_loaded_node), and the broker reads
+        a connection's next request only once it answered the last (as Kafka does): while the member
+        fetches, the refresh goes when its Fetch is answered, at its partitions' next record or when
+        the Fetch's ``fetch.max.wait.ms`` runs out; the next refresh is timed from its answer."""
+        if epoch != self._md_epoch or not self.alive:
+            return
+        if self.assignment and self.fetch_wait_ns > 0:
+            now, sent, wait = self.sched.now_ns, self._fetch_sent_ns, self.fetch_wait_ns
+            self._md_parked = epoch
+            self.sched.call_at(sent + ((now - sent) // wait + 1) * wait, self._fetch_expired, epoch)
+            return
+        self._send_metadata(epoch)
+
+    def _fetch_expired(self, epoch: int) -> None:
+        """The parked Fetch's wait ran out: answered empty, re-sent after whatever waited behind it."""
+        if self._md_parked == epoch:
+            self._md_parked = None
+            self._fetch_sent_ns = self.sched.now_ns
+            self._send_metadata(epoch)
+
+    def _send_metadata(self, epoch: int) -> None:
         if epoch != self._md_epoch or not self.alive:
             return
         self._md_epoch += 1  # the refresh restarts the age

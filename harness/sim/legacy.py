@@ -74,6 +74,7 @@ from typing import Any
 from harness.kernel.errors import ConfigError
 from harness.kernel.history import History
 from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler
+from harness.sim.cpu import ClientCpu
 from harness.sim.fluid import FluidServer
 from harness.sim.group import SimContext
 from harness.sim.handler import SimHandler, SimLock
@@ -158,37 +159,6 @@ class SimZkServer:
         self._free_at = start + _ns(self.delays.zk_service_s)
         self.requests += 1
         return self._free_at
-
-
-class ClientCpu:
-    """The members' client-side work: ``cores`` cores shared first come first served (0: unlimited),
-    each cost scaled by the model's jitter."""
-
-    def __init__(self, sched: VirtualScheduler, delays: DelayModel, rng: Any) -> None:
-        self.sched = sched
-        self.delays = delays
-        self.rng = rng
-        self._free = [0] * max(0, delays.client_cores)
-
-    def cost(self, seconds: float) -> float:
-        j = self.delays.jitter
-        return seconds * self.rng.uniform(1 - j, 1 + j) if j > 0 and seconds > 0 else seconds
-
-    def reserve(self, seconds: float) -> int:
-        """Book ``seconds`` of client CPU from now on the first free core: the virtual ns it ends."""
-        seconds = self.cost(seconds)
-        now = self.sched.now_ns
-        free = self._free
-        if not free:
-            return now + _ns(seconds)
-        i = min(range(len(free)), key=free.__getitem__)
-        free[i] = max(now, free[i]) + _ns(seconds)
-        return free[i]
-
-    def work(self, seconds: float) -> None:
-        """Spend ``seconds`` of client CPU in the calling task."""
-        end = self.reserve(seconds)
-        self.sched.sleep((end - self.sched.now_ns) / NS_PER_S)
 
 
 def path_class(path: str) -> str:

@@ -70,6 +70,15 @@ class DelayModel:
     broker_service_s: float = 0.0001
     #: A coordinator member's client-side cost per request (kafka-python, Python).
     kafka_client_s: float = 0.0005
+    #: A coordinator member's client work once its SyncGroup is answered (kafka-python handling the
+    #: answer, decoding the assignment, the listener's callbacks), on the shared client cores; its
+    #: heartbeat timer restarts when that is done, so under load the members' heartbeat phases spread.
+    #: Real runs on 2 cores: a trigger's syncs end spread over about 75 / 300 ms at 50 / 100 members
+    #: (3 to 6 ms a member; 6 ms puts the simulated leaves inside the real range) ...
+    kafka_sync_client_s: float = 0.006
+    #: ... and the first generation's over 13-21 / 466-563 / 819-974 ms at 10 / 50 / 100 members (the
+    #: first assignment's work as well: about 18 ms a member). This field is the first sync's cost.
+    kafka_first_sync_client_s: float = 0.018
     #: A member's cost to apply an assignment (revoke/assign callbacks, fetcher restart).
     member_apply_s: float = 0.001
     #: Relative jitter applied to every delay: uniform in [1 - jitter, 1 + jitter]. 0 = deterministic.

@@ -22,7 +22,7 @@ from harness.sim.group import SimContext
 from harness.sim.history import EventSink, SimHistory
 from harness.sim.model import DelayModel
 from harness.sim.workload import SimProducer
-from tests.support.sim_units import api_counts, history_text, simulate_unit, trigger_counts
+from tests.support.sim_units import api_counts, history_text, simulate_unit, trigger_counts, unit_events
 
 SESSION_MS, HEARTBEAT_MS = 6000, 500
 
@@ -199,3 +199,77 @@ def test_an_unsupported_client_is_a_clear_error(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="kafka-python"):
         group.start_member("m0")
+
+
+def _timed_unit(tmp_path: Path, rate: float, metadata_age_ms: int = 600000) -> list[dict[str, Any]]:
+    """Three members, a join at 2 s, the workload at ``rate`` records a second."""
+    sc = load_scenario(
+        "herd-small",
+        [
+            "group.members=3",
+            'implementations=["coordinator"]',
+            f"group.coordinator.session_timeout_ms={SESSION_MS}",
+            f"group.coordinator.heartbeat_interval_ms={HEARTBEAT_MS}",
+            f'group.coordinator.properties={{"metadata.max.age.ms" = {metadata_age_ms}}}',
+            f"workload.rate={rate}",
+            'timeline=[{at = "2s", action = "join", count = 1}]',
+        ],
+    )
+    simulate_unit(sc, "coordinator", tmp_path / "u")
+    return unit_events(tmp_path / "u")
+
+
+def test_a_rebalance_is_seen_when_the_poll_window_ends_not_when_the_heartbeat_learns_it(
+    tmp_path: Path,
+) -> None:
+    """kafka-python's heartbeat answer REBALANCE_IN_PROGRESS only sets a flag; the main thread, in
+    poll(timeout_ms=200), rejoins when its window ends (a record ends one early: none here, the workload is
+    one record in 100 s). So each member's rebalance_begin comes after its heartbeat's error, at most
+    200 ms later, and at a multiple of 200 ms from its last wake-up, which with no records and no commit
+    due is the end of its previous join: its ``rebalance_end``."""
+    events = _timed_unit(tmp_path, rate=0.01)
+    t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
+    errors = {
+        e["member"]: e["ts_ns"]
+        for e in events
+        if e["kind"] == "heartbeat_error" and e["ts_ns"] > t0 and e.get("error") == "REBALANCE_IN_PROGRESS"
+    }
+    ids = {e["member"]: e["source"] for e in events if e["kind"] == "assigned" and e["role"] == "member"}
+    delays = []
+    for member_id, err_ns in errors.items():
+        name = ids[member_id]
+        mine = [e for e in events if e["source"] == name]
+        begin = next(e["ts_ns"] for e in mine if e["kind"] == "rebalance_begin" and e["ts_ns"] > t0)
+        last_end = max(e["ts_ns"] for e in mine if e["kind"] == "rebalance_end" and e["ts_ns"] < t0)
+        assert 0 < begin - err_ns <= 200_000_000, (name, begin - err_ns)
+        assert (begin - last_end) % 200_000_000 < 1_000_000, (name, begin - last_end)
+        delays.append(begin - err_ns)
+    assert len(delays) == 3 and max(delays) > 20_000_000, delays
+
+
+def test_a_metadata_refresh_waits_behind_the_parked_fetch(tmp_path: Path) -> None:
+    """With metadata.max.age.ms = 1.2 s and no records (one in 100 s), a member with partitions always has
+    a Fetch parked at the broker, answered empty every fetch.max.wait.ms (500 ms) and sent again at once;
+    a refresh due behind it is read when it is answered. By hand: a refresh answered at a Fetch's answer
+    is due 1.2 s later, 0.2 s into the third Fetch since, and goes at that Fetch's answer, 1.5 s after
+    the last refresh (without the wait: 1.2 s and a round trip). (The leader's refresh after it assigned
+    is answered off that grid, so a member's first gap may differ.)"""
+    events = _timed_unit(tmp_path, rate=0.01, metadata_age_ms=1200)
+    t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
+    gaps = []
+    for m in ("m0", "m1", "m2"):
+        md = [
+            e["ts_ns"]
+            for e in events
+            if e.get("api") == "Metadata" and e.get("client") == m and e["ts_ns"] < t0
+        ]
+        gaps.append(md[-1] - md[-2])  # the last: the one before was answered at a Fetch's answer too
+    assert len(gaps) == 3 and all(abs(g - 1_500_000_000) < 1_000_000 for g in gaps), gaps
+
+
+def test_the_joiners_second_metadata_waits_retry_backoff(tmp_path: Path) -> None:
+    """consumer.topics() asks for a metadata update right after the bootstrap one; kafka-python sends it
+    no sooner than retry.backoff.ms (100 ms) after the last refresh."""
+    events = _timed_unit(tmp_path, rate=0.01)
+    md = [e["ts_ns"] for e in events if e.get("api") == "Metadata" and e.get("client") == "j0"]
+    assert 100_000_000 <= md[1] - md[0] <= 101_000_000, md[:2]
