@@ -68,3 +68,17 @@ def test_buckets_and_lag_from_sparks_counts(filled: tuple[dict[str, Any], list[A
     _, (s,) = filled
     assert s["count"] == [9, 10, 1, 1, 6, 6, 6]
     assert s["lag"] == [1, 1, 10, 19, 13, 7, 1]
+
+
+def test_the_spark_quantization_is_quantize(spark: Any) -> None:
+    """The Spark expression floors to three significant digits as :func:`quantize` does, across every
+    power of ten a long holds (values and expectations by hand)."""
+    from harness.analysis.e2e import _quantize_expr  # noqa: PLC2701 - the expression under test
+
+    cases = {
+        0: 0, 7: 7, 999: 999, 1000: 1000, 1009: 1000, 1234: 1230, 99999: 99900, 100000: 100000,
+        123456789: 123000000, 10**18 - 1: 999 * 10**15, 10**18 + 5: 10**18, 9_223_372_036_854_775_807: 9_220_000_000_000_000_000,
+    }  # fmt: skip
+    df = spark.createDataFrame([(v,) for v in cases], "us long")
+    got = {r["us"]: r["q"] for r in df.select("us", _quantize_expr("us").alias("q")).collect()}
+    assert got == cases
