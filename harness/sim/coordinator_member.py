@@ -20,10 +20,17 @@ Contract
    assigned partitions without a position (kafka-python keeps the position of a partition it is
    assigned again), ``auto.offset.reset`` earliest when none is committed;
 4. Heartbeat every ``heartbeat.interval.ms`` after the last one was sent, from the end of a join until the
-   next one starts; REBALANCE_IN_PROGRESS makes the member join again at once; UNKNOWN_MEMBER_ID /
-   ILLEGAL_GENERATION reset its generation (its partitions are then lost);
+   next one starts; REBALANCE_IN_PROGRESS makes the member join again, UNKNOWN_MEMBER_ID /
+   ILLEGAL_GENERATION reset its generation (its partitions are then lost) and join again: the heartbeat
+   only sets kafka-python's flags, so the main thread acts when its ``poll(timeout_ms=200)`` window ends
+   (windows follow each other; a record for its partitions ends one early), as it notices a stop;
 5. records of its partitions as they arrive (:class:`TopicFeed`), one ``record`` event each; an
-   interval commit (OffsetCommit, not waited for) every ``auto.commit.interval.ms``;
+   interval commit (OffsetCommit, not waited for) every ``auto.commit.interval.ms``, at a poll window's end;
+   its metadata refreshes go on the connection its Fetch is parked on: while it has partitions a refresh is
+   sent when that Fetch is answered (its partitions' next record, or ``fetch.max.wait.ms``), the next one
+   timed from its answer; the start-up's second Metadata waits ``retry.backoff.ms``; a SyncGroup answer's work
+   (``kafka_sync_client_s``, ``kafka_first_sync_client_s`` the first time) is booked on the shared client
+   cores before the heartbeat timer restarts;
 6. clean stop: commit (waited for), the listener's revoke, LeaveGroup, ``stopped``; crash: nothing more.
 """
 
@@ -544,10 +551,10 @@ class SimConsumer:
                 self._wake_at_poll_end()
         elif err == ErrorCode.ILLEGAL_GENERATION:
             self._reset_generation(self.member_id)
-            self._wake.set()
+            self._wake_at_poll_end()
         elif err == ErrorCode.UNKNOWN_MEMBER_ID:
             self._reset_generation("")
-            self._wake.set()
+            self._wake_at_poll_end()
         else:
             if err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
                 self.coordinator_known = False
