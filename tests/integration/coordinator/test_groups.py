@@ -385,7 +385,7 @@ def _committed_offsets(broker: BrokerProcess, group: str) -> dict[int, int]:
         consumer.close()
 
 
-@pytest.mark.slow
+@pytest.mark.long  # 11 s: run by CI's long step, not the default run (its 12 min budget)
 def test_a_stable_group_carries_on_across_a_broker_crash_without_a_rebalance(
     broker_factory: BrokerFactory, tmp_path: Path
 ) -> None:

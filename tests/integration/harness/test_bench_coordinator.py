@@ -50,7 +50,7 @@ def _row(out: str, label: str) -> list[float]:
     return [float(x) for x in m.group(1).split("/")]
 
 
-@pytest.mark.slow
+@pytest.mark.long  # 14 s: run by CI's long step, not the default run (its 12 min budget)
 def test_rebalance_bench_prints_the_windows_latencies(tmp_path: Path) -> None:
     r = subprocess.run(
         [HERDLAB, "bench", "coordinator", "rebalance", "--members", "3", "--reps", "1"]
