@@ -27,9 +27,20 @@ from typing import Any
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
-__all__ = ["Event", "SimulationError", "Task", "Timer", "VirtualScheduler"]
+__all__ = ["Event", "SimulationError", "Task", "Timer", "VirtualScheduler", "next_tick", "to_ns"]
 
 NS_PER_S = 1_000_000_000
+
+
+def to_ns(seconds: float) -> int:
+    """``seconds`` as whole virtual nanoseconds (rounded)."""
+    return round(seconds * NS_PER_S)
+
+
+def next_tick(anchor_ns: int, now_ns: int, period_ns: int) -> int:
+    """The first instant after ``now_ns`` on the grid ``anchor_ns + k * period_ns`` (any integer k): where
+    a chain of fixed periods begun at ``anchor_ns`` (polls, fetch waits, a server's ticks) next ends."""
+    return anchor_ns + ((now_ns - anchor_ns) // period_ns + 1) * period_ns
 
 
 class SimulationError(RuntimeError):

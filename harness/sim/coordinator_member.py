@@ -46,7 +46,7 @@ from coordinator.group.errors import ErrorCode
 from harness.kernel.history import History
 from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder
 from harness.scenario.model import Scenario
-from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler
+from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler, next_tick
 from harness.sim.coordinator_broker import Reply, SimBroker
 from harness.sim.cpu import ClientCpu
 from harness.sim.model import DelayModel
@@ -562,9 +562,7 @@ class SimConsumer:
 
     def _wake_at_poll_end(self) -> None:
         """Wake the main thread when its current poll window ends (windows chain from the anchor)."""
-        now, anchor, period = self.sched.now_ns, self._poll_anchor_ns, self.poll_ns
-        end = anchor + ((now - anchor) // period + 1) * period
-        self.sched.call_at(end, self._wake.set)
+        self.sched.call_at(next_tick(self._poll_anchor_ns, self.sched.now_ns, self.poll_ns), self._wake.set)
 
     # -- metadata refresh loop (kafka-python's cluster refresh coroutine) --------------------------------
     def _schedule_metadata(self) -> None:
@@ -580,9 +578,9 @@ class SimConsumer:
         if epoch != self._md_epoch or not self.alive:
             return
         if self.assignment and self.fetch_wait_ns > 0:
-            now, sent, wait = self.sched.now_ns, self._fetch_sent_ns, self.fetch_wait_ns
             self._md_parked = epoch
-            self.sched.call_at(sent + ((now - sent) // wait + 1) * wait, self._fetch_expired, epoch)
+            answered = next_tick(self._fetch_sent_ns, self.sched.now_ns, self.fetch_wait_ns)
+            self.sched.call_at(answered, self._fetch_expired, epoch)
             return
         self._send_metadata(epoch)
 

@@ -14,14 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.sim.clock import NS_PER_S, VirtualScheduler
+from harness.sim.clock import NS_PER_S, VirtualScheduler, to_ns
 from harness.sim.model import DelayModel
 
 __all__ = ["ClientCpu"]
-
-
-def _ns(seconds: float) -> int:
-    return round(seconds * NS_PER_S)
 
 
 class ClientCpu:
@@ -44,9 +40,9 @@ class ClientCpu:
         now = self.sched.now_ns
         free = self._free
         if not free:
-            return now + _ns(seconds)
+            return now + to_ns(seconds)
         i = min(range(len(free)), key=free.__getitem__)
-        free[i] = max(now, free[i]) + _ns(seconds)
+        free[i] = max(now, free[i]) + to_ns(seconds)
         return free[i]
 
     def work(self, seconds: float) -> None:

@@ -73,7 +73,7 @@ from typing import Any
 
 from harness.kernel.errors import ConfigError
 from harness.kernel.history import History
-from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler
+from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler, next_tick, to_ns
 from harness.sim.cpu import ClientCpu
 from harness.sim.fluid import FluidServer
 from harness.sim.group import SimContext
@@ -119,10 +119,6 @@ KAZOO_PING_JITTER_CS = (1, 40)
 BROKER_ID = 1
 
 
-def _ns(seconds: float) -> int:
-    return round(seconds * NS_PER_S)
-
-
 class SimZkServer:
     """One ZooKeeper server: the tree and its FIFO request queue (one request served at a time), or, with
     ``fluid``, the :class:`harness.sim.fluid.FluidServer` serving whole bursts processor-shared."""
@@ -156,7 +152,7 @@ class SimZkServer:
         """A request arriving at ``arrival_ns``: the virtual ns at which it has been served (requests are
         queued in the order they are admitted: see :meth:`SimZkPort._round_trip`)."""
         start = max(arrival_ns, self._free_at)
-        self._free_at = start + _ns(self.delays.zk_service_s)
+        self._free_at = start + to_ns(self.delays.zk_service_s)
         self.requests += 1
         return self._free_at
 
@@ -216,9 +212,9 @@ class SimZkPort:
             return self._fluid_trip(request, n)
         d = self.delays
         cpu = self.member.group.cpu
-        arrive = cpu.reserve(d.zk_client_s) + _ns(cpu.cost(d.network_one_way_s))
+        arrive = cpu.reserve(d.zk_client_s) + to_ns(cpu.cost(d.network_one_way_s))
         done = self.server.admit(arrive)
-        back = done + _ns(cpu.cost(d.network_one_way_s))
+        back = done + to_ns(cpu.cost(d.network_one_way_s))
         self.last_heard_ns = arrive
         box: list[Any] = []
 
@@ -486,9 +482,9 @@ class SimLegacyMember:
     def _stop_fetcher(self) -> None:
         """``RecordFetcher.stop``: the real member's fetcher thread acknowledges when its kafka-python
         poll in progress returns (:meth:`_await_poll`); fetching ends then."""
-        if self._fetch_parts is not None and self.delays.fetch_poll_s > 0:
-            self._await_poll(self._fetch_parts)
-            self._fetch_parts = None
+        parts, self._fetch_parts = self._fetch_parts, None
+        if parts is not None and self.delays.fetch_poll_s > 0:
+            self._await_poll(parts)
         self._fetch_generation += 1
 
     def _await_poll(self, parts: list[int]) -> None:
@@ -501,8 +497,7 @@ class SimLegacyMember:
         if now < self._poll_busy_ns:
             self.sched.sleep((self._poll_busy_ns - now) / NS_PER_S)
             return
-        period = _ns(self.delays.fetch_poll_s)
-        end = self._poll_anchor_ns + ((now - self._poll_anchor_ns) // period + 1) * period
+        end = next_tick(self._poll_anchor_ns, now, to_ns(self.delays.fetch_poll_s))
         topic = self.group.topic
         ends = [topic.end(p) for p in parts]
         while self.sched.now_ns < end:
@@ -589,7 +584,7 @@ class SimLegacyMember:
                 self.registry.position_known(tp, off)
             positions[tp] = off
         while generation == self._fetch_generation and not self.dead:
-            self._poll_busy_ns = self.sched.now_ns + _ns(2 * d.network_one_way_s + d.broker_service_s)
+            self._poll_busy_ns = self.sched.now_ns + to_ns(2 * d.network_one_way_s + d.broker_service_s)
             self.sched.sleep(2 * d.network_one_way_s + d.broker_service_s)
             if generation != self._fetch_generation or self.dead:
                 return
@@ -659,7 +654,7 @@ class SimLegacyMember:
         session = self.zk.session
         if session is None:
             return
-        timeout_ns = _ns(self.config.zookeeper_session_timeout_ms / 1000.0)
+        timeout_ns = to_ns(self.config.zookeeper_session_timeout_ms / 1000.0)
         self.sched.call_at(
             self.group.expiry_ns(self._last_heard_by_server(timeout_ns) + timeout_ns), session.expire
         )
@@ -673,7 +668,7 @@ class SimLegacyMember:
         rng = self.group.cpu.rng
         heard, now, third = self.zk.last_heard_ns, self.sched.now_ns, timeout_ns // 3
         while True:
-            jitter = _ns(rng.randint(*KAZOO_PING_JITTER_CS) / 100)
+            jitter = to_ns(rng.randint(*KAZOO_PING_JITTER_CS) / 100)
             ping = heard + max(third - jitter, jitter)
             if ping > now:
                 return heard
@@ -710,7 +705,7 @@ class SimLegacyGroup:
         self.server = SimZkServer(ctx.sched, ctx.delays, fluid=self.fluid)
         self.views = ViewMemo()
         self.cpu = ClientCpu(ctx.sched, ctx.delays, ctx.rng)
-        self._tick_ns = _ns(ctx.delays.zk_tick_s)
+        self._tick_ns = to_ns(ctx.delays.zk_tick_s)
         self._tick_phase_ns = int(ctx.rng.uniform(0, self._tick_ns)) if self._tick_ns > 0 else 0
         self.topic = ctx.topic or SimTopic(ctx.sched, s.topic.name, self.partitions)
         self._layout()
@@ -724,7 +719,7 @@ class SimLegacyGroup:
         tick = self._tick_ns
         if tick <= 0:
             return deadline_ns
-        return ((deadline_ns - self._tick_phase_ns) // tick + 1) * tick + self._tick_phase_ns
+        return next_tick(self._tick_phase_ns, deadline_ns, tick)
 
     def _layout(self) -> None:
         """What a real broker writes before members start: broker 1 and the topic's replicas."""
