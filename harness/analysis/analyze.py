@@ -82,14 +82,14 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     out["spark"]["shuffle_partitions"] = parts
     check_history(spark, inputs.history)  # a cluster's executors must read it (no-op in local mode)
-    frames = prepare(spark, str(inputs.history))
-    units = unit_table(frames, inputs.manifest)
-    analysed = {k: u for k, u in units.items() if u.get("events")}
-    if analysed:
-        try:
+    try:
+        frames = prepare(spark, str(inputs.history))
+        units = unit_table(frames, inputs.manifest)
+        analysed = {k: u for k, u in units.items() if u.get("events")}
+        if analysed:
             assemble(spark, frames, analysed, inputs.settle_window_s, out["series"])
-        finally:
-            spark.catalog.clearCache()  # the session may serve further analyses
+    finally:
+        spark.catalog.clearCache()  # the deliveries and record keys: the session may serve further analyses
     for k, u in units.items():  # units without events (failed before anything was recorded)
         if k not in analysed:
             u.setdefault("triggers", [])

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import Facts
-from harness.analysis.frames import INF, NS, UNIT, Frames
+from harness.analysis.frames import INF, NS, UNIT, Frames, unit_id
 from harness.kernel.events import SETTLED
 
 
@@ -40,9 +40,12 @@ def undisturbed(facts: Facts, frames: Frames) -> DataFrame:
         F.count_distinct("p").cast("double").alias("partitions_at_t0"),
         F.count_distinct(F.when(F.col("end") > F.col("t1"), F.col("p"))).cast("double").alias("undisturbed"),
     )
-    rec = frames.records.select(*UNIT, F.col("partition").alias("p"), "ts_ns")
-    inside = rec.join(F.broadcast(kept), [*UNIT, "p"]).where(
-        (F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") <= F.col("t1"))
+    rec = frames.hashed.where(~F.col("is_prod")).select("uid", F.col("partition").alias("p"), "ts_ns")
+    kept_ids = kept.withColumn("uid", unit_id())
+    inside = (
+        rec.join(F.broadcast(kept_ids), ["uid", "p"])
+        .where((F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") <= F.col("t1")))
+        .drop("uid")
     )
     edges = kept.select(*UNIT, "tid", "p", F.col("t0").alias("ts_ns")).unionByName(
         kept.select(*UNIT, "tid", "p", F.col("t1").alias("ts_ns"))

@@ -35,8 +35,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from harness.analysis import records
 from harness.analysis.facts import Facts
-from harness.analysis.frames import NS, UNIT, UnitKey, collect, unit_key
+from harness.analysis.frames import NS, UNIT, UnitKey, collect, unit_id, unit_key
 
 BUCKET_NS = NS  # 1 s buckets of the processing time
 SIGNIFICANT = 3  # significant decimal digits of a latency in microseconds
@@ -67,24 +68,23 @@ def _quantize_expr(us: str) -> Column:
     return F.col(us) - F.col(us) % step
 
 
-def counts(facts: Facts, keys: DataFrame) -> list[dict[str, Any]]:
+def counts(facts: Facts, keys: DataFrame, units: list[UnitKey]) -> list[dict[str, Any]]:
     """One collected row per (unit, ``sec``, ``kind``, ``tid``, ``us``, ``neg``) with ``n`` records.
 
     ``kind`` "p": records acknowledged and processed, ``sec`` the epoch second of the first
     processing, ``tid`` its trigger window (-1: none), ``us`` the quantized latency, ``neg`` whether
     it was clamped from below 0. ``kind`` "a": acknowledged records by the epoch second of the
-    acknowledgement (``tid``, ``us`` and ``neg`` null). ``keys`` must carry ``first`` and ``acked``."""
-    # keyed by a 64-bit hash of the unit, as record_keys is: grouping and joining 10^7 rows on two
-    # string columns costs far more than on one long; the unit's columns ride along (first())
-    uid = F.xxhash64("case", "impl", F.col("repetition").cast("long"))  # one type on both sides
-    acked = keys.where(F.col("produced") == 1).select(*UNIT, uid.alias("uid"), "n", "first", "acked")
+    acknowledgement (``tid``, ``us`` and ``neg`` null). ``keys`` must carry ``uid``
+    (:func:`.frames.unit_id`), ``produced``, ``n``, ``first`` and ``acked``; ``units``: the run's units."""
+    # keyed by the unit's hash, as record_keys is: grouping and joining 10^7 rows on two string
+    # columns costs far more than on one long
+    acked = keys.where(F.col("produced") == 1).select("uid", "n", "first", "acked")
     done = acked.where(F.col("n") > 0)
-    w = facts.windows().select(uid.alias("w_uid"), "tid", "t0", "wend")
+    w = facts.windows().select(unit_id().alias("w_uid"), "tid", "t0", "wend")
     # windows are disjoint (each ends at the next one's t0): a record falls in at most one; a left
     # join keeps the records outside every window (tid -1)
     on = (F.col("uid") == F.col("w_uid")) & (F.col("first") >= F.col("t0")) & (F.col("first") < F.col("wend"))
     lat = done.join(F.broadcast(w), on, "left").select(
-        *UNIT,
         "uid",
         F.expr(f"`first` div {BUCKET_NS}").alias("sec"),
         F.expr("greatest(`first` - `acked`, 0) div 1000").alias("raw_us"),
@@ -106,8 +106,8 @@ def counts(facts: Facts, keys: DataFrame) -> list[dict[str, Any]]:
         F.lit(None).cast("boolean").alias("neg"),
         "n",
     )
-    units = {r["uid"]: {c: r[c] for c in UNIT} for r in collect(acked.groupBy("uid", *UNIT).count())}
-    return [{**units[r.pop("uid")], **r} for r in collect(per.unionByName(acks))]
+    by_uid = {r["uid"]: {c: r[c] for c in UNIT} for r in collect(records.unit_ids(keys.sparkSession, units))}
+    return [{**by_uid[r.pop("uid")], **r} for r in collect(per.unionByName(acks))]
 
 
 def quantiles(c: Mapping[int, int]) -> dict[str, int | None]:

@@ -8,6 +8,17 @@ Contract
 to ``ident``) and every event by its ``role`` (:mod:`harness.kernel.events`). Null ``case`` /
 ``impl`` read as ``""`` and a null ``repetition`` as 0.
 
+The jobs over every delivery (the record keys, the consumption buckets, the processing intervals,
+resumption, undisturbed partitions) read ``hashed``: the deliveries with the unit and the member as
+64-bit hashes (:func:`unit_id`, :func:`member_id`) instead of their strings, cached in memory
+(spilling to disk; lineage kept) by :func:`prepare`. Hashing and grouping strings dominated those
+jobs: a scan of the cached copy takes a quarter of a Parquet scan with the strings (10^7 events,
+``herdlab bench analysis``). ``names`` maps the hashes back (every source of a control event, and
+of a delivery when some member that processed records, or some unit, has none), checked free of
+collisions; ``sources`` is, per
+unit, source hash and ``is_prod``, the deliveries' first and last ts and count (the job that fills
+the cache computes it; the unit table's bounds read it).
+
 Every job is keyed by :data:`UNIT` (case, impl, repetition); all times are integer nanoseconds
 (``ts_ns``) inside Spark and seconds in the results (:func:`at_s`, :func:`dur_s`). The helpers:
 :func:`pin` (materialise a small table, cut its lineage), :func:`join` (a join whose right columns
@@ -24,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -53,6 +65,9 @@ class Frames:
     records: DataFrame  # case, impl, repetition, ts_ns, ident, partition, offset
     produced: DataFrame  # case, impl, repetition, ts_ns, partition, offset
     deliveries: DataFrame  # both: case, impl, repetition, ts_ns, ident, partition, offset, is_prod
+    hashed: DataFrame  # deliveries without strings: uid, mid, partition, offset, ts_ns, is_prod (cached)
+    names: DataFrame  # case, impl, repetition, uid, ident, mid: every unit's sources (pinned)
+    sources: DataFrame  # per (uid, mid, is_prod) with deliveries: t_first, t_last, events (pinned)
 
 
 def prepare(spark: SparkSession, history: str) -> Frames:
@@ -62,8 +77,8 @@ def prepare(spark: SparkSession, history: str) -> Frames:
     control = raw.where(~kind.isin(Kind.RECORD, Kind.PRODUCED) | kind.isNull())
     control = control.withColumn("x", F.from_json("extra", EXTRA_SCHEMA)).select("*", "x.*").drop("x")
     control = control.withColumn("ident", F.col("source"))
-    # The two large kinds in one projection. Not cached: a scan of the Parquet file's few columns costs
-    # far less than building an in-memory copy of millions of rows (measured by herdlab bench analysis).
+    # The two large kinds in one projection, read from the Parquet file by the few jobs that need their
+    # strings; the jobs over every delivery read `hashed`, its copy without strings (see the contract).
     deliveries = raw.where(kind.isin(Kind.RECORD, Kind.PRODUCED)).select(
         *UNIT,
         "ts_ns",
@@ -74,7 +89,65 @@ def prepare(spark: SparkSession, history: str) -> Frames:
     )
     records = deliveries.where(~F.col("is_prod")).drop("is_prod")
     produced = deliveries.where(F.col("is_prod")).select(*UNIT, "ts_ns", "partition", "offset")
-    return Frames(raw=raw, control=pin(control), records=records, produced=produced, deliveries=deliveries)
+    hashed = deliveries.select(
+        unit_id().alias("uid"), member_id().alias("mid"), "partition", "offset", "ts_ns", "is_prod"
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    # the two passes over the history at once (one's planning overlaps the other's tasks): the control
+    # events pinned, and the job that fills the deliveries' cache (who delivered what in each unit, when)
+    got = together(
+        control=lambda: pin(control),
+        sources=lambda: pin(
+            hashed.groupBy("uid", "mid", "is_prod").agg(
+                F.min("ts_ns").alias("t_first"), F.max("ts_ns").alias("t_last"), F.count("*").alias("events")
+            )
+        ),
+    )
+    control, sources = got["control"], got["sources"]
+    names = control.select(*UNIT, "ident").where(F.col("ident").isNotNull())
+    named = names.select(unit_id().alias("uid"), member_id().alias("mid"))
+    unnamed = sources.where(~F.col("is_prod")).join(named, ["uid", "mid"], "left_anti").select("uid")
+    unnamed = unnamed.unionByName(sources.join(named, "uid", "left_anti").select("uid"))
+    if unnamed.limit(1).count():
+        # a member that processed records, or a unit, without a control event (the runner's histories
+        # have none): their names only from the deliveries, a scan of their strings
+        names = names.unionByName(deliveries.select(*UNIT, "ident"))
+    names = pin(names.distinct().select(*UNIT, unit_id().alias("uid"), "ident", member_id().alias("mid")))
+    _check_hashes(names)
+    return Frames(
+        raw=raw,
+        control=control,
+        records=records,
+        produced=produced,
+        deliveries=deliveries,
+        hashed=hashed,
+        names=names,
+        sources=sources,
+    )
+
+
+def _check_hashes(names: DataFrame) -> None:
+    """Fail unless the run's units hash distinctly and so do its sources' names (a 64-bit collision
+    would merge two units' or two members' records in the jobs keyed by the hashes)."""
+    rows = names.collect()
+    units = {(r["case"], r["impl"], r["repetition"]): r["uid"] for r in rows}
+    idents = {r["ident"]: r["mid"] for r in rows}
+    if len(set(units.values())) != len(units):  # pragma: no cover - 2^-64 per pair
+        raise RuntimeError("two of the run's units hash alike: cannot key the records by unit")
+    if len(set(idents.values())) != len(idents):  # pragma: no cover - 2^-64 per pair
+        raise RuntimeError("two of the run's members' names hash alike: cannot key the records by member")
+
+
+def unit_id() -> Column:
+    """A unit's 64-bit hash (``xxhash64`` of case, impl and the repetition as an int): the key of the
+    jobs over every record, where grouping or joining on the unit's two strings costs far more than on
+    one long. The same expression wherever a table is keyed by it (:attr:`Frames.names` maps it back)."""
+    return F.xxhash64("case", "impl", F.col("repetition").cast("int"))
+
+
+def member_id(col: str = "ident") -> Column:
+    """A source's 64-bit hash (``xxhash64`` of its name, the column ``col``): how the jobs over every
+    record tell members apart (:attr:`Frames.names` maps it back)."""
+    return F.xxhash64(col)
 
 
 def unit_key(d: dict[str, Any]) -> UnitKey:
@@ -158,7 +231,14 @@ def together(**calls: Callable[[], Any]) -> dict[str, Any]:
     if len(calls) <= 1:
         return {k: f() for k, f in calls.items()}
     session = SparkSession.getActiveSession()
-    inherit = inheritable_thread_target(session) if session is not None else inheritable_thread_target
+
+    def inherit(f: Callable[[], Any]) -> Callable[[], Any]:
+        # one wrapper per thread: the wrapper clones the caller's properties once and every thread it
+        # wraps installs that one object, so a shared wrapper made each thread's job description
+        # overwrite the others' (every job named after the last family)
+        if session is None:
+            return inheritable_thread_target(f)
+        return inheritable_thread_target(session)(f)
 
     def named(name: str, f: Callable[[], Any]) -> Callable[[], Any]:
         def call() -> Any:

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import Facts
-from harness.analysis.frames import UNIT, Frames, at_s, collect, dur_s, pin
+from harness.analysis.frames import UNIT, Frames, at_s, collect, dur_s, pin, unit_id
 from harness.kernel.events import SETTLED
 
 GAP_BUCKET_NS = 100_000_000  # 100 ms buckets for consumption gaps (exact gaps between buckets)
@@ -33,14 +33,16 @@ GAP_BUCKET_NS = 100_000_000  # 100 ms buckets for consumption gaps (exact gaps b
 def resumed(facts: Facts, frames: Frames) -> DataFrame:
     """Per settled trigger: t_resumed, when every partition < P1 had a record at or after t1."""
     t = facts.windows().where(F.col("t1").isNotNull()).select(*UNIT, "tid", "t1", "wend", "P1")
-    rec = frames.records.select(*UNIT, "ts_ns", "partition")
-    j = rec.join(F.broadcast(t), UNIT).where(
+    t = t.withColumn("uid", unit_id())
+    rec = frames.hashed.where(~F.col("is_prod")).select("uid", "ts_ns", "partition")
+    j = rec.join(F.broadcast(t.select("uid", "tid", "t1", "wend", "P1")), "uid").where(
         (F.col("ts_ns") >= F.col("t1"))
         & (F.col("ts_ns") < F.col("wend"))
         & (F.col("partition") < F.col("P1"))
     )
-    first = j.groupBy(*UNIT, "tid", "partition", "P1").agg(F.min("ts_ns").alias("first"))
-    agg = first.groupBy(*UNIT, "tid", "P1").agg(F.count("*").alias("np"), F.max("first").alias("last_first"))
+    first = j.groupBy("uid", "tid", "partition", "P1").agg(F.min("ts_ns").alias("first"))
+    agg = first.groupBy("uid", "tid", "P1").agg(F.count("*").alias("np"), F.max("first").alias("last_first"))
+    agg = agg.join(F.broadcast(t.select("uid", "tid", *UNIT)), ["uid", "tid"])
     return agg.select(
         *UNIT, "tid", F.when(F.col("np") == F.col("P1"), F.col("last_first")).alias("t_resumed")
     )
@@ -48,12 +50,12 @@ def resumed(facts: Facts, frames: Frames) -> DataFrame:
 
 def buckets(frames: Frames) -> DataFrame:
     """Records per 100 ms bucket per unit: n, first and last ts (the base of gaps and rates)."""
-    rec = frames.records.select(*UNIT, "ts_ns")
-    return pin(
-        rec.groupBy(*UNIT, F.floor(F.col("ts_ns") / GAP_BUCKET_NS).alias("bucket")).agg(
-            F.count("*").alias("n"), F.min("ts_ns").alias("first"), F.max("ts_ns").alias("last")
-        )
+    rec = frames.hashed.where(~F.col("is_prod"))
+    per = rec.groupBy("uid", F.floor(F.col("ts_ns") / GAP_BUCKET_NS).alias("bucket")).agg(
+        F.count("*").alias("n"), F.min("ts_ns").alias("first"), F.max("ts_ns").alias("last")
     )
+    units = frames.names.select(*UNIT, "uid").distinct()
+    return pin(per.join(F.broadcast(units), "uid").select(*UNIT, "bucket", "n", "first", "last"))
 
 
 def trigger_gaps(facts: Facts, buckets: DataFrame, resumed: DataFrame) -> DataFrame:

@@ -22,57 +22,53 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import per_phase, to_phase
-from harness.analysis.frames import UNIT, Frames, UnitKey, collect, long_values, unit_key
+from harness.analysis.frames import UNIT, Frames, UnitKey, collect, long_values, unit_id, unit_key
 from harness.kernel.events import Kind
 
 LOST_SAMPLE = 20
 
 
+def unit_ids(spark: SparkSession, units: list[UnitKey]) -> DataFrame:
+    """The small table of ``units``: case, impl, repetition and ``uid`` (:func:`.frames.unit_id`;
+    :func:`.frames.prepare` checked that the run's units hash distinctly)."""
+    table = spark.createDataFrame([list(u) for u in units], "case string, impl string, repetition int")
+    return table.withColumn("uid", unit_id())
+
+
 def record_keys(frames: Frames, units: list[UnitKey]) -> DataFrame:
     """Per (unit, partition, offset) produced or processed: ``n`` deliveries, ``produced`` (0/1),
     ``last`` and ``first`` delivery ts, ``acked`` (the produced event's ts), ``cross`` (members
-    differ), and ``top``: the partition's highest
-    processed offset (lost is below it, not drained above it). ``units``: the run's units.
+    differ), ``top``: the partition's highest processed offset (lost is below it, not drained above
+    it), and ``uid``, the unit's hash (:func:`.frames.unit_id`). ``units``: the run's units.
 
-    The aggregation over every delivery is the analysis's largest: it groups by a 64-bit hash of the
-    unit (three columns, two of them strings, cost it about 40 %) and joins the unit back from the
-    small table of ``units``, whose hashes are checked distinct first; ``cross`` compares the
-    processing members by a 64-bit hash of their name too (a string's min and max in the aggregation
-    buffer made it a sort of every delivery: 30 % of this job at 10^7 events), the names of the run's
-    members (every ``source`` of a control event) checked to hash distinctly first."""
-    spark = frames.raw.sparkSession
-    table = spark.createDataFrame([list(u) for u in units], "case string, impl string, repetition int")
-    table = table.withColumn("uid", F.xxhash64(*UNIT))
-    hashes = {r["uid"] for r in table.select("uid").collect()}
-    if len(hashes) != len(units):  # pragma: no cover - a 64-bit collision between a run's few units
-        raise RuntimeError(f"two of the run's {len(units)} units hash alike: cannot key the records by unit")
-    names = frames.control.select(F.col("ident"), F.xxhash64("ident").alias("h")).distinct().collect()
-    if len({r["h"] for r in names}) != len({r["ident"] for r in names}):  # pragma: no cover - 2^-64
-        raise RuntimeError("two of the run's members' names hash alike: cannot compare processing members")
-    d = frames.deliveries
-    member = F.when(~F.col("is_prod"), F.xxhash64("ident"))  # who processed it, by its name's hash
-    keys = (
-        d.withColumn("uid", F.xxhash64(*UNIT))
-        .groupBy("uid", "partition", "offset")
-        .agg(
-            F.sum(F.when(~F.col("is_prod"), 1).otherwise(0)).alias("n"),
-            F.max(F.col("is_prod").cast("int")).alias("produced"),
-            F.max(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("last"),
-            F.min(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("first"),
-            F.min(F.when(F.col("is_prod"), F.col("ts_ns"))).alias("acked"),
-            F.coalesce(F.min(member) != F.max(member), F.lit(False)).alias("cross"),
-        )
-        .join(F.broadcast(table), "uid")
-        .drop("uid")
+    The aggregation over every delivery is the analysis's largest. It reads
+    :attr:`.frames.Frames.hashed` (the unit and the member as 64-bit hashes: grouping on the unit's
+    strings cost it about 40 %, and a string's min and max in the aggregation buffer, to compare the
+    processing members, made it a sort of every delivery) and is cached keyed by ``uid``, with no
+    string in the cached table (the families that read all its rows, such as the end-to-end latency,
+    read ``uid``); the returned frame joins the unit's columns back from the small table of ``units``
+    (:func:`unit_ids`) as it is read. The cache is filled by the first action on the frame (the
+    caller's ``count()``) and emptied by ``spark.catalog.clearCache()``."""
+    table = unit_ids(frames.raw.sparkSession, units)
+    d = frames.hashed
+    member = F.when(~F.col("is_prod"), F.col("mid"))  # who processed it, by its name's hash
+    keyed = d.groupBy("uid", "partition", "offset").agg(
+        F.sum(F.when(~F.col("is_prod"), 1).otherwise(0)).alias("n"),
+        F.max(F.col("is_prod").cast("int")).alias("produced"),
+        F.max(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("last"),
+        F.min(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("first"),
+        F.min(F.when(F.col("is_prod"), F.col("ts_ns"))).alias("acked"),
+        F.coalesce(F.min(member) != F.max(member), F.lit(False)).alias("cross"),
     )
     # the partition's highest processed offset: an aggregate of the records (few rows), not a window
     # over the keys (a sort of all of them)
-    top = frames.records.groupBy(*UNIT, "partition").agg(F.max("offset").alias("top"))
-    return keys.join(F.broadcast(top), [*UNIT, "partition"], "left")
+    top = d.where(~F.col("is_prod")).groupBy("uid", "partition").agg(F.max("offset").alias("top"))
+    cached = keyed.join(F.broadcast(top), ["uid", "partition"], "left").cache()
+    return cached.join(F.broadcast(table), "uid")
 
 
 def _acked() -> Column:
@@ -97,8 +93,9 @@ def _count(cond: Column) -> Column:
     return F.sum(F.when(cond, 1).otherwise(0))
 
 
-def unit_values(keys: DataFrame, frames: Frames) -> DataFrame:
-    """Completeness and duplicate counts per unit, long format (see the module contract)."""
+def unit_values(keys: DataFrame, frames: Frames, units: list[UnitKey]) -> DataFrame:
+    """Completeness and duplicate counts per unit, long format (see the module contract). ``units``:
+    the run's units (the keys are counted by the unit's hash, :func:`unit_ids` maps them back)."""
     acked, seen = _acked(), _seen()
     aggs: list[tuple[str, Column]] = [
         ("produced", F.sum("produced")),
@@ -110,7 +107,8 @@ def unit_values(keys: DataFrame, frames: Frames) -> DataFrame:
         ("duplicate_deliveries", F.sum(F.when(F.col("n") > 1, F.col("n") - 1).otherwise(0))),
         ("duplicates_cross_member", _count((F.col("n") > 1) & F.col("cross"))),
     ]
-    counted = keys.groupBy(*UNIT).agg(*(a.alias(n) for n, a in aggs))
+    by_uid = keys.groupBy("uid").agg(*(a.alias(n) for n, a in aggs))
+    counted = by_uid.join(F.broadcast(unit_ids(frames.raw.sparkSession, units)), "uid")
     errors = frames.control.groupBy(*UNIT).agg(
         F.sum(F.when(F.col("kind") == Kind.PRODUCE_ERROR, 1).otherwise(0)).alias("produce_errors")
     )

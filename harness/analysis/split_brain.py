@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import Facts, per_phase, to_phase
-from harness.analysis.frames import NS, UNIT, Frames, join, pin
+from harness.analysis.frames import NS, UNIT, Frames, join, member_id, pin, unit_id
 
 
 def segments(facts: Facts, frames: Frames) -> DataFrame:
@@ -39,34 +39,39 @@ def segments(facts: Facts, frames: Frames) -> DataFrame:
     next one (a record stamped with a close's instant belongs before it), and ends at that close. The
     closes are few, so their segment bounds are a small table joined to the records by (unit, ident,
     p) and time: no sort of the records."""
-    rec = frames.records.select(*UNIT, "ident", F.col("partition").alias("p"), "ts_ns")
-    closes = facts.of("close").select(*UNIT, "ident", "p", F.col("start").alias("ts_ns"))
-    pairs = rec.select(*UNIT, "ident", "p").distinct()
-    every = closes.where(F.col("p") < 0).drop("p").join(pairs, [*UNIT, "ident"])
-    closes = closes.where(F.col("p") >= 0).unionByName(every.select(*UNIT, "ident", "p", "ts_ns"))
-    k = F.row_number().over(Window.partitionBy(*UNIT, "ident", "p").orderBy("ts_ns"))
+    # keyed by the unit's and the member's hashes (frames.hashed): no string in the jobs over every record
+    key = ["uid", "mid", "p"]
+    rec = frames.hashed.where(~F.col("is_prod")).select("uid", "mid", F.col("partition").alias("p"), "ts_ns")
+    closes = facts.of("close").select(
+        unit_id().alias("uid"), member_id().alias("mid"), "p", F.col("start").alias("ts_ns")
+    )
+    pairs = rec.select(*key).distinct()
+    every = closes.where(F.col("p") < 0).drop("p").join(pairs, ["uid", "mid"])
+    closes = closes.where(F.col("p") >= 0).unionByName(every.select(*key, "ts_ns"))
+    k = F.row_number().over(Window.partitionBy(*key).orderBy("ts_ns"))
     numbered = closes.withColumn("k", k)
     # segment k - 1 ends at the k-th close (hi); segment k starts after it (lo); the first has no lo,
     # the last no hi
-    his = numbered.select(*UNIT, "ident", "p", (F.col("k") - 1).alias("seg"), F.col("ts_ns").alias("hi"))
-    los = numbered.select(*UNIT, "ident", "p", F.col("k").alias("seg"), F.col("ts_ns").alias("lo"))
-    bounds = pin(his.join(los, [*UNIT, "ident", "p", "seg"], "full"))
+    his = numbered.select(*key, (F.col("k") - 1).alias("seg"), F.col("ts_ns").alias("hi"))
+    los = numbered.select(*key, F.col("k").alias("seg"), F.col("ts_ns").alias("lo"))
+    bounds = pin(his.join(los, [*key, "seg"], "full"))
     cond = (F.col("r_lo").isNull() | (F.col("ts_ns") > F.col("r_lo"))) & (
         F.col("r_hi").isNull() | (F.col("ts_ns") <= F.col("r_hi"))
     )
     b = bounds.select(*(F.col(c).alias(f"r_{c}") for c in bounds.columns))
     on = cond
-    for c in (*UNIT, "ident", "p"):
+    for c in key:
         on = on & (F.col(c) == F.col(f"r_{c}"))
     cut = rec.join(F.broadcast(b), on, "left")
-    segs = cut.groupBy(*UNIT, "ident", "p", F.coalesce("r_seg", F.lit(0)).alias("seg")).agg(
+    segs = cut.groupBy(*key, F.coalesce("r_seg", F.lit(0)).alias("seg")).agg(
         F.min("ts_ns").alias("start"),
         F.max("ts_ns").alias("last"),
         F.count("*").alias("n"),
         F.first("r_hi", ignorenulls=True).alias("close"),
     )
+    named = segs.join(F.broadcast(frames.names.select("uid", "mid", *UNIT, "ident")), ["uid", "mid"])
     return pin(
-        segs.select(*UNIT, "ident", "p", "seg", "start", F.coalesce("close", "last").alias("end"), "n")
+        named.select(*UNIT, "ident", "p", "seg", "start", F.coalesce("close", "last").alias("end"), "n")
     )
 
 

@@ -17,11 +17,14 @@ Contract
   between kinds, ``migration`` (:mod:`.migration`), and for a unit with a coordinator or
   ZooKeeper-leader fault, ``failover`` (:mod:`.failover`); the end-to-end latency of each unit and
   trigger window and its series (:mod:`.e2e`); then the series (:mod:`.series`). The
-  per-unit values of every family are collected in one Spark job, the per-phase values in another.
+  per-unit values of the families are collected in two Spark jobs (one without the judged
+  commits, one of them), the per-phase values in two (the undisturbed partitions, the rest).
   Independent jobs run at once (:func:`.frames.together`), in three rounds: the fold, the record
-  buckets and keys and the mntr samples; then what reads the fold (processing intervals, judged
-  commits, phases, trigger rows, herd counts, end-to-end latency counts); then the per-phase and per-unit values and the
-  migration proof. The unit table's three small jobs also run at once.
+  buckets and keys and the mntr samples; then what reads the fold or the keys (processing
+  intervals, judged commits, phases, trigger rows, herd counts, end-to-end latency counts, the
+  per-unit values but the commits', the undisturbed partitions); then what reads those (the other
+  per-phase values, the commits' per-unit values, the migration proof). The unit table's three
+  small jobs also run at once.
 """
 
 from __future__ import annotations
@@ -56,11 +59,23 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
     case_by_label = {c.get("label"): c for c in cases}
     c = frames.control
     got = together(
+        # every event's bounds: the control events' and the deliveries' (from frames.sources, which
+        # filling the deliveries' cache computed), not a third pass over the history
         bounds=lambda: collect(
-            frames.raw.groupBy(*UNIT).agg(
-                F.min("ts_ns").alias("t_first"),
-                F.max("ts_ns").alias("t_last"),
-                F.count("*").alias("events"),
+            c.groupBy(*UNIT)
+            .agg(
+                F.min("ts_ns").alias("t_first"), F.max("ts_ns").alias("t_last"), F.count("*").alias("events")
+            )
+            .unionByName(
+                frames.sources.join(frames.names.select(*UNIT, "uid").distinct(), "uid").select(
+                    *UNIT, "t_first", "t_last", "events"
+                )
+            )
+            .groupBy(*UNIT)
+            .agg(
+                F.min("t_first").alias("t_first"),
+                F.max("t_last").alias("t_last"),
+                F.sum("events").alias("events"),
             )
         ),
         marks=lambda: collect(
@@ -163,6 +178,14 @@ def _phase_values(df: DataFrame) -> dict[tuple[Any, ...], dict[str, float]]:
     return out
 
 
+def _merged(a: dict[Any, dict[str, float]], b: dict[Any, dict[str, float]]) -> dict[Any, dict[str, float]]:
+    """Two families' values per key (unit or phase) in one dict (their value names differ)."""
+    out = {k: dict(v) for k, v in a.items()}
+    for k, v in b.items():
+        out.setdefault(k, {}).update(v)
+    return out
+
+
 def assemble(
     spark: SparkSession,
     frames: Frames,
@@ -172,7 +195,7 @@ def assemble(
 ) -> None:
     """Fill the figures of ``units`` (all with events) and the series (see the module contract)."""
     facts = Facts(frames, int(round(window_s * NS)))
-    keys = records.record_keys(frames, list(units)).cache()
+    keys = records.record_keys(frames, list(units))  # cached by the first round's count
     # three rounds of independent jobs (see frames.together): what each round computes is pinned or
     # cached before the next reads it, so no two threads compute one table
     a = together(
@@ -188,7 +211,16 @@ def assemble(
         phases=facts.phases,
         trig_rows=lambda: latency.trigger_rows(facts, frames, buckets),
         herd_counts=lambda: herd.counts(facts, frames),
-        e2e_counts=lambda: e2e.counts(facts, keys),
+        e2e_counts=lambda: e2e.counts(facts, keys, list(units)),
+        # what the third round's values do not need from this one, here: planned and computed while
+        # this round's other jobs run (planned after them, it left a core idle for seconds)
+        unit_first=lambda: _unit_values(
+            records.unit_values(keys, frames, list(units))
+            .unionByName(steady.unit_values(facts, frames))
+            .unionByName(health.unit_values(facts, frames))
+            .unionByName(herd.unit_values(frames))
+        ),
+        undisturbed=lambda: _phase_values(cooperative.undisturbed(facts, frames)),
     )
     segs, judged, phases, trig_rows, herd_counts = (
         b["segs"],
@@ -204,22 +236,16 @@ def assemble(
             split_brain.phase_values(isl, phases)
             .unionByName(records.phase_values(keys, phases))
             .unionByName(commits.phase_values(judged, phases))
-            .unionByName(cooperative.undisturbed(facts, frames))
         )
 
     c = together(
         phase=islands_and_phase_values,
-        per_unit=lambda: _unit_values(
-            records.unit_values(keys, frames)
-            .unionByName(steady.unit_values(facts, frames))
-            .unionByName(health.unit_values(facts, frames))
-            .unionByName(herd.unit_values(frames))
-            .unionByName(commits.unit_values(judged))
-        ),
+        per_unit=lambda: _unit_values(commits.unit_values(judged)),
         moved=lambda: migration.migration_units(spark, frames, units, keys, segs),
     )
     islands, per_phase = c["phase"]
-    per_unit, moved = c["per_unit"], c["moved"]
+    per_unit, moved = _merged(b["unit_first"], c["per_unit"]), c["moved"]
+    per_phase = _merged(per_phase, b["undisturbed"])
     lost = records.lost_samples(keys, per_unit)
 
     by_unit: dict[UnitKey, list[dict[str, Any]]] = {}

@@ -183,12 +183,34 @@ def bench_shaped(case: str, settling_end_ms: int = 16000) -> UnitHistory:
     return u
 
 
+def ghost() -> UnitHistory:
+    """Coordinator, one partition. a joins with p0 at 100 and processes offsets 0..9 at 1000..1900;
+    g, a process that never logged a control event (no unit_start of it, no ready, no assignment),
+    processes offsets 5, 6 and 7 at 1550, 1650 and 1750. Stable at 1000, no trigger, settling ends
+    at 3000. Produced: offsets 0..9."""
+    u = UnitHistory("ghost", partitions=1)
+    u.unit_start(0, ["a"]).ready(0, "a")
+    u.joined(100, "a", 0, generation=1, member="A")
+    u.stable(1000)
+    u.produced(0, range(10), 900, 10)
+    u.records("a", 0, range(10), 1000, 100)
+    u.records("g", 0, [5, 6, 7], 1550, 100)
+    u.settling_end(3000)
+    return u
+
+
 @pytest.fixture(scope="module")
 def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from harness.analysis.analyze import analyze
     from harness.analysis.load import load_run
 
-    units = [zombie(), legacy(), bench_shaped("bench"), bench_shaped("bench-never", settling_end_ms=15000)]
+    units = [
+        zombie(),
+        legacy(),
+        bench_shaped("bench"),
+        bench_shaped("bench-never", settling_end_ms=15000),
+        ghost(),
+    ]
     run = write_run(tmp_path_factory.mktemp("handmade"), units, settle_window_s=1.0)
     return analyze(spark, load_run(run))
 
@@ -305,6 +327,20 @@ def test_overlaps_after_the_settling_phase_belong_to_the_drain_not_the_last_trig
     assert (u["drain"]["overlap_episodes"], u["drain"]["overlap_s"]) == (1, 0.0)
     assert (u["triggers"][2]["overlap_episodes"], u["overlap_episodes"]) == (0, 0)
     assert (u["lost"], u["not_drained"]) == (0, 0)
+
+
+# -- a member with records and no control event ------------------------------------------------------
+def test_records_of_a_member_without_control_events_are_measured_under_its_name(
+    analysed: dict[str, Any],
+) -> None:
+    u = unit(analysed, "ghost")
+    # the jobs over every record key members by a hash of the name, mapped back to names from the
+    # control events and, as g has none, from the records: a: [1000, 1900], g: [1550, 1750]: one
+    # episode of 0.2 s before any trigger (startup; dropping g's interval would give none); 5, 6
+    # and 7 were processed by a and by g
+    assert (u["startup"]["overlap_episodes"], u["startup"]["overlap_s"]) == (1, 0.2)
+    assert (u["duplicates"], u["duplicates_cross_member"], u["duplicate_deliveries"]) == (3, 3, 3)
+    assert (u["produced"], u["processed"], u["lost"], u["not_drained"]) == (10, 10, 0, 0)
 
 
 # -- the legacy herd bench's figures ---------------------------------------------------------------------
