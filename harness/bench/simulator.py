@@ -71,6 +71,8 @@ def format_comparison(rows: list[Comparison]) -> list[str]:
                 if reals != sims:
                     diffs.append(f"{k} real {'/'.join(map(str, reals))} sim {'/'.join(map(str, sims))}")
             text = "DIFFER: " + ("; ".join(diffs) or "same values, not in the same combination")
+            if r.alike:  # some real repetitions made a herd the simulation makes, others one it does not
+                text = f"{len(r.alike)} of {len(r.simulated_reps)} simulated equal a real repetition; {text}"
         lat = (
             f"[{min(r.real_latency_s):.3f}..{max(r.real_latency_s):.3f}] s"
             if r.real_latency_s
@@ -205,7 +207,9 @@ def validate(
         f"{real_what}, simulation {sim.run_dir} ({sim_repetitions} repetitions, {sim_s:.1f} s wall)",
         f"model: {model.describe()}",
         *format_comparison(rows),
-        f"{sum(r.counts_equal for r in rows)}/{len(rows)} triggers with equal counts; "
+        f"{sum(r.counts_equal for r in rows)}/{len(rows)} triggers with equal counts (every real repetition's "
+        f"counts made by a simulated one); {sum(bool(r.alike) for r in rows)}/{len(rows)} where a simulated "
+        f"repetition's counts equal a real repetition's; "
         f"{sum(bool(r.latency_inside) for r in rows)}/{len(rows)} simulated latencies inside the real range",
     ]
     return lines

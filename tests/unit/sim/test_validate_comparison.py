@@ -39,6 +39,16 @@ def test_a_real_outcome_no_simulation_produced_differs_and_says_which_counts() -
     assert "conflicts real 2 sim 0/1" in line and "attempts real 12 sim 10/11" in line
 
 
+def test_a_simulation_that_makes_one_real_herd_but_not_another_says_so() -> None:
+    # real: no conflict, then two; simulated: none, none, one. The first two simulated equal the first
+    # real repetition; the second real repetition's two conflicts were never simulated
+    r = row([NO_CONFLICT, TWO_CONFLICTS], [NO_CONFLICT, NO_CONFLICT, ONE_CONFLICT], [0.2, 2.2], [0.2] * 3)
+    assert not r.counts_equal and r.alike == [0, 1]
+    line = format_comparison([r])[1]
+    assert "2 of 3 simulated equal a real repetition; DIFFER: " in line
+    assert "conflicts real 0/2 sim 0/1" in line
+
+
 def test_one_deterministic_simulation_must_equal_every_real_repetition() -> None:
     assert row([NO_CONFLICT, NO_CONFLICT], [NO_CONFLICT], [0.2, 0.3], [0.25]).counts_equal
     assert not row([NO_CONFLICT, ONE_CONFLICT], [NO_CONFLICT], [0.2, 2.1], [0.25]).counts_equal
