@@ -63,6 +63,8 @@ MODEL_NOTES = (
     "LeaveGroup) with kafka-python's own assignors",
     "coordinator members: Fetch/ListOffsets/Produce are not simulated broker requests; records are read "
     "from the simulated log directly",
+    "coordinator members: a join that completes while the main thread is between two polls "
+    "(kafka_poll_gap_s) is found done and sent again, as kafka-python 3.0.12 does",
 )
 
 

@@ -15,7 +15,11 @@ Contract
    MEMBER_ID_REQUIRED and joins again with the id it got); SyncGroup (the leader's carries the assignment
    of kafka-python's own assignor class for the chosen protocol, computed on the member metadata the
    broker returned; the leader then refreshes metadata); errors as kafka-python handles them
-   (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: join again);
+   (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: join again); the join runs on
+   kafka-python's IO thread while the main thread awaits it in ``poll(timeout_ms=200)`` windows with
+   ``kafka_poll_gap_s`` between them (:class:`_PollGaps`): a join whose SyncGroup is answered between two
+   windows is found done by the next poll, which starts a new one (``join_group_async`` replaces a done
+   task): JoinGroup and SyncGroup again, in the same generation for a follower;
 3. the assignment applied (``member_apply_s``): ``assigned`` and ``rebalance_end``; OffsetFetch for the
    assigned partitions without a position (kafka-python keeps the position of a partition it is
    assigned again), ``auto.offset.reset`` earliest when none is committed;
@@ -166,6 +170,39 @@ class TopicFeed:
         owner = self.owners.get(p)
         if owner is not None:
             owner.wake()
+
+
+class _PollGaps:
+    """The main thread's polls while a member's join is in flight: windows of ``poll_ns`` from the join's
+    start, each followed by ``gap_s`` of client CPU on the shared cores (booked when the window ends, so
+    it waits behind the work queued then) before the next window starts. The join task completes on the
+    IO thread; the main thread picks its result up only inside a window (:meth:`gap_end`)."""
+
+    def __init__(self, sched: VirtualScheduler, cpu: ClientCpu, poll_ns: int, gap_s: float) -> None:
+        self.sched = sched
+        self.cpu = cpu
+        self.poll_ns = poll_ns
+        self.gap_s = gap_s
+        self._gap: tuple[int, int] | None = None  # the latest gap: [start, end) in virtual ns
+        self._live = gap_s > 0
+        if self._live:
+            sched.call_later(poll_ns / NS_PER_S, self._window_end)
+
+    def _window_end(self) -> None:
+        if not self._live:
+            return
+        start = self.sched.now_ns
+        end = start + round(self.cpu.cost(self.gap_s) * NS_PER_S)
+        self._gap = (start, end)
+        self.sched.call_later((end + self.poll_ns - start) / NS_PER_S, self._window_end)
+
+    def gap_end(self, now_ns: int) -> int | None:
+        """When the main thread polls again, if ``now_ns`` falls between two of its polls; else None."""
+        g = self._gap
+        return g[1] if g is not None and g[0] <= now_ns < g[1] else None
+
+    def stop(self) -> None:
+        self._live = False
 
 
 class SimConsumer:
@@ -342,18 +379,29 @@ class SimConsumer:
             self._prepare()
             self._rejoining = True
             self._hb_epoch += 1  # heartbeats off for the join's round trips
-        while self.alive:
-            if not self.coordinator_known:
-                self._find_coordinator()
-                continue
-            join = self._join_group()
-            if join is None:
-                continue
-            assignment = self._sync_group(join)
-            if assignment is None:
-                continue
-            self._complete(assignment)
-            return
+        polls = _PollGaps(self.sched, self.cpu, self.poll_ns, self.delays.kafka_poll_gap_s)
+        try:
+            while self.alive:
+                if not self.coordinator_known:
+                    self._find_coordinator()
+                    continue
+                join = self._join_group()
+                if join is None:
+                    continue
+                assignment = self._sync_group(join)
+                if assignment is None:
+                    continue
+                missed = polls.gap_end(self.sched.now_ns)
+                if missed is not None:
+                    # the join task completed while the main thread was between two polls: the next
+                    # poll finds it done and starts a new one (kafka-python 3.0.12 join_group_async
+                    # replaces a done task), the answer unused
+                    self.sched.sleep((missed - self.sched.now_ns) / NS_PER_S)
+                    continue
+                self._complete(assignment)
+                return
+        finally:
+            polls.stop()
 
     def _prepare(self) -> None:
         """kafka-python's ``_on_join_prepare``: the listener's revoke (commit first) or lost."""

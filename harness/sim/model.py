@@ -79,6 +79,15 @@ class DelayModel:
     #: ... and the first generation's over 13-21 / 466-563 / 819-974 ms at 10 / 50 / 100 members (the
     #: first assignment's work as well: about 18 ms a member). This field is the first sync's cost.
     kafka_first_sync_client_s: float = 0.018
+    #: A coordinator member's main thread between two polls while a join is in flight (kafka-python
+    #: returning from ``poll``, herdlab's member loop, entering ``poll`` again): a join that completes
+    #: meanwhile is found done by the next poll and a new JoinGroup is sent (kafka-python 3.0.12
+    #: ``join_group_async``). Not queued on the client cores (a thread woken from a wait is scheduled at
+    #: once; booked behind the SyncGroup answers' work, gaps of 5 / 10 ms made 0-2 / 29 extra joins at
+    #: 50 / 100 members). Real runs on 2 cores: after 0-5 / 1-10 of the 50 / 100 members' SyncGroup
+    #: answers a second JoinGroup and SyncGroup of the same generation (about 6 %); 12 ms gives 2, 3, 2
+    #: at 50 and 10, 5, 6 at 100 members (join, leave, crash). 0 = never.
+    kafka_poll_gap_s: float = 0.012
     #: A member's cost to apply an assignment (revoke/assign callbacks, fetcher restart).
     member_apply_s: float = 0.001
     #: Relative jitter applied to every delay: uniform in [1 - jitter, 1 + jitter]. 0 = deterministic.

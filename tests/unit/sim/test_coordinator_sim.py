@@ -273,3 +273,61 @@ def test_the_joiners_second_metadata_waits_retry_backoff(tmp_path: Path) -> None
     events = _timed_unit(tmp_path, rate=0.01)
     md = [e["ts_ns"] for e in events if e.get("api") == "Metadata" and e.get("client") == "j0"]
     assert 100_000_000 <= md[1] - md[0] <= 101_000_000, md[:2]
+
+
+def test_the_main_thread_picks_a_join_up_only_inside_a_poll_window() -> None:
+    """A join's poll windows from its start at 0, by hand, 200 ms windows and 12 ms between them (not
+    queued on the client cores): windows [0, 200), [212, 412), [424, 624); between them [200, 212) and
+    [412, 424). A join completing in one of those is picked up when the next window starts."""
+    from harness.sim.coordinator_member import _PollGaps  # pyright: ignore[reportPrivateUsage]
+    from harness.sim.cpu import ClientCpu
+
+    ms = 1_000_000
+    sched = VirtualScheduler()
+    delays = DelayModel()
+    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, 0.012)
+    expected = {150: None, 205: 212, 211: 212, 212: None, 300: None, 413: 424, 500: None}
+    got = {}
+    for t in expected:
+        sched.run(until_ns=t * ms)
+        end = gaps.gap_end(t * ms)
+        got[t] = None if end is None else end // ms
+    assert got == expected
+    gaps.stop()  # the join completed: no window ends are booked any more (624 would open [624, 636))
+    sched.run(until_ns=630 * ms)
+    assert gaps.gap_end(630 * ms) is None
+    # without a gap the main thread never misses a completed join
+    none = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, 0.0)
+    sched.run(until_ns=1000 * ms)
+    assert none.gap_end(830 * ms) is None and none.gap_end(1000 * ms) is None
+
+
+def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation(tmp_path: Path) -> None:
+    """190 ms between the 200 ms polls. The joiner j0 starts its join (a poll) just before its first
+    JoinGroup (~102 ms after the invoke): its window ends 200 ms later, its next poll starts 190 ms after
+    that. The group's SyncGroup answers come at ~412 ms, when the other three members' last JoinGroup
+    came (each in a window of its own), but inside j0's gap: j0's next poll, 390 ms after its join
+    began, finds the join done and sends JoinGroup and SyncGroup again; a follower with unchanged
+    metadata gets the current generation back (2 both times), and j0 is assigned once."""
+    sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
+    simulate_unit(sc, "coordinator", tmp_path / "u", DelayModel(kafka_poll_gap_s=0.19))
+    events = unit_events(tmp_path / "u")
+    t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
+    after = [e for e in events if e["ts_ns"] > t0]
+    sent: dict[str, list[tuple[str, int, Any]]] = {}
+    for e in after:
+        if e["kind"] == "group_request" and e.get("api") in ("JoinGroup", "SyncGroup"):
+            sent.setdefault(e["client"], []).append((e["api"], e["ts_ns"], e.get("generation")))
+    # j0: MEMBER_ID_REQUIRED, JoinGroup with its id, SyncGroup; then both again in generation 2
+    assert [(api, gen) for api, _, gen in sent["j0"]] == [
+        ("JoinGroup", None), ("JoinGroup", None), ("SyncGroup", 2), ("JoinGroup", None), ("SyncGroup", 2),
+    ]  # fmt: skip
+    first_join, _, sync, again, _ = (t for _, t, _ in sent["j0"])
+    assert 389_000_000 <= again - first_join <= 392_000_000, again - first_join  # 200 ms + 190 ms
+    assert first_join + 200_000_000 < sync < again  # answered while j0 was between two polls
+    for m in ("m0", "m1", "m2"):  # the others picked their join up: one JoinGroup, one SyncGroup each
+        assert [api for api, _, _ in sent[m]] == ["JoinGroup", "SyncGroup"], sent[m]
+    # range over 4 members and 3 partitions: j0 p0, m0 p1, m1 p2, m2 none (no assigned event); j0 once,
+    # although it synced twice
+    assigned = Counter(e["source"] for e in after if e["kind"] == "assigned" and e["role"] == "member")
+    assert assigned == {"m0": 1, "m1": 1, "j0": 1}
