@@ -19,7 +19,8 @@ collisions; ``sources`` is, per
 unit, source hash and ``is_prod``, the deliveries' first and last ts and count (the job that fills
 the cache computes it; the unit table's bounds read it).
 
-Every job is keyed by :data:`UNIT` (case, impl, repetition); all times are integer nanoseconds
+Every job's results are keyed by :data:`UNIT` (case, impl, repetition; the jobs over every delivery
+by its hash, mapped back through ``names``); all times are integer nanoseconds
 (``ts_ns``) inside Spark and seconds in the results (:func:`at_s`, :func:`dur_s`). The helpers:
 :func:`pin` (materialise a small table, cut its lineage), :func:`join` (a join whose right columns
 are renamed ``r_<name>``), :func:`collect` (rows as dicts), :func:`role_col` and
@@ -66,7 +67,7 @@ class Frames:
     produced: DataFrame  # case, impl, repetition, ts_ns, partition, offset
     deliveries: DataFrame  # both: case, impl, repetition, ts_ns, ident, partition, offset, is_prod
     hashed: DataFrame  # deliveries without strings: uid, mid, partition, offset, ts_ns, is_prod (cached)
-    names: DataFrame  # case, impl, repetition, uid, ident, mid: every unit's sources (pinned)
+    names: DataFrame  # case, impl, repetition, uid, ident, mid: the sources the hashes map back to (pinned)
     sources: DataFrame  # per (uid, mid, is_prod) with deliveries: t_first, t_last, events (pinned)
 
 
@@ -126,8 +127,10 @@ def prepare(spark: SparkSession, history: str) -> Frames:
 
 
 def _check_hashes(names: DataFrame) -> None:
-    """Fail unless the run's units hash distinctly and so do its sources' names (a 64-bit collision
-    would merge two units' or two members' records in the jobs keyed by the hashes)."""
+    """Fail unless the units and the sources' names in ``names`` hash distinctly (a 64-bit collision
+    would merge two units' or two members' records in the jobs keyed by the hashes). A member that
+    processed records is in ``names`` (prepare's fallback); a producer without a control event may not
+    be, and nothing maps its hash back."""
     rows = names.collect()
     units = {(r["case"], r["impl"], r["repetition"]): r["uid"] for r in rows}
     idents = {r["ident"]: r["mid"] for r in rows}

@@ -132,9 +132,9 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.adaptive.enabled", "false")
-        # cached tables (the record keys) are kept uncompressed: choosing and applying an encoding
-        # per column cost 3 s of the 8 s it took to cache 5 million keys (herdlab bench analysis),
-        # and they are read a few times at most
+        # cached tables (the hashed deliveries, the record keys, the migration proof's records) are
+        # kept uncompressed: choosing and applying an encoding per column cost 3 s of the 8 s it took
+        # to cache 5 million keys (herdlab bench analysis), and they are read a few times at most
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.driver.extraJavaOptions", "-XX:+UseG1GC")
     )

@@ -38,7 +38,7 @@ def segments(facts: Facts, frames: Frames) -> DataFrame:
     partition it processed): segment k holds the records after the k-th close and at or before the
     next one (a record stamped with a close's instant belongs before it), and ends at that close. The
     closes are few, so their segment bounds are a small table joined to the records by (unit, ident,
-    p) and time: no sort of the records."""
+    p), as their hashes (:attr:`.frames.Frames.hashed`), and time: no sort of the records."""
     # keyed by the unit's and the member's hashes (frames.hashed): no string in the jobs over every record
     key = ["uid", "mid", "p"]
     rec = frames.hashed.where(~F.col("is_prod")).select("uid", "mid", F.col("partition").alias("p"), "ts_ns")

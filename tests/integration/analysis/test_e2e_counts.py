@@ -38,7 +38,10 @@ def filled(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[s
     d = write_run(tmp_path_factory.mktemp("e2e-counts"), [history()], settle_window_s=1.0)
     frames = prepare(spark, str(d / "history.parquet"))
     key: UnitKey = ("e2e", "coordinator", 0)
-    rows = e2e.counts(Windows(spark), records.record_keys(frames, [key]), [key])  # type: ignore[arg-type]
+    try:
+        rows = e2e.counts(Windows(spark), records.record_keys(frames, [key]), [key])  # type: ignore[arg-type]
+    finally:
+        spark.catalog.clearCache()  # the deliveries and keys prepare and record_keys cached
     # the origin (the stable event at 1000 ms) and the trigger as the assembly gives them
     trig = {"index": 0, "key": "#1 leave", "t0_s": 4.0, "t1_s": None}
     units: dict[UnitKey, dict[str, Any]] = {key: {"origin": (EPOCH_S + 1) * NS, "triggers": [trig]}}

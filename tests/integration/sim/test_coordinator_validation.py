@@ -132,12 +132,17 @@ def test_simulated_herd_counts_equal_a_real_runs(tmp_path: Path) -> None:
     )
     sim, _ = _simulate(tmp_path)
     assert [(r.label, r.outcome) for r in real] == [(r.label, r.outcome) for r in sim]
+    # the protocol's counts on both sides: less each side's same-generation rejoins (their number varies
+    # with the machine's load; the model makes them at a constant rate, kafka_poll_gap_s)
     rejoins = _same_generation_rejoins(events, _scenario())
-    for r, m, extra in zip(real, sim, rejoins, strict=True):
+    sim_rejoins = _same_generation_rejoins(unit_events(tmp_path / "sim"), _scenario())
+    for r, m, extra, sim_extra in zip(real, sim, rejoins, sim_rejoins, strict=True):
         counts = _split(api_counts(r))[0]
+        sim_counts = _split(api_counts(m))[0]
         for api in ("JoinGroup", "SyncGroup"):
             counts[api] -= extra
-        assert _split(api_counts(m))[0] == counts, f"{r.label}: {extra} same-generation rejoins"
+            sim_counts[api] -= sim_extra
+        assert sim_counts == counts, f"{r.label}: {extra} real, {sim_extra} simulated same-generation rejoins"
 
 
 def _same_generation_rejoins(events: list[dict[str, Any]], scenario: Scenario) -> list[int]:
@@ -146,7 +151,8 @@ def _same_generation_rejoins(events: list[dict[str, Any]], scenario: Scenario) -
     began rejoining, and its request_rejoin() then outlives the join, so the member joins a second time
     at once; the coordinator, stable with that member's protocols unchanged, answers with the same
     generation (one more JoinGroup and SyncGroup, no new round). Seen on a fresh-clone CI run: m5 in
-    the crash window. The simulated members have no heartbeat thread race."""
+    the crash window. So does a join that completed while the main thread was between two polls
+    (kafka-python 3.0.12 join_group_async replaces a done join task), which the simulation models."""
     facts = evaluate(events, int(scenario.settle_window * 1e9))
     out: list[int] = []
     for t in facts.triggers:
