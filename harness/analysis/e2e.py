@@ -35,9 +35,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.analysis import records
 from harness.analysis.facts import Facts
-from harness.analysis.frames import NS, UNIT, UnitKey, collect, unit_id, unit_key
+from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, unit_id, unit_key
 
 BUCKET_NS = NS  # 1 s buckets of the processing time
 SIGNIFICANT = 3  # significant decimal digits of a latency in microseconds
@@ -68,14 +67,15 @@ def _quantize_expr(us: str) -> Column:
     return F.col(us) - F.col(us) % step
 
 
-def counts(facts: Facts, keys: DataFrame, units: list[UnitKey]) -> list[dict[str, Any]]:
+def counts(facts: Facts, keys: DataFrame, frames: Frames) -> list[dict[str, Any]]:
     """One collected row per (unit, ``sec``, ``kind``, ``tid``, ``us``, ``neg``) with ``n`` records.
 
     ``kind`` "p": records acknowledged and processed, ``sec`` the epoch second of the first
     processing, ``tid`` its trigger window (-1: none), ``us`` the quantized latency, ``neg`` whether
     it was clamped from below 0. ``kind`` "a": acknowledged records by the epoch second of the
     acknowledgement (``tid``, ``us`` and ``neg`` null). ``keys`` must carry ``uid``
-    (:func:`.frames.unit_id`), ``produced``, ``n``, ``first`` and ``acked``; ``units``: the run's units."""
+    (:func:`.frames.unit_id`), ``produced``, ``n``, ``first`` and ``acked``; ``frames`` map ``uid``
+    back to units (:meth:`.frames.Frames.unit_ids`)."""
     # keyed by the unit's hash, as record_keys is: grouping and joining 10^7 rows on two string
     # columns costs far more than on one long
     acked = keys.where(F.col("produced") == 1).select("uid", "n", "first", "acked")
@@ -106,7 +106,7 @@ def counts(facts: Facts, keys: DataFrame, units: list[UnitKey]) -> list[dict[str
         F.lit(None).cast("boolean").alias("neg"),
         "n",
     )
-    by_uid = {r["uid"]: {c: r[c] for c in UNIT} for r in collect(records.unit_ids(keys.sparkSession, units))}
+    by_uid = {r["uid"]: {c: r[c] for c in UNIT} for r in collect(frames.unit_ids())}
     return [{**by_uid[r.pop("uid")], **r} for r in collect(per.unionByName(acks))]
 
 

@@ -70,6 +70,11 @@ class Frames:
     names: DataFrame  # case, impl, repetition, uid, ident, mid: the sources the hashes map back to (pinned)
     sources: DataFrame  # per (uid, mid, is_prod) with deliveries: t_first, t_last, events (pinned)
 
+    def unit_ids(self) -> DataFrame:
+        """Every unit with events and its hash: case, impl, repetition, ``uid`` (from ``names``): how
+        the jobs keyed by ``uid`` map their results back to units."""
+        return self.names.select(*UNIT, "uid").distinct()
+
 
 def prepare(spark: SparkSession, history: str) -> Frames:
     """Read and normalise a history (see the module contract)."""

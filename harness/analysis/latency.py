@@ -54,8 +54,7 @@ def buckets(frames: Frames) -> DataFrame:
     per = rec.groupBy("uid", F.floor(F.col("ts_ns") / GAP_BUCKET_NS).alias("bucket")).agg(
         F.count("*").alias("n"), F.min("ts_ns").alias("first"), F.max("ts_ns").alias("last")
     )
-    units = frames.names.select(*UNIT, "uid").distinct()
-    return pin(per.join(F.broadcast(units), "uid").select(*UNIT, "bucket", "n", "first", "last"))
+    return pin(per.join(F.broadcast(frames.unit_ids()), "uid").select(*UNIT, "bucket", "n", "first", "last"))
 
 
 def trigger_gaps(facts: Facts, buckets: DataFrame, resumed: DataFrame) -> DataFrame:

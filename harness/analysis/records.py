@@ -22,38 +22,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import per_phase, to_phase
-from harness.analysis.frames import UNIT, Frames, UnitKey, collect, long_values, unit_id, unit_key
+from harness.analysis.frames import UNIT, Frames, UnitKey, collect, long_values, unit_key
 from harness.kernel.events import Kind
 
 LOST_SAMPLE = 20
 
 
-def unit_ids(spark: SparkSession, units: list[UnitKey]) -> DataFrame:
-    """The small table of ``units``: case, impl, repetition and ``uid`` (:func:`.frames.unit_id`;
-    :func:`.frames.prepare` checked that the run's units hash distinctly)."""
-    table = spark.createDataFrame([list(u) for u in units], "case string, impl string, repetition int")
-    return table.withColumn("uid", unit_id())
-
-
-def record_keys(frames: Frames, units: list[UnitKey]) -> DataFrame:
+def record_keys(frames: Frames) -> DataFrame:
     """Per (unit, partition, offset) produced or processed: ``n`` deliveries, ``produced`` (0/1),
     ``last`` and ``first`` delivery ts, ``acked`` (the produced event's ts), ``cross`` (members
     differ), ``top``: the partition's highest processed offset (lost is below it, not drained above
-    it), and ``uid``, the unit's hash (:func:`.frames.unit_id`). ``units``: the run's units.
+    it), and ``uid``, the unit's hash (:func:`.frames.unit_id`).
 
     The aggregation over every delivery is the analysis's largest. It reads
     :attr:`.frames.Frames.hashed` (the unit and the member as 64-bit hashes: grouping on the unit's
     strings cost it about 40 %, and a string's min and max in the aggregation buffer, to compare the
     processing members, made it a sort of every delivery) and is cached keyed by ``uid``, with no
     string in the cached table (the families that read all its rows, such as the end-to-end latency,
-    read ``uid``); the returned frame joins the unit's columns back from the small table of ``units``
-    (:func:`unit_ids`) as it is read. The cache is filled by the first action on the frame (the
-    caller's ``count()``) and emptied by ``spark.catalog.clearCache()``."""
-    table = unit_ids(frames.raw.sparkSession, units)
+    read ``uid``); the returned frame joins the unit's columns back (:meth:`.frames.Frames.unit_ids`)
+    as it is read. The cache is filled by the first action on the frame (the caller's ``count()``) and
+    emptied by ``spark.catalog.clearCache()``."""
+    table = frames.unit_ids()
     d = frames.hashed
     member = F.when(~F.col("is_prod"), F.col("mid"))  # who processed it, by its name's hash
     keyed = d.groupBy("uid", "partition", "offset").agg(
@@ -93,9 +86,9 @@ def _count(cond: Column) -> Column:
     return F.sum(F.when(cond, 1).otherwise(0))
 
 
-def unit_values(keys: DataFrame, frames: Frames, units: list[UnitKey]) -> DataFrame:
-    """Completeness and duplicate counts per unit, long format (see the module contract). ``units``:
-    the run's units (the keys are counted by the unit's hash, :func:`unit_ids` maps them back)."""
+def unit_values(keys: DataFrame, frames: Frames) -> DataFrame:
+    """Completeness and duplicate counts per unit, long format (see the module contract); the keys are
+    counted by the unit's hash, mapped back by :meth:`.frames.Frames.unit_ids`."""
     acked, seen = _acked(), _seen()
     aggs: list[tuple[str, Column]] = [
         ("produced", F.sum("produced")),
@@ -108,7 +101,7 @@ def unit_values(keys: DataFrame, frames: Frames, units: list[UnitKey]) -> DataFr
         ("duplicates_cross_member", _count((F.col("n") > 1) & F.col("cross"))),
     ]
     by_uid = keys.groupBy("uid").agg(*(a.alias(n) for n, a in aggs))
-    counted = by_uid.join(F.broadcast(unit_ids(frames.raw.sparkSession, units)), "uid")
+    counted = by_uid.join(F.broadcast(frames.unit_ids()), "uid")
     errors = frames.control.groupBy(*UNIT).agg(
         F.sum(F.when(F.col("kind") == Kind.PRODUCE_ERROR, 1).otherwise(0)).alias("produce_errors")
     )

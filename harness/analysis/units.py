@@ -67,9 +67,7 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
                 F.min("ts_ns").alias("t_first"), F.max("ts_ns").alias("t_last"), F.count("*").alias("events")
             )
             .unionByName(
-                frames.sources.join(frames.names.select(*UNIT, "uid").distinct(), "uid").select(
-                    *UNIT, "t_first", "t_last", "events"
-                )
+                frames.sources.join(frames.unit_ids(), "uid").select(*UNIT, "t_first", "t_last", "events")
             )
             .groupBy(*UNIT)
             .agg(
@@ -195,7 +193,7 @@ def assemble(
 ) -> None:
     """Fill the figures of ``units`` (all with events) and the series (see the module contract)."""
     facts = Facts(frames, int(round(window_s * NS)))
-    keys = records.record_keys(frames, list(units))  # cached by the first round's count
+    keys = records.record_keys(frames)  # cached by the first round's count
     # three rounds of independent jobs (see frames.together): what each round computes is pinned or
     # cached before the next reads it, so no two threads compute one table
     a = together(
@@ -211,11 +209,11 @@ def assemble(
         phases=facts.phases,
         trig_rows=lambda: latency.trigger_rows(facts, frames, buckets),
         herd_counts=lambda: herd.counts(facts, frames),
-        e2e_counts=lambda: e2e.counts(facts, keys, list(units)),
+        e2e_counts=lambda: e2e.counts(facts, keys, frames),
         # what the third round's values do not need from this one, here: planned and computed while
         # this round's other jobs run (planned after them, it left a core idle for seconds)
         unit_first=lambda: _unit_values(
-            records.unit_values(keys, frames, list(units))
+            records.unit_values(keys, frames)
             .unionByName(steady.unit_values(facts, frames))
             .unionByName(health.unit_values(facts, frames))
             .unionByName(herd.unit_values(frames))

@@ -39,7 +39,7 @@ def filled(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[s
     frames = prepare(spark, str(d / "history.parquet"))
     key: UnitKey = ("e2e", "coordinator", 0)
     try:
-        rows = e2e.counts(Windows(spark), records.record_keys(frames, [key]), [key])  # type: ignore[arg-type]
+        rows = e2e.counts(Windows(spark), records.record_keys(frames), frames)  # type: ignore[arg-type]
     finally:
         spark.catalog.clearCache()  # the deliveries and keys prepare and record_keys cached
     # the origin (the stable event at 1000 ms) and the trigger as the assembly gives them
