@@ -174,9 +174,10 @@ class TopicFeed:
 
 class _PollGaps:
     """The main thread's polls while a member's join is in flight: windows of ``poll_ns`` from the join's
-    start, each followed by ``gap_s`` of client CPU on the shared cores (booked when the window ends, so
-    it waits behind the work queued then) before the next window starts. The join task completes on the
-    IO thread; the main thread picks its result up only inside a window (:meth:`gap_end`)."""
+    start, each followed by a gap of ``gap_s`` (scaled by the model's jitter through ``cpu.cost``; not
+    booked on the shared cores: a thread woken from a wait is scheduled at once) before the next window
+    starts. The join task completes on the IO thread; the main thread picks its result up only inside a
+    window (:meth:`gap_end`)."""
 
     def __init__(self, sched: VirtualScheduler, cpu: ClientCpu, poll_ns: int, gap_s: float) -> None:
         self.sched = sched
