@@ -11,7 +11,12 @@ import click
 from harness.history.writer import open_history
 from harness.members.clients import make_member
 from harness.members.recorder import MemberConfig
-from harness.scenario.properties import ALL_ASSIGNORS, CLIENTS, check_client_properties
+from harness.scenario.properties import (
+    ALL_ASSIGNORS,
+    CLIENTS,
+    KAFKA_METADATA_MAX_AGE_MS,
+    check_client_properties,
+)
 
 #: The typed options and the Kafka property each is a shorthand of.
 SHORTHANDS = (
@@ -79,7 +84,12 @@ def _property(item: str) -> tuple[str, str]:
 @click.option(
     "--group-instance-id", default=None, help="Static membership (KIP-345): this member's group.instance.id."
 )
-@click.option("--metadata-max-age-ms", default=5000, show_default=True, help="metadata.max.age.ms")
+@click.option(
+    "--metadata-max-age-ms",
+    default=KAFKA_METADATA_MAX_AGE_MS,
+    show_default=True,
+    help="metadata.max.age.ms (Kafka's default: a periodic refresh is steady-state traffic).",
+)
 @click.option(
     "-X",
     "properties",

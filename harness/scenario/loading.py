@@ -172,7 +172,9 @@ def expand(scenario: Scenario) -> list[Case]:
         if key in axes:
             raise ConfigError(f"scenario {scenario.name}: matrix.{key} repeats an axis given elsewhere")
         axes[key] = list(values)
-    base = scenario.model_dump(mode="python", exclude={"matrix"})
+    # only what the file and --set gave (exclude_unset): a default dumped here would count as given in the
+    # case, and a shorthand's default would then clash with the same property in the properties table
+    base = scenario.model_dump(mode="python", exclude={"matrix"}, exclude_unset=True)
     cases = []
     for combo in itertools.product(*axes.values()) if axes else [()]:
         data = copy.deepcopy(base)

@@ -16,6 +16,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from harness.scenario.properties import KAFKA_METADATA_MAX_AGE_MS
+
 IMPLEMENTATIONS = ("legacy_zk", "coordinator")
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
@@ -202,6 +204,12 @@ class CoordinatorSettings(Strict):
     heartbeat_interval_ms: int = Field(default=500, ge=1)
     max_poll_interval_ms: int = Field(default=30000, ge=1)
     auto_commit_interval_ms: int = Field(default=5000, ge=10)
+    metadata_max_age_ms: int = Field(
+        default=KAFKA_METADATA_MAX_AGE_MS,
+        ge=0,
+        description="metadata.max.age.ms: Kafka's default, 5 minutes; shorten it where the members must "
+        "notice new partitions (partition-growth). Every refresh inside a trigger window counts in its herd",
+    )
     static_membership: bool = False
     initial_rebalance_delay_ms: int = Field(
         default=3000, ge=0, description="broker: group.initial.rebalance.delay.ms"

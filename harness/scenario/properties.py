@@ -204,11 +204,19 @@ def check_producer_properties(props: Mapping[str, PropertyValue]) -> None:
 
 
 #: The typed ``[group.coordinator]`` keys that are shorthands of Kafka client properties.
+#: Kafka's consumer default of ``metadata.max.age.ms`` (5 minutes; kafka-python's and aiokafka's too): a
+#: member refreshes its metadata this long after the last refresh. herdlab's coordinator members use it
+#: unless a scenario shortens it (``partition-growth``, where the refresh is how the coordinator side
+#: notices new partitions): a periodic refresh is steady-state traffic, and with a short age every
+#: member's refreshes would fall into every trigger window and be counted in the herd as Metadata.
+KAFKA_METADATA_MAX_AGE_MS = 300_000
+
 COORDINATOR_SHORTHANDS = {
     "session_timeout_ms": "session.timeout.ms",
     "heartbeat_interval_ms": "heartbeat.interval.ms",
     "max_poll_interval_ms": "max.poll.interval.ms",
     "auto_commit_interval_ms": "auto.commit.interval.ms",
+    "metadata_max_age_ms": "metadata.max.age.ms",
 }
 
 

@@ -31,7 +31,7 @@ Where the model departs from a real run (stated in the report through :data:`MOD
 Fetch, ListOffsets and Produce are not broker requests here (the members read the topic's log
 directly; no ``broker_request`` counts for them); a member's start-up (process boot, connection set-up)
 takes no virtual time beyond its first requests; kafka-python's periodic metadata refresh is modelled
-by ``metadata.max.age.ms`` (default 5000 ms, the member CLI's default) from the member's last refresh.
+by ``metadata.max.age.ms`` (the scenario's, Kafka's 5 minutes by default) from the member's last refresh.
 
 Capacity: the broker is one FIFO server, so it serves at most ``1 / broker_service_s`` requests a second
 (10^4 with the default model). Heartbeats alone are ``members / heartbeat.interval.ms`` a second: at 10^4

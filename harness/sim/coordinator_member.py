@@ -50,6 +50,7 @@ from coordinator.group.errors import ErrorCode
 from harness.kernel.history import History
 from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder
 from harness.scenario.model import Scenario
+from harness.scenario.properties import KAFKA_METADATA_MAX_AGE_MS
 from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler, next_tick
 from harness.sim.coordinator_broker import Reply, SimBroker
 from harness.sim.cpu import ClientCpu
@@ -58,9 +59,6 @@ from harness.sim.workload import SimTopic
 
 __all__ = ["SimConsumer", "TopicFeed"]
 
-#: herdlab's member process sets ``metadata.max.age.ms`` 5000 unless a property says otherwise
-#: (``harness/cli/members.py``, option ``--metadata-max-age-ms``).
-MEMBER_METADATA_MAX_AGE_MS = 5000
 #: kafka-python's ``fetch_max_wait_ms`` default (``consumer/group.py``): how long the broker parks a Fetch
 #: with nothing to return.
 FETCH_MAX_WAIT_MS = 500
@@ -246,7 +244,7 @@ class SimConsumer:
         self.session_ms = int(props["session.timeout.ms"])
         self.heartbeat_s = int(props["heartbeat.interval.ms"]) / 1000
         self.rebalance_ms = int(props["max.poll.interval.ms"])
-        self.metadata_age_s = int(props.get("metadata.max.age.ms", MEMBER_METADATA_MAX_AGE_MS)) / 1000
+        self.metadata_age_s = int(props.get("metadata.max.age.ms", KAFKA_METADATA_MAX_AGE_MS)) / 1000
         self.fetch_wait_ns = round(int(props.get("fetch.max.wait.ms", FETCH_MAX_WAIT_MS)) / 1000 * NS_PER_S)
         self.assignor = _assignor(self.config.assignor)
         self._metadata = self.assignor.metadata({self.config.topic}).encode()

@@ -48,14 +48,4 @@ def history_text(unit_dir: Path) -> str:
     return "".join(p.read_text() for p in sorted((unit_dir / "events").glob("*.jsonl")))
 
 
-def window_s(events: list[dict[str, Any]], action_id: int) -> float:
-    """How long the window of trigger ``action_id`` can be at most: from its invoke to the next invoke or
-    the unit's ``settling_end``."""
-    invokes = sorted(int(e["ts_ns"]) for e in events if e["kind"] == "invoke")
-    (start,) = [int(e["ts_ns"]) for e in events if e["kind"] == "invoke" and e["action_id"] == action_id]
-    (end_mark,) = [int(e["ts_ns"]) for e in events if e["kind"] == "settling_end"]
-    later = [t for t in invokes if t > start]
-    return ((later[0] if later else end_mark) - start) / 1e9
-
-
-__all__ = ["api_counts", "history_text", "simulate_unit", "trigger_counts", "unit_events", "window_s"]
+__all__ = ["api_counts", "history_text", "simulate_unit", "trigger_counts", "unit_events"]

@@ -37,6 +37,7 @@ def test_a_coordinator_member_gets_the_typed_keys_the_assignor_and_the_table_as_
         "heartbeat.interval.ms": "500",
         "max.poll.interval.ms": "30000",
         "auto.commit.interval.ms": "5000",
+        "metadata.max.age.ms": "300000",  # Kafka's default, not a test-speed refresh
         "partition.assignment.strategy": "cooperative-sticky",
         "fetch.wait.max.ms": "50",
         "enable.auto.commit": "false",
@@ -142,6 +143,21 @@ def test_client_assignor_and_broker_are_matrix_axes_checked_per_case() -> None:
     bad = bad.model_copy(update={"group": bad.group.model_copy(update={"assignor": "cooperative-sticky"})})
     with pytest.raises(ConfigError, match="case .*aiokafka.*not an assignor of client 'aiokafka'"):
         expand(bad)
+
+
+def test_a_shorthands_property_in_the_table_survives_the_matrix_expansion() -> None:
+    """A case is validated again from the scenario's data: only what was given goes into it, so the
+    shorthands' defaults do not count as given and do not clash with the same property in the table."""
+    s = _load(
+        COORDINATOR_ONLY,
+        'group.coordinator.properties={"max.poll.interval.ms"=40000, "metadata.max.age.ms"=1000}',
+        "group.members=[3, 4]",
+    )
+    cases = expand(s)
+    assert [c.params for c in cases] == [{"group.members": 3}, {"group.members": 4}]
+    for c in cases:
+        props = c.scenario.group.coordinator.member_properties(c.scenario.group.assignor)
+        assert (props["max.poll.interval.ms"], props["metadata.max.age.ms"]) == ("40000", "1000")
 
 
 def test_every_member_property_of_a_librdkafka_scenario_is_accepted_together() -> None:
