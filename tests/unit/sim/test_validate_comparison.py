@@ -4,6 +4,8 @@ the real range."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from harness.bench.simulator import format_comparison
@@ -15,9 +17,9 @@ TWO_CONFLICTS = {"watches": 10, "attempts": 12, "conflicts": 2, "failed_attempts
 
 
 def row(
-    real: list[dict[str, int]], sims: list[dict[str, int]], real_s: list[float], sim_s: list[float]
+    real: list[dict[str, int]], sims: list[dict[str, int]], real_s: list[float], sim_s: Sequence[float | None]
 ) -> Comparison:
-    return Comparison("legacy_zk", "group.members=10", 10, "#2 leave m2", real, sims, real_s, sim_s)
+    return Comparison("legacy_zk", "group.members=10", 10, "#2 leave m2", real, sims, real_s, list(sim_s))
 
 
 def test_real_counts_among_the_simulated_ones_are_equal() -> None:
