@@ -64,7 +64,8 @@ MODEL_NOTES = (
     "coordinator members: Fetch/ListOffsets/Produce are not simulated broker requests; records are read "
     "from the simulated log directly",
     "coordinator members: a join that completes while the main thread is between two polls "
-    "(kafka_poll_gap_s) is found done and sent again, as kafka-python 3.0.12 does",
+    "(gaps of mean kafka_poll_gap_s, gamma-distributed with kafka_poll_gap_cv, from the unit's seed) is "
+    "found done and sent again, as kafka-python 3.0.12 does",
 )
 
 

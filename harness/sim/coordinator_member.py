@@ -17,7 +17,7 @@ Contract
    broker returned; the leader then refreshes metadata); errors as kafka-python handles them
    (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: join again); the join runs on
    kafka-python's IO thread while the main thread awaits it in ``poll(timeout_ms=200)`` windows with
-   ``kafka_poll_gap_s`` between them (:class:`_PollGaps`): a join whose SyncGroup is answered between two
+   gaps between them (:class:`_PollGaps`; mean ``kafka_poll_gap_s``, drawn with ``kafka_poll_gap_cv``): a join whose SyncGroup is answered between two
    windows is found done by the next poll, which starts a new one (``join_group_async`` replaces a done
    task): JoinGroup and SyncGroup again, in the same generation for a follower;
 3. the assignment applied (``member_apply_s``): ``assigned`` and ``rebalance_end``; OffsetFetch for the
@@ -172,26 +172,37 @@ class TopicFeed:
 
 class _PollGaps:
     """The main thread's polls while a member's join is in flight: windows of ``poll_ns`` from the join's
-    start, each followed by a gap of ``gap_s`` (scaled by the model's jitter through ``cpu.cost``; not
-    booked on the shared cores: a thread woken from a wait is scheduled at once) before the next window
-    starts. The join task completes on the IO thread; the main thread picks its result up only inside a
+    start, each followed by a gap before the next window starts. A gap's length is drawn from a gamma
+    distribution of mean ``gap_s`` and coefficient of variation ``cv`` (shape 1 / cv²; cv 0: exactly
+    ``gap_s``) from the unit's random source ``rng``, and scaled by the model's jitter through
+    ``cpu.cost``; it is not booked on the shared cores (a thread woken from a wait is scheduled at
+    once). The join task completes on the IO thread; the main thread picks its result up only inside a
     window (:meth:`gap_end`)."""
 
-    def __init__(self, sched: VirtualScheduler, cpu: ClientCpu, poll_ns: int, gap_s: float) -> None:
+    def __init__(
+        self, sched: VirtualScheduler, cpu: ClientCpu, poll_ns: int, gap_s: float, cv: float = 0.0
+    ) -> None:
         self.sched = sched
         self.cpu = cpu
         self.poll_ns = poll_ns
         self.gap_s = gap_s
+        self.cv = cv
         self._gap: tuple[int, int] | None = None  # the latest gap: [start, end) in virtual ns
         self._live = gap_s > 0
         if self._live:
             sched.call_later(poll_ns / NS_PER_S, self._window_end)
 
+    def _draw(self) -> float:
+        if self.cv <= 0:
+            return self.gap_s
+        shape = 1 / (self.cv * self.cv)
+        return self.cpu.rng.gammavariate(shape, self.gap_s / shape)
+
     def _window_end(self) -> None:
         if not self._live:
             return
         start = self.sched.now_ns
-        end = start + round(self.cpu.cost(self.gap_s) * NS_PER_S)
+        end = start + round(self.cpu.cost(self._draw()) * NS_PER_S)
         self._gap = (start, end)
         self.sched.call_later((end + self.poll_ns - start) / NS_PER_S, self._window_end)
 
@@ -378,7 +389,8 @@ class SimConsumer:
             self._prepare()
             self._rejoining = True
             self._hb_epoch += 1  # heartbeats off for the join's round trips
-        polls = _PollGaps(self.sched, self.cpu, self.poll_ns, self.delays.kafka_poll_gap_s)
+        d = self.delays
+        polls = _PollGaps(self.sched, self.cpu, self.poll_ns, d.kafka_poll_gap_s, d.kafka_poll_gap_cv)
         try:
             while self.alive:
                 if not self.coordinator_known:

@@ -86,8 +86,13 @@ class DelayModel:
     #: once; booked behind the SyncGroup answers' work, gaps of 5 / 10 ms made 0-2 / 29 extra joins at
     #: 50 / 100 members). Real runs on 2 cores: after 0-5 / 1-10 of the 50 / 100 members' SyncGroup
     #: answers a second JoinGroup and SyncGroup of the same generation (about 6 %); 12 ms gives 2, 3, 2
-    #: at 50 and 10, 5, 6 at 100 members (join, leave, crash). 0 = never.
+    #: at 50 and 10, 5, 6 at 100 members (join, leave, crash). 0 = never. This is the gaps' mean ...
     kafka_poll_gap_s: float = 0.012
+    #: ... and their coefficient of variation: each gap is drawn from a gamma distribution with that mean
+    #: and shape 1 / cv² (1 = exponential: a woken thread's wait for a core on a loaded machine; 0 = every
+    #: gap exactly the mean), from the unit's random source, so repetitions of different seeds differ as
+    #: the real repetitions do (0-5 / 1-12 extra joins at 50 / 100 members).
+    kafka_poll_gap_cv: float = 1.0
     #: A member's cost to apply an assignment (revoke/assign callbacks, fetcher restart).
     member_apply_s: float = 0.001
     #: Relative jitter applied to every delay: uniform in [1 - jitter, 1 + jitter]. 0 = deterministic.

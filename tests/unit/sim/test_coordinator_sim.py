@@ -285,7 +285,7 @@ def test_the_main_thread_picks_a_join_up_only_inside_a_poll_window() -> None:
     ms = 1_000_000
     sched = VirtualScheduler()
     delays = DelayModel()
-    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, 0.012)
+    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, 0.012, cv=0.0)
     expected = {150: None, 205: 212, 211: 212, 212: None, 300: None, 413: 424, 500: None}
     got = {}
     for t in expected:
@@ -302,6 +302,33 @@ def test_the_main_thread_picks_a_join_up_only_inside_a_poll_window() -> None:
     assert none.gap_end(830 * ms) is None and none.gap_end(1000 * ms) is None
 
 
+def test_the_gaps_between_polls_are_gamma_draws_of_the_units_random_source() -> None:
+    """cv 1: each gap an exponential draw of mean 12 ms (gamma, shape 1) from the unit's random source, in
+    the order the windows end: windows [0, 200), [200 + g1, 400 + g1), ...; the gap after the k-th window
+    is [its end, its end + g_k). Checked at each gap's middle and just after it."""
+    import random
+
+    from harness.sim.coordinator_member import _PollGaps  # pyright: ignore[reportPrivateUsage]
+    from harness.sim.cpu import ClientCpu
+
+    sched = VirtualScheduler()
+    delays = DelayModel(seed=7)
+    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200_000_000, 0.012, cv=1.0)
+    draws = random.Random(7)
+    start = 200_000_000
+    lengths = []
+    for _ in range(5):
+        g = round(draws.expovariate(1 / 0.012) * 1e9)
+        lengths.append(g)
+        sched.run(until_ns=start + g // 2)
+        assert gaps.gap_end(start + g // 2) == start + g
+        sched.run(until_ns=start + g + 1)
+        assert gaps.gap_end(start + g + 1) is None
+        start += g + 200_000_000
+    gaps.stop()
+    assert len(set(lengths)) == 5  # they do differ
+
+
 def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation(tmp_path: Path) -> None:
     """190 ms between the 200 ms polls. The joiner j0 starts its join (a poll) just before its first
     JoinGroup (~102 ms after the invoke): its window ends 200 ms later, its next poll starts 190 ms after
@@ -310,7 +337,7 @@ def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation
     began, finds the join done and sends JoinGroup and SyncGroup again; a follower with unchanged
     metadata gets the current generation back (2 both times), and j0 is assigned once."""
     sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
-    simulate_unit(sc, "coordinator", tmp_path / "u", DelayModel(kafka_poll_gap_s=0.19))
+    simulate_unit(sc, "coordinator", tmp_path / "u", DelayModel(kafka_poll_gap_s=0.19, kafka_poll_gap_cv=0.0))
     events = unit_events(tmp_path / "u")
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
     after = [e for e in events if e["ts_ns"] > t0]
