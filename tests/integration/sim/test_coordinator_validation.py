@@ -104,8 +104,14 @@ def test_simulated_herd_counts_at_10_members_equal_the_hand_worked_real_counts(t
     # the hand-worked figures themselves: j0 sorts first, so the join moves every partition but the last
     # member's; the leave moves the partitions of the members after m2; the crash only m0's second one
     assert [e["OffsetFetch"] for e in expected] == [MEMBERS, MEMBERS - 3, 1]
-    for row, want in zip(rows, expected, strict=True):
-        assert api_counts(row) == want, row.label
+    # the protocol's counts: less the model's same-generation rejoins (kafka-python's second join, drawn
+    # from the unit's seed; the long test takes them out of both sides)
+    rejoins = _same_generation_rejoins(unit_events(tmp_path / "sim"), _scenario())
+    for row, want, extra in zip(rows, expected, rejoins, strict=True):
+        got = api_counts(row)
+        for api in ("JoinGroup", "SyncGroup"):
+            got[api] -= extra
+        assert got == want, f"{row.label} ({extra} same-generation rejoins taken out)"
 
 
 @pytest.mark.long
