@@ -64,7 +64,8 @@ MODEL_NOTES = (
     "coordinator members: Fetch/ListOffsets/Produce are not simulated broker requests; records are read "
     "from the simulated log directly",
     "coordinator members: a join that completes while the main thread is between two polls "
-    "(gaps of mean kafka_poll_gap_s, gamma-distributed with kafka_poll_gap_cv, from the unit's seed) is "
+    "(gaps of mean kafka_poll_gap_per_member_s x live members per client core, gamma-distributed with "
+    "kafka_poll_gap_cv, from the unit's seed) is "
     "found done and sent again, as kafka-python 3.0.12 does",
 )
 
@@ -104,6 +105,7 @@ class SimCoordinatorGroup:
         member = SimConsumer(
             name, self.ctx.sched, self.ctx.delays, self.ctx.scenario, self.broker, self.feed,
             self.ctx.history(name, "member"), self.cpu, on_stopped=self._stopped,
+            live_members=lambda: len(self._live),
         )  # fmt: skip
         self._members[name] = member
         self._live[name] = None

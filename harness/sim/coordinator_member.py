@@ -17,7 +17,8 @@ Contract
    broker returned; the leader then refreshes metadata); errors as kafka-python handles them
    (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: join again); the join runs on
    kafka-python's IO thread while the main thread awaits it in ``poll(timeout_ms=200)`` windows with
-   gaps between them (:class:`_PollGaps`; mean ``kafka_poll_gap_s``, drawn with ``kafka_poll_gap_cv``): a join whose SyncGroup is answered between two
+   gaps between them (:class:`_PollGaps`; mean ``kafka_poll_gap_per_member_s`` times the live members per
+   client core, drawn with ``kafka_poll_gap_cv``): a join whose SyncGroup is answered between two
    windows is found done by the next poll, which starts a new one (``join_group_async`` replaces a done
    task): JoinGroup and SyncGroup again, in the same generation for a follower;
 3. the assignment applied (``member_apply_s``): ``assigned`` and ``rebalance_end``; OffsetFetch for the
@@ -173,30 +174,36 @@ class TopicFeed:
 class _PollGaps:
     """The main thread's polls while a member's join is in flight: windows of ``poll_ns`` from the join's
     start, each followed by a gap before the next window starts. A gap's length is drawn from a gamma
-    distribution of mean ``gap_s`` and coefficient of variation ``cv`` (shape 1 / cv²; cv 0: exactly
+    distribution of mean ``gap_s`` (a number, or a function read at each draw) and coefficient of variation ``cv`` (shape 1 / cv²; cv 0: exactly
     ``gap_s``) from the unit's random source ``rng``, and scaled by the model's jitter through
     ``cpu.cost``; it is not booked on the shared cores (a thread woken from a wait is scheduled at
     once). The join task completes on the IO thread; the main thread picks its result up only inside a
     window (:meth:`gap_end`)."""
 
     def __init__(
-        self, sched: VirtualScheduler, cpu: ClientCpu, poll_ns: int, gap_s: float, cv: float = 0.0
+        self,
+        sched: VirtualScheduler,
+        cpu: ClientCpu,
+        poll_ns: int,
+        gap_s: float | Callable[[], float],
+        cv: float = 0.0,
     ) -> None:
         self.sched = sched
         self.cpu = cpu
         self.poll_ns = poll_ns
-        self.gap_s = gap_s
+        self.gap_s = gap_s if callable(gap_s) else (lambda: gap_s)
         self.cv = cv
         self._gap: tuple[int, int] | None = None  # the latest gap: [start, end) in virtual ns
-        self._live = gap_s > 0
+        self._live = self.gap_s() > 0
         if self._live:
             sched.call_later(poll_ns / NS_PER_S, self._window_end)
 
     def _draw(self) -> float:
-        if self.cv <= 0:
-            return self.gap_s
+        mean = self.gap_s()
+        if self.cv <= 0 or mean <= 0:
+            return mean
         shape = 1 / (self.cv * self.cv)
-        return self.cpu.rng.gammavariate(shape, self.gap_s / shape)
+        return self.cpu.rng.gammavariate(shape, mean / shape)
 
     def _window_end(self) -> None:
         if not self._live:
@@ -229,6 +236,7 @@ class SimConsumer:
         history: History,
         cpu: ClientCpu,
         on_stopped: Callable[[str], object] | None = None,
+        live_members: Callable[[], int] = lambda: 1,
     ) -> None:
         c = scenario.group.coordinator
         if c.client != "kafka-python":
@@ -261,6 +269,7 @@ class SimConsumer:
         self._metadata = self.assignor.metadata({self.config.topic}).encode()
         self.ready_ns: int | None = None
         self._on_stopped = on_stopped
+        self._live_members = live_members  # the group's members now (the run queue the gaps scale with)
         # kafka-python's group state
         self.member_id = ""
         self.generation = -1
@@ -389,8 +398,7 @@ class SimConsumer:
             self._prepare()
             self._rejoining = True
             self._hb_epoch += 1  # heartbeats off for the join's round trips
-        d = self.delays
-        polls = _PollGaps(self.sched, self.cpu, self.poll_ns, d.kafka_poll_gap_s, d.kafka_poll_gap_cv)
+        polls = _PollGaps(self.sched, self.cpu, self.poll_ns, self._poll_gap_s, self.delays.kafka_poll_gap_cv)
         try:
             while self.alive:
                 if not self.coordinator_known:
@@ -413,6 +421,13 @@ class SimConsumer:
                 return
         finally:
             polls.stop()
+
+    def _poll_gap_s(self) -> float:
+        """The mean gap between two polls now: ``kafka_poll_gap_per_member_s`` times the live members per
+        client core (the woken main thread waits for a core behind the others' work)."""
+        d = self.delays
+        per_core = self._live_members() / d.client_cores if d.client_cores > 0 else 1.0
+        return d.kafka_poll_gap_per_member_s * per_core
 
     def _prepare(self) -> None:
         """kafka-python's ``_on_join_prepare``: the listener's revoke (commit first) or lost."""

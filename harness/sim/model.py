@@ -82,16 +82,20 @@ class DelayModel:
     #: A coordinator member's main thread between two polls while a join is in flight (kafka-python
     #: returning from ``poll``, herdlab's member loop, entering ``poll`` again): a join that completes
     #: meanwhile is found done by the next poll and a new JoinGroup is sent (kafka-python 3.0.12
-    #: ``join_group_async``). Not queued on the client cores (a thread woken from a wait is scheduled at
-    #: once; booked behind the SyncGroup answers' work, gaps of 5 / 10 ms made 0-2 / 29 extra joins at
-    #: 50 / 100 members). Real runs on 2 cores: after 0-5 / 1-10 of the 50 / 100 members' SyncGroup
-    #: answers a second JoinGroup and SyncGroup of the same generation (about 6 %); 12 ms gives 2, 3, 2
-    #: at 50 and 10, 5, 6 at 100 members (join, leave, crash). 0 = never. This is the gaps' mean ...
-    kafka_poll_gap_s: float = 0.012
+    #: ``join_group_async``). The gap is the woken thread's wait for a core, so its mean grows with the
+    #: members sharing a core: this field times the group's live members per client core (members /
+    #: ``client_cores``; 1 with ``client_cores`` 0). Not queued on the client cores (booked behind the
+    #: SyncGroup answers' work, constant gaps of 5 / 10 ms made 0-2 / 29 extra joins at 50 / 100 members).
+    #: Real runs on 2 cores, two quiet-machine validation runs: a second JoinGroup and SyncGroup of the
+    #: same generation after 0-6 of the 50 members' SyncGroup answers per trigger and 1-23 of the 100
+    #: members' (a mean of about 3 at 50 and 13 at 100 in the later run: growing as N², so the chance
+    #: per member grows as N); 0.48 ms (12 ms at 50 members, 24 ms at 100, 2.4 ms at 10) gives both.
+    #: 0 = never. This is the gaps' mean ...
+    kafka_poll_gap_per_member_s: float = 0.00048
     #: ... and their coefficient of variation: each gap is drawn from a gamma distribution with that mean
     #: and shape 1 / cv² (1 = exponential: a woken thread's wait for a core on a loaded machine; 0 = every
     #: gap exactly the mean), from the unit's random source, so repetitions of different seeds differ as
-    #: the real repetitions do (0-5 / 1-12 extra joins at 50 / 100 members).
+    #: the real repetitions do.
     kafka_poll_gap_cv: float = 1.0
     #: A member's cost to apply an assignment (revoke/assign callbacks, fetcher restart).
     member_apply_s: float = 0.001

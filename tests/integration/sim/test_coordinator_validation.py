@@ -139,7 +139,7 @@ def test_simulated_herd_counts_equal_a_real_runs(tmp_path: Path) -> None:
     sim = _simulate(tmp_path)
     assert [(r.label, r.outcome) for r in real] == [(r.label, r.outcome) for r in sim]
     # the protocol's counts on both sides: less each side's same-generation rejoins (their number varies
-    # with the machine's load; the model makes them at a constant rate, kafka_poll_gap_s)
+    # with the machine's load; the model draws them from the seed, kafka_poll_gap_per_member_s)
     rejoins = _same_generation_rejoins(events, _scenario())
     sim_rejoins = _same_generation_rejoins(unit_events(tmp_path / "sim"), _scenario())
     for r, m, extra, sim_extra in zip(real, sim, rejoins, sim_rejoins, strict=True):

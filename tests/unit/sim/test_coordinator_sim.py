@@ -329,15 +329,32 @@ def test_the_gaps_between_polls_are_gamma_draws_of_the_units_random_source() -> 
     assert len(set(lengths)) == 5  # they do differ
 
 
+def test_the_mean_gap_between_polls_grows_with_the_members_sharing_a_core(tmp_path: Path) -> None:
+    """0.48 ms per member (the default): 6 live members on 2 client cores wait 3 x 0.48 = 1.44 ms on
+    average; after a crash 5 of them, 2.5 x 0.48 = 1.2 ms."""
+    unit = _Unit(6, tmp_path / "h.jsonl")
+    unit.run_until_stable()
+    m0 = unit.group.member("m0")
+    assert m0._poll_gap_s() == pytest.approx(0.00144)  # pyright: ignore[reportPrivateUsage]
+    unit.group.crash_member("m5")
+    assert m0._poll_gap_s() == pytest.approx(0.0012)  # pyright: ignore[reportPrivateUsage]
+    unit.close()
+
+
 def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation(tmp_path: Path) -> None:
-    """190 ms between the 200 ms polls. The joiner j0 starts its join (a poll) just before its first
+    """190 ms between the 200 ms polls (0.19 s per member, every member a core of its own). The joiner j0 starts its join (a poll) just before its first
     JoinGroup (~102 ms after the invoke): its window ends 200 ms later, its next poll starts 190 ms after
     that. The group's SyncGroup answers come at ~412 ms, when the other three members' last JoinGroup
     came (each in a window of its own), but inside j0's gap: j0's next poll, 390 ms after its join
     began, finds the join done and sends JoinGroup and SyncGroup again; a follower with unchanged
     metadata gets the current generation back (2 both times), and j0 is assigned once."""
     sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
-    simulate_unit(sc, "coordinator", tmp_path / "u", DelayModel(kafka_poll_gap_s=0.19, kafka_poll_gap_cv=0.0))
+    simulate_unit(
+        sc,
+        "coordinator",
+        tmp_path / "u",
+        DelayModel(kafka_poll_gap_per_member_s=0.19, kafka_poll_gap_cv=0.0, client_cores=0),
+    )
     events = unit_events(tmp_path / "u")
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
     after = [e for e in events if e["ts_ns"] > t0]

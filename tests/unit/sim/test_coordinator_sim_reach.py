@@ -5,7 +5,7 @@ test: the closing note reports it).
 
 The herd is linear in N for the coordinator: a join costs N + 2 JoinGroup and N + 1 SyncGroup, a leave N
 of each (N + 1 members before it, one left), a crash N - 1 (the crashed one expired). These are the
-protocol's counts, so the model runs without kafka-python's second join (``kafka_poll_gap_s`` 0: with
+protocol's counts, so the model runs without kafka-python's second join (``kafka_poll_gap_per_member_s`` 0: with
 it, about 6 % of the members join twice, tested in test_coordinator_sim.py).
 """
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.bench
 def test_herd_reach_at_1000_members(tmp_path: Path) -> None:
     members = 1000
     sc = load_scenario("herd", [f"group.members={members}", 'implementations=["coordinator"]'])
-    outcome = simulate_unit(sc, "coordinator", tmp_path / "u", DelayModel(kafka_poll_gap_s=0.0))
+    outcome = simulate_unit(sc, "coordinator", tmp_path / "u", DelayModel(kafka_poll_gap_per_member_s=0.0))
     print(
         f"\ncoordinator simulation, {members} members: {outcome['virtual_s']:.1f} s virtual, "
         f"{outcome['events']} events, peak RSS {peak_rss_mb():.0f} MB (process so far)"
