@@ -16,6 +16,7 @@ from harness.scenario.properties import (
     CLIENTS,
     KAFKA_METADATA_MAX_AGE_MS,
     check_client_properties,
+    client_metadata_names,
 )
 
 #: The typed options and the Kafka property each is a shorthand of.
@@ -88,7 +89,8 @@ def _property(item: str) -> tuple[str, str]:
     "--metadata-max-age-ms",
     default=KAFKA_METADATA_MAX_AGE_MS,
     show_default=True,
-    help="metadata.max.age.ms (Kafka's default: a periodic refresh is steady-state traffic).",
+    help="metadata.max.age.ms: how often the member refreshes its metadata (Kafka's default; librdkafka: "
+    "topic.metadata.refresh.interval.ms, with its cache's metadata.max.age.ms at three times it).",
 )
 @click.option(
     "-X",
@@ -116,7 +118,7 @@ def coordinator(
     LeaveGroup for a dynamic member, as its client does on close); a second signal exits at once.
     """
     name = name or f"coordinator-{os.getpid()}"
-    props = {prop: str(typed[key]) for key, prop in SHORTHANDS}
+    props = client_metadata_names({prop: str(typed[key]) for key, prop in SHORTHANDS}, client)
     if no_auto_commit:
         props["enable.auto.commit"] = "false"
     given = dict(_property(p) for p in properties)

@@ -233,7 +233,7 @@ class CoordinatorSettings(Strict):
         from harness.scenario.properties import COORDINATOR_SHORTHANDS, coordinator_properties
 
         typed = {k: getattr(self, k) for k in COORDINATOR_SHORTHANDS}
-        return coordinator_properties(typed, self.properties, assignor)
+        return coordinator_properties(typed, self.properties, assignor, self.client)
 
 
 class Group(Strict):
@@ -821,6 +821,7 @@ class Scenario(Strict):
         _check_coordinator_faults(self.timeline, brokers)
         self._check_broker()
         _check_network_faults(self)
+        self._check_partition_discovery()
         migrations = sorted({a.action for a in self.timeline if a.action in MIGRATION_ACTIONS})
         if migrations and self.implementations != ["legacy_zk"]:
             raise ValueError(
@@ -828,6 +829,29 @@ class Scenario(Strict):
                 'implementations = ["legacy_zk"]'
             )
         return self
+
+    def _check_partition_discovery(self) -> None:
+        """Coordinator members notice added partitions only by a periodic metadata refresh: an
+        ``add_partitions`` whose window (to the next step, or ``stable_timeout`` after the last) is not
+        longer than the members' refresh interval would have no effect, and the new partitions' records
+        would stay unconsumed. A one-line error naming the key, not a run that fails at its drain."""
+        if "coordinator" not in self.implementations:
+            return
+        from harness.scenario.properties import metadata_refresh_ms
+
+        c = self.group.coordinator
+        refresh_s = metadata_refresh_ms(c.member_properties(self.group.assignor), c.client) / 1000
+        steps = sorted(self.timeline, key=lambda a: a.at)
+        for i, a in enumerate(steps):
+            if a.action != "add_partitions":
+                continue
+            window_s = steps[i + 1].at - a.at if i + 1 < len(steps) else self.stable_timeout
+            if refresh_s >= window_s:
+                raise ValueError(
+                    f"timeline add_partitions at {a.at:g}s: coordinator members refresh metadata every "
+                    f"{refresh_s:g} s (group.coordinator.metadata_max_age_ms), not within its {window_s:g} s "
+                    "window, so they would not see the new partitions; set it lower (partition-growth: 5000)"
+                )
 
     def _check_broker(self) -> None:
         """What a third-party broker cannot do here: ZooKeeper registration (legacy members read the

@@ -220,12 +220,43 @@ COORDINATOR_SHORTHANDS = {
 }
 
 
-def coordinator_properties(
-    typed: Mapping[str, Any], table: Mapping[str, PropertyValue], assignor: str
-) -> dict[str, str]:
-    """The Kafka properties a coordinator member gets: the typed shorthands (``typed``: key -> value),
-    ``partition.assignment.strategy`` from the group's assignor, then ``table`` over them."""
+#: librdkafka's periodic metadata refresh is ``topic.metadata.refresh.interval.ms`` (default 300000); its
+#: ``metadata.max.age.ms`` is only the cache's age, by default three times the refresh interval.
+LIBRDKAFKA_REFRESH = "topic.metadata.refresh.interval.ms"
+
+
+def shorthand_properties(typed: Mapping[str, Any], client: str) -> dict[str, str]:
+    """The Kafka properties of the typed shorthands (``typed``: key -> value) as ``client`` names them:
+    for librdkafka ``metadata_max_age_ms`` is the refresh interval (:data:`LIBRDKAFKA_REFRESH`), with the
+    cache's ``metadata.max.age.ms`` at three times it, as librdkafka's own defaults relate them."""
     out = {prop: property_value(typed[key]) for key, prop in COORDINATOR_SHORTHANDS.items()}
+    return client_metadata_names(out, client)
+
+
+def client_metadata_names(props: dict[str, str], client: str) -> dict[str, str]:
+    """``props`` with its ``metadata.max.age.ms`` (the refresh interval, as Kafka's Java client and
+    kafka-python mean it) named as ``client`` names it: librdkafka's refresh interval is
+    :data:`LIBRDKAFKA_REFRESH`, and its ``metadata.max.age.ms`` (the cache's age) becomes three times it."""
+    if client == "librdkafka" and "metadata.max.age.ms" in props:
+        age = int(props["metadata.max.age.ms"])
+        props[LIBRDKAFKA_REFRESH] = str(age)
+        props["metadata.max.age.ms"] = str(3 * age)
+    return props
+
+
+def metadata_refresh_ms(props: Mapping[str, str], client: str) -> int:
+    """How often a member of ``client`` with the Kafka properties ``props`` refreshes its metadata."""
+    name = LIBRDKAFKA_REFRESH if client == "librdkafka" else "metadata.max.age.ms"
+    return int(props.get(name, KAFKA_METADATA_MAX_AGE_MS))
+
+
+def coordinator_properties(
+    typed: Mapping[str, Any], table: Mapping[str, PropertyValue], assignor: str, client: str = "kafka-python"
+) -> dict[str, str]:
+    """The Kafka properties a coordinator member gets: the typed shorthands (``typed``: key -> value) as
+    ``client`` names them (:func:`shorthand_properties`), ``partition.assignment.strategy`` from the group's
+    assignor, then ``table`` over them."""
+    out = shorthand_properties(typed, client)
     out["partition.assignment.strategy"] = assignor
     out.update({k: property_value(v) for k, v in table.items()})
     return out

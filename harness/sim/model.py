@@ -90,6 +90,8 @@ class DelayModel:
     #: same generation after 0-6 of the 50 members' SyncGroup answers per trigger and 1-23 of the 100
     #: members' (a mean of about 3 at 50 and 13 at 100 in the later run: growing as N², so the chance
     #: per member grows as N); 0.48 ms (12 ms at 50 members, 24 ms at 100, 2.4 ms at 10) gives both.
+    #: Calibrated at 10 to 100 members on 2 cores: far beyond (10^4 members on 2 cores: 2.4 s, twelve poll
+    #: windows) it describes no machine a real run could have; size runs use ``client_cores`` 0.
     #: 0 = never. This is the gaps' mean ...
     kafka_poll_gap_per_member_s: float = 0.00048
     #: ... and their coefficient of variation: each gap is drawn from a gamma distribution with that mean

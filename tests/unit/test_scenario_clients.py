@@ -37,7 +37,9 @@ def test_a_coordinator_member_gets_the_typed_keys_the_assignor_and_the_table_as_
         "heartbeat.interval.ms": "500",
         "max.poll.interval.ms": "30000",
         "auto.commit.interval.ms": "5000",
-        "metadata.max.age.ms": "300000",  # Kafka's default, not a test-speed refresh
+        # Kafka's 5-minute refresh, as librdkafka names it; its cache's age three times that
+        "topic.metadata.refresh.interval.ms": "300000",
+        "metadata.max.age.ms": "900000",
         "partition.assignment.strategy": "cooperative-sticky",
         "fetch.wait.max.ms": "50",
         "enable.auto.commit": "false",
@@ -158,6 +160,38 @@ def test_a_shorthands_property_in_the_table_survives_the_matrix_expansion() -> N
     for c in cases:
         props = c.scenario.group.coordinator.member_properties(c.scenario.group.assignor)
         assert (props["max.poll.interval.ms"], props["metadata.max.age.ms"]) == ("40000", "1000")
+
+
+@pytest.mark.parametrize(
+    ("client", "refresh"),
+    [("kafka-python", "metadata.max.age.ms"), ("aiokafka", "metadata.max.age.ms"),
+     ("librdkafka", "topic.metadata.refresh.interval.ms")],
+)  # fmt: skip
+def test_a_member_refreshes_metadata_at_kafkas_five_minutes_unless_the_scenario_says(
+    client: str, refresh: str
+) -> None:
+    s = _load(COORDINATOR_ONLY, f'group.coordinator.client="{client}"')
+    assert s.group.coordinator.member_properties("range")[refresh] == "300000"
+    s = _load(
+        COORDINATOR_ONLY, f'group.coordinator.client="{client}"', "group.coordinator.metadata_max_age_ms=5000"
+    )
+    assert s.group.coordinator.member_properties("range")[refresh] == "5000"
+
+
+def test_added_partitions_need_a_metadata_refresh_inside_their_window() -> None:
+    """add_partitions at 1 s, the next step at 20 s: a 19 s window. Coordinator members at Kafka's 300 s
+    refresh would not see the new partitions in it: refused, naming the key; 5 s is accepted, and so is a
+    legacy_zk-only scenario (its members watch the topic's znode)."""
+    steps = 'timeline=[{at="1s", action="add_partitions", to=6}, {at="20s", action="join"}]'
+    with pytest.raises(ConfigError) as e:
+        _load(COORDINATOR_ONLY, steps)
+    assert "every 300 s (group.coordinator.metadata_max_age_ms), not within its 19 s window" in str(e.value)
+    assert "\n" not in str(e.value)
+    _load(COORDINATOR_ONLY, steps, "group.coordinator.metadata_max_age_ms=5000")
+    _load('implementations=["legacy_zk"]', steps)
+    # the last step's window is stable_timeout (120 s by default)
+    with pytest.raises(ConfigError, match="not within its 120 s window"):
+        _load(COORDINATOR_ONLY, 'timeline=[{at="1s", action="add_partitions", to=6}]')
 
 
 def test_every_member_property_of_a_librdkafka_scenario_is_accepted_together() -> None:

@@ -5,8 +5,9 @@ test: the closing note reports it).
 
 The herd is linear in N for the coordinator: a join costs N + 2 JoinGroup and N + 1 SyncGroup, a leave N
 of each (N + 1 members before it, one left), a crash N - 1 (the crashed one expired). These are the
-protocol's counts, so the model runs without kafka-python's second join (``kafka_poll_gap_per_member_s`` 0: with
-it, about 6 % of the members join twice, tested in test_coordinator_sim.py).
+protocol's counts, so the model runs without kafka-python's second join (``kafka_poll_gap_per_member_s`` 0:
+with it, a share of the members that grows with the members per core joins twice, tested in
+test_coordinator_sim.py).
 """
 
 from __future__ import annotations
