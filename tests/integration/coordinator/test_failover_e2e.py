@@ -137,6 +137,7 @@ def _log_end(bootstrap: str) -> dict[int, int]:
     return {tp.partition: o for tp, o in ends.items()}
 
 
+@pytest.mark.long  # moved out of the default run (12-minute budget); CI's long step runs it
 def test_a_killed_coordinators_successor_returns_every_committed_offset(
     fresh_zookeeper: Any, broker_factory: BrokerFactory
 ) -> None:

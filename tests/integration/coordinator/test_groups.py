@@ -188,7 +188,7 @@ def _events(broker: BrokerProcess, kind: str, group: str) -> list[dict]:
         # eager assignors run with the long tests (CI runs them), so the default run stays under 12 minutes
         pytest.param("roundrobin", marks=pytest.mark.long),
         pytest.param("sticky", marks=pytest.mark.long),
-        "cooperative-sticky",
+        pytest.param("cooperative-sticky", marks=pytest.mark.long),
     ],
 )
 def test_every_partition_has_exactly_one_live_owner_through_joins_leaves_and_kills(
@@ -225,7 +225,7 @@ def test_every_partition_has_exactly_one_live_owner_through_joins_leaves_and_kil
         members.stop_all()
 
 
-@pytest.mark.slow
+@pytest.mark.long  # moved out of the default run (12-minute budget); CI's long step runs it
 def test_static_member_restart_within_the_session_timeout_causes_no_rebalance(
     broker_factory: BrokerFactory, tmp_path: Path
 ) -> None:

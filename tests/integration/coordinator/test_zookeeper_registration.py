@@ -90,7 +90,7 @@ def test_topics_are_registered_and_rewritten_when_partitions_are_added(
     assert _topic(zk, f"auto-{b.broker_id}") == {"version": 1, "partitions": {"0": [b.broker_id]}}
 
 
-@pytest.mark.slow
+@pytest.mark.long  # moved out of the default run (12-minute budget); CI's long step runs it
 def test_killed_broker_disappears_with_its_session_and_reregisters_on_restart(
     fresh_id_broker: BrokerProcess, zk: KazooClient
 ) -> None:
