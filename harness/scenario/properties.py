@@ -203,7 +203,6 @@ def check_producer_properties(props: Mapping[str, PropertyValue]) -> None:
     _check_snake("kafka-python producer", _kafka_python_producer(), rest)
 
 
-#: The typed ``[group.coordinator]`` keys that are shorthands of Kafka client properties.
 #: Kafka's consumer default of ``metadata.max.age.ms`` (5 minutes; kafka-python's and aiokafka's too): a
 #: member refreshes its metadata this long after the last refresh. herdlab's coordinator members use it
 #: unless a scenario shortens it (``partition-growth``, where the refresh is how the coordinator side
@@ -211,6 +210,7 @@ def check_producer_properties(props: Mapping[str, PropertyValue]) -> None:
 #: member's refreshes would fall into every trigger window and be counted in the herd as Metadata.
 KAFKA_METADATA_MAX_AGE_MS = 300_000
 
+#: The typed ``[group.coordinator]`` keys that are shorthands of Kafka client properties.
 COORDINATOR_SHORTHANDS = {
     "session_timeout_ms": "session.timeout.ms",
     "heartbeat_interval_ms": "heartbeat.interval.ms",
@@ -223,14 +223,6 @@ COORDINATOR_SHORTHANDS = {
 #: librdkafka's periodic metadata refresh is ``topic.metadata.refresh.interval.ms`` (default 300000); its
 #: ``metadata.max.age.ms`` is only the cache's age, by default three times the refresh interval.
 LIBRDKAFKA_REFRESH = "topic.metadata.refresh.interval.ms"
-
-
-def shorthand_properties(typed: Mapping[str, Any], client: str) -> dict[str, str]:
-    """The Kafka properties of the typed shorthands (``typed``: key -> value) as ``client`` names them:
-    for librdkafka ``metadata_max_age_ms`` is the refresh interval (:data:`LIBRDKAFKA_REFRESH`), with the
-    cache's ``metadata.max.age.ms`` at three times it, as librdkafka's own defaults relate them."""
-    out = {prop: property_value(typed[key]) for key, prop in COORDINATOR_SHORTHANDS.items()}
-    return client_metadata_names(out, client)
 
 
 def client_metadata_names(props: dict[str, str], client: str) -> dict[str, str]:
@@ -254,9 +246,10 @@ def coordinator_properties(
     typed: Mapping[str, Any], table: Mapping[str, PropertyValue], assignor: str, client: str = "kafka-python"
 ) -> dict[str, str]:
     """The Kafka properties a coordinator member gets: the typed shorthands (``typed``: key -> value) as
-    ``client`` names them (:func:`shorthand_properties`), ``partition.assignment.strategy`` from the group's
-    assignor, then ``table`` over them."""
-    out = shorthand_properties(typed, client)
+    ``client`` names them (:func:`client_metadata_names`), ``partition.assignment.strategy`` from the
+    group's assignor, then ``table`` over them."""
+    out = {prop: property_value(typed[key]) for key, prop in COORDINATOR_SHORTHANDS.items()}
+    out = client_metadata_names(out, client)
     out["partition.assignment.strategy"] = assignor
     out.update({k: property_value(v) for k, v in table.items()})
     return out

@@ -65,8 +65,7 @@ MODEL_NOTES = (
     "from the simulated log directly",
     "coordinator members: a join that completes while the main thread is between two polls "
     "(gaps of mean kafka_poll_gap_per_member_s x live members per client core, gamma-distributed with "
-    "kafka_poll_gap_cv, from the unit's seed) is "
-    "found done and sent again, as kafka-python 3.0.12 does",
+    "kafka_poll_gap_cv, from the unit's seed) is found done and sent again, as kafka-python 3.0.12 does",
 )
 
 
@@ -104,8 +103,7 @@ class SimCoordinatorGroup:
             raise ValueError("the group is closed")
         member = SimConsumer(
             name, self.ctx.sched, self.ctx.delays, self.ctx.scenario, self.broker, self.feed,
-            self.ctx.history(name, "member"), self.cpu, on_stopped=self._stopped,
-            live_members=lambda: len(self._live),
+            self.ctx.history(name, "member"), self.cpu, lambda: len(self._live), on_stopped=self._stopped,
         )  # fmt: skip
         self._members[name] = member
         self._live[name] = None

@@ -51,7 +51,6 @@ from coordinator.group.errors import ErrorCode
 from harness.kernel.history import History
 from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder
 from harness.scenario.model import Scenario
-from harness.scenario.properties import KAFKA_METADATA_MAX_AGE_MS
 from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler, next_tick
 from harness.sim.coordinator_broker import Reply, SimBroker
 from harness.sim.cpu import ClientCpu
@@ -174,10 +173,10 @@ class TopicFeed:
 class _PollGaps:
     """The main thread's polls while a member's join is in flight: windows of ``poll_ns`` from the join's
     start, each followed by a gap before the next window starts. A gap's length is drawn from a gamma
-    distribution of mean ``gap_s`` (a number, or a function read at each draw) and coefficient of variation ``cv`` (shape 1 / cv²; cv 0: exactly
-    ``gap_s``) from the unit's random source ``rng``, and scaled by the model's jitter through
-    ``cpu.cost``; it is not booked on the shared cores (a thread woken from a wait is scheduled at
-    once). The join task completes on the IO thread; the main thread picks its result up only inside a
+    distribution of mean ``mean_s()`` (read at each draw) and coefficient of variation ``cv`` (shape
+    1 / cv²; cv 0: exactly the mean) from the unit's random source (``cpu.rng``), and scaled by the model's
+    jitter through ``cpu.cost``; it is not booked on the shared cores (a thread woken from a wait is
+    scheduled at once); a mean of 0 at the start means no gaps at all. The join task completes on the IO thread; the main thread picks its result up only inside a
     window (:meth:`gap_end`)."""
 
     def __init__(
@@ -185,21 +184,21 @@ class _PollGaps:
         sched: VirtualScheduler,
         cpu: ClientCpu,
         poll_ns: int,
-        gap_s: float | Callable[[], float],
-        cv: float = 0.0,
+        mean_s: Callable[[], float],
+        cv: float,
     ) -> None:
         self.sched = sched
         self.cpu = cpu
         self.poll_ns = poll_ns
-        self.gap_s = gap_s if callable(gap_s) else (lambda: gap_s)
+        self.mean_s = mean_s
         self.cv = cv
         self._gap: tuple[int, int] | None = None  # the latest gap: [start, end) in virtual ns
-        self._live = self.gap_s() > 0
+        self._live = mean_s() > 0
         if self._live:
             sched.call_later(poll_ns / NS_PER_S, self._window_end)
 
     def _draw(self) -> float:
-        mean = self.gap_s()
+        mean = self.mean_s()
         if self.cv <= 0 or mean <= 0:
             return mean
         shape = 1 / (self.cv * self.cv)
@@ -235,8 +234,8 @@ class SimConsumer:
         feed: TopicFeed,
         history: History,
         cpu: ClientCpu,
+        live_members: Callable[[], int],
         on_stopped: Callable[[str], object] | None = None,
-        live_members: Callable[[], int] = lambda: 1,
     ) -> None:
         c = scenario.group.coordinator
         if c.client != "kafka-python":
@@ -263,7 +262,7 @@ class SimConsumer:
         self.session_ms = int(props["session.timeout.ms"])
         self.heartbeat_s = int(props["heartbeat.interval.ms"]) / 1000
         self.rebalance_ms = int(props["max.poll.interval.ms"])
-        self.metadata_age_s = int(props.get("metadata.max.age.ms", KAFKA_METADATA_MAX_AGE_MS)) / 1000
+        self.metadata_age_s = int(props["metadata.max.age.ms"]) / 1000  # a shorthand: always given
         self.fetch_wait_ns = round(int(props.get("fetch.max.wait.ms", FETCH_MAX_WAIT_MS)) / 1000 * NS_PER_S)
         self.assignor = _assignor(self.config.assignor)
         self._metadata = self.assignor.metadata({self.config.topic}).encode()

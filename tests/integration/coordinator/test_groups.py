@@ -185,7 +185,7 @@ def _events(broker: BrokerProcess, kind: str, group: str) -> list[dict]:
     [
         "range",
         # about 10 s each: the eager range and the cooperative protocol stay in the default run; the other two
-        # eager assignors run with the long tests (CI runs them), so the default run stays under 12 minutes
+        # all but range run with the long tests (CI runs them), so the default run stays under 12 minutes
         pytest.param("roundrobin", marks=pytest.mark.long),
         pytest.param("sticky", marks=pytest.mark.long),
         pytest.param("cooperative-sticky", marks=pytest.mark.long),

@@ -285,7 +285,7 @@ def test_the_main_thread_picks_a_join_up_only_inside_a_poll_window() -> None:
     ms = 1_000_000
     sched = VirtualScheduler()
     delays = DelayModel()
-    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, 0.012, cv=0.0)
+    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
     expected = {150: None, 205: 212, 211: 212, 212: None, 300: None, 413: 424, 500: None}
     got = {}
     for t in expected:
@@ -297,7 +297,7 @@ def test_the_main_thread_picks_a_join_up_only_inside_a_poll_window() -> None:
     sched.run(until_ns=630 * ms)
     assert gaps.gap_end(630 * ms) is None
     # without a gap the main thread never misses a completed join
-    none = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, 0.0)
+    none = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.0, cv=0.0)
     sched.run(until_ns=1000 * ms)
     assert none.gap_end(830 * ms) is None and none.gap_end(1000 * ms) is None
 
@@ -313,7 +313,7 @@ def test_the_gaps_between_polls_are_gamma_draws_of_the_units_random_source() -> 
 
     sched = VirtualScheduler()
     delays = DelayModel(seed=7)
-    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200_000_000, 0.012, cv=1.0)
+    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200_000_000, lambda: 0.012, cv=1.0)
     draws = random.Random(7)
     start = 200_000_000
     lengths = []
@@ -342,8 +342,8 @@ def test_the_mean_gap_between_polls_grows_with_the_members_sharing_a_core(tmp_pa
 
 
 def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation(tmp_path: Path) -> None:
-    """190 ms between the 200 ms polls (0.19 s per member, every member a core of its own). The joiner j0 starts its join (a poll) just before its first
-    JoinGroup (~102 ms after the invoke): its window ends 200 ms later, its next poll starts 190 ms after
+    """190 ms between the 200 ms polls (0.19 s per member, every member a core of its own). The joiner j0
+    starts its join (a poll) just before its first JoinGroup (~102 ms after the invoke): its window ends 200 ms later, its next poll starts 190 ms after
     that. The group's SyncGroup answers come at ~412 ms, when the other three members' last JoinGroup
     came (each in a window of its own), but inside j0's gap: j0's next poll, 390 ms after its join
     began, finds the join done and sends JoinGroup and SyncGroup again; a follower with unchanged
