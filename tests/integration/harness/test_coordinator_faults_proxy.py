@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient, KazooState
+from kazoo.retry import KazooRetry
 
 from harness.cluster.zookeeper_ensemble import ZooKeeperEnsemble
 from harness.faults.proxy import ProxyHost
@@ -103,7 +104,11 @@ def test_a_member_cut_from_a_three_server_ensemble_loses_its_session_through_eve
 ) -> None:
     with ZooKeeperEnsemble(n=3, tick_time_ms=200, name="zk-member-cut") as ensemble:
         proxied = _proxied_zookeeper(host, ensemble.connect_string, "m0-zookeeper")
-        victim = KazooClient(hosts=proxied, timeout=4.0)
+        # reconnect attempts at most 1 s apart: kazoo's default backoff doubles up to an hour, so after a
+        # long cut on a loaded machine its next attempt could come after this test's 20 s wait (failed once)
+        victim = KazooClient(
+            hosts=proxied, timeout=4.0, connection_retry=KazooRetry(max_tries=-1, max_delay=1.0)
+        )
         other = KazooClient(hosts=ensemble.connect_string, timeout=10.0)
         states: list[str] = []
         victim.add_listener(lambda s: states.append(s))
