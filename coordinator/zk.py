@@ -57,6 +57,7 @@ from typing import Any
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
 
 from coordinator.cluster import ClusterView, Node
 from coordinator.config import BrokerConfig
@@ -89,6 +90,12 @@ COMMON_PATHS = (BROKER_IDS, BROKER_TOPICS, "/consumers", "/config/topics", "/adm
 SESSION_TIMEOUT_S = 6.0  # Kafka 0.8's zookeeper.session.timeout.ms
 #: Back-off between attempts to register again after a session expiry when ZooKeeper fails the attempt.
 REREGISTER_RETRY_S = 0.5
+#: The longest wait between two attempts to reach ZooKeeper again after the connection was lost. Kafka's
+#: broker uses ZooKeeper's Java client, which waits a random time below a second before each attempt but
+#: the first (``ClientCnxn.SendThread.startConnect``) and a second after a round of every server
+#: (``StaticHostProvider``'s spin delay); kazoo's default doubles its wait up to an hour, so a broker
+#: cut from ZooKeeper for a minute would come back minutes after the heal.
+RECONNECT_MAX_DELAY_S = 1.0
 
 _ZK_ERRORS = (KazooException, KazooTimeoutError)
 
@@ -120,7 +127,11 @@ class ZkRegistration:
         self.loop = loop
         self.host = config.advertised_host or config.host
         self.path = broker_path(config.broker_id)
-        self.client = KazooClient(hosts=config.zookeeper, timeout=SESSION_TIMEOUT_S)
+        self.client = KazooClient(
+            hosts=config.zookeeper,
+            timeout=SESSION_TIMEOUT_S,
+            connection_retry=KazooRetry(max_tries=-1, max_delay=RECONNECT_MAX_DELAY_S),
+        )
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="zk-writer")
         self._stopping = False
         self._stopped = threading.Event()  # set by stop(): ends the re-registration's back-off at once

@@ -267,3 +267,40 @@ def test_a_controller_whose_session_expires_mid_decision_writes_nothing_under_th
     finally:
         controller.stop()
         controller.join()
+
+
+def test_a_broker_cut_from_zookeeper_tries_again_about_every_second_and_is_back_soon_after_the_heal(
+    zookeeper: ZooKeeperServer,
+) -> None:
+    # Kafka's broker (ZooKeeper's Java client) tries again at most about a second apart however long the outage
+    # (coordinator.zk.RECONNECT_MAX_DELAY_S; kazoo's jitter makes a wait 0.6-1.4 times its delay). In a 10 s cut
+    # that refuses every attempt: attempts after 0, 0.1, 0.2, 0.4 and 0.8 s of back-off (x 0.6-1.4: at most
+    # 2.1 s), then every 0.6-1.4 s, so at least 10 (the proxy counts them). kazoo's default doubles its delay
+    # without a bound below an hour: its 9th attempt comes at least 0.6 x 25.5 s = 15.3 s after the cut, so
+    # at most 8 in 10 s, and the wait after the heal grows with the outage. The session (6 s) expires meanwhile,
+    # so the broker comes back on a new session and registers again, within a wait and the registration.
+    rig = make_rig(zookeeper.connect_string)
+    chroot = rig.connect[len(zookeeper.connect_string) :]
+    host, port = zookeeper.connect_string.split(":")
+    with ProxyHost() as proxies:
+        proxy = proxies.add((host, int(port)), name="zk")
+        zk, loop = make_shell(proxy.address + chroot, 9, replicated=False)
+        zk.start()
+        try:
+            wait_until(lambda: rig.admin.exists("/brokers/ids/9"), 15, what="broker 9 registered")
+            before = proxy.stats.connections
+            proxies.cut("zk", drop=True)
+            time.sleep(10.0)  # the outage itself (a fault's duration), not a wait for a state
+            attempts = proxy.stats.connections - before
+            assert not rig.admin.exists("/brokers/ids/9"), "the cut broker's session did not expire"
+            proxies.restore("zk")
+            healed = time.monotonic()
+            assert attempts >= 9, f"{attempts} attempts to reach ZooKeeper in a 10 s cut"
+            wait_until(lambda: rig.admin.exists("/brokers/ids/9"), 30, what="broker 9 registered again")
+            took = time.monotonic() - healed
+            assert took < 3.0, f"the broker was registered again {took:.1f} s after the heal"
+        finally:
+            proxies.restore("zk")
+            zk.stop()
+            loop.close()
+            rig.stop()
