@@ -8,10 +8,12 @@ ZooKeeper, cut with its connections dropped (ZooKeeper unreachable).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -24,7 +26,7 @@ from coordinator.controller import Controller
 from coordinator.topics import TopicStore
 from coordinator.zk import ZkRegistration
 from harness.cluster.zookeeper import ZooKeeperServer
-from harness.faults.proxy import ProxyHost
+from harness.faults.proxy import ProxyHost, TcpProxy
 from tests.support.controller_rig import (
     LoopThread,
     RecordingHistory,
@@ -180,40 +182,59 @@ def test_a_reregistration_that_loses_its_connection_is_retried(rig: Rig, replica
         loop.close()
 
 
-def test_stop_returns_while_zookeeper_is_unreachable_with_a_request_pending(
-    zookeeper: ZooKeeperServer,
-) -> None:
-    # finding 8: ZooKeeper cut off (connections dropped, reconnects refused) while the shell's ZooKeeper thread
-    # waits on a request; stop must still return, failing that request
+@dataclass
+class Cut:
+    """A started broker shell (``zk``, its ``loop``) that reaches ZooKeeper only through ``proxy`` (named "zk"
+    in ``proxies``), on the chroot of ``rig``."""
+
+    rig: Rig
+    proxies: ProxyHost
+    proxy: TcpProxy
+    zk: ZkRegistration
+    loop: LoopThread
+
+
+@contextlib.contextmanager
+def _behind_a_proxy(zookeeper: ZooKeeperServer, broker_id: int, replicated: bool) -> Iterator[Cut]:
+    """A broker shell started behind a proxy to ``zookeeper``; afterwards the proxy restored, the shell
+    stopped (unless the test stopped it), its loop closed and the rig stopped."""
     rig = make_rig(zookeeper.connect_string)
     chroot = rig.connect[len(zookeeper.connect_string) :]
     host, port = zookeeper.connect_string.split(":")
     with ProxyHost() as proxies:
         proxy = proxies.add((host, int(port)), name="zk")
-        zk, loop = make_shell(proxy.address + chroot, 8, replicated=True)
+        zk, loop = make_shell(proxy.address + chroot, broker_id, replicated=replicated)
         zk.start()
         try:
-            assert zk.controller is not None
-            wait_until(
-                lambda: zk.controller is not None and zk.controller.controller_epoch, 15, what="elected"
-            )
-            states: list[str] = []
-            zk.client.add_listener(states.append)
-            proxies.cut("zk", drop=True)
-            wait_until(lambda: KazooState.SUSPENDED in states, 15, what="connection lost")
-            # a FindCoordinator with no offsets topic asks the shell to create it: a ZooKeeper request that waits
-            assert zk.cluster.on_missing_offsets_topic is not None
-            loop.call(zk.cluster.on_missing_offsets_topic)
-            stopper = threading.Thread(target=zk.stop, daemon=True)
-            stopper.start()
-            stopper.join(20)
-            assert not stopper.is_alive(), "stop hung while ZooKeeper was unreachable"
+            yield Cut(rig, proxies, proxy, zk, loop)
         finally:
             proxies.restore("zk")
             if not zk.client._stopped.is_set():  # noqa: SLF001
                 zk.stop()
             loop.close()
             rig.stop()
+
+
+def test_stop_returns_while_zookeeper_is_unreachable_with_a_request_pending(
+    zookeeper: ZooKeeperServer,
+) -> None:
+    # finding 8: ZooKeeper cut off (connections dropped, reconnects refused) while the shell's ZooKeeper thread
+    # waits on a request; stop must still return, failing that request
+    with _behind_a_proxy(zookeeper, 8, replicated=True) as c:
+        zk = c.zk
+        assert zk.controller is not None
+        wait_until(lambda: zk.controller is not None and zk.controller.controller_epoch, 15, what="elected")
+        states: list[str] = []
+        zk.client.add_listener(states.append)
+        c.proxies.cut("zk", drop=True)
+        wait_until(lambda: KazooState.SUSPENDED in states, 15, what="connection lost")
+        # a FindCoordinator with no offsets topic asks the shell to create it: a ZooKeeper request that waits
+        assert zk.cluster.on_missing_offsets_topic is not None
+        c.loop.call(zk.cluster.on_missing_offsets_topic)
+        stopper = threading.Thread(target=zk.stop, daemon=True)
+        stopper.start()
+        stopper.join(20)
+        assert not stopper.is_alive(), "stop hung while ZooKeeper was unreachable"
 
 
 def test_a_controller_whose_session_expires_mid_decision_writes_nothing_under_the_new_session(
@@ -279,28 +300,20 @@ def test_a_broker_cut_from_zookeeper_tries_again_about_every_second_and_is_back_
     # without a bound below an hour: its 9th attempt comes at least 0.6 x 25.5 s = 15.3 s after the cut, so
     # at most 8 in 10 s, and the wait after the heal grows with the outage. The session (6 s) expires meanwhile,
     # so the broker comes back on a new session and registers again, within a wait and the registration.
-    rig = make_rig(zookeeper.connect_string)
-    chroot = rig.connect[len(zookeeper.connect_string) :]
-    host, port = zookeeper.connect_string.split(":")
-    with ProxyHost() as proxies:
-        proxy = proxies.add((host, int(port)), name="zk")
-        zk, loop = make_shell(proxy.address + chroot, 9, replicated=False)
-        zk.start()
-        try:
-            wait_until(lambda: rig.admin.exists("/brokers/ids/9"), 15, what="broker 9 registered")
-            before = proxy.stats.connections
-            proxies.cut("zk", drop=True)
-            time.sleep(10.0)  # the outage itself (a fault's duration), not a wait for a state
-            attempts = proxy.stats.connections - before
-            assert not rig.admin.exists("/brokers/ids/9"), "the cut broker's session did not expire"
-            proxies.restore("zk")
-            healed = time.monotonic()
-            assert attempts >= 9, f"{attempts} attempts to reach ZooKeeper in a 10 s cut"
-            wait_until(lambda: rig.admin.exists("/brokers/ids/9"), 30, what="broker 9 registered again")
-            took = time.monotonic() - healed
-            assert took < 3.0, f"the broker was registered again {took:.1f} s after the heal"
-        finally:
-            proxies.restore("zk")
-            zk.stop()
-            loop.close()
-            rig.stop()
+    with _behind_a_proxy(zookeeper, 9, replicated=False) as c:
+
+        def registered() -> bool:
+            return c.rig.admin.exists("/brokers/ids/9") is not None
+
+        wait_until(registered, 15, what="broker 9 registered")
+        before = c.proxy.stats.connections
+        c.proxies.cut("zk", drop=True)
+        time.sleep(10.0)  # the outage itself (a fault's duration), not a wait for a state
+        attempts = c.proxy.stats.connections - before
+        assert not registered(), "the cut broker's session did not expire"
+        c.proxies.restore("zk")
+        healed = time.monotonic()
+        assert attempts >= 9, f"{attempts} attempts to reach ZooKeeper in a 10 s cut"
+        wait_until(registered, 30, what="broker 9 registered again")
+        took = time.monotonic() - healed
+        assert took < 3.0, f"the broker was registered again {took:.1f} s after the heal"
