@@ -5,8 +5,8 @@ Contract
 :func:`spark_session` returns the process's SparkSession, creating it on first use: local mode on
 two cores (``local[2]``) unless ``master`` names a cluster (``spark://host:7077``, ``yarn``, ...),
 the web UI and console progress bars off, UTC session time zone, Spark's own logging at ERROR,
-and adaptive query execution off: the jobs run many small stages, where AQE's re-planning costs
-more than it saves (measured: 3-4x slower on a small history). The number of shuffle partitions is
+the driver JVM's C2 compiler held back to hot code (:data:`DRIVER_JIT_OPTIONS`), and adaptive
+query execution off: the jobs run many small stages, where AQE's re-planning costs more than it saves (measured: 3-4x slower on a small history). The number of shuffle partitions is
 set per analysis from the history's size (:func:`shuffle_partitions_for`). Calling it again
 returns the same session (Spark allows one per JVM); a different ``master`` than the running
 session's raises :class:`~harness.kernel.errors.ConfigError` rather than silently using the wrong cluster. :func:`stop_spark` stops it (tests and the bench use it).
@@ -53,6 +53,20 @@ from harness.kernel.errors import ConfigError, EnvironmentProblem
 log = logging.getLogger("harness.analysis.spark")
 
 DEFAULT_MASTER = "local[2]"
+
+#: The driver JVM's just-in-time compiler (in local mode also the executor's): C2 compiles a method only
+#: after ten times HotSpot's default invocations and loop iterations. The analysis is ~150 short stages,
+#: each with classes of its own generated code, and the JIT compiler threads took 34 of the JVM's 52 CPU
+#: seconds of a 10^6-event analysis on 2 cores (per-thread CPU, 26 Nov), a core the tasks then lacked;
+#: the per-row loops of a large history still reach C2 at once. 10^7 events: 68.0 s against 77.3-84.9 s
+#: with the defaults the same evening (``herdlab bench analysis``); C1 alone (TieredStopAtLevel=1) was
+#: slower at 10^7 (97 s), thirty times the thresholds too (73 s).
+DRIVER_JIT_OPTIONS = (
+    "-XX:Tier4InvocationThreshold=50000",
+    "-XX:Tier4MinInvocationThreshold=6000",
+    "-XX:Tier4CompileThreshold=150000",
+    "-XX:Tier4BackEdgeThreshold=400000",
+)
 
 #: Environment variables this module set itself (not the user), so a later cluster session drops them.
 _SET_BY_US: set[str] = set()
@@ -136,7 +150,7 @@ def spark_session(
         # kept uncompressed: choosing and applying an encoding per column cost 3 s of the 8 s it took
         # to cache 5 million keys (herdlab bench analysis), and they are read a few times at most
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
-        .config("spark.driver.extraJavaOptions", "-XX:+UseG1GC")
+        .config("spark.driver.extraJavaOptions", " ".join(["-XX:+UseG1GC", *DRIVER_JIT_OPTIONS]))
     )
     if local:
         # Local mode talks only to itself: keep the driver on loopback (herdlab sends no traffic
