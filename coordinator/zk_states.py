@@ -6,7 +6,8 @@ LeaderAndIsr and UpdateMetadata requests from the controller, every broker watch
 every topic itself:
 
 * every state read goes to :meth:`coordinator.cluster.ClusterView.set_partition_info` (what 0.9's
-  ``MetadataCache`` learns from UpdateMetadata);
+  ``MetadataCache`` learns from UpdateMetadata); the first states of a topic's partitions go in together once
+  every assigned partition has one, as 0.9's controller sends them in one UpdateMetadata (:meth:`_publish`);
 * a state of a partition this broker is *assigned* goes to the :class:`~coordinator.ports.PartitionStateSink`
   (what ``ReplicaManager.becomeLeaderOrFollower`` receives in LeaderAndIsr), with the zkVersion read and the
   replica list. A non-zero answer (the sink refused a stale controller or leader epoch) is logged and emitted as
@@ -112,6 +113,8 @@ class StateFollower:
         self._assigned: dict[tuple[str, int], tuple[int, ...]] = {}
         # loop thread only:
         self._seen_version: dict[tuple[str, int], int] = {}
+        #: topic -> partition -> state read but not yet in the ClusterView (:meth:`_publish`; loop thread)
+        self._unpublished: dict[str, dict[int, PartitionInfo]] = {}
         self._applied_epoch: dict[tuple[str, int], int] = {}
         self._isr_writes = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="zk-isr")
 
@@ -156,13 +159,14 @@ class StateFollower:
             except MalformedZnode as e:
                 log.warning("unreadable %s", e)
                 return True
-            for p, replicas in sorted(parts.items()):
-                key = (name, p)
-                with self._lock:
-                    new = key not in self._assigned
-                    self._assigned[key] = tuple(replicas)
-                if new:
-                    self.client.DataWatch(partition_state_path(name, p), self._state_watcher(name, p))
+            new: list[int] = []
+            with self._lock:  # the whole assignment first: a state delivered meanwhile sees every partition
+                for p, replicas in sorted(parts.items()):
+                    if (name, p) not in self._assigned:
+                        new.append(p)
+                    self._assigned[(name, p)] = tuple(replicas)
+            for p in new:
+                self.client.DataWatch(partition_state_path(name, p), self._state_watcher(name, p))
             return True
 
         return on_assignment
@@ -211,9 +215,7 @@ class StateFollower:
         if version <= self._seen_version.get(key, -1):
             return  # an older read of the same znode
         self._seen_version[key] = version
-        self.cluster.set_partition_info(
-            topic, partition, PartitionInfo(state.leader, state.leader_epoch, assigned, state.isr)
-        )
+        self._publish(topic, partition, PartitionInfo(state.leader, state.leader_epoch, assigned, state.isr))
         if self.sink is None or self.broker_id not in assigned:
             return
         if self._applied_epoch.get(key) == state.leader_epoch:
@@ -234,6 +236,24 @@ class StateFollower:
             name,
         )
         self._emit("fenced", what="state", error=name, topic=topic, partition=partition)
+
+    def _publish(self, topic: str, partition: int, info: PartitionInfo) -> None:
+        """Give the ClusterView (0.9's ``MetadataCache``) a partition's state. A partition it has already is
+        updated at once; the first states of a topic's partitions (a new topic, added partitions) wait until
+        every assigned partition of the topic has one and then go in together, as 0.9's controller sends a new
+        topic's (or new partitions') states to every broker in one UpdateMetadata
+        (``onNewPartitionCreation``): a client's Metadata never shows a topic with part of its partitions.
+        Loop thread only."""
+        if self.cluster.partition_info(topic, partition) is not None:
+            self.cluster.set_partition_info(topic, partition, info)
+            return
+        pending = self._unpublished.setdefault(topic, {})
+        pending[partition] = info
+        with self._lock:
+            assigned = [p for (t, p) in self._assigned if t == topic]
+        if all(p in pending or self.cluster.partition_info(topic, p) is not None for p in assigned):
+            for p, i in sorted(self._unpublished.pop(topic).items()):
+                self.cluster.set_partition_info(topic, p, i)
 
     # ------------------------------------------------------------------ IsrWriter
 

@@ -72,3 +72,39 @@ def test_an_isr_write_cut_by_the_brokers_stop_emits_nothing() -> None:
         assert history.of("isr_change") == [] and history.of("fenced") == []
 
     asyncio.run(main())
+
+
+def test_a_new_topic_reaches_metadata_with_every_partition_at_once() -> None:
+    # 0.9's controller sends a new topic's partition states in one UpdateMetadata: the ClusterView (what Metadata
+    # answers from) shows none of a topic's partitions until each assigned one has a state; then updates of a
+    # known partition go in at once. Here the states of t-0 and t-2 are read before t-1's.
+    async def main() -> None:
+        cluster = ClusterView(1)
+        follower = StateFollower(
+            _Client(PartitionState(1, 0, (1,), 1), lambda: _Stat(0)),  # type: ignore[arg-type]
+            1,
+            cluster,
+            None,
+            asyncio.get_running_loop(),
+            ListHistory(),
+        )
+        for p in range(3):
+            follower._assigned[("t", p)] = (1, 2)  # noqa: SLF001 - what the assignment watcher records
+        follower._deliver("t", 0, PartitionState(1, 0, (1, 2), 1), 0, (1, 2))  # noqa: SLF001
+        follower._deliver("t", 2, PartitionState(2, 0, (2, 1), 1), 0, (1, 2))  # noqa: SLF001
+        assert cluster.topic_partitions("t") is None
+        assert cluster.topic_names() == []
+        follower._deliver("t", 1, PartitionState(1, 0, (1, 2), 1), 0, (1, 2))  # noqa: SLF001
+        parts = cluster.topic_partitions("t")
+        assert parts is not None
+        assert {p: (i.leader, i.isr) for p, i in parts.items()} == {
+            0: (1, (1, 2)),
+            1: (1, (1, 2)),
+            2: (2, (2, 1)),
+        }
+        follower._deliver("t", 2, PartitionState(1, 1, (1,), 1), 1, (1, 2))  # noqa: SLF001 - leader moves
+        moved = cluster.partition_info("t", 2)
+        assert moved is not None and (moved.leader, moved.leader_epoch) == (1, 1)
+        follower.stop()
+
+    asyncio.run(main())
