@@ -16,8 +16,9 @@ jobs: a scan of the cached copy takes a quarter of a Parquet scan with the strin
 ``herdlab bench analysis``). ``names`` maps the hashes back (every source of a control event, and
 of a delivery when some member that processed records, or some unit, has none), checked free of
 collisions; ``sources`` is, per
-unit, source hash and ``is_prod``, the deliveries' first and last ts and count (the job that fills
-the cache computes it; the unit table's bounds read it).
+unit, source hash, ``is_prod`` and partition, the deliveries' first and last ts, count and highest
+offset (the job that fills the cache computes it, so the unit table's bounds, the partitions' highest
+processed offsets and the members' processed partitions need no further pass over every delivery).
 
 Every job's results are keyed by :data:`UNIT` (case, impl, repetition; the jobs over every delivery
 by its hash, mapped back through ``names``); all times are integer nanoseconds
@@ -68,7 +69,7 @@ class Frames:
     deliveries: DataFrame  # both: case, impl, repetition, ts_ns, ident, partition, offset, is_prod
     hashed: DataFrame  # deliveries without strings: uid, mid, partition, offset, ts_ns, is_prod (cached)
     names: DataFrame  # case, impl, repetition, uid, ident, mid: the sources the hashes map back to (pinned)
-    sources: DataFrame  # per (uid, mid, is_prod) with deliveries: t_first, t_last, events (pinned)
+    sources: DataFrame  # per (uid, mid, is_prod, partition): t_first, t_last, events, top (pinned)
 
     def unit_ids(self) -> DataFrame:
         """Every unit with events and its hash: case, impl, repetition, ``uid`` (from ``names``): how
@@ -103,8 +104,11 @@ def prepare(spark: SparkSession, history: str) -> Frames:
     got = together(
         control=lambda: pin(control),
         sources=lambda: pin(
-            hashed.groupBy("uid", "mid", "is_prod").agg(
-                F.min("ts_ns").alias("t_first"), F.max("ts_ns").alias("t_last"), F.count("*").alias("events")
+            hashed.groupBy("uid", "mid", "is_prod", "partition").agg(
+                F.min("ts_ns").alias("t_first"),
+                F.max("ts_ns").alias("t_last"),
+                F.count("*").alias("events"),
+                F.max("offset").alias("top"),
             )
         ),
     )

@@ -57,9 +57,17 @@ def record_keys(frames: Frames) -> DataFrame:
         F.min(F.when(F.col("is_prod"), F.col("ts_ns"))).alias("acked"),
         F.coalesce(F.min(member) != F.max(member), F.lit(False)).alias("cross"),
     )
-    # the partition's highest processed offset: an aggregate of the records (few rows), not a window
-    # over the keys (a sort of all of them)
-    top = d.where(~F.col("is_prod")).groupBy("uid", "partition").agg(F.max("offset").alias("top"))
+    # the partition's highest processed offset: from the per-member maxima that filling the
+    # deliveries' cache computed (frames.sources), not a window over the keys (a sort of all of them)
+    # nor another pass over every delivery; collected (a few rows per unit) so that the cached plan
+    # holds no checkpointed RDD (with one, a later job's lookup of the cache recomputed the keys)
+    top_rows = (
+        frames.sources.where(~F.col("is_prod"))
+        .groupBy("uid", "partition")
+        .agg(F.max("top").alias("top"))
+        .collect()
+    )
+    top = d.sparkSession.createDataFrame(top_rows, "uid long, partition int, top long")
     cached = keyed.join(F.broadcast(top), ["uid", "partition"], "left").cache()
     return cached.join(F.broadcast(table), "uid")
 

@@ -45,7 +45,10 @@ def segments(facts: Facts, frames: Frames) -> DataFrame:
     closes = facts.of("close").select(
         unit_id().alias("uid"), member_id().alias("mid"), "p", F.col("start").alias("ts_ns")
     )
-    pairs = rec.select(*key).distinct()
+    # the partitions each member processed: from frames.sources (no pass over every record)
+    pairs = (
+        frames.sources.where(~F.col("is_prod")).select("uid", "mid", F.col("partition").alias("p")).distinct()
+    )
     every = closes.where(F.col("p") < 0).drop("p").join(pairs, ["uid", "mid"])
     closes = closes.where(F.col("p") >= 0).unionByName(every.select(*key, "ts_ns"))
     k = F.row_number().over(Window.partitionBy(*key).orderBy("ts_ns"))
