@@ -5,7 +5,10 @@ implementations x 3 repetitions, the producer rate scaled to reach the size) is 
 temporary directory, then analysed in a child process of its own (a fresh JVM per size:
 ``python -m harness.analysis.bench``). Reported per size: generation time, Spark start, analysis
 time, time per million events, the Spark jobs and stages the analysis ran, and the peak resident
-memory of the child and its JVM together (sampled every 0.2 s). Below the table, whether the time
+memory of the child and its JVM together (sampled every 0.2 s). With ``--repeat N`` each size's
+history is analysed N times, each time by a fresh child, and the table shows the median analysis
+time with its range (this machine's speed varies by a third between hours: one run says little);
+the other columns are the median run's. Below the table, whether the (median) time
 is linear in events (:func:`linearity`): the ratio of the time per event at the largest size to
 that at the smallest (at most :data:`LINEAR_RATIO`: no worse than linear) and the straight line
 through the smallest and largest sizes (fixed seconds + seconds per million events) with each
@@ -21,6 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -51,6 +55,13 @@ def linearity(points: list[tuple[int, float]]) -> list[str]:
         line = fixed + slope * n
         out.append(f"  {n:,} events: {t:.1f} s measured, {line:.1f} s on the line ({(t - line) / line:+.0%})")
     return out
+
+
+def median_run(runs: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The run (a tuple whose first item is its analysis time) with the median time: of an even
+    number of runs the lower middle one, so that every figure shown is one run's, not a mean."""
+    ordered = sorted(runs, key=lambda r: r[0])
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def _tree_rss(pid: int) -> int:
@@ -106,8 +117,20 @@ class _PeakSampler(threading.Thread):
 @click.option(
     "--timeout", default=3600.0, show_default=True, help="Give up on one size after this many seconds."
 )
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Analyse each size this many times (a fresh child each); the table shows the median and range.",
+)
 def analysis(
-    sizes: tuple[int, ...], spark_master: str | None, driver_memory: str, keep: Path | None, timeout: float
+    sizes: tuple[int, ...],
+    spark_master: str | None,
+    driver_memory: str,
+    keep: Path | None,
+    timeout: float,
+    repeat: int,
 ) -> None:
     """Aggregate synthetic histories of each size: time and peak memory (growth should be linear)."""
     from harness.analysis.synthetic import rate_for, write_synthetic_run
@@ -136,31 +159,30 @@ def analysis(
             if spark_master:
                 argv += ["--spark-master", spark_master]
             console.print(f"{run.events:,} events written in {gen_s:.1f} s; analysing ...", highlight=False)
-            child = spawn(argv, name=f"bench-analysis-{size}", log_path=run.run_dir / "bench.log")
-            sampler = _PeakSampler(child.pid)
-            sampler.start()
-            t1 = time.monotonic()
-            code = child.wait(timeout)
-            wall = time.monotonic() - t1
-            peak = sampler.stop()
-            child.stop()
-            if code != 0 or not out.exists():
-                raise HerdlabError(
-                    f"analysis of {size} events failed (exit {code}); see {run.run_dir / 'bench.log'}"
-                )
-            r = json.loads(out.read_text())
-            rows.append(
-                (
-                    run.events,
-                    gen_s,
-                    r["session_s"],
-                    r["analysis_s"],
-                    r.get("jobs"),
-                    r.get("stages"),
-                    wall,
-                    peak,
-                )
-            )
+            runs = []
+            for i in range(repeat):
+                out.unlink(missing_ok=True)
+                child = spawn(argv, name=f"bench-analysis-{size}", log_path=run.run_dir / "bench.log")
+                sampler = _PeakSampler(child.pid)
+                sampler.start()
+                t1 = time.monotonic()
+                code = child.wait(timeout)
+                wall = time.monotonic() - t1
+                peak = sampler.stop()
+                child.stop()
+                if code != 0 or not out.exists():
+                    raise HerdlabError(
+                        f"analysis of {size} events failed (exit {code}); see {run.run_dir / 'bench.log'}"
+                    )
+                r = json.loads(out.read_text())
+                runs.append((r["analysis_s"], r["session_s"], r.get("jobs"), r.get("stages"), wall, peak))
+                if repeat > 1:
+                    console.print(
+                        f"  run {i + 1} of {repeat}: analysis {r['analysis_s']:.1f} s", highlight=False
+                    )
+            times = sorted(x[0] for x in runs)
+            ana, sess, jobs, stages, wall, peak = median_run(runs)
+            rows.append((run.events, gen_s, sess, ana, (times[0], times[-1]), jobs, stages, wall, peak))
     t = Table(
         title=f"PySpark analysis of synthetic histories ({spark_master or 'local[2]'}, driver memory {driver_memory})"
     )
@@ -168,24 +190,30 @@ def analysis(
         "events",
         "generate",
         "Spark start",
-        "analysis",
+        "analysis" + (f" (median of {repeat}, range)" if repeat > 1 else ""),
         "analysis per M events",
         "Spark jobs (stages)",
         "child wall",
         "peak RSS (child + JVM)",
     ):
         t.add_column(c, justify="right")
-    for events, gen_s, sess, ana, jobs, stages, wall, peak in rows:
+    for events, gen_s, sess, ana, (lo, hi), jobs, stages, wall, peak in rows:
         t.add_row(
             f"{events:,}",
             f"{gen_s:.1f} s",
             f"{sess:.1f} s",
-            f"{ana:.1f} s",
+            f"{ana:.1f} s" + (f" ({lo:.1f}-{hi:.1f})" if repeat > 1 else ""),
             f"{ana / (events / 1e6):.2f} s",
             f"{jobs} ({stages})",
             f"{wall:.1f} s",
             f"{peak / 2**20:,.0f} MiB",
         )
     console.print(t)
+    if repeat > 1:
+        for events, _, _, ana, (lo, hi), *_ in rows:
+            console.print(
+                f"{events:,} events: analysis {ana:.1f} s, median of {repeat} runs (range {lo:.1f}-{hi:.1f} s)",
+                highlight=False,
+            )
     for line in linearity([(r[0], r[3]) for r in rows]):
         console.print(line, highlight=False)

@@ -1,8 +1,8 @@
-"""``herdlab bench analysis``'s linearity lines, on figures worked out by hand."""
+"""``herdlab bench analysis``'s linearity lines and median run, on figures worked out by hand."""
 
 from __future__ import annotations
 
-from harness.bench.analysis import linearity
+from harness.bench.analysis import linearity, median_run
 
 
 def test_a_fixed_cost_plus_a_constant_rate_is_linear() -> None:
@@ -25,3 +25,14 @@ def test_time_per_event_that_grows_is_worse_than_linear() -> None:
 
 def test_one_size_says_nothing() -> None:
     assert linearity([(1_000_000, 10.0)]) == []
+
+
+def test_the_median_run_is_one_run_with_the_middle_time() -> None:
+    # times 70, 55, 61: sorted 55, 61, 70, the middle one is the run of 61 s, with its own jobs
+    runs = [(70.0, "a"), (55.0, "b"), (61.0, "c")]
+    assert median_run(runs) == (61.0, "c")
+
+
+def test_of_an_even_number_of_runs_the_lower_middle_one() -> None:
+    # sorted 50, 52, 60, 64: the lower of the two middle runs (52), not their mean (56)
+    assert median_run([(60.0, 1), (50.0, 2), (64.0, 3), (52.0, 4)]) == (52.0, 4)
