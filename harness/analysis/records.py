@@ -44,8 +44,9 @@ def record_keys(frames: Frames) -> DataFrame:
     processing members, made it a sort of every delivery) and is cached keyed by ``uid``, with no
     string in the cached table (the families that read all its rows, such as the end-to-end latency,
     read ``uid``); the returned frame joins the unit's columns back (:meth:`.frames.Frames.unit_ids`)
-    as it is read. The cache is filled by the first action on the frame (the caller's ``count()``) and
-    emptied by ``spark.catalog.clearCache()``."""
+    as it is read. ``top`` comes from :attr:`.frames.Frames.sources` (no further pass over the
+    deliveries), collected here in one small job. The cache is filled by the first action on the
+    frame (the caller's ``count()``) and emptied by ``spark.catalog.clearCache()``."""
     table = frames.unit_ids()
     d = frames.hashed
     member = F.when(~F.col("is_prod"), F.col("mid"))  # who processed it, by its name's hash

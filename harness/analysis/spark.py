@@ -7,9 +7,11 @@ two cores (``local[2]``) unless ``master`` names a cluster (``spark://host:7077`
 the web UI and console progress bars off, UTC session time zone, Spark's own logging at ERROR,
 the driver JVM's C2 compiler held back to hot code (:data:`DRIVER_JIT_OPTIONS`), and adaptive
 query execution off: the jobs run many small stages, where AQE's re-planning costs more than it
-saves (measured: 3-4x slower on a small history). The number of shuffle partitions is set per analysis from the history's size (:func:`shuffle_partitions_for`). Calling it again
-returns the same session (Spark allows one per JVM); a different ``master`` than the running
-session's raises :class:`~harness.kernel.errors.ConfigError` rather than silently using the wrong cluster. :func:`stop_spark` stops it (tests and the bench use it).
+saves (measured: 3-4x slower on a small history). The number of shuffle partitions is set per
+analysis from the history's size (:func:`shuffle_partitions_for`). Calling it again returns the
+same session (Spark allows one per JVM); a different ``master`` than the running session's raises
+:class:`~harness.kernel.errors.ConfigError` rather than silently using the wrong cluster.
+:func:`stop_spark` stops it (tests and the bench use it).
 
 Settings that only take effect when the JVM starts (``driver_memory``) are ignored once a session
 runs.

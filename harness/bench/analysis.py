@@ -180,9 +180,9 @@ def analysis(
                     console.print(
                         f"  run {i + 1} of {repeat}: analysis {r['analysis_s']:.1f} s", highlight=False
                     )
-            times = sorted(x[0] for x in runs)
+            lo, hi = min(x[0] for x in runs), max(x[0] for x in runs)
             ana, sess, jobs, stages, wall, peak = median_run(runs)
-            rows.append((run.events, gen_s, sess, ana, (times[0], times[-1]), jobs, stages, wall, peak))
+            rows.append((run.events, gen_s, sess, ana, (lo, hi), jobs, stages, wall, peak))
     t = Table(
         title=f"PySpark analysis of synthetic histories ({spark_master or 'local[2]'}, driver memory {driver_memory})"
     )
