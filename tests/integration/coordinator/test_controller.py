@@ -93,8 +93,14 @@ def test_one_controller_is_elected_and_after_its_session_closes_another_with_epo
         (second.broker_id, 2),
     ]
     assert [e["broker_id"] for e in rig.history.of("controller", phase="resigned")] == [first.broker_id]
-    # the new controller saw the old one go
-    change = rig.history.of("broker_change", broker_id=second.broker_id)[0]
+    # the new controller saw the old one go (onControllerFailover reads the live brokers after the election the
+    # rig waits for, on the controller's own worker)
+    changes = wait_until(
+        lambda: rig.history.of("broker_change", broker_id=second.broker_id),
+        10,
+        what="the new controller's broker_change",
+    )
+    change = changes[0]
     assert change["dead"] == [first.broker_id] and change["controller_epoch"] == 2
 
 
@@ -167,7 +173,10 @@ def test_the_offsets_topic_is_created_once_on_the_first_coordinator_lookup(rig: 
     assert shell.cluster.offsets_partition("my-group") == 2
     wait_until(lambda: shell.loop.call(shell.cluster.coordinator_id, "my-group") == 1, 10, what="coordinator")
     assert not shell.loop.call(shell.cluster.is_coordinator, "my-group")
-    assert rig.shells[1].loop.call(rig.shells[1].cluster.is_coordinator, "my-group")
+    # broker 1 follows the partition states itself (as a 0.9 broker gets its own LeaderAndIsr): its view may come
+    # a moment after broker 2's, all four partitions at once
+    one = rig.shells[1]
+    wait_until(lambda: one.loop.call(one.cluster.is_coordinator, "my-group"), 10, what="broker 1 coordinates")
 
 
 def test_a_dead_leader_is_replaced_from_the_isr_and_with_no_live_isr_member_the_partition_goes_offline(
@@ -205,6 +214,7 @@ def test_a_dead_leader_is_replaced_from_the_isr_and_with_no_live_isr_member_the_
 
     rig.start(3)  # broker 3 returns: the offline partition is elected again
     assert rig.wait_state("t", 1, PartitionState(3, 3, (3,), 1)) == 3
+    wait_for_reason(rig, "t", 1, 3)
     assert reasons_of(rig, "t", 1)[-1] == ("broker_startup", 3, 3)
     wait_until(lambda: rig.shells[3].applied("t", 1) == PartitionState(3, 3, (3,), 1), 10, what="t-1 applied")
 
@@ -224,9 +234,20 @@ def test_with_unclean_election_on_a_returning_out_of_sync_replica_leads(zookeepe
         assert rig.wait_state("t", 0, PartitionState(-1, 2, (), 1)) == 2
         rig.start(2)  # out of sync (not in the ISR) but assigned: it leads, uncleanly
         assert rig.wait_state("t", 0, PartitionState(2, 3, (2,), 1)) == 3
+        wait_for_reason(rig, "t", 0, 3)
         assert reasons_of(rig, "t", 0)[-1] == ("unclean", 2, 3)
     finally:
         rig.stop()
+
+
+def wait_for_reason(rig: Rig, topic: str, partition: int, zk_version: int) -> None:
+    """Wait until the controller recorded its write of the state's ``zk_version``: it records the event after
+    the write, which the test's wait_state may see first."""
+    wait_until(
+        lambda: any(r[2] == zk_version for r in reasons_of(rig, topic, partition)),
+        10,
+        what=f"the controller's record of {topic}-{partition} zk_version {zk_version}",
+    )
 
 
 def reasons_of(rig: Rig, topic: str, partition: int) -> list[tuple[str, int, int]]:
