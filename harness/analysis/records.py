@@ -50,7 +50,11 @@ def record_keys(frames: Frames) -> DataFrame:
     table = frames.unit_ids()
     d = frames.hashed
     member = F.when(~F.col("is_prod"), F.col("mid"))  # who processed it, by its name's hash
-    keyed = d.groupBy("uid", "partition", "offset").agg(
+    # A key has about two deliveries (produced once, processed once), so a partial aggregation
+    # before the shuffle halves little and hashes every delivery twice: the deliveries are
+    # shuffled by the key first, and Spark then aggregates each key once, after the exchange
+    # (``spark.sql.execution.combineAdjacentAggregation``, on by default).
+    keyed = d.repartition("uid", "partition", "offset").groupBy("uid", "partition", "offset").agg(
         F.sum(F.when(~F.col("is_prod"), 1).otherwise(0)).alias("n"),
         F.max(F.col("is_prod").cast("int")).alias("produced"),
         F.max(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("last"),
