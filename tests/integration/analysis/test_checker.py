@@ -183,6 +183,22 @@ def bench_shaped(case: str, settling_end_ms: int = 16000) -> UnitHistory:
     return u
 
 
+def resumption() -> UnitHistory:
+    """``bench_shaped`` with records around each trigger's t1, inside and outside t1's 100 ms bucket.
+
+    The join settles at t1 = 4201 (bucket [4200, 4300)), its window ends at 8000, P1 = 2: p0 has
+    records at 4200 (t1's bucket, before t1), 4290 (t1's bucket, after it) and 4400; p1 at 4199 (the
+    bucket before) and 4220 (t1's bucket, after it). The crash settles at t1 = 14301 (bucket
+    [14300, 14400)), its window ends at the settling end, 16000: p0 has records at 14250 and 14350,
+    p1 at 14300 (t1's bucket, before t1) and 16100 (after the window)."""
+    u = bench_shaped("resumption")
+    u.records("a", 0, [0], 4200, 0).records("a", 0, [1], 4290, 0).records("a", 0, [2], 4400, 0)
+    u.records("v", 1, [0], 4199, 0).records("v", 1, [1], 4220, 0)
+    u.records("a", 0, [3], 14250, 0).records("a", 0, [4], 14350, 0)
+    u.records("joiner", 1, [3], 14300, 0).records("joiner", 1, [4], 16100, 0)
+    return u
+
+
 def ghost() -> UnitHistory:
     """Coordinator, one partition. a joins with p0 at 100 and processes offsets 0..9 at 1000..1900;
     g, a process that never logged a control event (no unit_start of it, no ready, no assignment),
@@ -209,6 +225,7 @@ def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
         legacy(),
         bench_shaped("bench"),
         bench_shaped("bench-never", settling_end_ms=15000),
+        resumption(),
         ghost(),
     ]
     run = write_run(tmp_path_factory.mktemp("handmade"), units, settle_window_s=1.0)
@@ -388,6 +405,17 @@ def test_each_change_is_counted_in_its_trigger_window_beside_the_model(analysed:
     assert figures(crash).model == HerdModel(
         members_after=2, notifications=2, zk_requests=32, owner_writes=4, registration_reads=8
     )
+
+
+def test_resumed_is_the_last_partition_s_first_record_at_or_after_t1_in_the_window(
+    analysed: dict[str, Any],
+) -> None:
+    join, crash = unit(analysed, "resumption")["triggers"]
+    # join: p0's first at or after 4201 is 4290 (4200 shares t1's bucket but precedes it), p1's is
+    # 4220 (4199 precedes t1); resumed when the later of them came, 4290, from t0 = 3500
+    assert (join["t1_s"], join["resumed_s"]) == (4.001, 0.79)
+    # crash: p0 resumed at 14350, p1 never inside the window (14300 < t1, 16100 after its end)
+    assert (crash["t1_s"], crash["resumed_s"]) == (14.101, None)
 
 
 def test_a_change_that_does_not_settle_before_the_settling_end_is_never(analysed: dict[str, Any]) -> None:
