@@ -5,11 +5,12 @@ Contract
 :func:`spark_session` returns the process's SparkSession, creating it on first use: local mode on
 two cores (``local[2]``) unless ``master`` names a cluster (``spark://host:7077``, ``yarn``, ...),
 the web UI and console progress bars off, UTC session time zone, Spark's own logging at ERROR,
-the driver JVM's C2 compiler held back to hot code (:data:`DRIVER_JIT_OPTIONS`), and adaptive
-query execution off: the jobs run many small stages, where AQE's re-planning costs more than it
-saves (measured: 3-4x slower on a small history). The number of shuffle partitions is set per
-analysis from the history's size (:func:`shuffle_partitions_for`). Calling it again returns the
-same session (Spark allows one per JVM); a different ``master`` than the running session's raises
+the driver JVM's C2 compiler held back to hot code (:data:`DRIVER_JIT_OPTIONS`), its throughput
+garbage collector (:data:`DRIVER_GC`), and adaptive query execution off: the jobs run many small
+stages, where AQE's re-planning costs more than it saves (measured: 3-4x slower on a small
+history). The number of shuffle partitions is set per analysis from the history's size
+(:func:`shuffle_partitions_for`). Calling it again returns the same session (Spark allows one per
+JVM); a different ``master`` than the running session's raises
 :class:`~harness.kernel.errors.ConfigError` rather than silently using the wrong cluster.
 :func:`stop_spark` stops it (tests and the bench use it).
 
@@ -88,6 +89,12 @@ DRIVER_JIT_OPTIONS = (
     "-XX:CompileCommand=quiet",
     *(f"-XX:CompileCommand=CompileThresholdScaling,{package}*.*,10.0" for package in PLANNING_CODE),
 )
+
+#: The driver JVM's garbage collector: the throughput collector. The analysis is a batch job whose
+#: pauses nobody waits on, and G1's concurrent threads and write barriers cost the tasks CPU on two
+#: cores: 10^7 events, interleaved runs in one hour (27 Nov): 54.6 / 55.9 / 56.4 s against G1's
+#: 55.5 / 62.3 / 62.9 s, the JVM's CPU time 97-103 s against 101-114 s.
+DRIVER_GC = "-XX:+UseParallelGC"
 
 #: Environment variables this module set itself (not the user), so a later cluster session drops them.
 _SET_BY_US: set[str] = set()
@@ -171,7 +178,7 @@ def spark_session(
         # kept uncompressed: choosing and applying an encoding per column cost 3 s of the 8 s it took
         # to cache 5 million keys (herdlab bench analysis), and they are read a few times at most
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
-        .config("spark.driver.extraJavaOptions", " ".join(["-XX:+UseG1GC", *DRIVER_JIT_OPTIONS]))
+        .config("spark.driver.extraJavaOptions", " ".join([DRIVER_GC, *DRIVER_JIT_OPTIONS]))
     )
     if local:
         # Local mode talks only to itself: keep the driver on loopback (herdlab sends no traffic
