@@ -78,12 +78,17 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
 
     t_start = time.monotonic()
     out = new_document(inputs, spark.sparkContext.master, spark.version)
-    parts = shuffle_partitions_for(inputs.rows, spark.sparkContext.defaultParallelism)
-    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    # the shuffle of every delivery (the record keys) gets partitions by the history's size; every
+    # other shuffle is of small tables (control events, windows, per-partition figures), where more
+    # tasks than cores only add task overhead
+    cores = spark.sparkContext.defaultParallelism
+    parts = shuffle_partitions_for(inputs.rows, cores)
+    spark.conf.set("spark.sql.shuffle.partitions", str(min(parts, cores)))
     out["spark"]["shuffle_partitions"] = parts
+    out["spark"]["small_shuffle_partitions"] = min(parts, cores)
     check_history(spark, inputs.history)  # a cluster's executors must read it (no-op in local mode)
     try:
-        frames = prepare(spark, str(inputs.history))
+        frames = prepare(spark, str(inputs.history), wide=parts)
         units = unit_table(frames, inputs.manifest)
         analysed = {k: u for k, u in units.items() if u.get("events")}
         if analysed:

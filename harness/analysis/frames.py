@@ -70,6 +70,9 @@ class Frames:
     hashed: DataFrame  # deliveries without strings: uid, mid, partition, offset, ts_ns, is_prod (cached)
     names: DataFrame  # case, impl, repetition, uid, ident, mid: the sources the hashes map back to (pinned)
     sources: DataFrame  # per (uid, mid, is_prod, partition): t_first, t_last, events, top (pinned)
+    #: shuffle partitions of the jobs that shuffle every delivery (the record keys); the session's
+    #: (fewer: every other shuffle is of small tables) when 0
+    wide: int = 0
 
     def unit_ids(self) -> DataFrame:
         """Every unit with events and its hash: case, impl, repetition, ``uid`` (from ``names``): how
@@ -77,8 +80,8 @@ class Frames:
         return self.names.select(*UNIT, "uid").distinct()
 
 
-def prepare(spark: SparkSession, history: str) -> Frames:
-    """Read and normalise a history (see the module contract)."""
+def prepare(spark: SparkSession, history: str, wide: int = 0) -> Frames:
+    """Read and normalise a history (see the module contract); ``wide`` is :attr:`Frames.wide`."""
     raw = spark.read.parquet(history).na.fill({"case": "", "impl": ""}).na.fill(0, ["repetition"])
     kind = F.col("kind")
     control = raw.where(~kind.isin(Kind.RECORD, Kind.PRODUCED) | kind.isNull())
@@ -132,6 +135,7 @@ def prepare(spark: SparkSession, history: str) -> Frames:
         hashed=hashed,
         names=names,
         sources=sources,
+        wide=wide,
     )
 
 
@@ -198,7 +202,11 @@ def pin(df: DataFrame) -> DataFrame:
 
     Local mode: ``localCheckpoint`` (materialised and lineage cut, which keeps the later plans
     small); its blocks live in the executors, which are the driver's own JVM here, so none can be
-    lost without the driver. On a cluster an executor can be lost, and a local checkpoint's blocks
+    lost without the driver. It is read as one partition (``coalesce(1)`` of the checkpoint: no
+    shuffle, the checkpoint itself is computed with every core): a pinned table had the partitions
+    of the shuffle that made it, and every later stage reading it ran that many tasks over a few
+    thousand rows; at 10^7 events that was 700 of the analysis's 860 tasks, 26 s of its 120 s of
+    task time (``herdlab bench analysis``). On a cluster an executor can be lost, and a local checkpoint's blocks
     with it, unrecoverably (Spark's docs of ``localCheckpoint``). There the table is persisted
     (memory, spilling to disk) with its lineage kept and materialised by a count: a lost block is
     recomputed from the history, which every executor can read (checked first,
@@ -206,7 +214,7 @@ def pin(df: DataFrame) -> DataFrame:
     directory every executor can write and read, a second storage requirement for tables this small.
     """
     if str(df.sparkSession.sparkContext.master).startswith("local"):
-        return df.localCheckpoint(eager=True)
+        return df.localCheckpoint(eager=True).coalesce(1)
     from pyspark import StorageLevel
 
     df = df.persist(StorageLevel.MEMORY_AND_DISK)

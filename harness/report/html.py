@@ -267,7 +267,8 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
         "git commit": run.get("git_commit"),
         "versions": ", ".join(f"{k} {v}" for k, v in (run.get("versions") or {}).items()),
         "machine": ", ".join(f"{k} {v}" for k, v in (run.get("machine") or {}).items()),
-        "spark": f"{spark.get('version')} {spark.get('master')}, shuffle partitions {spark.get('shuffle_partitions')}",
+        "spark": f"{spark.get('version')} {spark.get('master')}, shuffle partitions {spark.get('shuffle_partitions')} (record keys)"
+        f" / {spark.get('small_shuffle_partitions', spark.get('shuffle_partitions'))} (the rest)",
         "finished": run.get("finished"),
         "interrupted": run.get("interrupted"),
     }
