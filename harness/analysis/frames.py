@@ -71,8 +71,8 @@ class Frames:
     names: DataFrame  # case, impl, repetition, uid, ident, mid: the sources the hashes map back to (pinned)
     sources: DataFrame  # per (uid, mid, is_prod, partition): t_first, t_last, events, top (pinned)
     #: shuffle partitions of the jobs that shuffle every delivery (the record keys); the session's
-    #: (fewer: every other shuffle is of small tables) when 0
-    wide: int = 0
+    #: own count is for every other shuffle (of small tables), and may be fewer
+    wide: int
 
     def unit_ids(self) -> DataFrame:
         """Every unit with events and its hash: case, impl, repetition, ``uid`` (from ``names``): how
@@ -81,7 +81,9 @@ class Frames:
 
 
 def prepare(spark: SparkSession, history: str, wide: int = 0) -> Frames:
-    """Read and normalise a history (see the module contract); ``wide`` is :attr:`Frames.wide`."""
+    """Read and normalise a history (see the module contract); ``wide`` is :attr:`Frames.wide`
+    (0: the session's ``spark.sql.shuffle.partitions``)."""
+    wide = wide or int(spark.conf.get("spark.sql.shuffle.partitions") or 1)
     raw = spark.read.parquet(history).na.fill({"case": "", "impl": ""}).na.fill(0, ["repetition"])
     kind = F.col("kind")
     control = raw.where(~kind.isin(Kind.RECORD, Kind.PRODUCED) | kind.isNull())
@@ -206,8 +208,8 @@ def pin(df: DataFrame) -> DataFrame:
     shuffle, the checkpoint itself is computed with every core): a pinned table had the partitions
     of the shuffle that made it, and every later stage reading it ran that many tasks over a few
     thousand rows; at 10^7 events that was 700 of the analysis's 860 tasks, 26 s of its 120 s of
-    task time (``herdlab bench analysis``). On a cluster an executor can be lost, and a local checkpoint's blocks
-    with it, unrecoverably (Spark's docs of ``localCheckpoint``). There the table is persisted
+    task time (``herdlab bench analysis``). On a cluster an executor can be lost, and a local
+    checkpoint's blocks with it, unrecoverably (Spark's docs of ``localCheckpoint``). There the table is persisted
     (memory, spilling to disk) with its lineage kept and materialised by a count: a lost block is
     recomputed from the history, which every executor can read (checked first,
     :func:`harness.analysis.spark.check_history`). A reliable ``checkpoint`` would instead need a

@@ -55,14 +55,17 @@ def record_keys(frames: Frames) -> DataFrame:
     # shuffled by the key first, and Spark then aggregates each key once, after the exchange
     # (``spark.sql.execution.combineAdjacentAggregation``, on by default).
     key = ["uid", "partition", "offset"]
-    shuffled = d.repartition(frames.wide, *key) if frames.wide else d.repartition(*key)
-    keyed = shuffled.groupBy("uid", "partition", "offset").agg(
-        F.sum(F.when(~F.col("is_prod"), 1).otherwise(0)).alias("n"),
-        F.max(F.col("is_prod").cast("int")).alias("produced"),
-        F.max(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("last"),
-        F.min(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("first"),
-        F.min(F.when(F.col("is_prod"), F.col("ts_ns"))).alias("acked"),
-        F.coalesce(F.min(member) != F.max(member), F.lit(False)).alias("cross"),
+    keyed = (
+        d.repartition(frames.wide, *key)
+        .groupBy(*key)
+        .agg(
+            F.sum(F.when(~F.col("is_prod"), 1).otherwise(0)).alias("n"),
+            F.max(F.col("is_prod").cast("int")).alias("produced"),
+            F.max(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("last"),
+            F.min(F.when(~F.col("is_prod"), F.col("ts_ns"))).alias("first"),
+            F.min(F.when(F.col("is_prod"), F.col("ts_ns"))).alias("acked"),
+            F.coalesce(F.min(member) != F.max(member), F.lit(False)).alias("cross"),
+        )
     )
     # the partition's highest processed offset: from the per-member maxima that filling the
     # deliveries' cache computed (frames.sources), not a window over the keys (a sort of all of them)

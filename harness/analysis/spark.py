@@ -10,8 +10,8 @@ garbage collector (:data:`DRIVER_GC`), and adaptive query execution off: the job
 stages, where AQE's re-planning costs more than it saves (measured: 3-4x slower on a small
 history). The number of shuffle partitions of the record keys' shuffle (every delivery) is set per
 analysis from the history's size (:func:`shuffle_partitions_for`), every other shuffle's to at most
-the cores (:func:`harness.analysis.analyze.analyze`). Calling it again returns the same session (Spark allows one per
-JVM); a different ``master`` than the running session's raises
+the cores (:func:`harness.analysis.analyze.analyze`). Calling it again returns the same session
+(Spark allows one per JVM); a different ``master`` than the running session's raises
 :class:`~harness.kernel.errors.ConfigError` rather than silently using the wrong cluster.
 :func:`stop_spark` stops it (tests and the bench use it).
 
