@@ -11,8 +11,10 @@ model), then compares each (implementation, N, trigger) with :func:`harness.sim.
 the herd counts (watches, ZooKeeper requests by op, conflicts, rebalance attempts and failed ones, broker
 group requests by API) of every real repetition against those of the simulated ones (equal: each real
 repetition's counts are those of one simulated repetition), and the median simulated latency against the
-range of the real ones. ``--real RUN_DIR`` compares with an existing real run instead of running one. It prints one table row per count that differs (or ``all equal``) and the latencies;
-nothing is asserted. No Spark: the counts come straight from the histories.
+range of the real ones. ``--real RUN_DIR`` compares with an existing real run instead of running one;
+repeated, it pools the runs' repetitions into one real sample (and prints each run's tallies alone too).
+It prints one table row per count that differs (or ``all equal``) and the latencies; nothing is asserted.
+No Spark: the counts come straight from the histories.
 
 :func:`reach` simulates SCENARIO at ``--members`` sizes (default 1000 and 10000) one unit at a time and
 prints, per unit, virtual time, events, wall time and the process's peak RSS.
@@ -28,7 +30,7 @@ import click
 
 from harness.sim.validate import Comparison
 
-__all__ = ["format_comparison", "simulator"]
+__all__ = ["format_comparison", "simulator", "tally"]
 
 
 def _overrides(members: str, repetitions: int | None, impls: str, sets: tuple[str, ...]) -> list[str]:
@@ -114,11 +116,13 @@ def simulator() -> None:
 )
 @click.option(
     "--real",
-    "real_dir",
+    "real_dirs",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
+    multiple=True,
     help="Compare with this existing real run directory of the same scenario and options instead of "
-    "running it again (say, to try a delay model against one real run).",
+    "running it again (say, to try a delay model against one real run). Repeat it to pool several real "
+    "runs' repetitions into one real range (runs made at different hours: this machine's speed differs "
+    "between hours by more than between one run's repetitions); each run's tallies are printed too.",
 )
 @click.option(
     "--out",
@@ -134,11 +138,13 @@ def validate_command(
     sets: tuple[str, ...],
     sim_repetitions: int,
     delays: tuple[str, ...],
-    real_dir: Path | None,
+    real_dirs: tuple[Path, ...],
     out: Path | None,
 ) -> None:
     """Real runs and simulations of the same cases: herd counts must be equal, latencies inside the range."""
-    for line in validate(scenario, members, repetitions, impls, sets, out, sim_repetitions, delays, real_dir):
+    for line in validate(
+        scenario, members, repetitions, impls, sets, out, sim_repetitions, delays, real_dirs
+    ):
         click.echo(line)
 
 
@@ -176,10 +182,10 @@ def validate(
     out: Path | None = None,
     sim_repetitions: int = 5,
     delays: tuple[str, ...] = (),
-    real_dir: Path | None = None,
+    real_dirs: tuple[Path, ...] = (),
 ) -> list[str]:
-    """Run (unless ``real_dir``), simulate ``sim_repetitions`` times and compare (module contract); the
-    lines printed."""
+    """Run (unless ``real_dirs`` are given), simulate ``sim_repetitions`` times and compare (module
+    contract); the lines printed."""
     from harness.cluster.java import check_java
     from harness.run.runner import RunOptions, run_scenario
     from harness.scenario import load_scenario
@@ -189,30 +195,43 @@ def validate(
     model = parse_delays(delays)
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simval-"))
     s = load_scenario(scenario, _overrides(members, repetitions, impls, sets))
-    if real_dir is None:
+    if not real_dirs:
         check_java()
         t0 = time.monotonic()
-        real_dir = run_scenario(s, RunOptions(out=base / "real")).run_dir
-        real_what = f"real run {real_dir} ({time.monotonic() - t0:.0f} s wall)"
+        real_dirs = (run_scenario(s, RunOptions(out=base / "real")).run_dir,)
+        real_what = f"real run {real_dirs[0]} ({time.monotonic() - t0:.0f} s wall)"
     else:
-        _check_same_cases(real_dir, members, impls)
-        real_what = f"real run {real_dir} (given)"
+        for d in real_dirs:
+            _check_same_cases(d, members, impls)
+        real_what = ("real run " if len(real_dirs) == 1 else "real runs ") + ", ".join(map(str, real_dirs))
+        real_what += " (given" + (", repetitions pooled)" if len(real_dirs) > 1 else ")")
     t1 = time.monotonic()
     sim = simulate_scenario(
         s.model_copy(update={"repetitions": sim_repetitions}), SimOptions(out=base / "sim", delays=model)
     )
     sim_s = time.monotonic() - t1
-    rows = compare_runs(real_dir, sim.run_dir, s.settle_window)
+    rows = compare_runs(real_dirs, sim.run_dir, s.settle_window)
     lines = [
         f"{real_what}, simulation {sim.run_dir} ({sim_repetitions} repetitions, {sim_s:.1f} s wall)",
         f"model: {model.describe()}",
         *format_comparison(rows),
-        f"{sum(r.counts_equal for r in rows)}/{len(rows)} triggers with equal counts (every real repetition's "
-        f"counts made by a simulated one); {sum(bool(r.alike) for r in rows)}/{len(rows)} where a simulated "
-        f"repetition's counts equal a real repetition's; "
-        f"{sum(bool(r.latency_inside) for r in rows)}/{len(rows)} simulated latencies inside the real range",
+        tally(rows),
     ]
+    if len(real_dirs) > 1:
+        lines += [f"{d} alone: {tally(compare_runs(d, sim.run_dir, s.settle_window))}" for d in real_dirs]
     return lines
+
+
+def tally(rows: list[Comparison]) -> str:
+    """The validation's three tallies in one line: triggers with equal counts, with a simulated repetition
+    equal to a real one, and with the simulated latency inside the real range."""
+    n = len(rows)
+    return (
+        f"{sum(r.counts_equal for r in rows)}/{n} triggers with equal counts (every real repetition's "
+        f"counts made by a simulated one); {sum(bool(r.alike) for r in rows)}/{n} where a simulated "
+        f"repetition's counts equal a real repetition's; "
+        f"{sum(bool(r.latency_inside) for r in rows)}/{n} simulated latencies inside the real range"
+    )
 
 
 @simulator.command("reach")

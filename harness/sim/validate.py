@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,12 +174,20 @@ def _units(run_dir: Path) -> dict[tuple[int, str], list[Path]]:
     return out
 
 
-def compare_runs(real_dir: Path, sim_dir: Path, settle_window_s: float) -> list[Comparison]:
-    """Each (implementation, case, trigger) of two run directories of the same scenario and cases: the
-    real run's repetitions against every repetition of the simulation (module contract)."""
-    manifest = json.loads((real_dir / "manifest.json").read_text())
+def compare_runs(real_dirs: Path | Sequence[Path], sim_dir: Path, settle_window_s: float) -> list[Comparison]:
+    """Each (implementation, case, trigger) of real and simulated run directories of the same scenario and
+    cases: the real runs' repetitions against every repetition of the simulation (module contract).
+    Several real runs are pooled: their repetitions, in the order given, are one real sample (a real run's
+    repetitions follow each other within minutes, and this machine's speed differs between hours by more
+    than between them; several runs at different times are the range real runs take here)."""
+    dirs = [real_dirs] if isinstance(real_dirs, Path) else list(real_dirs)
+    manifest = json.loads((dirs[0] / "manifest.json").read_text())
     cases = {c["index"]: c for c in manifest.get("cases") or []}
-    real, sim = _units(real_dir), _units(sim_dir)
+    real: dict[tuple[int, str], list[Path]] = {}
+    for d in dirs:
+        for key, units in _units(d).items():
+            real.setdefault(key, []).extend(units)
+    sim = _units(sim_dir)
     out: list[Comparison] = []
     for key in sorted(real):
         if key not in sim:

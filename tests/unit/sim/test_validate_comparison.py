@@ -4,12 +4,14 @@ the real range."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
-from harness.bench.simulator import format_comparison
-from harness.sim.validate import Comparison, unit_counts
+from harness.bench.simulator import format_comparison, tally
+from harness.sim.validate import Comparison, compare_runs, unit_counts
 
 NO_CONFLICT = {"watches": 10, "attempts": 10, "zk:create": 10}
 ONE_CONFLICT = {"watches": 10, "attempts": 11, "conflicts": 1, "failed_attempts": 1, "zk:create": 11}
@@ -126,3 +128,73 @@ def test_the_workloads_own_broker_requests_are_not_the_groups() -> None:
     ]
     (t,) = unit_counts(events, 1.0)
     assert dict(t.group_requests) == {"Metadata": 1, "JoinGroup": 2}
+
+
+def _unit_events(settled_ms: int, conflict: bool) -> list[dict[str, object]]:
+    """A hand-made legacy unit: a owns p0, j joins at 2000 ms (invoke and ready), both end their
+    rebalance at ``settled_ms``; with ``conflict`` j first fails one attempt on a conflict."""
+    ms = 1_000_000
+
+    def at(t: int, kind: str, source: str, role: str = "member", **kw: object) -> dict[str, object]:
+        return {"ts_ns": t * ms, "kind": kind, "source": source, "role": role, **kw}
+
+    pair = {"action": "join", "action_id": 1, "targets": ["j"], "trigger": True}
+    events = [
+        at(0, "unit_start", "nemesis", role="harness", partitions=1),
+        at(0, "ready", "a"),
+        at(100, "assigned", "a", partition=0),
+        at(100, "rebalance_end", "a", outcome="ok"),
+        at(1000, "stable", "nemesis", role="harness"),
+        at(2000, "invoke", "nemesis", role="nemesis", **pair),
+        at(2000, "complete", "nemesis", role="nemesis", **pair),
+        at(2000, "ready", "j"),
+        at(2010, "watch", "a"),
+        at(2020, "rebalance_begin", "a"),
+        at(2020, "rebalance_begin", "j"),
+        at(2030, "revoked", "a", partition=0),
+    ]
+    if conflict:
+        events += [at(2040, "conflict", "j", partition=0), at(2050, "rebalance_begin", "j")]
+    events += [
+        at(settled_ms, "assigned", "j", partition=0),
+        at(settled_ms, "rebalance_end", "j", outcome="ok"),
+        at(settled_ms, "rebalance_end", "a", outcome="ok"),
+        at(8000, "settling_end", "nemesis", role="harness"),
+    ]
+    return events
+
+
+def _run_dir(root: Path, name: str, units: list[list[dict[str, object]]]) -> Path:
+    """A run directory as the runner writes one: ``manifest.json`` with one 2-member case and a unit
+    directory ``c0-legacy_zk-r<k>`` (events/*.jsonl) per repetition."""
+    d = root / name
+    d.mkdir()
+    (d / "manifest.json").write_text(json.dumps({"cases": [{"index": 0, "label": "m2", "members": 2}]}))
+    for k, events in enumerate(units, 1):
+        e = d / "units" / f"c0-legacy_zk-r{k}" / "events"
+        e.mkdir(parents=True)
+        (e / "m.jsonl").write_text("".join(json.dumps(x) + "\n" for x in events))
+    return d
+
+
+def test_several_real_runs_pool_their_repetitions(tmp_path: Path) -> None:
+    # real run A: one repetition settled at 2800 ms (0.8 s after the join's 2000 ms), no conflict; real
+    # run B: one at 3100 ms (1.1 s) with a conflict (2 attempts of j's, 1 of a's: 3); the simulation: one
+    # repetition without conflict settled at 2900 ms (0.9 s)
+    a = _run_dir(tmp_path, "a", [_unit_events(2800, conflict=False)])
+    b = _run_dir(tmp_path, "b", [_unit_events(3100, conflict=True)])
+    sim = _run_dir(tmp_path, "sim", [_unit_events(2900, conflict=False)])
+    (alone,) = compare_runs(a, sim, 1.0)
+    assert alone.real_latency_s == [pytest.approx(0.8)] and alone.latency_inside is False
+    assert alone.counts_equal and alone.real[0]["attempts"] == 2
+    (pooled,) = compare_runs([a, b], sim, 1.0)
+    # both runs' repetitions, in the order given: 0.9 s is inside [0.8, 1.1]; B's conflict was never
+    # simulated, so the counts are no longer equal, though a simulated repetition equals A's
+    assert pooled.real_latency_s == [pytest.approx(0.8), pytest.approx(1.1)]
+    assert pooled.latency_inside is True
+    assert [r.get("conflicts", 0) for r in pooled.real] == [0, 1] and pooled.real[1]["attempts"] == 3
+    assert not pooled.counts_equal and pooled.alike == [0]
+    assert tally([pooled]) == (
+        "0/1 triggers with equal counts (every real repetition's counts made by a simulated one); 1/1 where a "
+        "simulated repetition's counts equal a real repetition's; 1/1 simulated latencies inside the real range"
+    )
