@@ -174,10 +174,13 @@ class VirtualScheduler:
         return glet.parent.switch()
 
     def sleep(self, seconds: float) -> None:
-        """Block the calling task for ``seconds`` of virtual time."""
+        """Block the calling task for ``seconds`` of virtual time; a positive sleep lasts at least 1 ns (the
+        clock's resolution: rounded to 0, a loop that sleeps what is left of a deadline in float seconds
+        would never reach it)."""
         if not self.in_task():
             raise RuntimeError("sleep/wait called outside a simulation task")
-        self.call_later(max(0.0, seconds), self.resume, getcurrent())
+        ns = max(1, round(seconds * NS_PER_S)) if seconds > 0 else 0
+        self.call_at(self._now + ns, self.resume, getcurrent())
         self.block()
 
     # -- the loop ---------------------------------------------------------------------------------------------

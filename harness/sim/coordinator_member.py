@@ -24,7 +24,8 @@ Contract
 3. the assignment applied (``member_apply_s``): ``assigned`` and ``rebalance_end``; OffsetFetch for the
    assigned partitions without a position (kafka-python keeps the position of a partition it is
    assigned again), ``auto.offset.reset`` earliest when none is committed;
-4. Heartbeat every ``heartbeat.interval.ms`` after the last one was sent, from the end of a join until the
+4. Heartbeat every ``heartbeat.interval.ms`` after the last one was sent (each sent late by a drawn time,
+   ``kafka_heartbeat_late_*``: the IO thread's wake-up), from the end of a join until the
    next one starts; REBALANCE_IN_PROGRESS makes the member join again, UNKNOWN_MEMBER_ID /
    ILLEGAL_GENERATION reset its generation (its partitions are then lost) and join again: the heartbeat
    only sets kafka-python's flags, so the main thread acts when its ``poll(timeout_ms=200)`` window ends
@@ -614,7 +615,7 @@ class SimConsumer:
         if epoch != self._hb_epoch or not self.alive:
             return
         err = resp.error
-        nxt = sent_ns + round(self.heartbeat_s * NS_PER_S)
+        nxt = sent_ns + round((self.heartbeat_s + self._heartbeat_late_s()) * NS_PER_S)
         if err in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
             self.sched.call_at(nxt, self._heartbeat, epoch)
             if err == ErrorCode.REBALANCE_IN_PROGRESS:
@@ -632,6 +633,17 @@ class SimConsumer:
             if err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
                 self.coordinator_known = False
             self.sched.call_later(RETRY_BACKOFF_S, self._heartbeat, epoch)
+
+    def _heartbeat_late_s(self) -> float:
+        """How late the IO thread sends the next heartbeat (``kafka_heartbeat_late_*`` of the model, drawn
+        with ``kafka_poll_gap_cv`` from the unit's random source)."""
+        d = self.delays
+        per_core = self._live_members() / d.client_cores if d.client_cores > 0 else 1.0
+        mean = d.kafka_heartbeat_late_s + d.kafka_heartbeat_late_per_member_s * per_core
+        if mean <= 0 or d.kafka_poll_gap_cv <= 0:
+            return max(0.0, mean)
+        shape = 1 / (d.kafka_poll_gap_cv * d.kafka_poll_gap_cv)
+        return self.cpu.rng.gammavariate(shape, mean / shape)
 
     def _wake_at_poll_end(self) -> None:
         """Wake the main thread when its current poll window ends (windows chain from the anchor)."""

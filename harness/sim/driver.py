@@ -14,9 +14,10 @@ run: :func:`harness.run.plan.make_plan`) on a fresh :class:`~harness.sim.clock.V
    :mod:`harness.kernel.ownership`), polled every :data:`harness.run.tail.POLL_S` of virtual time, with
    the runner's test (every initial member live, none rebalancing, the view settled for
    ``settle_window``); writes ``stable`` or fails the unit after ``stable_timeout`` of virtual time;
-3. performs each step at ``stable + at`` with the real nemesis's ``invoke`` / ``complete`` | ``skipped``
+3. performs each step at ``stable + at``, late by a time drawn from the model (``runner_step_late_*``), with the real nemesis's ``invoke`` / ``complete`` | ``skipped``
    events (:class:`harness.faults.nemesis.ActionPair`: the same fields): ``join`` / ``start_member``
-   start the targets and complete when each wrote ``ready`` (``ready_ns``); ``leave`` / ``stop_member``
+   start the targets, each after a boot time drawn from the model (``member_boot_*``), and complete when
+   each wrote ``ready`` (``ready_ns``); ``leave`` / ``stop_member``
    stop them cleanly and complete when they stopped; ``crash`` kills them (their sessions or memberships
    expire on the server side later). Every other action (pause, cut, expire, broker, ZooKeeper and
    coordinator faults, partition growth) is **skipped with the reason "not simulated"**: the unit goes
@@ -277,7 +278,7 @@ class SimUnitRunner:
         wait_settled = bool(self.ctx.options.get("wait_settled", 0))
         last: float | None = None
         for step in self.plan.steps:
-            due = self.stable_at + step.at
+            due = self.stable_at + step.at + self._step_late_s()
             self._until(None, max(0.0, due - clock.monotonic()))
             if wait_settled and last is not None:
                 # option wait_settled: never into an unsettled group (a change at 10^4 legacy members
@@ -311,6 +312,28 @@ class SimUnitRunner:
         self._mark(Kind.DRAINED, all_processed=drained)
         self.outcome.update(settled_at_end=settled, drained=drained)
 
+    def _boot_s(self) -> float:
+        """A started member's boot time (virtual seconds): ``member_boot_*`` of the model."""
+        d = self.delays
+        return self._drawn(d.member_boot_s, d.member_boot_per_member_s, d.member_boot_cv)
+
+    def _step_late_s(self) -> float:
+        """How late the runner performs a step (virtual seconds): ``runner_step_late_*`` of the model."""
+        d = self.delays
+        return self._drawn(d.runner_step_late_s, d.runner_step_late_per_member_s, d.runner_step_late_cv)
+
+    def _drawn(self, base_s: float, per_member_s: float, cv: float) -> float:
+        """A time drawn from the unit's random source: gamma of mean ``base_s`` + ``per_member_s`` times the
+        live members per client core (1 with ``client_cores`` 0) and coefficient of variation ``cv``
+        (0: exactly the mean; a mean of 0: no draw)."""
+        d = self.delays
+        per_core = len(self.group.members()) / d.client_cores if d.client_cores > 0 else 1.0
+        mean = base_s + per_member_s * per_core
+        if mean <= 0 or cv <= 0:
+            return max(0.0, mean)
+        shape = 1 / (cv * cv)
+        return self.ctx.rng.gammavariate(shape, mean / shape)
+
     def _perform(self, step: Step) -> None:
         """One step: the nemesis pair around the simulated action (module contract)."""
         self.action_ids += 1
@@ -325,8 +348,12 @@ class SimUnitRunner:
             if step.member_kind not in (None, self.unit.impl) or step.props:
                 pair.skipped(f"{NOT_SIMULATED}: a member of another kind or with properties (migration)")
                 return
-            for n in step.targets:
-                group.start_member(n)
+            for n in step.targets:  # each ready once its process booted (the model's member_boot_*)
+                boot = self._boot_s()
+                if boot > 0:
+                    self.sched.call_later(boot, group.start_member, n)
+                else:
+                    group.start_member(n)
             ready = self.watch.ready  # as the real context reads it: the member's latest `ready` event
             ok = self._until(
                 lambda: all(ready.get(n, 0) >= since for n in step.targets), self.s.stable_timeout

@@ -62,6 +62,21 @@ class DelayModel:
     #: The initial members' processes become ready spread evenly over this interval, in start order (a
     #: real run starts them at once; their boot takes a varying time). 0 = all at the same instant.
     member_start_spread_s: float = 1.0
+    #: A member started by a step (``join``, ``start_member``) becomes ready after its process boots
+    #: (interpreter, imports, clients; the real runner's ``invoke`` to the member's ``ready``), a time
+    #: drawn per member from a gamma distribution of mean ``member_boot_s`` plus
+    #: ``member_boot_per_member_s`` times the live members per client core (the boot competes with their
+    #: work; 1 with ``client_cores`` 0) and coefficient of variation ``member_boot_cv``. It moves every
+    #: member's heartbeat, poll and ping phases after the join by a random amount, as in a real run, where
+    #: the phases met by the following steps differ between repetitions by up to a whole heartbeat
+    #: interval. Real 10 / 50 / 100-member herd runs on this machine's 2 cores: 0.37-0.77 / 0.72-1.97 /
+    #: 1.18-3.73 s (means 0.55 / 1.18 / 2.18 s, cv 0.3-0.4; both implementations, 18 joins). 0 and 0 =
+    #: ready at once.
+    member_boot_s: float = 0.33
+    #: ... (above)
+    member_boot_per_member_s: float = 0.036
+    #: ... (above; 0: exactly the mean).
+    member_boot_cv: float = 0.4
     #: Cores the members' client-side work (``zk_client_s``, ``zk_watch_client_s``, ``zk_connect_s``,
     #: ``member_apply_s``) shares, served first come first served (a real run's members share this
     #: machine's cores). 0 = unlimited: every member has a core of its own.
@@ -94,13 +109,39 @@ class DelayModel:
     #: windows) it describes no machine a real run could have; size runs use ``client_cores`` 0.
     #: 0 = never. This is the gaps' mean ...
     kafka_poll_gap_per_member_s: float = 0.00048
-    #: ... and their coefficient of variation: each gap is drawn from a gamma distribution with that mean
+    #: ... and their coefficient of variation (also of the heartbeats' lateness, below: both are a woken
+    #: thread's wait): each gap is drawn from a gamma distribution with that mean
     #: and shape 1 / cv² (1 = exponential: a woken thread's wait for a core on a loaded machine; 0 = every
     #: gap exactly the mean), from the unit's random source, so repetitions of different seeds differ as
     #: the real repetitions do.
     kafka_poll_gap_cv: float = 1.0
+    #: kafka-python 3.0.12 sends a heartbeat ``heartbeat.interval.ms`` after the last one was *sent*
+    #: (``heartbeat.py`` ``time_to_next_heartbeat``), from a coroutine on its IO thread, which wakes late
+    #: (its selector's timeout, the GIL, a core): each heartbeat is sent late by a time drawn from a gamma
+    #: distribution of mean ``kafka_heartbeat_late_s`` plus ``kafka_heartbeat_late_per_member_s`` times the
+    #: live members per client core (1 with ``client_cores`` 0), coefficient of variation
+    #: ``kafka_poll_gap_cv``, so the members' heartbeat phases drift, each its own way. Real runs on 2
+    #: cores (the expired member's last heartbeat, ``member_removed`` less the session timeout, against its
+    #: last rebalance's end): 40-51 / 47-88 / 130-185 ms over 37-39 heartbeats at 10 / 50 / 100 members,
+    #: about 1.2 / 1.8 / 4.2 ms a heartbeat. 0 and 0 = exactly on time ...
+    kafka_heartbeat_late_s: float = 0.0009
+    #: ... (above)
+    kafka_heartbeat_late_per_member_s: float = 0.000067
     #: A member's cost to apply an assignment (revoke/assign callbacks, fetcher restart).
     member_apply_s: float = 0.001
+    #: The runner performs a step late (its process, woken on a loaded machine, tails the history, then
+    #: spawns or signals): each step's ``invoke`` is at ``stable + at`` plus a time drawn from a gamma
+    #: distribution of mean ``runner_step_late_s`` plus ``runner_step_late_per_member_s`` times the live
+    #: members per client core (1 with ``client_cores`` 0) and coefficient of variation
+    #: ``runner_step_late_cv``. Real herd runs on 2 cores, two validation runs (54 steps at each size): 16
+    #: (8-40) / 52 (14-192) / 95 (14-736) ms at 10 / 50 / 100 members. With the heartbeats' drift it
+    #: sets where in the members' heartbeat and poll cycles a step falls, which differs between real
+    #: repetitions (a leave met a heartbeat 35 ms later in one, 440 ms in the next). 0 and 0 = on time ...
+    runner_step_late_s: float = 0.007
+    #: ... (above)
+    runner_step_late_per_member_s: float = 0.00176
+    #: ... (above; 0: exactly the mean).
+    runner_step_late_cv: float = 0.8
     #: Relative jitter applied to every delay: uniform in [1 - jitter, 1 + jitter]. 0 = deterministic.
     jitter: float = 0.0
     #: Seed of the only random source.

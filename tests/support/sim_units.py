@@ -15,6 +15,16 @@ from harness.sim.model import DelayModel
 from harness.sim.validate import TriggerCounts, read_unit, unit_counts
 
 EPOCH_NS = 10**18  # a fixed epoch: two simulations of the same unit write identical histories
+#: The model's drawn lateness off (a joiner ready at the invoke, steps at ``stable + at``, heartbeats on
+#: time): what tests that work timings out by hand assume (``DelayModel(**ON_TIME, ...)``).
+ON_TIME: dict[str, float] = {
+    "member_boot_s": 0.0,
+    "member_boot_per_member_s": 0.0,
+    "runner_step_late_s": 0.0,
+    "runner_step_late_per_member_s": 0.0,
+    "kafka_heartbeat_late_s": 0.0,
+    "kafka_heartbeat_late_per_member_s": 0.0,
+}
 
 
 def simulate_unit(
@@ -48,4 +58,4 @@ def history_text(unit_dir: Path) -> str:
     return "".join(p.read_text() for p in sorted((unit_dir / "events").glob("*.jsonl")))
 
 
-__all__ = ["api_counts", "history_text", "simulate_unit", "trigger_counts", "unit_events"]
+__all__ = ["ON_TIME", "api_counts", "history_text", "simulate_unit", "trigger_counts", "unit_events"]

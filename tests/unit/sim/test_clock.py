@@ -88,3 +88,24 @@ def test_sleep_outside_a_task_is_refused_and_close_runs_finally_blocks() -> None
     s.run()
     s.close()
     assert cleaned == [True]
+
+
+def test_a_loop_sleeping_what_is_left_of_a_float_deadline_reaches_it() -> None:
+    """The runner's wait loop (harness.run.tail.GroupWatch.until) sleeps ``deadline - now`` in float
+    seconds; a remainder under half a nanosecond must still move the clock (1 ns), or the loop spins at
+    one instant forever. By hand: now 0.3 s, deadline 0.3 s + 0.2 ns; the loop sleeps 0.2e-9 s once and
+    then stands 1 ns later, past it."""
+    sched = VirtualScheduler()
+    seen: list[int] = []
+
+    def waiter() -> None:
+        sched.sleep(0.3)
+        deadline = sched.now_s() + 0.2e-9
+        while (remaining := deadline - sched.now_s()) > 0:
+            assert len(seen) < 3, "the clock did not move"
+            sched.sleep(remaining)
+            seen.append(sched.now_ns)
+
+    sched.spawn(waiter)
+    sched.run()
+    assert seen == [300_000_001]

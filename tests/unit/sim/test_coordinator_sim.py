@@ -22,7 +22,14 @@ from harness.sim.group import SimContext
 from harness.sim.history import EventSink, SimHistory
 from harness.sim.model import DelayModel
 from harness.sim.workload import SimProducer
-from tests.support.sim_units import api_counts, history_text, simulate_unit, trigger_counts, unit_events
+from tests.support.sim_units import (
+    ON_TIME,
+    api_counts,
+    history_text,
+    simulate_unit,
+    trigger_counts,
+    unit_events,
+)
 
 SESSION_MS, HEARTBEAT_MS = 6000, 500
 
@@ -48,12 +55,12 @@ def _scenario(members: int, timeline: list[dict[str, Any]] | None = None) -> Sce
 class _Unit:
     """One simulated unit: a group on its own scheduler, history to ``path``."""
 
-    def __init__(self, members: int, path: Path) -> None:
+    def __init__(self, members: int, path: Path, delays: DelayModel | None = None) -> None:
         self.sched = VirtualScheduler()
         self.sink = EventSink(path)
         self.path = path
         self.scenario = _scenario(members)
-        delays = DelayModel()
+        delays = delays or DelayModel()
 
         def history(source: str, role: str) -> SimHistory:
             return SimHistory(self.sched, self.sink, source, role, 0)
@@ -353,7 +360,7 @@ def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation
         sc,
         "coordinator",
         tmp_path / "u",
-        DelayModel(kafka_poll_gap_per_member_s=0.19, kafka_poll_gap_cv=0.0, client_cores=0),
+        DelayModel(**ON_TIME, kafka_poll_gap_per_member_s=0.19, kafka_poll_gap_cv=0.0, client_cores=0),
     )
     events = unit_events(tmp_path / "u")
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
@@ -375,3 +382,71 @@ def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation
     # although it synced twice
     assigned = Counter(e["source"] for e in after if e["kind"] == "assigned" and e["role"] == "member")
     assert assigned == {"m0": 1, "m1": 1, "j0": 1}
+
+
+def test_a_joining_member_is_ready_after_its_process_booted(tmp_path: Path) -> None:
+    """The driver starts a joiner after a boot time drawn from the model. With cv 0 the boot is exactly
+    the mean: 0.2 s + 0.05 s per live member per client core; 3 members on the default 2 cores: 0.2 +
+    0.05 * 3 / 2 = 0.275 s from the join's invoke to j0's ready, which the pair's complete names. With cv
+    0.4 two seeds draw different boots."""
+    sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
+
+    def boot_s(delays: DelayModel, name: str) -> float:
+        simulate_unit(sc, "coordinator", tmp_path / name, delays)
+        events = unit_events(tmp_path / name)
+        (invoke,) = [e for e in events if e["kind"] == "invoke"]
+        (ready,) = [e for e in events if e["kind"] == "ready" and e["source"] == "j0"]
+        (complete,) = [e for e in events if e["kind"] == "complete"]
+        # the pair completes when the driver's poll (the runner's) sees the ready, and names its time
+        assert complete["ready_ns"] == {"j0": ready["ts_ns"]} and complete["ts_ns"] >= ready["ts_ns"]
+        return (ready["ts_ns"] - invoke["ts_ns"]) / NS_PER_S
+
+    exact = DelayModel(
+        **{**ON_TIME, "member_boot_s": 0.2, "member_boot_per_member_s": 0.05}, member_boot_cv=0.0
+    )
+    assert boot_s(exact, "exact") == pytest.approx(0.275, abs=1e-6)
+    assert boot_s(DelayModel(**ON_TIME), "none") == 0.0
+    drawn = [boot_s(DelayModel(member_boot_cv=0.4, seed=s), f"seed{s}") for s in (1, 2)]
+    assert drawn[0] != drawn[1] and all(x > 0 for x in drawn)
+
+
+@pytest.mark.parametrize(("late_s", "interval_s"), [(0.0, 0.5), (0.1, 0.6)])
+def test_a_late_heartbeat_delays_every_later_one(tmp_path: Path, late_s: float, interval_s: float) -> None:
+    """kafka-python times the next heartbeat from the last one's send: with each sent ``late_s`` late
+    (cv 0: exactly) a member heartbeats every 0.5 s + ``late_s``. By hand: 3 members over 12 s of a stable
+    group make 3 * 12 / 0.5 = 72 heartbeats on time, 3 * 12 / 0.6 = 60 with 100 ms each, give or take one
+    per member at the interval's ends."""
+    delays = DelayModel(
+        **{**ON_TIME, "kafka_heartbeat_late_s": late_s},
+        kafka_poll_gap_cv=0.0,
+        kafka_poll_gap_per_member_s=0.0,
+    )
+    unit = _Unit(3, tmp_path / "h.jsonl", delays)
+    unit.run_until_stable()
+    start = unit.sched.now_ns + 2 * NS_PER_S  # past the snapshot interval the stable moment fell in
+    unit.sched.run(until_ns=start + 12 * NS_PER_S)
+    events = unit.close()
+    snaps = [
+        e for e in events if e["kind"] == "broker_request" and start < e["ts_ns"] <= start + 12 * NS_PER_S
+    ]
+    beats = sum(int((e.get("requests") or {}).get("Heartbeat", 0)) for e in snaps)
+    window_s = sum(float(e["interval_s"]) for e in snaps)
+    assert window_s == pytest.approx(12.0, abs=1.01)
+    assert abs(beats - 3 * window_s / interval_s) <= 3, (beats, window_s)
+
+
+def test_the_runner_performs_a_step_late_by_the_drawn_time(tmp_path: Path) -> None:
+    """A step's invoke comes ``at`` after ``stable`` plus the runner's lateness: with cv 0 exactly 30 ms +
+    2 ms per live member per client core, 3 members on 2 cores: 30 + 2 * 3 / 2 = 33 ms; on time, none."""
+    sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
+
+    def late_s(delays: DelayModel, name: str) -> float:
+        simulate_unit(sc, "coordinator", tmp_path / name, delays)
+        events = unit_events(tmp_path / name)
+        (stable,) = [e for e in events if e["kind"] == "stable"]
+        (invoke,) = [e for e in events if e["kind"] == "invoke"]
+        return (invoke["ts_ns"] - stable["ts_ns"]) / NS_PER_S - 2.0
+
+    late = {**ON_TIME, "runner_step_late_s": 0.03, "runner_step_late_per_member_s": 0.002}
+    assert late_s(DelayModel(**late, runner_step_late_cv=0.0), "late") == pytest.approx(0.033, abs=1e-6)
+    assert late_s(DelayModel(**ON_TIME), "on-time") == pytest.approx(0.0, abs=1e-6)

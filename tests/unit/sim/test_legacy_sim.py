@@ -15,6 +15,7 @@ from harness.scenario import load_scenario
 from harness.sim.driver import NOT_SIMULATED, SimUnitRunner
 from harness.sim.model import DelayModel
 from harness.sim.validate import read_unit, unit_counts
+from tests.support.sim_units import ON_TIME
 
 SCENARIO = """
 name = "sim-unit"
@@ -257,7 +258,7 @@ def test_wait_settled_holds_a_step_until_the_previous_trigger_settled(tmp_path: 
     path.write_text(WAIT_SCENARIO)
     s = load_scenario(str(path))
     unit = Unit(0, planned_cases(s)[0], "legacy_zk", 0, tmp_path / f"w{wait}" / "c0-legacy_zk-r0")
-    slow = DelayModel(zk_service_s=0.05, watch_wake_spread_s=0.0)
+    slow = DelayModel(**ON_TIME, zk_service_s=0.05, watch_wake_spread_s=0.0)
     outcome = SimUnitRunner(s, unit, slow, epoch_ns=10**18, options={"wait_settled": wait}).run()
     assert not outcome.get("failed")
     events = read_unit(unit.dir)
@@ -283,7 +284,7 @@ def test_a_rebalance_waits_for_the_fetchers_poll_to_return(tmp_path: Path) -> No
     _, d = simulate(
         tmp_path,
         "poll",
-        delays=DelayModel(watch_wake_spread_s=0.0),
+        delays=DelayModel(**ON_TIME, watch_wake_spread_s=0.0),
         scenario=SCENARIO.replace("rate = 40", "rate = 8"),
     )
     events = sorted(read_unit(d), key=lambda e: e["ts_ns"])
