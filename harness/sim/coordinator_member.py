@@ -14,7 +14,8 @@ Contract
    the member lost its generation, ``on_partitions_lost``; JoinGroup v7 (a first join gets
    MEMBER_ID_REQUIRED and joins again with the id it got); SyncGroup (the leader's carries the assignment
    of kafka-python's own assignor class for the chosen protocol, computed on the member metadata the
-   broker returned; the leader then refreshes metadata); errors as kafka-python handles them
+   broker returned, at ``kafka_assign_per_member_s`` per member on the shared client cores; the leader
+   then refreshes metadata); errors as kafka-python handles them
    (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: join again); the join runs on
    kafka-python's IO thread while the main thread awaits it in ``poll(timeout_ms=200)`` windows with
    gaps between them (:class:`_PollGaps`; mean ``kafka_poll_gap_per_member_s`` times the live members per
@@ -482,7 +483,8 @@ class SimConsumer:
     def _sync_group(self, join: g.JoinGroupResponse) -> list[int] | None:
         assignments: list[tuple[str, bytes]] = []
         leader = join.leader == join.member_id
-        if leader:
+        if leader:  # the assignment's work on the shared cores, then the SyncGroup
+            self.cpu.work(self.delays.kafka_assign_per_member_s * len(join.members))
             assignments = self._assign(join)
         machine = self.broker.machine
         req = g.SyncGroupRequest(
