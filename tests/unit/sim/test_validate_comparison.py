@@ -94,26 +94,35 @@ def test_latency_is_compared_among_repetitions_that_made_the_same_herd() -> None
     assert r.simulated_latency_s == 2.11
 
 
+def _at(t: int, kind: str, source: str, role: str = "member", **kw: object) -> dict[str, object]:
+    """One hand-made event at ``t`` ms."""
+    return {"ts_ns": t * 1_000_000, "kind": kind, "source": source, "role": role, **kw}
+
+
+def _join_at_2000() -> list[dict[str, object]]:
+    """A unit's start by hand: a owns p0 and is stable at 1000 ms; j joins at 2000 ms (the nemesis's pair
+    and j's ready)."""
+    pair = {"action": "join", "action_id": 1, "targets": ["j"], "trigger": True}
+    return [
+        _at(0, "unit_start", "nemesis", role="harness", partitions=1),
+        _at(0, "ready", "a"),
+        _at(100, "assigned", "a", partition=0),
+        _at(100, "rebalance_end", "a", outcome="ok"),
+        _at(1000, "stable", "nemesis", role="harness"),
+        _at(2000, "invoke", "nemesis", role="nemesis", **pair),
+        _at(2000, "complete", "nemesis", role="nemesis", **pair),
+        _at(2000, "ready", "j"),
+    ]
+
+
 def test_the_workloads_own_broker_requests_are_not_the_groups() -> None:
     """As the herd analysis counts (WORKLOAD_CLIENTS): in a join window the producer's and the
     harness's Metadata requests are left out, the members' counted. By hand: a owns p0; j joins at 2000
     (ready at 2000); broker requests inside the window: a's JoinGroup, j's JoinGroup, j's Metadata and
     the producer's two Metadata and the harness's one; the window ends at settling_end (5000)."""
-    ms = 1_000_000
-
-    def at(t: int, kind: str, source: str, role: str = "member", **kw: object) -> dict[str, object]:
-        return {"ts_ns": t * ms, "kind": kind, "source": source, "role": role, **kw}
-
-    pair = {"action": "join", "action_id": 1, "targets": ["j"], "trigger": True}
+    at = _at  # the events after the shared start, by hand
     events = [
-        at(0, "unit_start", "nemesis", role="harness", partitions=1),
-        at(0, "ready", "a"),
-        at(100, "assigned", "a", partition=0),
-        at(100, "rebalance_end", "a", outcome="ok"),
-        at(1000, "stable", "nemesis", role="harness"),
-        at(2000, "invoke", "nemesis", role="nemesis", **pair),
-        at(2000, "complete", "nemesis", role="nemesis", **pair),
-        at(2000, "ready", "j"),
+        *_join_at_2000(),
         at(2100, "group_request", "broker-0", role="broker", api="Metadata", client="herdlab-producer"),
         at(2200, "group_request", "broker-0", role="broker", api="Metadata", client="j"),
         at(2300, "group_request", "broker-0", role="broker", api="JoinGroup", client="j"),
@@ -133,21 +142,9 @@ def test_the_workloads_own_broker_requests_are_not_the_groups() -> None:
 def _unit_events(settled_ms: int, conflict: bool) -> list[dict[str, object]]:
     """A hand-made legacy unit: a owns p0, j joins at 2000 ms (invoke and ready), both end their
     rebalance at ``settled_ms``; with ``conflict`` j first fails one attempt on a conflict."""
-    ms = 1_000_000
-
-    def at(t: int, kind: str, source: str, role: str = "member", **kw: object) -> dict[str, object]:
-        return {"ts_ns": t * ms, "kind": kind, "source": source, "role": role, **kw}
-
-    pair = {"action": "join", "action_id": 1, "targets": ["j"], "trigger": True}
+    at = _at  # the events after the shared start, by hand
     events = [
-        at(0, "unit_start", "nemesis", role="harness", partitions=1),
-        at(0, "ready", "a"),
-        at(100, "assigned", "a", partition=0),
-        at(100, "rebalance_end", "a", outcome="ok"),
-        at(1000, "stable", "nemesis", role="harness"),
-        at(2000, "invoke", "nemesis", role="nemesis", **pair),
-        at(2000, "complete", "nemesis", role="nemesis", **pair),
-        at(2000, "ready", "j"),
+        *_join_at_2000(),
         at(2010, "watch", "a"),
         at(2020, "rebalance_begin", "a"),
         at(2020, "rebalance_begin", "j"),
