@@ -55,7 +55,7 @@ from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder
 from harness.scenario.model import Scenario
 from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler, next_tick
 from harness.sim.coordinator_broker import Reply, SimBroker
-from harness.sim.cpu import ClientCpu
+from harness.sim.cpu import ClientCpu, gamma_draw
 from harness.sim.model import DelayModel
 from harness.sim.workload import SimTopic
 
@@ -200,11 +200,7 @@ class _PollGaps:
             sched.call_later(poll_ns / NS_PER_S, self._window_end)
 
     def _draw(self) -> float:
-        mean = self.mean_s()
-        if self.cv <= 0 or mean <= 0:
-            return mean
-        shape = 1 / (self.cv * self.cv)
-        return self.cpu.rng.gammavariate(shape, mean / shape)
+        return gamma_draw(self.cpu.rng, self.mean_s(), self.cv)
 
     def _window_end(self) -> None:
         if not self._live:
@@ -642,10 +638,7 @@ class SimConsumer:
         d = self.delays
         per_core = self._live_members() / d.client_cores if d.client_cores > 0 else 1.0
         mean = d.kafka_heartbeat_late_s + d.kafka_heartbeat_late_per_member_s * per_core
-        if mean <= 0 or d.kafka_poll_gap_cv <= 0:
-            return max(0.0, mean)
-        shape = 1 / (d.kafka_poll_gap_cv * d.kafka_poll_gap_cv)
-        return self.cpu.rng.gammavariate(shape, mean / shape)
+        return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv)
 
     def _wake_at_poll_end(self) -> None:
         """Wake the main thread when its current poll window ends (windows chain from the anchor)."""

@@ -17,7 +17,7 @@ from typing import Any
 from harness.sim.clock import NS_PER_S, VirtualScheduler, to_ns
 from harness.sim.model import DelayModel
 
-__all__ = ["ClientCpu"]
+__all__ = ["ClientCpu", "gamma_draw"]
 
 
 class ClientCpu:
@@ -49,3 +49,13 @@ class ClientCpu:
         """Spend ``seconds`` of client CPU in the calling task."""
         end = self.reserve(seconds)
         self.sched.sleep((end - self.sched.now_ns) / NS_PER_S)
+
+
+def gamma_draw(rng: Any, mean: float, cv: float) -> float:
+    """A time (seconds) from a gamma distribution of ``mean`` and coefficient of variation ``cv`` (shape
+    1 / cv²) drawn from ``rng``, the unit's random source: the model's drawn waits and delays. ``cv`` 0 is
+    exactly the mean, and a mean of 0 or less is 0 (no draw either way)."""
+    if mean <= 0 or cv <= 0:
+        return max(0.0, mean)
+    shape = 1 / (cv * cv)
+    return rng.gammavariate(shape, mean / shape)

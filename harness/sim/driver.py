@@ -14,8 +14,9 @@ run: :func:`harness.run.plan.make_plan`) on a fresh :class:`~harness.sim.clock.V
    :mod:`harness.kernel.ownership`), polled every :data:`harness.run.tail.POLL_S` of virtual time, with
    the runner's test (every initial member live, none rebalancing, the view settled for
    ``settle_window``); writes ``stable`` or fails the unit after ``stable_timeout`` of virtual time;
-3. performs each step at ``stable + at``, late by a time drawn from the model (``runner_step_late_*``), with the real nemesis's ``invoke`` / ``complete`` | ``skipped``
-   events (:class:`harness.faults.nemesis.ActionPair`: the same fields): ``join`` / ``start_member``
+3. performs each step at ``stable + at``, late by a time drawn from the model (``runner_step_late_*``),
+   with the real nemesis's ``invoke`` / ``complete`` | ``skipped`` events
+   (:class:`harness.faults.nemesis.ActionPair`: the same fields): ``join`` / ``start_member``
    start the targets, each after a boot time drawn from the model (``member_boot_*``), and complete when
    each wrote ``ready`` (``ready_ns``); ``leave`` / ``stop_member``
    stop them cleanly and complete when they stopped; ``crash`` kills them (their sessions or memberships
@@ -47,6 +48,7 @@ from harness.run.runner import Unit, UnitFailed, UnitRunner
 from harness.run.tail import GroupWatch
 from harness.scenario.model import Scenario
 from harness.sim.clock import NS_PER_S, Task, VirtualScheduler
+from harness.sim.cpu import gamma_draw
 from harness.sim.group import SimContext, SimGroup
 from harness.sim.history import EventSink, SimHistory
 from harness.sim.model import DelayModel
@@ -328,11 +330,7 @@ class SimUnitRunner:
         (0: exactly the mean; a mean of 0: no draw)."""
         d = self.delays
         per_core = len(self.group.members()) / d.client_cores if d.client_cores > 0 else 1.0
-        mean = base_s + per_member_s * per_core
-        if mean <= 0 or cv <= 0:
-            return max(0.0, mean)
-        shape = 1 / (cv * cv)
-        return self.ctx.rng.gammavariate(shape, mean / shape)
+        return gamma_draw(self.ctx.rng, base_s + per_member_s * per_core, cv)
 
     def _perform(self, step: Step) -> None:
         """One step: the nemesis pair around the simulated action (module contract)."""
