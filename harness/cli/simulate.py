@@ -37,7 +37,12 @@ if not console.is_terminal:
     metavar="NAME=VALUE",
     help="Override a field of the delay model (seconds), e.g. zk_service_s=0.0002. Repeatable.",
 )
-@click.option("--seed", type=int, default=None, help="Seed of the delay model's random source (jitter).")
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of the delay model's random source (its drawn waits and jitter).",
+)
 @click.option(
     "--option",
     "sim_options",
