@@ -74,8 +74,9 @@ class DelayModel:
     #: member's heartbeat, poll and ping phases after the join by a random amount, as in a real run, where
     #: the phases met by the following steps differ between repetitions by up to a whole heartbeat
     #: interval. Real 10 / 50 / 100-member herd runs on this machine's 2 cores: 0.37-0.77 / 0.72-1.97 /
-    #: 1.18-3.73 s (means 0.55 / 1.18 / 2.18 s, cv 0.3-0.4; both implementations, 18 joins). 0 and 0 =
-    #: ready at once.
+    #: 1.18-3.73 s (means 0.55 / 1.18 / 2.18 s, cv 0.3-0.4; both implementations, 18 joins). Like the
+    #: other per-member-per-core fields it is calibrated at 10 to 100 members on 2 cores: at 10^3 members
+    #: on 2 cores a boot would take 18 s; size runs use ``client_cores`` 0. 0 and 0 = ready at once.
     member_boot_s: float = 0.33
     #: ... (above)
     member_boot_per_member_s: float = 0.036
