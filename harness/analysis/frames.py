@@ -209,8 +209,8 @@ def pin(df: DataFrame) -> DataFrame:
     of the shuffle that made it, and every later stage reading it ran that many tasks over a few
     thousand rows; at 10^7 events that was 700 of the analysis's 860 tasks, 26 s of its 120 s of
     task time (``herdlab bench analysis``). On a cluster an executor can be lost, and a local
-    checkpoint's blocks with it, unrecoverably (Spark's docs of ``localCheckpoint``). There the table is persisted
-    (memory, spilling to disk) with its lineage kept and materialised by a count: a lost block is
+    checkpoint's blocks with it, unrecoverably (Spark's docs of ``localCheckpoint``). There the table is
+    persisted (memory, spilling to disk) with its lineage kept and materialised by a count: a lost block is
     recomputed from the history, which every executor can read (checked first,
     :func:`harness.analysis.spark.check_history`). A reliable ``checkpoint`` would instead need a
     directory every executor can write and read, a second storage requirement for tables this small.

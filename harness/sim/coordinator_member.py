@@ -423,8 +423,7 @@ class SimConsumer:
         """The mean gap between two polls now: ``kafka_poll_gap_per_member_s`` times the live members per
         client core (the woken main thread waits for a core behind the others' work)."""
         d = self.delays
-        per_core = self._live_members() / d.client_cores if d.client_cores > 0 else 1.0
-        return d.kafka_poll_gap_per_member_s * per_core
+        return d.kafka_poll_gap_per_member_s * d.per_core(self._live_members())
 
     def _prepare(self) -> None:
         """kafka-python's ``_on_join_prepare``: the listener's revoke (commit first) or lost."""
@@ -636,8 +635,9 @@ class SimConsumer:
         """How late the IO thread sends the next heartbeat (``kafka_heartbeat_late_*`` of the model, drawn
         with ``kafka_poll_gap_cv`` from the unit's random source)."""
         d = self.delays
-        per_core = self._live_members() / d.client_cores if d.client_cores > 0 else 1.0
-        mean = d.kafka_heartbeat_late_s + d.kafka_heartbeat_late_per_member_s * per_core
+        mean = d.kafka_heartbeat_late_s + d.kafka_heartbeat_late_per_member_s * d.per_core(
+            self._live_members()
+        )
         return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv)
 
     def _wake_at_poll_end(self) -> None:

@@ -328,8 +328,7 @@ class SimUnitRunner:
         """A time drawn from the unit's random source: gamma of mean ``base_s`` + ``per_member_s`` times the
         live members per client core (1 with ``client_cores`` 0) and coefficient of variation ``cv``
         (0: exactly the mean; a mean of 0: no draw)."""
-        d = self.delays
-        per_core = len(self.group.members()) / d.client_cores if d.client_cores > 0 else 1.0
+        per_core = self.delays.per_core(len(self.group.members()))
         return gamma_draw(self.ctx.rng, base_s + per_member_s * per_core, cv)
 
     def _perform(self, step: Step) -> None:

@@ -163,6 +163,11 @@ class DelayModel:
         """A fresh random source from ``seed`` (one per simulated unit, so units are independent)."""
         return random.Random(self.seed)
 
+    def per_core(self, members: int) -> float:
+        """Members per client core, the load the per-member-per-core fields scale with (``*_per_member_s``):
+        ``members / client_cores``, 1 with ``client_cores`` 0 (every member a core of its own)."""
+        return members / self.client_cores if self.client_cores > 0 else 1.0
+
     def as_dict(self) -> dict[str, float | int]:
         """Every field, for the manifest and ``metrics.json``."""
         return asdict(self)
