@@ -7,7 +7,7 @@ backend: a real ZooKeeper and broker, member processes) and in the simulator
 (:func:`harness.sim.session.simulate_scenario`, ``--sim-repetitions`` repetitions, each seeded by its
 repetition: the model's random parts, such as the legacy members' wake-up spread, differ between them),
 with the same overrides (``--members``, ``--repetitions``, ``--impl``, ``--set``; ``--delay`` for the
-model), then compares each (implementation, N, trigger) with :func:`harness.sim.validate.compare_runs`:
+model), then compares each (implementation, N, trigger) with :func:`harness.sim.validate.compare`:
 the herd counts (watches, ZooKeeper requests by op, conflicts, rebalance attempts and failed ones, broker
 group requests by API) of every real repetition against those of the simulated ones (equal: each real
 repetition's counts are those of one simulated repetition), and the median simulated latency against the
@@ -190,35 +190,41 @@ def validate(
     from harness.run.runner import RunOptions, run_scenario
     from harness.scenario import load_scenario
     from harness.sim.session import SimOptions, parse_delays, simulate_scenario
-    from harness.sim.validate import compare_runs
+    from harness.sim.validate import compare, run_cases, run_counts
 
     model = parse_delays(delays)
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simval-"))
     s = load_scenario(scenario, _overrides(members, repetitions, impls, sets))
-    if not real_dirs:
+    dirs = list(real_dirs)
+    if not dirs:
         check_java()
         t0 = time.monotonic()
-        real_dirs = (run_scenario(s, RunOptions(out=base / "real")).run_dir,)
-        real_what = f"real run {real_dirs[0]} ({time.monotonic() - t0:.0f} s wall)"
+        dirs = [run_scenario(s, RunOptions(out=base / "real")).run_dir]
+        real_what = f"real run {dirs[0]} ({time.monotonic() - t0:.0f} s wall)"
     else:
-        for d in real_dirs:
+        for d in dirs:
             _check_same_cases(d, members, impls)
-        real_what = ("real run " if len(real_dirs) == 1 else "real runs ") + ", ".join(map(str, real_dirs))
-        real_what += " (given" + (", repetitions pooled)" if len(real_dirs) > 1 else ")")
+        real_what = ("real run " if len(dirs) == 1 else "real runs ") + ", ".join(map(str, dirs))
+        real_what += " (given" + (", repetitions pooled)" if len(dirs) > 1 else ")")
     t1 = time.monotonic()
     sim = simulate_scenario(
         s.model_copy(update={"repetitions": sim_repetitions}), SimOptions(out=base / "sim", delays=model)
     )
     sim_s = time.monotonic() - t1
-    rows = compare_runs(real_dirs, sim.run_dir, s.settle_window)
+    # every unit read and counted once; the pooled rows and each run's own come from the same counts
+    real = [run_counts(d, s.settle_window) for d in dirs]
+    simulated, cases = run_counts(sim.run_dir, s.settle_window), run_cases(dirs[0])
+    rows = compare(real, simulated, cases)
     lines = [
         f"{real_what}, simulation {sim.run_dir} ({sim_repetitions} repetitions, {sim_s:.1f} s wall)",
         f"model: {model.describe()}",
         *format_comparison(rows),
         tally(rows),
     ]
-    if len(real_dirs) > 1:
-        lines += [f"{d} alone: {tally(compare_runs(d, sim.run_dir, s.settle_window))}" for d in real_dirs]
+    if len(dirs) > 1:
+        lines += [
+            f"{d} alone: {tally(compare([r], simulated, cases))}" for d, r in zip(dirs, real, strict=True)
+        ]
     return lines
 
 

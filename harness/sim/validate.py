@@ -12,7 +12,9 @@ by op (a simulated event's ``count`` summed; offset commits, the steady-state wr
 workload's own clients', :data:`harness.kernel.events.WORKLOAD_CLIENTS`, as the herd analysis leaves
 them out: the producer's metadata refreshes are not the group's traffic); plus the
 outcome and the latency (t1 - t0, seconds; None unless settled). :func:`read_unit` reads a unit
-directory's ``events/*.jsonl``. Pure but for that read: no Spark.
+directory's ``events/*.jsonl``; :func:`run_counts` counts every unit of a run directory once and
+:func:`compare` sets real runs' counts (pooled) against a simulation's; :func:`compare_runs` does both
+for run directories. Pure but for those reads: no Spark.
 """
 
 from __future__ import annotations
@@ -28,7 +30,17 @@ from typing import Any
 from harness.kernel.events import WORKLOAD_CLIENTS, Kind, Role, failed_attempt, zk_steady
 from harness.kernel.windows import evaluate
 
-__all__ = ["TriggerCounts", "read_unit", "unit_counts"]
+__all__ = [
+    "Comparison",
+    "RunCounts",
+    "TriggerCounts",
+    "compare",
+    "compare_runs",
+    "read_unit",
+    "run_cases",
+    "run_counts",
+    "unit_counts",
+]
 
 
 @dataclass
@@ -174,27 +186,40 @@ def _units(run_dir: Path) -> dict[tuple[int, str], list[Path]]:
     return out
 
 
-def compare_runs(real_dirs: Path | Sequence[Path], sim_dir: Path, settle_window_s: float) -> list[Comparison]:
-    """Each (implementation, case, trigger) of real and simulated run directories of the same scenario and
-    cases: the real runs' repetitions against every repetition of the simulation (module contract).
-    Several real runs are pooled: their repetitions, in the order given, are one real sample (a real run's
-    repetitions follow each other within minutes, and this machine's speed differs between hours by more
-    than between them; several runs at different times are the range real runs take here)."""
-    dirs = [real_dirs] if isinstance(real_dirs, Path) else list(real_dirs)
-    manifest = json.loads((dirs[0] / "manifest.json").read_text())
-    cases = {c["index"]: c for c in manifest.get("cases") or []}
-    real: dict[tuple[int, str], list[Path]] = {}
-    for d in dirs:
-        for key, units in _units(d).items():
-            real.setdefault(key, []).extend(units)
-    sim = _units(sim_dir)
+#: One run's herd counts: (case index, implementation) -> per repetition, per trigger (:func:`run_counts`).
+RunCounts = dict[tuple[int, str], list[list[TriggerCounts]]]
+
+
+def run_counts(run_dir: Path, settle_window_s: float) -> RunCounts:
+    """Every unit of a run directory read once and counted (:func:`unit_counts`; a legacy unit without
+    broker requests)."""
+    return {
+        key: [unit_counts(read_unit(d), settle_window_s, key[1] != "legacy_zk") for d in dirs]
+        for key, dirs in _units(run_dir).items()
+    }
+
+
+def run_cases(run_dir: Path) -> dict[int, dict[str, Any]]:
+    """The run's cases by index (its ``manifest.json``)."""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    return {c["index"]: c for c in manifest.get("cases") or []}
+
+
+def compare(
+    real: Sequence[RunCounts], sim: RunCounts, cases: Mapping[int, Mapping[str, Any]]
+) -> list[Comparison]:
+    """Each (implementation, case, trigger) of the real runs' counts against every repetition of the
+    simulation's; several real runs are pooled, their repetitions in the order given (see
+    :func:`compare_runs`)."""
+    pooled: RunCounts = {}
+    for counts in real:
+        for key, reps in counts.items():
+            pooled.setdefault(key, []).extend(reps)
     out: list[Comparison] = []
-    for key in sorted(real):
+    for key in sorted(pooled):
         if key not in sim:
             continue
-        broker = key[1] != "legacy_zk"
-        reps = [unit_counts(read_unit(d), settle_window_s, broker) for d in real[key]]
-        sims = [unit_counts(read_unit(d), settle_window_s, broker) for d in sim[key]]
+        reps, sims = pooled[key], sim[key]
         case = cases.get(key[0], {})
         for i, st in enumerate(sims[0]):
             rs = [r[i] for r in reps if i < len(r)]
@@ -212,3 +237,14 @@ def compare_runs(real_dirs: Path | Sequence[Path], sim_dir: Path, settle_window_
                 )
             )
     return out
+
+
+def compare_runs(real_dirs: Path | Sequence[Path], sim_dir: Path, settle_window_s: float) -> list[Comparison]:
+    """Each (implementation, case, trigger) of real and simulated run directories of the same scenario and
+    cases: the real runs' repetitions against every repetition of the simulation (module contract).
+    Several real runs are pooled: their repetitions, in the order given, are one real sample (a real run's
+    repetitions follow each other within minutes, and this machine's speed differs between hours by more
+    than between them; several runs at different times are the range real runs take here)."""
+    dirs = [real_dirs] if isinstance(real_dirs, Path) else list(real_dirs)
+    real = [run_counts(d, settle_window_s) for d in dirs]
+    return compare(real, run_counts(sim_dir, settle_window_s), run_cases(dirs[0]))
