@@ -88,7 +88,7 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     out["spark"]["small_shuffle_partitions"] = min(parts, cores)
     check_history(spark, inputs.history)  # a cluster's executors must read it (no-op in local mode)
     try:
-        frames = prepare(spark, str(inputs.history), wide=parts)
+        frames = prepare(spark, str(inputs.history), wide=parts, schema=inputs.schema)
         units = unit_table(frames, inputs.manifest)
         analysed = {k: u for k, u in units.items() if u.get("events")}
         if analysed:

@@ -37,9 +37,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from harness.kernel.events import ZK_STEADY_OPS, ZK_STEADY_PATH, Kind
 
@@ -80,11 +82,17 @@ class Frames:
         return self.names.select(*UNIT, "uid").distinct()
 
 
-def prepare(spark: SparkSession, history: str, wide: int = 0) -> Frames:
+def prepare(spark: SparkSession, history: str, wide: int = 0, schema: pa.Schema | None = None) -> Frames:
     """Read and normalise a history (see the module contract); ``wide`` is :attr:`Frames.wide`
-    (0: the session's ``spark.sql.shuffle.partitions``)."""
+    (0: the session's ``spark.sql.shuffle.partitions``); ``schema`` is the file's own (its footer, as
+    :func:`harness.analysis.load.load_run` read it), given to Spark when every column's type has a
+    Spark equivalent (:func:`spark_schema`), else Spark infers it."""
     wide = wide or int(spark.conf.get("spark.sql.shuffle.partitions") or 1)
-    raw = spark.read.parquet(history).na.fill({"case": "", "impl": ""}).na.fill(0, ["repetition"])
+    reader = spark.read
+    given = spark_schema(schema) if schema is not None else None
+    if given is not None:
+        reader = reader.schema(given)
+    raw = reader.parquet(history).na.fill({"case": "", "impl": ""}).na.fill(0, ["repetition"])
     kind = F.col("kind")
     control = raw.where(~kind.isin(Kind.RECORD, Kind.PRODUCED) | kind.isNull())
     control = control.withColumn("x", F.from_json("extra", EXTRA_SCHEMA)).select("*", "x.*").drop("x")
@@ -139,6 +147,33 @@ def prepare(spark: SparkSession, history: str, wide: int = 0) -> Frames:
         sources=sources,
         wide=wide,
     )
+
+
+#: Arrow's types of a history's columns and Spark's: what :func:`spark_schema` translates.
+_SPARK_TYPES: dict[pa.DataType, T.DataType] = {
+    pa.int8(): T.ByteType(),
+    pa.int16(): T.ShortType(),
+    pa.int32(): T.IntegerType(),
+    pa.int64(): T.LongType(),
+    pa.float32(): T.FloatType(),
+    pa.float64(): T.DoubleType(),
+    pa.bool_(): T.BooleanType(),
+    pa.string(): T.StringType(),
+    pa.large_string(): T.StringType(),
+}
+
+
+def spark_schema(schema: pa.Schema) -> T.StructType | None:
+    """A Parquet file's Arrow schema as the Spark schema its columns read as (every field nullable),
+    or None when some column's type is not one of :data:`_SPARK_TYPES` (Spark then infers the schema
+    itself). Given to the reader, it saves the job in which Spark reads the file's footer for it."""
+    fields = []
+    for f in schema:
+        t = _SPARK_TYPES.get(f.type)
+        if t is None:
+            return None
+        fields.append(T.StructField(f.name, t, True))
+    return T.StructType(fields)
 
 
 def _check_hashes(names: DataFrame) -> None:

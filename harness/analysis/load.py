@@ -52,6 +52,9 @@ class RunInputs:
     history: Path
     rows: int
     manifest: dict[str, Any] = field(default_factory=dict)
+    #: the history file's own schema (its footer, read here): Spark reads the file with it rather than
+    #: inferring it in a job of its own (:func:`harness.analysis.frames.prepare`)
+    schema: pa.Schema | None = None
 
     @property
     def settle_window_s(self) -> float:
@@ -64,8 +67,8 @@ class RunInputs:
             raise ConfigError(f"{self.run_dir / MANIFEST}: settle_window {value!r} is not a number") from None
 
 
-def check_history(path: Path) -> int:
-    """Validate a Parquet history file; return its row count (see the module contract)."""
+def check_history(path: Path) -> tuple[int, pa.Schema]:
+    """Validate a Parquet history file; return its row count and its schema (see the module contract)."""
     if not path.exists():
         raise ConfigError(f"{path.parent} has no {HISTORY}: not a run directory, or the run wrote nothing")
     try:
@@ -81,7 +84,7 @@ def check_history(path: Path) -> int:
         got = schema.field(name).type
         if want != got and not (pa.types.is_integer(want) and pa.types.is_integer(got)):
             raise ConfigError(f"{path}: column {name} is {got}, expected {want}")
-    return meta.num_rows
+    return meta.num_rows, schema
 
 
 def load_run(run_dir: str | Path) -> RunInputs:
@@ -90,7 +93,7 @@ def load_run(run_dir: str | Path) -> RunInputs:
     if not d.is_dir():
         raise ConfigError(f"{d} is not a directory")
     history = d / HISTORY
-    rows = check_history(history)
+    rows, schema = check_history(history)
     manifest: dict[str, Any] = {}
     mpath = d / MANIFEST
     if mpath.exists():
@@ -100,4 +103,4 @@ def load_run(run_dir: str | Path) -> RunInputs:
             raise ConfigError(f"{mpath} is not valid JSON ({e})") from None
         if not isinstance(manifest, dict):
             raise ConfigError(f"{mpath} is not a JSON object")
-    return RunInputs(run_dir=d, history=history, rows=rows, manifest=manifest)
+    return RunInputs(run_dir=d, history=history, rows=rows, manifest=manifest, schema=schema)

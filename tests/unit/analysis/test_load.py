@@ -49,3 +49,40 @@ def test_settle_window_from_manifest_with_default(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text(json.dumps({"scenario": {"settle_window": 1.5}}))
     run = load_run(tmp_path)
     assert (run.settle_window_s, run.rows) == (1.5, 0)
+
+
+def test_load_run_keeps_the_files_own_schema(tmp_path: Path) -> None:
+    # a history whose repetition is int64 (an integer column of another width is accepted)
+    table = SCHEMA.empty_table().set_column(
+        SCHEMA.get_field_index("repetition"), "repetition", pa.array([], pa.int64())
+    )
+    pq.write_table(table, tmp_path / "history.parquet")
+    schema = load_run(tmp_path).schema
+    assert schema is not None
+    assert schema.field("repetition").type == pa.int64()
+    assert schema.names == SCHEMA.names
+
+
+def test_spark_schema_translates_the_history_columns() -> None:
+    from pyspark.sql import types as T
+
+    from harness.analysis.frames import spark_schema
+
+    got = spark_schema(SCHEMA)
+    assert got is not None
+    by_name = {f.name: f for f in got.fields}
+    assert got.names == SCHEMA.names  # every column, in the file's order
+    assert by_name["ts_ns"].dataType == T.LongType()
+    assert by_name["repetition"].dataType == T.IntegerType()
+    assert by_name["partition"].dataType == T.IntegerType()
+    assert by_name["duration_ms"].dataType == T.DoubleType()
+    assert by_name["kind"].dataType == T.StringType()
+    assert by_name["extra"].dataType == T.StringType()
+    assert all(f.nullable for f in got.fields)
+
+
+def test_spark_schema_leaves_unknown_types_to_spark() -> None:
+    from harness.analysis.frames import spark_schema
+
+    odd = SCHEMA.append(pa.field("when", pa.timestamp("ns")))
+    assert spark_schema(odd) is None
