@@ -7,8 +7,8 @@ run: :func:`harness.run.plan.make_plan`) on a fresh :class:`~harness.sim.clock.V
 
 1. writes ``unit_start`` (topic, group, partitions, members), starts the producer
    (:class:`harness.sim.workload.SimProducer` on the unit's :class:`~harness.sim.workload.SimTopic`) and
-   every initial member at once (``SimGroup.start_member``; spread evenly over the model's
-   ``member_start_spread_s`` in start order when it is set);
+   every initial member at once (``SimGroup.start_member``; each ready at a time drawn uniformly over the
+   model's ``member_start_spread_s`` from the unit's random source when it is set);
 2. waits until the group is first stable with the runner's own condition and fold: the events the
    simulation writes are fed to a :class:`harness.run.tail.GroupWatch` (the runner's fold of
    :mod:`harness.kernel.ownership`), polled every :data:`harness.run.tail.POLL_S` of virtual time, with
@@ -253,10 +253,9 @@ class SimUnitRunner:
         )
         self.producer.start()
         spread = self.delays.member_start_spread_s
-        n = len(self.plan.initial)
-        for i, name in enumerate(self.plan.initial):
-            if spread > 0 and i:
-                self.sched.call_later(spread * i / n, self.group.start_member, name)
+        for name in self.plan.initial:  # a real run starts them at once; each process boots for its own time
+            if spread > 0:
+                self.sched.call_later(self.ctx.rng.uniform(0.0, spread), self.group.start_member, name)
             else:
                 self.group.start_member(name)
         self._phase("joining")

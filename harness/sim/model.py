@@ -63,8 +63,11 @@ class DelayModel:
     #: A legacy member's cost to open its ZooKeeper session (kazoo's start: threads, handshake), before
     #: the connect request's round trip.
     zk_connect_s: float = 0.075
-    #: The initial members' processes become ready spread evenly over this interval, in start order (a
-    #: real run starts them at once; their boot takes a varying time). 0 = all at the same instant.
+    #: The initial members' processes become ready at times drawn uniformly over this interval, each from
+    #: the unit's random source (a real run starts them at once; each boot takes a time of its own, so the
+    #: group's first generation, and the heartbeat, poll and ping phases every later step meets, differ
+    #: between repetitions; spread evenly in start order, every simulated repetition met the same phases).
+    #: 0 = all at the same instant.
     member_start_spread_s: float = 1.0
     #: A member started by a step (``join``, ``start_member``) becomes ready after its process boots
     #: (interpreter, imports, clients; the real runner's ``invoke`` to the member's ``ready``), a time

@@ -4,6 +4,7 @@ zk_request events and the actions it does not model."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -308,3 +309,36 @@ def test_a_rebalance_waits_for_the_fetchers_poll_to_return(tmp_path: Path) -> No
         waits.append(release["ts_ns"] - begin)
     assert len(waits) == 4
     assert max(waits) > 10_000_000 and max(waits) - min(waits) > 5_000_000, waits
+
+
+def test_the_initial_members_boot_for_times_of_their_own_in_each_repetition(tmp_path: Path) -> None:
+    # a real run starts the initial members at once and each process boots for a time of its own: the
+    # simulated ones are ready at times drawn over member_start_spread_s from the unit's random source,
+    # so two repetitions start differently (evenly spaced in start order, every repetition was alike)
+    path = tmp_path / "sim-unit.toml"
+    path.write_text(SCENARIO)
+    s = load_scenario(str(path))
+    case = planned_cases(s)[0]
+    spread = 1.0
+
+    def ready_offsets(repetition: int) -> list[float]:
+        d = tmp_path / f"r{repetition}" / f"c0-legacy_zk-r{repetition}"
+        unit = Unit(0, case, "legacy_zk", repetition, d)
+        SimUnitRunner(s, unit, DelayModel(member_start_spread_s=spread), epoch_ns=10**18).run()
+        events = read_unit(d)
+        start = min(e["ts_ns"] for e in events if e["kind"] == "unit_start")
+        initial = [f"m{i}" for i in range(4)]
+        return [
+            (e["ts_ns"] - start) / 1e9
+            for e in sorted(events, key=lambda e: e["source"])
+            if e["kind"] == "ready" and e["source"] in initial
+        ]
+
+    first, second = ready_offsets(0), ready_offsets(1)
+    assert len(first) == len(second) == 4
+    assert first != second
+    for offsets in (first, second):
+        # each within the spread (plus the session's connect: well under a second here)
+        assert all(0 <= x < spread + 0.5 for x in offsets), offsets
+    gaps = [round(b - a, 3) for a, b in itertools.pairwise(sorted(first))]
+    assert gaps != [0.25] * 3  # not evenly spaced in start order
