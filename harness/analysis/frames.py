@@ -149,31 +149,17 @@ def prepare(spark: SparkSession, history: str, wide: int = 0, schema: pa.Schema 
     )
 
 
-#: Arrow's types of a history's columns and Spark's: what :func:`spark_schema` translates.
-_SPARK_TYPES: dict[pa.DataType, T.DataType] = {
-    pa.int8(): T.ByteType(),
-    pa.int16(): T.ShortType(),
-    pa.int32(): T.IntegerType(),
-    pa.int64(): T.LongType(),
-    pa.float32(): T.FloatType(),
-    pa.float64(): T.DoubleType(),
-    pa.bool_(): T.BooleanType(),
-    pa.string(): T.StringType(),
-    pa.large_string(): T.StringType(),
-}
-
-
 def spark_schema(schema: pa.Schema) -> T.StructType | None:
-    """A Parquet file's Arrow schema as the Spark schema its columns read as (every field nullable),
-    or None when some column's type is not one of :data:`_SPARK_TYPES` (Spark then infers the schema
-    itself). Given to the reader, it saves the job in which Spark reads the file's footer for it."""
-    fields = []
-    for f in schema:
-        t = _SPARK_TYPES.get(f.type)
-        if t is None:
-            return None
-        fields.append(T.StructField(f.name, t, True))
-    return T.StructType(fields)
+    """A Parquet file's Arrow schema as the Spark schema its columns read as (pyspark's own translation,
+    ``from_arrow_schema``), or None when some column's type has no Spark equivalent (Spark then infers the
+    schema itself). Given to the reader, it saves the job in which Spark reads the file's footer for it."""
+    from pyspark.errors import PySparkTypeError
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    try:
+        return from_arrow_schema(schema)
+    except (PySparkTypeError, TypeError):
+        return None
 
 
 def _check_hashes(names: DataFrame) -> None:
