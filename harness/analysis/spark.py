@@ -6,7 +6,8 @@ Contract
 two cores (``local[2]``) unless ``master`` names a cluster (``spark://host:7077``, ``yarn``, ...),
 the web UI and console progress bars off, UTC session time zone, Spark's own logging at ERROR,
 the driver JVM's C2 compiler held back to hot code (:data:`DRIVER_JIT_OPTIONS`), its throughput
-garbage collector (:data:`DRIVER_GC`), and adaptive query execution off: the jobs run many small
+garbage collector (:data:`DRIVER_GC`), Spark's classes mapped from the class archive when one was
+written (:mod:`harness.analysis.class_archive`), and adaptive query execution off: the jobs run many small
 stages, where AQE's re-planning costs more than it saves (measured: 3-4x slower on a small
 history). The number of shuffle partitions of the record keys' shuffle (every delivery) is set per
 analysis from the history's size (:func:`shuffle_partitions_for`), every other shuffle's to at most
@@ -45,6 +46,7 @@ import logging
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -150,8 +152,13 @@ def spark_session(
     driver_memory: str | None = None,
     shuffle_partitions: int = 4,
     app_name: str = "herdlab-analysis",
+    dump_class_archive: Path | None = None,
 ) -> Any:
-    """The SparkSession for herdlab's analysis (see the module contract)."""
+    """The SparkSession for herdlab's analysis (see the module contract). The driver JVM maps
+    Spark's class archive when one was built (:func:`.class_archive.use_options`); with
+    ``dump_class_archive`` it writes one there as it exits instead (:func:`shutdown_jvm`)."""
+    from harness.analysis import class_archive
+
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - pyspark is a dependency
@@ -179,7 +186,14 @@ def spark_session(
         # kept uncompressed: choosing and applying an encoding per column cost 3 s of the 8 s it took
         # to cache 5 million keys (herdlab bench analysis), and they are read a few times at most
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
-        .config("spark.driver.extraJavaOptions", " ".join([DRIVER_GC, *DRIVER_JIT_OPTIONS]))
+    )
+    archive = (
+        class_archive.dump_options(dump_class_archive)
+        if dump_class_archive is not None
+        else class_archive.use_options()
+    )
+    builder = builder.config(
+        "spark.driver.extraJavaOptions", " ".join([DRIVER_GC, *DRIVER_JIT_OPTIONS, *archive])
     )
     if local:
         # Local mode talks only to itself: keep the driver on loopback (herdlab sends no traffic
@@ -207,7 +221,17 @@ def spark_session(
     try:
         session = builder.getOrCreate()
     except Exception as e:  # the JVM did not start: Java missing, bad master URL, ...
-        raise EnvironmentProblem(f"could not start Spark ({master}): {e}".splitlines()[0]) from None
+        if not archive or dump_class_archive is not None:
+            raise EnvironmentProblem(f"could not start Spark ({master}): {e}".splitlines()[0]) from None
+        # A class archive damaged after it was written crashes the JVM that maps it: without it
+        # (and without that file, a cache, until `herdlab spark archive` writes it again).
+        log.warning("Spark did not start with the class archive (%s); starting it without", archive[0])
+        class_archive.discard(archive)
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join([DRIVER_GC, *DRIVER_JIT_OPTIONS]))
+        try:
+            session = builder.getOrCreate()
+        except Exception as e2:
+            raise EnvironmentProblem(f"could not start Spark ({master}): {e2}".splitlines()[0]) from None
     session.sparkContext.setLogLevel("ERROR")
     if not local:
         _executor_python(session.sparkContext)
@@ -370,6 +394,26 @@ def shuffle_partitions_for(rows: int, cores: int = 2) -> int:
         return 1
     n = rows // 2_500_000 + 1
     return max(cores, min(4 * cores, -(-n // cores) * cores))
+
+
+def shutdown_jvm(timeout: float = 300.0) -> int | None:
+    """Stop the session and end this process's Spark JVM, waiting up to ``timeout`` seconds for it
+    to exit (a JVM that writes a class archive writes it as it exits: :mod:`.class_archive`). The
+    JVM's exit code; None when no JVM was started here or it did not exit in time. Spark cannot be
+    used again in this process afterwards."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway  # pyright: ignore[reportPrivateUsage]
+    stop_spark()
+    proc = getattr(gateway, "proc", None)
+    if proc is None:
+        return None
+    if proc.stdin is not None:
+        proc.stdin.close()  # PySpark's gateway server exits the JVM when its stdin ends
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def stop_spark() -> None:

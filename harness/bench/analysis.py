@@ -12,7 +12,9 @@ the other columns are the median run's. Below the table, whether the (median) ti
 is linear in events (:func:`linearity`): the ratio of the time per event at the largest size to
 that at the smallest (at most :data:`LINEAR_RATIO`: no worse than linear) and the straight line
 through the smallest and largest sizes (fixed seconds + seconds per million events) with each
-other size's distance from it. Figures are measured on the machine at hand; nothing is asserted.
+other size's distance from it, and whether the children's JVMs mapped Spark's class archive
+(:mod:`harness.analysis.class_archive`; Spark starts in about half the time with it). Figures are
+measured on the machine at hand; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ def analysis(
 
     console = Console()
     rows = []
+    archives: set[str | None] = set()
     with tempfile.TemporaryDirectory(prefix="herdlab-bench-analysis-") as tmp:
         root = keep or Path(tmp)
         for size in sizes:
@@ -176,6 +179,7 @@ def analysis(
                     )
                 r = json.loads(out.read_text())
                 runs.append((r["analysis_s"], r["session_s"], r.get("jobs"), r.get("stages"), wall, peak))
+                archives.add(r.get("class_archive"))
                 if repeat > 1:
                     console.print(
                         f"  run {i + 1} of {repeat}: analysis {r['analysis_s']:.1f} s", highlight=False
@@ -217,3 +221,14 @@ def analysis(
             )
     for line in linearity([(r[0], r[3]) for r in rows]):
         console.print(line, highlight=False)
+    console.print(archive_line(archives), highlight=False)
+
+
+def archive_line(archives: set[str | None]) -> str:
+    """Whether the children's JVMs mapped Spark's class archive (their ``class_archive`` values)."""
+    used = sorted(a.split("=", 1)[-1] for a in archives if a)
+    if not used:
+        return "Spark class archive: none (herdlab spark archive writes it; Spark starts slower without)"
+    if None in archives:
+        return f"Spark class archive: used by some runs only ({', '.join(used)})"
+    return f"Spark class archive: used ({', '.join(used)})"
