@@ -6,7 +6,7 @@ starts Spark (timed), runs the full analysis (timed) and writes ``{"session_s", 
 the Spark jobs and stages the analysis ran (every job it starts is in one job group, counted from
 Spark's status tracker afterwards). It runs in a process of its own so that each size gets
 a fresh JVM and its peak memory can be measured from outside. ``class_archive`` is the
-``-XX:SharedArchiveFile`` option the JVM ran with (:mod:`harness.analysis.class_archive`), or null.
+archive the JVM was given (:func:`harness.analysis.class_archive.mapped` of its options), or null.
 ``--dump-class-archive PATH`` makes the JVM write Spark's class archive to PATH instead, and the
 child waits until the JVM has exited (written it); OUT_JSON then also has the JVM's ``class_path``.
 """
@@ -36,7 +36,6 @@ def main(argv: list[str] | None = None) -> None:
     from harness.analysis.load import load_run
     from harness.analysis.spark import shutdown_jvm, spark_session
 
-    archive = None if args.dump_class_archive else (class_archive.use_options() or [None])[0]
     t0 = time.monotonic()
     spark = spark_session(
         args.spark_master, driver_memory=args.driver_memory, dump_class_archive=args.dump_class_archive
@@ -59,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
         "lost": sum(u.get("lost") or 0 for u in metrics["units"]),
         "jobs": len(jobs),
         "stages": stages,
-        "class_archive": archive,
+        "class_archive": class_archive.mapped(sc.getConf().get("spark.driver.extraJavaOptions", None)),
     }
     if args.dump_class_archive:  # the class path the archive is for (class_archive.build checks it)
         result["class_path"] = sc._jvm.java.lang.System.getProperty("java.class.path")  # pyright: ignore[reportPrivateUsage]

@@ -19,8 +19,9 @@ loading them. Measured on this machine (2 cores, ``herdlab bench analysis`` chil
   archive (a ``SharedArchiveFile`` that does not exist turns off even the JDK's own archive) or when
   ``HERDLAB_SPARK_CLASS_ARCHIVE=off``. The JVM's CDS warnings are off: an archive it cannot use
   means classes loaded the usual way, not an error. A driver JVM that does not start with an
-  archive (one damaged after it was written crashes the JVM) is started again without it and the
-  file removed (:func:`discard`; :func:`harness.analysis.spark.spark_session`).
+  archive (one damaged after it was written crashes the JVM) is started again without it, and
+  when that works the file is removed (:func:`discard`; :func:`harness.analysis.spark.spark_session`).
+  :func:`mapped` reads back from a JVM's options which archive it was given.
 * :func:`dump_options`: the options that make the driver JVM write an archive when it exits.
 * :func:`build`: write the archive: a small synthetic history (:mod:`.synthetic`) analysed by a child
   process (``python -m harness.analysis.bench ... --dump-class-archive``) whose JVM writes the archive
@@ -138,9 +139,18 @@ def use_options(path: Path | None = None) -> list[str]:
 def discard(options: list[str]) -> None:
     """Remove the archive that ``options`` (:func:`use_options`'s) map: a JVM could not start with
     it. It is a cache: :func:`build` writes it again."""
-    for opt in options:
+    path = mapped(" ".join(options))
+    if path:
+        Path(path).unlink(missing_ok=True)
+
+
+def mapped(java_options: str | None) -> str | None:
+    """The archive a JVM was told to map, from its options (``spark.driver.extraJavaOptions``), or
+    None. (Given, that is: a JVM ignores one that does not match it; :func:`build` checked that it does.)"""
+    for opt in (java_options or "").split():
         if opt.startswith("-XX:SharedArchiveFile="):
-            Path(opt.split("=", 1)[1]).unlink(missing_ok=True)
+            return opt.split("=", 1)[1]
+    return None
 
 
 def dump_options(path: Path) -> list[str]:
@@ -190,9 +200,10 @@ def build(path: Path | None = None, *, timeout: float = 600.0) -> Built:
     from harness.analysis.synthetic import rate_for, write_synthetic_run
     from harness.procs import spawn
 
-    path = path if path is not None else archive_path()
-    if path is None:
+    java = java_home()
+    if java is None:
         raise EnvironmentProblem("no Java found (JAVA_HOME or java on PATH): Spark needs Java 17+")
+    path = path if path is not None else cache_dir() / f"spark-classes-{archive_key(java, spark_home())}.jsa"
     path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="herdlab-class-archive-") as tmp:
@@ -226,7 +237,7 @@ def build(path: Path | None = None, *, timeout: float = 600.0) -> Built:
                     + ")"
                 )
             class_path = json.loads((Path(tmp) / "bench.json").read_text())["class_path"]
-            why = check(part, java_home() or Path("/nonexistent"), class_path)
+            why = check(part, java, class_path)
             if why:
                 raise EnvironmentProblem(f"Spark's class archive came out unusable ({why})")
             os.replace(part, path)

@@ -192,9 +192,7 @@ def spark_session(
         if dump_class_archive is not None
         else class_archive.use_options()
     )
-    builder = builder.config(
-        "spark.driver.extraJavaOptions", " ".join([DRIVER_GC, *DRIVER_JIT_OPTIONS, *archive])
-    )
+    builder = builder.config("spark.driver.extraJavaOptions", _driver_java_options(archive))
     if local:
         # Local mode talks only to itself: keep the driver on loopback (herdlab sends no traffic
         # beyond 127.0.0.0/8), and its Python workers run this interpreter.
@@ -221,17 +219,18 @@ def spark_session(
     try:
         session = builder.getOrCreate()
     except Exception as e:  # the JVM did not start: Java missing, bad master URL, ...
-        if not archive or dump_class_archive is not None:
-            raise EnvironmentProblem(f"could not start Spark ({master}): {e}".splitlines()[0]) from None
-        # A class archive damaged after it was written crashes the JVM that maps it: without it
-        # (and without that file, a cache, until `herdlab spark archive` writes it again).
-        log.warning("Spark did not start with the class archive (%s); starting it without", archive[0])
-        class_archive.discard(archive)
-        builder = builder.config("spark.driver.extraJavaOptions", " ".join([DRIVER_GC, *DRIVER_JIT_OPTIONS]))
+        failed = EnvironmentProblem(f"could not start Spark ({master}): {e}".splitlines()[0])
+        if not archive or dump_class_archive is not None or "JAVA_GATEWAY_EXITED" not in str(e):
+            raise failed from None
+        # The driver JVM died at start with the class archive given: one damaged after it was written
+        # crashes the JVM that maps it. Started again without it; only when that works was the archive
+        # the cause, and the file (a cache, `herdlab spark archive` writes it again) is removed.
         try:
-            session = builder.getOrCreate()
-        except Exception as e2:
-            raise EnvironmentProblem(f"could not start Spark ({master}): {e2}".splitlines()[0]) from None
+            session = builder.config("spark.driver.extraJavaOptions", _driver_java_options()).getOrCreate()
+        except Exception:
+            raise failed from None
+        log.warning("Spark did not start with the class archive (%s), but without it: removed it", archive[0])
+        class_archive.discard(archive)
     session.sparkContext.setLogLevel("ERROR")
     if not local:
         _executor_python(session.sparkContext)
@@ -394,6 +393,11 @@ def shuffle_partitions_for(rows: int, cores: int = 2) -> int:
         return 1
     n = rows // 2_500_000 + 1
     return max(cores, min(4 * cores, -(-n // cores) * cores))
+
+
+def _driver_java_options(extra: list[str] | None = None) -> str:
+    """The driver JVM's options (:data:`DRIVER_GC`, :data:`DRIVER_JIT_OPTIONS`, then ``extra``)."""
+    return " ".join([DRIVER_GC, *DRIVER_JIT_OPTIONS, *(extra or [])])
 
 
 def shutdown_jvm(timeout: float = 300.0) -> int | None:

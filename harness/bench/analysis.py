@@ -226,7 +226,7 @@ def analysis(
 
 def archive_line(archives: set[str | None]) -> str:
     """Whether the children's JVMs mapped Spark's class archive (their ``class_archive`` values)."""
-    used = sorted(a.split("=", 1)[-1] for a in archives if a)
+    used = sorted(a for a in archives if a)
     if not used:
         return "Spark class archive: none (herdlab spark archive writes it; Spark starts slower without)"
     if None in archives:

@@ -41,9 +41,7 @@ def spark_archive(force: bool) -> None:
 
     install_signal_handlers()
     path = class_archive.archive_path()
-    if path is None:
-        raise click.ClickException("no Java found (JAVA_HOME or java on PATH): Spark needs Java 17+")
-    if not force and class_archive.is_archive(path):
+    if path is not None and not force and class_archive.is_archive(path):
         console.print(f"Spark class archive: {path} (exists; --force writes it again)", highlight=False)
         return
     with console.status("writing Spark's class archive (a small analysis whose JVM saves its classes) ..."):

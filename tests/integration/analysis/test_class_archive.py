@@ -14,8 +14,6 @@ import pytest
 from harness.analysis import class_archive
 from harness.analysis.synthetic import write_synthetic_run
 
-pytestmark = [pytest.mark.slow, pytest.mark.long]
-
 SPARK_SESSION_CLASS = "org.apache.spark.sql.SparkSession"
 
 
@@ -44,6 +42,8 @@ def _class_sources(logs: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow
+@pytest.mark.long
 def test_an_archive_is_written_once_mapped_after_and_a_damaged_one_is_dropped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -66,7 +66,7 @@ def test_an_archive_is_written_once_mapped_after_and_a_damaged_one_is_dropped(
     done = _bench_child(run.run_dir, tmp_path / "mapped.json", env, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads((tmp_path / "mapped.json").read_text())
-    assert result["class_archive"] == f"-XX:SharedArchiveFile={path}"
+    assert result["class_archive"] == str(path)
     sources = _class_sources(logs)
     assert sources, "no JVM loaded SparkSession"
     assert all("shared objects file (top)" in s for s in sources), sources
@@ -84,3 +84,37 @@ def test_an_archive_is_written_once_mapped_after_and_a_damaged_one_is_dropped(
     assert not path.exists()
     sources = _class_sources(logs)
     assert sources and not any("shared objects file" in s for s in sources), sources
+
+
+@pytest.mark.slow
+def test_a_start_that_fails_for_another_reason_keeps_the_archive(tmp_path: Path) -> None:
+    # an archive-looking file (only its magic) and a driver memory no JVM accepts: Spark fails with it
+    # and without it, so the archive was not the cause and stays
+    env = dict(os.environ, HERDLAB_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop(class_archive.SWITCH, None)
+    code = (
+        "from harness.analysis import class_archive\n"
+        "from harness.analysis.spark import spark_session\n"
+        "from harness.kernel.errors import EnvironmentProblem\n"
+        "path = class_archive.archive_path()\n"
+        "path.parent.mkdir(parents=True)\n"
+        "path.write_bytes(class_archive.DYNAMIC_MAGIC + bytes(64))\n"
+        "try:\n"
+        "    spark_session(driver_memory='lots')\n"
+        "except EnvironmentProblem as e:\n"
+        "    print('failed:', e)\n"
+        "print('kept' if path.exists() else 'removed')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("failed: could not start Spark"), done.stdout
+    assert lines[-1] == "kept", done.stdout + done.stderr[-2000:]

@@ -111,9 +111,15 @@ def test_discard_removes_the_mapped_file_only(tmp_path: Path) -> None:
     assert other.exists()
 
 
+def test_mapped_reads_the_archive_back_from_a_jvms_options() -> None:
+    assert (
+        class_archive.mapped("-XX:+UseParallelGC -XX:SharedArchiveFile=/c/a.jsa -Xlog:cds=off") == "/c/a.jsa"
+    )
+    assert class_archive.mapped("-XX:+UseParallelGC -XX:ArchiveClassesAtExit=/c/a.jsa") is None
+    assert class_archive.mapped(None) is None
+
+
 def test_the_bench_says_whether_its_children_mapped_the_archive() -> None:
     assert archive_line({None}).startswith("Spark class archive: none")
-    assert archive_line({"-XX:SharedArchiveFile=/c/a.jsa"}) == "Spark class archive: used (/c/a.jsa)"
-    assert archive_line({None, "-XX:SharedArchiveFile=/c/a.jsa"}) == (
-        "Spark class archive: used by some runs only (/c/a.jsa)"
-    )
+    assert archive_line({"/c/a.jsa"}) == "Spark class archive: used (/c/a.jsa)"
+    assert archive_line({None, "/c/a.jsa"}) == ("Spark class archive: used by some runs only (/c/a.jsa)")
