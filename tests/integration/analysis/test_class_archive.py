@@ -17,19 +17,18 @@ from harness.analysis.synthetic import write_synthetic_run
 SPARK_SESSION_CLASS = "org.apache.spark.sql.SparkSession"
 
 
+def _python(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """This interpreter run with ``args`` (output captured), as a process of its own: a fresh JVM."""
+    return subprocess.run(
+        [sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
 def _bench_child(
     run_dir: Path, out: Path, env: dict[str, str], cwd: Path
 ) -> subprocess.CompletedProcess[str]:
     """The bench's child (one analysis in a fresh JVM); the JVMs log where each class came from."""
-    return subprocess.run(
-        [sys.executable, "-m", "harness.analysis.bench", str(run_dir), str(out)],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return _python(["-m", "harness.analysis.bench", str(run_dir), str(out)], env, cwd)
 
 
 def _class_sources(logs: Path) -> list[str]:
@@ -105,15 +104,7 @@ def test_a_start_that_fails_for_another_reason_keeps_the_archive(tmp_path: Path)
         "    print('failed:', e)\n"
         "print('kept' if path.exists() else 'removed')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _python(["-c", code], env, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[0].startswith("failed: could not start Spark"), done.stdout
