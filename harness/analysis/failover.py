@@ -55,7 +55,7 @@ from harness.analysis.failover_verdict import (
     steps_of,
     zk_entry,
 )
-from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, join, role_col, unit_key
+from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, join, local_frame, role_col, unit_key
 from harness.kernel.events import Kind, Role
 
 #: Small control events the figures read (collected).
@@ -125,7 +125,7 @@ def failover_units(
     if not faults:
         return {}
     fu = F.broadcast(
-        spark.createDataFrame([list(k) for k in faults], "case string, impl string, repetition int")
+        local_frame(spark, [list(k) for k in faults], "case string, impl string, repetition int")
     )
 
     small: dict[UnitKey, list[dict[str, Any]]] = {}
@@ -164,8 +164,8 @@ def failover_units(
         _committed(
             c,
             F.broadcast(
-                spark.createDataFrame(
-                    t0s, "case string, impl string, repetition int, aid long, t0 long, fgroup string"
+                local_frame(
+                    spark, t0s, "case string, impl string, repetition int, aid long, t0 long, fgroup string"
                 )
             ),
         )
@@ -173,7 +173,8 @@ def failover_units(
         else {}
     )
     spans = F.broadcast(
-        spark.createDataFrame(
+        local_frame(
+            spark,
             [(*k, aid, s, e) for k, fs in faults.items() for aid, s, e in fault_spans(fs)],
             "case string, impl string, repetition int, aid long, sstart long, send long",
         )

@@ -24,7 +24,8 @@ Every job's results are keyed by :data:`UNIT` (case, impl, repetition; the jobs 
 by its hash, mapped back through ``names``); all times are integer nanoseconds
 (``ts_ns``) inside Spark and seconds in the results (:func:`at_s`, :func:`dur_s`). The helpers:
 :func:`pin` (materialise a small table, cut its lineage), :func:`join` (a join whose right columns
-are renamed ``r_<name>``), :func:`collect` (rows as dicts), :func:`role_col` and
+are renamed ``r_<name>``), :func:`collect` (rows as dicts), :func:`local_frame` (a small table of
+Python rows, handed to the JVM as Arrow: no Python worker process), :func:`role_col` and
 :func:`zk_steady_col` (event predicates as columns), and :func:`together` (independent Spark
 actions run at once from driver threads, so that one's planning and small stages overlap another's
 tasks: the analysis is many small jobs, and local mode's second core would idle in most of them).
@@ -32,7 +33,7 @@ tasks: the analysis is many small jobs, and local mode's second core would idle 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -294,6 +295,27 @@ def together(**calls: Callable[[], Any]) -> dict[str, Any]:
     with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="herdlab-analysis") as pool:
         futures = {k: pool.submit(inherit(named(k, f))) for k, f in calls.items()}
         return {k: f.result() for k, f in futures.items()}
+
+
+def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], ddl: str) -> DataFrame:
+    """A small DataFrame of Python ``rows`` (each a sequence in the order of the columns of ``ddl``, a
+    DDL schema such as ``"uid long, partition int"``), handed to the JVM as Arrow.
+
+    ``createDataFrame`` of a Python list makes an RDD of pickled rows that Python worker processes
+    read back on the executors: every job reading such a table started Python tasks (the pyspark
+    daemon and its workers took 5 s of CPU in an analysis of 10^6 events, on a machine with two
+    cores). From an Arrow table the JVM builds the rows itself, and no Python process starts."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = T.DataType.fromDDL(ddl)
+    assert isinstance(schema, T.StructType), ddl
+    arrow = to_arrow_schema(schema)
+    data = [tuple(r) for r in rows]
+    columns = list(zip(*data, strict=True)) if data else [() for _ in schema.fields]
+    table = pa.Table.from_arrays(
+        [pa.array(list(c), type=f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow
+    )
+    return spark.createDataFrame(table, schema)
 
 
 def collect(df: DataFrame) -> list[dict[str, Any]]:

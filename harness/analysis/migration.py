@@ -46,7 +46,19 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from harness.analysis import records
-from harness.analysis.frames import INF, NS, UNIT, Frames, UnitKey, at_s, collect, join, role_col, unit_key
+from harness.analysis.frames import (
+    INF,
+    NS,
+    UNIT,
+    Frames,
+    UnitKey,
+    at_s,
+    collect,
+    join,
+    local_frame,
+    role_col,
+    unit_key,
+)
 from harness.analysis.migration_verdict import partition_entry, worst
 from harness.analysis.split_brain import overlap_islands
 from harness.kernel.events import JOIN_ACTIONS, Kind, Role
@@ -141,7 +153,7 @@ def member_kinds(
 
 def _kinds_df(spark: SparkSession, kinds: dict[UnitKey, dict[str, str]]) -> DataFrame:
     rows = [(k[0], k[1], k[2], ident, kind) for k, m in kinds.items() for ident, kind in m.items()]
-    return spark.createDataFrame(rows, "case string, impl string, repetition int, ident string, mkind string")
+    return local_frame(spark, rows, "case string, impl string, repetition int, ident string, mkind string")
 
 
 def _with_kind(df: DataFrame, kinds: DataFrame) -> DataFrame:
@@ -169,7 +181,8 @@ def migration_units(
         return {}
     kinds = _kinds_df(spark, member_kinds(frames, by_unit, sw))
     sw_df = F.broadcast(
-        spark.createDataFrame(
+        local_frame(
+            spark,
             [
                 (k[0], k[1], k[2], s["step"], s["t_ns"], s["from"], s["to"])
                 for k, ss in sw.items()
@@ -204,7 +217,7 @@ def migration_units(
         for p in range(int(units[k].get("partitions") or 0))
     ]
     parts_df = F.broadcast(
-        spark.createDataFrame(parts, "case string, impl string, repetition int, step int, p int, taken long")
+        local_frame(spark, parts, "case string, impl string, repetition int, step int, p int, taken long")
         .join(sw_df, [*UNIT, "step"])
         .withColumn("until", F.coalesce(F.col("taken"), F.lit(INF).cast("long")))
     )
@@ -262,7 +275,8 @@ def migration_units(
 
     # where each new owner resumed: its first record on p after its first assignment after t_S
     fa_df = F.broadcast(
-        spark.createDataFrame(
+        local_frame(
+            spark,
             [(r["case"], r["impl"], r["repetition"], r["step"], r["p"], r["ident"], r["fa"]) for r in firsts],
             "case string, impl string, repetition int, step int, p int, ident string, fa long",
         )

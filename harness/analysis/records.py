@@ -26,7 +26,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import per_phase, to_phase
-from harness.analysis.frames import UNIT, Frames, UnitKey, collect, long_values, unit_key
+from harness.analysis.frames import UNIT, Frames, UnitKey, collect, local_frame, long_values, unit_key
 from harness.kernel.events import Kind
 
 LOST_SAMPLE = 20
@@ -77,7 +77,7 @@ def record_keys(frames: Frames) -> DataFrame:
         .agg(F.max("top").alias("top"))
         .collect()
     )
-    top = d.sparkSession.createDataFrame(top_rows, "uid long, partition int, top long")
+    top = local_frame(d.sparkSession, top_rows, "uid long, partition int, top long")
     cached = keyed.join(F.broadcast(top), ["uid", "partition"], "left").cache()
     return cached.join(F.broadcast(table), "uid")
 

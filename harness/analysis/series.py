@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import Facts
-from harness.analysis.frames import UNIT, UnitKey, collect, together, unit_key
+from harness.analysis.frames import UNIT, UnitKey, collect, local_frame, together, unit_key
 from harness.analysis.latency import GAP_BUCKET_NS
 
 MAX_TIMELINES = 12
@@ -96,7 +96,7 @@ def timelines(
     picks = sorted(chosen.values(), key=lambda k: (k[0], k[1]))[:MAX_TIMELINES]
     if not picks:
         return []
-    sel = spark.createDataFrame([list(k) for k in picks], "case string, impl string, repetition int")
+    sel = local_frame(spark, [list(k) for k in picks], "case string, impl string, repetition int")
     got = together(
         claims=lambda: collect(facts.intervals("claim").join(F.broadcast(sel), UNIT)),
         susp=lambda: collect(facts.intervals("away").join(F.broadcast(sel), UNIT)),
