@@ -96,14 +96,14 @@ DRIVER_JIT_OPTIONS = (
 #: The driver JVM's garbage collector: the throughput collector. The analysis is a batch job whose
 #: pauses nobody waits on, and G1's concurrent threads and write barriers cost the tasks CPU on two
 #: cores: 10^7 events, interleaved runs in one hour (27 Nov): 54.6 / 55.9 / 56.4 s against G1's
-#: 55.5 / 62.3 / 62.9 s, the JVM's CPU time 97-103 s against 101-114 s. Its young generation is half
-#: the heap (``NewRatio=1``; the collector's default is a third): the tasks' and the planner's garbage
-#: dies young, and fewer of it is promoted and collected again in full collections. 10^7 events, six
-#: interleaved pairs (27 Nov 23:03-23:16 UTC): 45.7-55.9 s, median 50.1, against 48.9-58.0 s, median
-#: 55.0, every pair faster. The price: the old generation, where the cached deliveries and record keys
-#: live, is half the heap, not two thirds; after the last full collection of a 10^7-event analysis
-#: 1.67 GB of it was live, of 2 GB at ``--driver-memory 4g``: histories above 10^7 events need more.
-DRIVER_GC = "-XX:+UseParallelGC -XX:NewRatio=1"
+#: 55.5 / 62.3 / 62.9 s, the JVM's CPU time 97-103 s against 101-114 s. Its generations keep
+#: the collector's default sizes (a third of the heap young): a young generation of half the heap
+#: (``-XX:NewRatio=1``) was faster (10^7 events, six interleaved pairs on 27 Nov 23:03-23:16 UTC:
+#: 45.7-55.9 s, median 50.1, against 48.9-58.0 s, median 55.0), but it caps the old generation at half
+#: the heap, below what Spark may cache there (its unified memory, 60 % of the heap less 300 MB: 2.28
+#: GB at ``--driver-memory 4g`` against an old generation of 2 GB; 1.67 GB was live after a 10^7-event
+#: analysis), so a larger history would make the JVM collect in vain instead of Spark spilling to disk.
+DRIVER_GC = "-XX:+UseParallelGC"
 
 #: Environment variables this module set itself (not the user), so a later cluster session drops them.
 _SET_BY_US: set[str] = set()
