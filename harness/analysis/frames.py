@@ -33,7 +33,7 @@ tasks: the analysis is many small jobs, and local mode's second core would idle 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -310,7 +310,10 @@ def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], ddl: str) ->
     schema = T.DataType.fromDDL(ddl)
     assert isinstance(schema, T.StructType), ddl
     arrow = to_arrow_schema(schema)
-    data = [tuple(r) for r in rows]
+    given = list(rows)
+    if any(isinstance(r, Mapping) for r in given):  # tuple() of a dict would be its keys
+        raise TypeError("local_frame takes rows as sequences in the schema's column order, not mappings")
+    data = [tuple(r) for r in given]
     columns = list(zip(*data, strict=True)) if data else [() for _ in schema.fields]
     table = pa.Table.from_arrays(
         [pa.array(list(c), type=f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow

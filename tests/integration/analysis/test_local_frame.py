@@ -41,3 +41,9 @@ def test_the_table_is_scanned_in_the_jvm_not_by_python_workers(spark: Any) -> No
 def test_a_row_of_the_wrong_width_is_refused(spark: Any) -> None:
     with pytest.raises(ValueError):
         local_frame(spark, [("a", 1, 2, True), ("b", 1, 2)], DDL)
+
+
+def test_rows_given_as_mappings_are_refused(spark: Any) -> None:
+    """A dict's tuple is its keys: a mapping row would fill the columns with the field names."""
+    with pytest.raises(TypeError, match="not mappings"):
+        local_frame(spark, [{"case": "a", "repetition": 1, "t": 2, "flag": True}], DDL)
