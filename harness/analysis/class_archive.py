@@ -103,9 +103,10 @@ def archive_key(java: Path, spark: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def archive_path() -> Path | None:
-    """Where this Java's and this Spark's archive lives (None without a Java)."""
-    java = java_home()
+def archive_path(java: Path | None = None) -> Path | None:
+    """Where the archive of ``java`` (default :func:`java_home`) and this Spark lives (None without a
+    Java)."""
+    java = java if java is not None else java_home()
     if java is None:
         return None
     return cache_dir() / f"spark-classes-{archive_key(java, spark_home())}.jsa"
@@ -203,7 +204,8 @@ def build(path: Path | None = None, *, timeout: float = 600.0) -> Built:
     java = java_home()
     if java is None:
         raise EnvironmentProblem("no Java found (JAVA_HOME or java on PATH): Spark needs Java 17+")
-    path = path if path is not None else cache_dir() / f"spark-classes-{archive_key(java, spark_home())}.jsa"
+    path = path if path is not None else archive_path(java)
+    assert path is not None
     path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="herdlab-class-archive-") as tmp:

@@ -310,10 +310,11 @@ def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], ddl: str) ->
     schema = T.DataType.fromDDL(ddl)
     assert isinstance(schema, T.StructType), ddl
     arrow = to_arrow_schema(schema)
-    given = list(rows)
-    if any(isinstance(r, Mapping) for r in given):  # tuple() of a dict would be its keys
-        raise TypeError("local_frame takes rows as sequences in the schema's column order, not mappings")
-    data = [tuple(r) for r in given]
+    data: list[tuple[Any, ...]] = []
+    for r in rows:
+        if isinstance(r, Mapping):  # tuple() of a dict would be its keys
+            raise TypeError("local_frame takes rows as sequences in the schema's column order, not mappings")
+        data.append(tuple(r))
     columns = list(zip(*data, strict=True)) if data else [() for _ in schema.fields]
     table = pa.Table.from_arrays(
         [pa.array(list(c), type=f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow

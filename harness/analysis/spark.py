@@ -235,7 +235,10 @@ def spark_session(
             session = builder.config("spark.driver.extraJavaOptions", _driver_java_options()).getOrCreate()
         except Exception:
             raise failed from None
-        log.warning("Spark did not start with the class archive (%s), but without it: removed it", archive[0])
+        log.warning(
+            "Spark did not start with the class archive %s, but without it: removed it",
+            class_archive.mapped(" ".join(archive)),
+        )
         class_archive.discard(archive)
     session.sparkContext.setLogLevel("ERROR")
     if not local:
