@@ -24,11 +24,16 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from harness.sim.validate import Comparison
+
+if TYPE_CHECKING:
+    from harness.sim.driver import UnitProgress
 
 __all__ = ["format_comparison", "simulator", "tally"]
 
@@ -199,7 +204,10 @@ def validate(
     if not dirs:
         check_java()
         t0 = time.monotonic()
-        dirs = [run_scenario(s, RunOptions(out=base / "real")).run_dir]
+        from harness.scenario import expand
+
+        total = len(expand(s)) * s.repetitions * len(s.implementations)
+        dirs = [run_scenario(s, RunOptions(out=base / "real", progress=real_progress(total))).run_dir]
         real_what = f"real run {dirs[0]} ({time.monotonic() - t0:.0f} s wall)"
     else:
         for d in dirs:
@@ -208,7 +216,8 @@ def validate(
         real_what += " (given" + (", repetitions pooled)" if len(dirs) > 1 else ")")
     t1 = time.monotonic()
     sim = simulate_scenario(
-        s.model_copy(update={"repetitions": sim_repetitions}), SimOptions(out=base / "sim", delays=model)
+        s.model_copy(update={"repetitions": sim_repetitions}),
+        SimOptions(out=base / "sim", delays=model, progress=sim_progress()),
     )
     sim_s = time.monotonic() - t1
     # every unit read and counted once; the pooled rows and each run's own come from the same counts
@@ -226,6 +235,39 @@ def validate(
             f"{d} alone: {tally(compare([r], simulated, cases))}" for d, r in zip(dirs, real, strict=True)
         ]
     return lines
+
+
+def real_progress(total: int) -> Callable[[dict[str, Any]], None]:
+    """The real run's progress as lines on stderr, one when a unit enters a phase (the run takes
+    minutes per unit, the whole validation half an hour): ``real [3/18] legacy_zk members=10 rep 2:
+    trigger #1 join``."""
+    last: dict[str, Any] = {"key": None, "units": []}
+
+    def report(p: dict[str, Any]) -> None:
+        key = (p["unit"], p["phase"])
+        if key == last["key"]:
+            return
+        last["key"] = key
+        if p["unit"] not in last["units"]:
+            last["units"].append(p["unit"])
+        click.echo(
+            f"real [{len(last['units'])}/{total}] {p['impl']} {p['case']} rep {p['repetition']}: {p['phase']}",
+            err=True,
+        )
+
+    return report
+
+
+def sim_progress() -> Callable[[UnitProgress, int, int], None]:
+    """The simulation's progress as lines on stderr, one when a unit enters a phase."""
+    last: list[Any] = [None]
+
+    def report(p: UnitProgress, i: int, n: int) -> None:
+        if (p.unit, p.phase) != last[0]:
+            last[0] = (p.unit, p.phase)
+            click.echo(f"simulated [{i + 1}/{n}] {p.unit}: {p.phase}", err=True)
+
+    return report
 
 
 def tally(rows: list[Comparison]) -> str:
