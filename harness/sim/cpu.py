@@ -2,40 +2,61 @@
 
 Contract
 --------
-:class:`ClientCpu` books client-side work (Python work of a member's client library: building and
-parsing requests, callbacks) on ``DelayModel.client_cores`` cores, first come first served: a booking
-starts on the core that frees first, at the earliest now, and the caller sleeps until it ends. With
-``client_cores`` 0 every member has a core of its own (work takes its own time, never waits). Every cost
-is scaled by the model's ``jitter`` from the unit's random source (``rng``, which other parts of the
-unit also draw from).
+:class:`ClientCpu` runs client-side work (Python work of a member's client library: building and
+parsing requests, callbacks) on ``DelayModel.client_cores`` cores. First come first served (the
+default): a booking starts on the core that frees first, at the earliest now, and the caller sleeps
+until it ends; :meth:`ClientCpu.reserve` books ahead (the end is known when the work is issued). With
+``random_order`` (the legacy members': ``DelayModel.zk_client_random_order``) a core that frees serves
+one of the waiting tasks drawn at random from the unit's random source: the end is known only when the
+task's turn comes, so such work is spent with :meth:`ClientCpu.work` (a killed task gives back its core
+or its place). With ``client_cores`` 0 every member has a core of its own (work takes its own time,
+never waits). Every cost is scaled by the model's ``jitter`` from the unit's random source (``rng``,
+which other parts of the unit also draw from).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.sim.clock import NS_PER_S, VirtualScheduler, to_ns
+from harness.sim.clock import NS_PER_S, Event, VirtualScheduler, to_ns
 from harness.sim.model import DelayModel
 
 __all__ = ["ClientCpu", "gamma_draw"]
 
 
 class ClientCpu:
-    """The members' client-side work: ``cores`` cores shared first come first served (0: unlimited),
-    each cost scaled by the model's jitter."""
+    """The members' client-side work on ``cores`` shared cores (0: unlimited), each cost scaled by the
+    model's jitter; served first come first served, or with ``random_order`` a waiting task drawn at
+    random each time a core frees."""
 
-    def __init__(self, sched: VirtualScheduler, delays: DelayModel, rng: Any) -> None:
+    def __init__(
+        self, sched: VirtualScheduler, delays: DelayModel, rng: Any, random_order: bool = False
+    ) -> None:
         self.sched = sched
         self.delays = delays
         self.rng = rng
-        self._free = [0] * max(0, delays.client_cores)
+        self.random_order = random_order
+        self._cores = max(0, delays.client_cores)
+        self._free = [0] * self._cores  # first come first served: when each core frees
+        self._busy = 0  # random order: cores in use
+        self._waiting: list[Event] = []  # random order: the work waiting for a core
+
+    @property
+    def books_ahead(self) -> bool:
+        """True when :meth:`reserve` may book work ahead (first come first served, or unlimited cores):
+        when the work ends is known when it is booked. In random order it is not (a later request may
+        be served first): callers spend it with :meth:`work`."""
+        return not self._cores or not self.random_order
 
     def cost(self, seconds: float) -> float:
         j = self.delays.jitter
         return seconds * self.rng.uniform(1 - j, 1 + j) if j > 0 and seconds > 0 else seconds
 
     def reserve(self, seconds: float) -> int:
-        """Book ``seconds`` of client CPU from now on the first free core: the virtual ns it ends."""
+        """Book ``seconds`` of client CPU from now on the first free core: the virtual ns it ends. Only
+        when :attr:`books_ahead`."""
+        if not self.books_ahead:
+            raise RuntimeError("client work in random order cannot be booked ahead: use work()")
         seconds = self.cost(seconds)
         now = self.sched.now_ns
         free = self._free
@@ -46,9 +67,38 @@ class ClientCpu:
         return free[i]
 
     def work(self, seconds: float) -> None:
-        """Spend ``seconds`` of client CPU in the calling task."""
-        end = self.reserve(seconds)
-        self.sched.sleep((end - self.sched.now_ns) / NS_PER_S)
+        """Spend ``seconds`` of client CPU in the calling task (waiting for a core first when all are
+        busy: in random order, a core that frees serves one of the waiting tasks drawn at random)."""
+        if self.books_ahead:
+            end = self.reserve(seconds)
+            self.sched.sleep((end - self.sched.now_ns) / NS_PER_S)
+            return
+        cost = self.cost(seconds)
+        turn: Event | None = None
+        if self._busy < self._cores:
+            self._busy += 1
+        else:
+            turn = Event(self.sched)
+            self._waiting.append(turn)
+        try:
+            if turn is not None:
+                turn.wait()
+            self.sched.sleep(cost)
+        finally:  # also when the task is killed (a crashed member): the core is not lost
+            if turn is None or turn.is_set():
+                self._hand_over()
+            else:
+                self._waiting.remove(turn)
+
+    def _hand_over(self) -> None:
+        """The core the caller held goes to a waiting task drawn at random, else it is free."""
+        waiting = self._waiting
+        if not waiting:
+            self._busy -= 1
+            return
+        i = self.rng.randrange(len(waiting))
+        waiting[i], waiting[-1] = waiting[-1], waiting[i]
+        waiting.pop().set()
 
 
 def gamma_draw(rng: Any, mean: float, cv: float) -> float:

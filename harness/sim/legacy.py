@@ -213,7 +213,11 @@ class SimZkPort:
             return self._fluid_trip(request, n)
         d = self.delays
         cpu = self.member.group.cpu
-        arrive = cpu.reserve(d.zk_client_s) + to_ns(cpu.cost(d.network_one_way_s))
+        if cpu.books_ahead:
+            arrive = cpu.reserve(d.zk_client_s) + to_ns(cpu.cost(d.network_one_way_s))
+        else:  # the member's turn on a client core is known only when it comes
+            cpu.work(d.zk_client_s)
+            arrive = self.sched.now_ns + to_ns(cpu.cost(d.network_one_way_s))
         done = self.server.admit(arrive)
         back = done + to_ns(cpu.cost(d.network_one_way_s))
         self.last_heard_ns = arrive
@@ -705,7 +709,9 @@ class SimLegacyGroup:
         self.aggregate = self.fluid or ctx.members >= int(ctx.options.get("aggregate_from", AGGREGATE_FROM))
         self.server = SimZkServer(ctx.sched, ctx.delays, fluid=self.fluid)
         self.views = ViewMemo()
-        self.cpu = ClientCpu(ctx.sched, ctx.delays, ctx.rng)
+        self.cpu = ClientCpu(
+            ctx.sched, ctx.delays, ctx.rng, random_order=bool(ctx.delays.zk_client_random_order)
+        )
         self._tick_ns = to_ns(ctx.delays.zk_tick_s)
         self._tick_phase_ns = int(ctx.rng.uniform(0, self._tick_ns)) if self._tick_ns > 0 else 0
         self.topic = ctx.topic or SimTopic(ctx.sched, s.topic.name, self.partitions)

@@ -86,9 +86,22 @@ class DelayModel:
     #: ... (above; 0: exactly the mean).
     member_boot_cv: float = 0.4
     #: Cores the members' client-side work (``zk_client_s``, ``zk_watch_client_s``, ``zk_connect_s``,
-    #: ``member_apply_s``) shares, served first come first served (a real run's members share this
-    #: machine's cores). 0 = unlimited: every member has a core of its own.
+    #: ``member_apply_s``; the coordinator members' ``kafka_*_client_s`` and assignment) shares (a real
+    #: run's members share this machine's cores; in which order: ``zk_client_random_order``). 0 =
+    #: unlimited: every member has a core of its own.
     client_cores: int = 2
+    #: How the client cores serve the legacy members' work when one frees: 1 = a waiting member drawn
+    #: at random, 0 = first come first served (the coordinator members' work is always served first come
+    #: first served). A legacy member's rebalance is a chain of small requests (``zk_client_s`` each, 10^4
+    #: per trigger at 100 members), and served first come first served the members go round the cores
+    #: in lockstep: at 50 members every gap between a member's consecutive requests in an attempt was 25
+    #: ms (50 members x 1 ms / 2 cores), so every member released before any member claimed and no
+    #: conflict happened. The real members' gaps spread (the kernel does not serve runnable processes in
+    #: the order they woke): median 11-15 ms, 90th percentile 34-40 ms, 99th 99-124 ms at 50 members
+    #: (10 members: 1.4-3.5 / 12-14 / 54-57 ms) in the validation run of 28 Nov 02:00 UTC; drawn at
+    #: random, 16 / 54 / 108 ms (10 members: 2.0-2.6 / 6-7 / 37-40 ms), against 25 / 25 / 50 ms (3.0-3.2 /
+    #: 4.2-4.9 / 41 ms) first come first served.
+    zk_client_random_order: int = 1
     #: The broker: service time per group request (JoinGroup, SyncGroup, Heartbeat, ...).
     broker_service_s: float = 0.0001
     #: A coordinator member's client-side cost per request (kafka-python, Python).

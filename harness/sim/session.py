@@ -74,11 +74,17 @@ def parse_delays(items: tuple[str, ...] | list[str], seed: int | None = None) ->
         if not eq or name not in names:
             raise ConfigError(f"--delay expects NAME=VALUE with NAME one of {', '.join(names)}; got {item!r}")
         try:
-            changes[name] = int(value) if name in ("seed", "client_cores") else float(value)
+            changes[name] = (
+                int(value) if name in ("seed", "client_cores", "zk_client_random_order") else float(value)
+            )
         except ValueError:
             raise ConfigError(f"--delay {name}: not a number: {value!r}") from None
         if changes[name] < 0:
             raise ConfigError(f"--delay {name}: must be >= 0, got {value}")
+        if name == "zk_client_random_order" and changes[name] not in (0, 1):
+            raise ConfigError(
+                f"--delay {name}: must be 0 (first come first served) or 1 (random), got {value}"
+            )
     if seed is not None:
         changes["seed"] = seed
     return DelayModel(**changes)

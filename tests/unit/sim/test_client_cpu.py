@@ -1,0 +1,94 @@
+"""ClientCpu: the members' shared client cores, first come first served or in random order."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from harness.sim.clock import VirtualScheduler
+from harness.sim.cpu import ClientCpu
+from harness.sim.model import DelayModel
+
+MS = 1_000_000
+
+
+def _run(cpu: ClientCpu, sched: VirtualScheduler, names: str, cost_s: float = 0.001) -> list[tuple[str, int]]:
+    """Every name works ``cost_s`` from t=0, spawned in the order given: (name, ns it ended) in end order."""
+    ended: list[tuple[str, int]] = []
+
+    def member(name: str) -> None:
+        cpu.work(cost_s)
+        ended.append((name, sched.now_ns))
+
+    for n in names:
+        sched.spawn(member, n, name=n)
+    sched.run()
+    return ended
+
+
+def _cpu(cores: int, random_order: bool, seed: int = 0) -> tuple[ClientCpu, VirtualScheduler]:
+    sched = VirtualScheduler()
+    return ClientCpu(sched, DelayModel(client_cores=cores), random.Random(seed), random_order), sched
+
+
+def test_first_come_first_served_serves_in_issue_order() -> None:
+    cpu, sched = _cpu(1, random_order=False)
+    assert _run(cpu, sched, "abcd") == [("a", 1 * MS), ("b", 2 * MS), ("c", 3 * MS), ("d", 4 * MS)]
+
+
+def test_random_order_keeps_every_core_busy_and_draws_who_is_next() -> None:
+    orders = set()
+    for seed in range(10):
+        cpu, sched = _cpu(1, random_order=True, seed=seed)
+        ended = _run(cpu, sched, "abcde")
+        # one core, five works of 1 ms issued at 0: whatever the order, they end at 1, 2, 3, 4 and 5 ms,
+        # and the first issued found the core free
+        assert [t for _, t in ended] == [1 * MS, 2 * MS, 3 * MS, 4 * MS, 5 * MS]
+        assert ended[0][0] == "a"
+        orders.add("".join(n for n, _ in ended))
+    assert len(orders) > 1  # the waiting ones are not served in the order they came
+    again, sched = _cpu(1, random_order=True, seed=3)
+    cpu3, sched3 = _cpu(1, random_order=True, seed=3)
+    assert _run(again, sched, "abcde") == _run(cpu3, sched3, "abcde")  # the unit's seed decides
+
+
+def test_two_cores_serve_two_at_once_in_random_order() -> None:
+    cpu, sched = _cpu(2, random_order=True)
+    ended = _run(cpu, sched, "abcd")
+    assert sorted(t for _, t in ended) == [1 * MS, 1 * MS, 2 * MS, 2 * MS]
+    assert {n for n, t in ended if t == 1 * MS} == {"a", "b"}
+
+
+def test_a_killed_task_gives_back_its_core_and_its_place() -> None:
+    cpu, sched = _cpu(1, random_order=True)
+    ended: list[tuple[str, int]] = []
+
+    def member(name: str, cost_s: float) -> None:
+        cpu.work(cost_s)
+        ended.append((name, sched.now_ns))
+
+    holder = sched.spawn(member, "holder", 0.010, name="holder")  # holds the core 0..10 ms
+    waiter = sched.spawn(member, "waiter", 0.001, name="waiter")  # waits for it
+    sched.spawn(member, "late", 0.001, name="late", delay_s=0.0005)
+    sched.call_at(2 * MS, sched.kill, waiter)  # a waiting member crashes: its place is gone
+    sched.call_at(3 * MS, sched.kill, holder)  # the holder crashes: the core serves "late" at once
+    sched.run()
+    assert ended == [("late", 4 * MS)]
+    start = sched.now_ns
+    # nothing leaked: the next work finds the core free and takes just its own 1 ms
+    assert _run(cpu, sched, "x") == [("x", start + 1 * MS)]
+
+
+def test_random_order_work_cannot_be_booked_ahead() -> None:
+    cpu, _ = _cpu(2, random_order=True)
+    assert not cpu.books_ahead
+    with pytest.raises(RuntimeError, match="booked ahead"):
+        cpu.reserve(0.001)
+
+
+def test_unlimited_cores_book_ahead_in_either_order() -> None:
+    for random_order in (False, True):
+        cpu, sched = _cpu(0, random_order)
+        assert cpu.books_ahead
+        assert _run(cpu, sched, "abc") == [("a", 1 * MS), ("b", 1 * MS), ("c", 1 * MS)]
