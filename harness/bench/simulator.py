@@ -204,10 +204,7 @@ def validate(
     if not dirs:
         check_java()
         t0 = time.monotonic()
-        from harness.scenario import expand
-
-        total = len(expand(s)) * s.repetitions * len(s.implementations)
-        dirs = [run_scenario(s, RunOptions(out=base / "real", progress=real_progress(total))).run_dir]
+        dirs = [run_scenario(s, RunOptions(out=base / "real", progress=real_progress())).run_dir]
         real_what = f"real run {dirs[0]} ({time.monotonic() - t0:.0f} s wall)"
     else:
         for d in dirs:
@@ -237,23 +234,19 @@ def validate(
     return lines
 
 
-def real_progress(total: int) -> Callable[[dict[str, Any]], None]:
+def real_progress() -> Callable[[dict[str, Any]], None]:
     """The real run's progress as lines on stderr, one when a unit enters a phase (the run takes
     minutes per unit, the whole validation half an hour): ``real [3/18] legacy_zk members=10 rep 2:
-    trigger #1 join``."""
-    last: dict[str, Any] = {"key": None, "units": []}
+    settling``."""
+    last: list[Any] = [None]
 
     def report(p: dict[str, Any]) -> None:
-        key = (p["unit"], p["phase"])
-        if key == last["key"]:
-            return
-        last["key"] = key
-        if p["unit"] not in last["units"]:
-            last["units"].append(p["unit"])
-        click.echo(
-            f"real [{len(last['units'])}/{total}] {p['impl']} {p['case']} rep {p['repetition']}: {p['phase']}",
-            err=True,
-        )
+        if (p["unit"], p["phase"]) != last[0]:
+            last[0] = (p["unit"], p["phase"])
+            click.echo(
+                f"real [{p['number']}/{p['of']}] {p['impl']} {p['case']} rep {p['repetition']}: {p['phase']}",
+                err=True,
+            )
 
     return report
 

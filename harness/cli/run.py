@@ -29,9 +29,7 @@ if not console.is_terminal:  # logs and CI: wide enough for the summary table
 class ProgressView:
     """Live status: a redrawn line on a terminal, one line per phase change otherwise."""
 
-    def __init__(self, total_units: int) -> None:
-        self.total = total_units
-        self.done: set[str] = set()
+    def __init__(self) -> None:
         self.last: dict[str, Any] = {}
         self.live: Live | None = (
             Live(console=console, refresh_per_second=4, transient=True) if console.is_terminal else None
@@ -40,11 +38,9 @@ class ProgressView:
 
     def __call__(self, p: dict[str, Any]) -> None:
         changed = (p["unit"], p["phase"]) != (self.last.get("unit"), self.last.get("phase"))
-        if self.last and self.last.get("unit") != p["unit"]:
-            self.done.add(self.last["unit"])
         self.last = p
         line = (
-            f"[{len(self.done) + 1}/{self.total}] {p['impl']} {p['case']} rep {p['repetition']}: {p['phase']}, "
+            f"[{p['number']}/{p['of']}] {p['impl']} {p['case']} rep {p['repetition']}: {p['phase']}, "
             f"members up {p['members_up']}, owned {p['owned']}/{p['partitions']}, produced {p['produced']}, lag {p['lag']}"
         )
         if self.live is not None:
@@ -325,7 +321,7 @@ def _execute(
             image_prefix=image_prefix,
         )
     )
-    view = ProgressView(session.total_units)
+    view = ProgressView()
     try:
         with view:
             result = session.run(progress=view)

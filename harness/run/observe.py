@@ -23,13 +23,17 @@ from harness.run.tail import GroupWatch
 
 @dataclass
 class Progress:
-    """Reports a unit's phase and counts to ``callback`` (nothing when it is None)."""
+    """Reports a unit's phase and counts to ``callback`` (nothing when it is None): the run directory,
+    the unit's key and context, its ``number`` in the run (1-based) ``of`` the run's units, its phase
+    and the group's view (members up, partitions owned, records produced and not yet processed)."""
 
     callback: Callable[[dict[str, Any]], None] | None
     run_dir: Path
     unit: str
     context: dict[str, Any] = field(default_factory=dict[str, Any])  # case, impl, repetition
     phase: str = "starting"
+    number: int = 1  # the unit's place in the run (1-based) and the run's units
+    of: int = 1
 
     def report(self, watch: GroupWatch) -> None:
         if self.callback is None:
@@ -42,6 +46,8 @@ class Progress:
                 "impl": self.context.get("impl"),
                 "repetition": self.context.get("repetition"),
                 "phase": self.phase,
+                "number": self.number,
+                "of": self.of,
                 "members_up": len(watch.view.live),
                 "owned": len(watch.view.owners()),
                 "partitions": watch.view.partitions,

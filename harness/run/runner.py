@@ -102,6 +102,8 @@ class Unit:
     impl: str
     repetition: int
     dir: Path
+    number: int = 1  # its place in the run (1-based) and how many units the run has: for progress reports
+    of: int = 1
 
     @property
     def key(self) -> str:
@@ -181,7 +183,9 @@ class UnitRunner:
         )
         self.watch = GroupWatch(self.events_dir, self.partitions, clock=self.clock)
         self.view = self.watch.view
-        self.progress = Progress(options.progress, unit.dir.parent.parent, unit.key, unit.context)
+        self.progress = Progress(
+            options.progress, unit.dir.parent.parent, unit.key, unit.context, number=unit.number, of=unit.of
+        )
         self.waiter = Waiter(self.watch, self.progress)
         self.ctx = UnitContext(
             rig=self.rig,
@@ -404,6 +408,15 @@ def planned_cases(scenario: Scenario) -> list[Case]:
     return cases
 
 
+def unit_columns(scenario: Scenario, options: RunOptions) -> list[str]:
+    """The run's columns, one unit each per case and repetition: the scenario's implementations, and
+    Apache Kafka's broker beside the coordinator when the containers backend has a Kafka image."""
+    impls: list[str] = list(scenario.implementations)
+    if options.backend == "containers" and options.containers.kafka_image and "coordinator" in impls:
+        impls.insert(impls.index("coordinator") + 1, APACHE_KAFKA)  # the third column
+    return impls
+
+
 def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
     """Run every unit of ``scenario`` (see the module contract) and return where the results are."""
     if options.backend == "external" and any(a.action == "restart_broker" for a in scenario.timeline):
@@ -424,18 +437,20 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         preflight(options.containers)
     scenario, drawn = resolve_random(scenario)  # issue 17: random schedules drawn into the timeline
     cases = planned_cases(scenario)
-    impls: list[str] = list(scenario.implementations)
-    if options.backend == "containers" and options.containers.kafka_image and "coordinator" in impls:
-        impls.insert(impls.index("coordinator") + 1, APACHE_KAFKA)  # the third column
+    impls = unit_columns(scenario, options)
     run_id = new_run_id()
     run_dir = options.out / scenario.name / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     result = RunResult(run_dir=run_dir, run_id=run_id)
-    units = [
-        Unit(ci, case, impl, rep, run_dir / "units" / f"c{ci}-{impl}-r{rep}")
+    keys = [
+        (ci, case, impl, rep)
         for ci, case in enumerate(cases)
         for rep in range(scenario.repetitions)
         for impl in impls
+    ]
+    units = [
+        Unit(ci, case, impl, rep, run_dir / "units" / f"c{ci}-{impl}-r{rep}", i + 1, len(keys))
+        for i, (ci, case, impl, rep) in enumerate(keys)
     ]
     started = datetime.now(UTC).isoformat()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)

@@ -28,7 +28,7 @@ from typing import Any
 
 from harness.cluster.containers import ContainersOptions
 from harness.kernel.errors import ConfigError
-from harness.run.runner import RunOptions, RunResult, run_scenario
+from harness.run.runner import RunOptions, RunResult, run_scenario, unit_columns
 from harness.scenario import Scenario, expand, load_scenario
 
 
@@ -94,8 +94,6 @@ def prepare(req: SessionRequest) -> Session:
         # Constructing it checks every address (within seconds, one line on failure): do it before a
         # run directory is made; the runner constructs its own per unit.
         ExternalCluster(req.zookeeper, req.bootstrap or "")
-    columns = len(s.implementations) + (1 if req.kafka_image and "coordinator" in s.implementations else 0)
-    total = len(expand(s)) * s.repetitions * columns
     options = RunOptions(
         backend=req.backend,
         out=req.out,
@@ -103,6 +101,7 @@ def prepare(req: SessionRequest) -> Session:
         bootstrap=req.bootstrap,
         containers=containers,
     )
+    total = len(expand(s)) * s.repetitions * len(unit_columns(s, options))
     return Session(scenario=s, options=options, total_units=total)
 
 

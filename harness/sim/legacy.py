@@ -205,7 +205,8 @@ class SimZkPort:
         ``request()``, run on the loop when the server serves the request (the last of the burst).
 
         Per request, the whole timeline is booked when it is issued (one wake-up of the member, the
-        batching that keeps large groups fast): its client CPU, the network, its place in the server's
+        batching that keeps large groups fast): its client CPU (when the client cores serve in random
+        order, spent first: its turn is known only when it comes), the network, its place in the server's
         queue (queued in issue order: a request issued earlier is served earlier even if a later one
         would arrive first, at most one client cost apart), the change applied when served, the network
         back. On the fluid server: :meth:`_fluid_trip`."""

@@ -74,9 +74,7 @@ def parse_delays(items: tuple[str, ...] | list[str], seed: int | None = None) ->
         if not eq or name not in names:
             raise ConfigError(f"--delay expects NAME=VALUE with NAME one of {', '.join(names)}; got {item!r}")
         try:
-            changes[name] = (
-                int(value) if name in ("seed", "client_cores", "zk_client_random_order") else float(value)
-            )
+            changes[name] = int(value) if names[name] in (int, "int") else float(value)
         except ValueError:
             raise ConfigError(f"--delay {name}: not a number: {value!r}") from None
         if changes[name] < 0:

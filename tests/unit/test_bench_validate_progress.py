@@ -10,15 +10,28 @@ from harness.bench.simulator import real_progress, sim_progress
 from harness.sim.driver import UnitProgress
 
 
-def _p(unit: str, phase: str, rep: int = 0) -> dict[str, Any]:
-    return {"unit": unit, "phase": phase, "impl": "legacy_zk", "case": "members=10", "repetition": rep}
+def _p(unit: str, phase: str, number: int, rep: int = 0) -> dict[str, Any]:
+    return {
+        "unit": unit,
+        "phase": phase,
+        "impl": "legacy_zk",
+        "case": "members=10",
+        "repetition": rep,
+        "number": number,
+        "of": 2,
+    }
 
 
-def test_the_real_run_prints_a_line_per_unit_phase_and_counts_units(
+def test_the_real_run_prints_a_line_per_unit_phase_with_the_unit_s_number(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    report = real_progress(2)
-    for p in [_p("u0", "joining"), _p("u0", "joining"), _p("u0", "settling"), _p("u1", "joining", 1)]:
+    report = real_progress()
+    for p in [
+        _p("u0", "joining", 1),
+        _p("u0", "joining", 1),
+        _p("u0", "settling", 1),
+        _p("u1", "joining", 2, 1),
+    ]:
         report(p)
     out = capsys.readouterr()
     assert out.out == ""  # the comparison's lines stay alone on stdout

@@ -167,7 +167,7 @@ def _runner(
 ) -> tuple[UnitRunner, FakeRig, FakeClock]:
     s = load_scenario("herd", [f'implementations=["{impl}"]', "matrix={}", *overrides])
     case = expand(s)[0]
-    unit = Unit(0, case, impl, 0, tmp_path / "run" / "units" / f"c0-{impl}-r0")
+    unit = Unit(0, case, impl, 0, tmp_path / "run" / "units" / f"c0-{impl}-r0", number=3, of=5)
     clock = FakeClock()
     rig = FakeRig(unit.dir / "events", clock, case.partitions, produced, processed)
     progress: list[dict[str, Any]] = []
@@ -269,6 +269,8 @@ def test_progress_reports_each_phase_with_the_groups_counts(tmp_path: Path) -> N
         "impl": "legacy_zk",
         "repetition": 0,
         "phase": "joining",
+        "number": 3,  # the unit's place in its run, as the runner numbered it
+        "of": 5,
         "members_up": 2,
         "owned": 2,
         "partitions": 2,
