@@ -7,9 +7,10 @@ parsing requests, callbacks) on ``DelayModel.client_cores`` cores. First come fi
 default): a booking starts on the core that frees first, at the earliest now, and the caller sleeps
 until it ends; :meth:`ClientCpu.reserve` books ahead (the end is known when the work is issued). With
 ``random_order`` (the legacy members': ``DelayModel.zk_client_random_order``) a core that frees serves
-one of the waiting tasks drawn at random from the unit's random source: the end is known only when the
-task's turn comes, so such work is spent with :meth:`ClientCpu.work` (a killed task gives back its core
-or its place). With ``client_cores`` 0 every member has a core of its own (work takes its own time,
+one of the waiting tasks drawn at random from the unit's random source, each with the probability of its
+``share`` (a weight the caller gives, 1 by default: uniform) among the waiting ones' shares: the end is
+known only when the task's turn comes, so such work is spent with :meth:`ClientCpu.work` (a killed task
+gives back its core or its place). With ``client_cores`` 0 every member has a core of its own (work takes its own time,
 never waits). Every cost is scaled by the model's ``jitter`` from the unit's random source (``rng``,
 which other parts of the unit also draw from).
 """
@@ -39,7 +40,7 @@ class ClientCpu:
         self._cores = max(0, delays.client_cores)
         self._free = [0] * self._cores  # first come first served: when each core frees
         self._busy = 0  # random order: cores in use
-        self._waiting: list[Event] = []  # random order: the work waiting for a core
+        self._waiting: list[tuple[Event, float]] = []  # random order: the work waiting, with its share
 
     @property
     def books_ahead(self) -> bool:
@@ -66,9 +67,10 @@ class ClientCpu:
         free[i] = max(now, free[i]) + to_ns(seconds)
         return free[i]
 
-    def work(self, seconds: float) -> None:
+    def work(self, seconds: float, share: float = 1.0) -> None:
         """Spend ``seconds`` of client CPU in the calling task (waiting for a core first when all are
-        busy: in random order, a core that frees serves one of the waiting tasks drawn at random)."""
+        busy: in random order, a core that frees serves one of the waiting tasks drawn at random, with
+        the probability of its ``share`` (> 0) among the waiting tasks' shares)."""
         if self.books_ahead:
             end = self.reserve(seconds)
             self.sched.sleep((end - self.sched.now_ns) / NS_PER_S)
@@ -79,7 +81,8 @@ class ClientCpu:
             self._busy += 1
         else:
             turn = Event(self.sched)
-            self._waiting.append(turn)
+            place = (turn, share)
+            self._waiting.append(place)
         try:
             if turn is not None:
                 turn.wait()
@@ -88,17 +91,29 @@ class ClientCpu:
             if turn is None or turn.is_set():
                 self._hand_over()
             else:
-                self._waiting.remove(turn)
+                self._waiting.remove(place)
 
     def _hand_over(self) -> None:
-        """The core the caller held goes to a waiting task drawn at random, else it is free."""
+        """The core the caller held goes to a waiting task drawn at random by share, else it is free."""
         waiting = self._waiting
         if not waiting:
             self._busy -= 1
             return
-        i = self.rng.randrange(len(waiting))
+        i = self._draw(waiting)
         waiting[i], waiting[-1] = waiting[-1], waiting[i]
-        waiting.pop().set()
+        waiting.pop()[0].set()
+
+    def _draw(self, waiting: list[tuple[Event, float]]) -> int:
+        """The index of the waiting task served next: uniform when every share is 1 (one draw of
+        ``randrange``), else with the probability of its share."""
+        if all(w == 1.0 for _, w in waiting):
+            return self.rng.randrange(len(waiting))
+        x = self.rng.random() * sum(w for _, w in waiting)
+        for i, (_, w) in enumerate(waiting):
+            x -= w
+            if x < 0:
+                return i
+        return len(waiting) - 1
 
 
 def gamma_draw(rng: Any, mean: float, cv: float) -> float:

@@ -22,7 +22,10 @@ The model (every delay from :class:`harness.sim.model.DelayModel`):
   (broker 1 under ``/brokers/ids``, the topic's replica assignment under ``/brokers/topics``), served one
   request at a time: a request costs ``zk_client_s`` + ``network_one_way_s``, then waits in a FIFO queue
   for ``zk_service_s`` of service (the change and any watches it fires happen when served), then
-  ``network_one_way_s`` back (:class:`SimZkPort`);
+  ``network_one_way_s`` back (:class:`SimZkPort`); the client work of all members shares
+  ``client_cores`` cores (:class:`harness.sim.cpu.ClientCpu`), a core that frees serving a waiting
+  member drawn at random (``zk_client_random_order``) by its share, which each member draws when a
+  watch wakes it to rebalance (``zk_client_share_sigma``: real members go at uneven paces);
 * a watch notification reaches its member ``network_one_way_s`` after the change and costs it
   ``zk_watch_client_s``, one at a time per member (kazoo's single event thread), before ZkClient's
   listener code runs (which re-arms with two requests and sets the rebalance flag);
@@ -217,7 +220,7 @@ class SimZkPort:
         if cpu.books_ahead:
             arrive = cpu.reserve(d.zk_client_s) + to_ns(cpu.cost(d.network_one_way_s))
         else:  # the member's turn on a client core is known only when it comes
-            cpu.work(d.zk_client_s)
+            cpu.work(d.zk_client_s, self.member.cpu_share)
             arrive = self.sched.now_ns + to_ns(cpu.cost(d.network_one_way_s))
         done = self.server.admit(arrive)
         back = done + to_ns(cpu.cost(d.network_one_way_s))
@@ -415,6 +418,9 @@ class SimLegacyMember:
         self._poll_busy_ns = 0
         self._poll_anchor_ns = 0
         self.main: Task | None = None
+        #: This member's share of the client cores in random order (``DelayModel.zk_client_share_sigma``),
+        #: drawn each time a watch wakes it to rebalance.
+        self.cpu_share = 1.0
 
     # -- history --------------------------------------------------------------------------------
     def emit(self, kind: str, /, **fields: Any) -> None:
@@ -569,8 +575,12 @@ class SimLegacyMember:
             real = [r for r in reasons if r not in WAKE_ONLY]
             if real:
                 spread = self.delays.watch_wake_spread_s
+                rng = self.group.cpu.rng
                 if spread > 0:
-                    self.sched.sleep(self.group.cpu.rng.uniform(0.0, spread))
+                    self.sched.sleep(rng.uniform(0.0, spread))
+                sigma = self.delays.zk_client_share_sigma
+                if sigma > 0:
+                    self.cpu_share = rng.lognormvariate(0.0, sigma)
                 with self._rebalance_lock:
                     self.rebalancer.synced_rebalance(real)
 

@@ -92,3 +92,42 @@ def test_unlimited_cores_book_ahead_in_either_order() -> None:
         cpu, sched = _cpu(0, random_order)
         assert cpu.books_ahead
         assert _run(cpu, sched, "abc") == [("a", 1 * MS), ("b", 1 * MS), ("c", 1 * MS)]
+
+
+def test_random_order_serves_by_share() -> None:
+    """One core held by a first task; a task of share 9 and one of share 1 wait: the core that frees
+    serves the heavy one with probability 9 / (9 + 1). Over 200 seeds that is 180 expected (binomial
+    standard deviation 4.2); the seeds fix the draws, so the count is exact and the bounds are wide."""
+    heavy_first = 0
+    for seed in range(200):
+        cpu, sched = _cpu(1, random_order=True, seed=seed)
+        ended: list[str] = []
+
+        def member(name: str, share: float, cpu: ClientCpu = cpu, ended: list[str] = ended) -> None:
+            cpu.work(0.001, share)
+            ended.append(name)
+
+        sched.spawn(member, "holder", 1.0, name="holder")
+        sched.spawn(member, "light", 1.0, name="light")
+        sched.spawn(member, "heavy", 9.0, name="heavy")
+        sched.run()
+        assert ended[0] == "holder" and sorted(ended[1:]) == ["heavy", "light"]
+        heavy_first += ended[1] == "heavy"
+    assert 160 <= heavy_first <= 195
+
+
+def test_equal_shares_draw_as_uniform_random_order() -> None:
+    """Shares all 1 are the uniform random order (the same draws: one randrange per hand-over)."""
+    a, sa = _cpu(1, random_order=True, seed=5)
+    b, sb = _cpu(1, random_order=True, seed=5)
+    ended_a = _run(a, sa, "abcdef")
+    ended_b: list[tuple[str, int]] = []
+
+    def member(name: str) -> None:
+        b.work(0.001, 1.0)
+        ended_b.append((name, sb.now_ns))
+
+    for n in "abcdef":
+        sb.spawn(member, n, name=n)
+    sb.run()
+    assert ended_a == ended_b
