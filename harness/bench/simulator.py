@@ -11,8 +11,10 @@ model), then compares each (implementation, N, trigger) with :func:`harness.sim.
 the herd counts (watches, ZooKeeper requests by op, conflicts, rebalance attempts and failed ones, broker
 group requests by API) of every real repetition against those of the simulated ones (equal: each real
 repetition's counts are those of one simulated repetition), and the median simulated latency against the
-range of the real ones. ``--real RUN_DIR`` compares with an existing real run instead of running one;
-repeated, it pools the runs' repetitions into one real sample (and prints each run's tallies alone too).
+range of the real ones; a repetition with a trigger that did not settle is left out on either side, and
+a line names it (:func:`harness.sim.validate.unsettled`). ``--real RUN_DIR`` compares with an existing
+real run instead of running one; repeated, it pools the runs' repetitions into one real sample (and
+prints each run's tallies alone too).
 It prints one table row per count that differs (or ``all equal``) and the latencies; nothing is asserted.
 No Spark: the counts come straight from the histories.
 
@@ -195,7 +197,7 @@ def validate(
     from harness.run.runner import RunOptions, run_scenario
     from harness.scenario import load_scenario
     from harness.sim.session import SimOptions, parse_delays, simulate_scenario
-    from harness.sim.validate import compare, run_cases, run_counts
+    from harness.sim.validate import compare, run_cases, run_counts, unsettled
 
     model = parse_delays(delays)
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simval-"))
@@ -230,6 +232,11 @@ def validate(
     if len(dirs) > 1:
         lines += [
             f"{d} alone: {tally(compare([r], simulated, cases))}" for d, r in zip(dirs, real, strict=True)
+        ]
+    for d, counts in [*zip(dirs, real, strict=True), (sim.run_dir, simulated)]:
+        lines += [
+            f"left out: {d}/units/{u}: a trigger that did not settle, its window not its change's alone"
+            for u in unsettled(d, counts)
         ]
     return lines
 

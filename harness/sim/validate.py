@@ -14,7 +14,11 @@ them out: the producer's metadata refreshes are not the group's traffic); plus t
 outcome and the latency (t1 - t0, seconds; None unless settled). :func:`read_unit` reads a unit
 directory's ``events/*.jsonl``; :func:`run_counts` counts every unit of a run directory once and
 :func:`compare` sets real runs' counts (pooled) against a simulation's; :func:`compare_runs` does both
-for run directories. Pure but for those reads: no Spark.
+for run directories. A repetition with a trigger that did not settle (no effect in its window, never
+settled, skipped) is left out of the comparison on either side, and :func:`unsettled` names it: its
+windows do not each hold one change and its effects (a join whose member took 21 s to boot on a loaded
+machine made its rebalance in the next step's window: that join counted nothing and that leave both
+changes). Pure but for those reads: no Spark.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.kernel.events import WORKLOAD_CLIENTS, Kind, Role, failed_attempt, zk_steady
+from harness.kernel.events import SETTLED, WORKLOAD_CLIENTS, Kind, Role, failed_attempt, zk_steady
 from harness.kernel.windows import evaluate
 
 __all__ = [
@@ -40,6 +44,7 @@ __all__ = [
     "run_cases",
     "run_counts",
     "unit_counts",
+    "unsettled",
 ]
 
 
@@ -178,11 +183,14 @@ class Comparison:
 
 def _units(run_dir: Path) -> dict[tuple[int, str], list[Path]]:
     """(case index, implementation) -> its unit directories (``c<case>-<impl>-r<rep>``), by repetition."""
-    out: dict[tuple[int, str], list[Path]] = {}
-    for d in sorted((run_dir / "units").iterdir(), key=lambda p: p.name):
+    found: list[tuple[int, str, int, Path]] = []
+    for d in (run_dir / "units").iterdir():
         m = re.fullmatch(r"c(\d+)-(.+)-r(\d+)", d.name)
         if m:
-            out.setdefault((int(m.group(1)), m.group(2)), []).append(d)
+            found.append((int(m.group(1)), m.group(2), int(m.group(3)), d))
+    out: dict[tuple[int, str], list[Path]] = {}
+    for case, impl, _, d in sorted(found, key=lambda x: x[:3]):
+        out.setdefault((case, impl), []).append(d)
     return out
 
 
@@ -205,12 +213,31 @@ def run_cases(run_dir: Path) -> dict[int, dict[str, Any]]:
     return {c["index"]: c for c in manifest.get("cases") or []}
 
 
+def _settled(rep: Sequence[TriggerCounts]) -> bool:
+    return all(t.outcome == SETTLED for t in rep)
+
+
+def unsettled(run_dir: Path, counts: RunCounts) -> list[str]:
+    """The repetitions of ``run_dir`` (counted in ``counts`` by :func:`run_counts`) that :func:`compare`
+    leaves out (module contract), one line each: ``<unit> (#<i> <trigger>: <outcome>, ...)``."""
+    out = []
+    for key, dirs in sorted(_units(run_dir).items()):
+        for d, rep in zip(dirs, counts.get(key, []), strict=False):
+            if not _settled(rep):
+                bad = ", ".join(
+                    f"#{i + 1} {t.label}: {t.outcome}" for i, t in enumerate(rep) if t.outcome != SETTLED
+                )
+                out.append(f"{d.name} ({bad})")
+    return out
+
+
 def compare(
     real: Sequence[RunCounts], sim: RunCounts, cases: Mapping[int, Mapping[str, Any]]
 ) -> list[Comparison]:
     """Each (implementation, case, trigger) of the real runs' counts against every repetition of the
     simulation's; several real runs are pooled, their repetitions in the order given (see
-    :func:`compare_runs`)."""
+    :func:`compare_runs`); a repetition with a trigger that did not settle is left out on either side
+    (:func:`unsettled`)."""
     pooled: RunCounts = {}
     for counts in real:
         for key, reps in counts.items():
@@ -219,7 +246,10 @@ def compare(
     for key in sorted(pooled):
         if key not in sim:
             continue
-        reps, sims = pooled[key], sim[key]
+        reps = [r for r in pooled[key] if _settled(r)]
+        sims = [x for x in sim[key] if _settled(x)]
+        if not sims:
+            continue
         case = cases.get(key[0], {})
         for i, st in enumerate(sims[0]):
             rs = [r[i] for r in reps if i < len(r)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.bench.simulator import format_comparison, tally
-from harness.sim.validate import Comparison, compare_runs, unit_counts
+from harness.sim.validate import Comparison, compare_runs, run_counts, unit_counts, unsettled
 
 NO_CONFLICT = {"watches": 10, "attempts": 10, "zk:create": 10}
 ONE_CONFLICT = {"watches": 10, "attempts": 11, "conflicts": 1, "failed_attempts": 1, "zk:create": 11}
@@ -195,3 +195,22 @@ def test_several_real_runs_pool_their_repetitions(tmp_path: Path) -> None:
         "0/1 triggers with equal counts (every real repetition's counts made by a simulated one); 1/1 where a "
         "simulated repetition's counts equal a real repetition's; 1/1 simulated latencies inside the real range"
     )
+
+
+def test_a_repetition_with_a_trigger_that_did_not_settle_is_left_out_and_named(tmp_path: Path) -> None:
+    # real: r0 settled at 2800 ms without conflict; r1's joiner never rebalanced (no member reacted in
+    # the join's window: the trigger did not settle), so its window holds no herd of its own; r2 settled at
+    # 3100 ms with a conflict. The simulation: one repetition like r0. The comparison keeps r0 and r2
+    no_effect = [*_join_at_2000(), _at(8000, "settling_end", "nemesis", role="harness")]
+    real = _run_dir(
+        tmp_path, "real", [_unit_events(2800, conflict=False), no_effect, _unit_events(3100, conflict=True)]
+    )
+    sim = _run_dir(tmp_path, "sim", [_unit_events(2900, conflict=False)])
+    (row_,) = compare_runs(real, sim, 1.0)
+    assert [r.get("conflicts", 0) for r in row_.real] == [0, 1]
+    assert row_.real_latency_s == [pytest.approx(0.8), pytest.approx(1.1)]
+    counts = run_counts(real, 1.0)
+    (line,) = unsettled(real, counts)
+    # _run_dir names the units r1, r2, r3: the second one is left out
+    assert line.startswith("c0-legacy_zk-r2 (#1 join j: ") and "settled" not in line
+    assert unsettled(sim, run_counts(sim, 1.0)) == []
