@@ -10,9 +10,9 @@ until it ends; :meth:`ClientCpu.reserve` books ahead (the end is known when the 
 one of the waiting tasks drawn at random from the unit's random source, each with the probability of its
 ``share`` (a weight the caller gives, 1 by default: uniform) among the waiting ones' shares: the end is
 known only when the task's turn comes, so such work is spent with :meth:`ClientCpu.work` (a killed task
-gives back its core or its place). With ``client_cores`` 0 every member has a core of its own (work takes its own time,
-never waits). Every cost is scaled by the model's ``jitter`` from the unit's random source (``rng``,
-which other parts of the unit also draw from).
+gives back its core or its place). With ``client_cores`` 0 every member has a core of its own (work
+takes its own time, never waits). Every cost is scaled by the model's ``jitter`` from the unit's random
+source (``rng``, which other parts of the unit also draw from).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = ["ClientCpu", "gamma_draw"]
 class ClientCpu:
     """The members' client-side work on ``cores`` shared cores (0: unlimited), each cost scaled by the
     model's jitter; served first come first served, or with ``random_order`` a waiting task drawn at
-    random each time a core frees."""
+    random by its share each time a core frees."""
 
     def __init__(
         self, sched: VirtualScheduler, delays: DelayModel, rng: Any, random_order: bool = False
@@ -76,19 +76,18 @@ class ClientCpu:
             self.sched.sleep((end - self.sched.now_ns) / NS_PER_S)
             return
         cost = self.cost(seconds)
-        turn: Event | None = None
+        place: tuple[Event, float] | None = None
         if self._busy < self._cores:
             self._busy += 1
         else:
-            turn = Event(self.sched)
-            place = (turn, share)
+            place = (Event(self.sched), share)
             self._waiting.append(place)
         try:
-            if turn is not None:
-                turn.wait()
+            if place is not None:
+                place[0].wait()
             self.sched.sleep(cost)
         finally:  # also when the task is killed (a crashed member): the core is not lost
-            if turn is None or turn.is_set():
+            if place is None or place[0].is_set():
                 self._hand_over()
             else:
                 self._waiting.remove(place)

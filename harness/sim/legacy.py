@@ -24,8 +24,10 @@ The model (every delay from :class:`harness.sim.model.DelayModel`):
   for ``zk_service_s`` of service (the change and any watches it fires happen when served), then
   ``network_one_way_s`` back (:class:`SimZkPort`); the client work of all members shares
   ``client_cores`` cores (:class:`harness.sim.cpu.ClientCpu`), a core that frees serving a waiting
-  member drawn at random (``zk_client_random_order``) by its share, which each member draws when a
-  watch wakes it to rebalance (``zk_client_share_sigma``: real members go at uneven paces);
+  member drawn at random (``zk_client_random_order``); a member's requests (``zk_client_s``) wait by its
+  share, which it draws when a watch wakes it to rebalance and keeps through that wake's attempts
+  (``zk_client_share_sigma``: real members go at uneven paces), its other work (connect, watch
+  handling, applying an assignment) at share 1;
 * a watch notification reaches its member ``network_one_way_s`` after the change and costs it
   ``zk_watch_client_s``, one at a time per member (kazoo's single event thread), before ZkClient's
   listener code runs (which re-arms with two requests and sets the rebalance flag);
@@ -579,7 +581,8 @@ class SimLegacyMember:
                 if spread > 0:
                     self.sched.sleep(rng.uniform(0.0, spread))
                 sigma = self.delays.zk_client_share_sigma
-                if sigma > 0:
+                if sigma > 0 and not self.group.fluid and not self.group.cpu.books_ahead:
+                    # drawn only where it is spent (random order): other models keep their draws
                     self.cpu_share = rng.lognormvariate(0.0, sigma)
                 with self._rebalance_lock:
                     self.rebalancer.synced_rebalance(real)

@@ -102,10 +102,10 @@ class DelayModel:
     #: random, 16 / 54 / 108 ms (10 members: 2.0-2.6 / 6-7 / 37-40 ms), against 25 / 25 / 50 ms (3.0-3.2 /
     #: 4.2-4.9 / 41 ms) first come first served.
     zk_client_random_order: int = 1
-    #: In random order, how unevenly the client cores share out among the legacy members: each member
-    #: draws a share (lognormal, median 1, this sigma) when a watch wakes it to rebalance, and a core that
-    #: frees serves a waiting member with the probability of its share among the waiting members' shares
-    #: (0 = equal shares). Real members go at uneven paces in one attempt (per-member mean gap between
+    #: In random order, how unevenly the client cores share out among the legacy members' requests: each
+    #: member draws a share (lognormal, median 1, this sigma) when a watch wakes it to rebalance (kept
+    #: through that wake's attempts), and a core that frees serves a waiting request with the probability
+    #: of its share among the waiting ones' shares (0 = equal shares). Real members go at uneven paces in one attempt (per-member mean gap between
     #: registration reads at 50 members, min / 10th / 50th / 90th percentile / max: 0.6-23 / 7-27 /
     #: 17-30 / 22-39 / 23-45 ms in the two validation runs of 28 Nov 02:00 and 02:45 UTC): the fastest
     #: claim 250-500 ms after the first releases while the slowest still release 400-900 ms after them,
@@ -113,7 +113,7 @@ class DelayModel:
     #: (17.6-20.5 ms; the first claim 700-1000 ms after the last release): none of 20 simulated
     #: 50-member leaves and crashes conflicted, against 4 of the 12 real ones. Triggers with a conflict, real
     #: against simulated (20 each) at 10 / 50 / 100 members: 9 / 4 / 0 of 12 real; sigma 0.5: 8 / 1 /
-    #: 0, 0.6: 13 / 5 / 0, 0.65: 11 / 9 / 0, 0.8: 14 / 11 / 8 of 20. A share drawn per attempt is a
+    #: 0, 0.6: 13 / 5 / 0, 0.65: 11 / 9 / 0, 0.8: 14 / 11 / 8 of 20. A share drawn per wake is a
     #: model of the outcome, not of the kernel's scheduler (which gave one member 50 reads in 43 ms
     #: in a real crash, two at once on the two cores).
     zk_client_share_sigma: float = 0.6

@@ -137,7 +137,8 @@ class Comparison:
     real: list[dict[str, int]]
     simulated_reps: list[dict[str, int]]
     real_latency_s: list[float]
-    #: per simulated repetition (aligned with ``simulated_reps``), None where it did not settle
+    #: per simulated repetition (aligned with ``simulated_reps``); None where it did not settle (never in
+    #: :func:`compare`'s rows, which keep only repetitions whose triggers all settled)
     simulated_latencies_s: list[float | None]
 
     @property
@@ -220,9 +221,9 @@ def _settled(rep: Sequence[TriggerCounts]) -> bool:
 def unsettled(run_dir: Path, counts: RunCounts) -> list[str]:
     """The repetitions of ``run_dir`` (counted in ``counts`` by :func:`run_counts`) that :func:`compare`
     leaves out (module contract), one line each: ``<unit> (#<i> <trigger>: <outcome>, ...)``."""
-    out = []
+    out: list[str] = []
     for key, dirs in sorted(_units(run_dir).items()):
-        for d, rep in zip(dirs, counts.get(key, []), strict=False):
+        for d, rep in zip(dirs, counts.get(key, []), strict=True):
             if not _settled(rep):
                 bad = ", ".join(
                     f"#{i + 1} {t.label}: {t.outcome}" for i, t in enumerate(rep) if t.outcome != SETTLED
@@ -248,7 +249,7 @@ def compare(
             continue
         reps = [r for r in pooled[key] if _settled(r)]
         sims = [x for x in sim[key] if _settled(x)]
-        if not sims:
+        if not reps or not sims:  # nothing to compare: the left-out lines say why
             continue
         case = cases.get(key[0], {})
         for i, st in enumerate(sims[0]):

@@ -117,17 +117,38 @@ def test_random_order_serves_by_share() -> None:
 
 
 def test_equal_shares_draw_as_uniform_random_order() -> None:
-    """Shares all 1 are the uniform random order (the same draws: one randrange per hand-over)."""
-    a, sa = _cpu(1, random_order=True, seed=5)
-    b, sb = _cpu(1, random_order=True, seed=5)
-    ended_a = _run(a, sa, "abcdef")
-    ended_b: list[tuple[str, int]] = []
+    """Shares all 1 are the uniform random order: one ``randrange`` per hand-over and no weighted draw
+    (``random``), so a model without shares keeps its draws; unequal shares take the weighted draw."""
 
-    def member(name: str) -> None:
-        b.work(0.001, 1.0)
-        ended_b.append((name, sb.now_ns))
+    class Counting:
+        """The unit's random source, counting which draws ClientCpu makes."""
 
-    for n in "abcdef":
-        sb.spawn(member, n, name=n)
-    sb.run()
-    assert ended_a == ended_b
+        def __init__(self, seed: int) -> None:
+            self.rng = random.Random(seed)
+            self.calls = {"randrange": 0, "random": 0}
+
+        def randrange(self, n: int) -> int:
+            self.calls["randrange"] += 1
+            return self.rng.randrange(n)
+
+        def random(self) -> float:
+            self.calls["random"] += 1
+            return self.rng.random()
+
+    def served(shares: dict[str, float]) -> dict[str, int]:
+        sched = VirtualScheduler()
+        rng = Counting(5)
+        cpu = ClientCpu(sched, DelayModel(client_cores=1), rng, random_order=True)
+
+        def member(name: str) -> None:
+            cpu.work(0.001, shares[name])
+
+        for n in shares:
+            sched.spawn(member, n, name=n)
+        sched.run()
+        return rng.calls
+
+    # six works issued at once on one core: the first finds it free, the other five wait; each of the
+    # first five ends hands the core over with a draw (5, 4, 3, 2, 1 waiting), the sixth to no one
+    assert served(dict.fromkeys("abcdef", 1.0)) == {"randrange": 5, "random": 0}
+    assert served({**dict.fromkeys("abcde", 1.0), "f": 3.0})["random"] > 0

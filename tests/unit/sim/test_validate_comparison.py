@@ -161,13 +161,15 @@ def _unit_events(settled_ms: int, conflict: bool) -> list[dict[str, object]]:
     return events
 
 
-def _run_dir(root: Path, name: str, units: list[list[dict[str, object]]]) -> Path:
+def _run_dir(
+    root: Path, name: str, units: list[list[dict[str, object]]], reps: list[int] | None = None
+) -> Path:
     """A run directory as the runner writes one: ``manifest.json`` with one 2-member case and a unit
-    directory ``c0-legacy_zk-r<k>`` (events/*.jsonl) per repetition."""
+    directory ``c0-legacy_zk-r<k>`` (events/*.jsonl) per repetition, numbered ``reps`` (default 1, 2, ...)."""
     d = root / name
     d.mkdir()
     (d / "manifest.json").write_text(json.dumps({"cases": [{"index": 0, "label": "m2", "members": 2}]}))
-    for k, events in enumerate(units, 1):
+    for k, events in zip(reps or range(1, len(units) + 1), units, strict=True):
         e = d / "units" / f"c0-legacy_zk-r{k}" / "events"
         e.mkdir(parents=True)
         (e / "m.jsonl").write_text("".join(json.dumps(x) + "\n" for x in events))
@@ -198,19 +200,23 @@ def test_several_real_runs_pool_their_repetitions(tmp_path: Path) -> None:
 
 
 def test_a_repetition_with_a_trigger_that_did_not_settle_is_left_out_and_named(tmp_path: Path) -> None:
-    # real: r0 settled at 2800 ms without conflict; r1's joiner never rebalanced (no member reacted in
-    # the join's window: the trigger did not settle), so its window holds no herd of its own; r2 settled at
-    # 3100 ms with a conflict. The simulation: one repetition like r0. The comparison keeps r0 and r2
+    # real: r2 settled at 2800 ms without conflict; r9's joiner never rebalanced (no member reacted in
+    # the join's window: the trigger did not settle, so its window holds no herd of its own); r10 settled
+    # at 3100 ms with a conflict. Repetitions are taken in number order (r2, r9, r10; by name r10 would
+    # come first), r9 left out. The simulation: r1 like r2, r2 like r9 (left out too)
     no_effect = [*_join_at_2000(), _at(8000, "settling_end", "nemesis", role="harness")]
     real = _run_dir(
-        tmp_path, "real", [_unit_events(2800, conflict=False), no_effect, _unit_events(3100, conflict=True)]
+        tmp_path,
+        "real",
+        [_unit_events(2800, conflict=False), no_effect, _unit_events(3100, conflict=True)],
+        reps=[2, 9, 10],
     )
-    sim = _run_dir(tmp_path, "sim", [_unit_events(2900, conflict=False)])
+    sim = _run_dir(tmp_path, "sim", [_unit_events(2900, conflict=False), no_effect])
     (row_,) = compare_runs(real, sim, 1.0)
     assert [r.get("conflicts", 0) for r in row_.real] == [0, 1]
     assert row_.real_latency_s == [pytest.approx(0.8), pytest.approx(1.1)]
-    counts = run_counts(real, 1.0)
-    (line,) = unsettled(real, counts)
-    # _run_dir names the units r1, r2, r3: the second one is left out
-    assert line.startswith("c0-legacy_zk-r2 (#1 join j: ") and "settled" not in line
-    assert unsettled(sim, run_counts(sim, 1.0)) == []
+    assert len(row_.simulated_reps) == 1 and row_.simulated_latencies_s == [pytest.approx(0.9)]
+    (line,) = unsettled(real, run_counts(real, 1.0))
+    assert line.startswith("c0-legacy_zk-r9 (#1 join j: ") and "settled" not in line
+    (line,) = unsettled(sim, run_counts(sim, 1.0))
+    assert line.startswith("c0-legacy_zk-r2 (#1 join j: ")
