@@ -580,10 +580,8 @@ class SimLegacyMember:
                 rng = self.group.cpu.rng
                 if spread > 0:
                     self.sched.sleep(rng.uniform(0.0, spread))
-                sigma = self.delays.zk_client_share_sigma
-                if sigma > 0 and not self.group.fluid and not self.group.cpu.books_ahead:
-                    # drawn only where it is spent (random order): other models keep their draws
-                    self.cpu_share = rng.lognormvariate(0.0, sigma)
+                if self.group.draws_shares:
+                    self.cpu_share = rng.lognormvariate(0.0, self.delays.zk_client_share_sigma)
                 with self._rebalance_lock:
                     self.rebalancer.synced_rebalance(real)
 
@@ -725,6 +723,11 @@ class SimLegacyGroup:
         self.views = ViewMemo()
         self.cpu = ClientCpu(
             ctx.sched, ctx.delays, ctx.rng, random_order=bool(ctx.delays.zk_client_random_order)
+        )
+        #: Whether members draw their share of the client cores: only where it is spent (requests on a
+        #: client core in random order, not the fluid server's bursts), so other models keep their draws.
+        self.draws_shares = (
+            ctx.delays.zk_client_share_sigma > 0 and not self.fluid and not self.cpu.books_ahead
         )
         self._tick_ns = to_ns(ctx.delays.zk_tick_s)
         self._tick_phase_ns = int(ctx.rng.uniform(0, self._tick_ns)) if self._tick_ns > 0 else 0

@@ -105,8 +105,8 @@ class DelayModel:
     #: In random order, how unevenly the client cores share out among the legacy members' requests: each
     #: member draws a share (lognormal, median 1, this sigma) when a watch wakes it to rebalance (kept
     #: through that wake's attempts), and a core that frees serves a waiting request with the probability
-    #: of its share among the waiting ones' shares (0 = equal shares). Real members go at uneven paces in one attempt (per-member mean gap between
-    #: registration reads at 50 members, min / 10th / 50th / 90th percentile / max: 0.6-23 / 7-27 /
+    #: of its share among the waiting ones' shares (0 = equal shares). Real members go at uneven paces
+    #: in one attempt (per-member mean gap between registration reads at 50 members, min / 10th / 50th / 90th percentile / max: 0.6-23 / 7-27 /
     #: 17-30 / 22-39 / 23-45 ms in the two validation runs of 28 Nov 02:00 and 02:45 UTC): the fastest
     #: claim 250-500 ms after the first releases while the slowest still release 400-900 ms after them,
     #: and the 50-member leaves and crashes conflict. With equal shares every member went at one pace
