@@ -12,10 +12,12 @@ Contract
    JoinGroup of a rebalance the listener's ``on_partitions_revoked`` (commit of what was processed on the
    revoked partitions with OffsetCommit, waited for; ``rebalance_begin`` and ``revoked`` events) or, after
    the member lost its generation, ``on_partitions_lost``; JoinGroup v7 (a first join gets
-   MEMBER_ID_REQUIRED and joins again with the id it got); SyncGroup (the leader's carries the assignment
-   of kafka-python's own assignor class for the chosen protocol, computed on the member metadata the
-   broker returned, at ``kafka_assign_per_member_s`` per member on the shared client cores; the leader
-   then refreshes metadata); errors as kafka-python handles them
+   MEMBER_ID_REQUIRED and joins again with the id it got); SyncGroup, sent after the member's work on the
+   JoinGroup answer on the shared client cores (``kafka_join_answer_s`` plus ``kafka_join_answer_per_member_s``
+   per live member per client core; the leader's booking adds ``kafka_assign_per_member_s`` per member in
+   the answer). The leader's SyncGroup carries the assignment of kafka-python's own assignor class for the
+   chosen protocol, computed on the member metadata the broker returned; the leader then refreshes
+   metadata. Errors as kafka-python handles them
    (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: join again); the join runs on
    kafka-python's IO thread while the main thread awaits it in ``poll(timeout_ms=200)`` windows with
    gaps between them (:class:`_PollGaps`; mean ``kafka_poll_gap_per_member_s`` times the live members per
@@ -478,8 +480,14 @@ class SimConsumer:
     def _sync_group(self, join: g.JoinGroupResponse) -> list[int] | None:
         assignments: list[tuple[str, bytes]] = []
         leader = join.leader == join.member_id
-        if leader:  # the assignment's work on the shared cores, then the SyncGroup
-            self.cpu.work(self.delays.kafka_assign_per_member_s * len(join.members))
+        # the answer's work (and the leader's assignment) on the shared cores, then the SyncGroup
+        d = self.delays
+        work = d.kafka_join_answer_s + d.kafka_join_answer_per_member_s * d.per_core(self._live_members())
+        if leader:
+            work += d.kafka_assign_per_member_s * len(join.members)
+        if work > 0:
+            self.cpu.work(work)
+        if leader:
             assignments = self._assign(join)
         machine = self.broker.machine
         req = g.SyncGroupRequest(

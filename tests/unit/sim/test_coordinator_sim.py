@@ -450,3 +450,39 @@ def test_the_runner_performs_a_step_late_by_the_drawn_time(tmp_path: Path) -> No
     late = {**ON_TIME, "runner_step_late_s": 0.03, "runner_step_late_per_member_s": 0.002}
     assert late_s(DelayModel(**late, runner_step_late_cv=0.0), "late") == pytest.approx(0.033, abs=1e-6)
     assert late_s(DelayModel(**ON_TIME), "on-time") == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_rounds_syncgroups_leave_spread_by_the_members_work_on_the_joingroup_answer(tmp_path: Path) -> None:
+    """The broker answers a round's JoinGroups at once; each member works on its answer
+    (``kafka_join_answer_s``, here 10 ms and nothing per member) on the shared client cores before its
+    SyncGroup leaves. A fourth member joins three: generation 2's four SyncGroups on one core reach the
+    broker at least 10 ms apart (the core serves one member's 10 ms after another's, 30 ms from first to
+    last at least); with a core per member (``client_cores`` 0) all four leave 10 ms after the answers,
+    within a millisecond of each other."""
+    sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
+    model = {
+        **ON_TIME,
+        "kafka_join_answer_s": 0.010,
+        "kafka_join_answer_per_member_s": 0.0,
+        "kafka_assign_per_member_s": 0.0,
+        "kafka_poll_gap_per_member_s": 0.0,
+    }
+
+    def syncs(cores: int) -> list[int]:
+        unit = tmp_path / f"cores{cores}"
+        simulate_unit(sc, "coordinator", unit, DelayModel(**model, client_cores=cores))
+        events = unit_events(unit)
+        return sorted(
+            e["ts_ns"]
+            for e in events
+            if e["kind"] == "group_request" and e.get("api") == "SyncGroup" and e.get("generation") == 2
+        )
+
+    one = syncs(1)
+    assert len(one) == 4
+    gaps = [b - a for a, b in zip(one, one[1:])]
+    assert min(gaps) >= 10_000_000, gaps
+    assert one[-1] - one[0] >= 30_000_000
+    own = syncs(0)
+    assert len(own) == 4
+    assert own[-1] - own[0] < 1_000_000, own

@@ -7,9 +7,11 @@ The herd is linear in N for the coordinator: a join costs N + 2 JoinGroup and N 
 of each (N + 1 members before it, one left), a crash N - 1 (the crashed one expired). These are the
 protocol's counts, so the model runs without kafka-python's second join (``kafka_poll_gap_per_member_s`` 0:
 with it, a share of the members that grows with the members per core joins twice, tested in
-test_coordinator_sim.py) and without the drawn boot and lateness (``ON_TIME``: calibrated per member per
-core at 10 to 100 members on 2 cores, at 1000 members on 2 cores the joiner's boot alone would be 18 s,
-into the scenario's next step).
+test_coordinator_sim.py), without the drawn boot and lateness (``ON_TIME``) and with every member on a
+core of its own (``client_cores`` 0, as ``herdlab bench simulator reach`` runs): the per-member-per-core
+costs are calibrated at 10 to 100 members on 2 cores, and at 1000 members on 2 cores the joiner's boot
+alone would be 18 s, into the scenario's next step, and the members' work on a round's JoinGroup answers
+50 s, past the session timeout.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ def test_herd_reach_at_1000_members(tmp_path: Path) -> None:
     members = 1000
     sc = load_scenario("herd", [f"group.members={members}", 'implementations=["coordinator"]'])
     outcome = simulate_unit(
-        sc, "coordinator", tmp_path / "u", DelayModel(**ON_TIME, kafka_poll_gap_per_member_s=0.0)
+        sc,
+        "coordinator",
+        tmp_path / "u",
+        DelayModel(**ON_TIME, kafka_poll_gap_per_member_s=0.0, client_cores=0),
     )
     print(
         f"\ncoordinator simulation, {members} members: {outcome['virtual_s']:.1f} s virtual, "
