@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -480,7 +481,7 @@ def test_a_rounds_syncgroups_leave_spread_by_the_members_work_on_the_joingroup_a
 
     one = syncs(1)
     assert len(one) == 4
-    gaps = [b - a for a, b in zip(one, one[1:])]
+    gaps = [b - a for a, b in pairwise(one)]
     assert min(gaps) >= 10_000_000, gaps
     assert one[-1] - one[0] >= 30_000_000
     own = syncs(0)
