@@ -80,6 +80,8 @@ def format_comparison(rows: list[Comparison]) -> list[str]:
                 if reals != sims:
                     diffs.append(f"{k} real {'/'.join(map(str, reals))} sim {'/'.join(map(str, sims))}")
             text = "DIFFER: " + ("; ".join(diffs) or "same values, not in the same combination")
+            if r.protocol_equal:  # the difference is the clients' repeated joins alone
+                text = f"protocol equal, {_repeats_text(r)}; {text}"
             if r.alike:  # some real repetitions made a herd the simulation makes, others one it does not
                 text = f"{len(r.alike)} of {len(r.simulated_reps)} simulated equal a real repetition; {text}"
         lat = (
@@ -96,6 +98,23 @@ def format_comparison(rows: list[Comparison]) -> list[str]:
         inside = {True: "inside", False: "OUTSIDE", None: "-"}[r.latency_inside]
         lines.append(f"{r.impl:<10} {r.members:>5} {r.trigger:<16} {text:<60} {lat} vs {sim_lat} ({inside})")
     return lines
+
+
+def _repeat_joingroups(full: list[dict[str, int]], protocol: list[dict[str, int]] | None) -> str:
+    """The repeated joins' JoinGroups per repetition (full less protocol counts), as ``a/b/c``."""
+    ps = protocol if protocol is not None else full
+    got = sorted(
+        {f.get("api:JoinGroup", 0) - q.get("api:JoinGroup", 0) for f, q in zip(full, ps, strict=True)}
+    )
+    return "/".join(map(str, got))
+
+
+def _repeats_text(r: Comparison) -> str:
+    """``repeated joins' JoinGroups real 0/3 sim 0/1/2``."""
+    return (
+        f"repeated joins' JoinGroups real {_repeat_joingroups(r.real, r.real_protocol)} "
+        f"sim {_repeat_joingroups(r.simulated_reps, r.simulated_protocol_reps)}"
+    )
 
 
 @click.group("simulator")
@@ -271,13 +290,15 @@ def sim_progress() -> Callable[[UnitProgress, int, int], None]:
 
 
 def tally(rows: list[Comparison]) -> str:
-    """The validation's three tallies in one line: triggers with equal counts, with a simulated repetition
-    equal to a real one, and with the simulated latency inside the real range."""
+    """The validation's four tallies in one line: triggers with equal counts, with equal protocol counts
+    (:attr:`~harness.sim.validate.Comparison.protocol_equal`), with a simulated repetition equal to a real
+    one, and with the simulated latency inside the real range."""
     n = len(rows)
     return (
         f"{sum(r.counts_equal for r in rows)}/{n} triggers with equal counts (every real repetition's "
-        f"counts made by a simulated one); {sum(bool(r.alike) for r in rows)}/{n} where a simulated "
-        f"repetition's counts equal a real repetition's; "
+        f"counts made by a simulated one); {sum(r.protocol_equal for r in rows)}/{n} with equal protocol "
+        f"counts (the clients' repeated joins taken out of both sides); {sum(bool(r.alike) for r in rows)}/{n} "
+        f"where a simulated repetition's counts equal a real repetition's; "
         f"{sum(bool(r.latency_inside) for r in rows)}/{n} simulated latencies inside the real range"
     )
 

@@ -11,7 +11,9 @@ by op (a simulated event's ``count`` summed; offset commits, the steady-state wr
 ``attempts`` (``rebalance_begin``), ``failed_attempts`` and broker ``group_requests`` by ``api`` (but the
 workload's own clients', :data:`harness.kernel.events.WORKLOAD_CLIENTS`, as the herd analysis leaves
 them out: the producer's metadata refreshes are not the group's traffic); plus the
-outcome and the latency (t1 - t0, seconds; None unless settled). :func:`read_unit` reads a unit
+outcome and the latency (t1 - t0, seconds; None unless settled); and ``repeats``, the requests of the
+client's repeated joins inside the window (:func:`repeated_joins`), so that the protocol's own counts
+(:meth:`TriggerCounts.protocol_counts`) can be compared apart from them. :func:`read_unit` reads a unit
 directory's ``events/*.jsonl``; :func:`run_counts` counts every unit of a run directory once and
 :func:`compare` sets real runs' counts (pooled) against a simulation's; :func:`compare_runs` does both
 for run directories. A repetition with a trigger that did not settle (no effect in its window, never
@@ -23,6 +25,7 @@ changes). Pure but for those reads: no Spark.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -37,10 +40,12 @@ from harness.kernel.windows import evaluate
 __all__ = [
     "Comparison",
     "RunCounts",
+    "Sync",
     "TriggerCounts",
     "compare",
     "compare_runs",
     "read_unit",
+    "repeated_joins",
     "run_cases",
     "run_counts",
     "unit_counts",
@@ -61,6 +66,9 @@ class TriggerCounts:
     conflicts: int = 0
     zk_requests: Counter[str] = field(default_factory=Counter[str])
     group_requests: Counter[str] = field(default_factory=Counter[str])
+    #: the group requests (by API) of the client's repeated joins in the window (:func:`repeated_joins`);
+    #: part of ``group_requests``
+    repeats: Counter[str] = field(default_factory=Counter[str])
 
     def counts(self) -> dict[str, int]:
         """Every count under one flat name (``zk:<op>``, ``api:<name>``), zero counts left out."""
@@ -73,6 +81,64 @@ class TriggerCounts:
         out.update({f"zk:{op}": n for op, n in sorted(self.zk_requests.items())})
         out.update({f"api:{api}": n for api, n in sorted(self.group_requests.items())})
         return {k: v for k, v in out.items() if v}
+
+    def protocol_counts(self) -> dict[str, int]:
+        """:meth:`counts` less the client's repeated joins (:attr:`repeats`): the protocol's own counts."""
+        out = self.counts()
+        for api, n in self.repeats.items():
+            left = out.get(f"api:{api}", 0) - n
+            if left:
+                out[f"api:{api}"] = left
+            else:
+                out.pop(f"api:{api}", None)
+        return out
+
+
+@dataclass(frozen=True)
+class Sync:
+    """A SyncGroup as the broker saw it: the member, its generation, and whether it carried assignments
+    (the leader's)."""
+
+    member: str
+    generation: int
+    leader: bool
+
+
+def repeated_joins(syncs: Sequence[Sync]) -> Counter[str]:
+    """The group requests of a window's repeated joins, given its SyncGroups in order: requests a member's
+    client sent again although the protocol had nothing more to do, whose number depends on the client's
+    timing (kafka-python 3.0.12: a join completed while the main thread was between two polls is found done
+    and started again, ``join_group_async``; and a REBALANCE_IN_PROGRESS heartbeat answer taken after the
+    main thread began rejoining requests a rejoin that outlives the join). The simulator draws them
+    (``kafka_poll_gap_per_member_s``); a real run makes them as the machine's load falls. Two kinds:
+
+    * a follower's: a SyncGroup of a member for a generation it had synced in already, and the JoinGroup
+      before it (the coordinator, stable with that member's protocols unchanged, answers the JoinGroup
+      with the same generation): one JoinGroup and one SyncGroup;
+    * the leader's: a leader's JoinGroup in Stable always rebalances (Kafka's ``GroupCoordinator``;
+      herdlab's :mod:`coordinator.group.machine`), so it is a whole round more: a generation with the same
+      members and the same leader as the generation before it in the window, that is every member's
+      JoinGroup and SyncGroup once more and the leader's Metadata refresh after the round (no
+      OffsetFetch: the same members get the same assignment).
+
+    The first generation of a window is the change's own, whatever its members: only a later one can be
+    a repeat."""
+    extra: Counter[str] = Counter()
+    seen: set[tuple[str, int]] = set()
+    members: dict[int, set[str]] = {}
+    leaders: dict[int, str] = {}
+    for s in syncs:
+        if (s.member, s.generation) in seen:
+            extra.update(("JoinGroup", "SyncGroup"))
+        seen.add((s.member, s.generation))
+        members.setdefault(s.generation, set()).add(s.member)
+        if s.leader:
+            leaders[s.generation] = s.member
+    for before, gen in itertools.pairwise(sorted(members)):
+        if members[gen] == members[before] and before in leaders and leaders.get(gen) == leaders[before]:
+            n = len(members[gen])
+            extra.update({"JoinGroup": n, "SyncGroup": n, "Metadata": 1})
+    return extra
 
 
 def read_unit(unit_dir: Path) -> list[dict[str, Any]]:
@@ -96,6 +162,7 @@ def unit_counts(
     for t in facts.triggers:
         latency = (t.t1_ns - t.t0_ns) / 1e9 if t.t1_ns is not None else None
         tc = TriggerCounts(f"{t.action} {','.join(t.targets)}".strip(), t.outcome, latency)
+        syncs: list[Sync] = []
         for e in evs:
             ts = int(e.get("ts_ns") or 0)
             if ts < t.t0_ns:
@@ -120,7 +187,16 @@ def unit_counts(
                 and kind == Kind.GROUP_REQUEST
                 and e.get("client") not in WORKLOAD_CLIENTS
             ):
-                tc.group_requests[str(e.get("api"))] += 1
+                api = str(e.get("api"))
+                tc.group_requests[api] += 1
+                if api == "SyncGroup":
+                    gen = e.get("generation")
+                    syncs.append(
+                        Sync(
+                            str(e.get("member")), -1 if gen is None else int(gen), bool(e.get("assignments"))
+                        )
+                    )
+        tc.repeats = repeated_joins(syncs)
         out.append(tc)
     return out
 
@@ -140,6 +216,10 @@ class Comparison:
     #: per simulated repetition (aligned with ``simulated_reps``); None where it did not settle (never in
     #: :func:`compare`'s rows, which keep only repetitions whose triggers all settled)
     simulated_latencies_s: list[float | None]
+    #: the protocol's own counts (:meth:`TriggerCounts.protocol_counts`), aligned with ``real`` and
+    #: ``simulated_reps``; None: the same as those (no repeated joins known)
+    real_protocol: list[dict[str, int]] | None = None
+    simulated_protocol_reps: list[dict[str, int]] | None = None
 
     @property
     def simulated(self) -> dict[str, int]:
@@ -171,6 +251,15 @@ class Comparison:
         simulated repetition: all equal it). A real run's conflicts are random; so are a simulation's once
         the model has a random part: the real outcomes must be among the simulated ones."""
         return bool(self.real) and all(r in self.simulated_reps for r in self.real)
+
+    @property
+    def protocol_equal(self) -> bool:
+        """:attr:`counts_equal` for the protocol's own counts: the client's repeated joins
+        (:func:`repeated_joins`) taken out of both sides, since their number follows the client's timing
+        on a machine at that moment (the model draws it) and not the protocol."""
+        real = self.real if self.real_protocol is None else self.real_protocol
+        sims = self.simulated_reps if self.simulated_protocol_reps is None else self.simulated_protocol_reps
+        return bool(real) and all(r in sims for r in real)
 
     @property
     def latency_inside(self) -> bool | None:
@@ -265,6 +354,8 @@ def compare(
                     simulated_reps=[x.counts() for x in ss],
                     real_latency_s=[r.latency_s for r in rs if r.latency_s is not None],
                     simulated_latencies_s=[x.latency_s for x in ss],
+                    real_protocol=[r.protocol_counts() for r in rs],
+                    simulated_protocol_reps=[x.protocol_counts() for x in ss],
                 )
             )
     return out

@@ -16,16 +16,13 @@ the start-up phases: steady-state traffic counted as herd, which the checker now
 
 from __future__ import annotations
 
-import itertools
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from harness.kernel.windows import evaluate
 from harness.scenario.loading import load_scenario
 from harness.scenario.model import Scenario
 from harness.sim.validate import TriggerCounts
@@ -107,10 +104,12 @@ def test_simulated_herd_counts_at_10_members_equal_the_hand_worked_real_counts(t
     # member's; the leave moves the partitions of the members after m2; the crash only m0's second one
     assert [e["OffsetFetch"] for e in expected] == [MEMBERS, MEMBERS - 3, 1]
     # the protocol's counts: less the model's second joins (kafka-python's, drawn from the unit's seed; the
-    # long test takes them out of both sides)
-    seconds = _second_joins(unit_events(tmp_path / "sim"), _scenario())
-    for row, want, extra in zip(rows, expected, seconds, strict=True):
-        assert _less(api_counts(row), extra) == want, f"{row.label} ({dict(extra)} of second joins taken out)"
+    # validation's repeated joins, harness.sim.validate.repeated_joins; the long test takes them out of
+    # both sides)
+    for row, want in zip(rows, expected, strict=True):
+        assert _less(api_counts(row), row.repeats) == want, (
+            f"{row.label} ({dict(row.repeats)} repeats taken out)"
+        )
 
 
 @pytest.mark.long
@@ -139,54 +138,10 @@ def test_simulated_herd_counts_equal_a_real_runs(tmp_path: Path) -> None:
     assert [(r.label, r.outcome) for r in real] == [(r.label, r.outcome) for r in sim]
     # the protocol's counts on both sides: less each side's second joins (their number varies with the
     # machine's load; the model draws them from the seed, kafka_poll_gap_per_member_s)
-    seconds = _second_joins(events, _scenario())
-    sim_seconds = _second_joins(unit_events(tmp_path / "sim"), _scenario())
-    for r, m, extra, sim_extra in zip(real, sim, seconds, sim_seconds, strict=True):
-        assert _less(api_counts(m), sim_extra) == _less(api_counts(r), extra), (
-            f"{r.label}: second joins' requests taken out: real {dict(extra)}, simulated {dict(sim_extra)}"
+    for r, m in zip(real, sim, strict=True):
+        assert _less(api_counts(m), m.repeats) == _less(api_counts(r), r.repeats), (
+            f"{r.label}: second joins' requests taken out: real {dict(r.repeats)}, simulated {dict(m.repeats)}"
         )
-
-
-def _second_joins(events: list[dict[str, Any]], scenario: Scenario) -> list[Counter[str]]:
-    """Per trigger window of a unit, the requests of kafka-python's second joins, whose number depends on
-    the machine's load (the model draws them from the unit's seed, ``kafka_poll_gap_per_member_s``):
-
-    * a follower's: a SyncGroup of a member for a generation it had synced in already, and its JoinGroup
-      (the coordinator, stable with that member's protocols unchanged, answers with the same generation).
-      kafka-python's heartbeat thread can take a REBALANCE_IN_PROGRESS answer after the main thread began
-      rejoining, and its request_rejoin() then outlives the join (seen on a fresh-clone CI run: m5 in the
-      crash window); and a join that completed while the main thread was between two polls is found done
-      and started again (kafka-python 3.0.12 ``join_group_async`` replaces a done join task);
-    * the leader's: the same, but a leader's JoinGroup in Stable always rebalances (Kafka's
-      GroupCoordinator; herdlab's ``coordinator.group.machine``), so it is a whole round more: a generation
-      with the same members and the same leader as the one before it, every member's JoinGroup and
-      SyncGroup once more and the leader's Metadata refresh after it; no OffsetFetch, as the same members
-      get the same assignment. Seen on a fresh-clone CI run: the leave window in three rounds.
-    """
-    facts = evaluate(events, int(scenario.settle_window * 1e9))
-    out: list[Counter[str]] = []
-    for t in facts.triggers:
-        seen: set[tuple[str, int]] = set()
-        members: dict[int, set[str]] = {}
-        leaders: dict[int, str] = {}
-        extra: Counter[str] = Counter()
-        for e in events:
-            ts = int(e["ts_ns"])
-            if t.t0_ns <= ts < t.end_ns and e.get("role") == "broker" and e.get("api") == "SyncGroup":
-                gen, member = int(e.get("generation") or -1), str(e.get("member"))
-                if (member, gen) in seen:
-                    extra.update(("JoinGroup", "SyncGroup"))
-                seen.add((member, gen))
-                members.setdefault(gen, set()).add(member)
-                if e.get("assignments"):
-                    leaders[gen] = member
-        gens = sorted(members)
-        for before, gen in itertools.pairwise(gens):
-            if members[gen] == members[before] and leaders.get(gen) == leaders.get(before) is not None:
-                n = len(members[gen])
-                extra.update({"JoinGroup": n, "SyncGroup": n, "Metadata": 1})
-        out.append(extra)
-    return out
 
 
 def _less(counts: dict[str, int], extra: Counter[str]) -> dict[str, int]:

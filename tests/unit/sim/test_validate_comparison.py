@@ -194,7 +194,8 @@ def test_several_real_runs_pool_their_repetitions(tmp_path: Path) -> None:
     assert [r.get("conflicts", 0) for r in pooled.real] == [0, 1] and pooled.real[1]["attempts"] == 3
     assert not pooled.counts_equal and pooled.alike == [0]
     assert tally([pooled]) == (
-        "0/1 triggers with equal counts (every real repetition's counts made by a simulated one); 1/1 where a "
+        "0/1 triggers with equal counts (every real repetition's counts made by a simulated one); 0/1 with "
+        "equal protocol counts (the clients' repeated joins taken out of both sides); 1/1 where a "
         "simulated repetition's counts equal a real repetition's; 1/1 simulated latencies inside the real range"
     )
 
