@@ -15,6 +15,10 @@ range of the real ones; a repetition with a trigger that did not settle is left 
 a line names it (:func:`harness.sim.validate.unsettled`). ``--real RUN_DIR`` compares with an existing
 real run instead of running one; repeated, it pools the runs' repetitions into one real sample (and
 prints each run's tallies alone too).
+The same comparison is made of the protocol's own counts too, the clients' repeated joins
+(:func:`harness.sim.validate.repeated_joins`) taken out of both sides (their number is the client's timing
+on the machine at that moment; the model draws it): a row whose counts differ by them alone says
+``protocol equal`` and the repeated joins' JoinGroups each side made, and the tallies count such rows.
 It prints one table row per count that differs (or ``all equal``) and the latencies; nothing is asserted.
 No Spark: the counts come straight from the histories.
 
