@@ -30,7 +30,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,14 +84,7 @@ class TriggerCounts:
 
     def protocol_counts(self) -> dict[str, int]:
         """:meth:`counts` less the client's repeated joins (:attr:`repeats`): the protocol's own counts."""
-        out = self.counts()
-        for api, n in self.repeats.items():
-            left = out.get(f"api:{api}", 0) - n
-            if left:
-                out[f"api:{api}"] = left
-            else:
-                out.pop(f"api:{api}", None)
-        return out
+        return replace(self, group_requests=self.group_requests - self.repeats).counts()
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,12 @@ def api_counts(tc: TriggerCounts) -> dict[str, int]:
     return {k: v for k, v in sorted(tc.group_requests.items()) if v}
 
 
+def protocol_api_counts(tc: TriggerCounts) -> dict[str, int]:
+    """:func:`api_counts` of the protocol's own requests: the client's repeated joins taken out
+    (:meth:`~harness.sim.validate.TriggerCounts.protocol_counts`)."""
+    return {k.removeprefix("api:"): v for k, v in tc.protocol_counts().items() if k.startswith("api:")}
+
+
 def history_text(unit_dir: Path) -> str:
     """The unit's history as written (for determinism checks)."""
     return "".join(p.read_text() for p in sorted((unit_dir / "events").glob("*.jsonl")))

@@ -8,6 +8,7 @@ from collections import Counter
 
 from harness.bench.simulator import format_comparison, tally
 from harness.sim.validate import Comparison, Sync, repeated_joins, unit_counts
+from tests.support.histories import UnitHistory
 
 
 def test_a_round_without_repeats_has_none() -> None:
@@ -38,42 +39,29 @@ def test_a_later_round_with_other_members_or_another_leader_is_the_protocols() -
     assert repeated_joins(round5 + other_leader) == Counter()
 
 
-def _broker(t_ms: int, api: str, member: str, **kw: object) -> dict[str, object]:
-    return {"ts_ns": t_ms * 1_000_000, "kind": "group_request", "source": "broker-0", "role": "broker",
-            "api": api, "client": member, "member": member, **kw}  # fmt: skip
-
-
-def _member(t_ms: int, kind: str, member: str, **kw: object) -> dict[str, object]:
-    return {"ts_ns": t_ms * 1_000_000, "kind": kind, "source": member, "role": "member", **kw}
-
-
 def _leave_unit(second_join: bool) -> list[dict[str, object]]:
     """A coordinator unit by hand: a (leader), b and c own p0, p1 and p2; c leaves at 2000 ms; generation 2:
     a and b join and sync (a with the assignments), a gets p2 at 2400 ms; with ``second_join`` b's join is
     sent once more and b syncs in generation 2 again."""
-    pair = {"action": "leave", "action_id": 1, "targets": ["c"], "trigger": True}
-    ev: list[dict[str, object]] = [
-        {"ts_ns": 0, "kind": "unit_start", "source": "nemesis", "role": "harness", "partitions": 3},
-        *[_member(100, "assigned", m, partition=p) for p, m in enumerate("abc")],
-        *[_member(100, "rebalance_end", m, outcome="ok") for m in "abc"],
-        {"ts_ns": 1_000_000_000, "kind": "stable", "source": "nemesis", "role": "harness"},
-        {"ts_ns": 2_000_000_000, "kind": "invoke", "source": "nemesis", "role": "nemesis", **pair},
-        _member(2005, "revoked", "c", partition=2),
-        _broker(2010, "LeaveGroup", "c"),
-        {"ts_ns": 2_020_000_000, "kind": "complete", "source": "nemesis", "role": "nemesis", **pair},
-        _broker(2100, "JoinGroup", "a"),
-        _broker(2110, "JoinGroup", "b"),
-        _broker(2200, "SyncGroup", "a", generation=2, assignments=2),
-        _broker(2210, "SyncGroup", "b", generation=2, assignments=0),
-    ]
+    h = UnitHistory("c3", partitions=3)
+    h.unit_start(0, ["a", "b", "c"])
+    for p, m in enumerate("abc"):
+        h.joined(100, m, p)
+    h.stable(1000).action(2000, "leave", ["c"], complete_ms=2020).revoked(2005, "c", 2)
+
+    def request(ms: int, api: str, member: str, **kw: object) -> None:
+        h.at(ms, "group_request", "broker-0", api=api, client=member, member=member, **kw)
+
+    request(2010, "LeaveGroup", "c")
+    request(2100, "JoinGroup", "a")
+    request(2110, "JoinGroup", "b")
+    request(2200, "SyncGroup", "a", generation=2, assignments=2)
+    request(2210, "SyncGroup", "b", generation=2, assignments=0)
     if second_join:
-        ev += [_broker(2300, "JoinGroup", "b"), _broker(2310, "SyncGroup", "b", generation=2, assignments=0)]
-    ev += [
-        _member(2400, "assigned", "a", partition=2),
-        *[_member(2400, "rebalance_end", m, outcome="ok") for m in "ab"],
-        {"ts_ns": 5_000_000_000, "kind": "settling_end", "source": "nemesis", "role": "harness"},
-    ]
-    return ev
+        request(2300, "JoinGroup", "b")
+        request(2310, "SyncGroup", "b", generation=2, assignments=0)
+    h.joined(2400, "a", 2).joined(2400, "b")
+    return h.settling_end(5000).events
 
 
 def test_unit_counts_keep_every_request_and_the_protocol_counts_leave_the_repeat_out() -> None:
