@@ -134,6 +134,10 @@ def test_hand_worked_figures_of_three_members(synthetic: tuple[Any, dict[str, An
     assert {(u["lost"], u["not_drained"]) for u in m["units"]} == {(2, 3)}
 
 
+# An analysis of its own (about 20 s): with the long tests (CI runs them), so the default run stays under 12
+# minutes; the rule (a change not settled by the settling end is `never`) is checked in the default run on a
+# hand-made unit (test_checker.py, test_a_change_that_does_not_settle_before_the_settling_end_is_never).
+@pytest.mark.long
 def test_a_last_trigger_without_a_settle_window_is_never(spark: Any, tmp_path: Any) -> None:
     from harness.analysis.analyze import analyze
     from harness.analysis.load import load_run
@@ -147,3 +151,4 @@ def test_a_last_trigger_without_a_settle_window_is_never(spark: Any, tmp_path: A
         assert (crash["outcome"], crash["latency_s"], crash["detection_s"]) == ("never", None, None)
         assert crash["zk_requests"] == e["triggers"][2]["zk_requests"]
         assert [t["outcome"] for t in u["triggers"][:2]] == ["settled", "settled"]
+
