@@ -151,4 +151,3 @@ def test_a_last_trigger_without_a_settle_window_is_never(spark: Any, tmp_path: A
         assert (crash["outcome"], crash["latency_s"], crash["detection_s"]) == ("never", None, None)
         assert crash["zk_requests"] == e["triggers"][2]["zk_requests"]
         assert [t["outcome"] for t in u["triggers"][:2]] == ["settled", "settled"]
-
