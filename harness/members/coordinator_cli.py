@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from pathlib import Path
 
 import click
 
 from harness.history.writer import open_history
 from harness.members.clients import make_member
 from harness.members.recorder import MemberConfig
+from harness.members.release import preload_client, wait_for_release
 from harness.scenario.properties import (
     ALL_ASSIGNORS,
     CLIENTS,
@@ -100,6 +102,13 @@ def _property(item: str) -> tuple[str, str]:
     help="A Kafka consumer property by its dotted name (repeatable), over the options above; "
     "checked against the client's known properties.",
 )
+@click.option(
+    "--hold-until",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Start up, then wait until this file exists before joining (the runner starts a join's member "
+    "ahead of its step this way).",
+)
 def coordinator(
     bootstrap: str,
     group: str,
@@ -110,6 +119,7 @@ def coordinator(
     no_auto_commit: bool,
     group_instance_id: str | None,
     properties: tuple[str, ...],
+    hold_until: Path | None,
     **typed: object,
 ) -> None:
     """Run one coordinator-side member until Ctrl-C or SIGTERM.
@@ -147,6 +157,10 @@ def coordinator(
     except ValueError as e:  # a property the client cannot take (e.g. an assignor it does not have)
         hist.close()
         raise click.UsageError(str(e)) from None
+
+    if hold_until is not None:
+        preload_client(client)
+        wait_for_release(hold_until)
 
     def handler(signum: int, _frame: object) -> None:
         if member.stopping:

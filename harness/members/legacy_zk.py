@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import click
 
 from harness.history.writer import open_history
 from harness.kernel.errors import ConfigError
+from harness.members.release import wait_for_release
 from legacy_zk.config import ConsumerConfig, parse_properties, read_properties_file
 from legacy_zk.host import run_members
 from legacy_zk.ids import TopicPartition
@@ -170,6 +172,13 @@ def build_configs(
     metavar="A,B,...",
     help="Run one member per name in this process, each named so in the history (sets --members).",
 )
+@click.option(
+    "--hold-until",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Start up, then wait until this file exists before registering (the runner starts a join's "
+    "member ahead of its step this way).",
+)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="A consumer .properties file.")
 @click.option("-X", "props", multiple=True, metavar="NAME=VALUE", help="Any 0.8 consumer property.")
 @_property_options
@@ -185,6 +194,7 @@ def legacy_zk(
     history_path: str | None,
     name: str | None,
     names: str | None,
+    hold_until: Path | None,
     config_file: str | None,
     props: tuple[str, ...],
     **explicit: Any,
@@ -219,6 +229,8 @@ def legacy_zk(
             click.echo(f"{time.strftime('%H:%M:%S')} {m.id}: running (group {m.group}); Ctrl-C to stop")
         sys.stdout.flush()
 
+    if hold_until is not None:
+        wait_for_release(hold_until)
     try:
         run_members(configs, history, handler=handler, on_assignment=_echo_assignment, on_started=started)
     finally:

@@ -322,15 +322,20 @@ def start_member(
     topic: str,
     launcher: Launcher | None = None,
     props: Mapping[str, str] | None = None,
+    hold: Path | None = None,
 ) -> MemberService:
     """Start one member of ``impl`` named ``name`` (a child process, or through ``launcher``); it
     returns at once: wait on :meth:`MemberService.ready` (or the history) for the member to boot.
-    ``props``: 0.8 properties a legacy member gets on top of the scenario's (ignored for coordinator)."""
+    ``props``: 0.8 properties a legacy member gets on top of the scenario's (ignored for coordinator).
+    ``hold``: the member starts up, then waits until that file exists before it joins
+    (``--hold-until``, :mod:`harness.members.release`)."""
     history = events / f"{name}.jsonl"
     if impl == "coordinator":
         argv = coordinator_argv(s, name, ep, history, group, topic)
     else:
         argv = legacy_argv(s, name, ep, history, group, topic, props)
+    if hold is not None:
+        argv += ["--hold-until", str(hold)]
     return MemberService(f"{impl}:{name}", argv, history, logs / f"{name}.log", launcher).start()
 
 

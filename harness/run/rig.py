@@ -21,6 +21,12 @@ Contract
   of the scenario's) are remembered per name: a restart that gives None keeps what the member had (a
   new member: the unit's implementation, no props). Members of both kinds join the unit's one group on
   its one topic on the one cluster.
+* :meth:`UnitRig.prestart_member` starts a member a ``join`` will add, held
+  (:mod:`harness.members.release`): its process starts up now and waits; the join's
+  :meth:`UnitRig.start_member` releases it instead of starting a process, so the join's ``ready`` follows
+  its ``invoke`` by milliseconds however loaded the machine is. Only a member of its own local process
+  (not one in a container, not one of a gevent host, never one started before); False when it was not
+  held, and the join then starts it as before.
 * With ``[group.legacy_zk] members_per_host`` > 0, a legacy unit runs its untargeted initial members
   (no step of the plan names them, no proxy) on gevent, that many per process ``host<i>``
   (:func:`harness.run.launch.host_groups`, :func:`~harness.run.launch.start_host`; coordination-only:
@@ -86,6 +92,10 @@ class Rig(Protocol):
         self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
     ) -> None: ...
 
+    def prestart_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> bool: ...
+
     def frozen(self, member: MemberProcess) -> bool: ...
 
     def stop_processes(self) -> None: ...
@@ -137,6 +147,8 @@ class UnitRig:
         self.producer: ChildProcess | None = None
         self.kinds: dict[str, str] = {}
         self.props: dict[str, dict[str, str]] = {}
+        # members started ahead of their join and waiting for its release file (prestart_member)
+        self.held: dict[str, tuple[MemberHandle, Path]] = {}
         # the untargeted initial legacy members sharing gevent hosts (see the module contract)
         self.host_of: dict[str, tuple[str, tuple[str, ...]]] = {}
         if spec.impl == "legacy_zk":
@@ -246,19 +258,51 @@ class UnitRig:
     def start_member(
         self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
     ) -> None:
+        held = self.held.pop(name, None)
+        if held is not None:  # started ahead, waiting: released (see the module contract)
+            handle, release = held
+            release.touch()
+            self.members[name] = handle
+            return
+        self._launch(name, kind, props)
+
+    def prestart_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> bool:
+        assert self.cluster is not None
+        if (
+            name in self.members
+            or name in self.held
+            or name in self.host_of
+            or self.cluster.member_launcher([self.spec.events_dir]) is not None
+        ):
+            return False
+        release = self.spec.events_dir / f".{name}.release"
+        release.unlink(missing_ok=True)
+        handle = self._launch(name, kind, props, hold=release)
+        del self.members[name]
+        self.held[name] = (handle, release)
+        return True
+
+    def _launch(
+        self,
+        name: str,
+        kind: str | None,
+        props: Mapping[str, str] | None,
+        hold: Path | None = None,
+    ) -> MemberHandle:
         if name not in self.endpoints:
             self.endpoints[name] = self._endpoints_for(name, len(self.endpoints))
         assert self.cluster is not None
         s = self.spec
         if name in self.host_of and name not in self.members and kind in (None, "legacy_zk"):
-            self._start_host(name)
-            return
+            return self._start_host(name)
         default = "coordinator" if s.impl == APACHE_KAFKA else s.impl  # kafka-python members
         kind = self.kinds[name] = kind or self.kinds.get(name, default)
         if props is not None:
             self.props[name] = dict(props)
         launcher = self.cluster.member_launcher([s.events_dir])
-        self.members[name] = start_member(
+        handle = self.members[name] = start_member(
             kind,
             s.scenario,
             name,
@@ -269,9 +313,11 @@ class UnitRig:
             s.topic,
             launcher,
             props=self.props.get(name, {}),
+            hold=hold,
         )
+        return handle
 
-    def _start_host(self, name: str) -> None:
+    def _start_host(self, name: str) -> MemberHandle:
         """``name``'s gevent host: started with all its members on the first of them; the others are
         the same process (their handle is the host's)."""
         assert self.cluster is not None
@@ -286,11 +332,16 @@ class UnitRig:
             )
         self.kinds[name] = "legacy_zk"
         self.members[name] = started
+        return started
 
     def frozen(self, member: MemberProcess) -> bool:
         return process_frozen(member)
 
     def stop_processes(self) -> None:
+        for handle, release in self.held.values():  # never released: nothing of theirs to leave cleanly
+            handle.stop(grace=1.0)
+            release.unlink(missing_ok=True)
+        self.held.clear()
         if self.host_of:  # hundreds of legacy members: stop re-arming watches first, or teardown is a herd
             for n, p in self.members.items():
                 if self.kinds.get(n) == "legacy_zk" and p.alive():

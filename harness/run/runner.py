@@ -9,7 +9,8 @@ implementation, repetition), in order:
 1. starts a fresh cluster (``local``: ZooKeeper + one broker; ``containers``: the same in containers,
    or Apache Kafka for the ``apache_kafka`` units; ``external``: nothing), creates the
    topic with a name and group of the unit's own, and starts proxies for members that a cut hits;
-2. starts the producer and the initial members, and waits until the group is stable (every
+2. starts the producer and the initial members (and, held until their step, the members the joins
+   will add: :meth:`~harness.run.rig.UnitRig.prestart_member`), and waits until the group is stable (every
    partition owned by exactly one live member for the settle window), or fails the unit after
    ``stable_timeout``;
 3. performs the nemesis plan at its offsets from that moment, each action an ``invoke`` event just
@@ -249,6 +250,12 @@ class UnitRunner:
         # start-up starvation is reported apart from failures after the group became stable.
         for name in self.plan.initial:
             self.rig.start_member(name)
+        # every member a join will add: its process starts up now, with the initial members, and waits
+        # for its step (UnitRig.prestart_member), so that the machine's load does not stretch the join
+        for step in self.plan.steps:
+            if step.kind == "join":
+                for name in step.targets:
+                    self.rig.prestart_member(name, step.member_kind, dict(step.props) or None)
         self._phase("joining")
         view = self.view
         initial = set(self.plan.initial)

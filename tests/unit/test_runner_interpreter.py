@@ -105,6 +105,7 @@ class FakeRig:
         self.log: list[str] = []
         self.never_settle = False
         self.started_as: list[tuple[str, str | None, dict[str, str] | None]] = []
+        self.prestarted_as: list[tuple[str, str | None, dict[str, str] | None]] = []
 
     def emit(self, name: str, kind: str, **fields: Any) -> None:
         if name not in self.writers:
@@ -149,6 +150,13 @@ class FakeRig:
             for o in range(self.processed):
                 self.emit(name, "record", partition=0, offset=o)
         self.rebalance()
+
+    def prestart_member(
+        self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
+    ) -> bool:
+        self.log.append(f"prestart_member {name}")
+        self.prestarted_as.append((name, kind, None if props is None else dict(props)))
+        return True
 
     def frozen(self, member: Any) -> bool:
         return bool(member.paused)
@@ -244,11 +252,14 @@ def test_steps_run_at_their_offsets_from_stability_in_plan_order(tmp_path: Path)
         "start_producer",
         "start_member m0",
         "start_member m1",
+        # the joiner starts up with the initial members, held; its join releases it
+        "prestart_member j0",
         "start_member j0",
         "stop_producer",
         "stop_processes",
         "stop_cluster",
     ]
+    assert rig.prestarted_as == [("j0", None, None)]
 
 
 def test_progress_reports_each_phase_with_the_groups_counts(tmp_path: Path) -> None:
@@ -419,6 +430,7 @@ def test_a_switch_starts_coordinator_members_in_the_group_and_settling_waits_the
         ("c0", "coordinator", None),
         ("c1", "coordinator", None),
     ]
+    assert rig.prestarted_as == []  # no join: the migration's members start at their steps
     h = _history(runner)
     pairs = [
         (e["kind"], e["action"], tuple(e["targets"]), e.get("migration"), e.get("migration_step"))

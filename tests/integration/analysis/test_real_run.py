@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import analyze_run
+from harness.history.schema import read_parquet
 from harness.report import render_report
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
@@ -45,6 +46,21 @@ def test_a_small_real_run_is_analysed_and_reported(tmp_path: Path, spark) -> Non
         actions = [t["key"] for t in u["triggers"]]
         assert actions == ["#1 join", "#2 leave"], (impl, actions)
         assert all(t["settled"] and t["latency_s"] > 0 for t in u["triggers"]), (impl, u["triggers"])
+    # The joiner was started ahead of its join and held (UnitRig.prestart_member): it recorded nothing
+    # before the join's invoke, and its ready (the join's t0) followed the invoke without a process
+    # start-up in between (0.8 s on a quiet machine, seconds under load; held: milliseconds)
+    events = read_parquet(result.run_dir / "history.parquet")
+    for u in result.units:
+        unit = (u["case"], u["impl"], u["repetition"])
+        mine = [e for e in events if (e["case"], e["impl"], e["repetition"]) == unit]
+        (join,) = [e for e in mine if e["kind"] == "invoke" and e.get("action") == "join"]
+        (joiner,) = join["targets"]
+        first = min((e for e in mine if e["source"] == joiner), key=lambda e: e["ts_ns"])
+        assert first["kind"] == "ready" and first["ts_ns"] > join["ts_ns"], (u["impl"], first)
+        assert (first["ts_ns"] - join["ts_ns"]) / 1e9 < 1.0, (u["impl"], first["ts_ns"] - join["ts_ns"])
+        logs = result.run_dir / "units" / u["unit"] / "logs"
+        assert "held until" in (logs / f"{joiner}.log").read_text(), u["impl"]
+        assert not list((result.run_dir / "units" / u["unit"] / "events").glob(".*.release"))
     # The herd is visible where each design puts it: ZooKeeper watches for legacy, broker requests for the coordinator.
     assert all(t["watches"] >= 2 for t in units["legacy_zk"]["triggers"])
     assert all(t["watches"] == 0 for t in units["coordinator"]["triggers"])
