@@ -12,7 +12,7 @@ import click
 from harness.history.writer import open_history
 from harness.members.clients import make_member
 from harness.members.recorder import MemberConfig
-from harness.members.release import preload_client, wait_for_release
+from harness.members.release import hold_option, preload_client, wait_for_release
 from harness.scenario.properties import (
     ALL_ASSIGNORS,
     CLIENTS,
@@ -102,13 +102,7 @@ def _property(item: str) -> tuple[str, str]:
     help="A Kafka consumer property by its dotted name (repeatable), over the options above; "
     "checked against the client's known properties.",
 )
-@click.option(
-    "--hold-until",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Start up, then wait until this file exists before joining (the runner starts a join's member "
-    "ahead of its step this way).",
-)
+@hold_option("joining")
 def coordinator(
     bootstrap: str,
     group: str,

@@ -23,7 +23,7 @@ import click
 
 from harness.history.writer import open_history
 from harness.kernel.errors import ConfigError
-from harness.members.release import wait_for_release
+from harness.members.release import hold_option, wait_for_release
 from legacy_zk.config import ConsumerConfig, parse_properties, read_properties_file
 from legacy_zk.host import run_members
 from legacy_zk.ids import TopicPartition
@@ -172,13 +172,7 @@ def build_configs(
     metavar="A,B,...",
     help="Run one member per name in this process, each named so in the history (sets --members).",
 )
-@click.option(
-    "--hold-until",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Start up, then wait until this file exists before registering (the runner starts a join's "
-    "member ahead of its step this way).",
-)
+@hold_option("registering")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="A consumer .properties file.")
 @click.option("-X", "props", multiple=True, metavar="NAME=VALUE", help="Any 0.8 consumer property.")
 @_property_options

@@ -19,7 +19,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import click
 
 #: How often a held member looks for its release file (a join's ``ready`` comes at most this late).
 POLL_S = 0.01
@@ -44,3 +48,15 @@ def wait_for_release(path: Path) -> None:
         time.sleep(POLL_S)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+
+
+def hold_option(before: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The member commands' ``--hold-until FILE`` option (a :class:`~pathlib.Path` or None), its help
+    saying what the member waits ``before`` (joining, registering)."""
+    return click.option(
+        "--hold-until",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help=f"Start up, then wait until this file exists before {before}, and remove it (the runner "
+        "starts a join's member ahead of its step this way).",
+    )
