@@ -7,7 +7,9 @@ Contract
 (:meth:`harness.run.rig.UnitRig.prestart_member`) starts every member a ``join`` step adds with
 ``--hold-until PATH`` as soon as the unit's initial members are started, and creates ``PATH`` when the
 join is performed (:meth:`harness.run.rig.UnitRig.start_member`). By then the process has done its
-start-up (interpreter, imports, the client library: :data:`CLIENT_LIBRARIES`), so the member's ``ready``
+start-up (interpreter, the member's modules, the client libraries: a coordinator member's,
+:data:`CLIENT_LIBRARIES`; a legacy member's kazoo and the kafka-python its fetcher and Kafka offset storage
+use), so the member's ``ready``
 (the join's t0) follows the join's ``invoke`` by milliseconds rather than by a process start-up that
 a loaded machine stretches to tens of seconds (100 coordinator members: 21-39 s on 28 Nov). Until it is
 released the member has written no event and opened no connection; a signal ends it like any process
