@@ -264,7 +264,7 @@ class UnitRig:
             release.touch()
             self.members[name] = handle
             return
-        self._launch(name, kind, props)
+        self.members[name] = self._launch(name, kind, props)
 
     def prestart_member(
         self, name: str, kind: str | None = None, props: Mapping[str, str] | None = None
@@ -279,9 +279,7 @@ class UnitRig:
             return False
         release = self.spec.events_dir / f".{name}.release"
         release.unlink(missing_ok=True)
-        handle = self._launch(name, kind, props, hold=release)
-        del self.members[name]
-        self.held[name] = (handle, release)
+        self.held[name] = (self._launch(name, kind, props, hold=release), release)
         return True
 
     def _launch(
@@ -291,6 +289,7 @@ class UnitRig:
         props: Mapping[str, str] | None,
         hold: Path | None = None,
     ) -> MemberHandle:
+        """Start ``name``'s process (or its gevent host) and return its handle; the caller files it."""
         if name not in self.endpoints:
             self.endpoints[name] = self._endpoints_for(name, len(self.endpoints))
         assert self.cluster is not None
@@ -302,7 +301,7 @@ class UnitRig:
         if props is not None:
             self.props[name] = dict(props)
         launcher = self.cluster.member_launcher([s.events_dir])
-        handle = self.members[name] = start_member(
+        return start_member(
             kind,
             s.scenario,
             name,
@@ -315,7 +314,6 @@ class UnitRig:
             props=self.props.get(name, {}),
             hold=hold,
         )
-        return handle
 
     def _start_host(self, name: str) -> MemberHandle:
         """``name``'s gevent host: started with all its members on the first of them; the others are
@@ -331,7 +329,6 @@ class UnitRig:
                 s.scenario, host, names, ep, s.events_dir, s.logs_dir, s.group, s.topic, launcher
             )
         self.kinds[name] = "legacy_zk"
-        self.members[name] = started
         return started
 
     def frozen(self, member: MemberProcess) -> bool:
