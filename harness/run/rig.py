@@ -26,7 +26,9 @@ Contract
   :meth:`UnitRig.start_member` releases it instead of starting a process, so the join's ``ready`` follows
   its ``invoke`` by milliseconds however loaded the machine is. Only a member of its own local process
   (not one in a container, not one of a gevent host, never one started before); False when it was not
-  held, and the join then starts it as before.
+  held, and the join then starts it as before. A held process that died before its join (killed by
+  the machine, a crash in its start-up) is not released: the join reaps it, logs why and starts the
+  member afresh, as it would have without the hold.
 * With ``[group.legacy_zk] members_per_host`` > 0, a legacy unit runs its untargeted initial members
   (no step of the plan names them, no proxy) on gevent, that many per process ``host<i>``
   (:func:`harness.run.launch.host_groups`, :func:`~harness.run.launch.start_host`; coordination-only:
@@ -40,6 +42,7 @@ Contract
 
 from __future__ import annotations
 
+import logging
 import signal
 import time
 from collections.abc import Mapping
@@ -57,6 +60,8 @@ from harness.procs import ChildProcess
 from harness.run.launch import Endpoints, MemberHandle, host_groups, start_host, start_member, start_producer
 from harness.run.plan import Plan
 from harness.scenario.model import Scenario
+
+log = logging.getLogger("harness.run")
 
 #: How long a unit with several brokers waits for FindCoordinator to name the group's coordinator.
 COORDINATOR_WARMUP_S = 60.0
@@ -261,9 +266,20 @@ class UnitRig:
         held = self.held.pop(name, None)
         if held is not None:  # started ahead, waiting: released (see the module contract)
             handle, release = held
-            release.touch()
-            self.members[name] = handle
-            return
+            if handle.alive():
+                release.touch()
+                self.members[name] = handle
+                return
+            status = handle.wait(0)
+            handle.stop(grace=1.0)  # reaps it
+            release.unlink(missing_ok=True)
+            log.warning(
+                "member %s of group %s: its held process died before its join (exit status %s); "
+                "starting it afresh",
+                name,
+                self.spec.group,
+                status,
+            )
         self.members[name] = self._launch(name, kind, props)
 
     def prestart_member(

@@ -4,6 +4,7 @@ waits; the release file makes it join at once (its ``ready`` then), and the file
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,9 +13,13 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from harness.cluster.broker import BrokerProcess
+from harness.cluster.containers import ContainersOptions
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.history.writer import read_events
 from harness.procs import spawn
+from harness.run.plan import make_plan
+from harness.run.rig import RigSpec, UnitRig
+from harness.scenario import expand, load_scenario
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -72,3 +77,57 @@ def test_a_held_member_writes_nothing_until_released_then_joins(
     finally:
         member.stop()
     assert not member.alive()
+
+
+def test_a_held_member_that_died_before_its_join_is_started_afresh_by_the_join(tmp_path: Path) -> None:
+    """UnitRig.start_member on a held process that is gone starts the member anew (the join works, as it
+    would have without the hold) instead of releasing a dead handle."""
+    (case,) = expand(load_scenario("herd", ["group.members=2", "topic.partitions=2"]))
+    events, logs = tmp_path / "events", tmp_path / "logs"
+    events.mkdir()
+    logs.mkdir()
+    spec = RigSpec(
+        scenario=case.scenario,
+        impl="coordinator",
+        plan=make_plan(case.scenario, 2),
+        topic="t",
+        group="g",
+        partitions=2,
+        events_dir=events,
+        logs_dir=logs,
+        cluster_dir=tmp_path / "cluster",
+        backend="local",
+        zookeeper=None,
+        bootstrap=None,
+        zk_tick_ms=200,
+        containers=ContainersOptions(),
+        labels={},
+    )
+    rig = UnitRig(spec)
+    try:
+        rig.start()
+        assert rig.prestart_member("j0")
+        held, release = rig.held["j0"]
+        log = logs / "j0.log"
+        wait_until(lambda: log.exists() and "held until" in log.read_text(), 60, what="held")
+        held.signal(signal.SIGKILL)
+        wait_until(lambda: not held.alive(), 10, what="the held process gone")
+        rig.start_member("j0")
+        fresh = rig.members["j0"]
+        assert fresh is not held and fresh.alive()
+        assert "j0" not in rig.held
+        history = events / "j0.jsonl"
+        kinds = wait_until(
+            lambda: (k := [e["kind"] for e in read_events(history)]) and "assigned" in k and k,
+            60,
+            what="the fresh member's assignment",
+        )
+        assert kinds[0] == "ready"
+        # the fresh process was not started held: no release file waits for it
+        assert not release.exists()
+        # the log (appended to by both processes) names one hold: the dead process's
+        assert log.read_text().count("held until") == 1
+    finally:
+        rig.stop_processes()
+        rig.stop_cluster()
+    assert not any(p.alive() for p in rig.members.values())
