@@ -16,9 +16,11 @@ run: :func:`harness.run.plan.make_plan`) on a fresh :class:`~harness.sim.clock.V
    ``settle_window``); writes ``stable`` or fails the unit after ``stable_timeout`` of virtual time;
 3. performs each step at ``stable + at``, late by a time drawn from the model (``runner_step_late_*``),
    with the real nemesis's ``invoke`` / ``complete`` | ``skipped`` events
-   (:class:`harness.faults.nemesis.ActionPair`: the same fields): ``join`` / ``start_member``
-   start the targets, each after a boot time drawn from the model (``member_boot_*``), and complete when
-   each wrote ``ready`` (``ready_ns``); ``leave`` / ``stop_member``
+   (:class:`harness.faults.nemesis.ActionPair`: the same fields): ``join`` releases its targets, which
+   the real runner started held with the initial members (each ready after a release time drawn from
+   the model, ``member_release_poll_s``); ``start_member`` starts its targets, each after a boot time drawn
+   from the model (``member_boot_*``); both complete when each wrote ``ready`` (``ready_ns``);
+   ``leave`` / ``stop_member``
    stop them cleanly and complete when they stopped; ``crash`` kills them (their sessions or memberships
    expire on the server side later). Every other action (pause, cut, expire, broker, ZooKeeper and
    coordinator faults, partition growth) is **skipped with the reason "not simulated"**: the unit goes
@@ -313,6 +315,11 @@ class SimUnitRunner:
         self._mark(Kind.DRAINED, all_processed=drained)
         self.outcome.update(settled_at_end=settled, drained=drained)
 
+    def _release_s(self) -> float:
+        """A held joiner's release to its ready (virtual seconds): uniform over the model's
+        ``member_release_poll_s``, from the unit's random source."""
+        return self.ctx.rng.uniform(0.0, self.delays.member_release_poll_s)
+
     def _boot_s(self) -> float:
         """A started member's boot time (virtual seconds): ``member_boot_*`` of the model."""
         d = self.delays
@@ -344,10 +351,10 @@ class SimUnitRunner:
             if step.member_kind not in (None, self.unit.impl) or step.props:
                 pair.skipped(f"{NOT_SIMULATED}: a member of another kind or with properties (migration)")
                 return
-            for n in step.targets:  # each ready once its process booted (the model's member_boot_*)
-                boot = self._boot_s()
-                if boot > 0:
-                    self.sched.call_later(boot, group.start_member, n)
+            for n in step.targets:  # a join's: released (held); a start_member's: booted (module contract)
+                after = self._release_s() if kind == "join" else self._boot_s()
+                if after > 0:
+                    self.sched.call_later(after, group.start_member, n)
                 else:
                     group.start_member(n)
             ready = self.watch.ready  # as the real context reads it: the member's latest `ready` event

@@ -65,8 +65,9 @@ The model (every delay from :class:`harness.sim.model.DelayModel`):
 
 Departures from a real member: no fetcher restart cost beyond ``member_apply_s`` per assignment; no
 connection loss, session expiry of a live member, or reconnect; ``offsets.storage = kafka`` is refused
-(the simulator has no offset manager); a member is ``ready`` when started (the driver models a joining
-member's process boot by starting it late, ``member_boot_*``).
+(the simulator has no offset manager); a member is ``ready`` when started (the driver starts a held joiner late
+by its release, ``member_release_poll_s``, and a member a step starts by its process boot,
+``member_boot_*``).
 """
 
 from __future__ import annotations

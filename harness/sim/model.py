@@ -28,6 +28,7 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass, fields
 
+from harness.members.release import POLL_S as RELEASE_POLL_S
 from legacy_zk.fetcher import POLL_MS
 
 __all__ = ["DelayModel"]
@@ -69,7 +70,15 @@ class DelayModel:
     #: between repetitions; spread evenly in start order, every simulated repetition met the same phases).
     #: 0 = all at the same instant.
     member_start_spread_s: float = 1.0
-    #: A member started by a step (``join``, ``start_member``) becomes ready after its process boots
+    #: A member a ``join`` adds is started with the initial members and held, as the real runner does
+    #: (:meth:`harness.run.rig.UnitRig.prestart_member`; :mod:`harness.members.release`): the join's step
+    #: releases it and it is ready after a time drawn uniformly over ``[0, member_release_poll_s]``, the
+    #: held process looking for its release file every :data:`harness.members.release.POLL_S` (real
+    #: 100-member joins on 2 cores: invoke to ready 3-9 ms, 4-13 ms with other work on the machine). 0 =
+    #: ready at the invoke.
+    member_release_poll_s: float = RELEASE_POLL_S
+    #: A member a ``start_member`` step starts (a rolling restart's, a migration's: the real runner starts
+    #: its process at the step) becomes ready after its process boots
     #: (interpreter, imports, clients; the real runner's ``invoke`` to the member's ``ready``), a time
     #: drawn per member from a gamma distribution of mean ``member_boot_s`` plus
     #: ``member_boot_per_member_s`` times the live members per client core (the boot competes with their

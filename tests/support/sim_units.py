@@ -18,6 +18,7 @@ EPOCH_NS = 10**18  # a fixed epoch: two simulations of the same unit write ident
 #: The model's drawn lateness off (a joiner ready at the invoke, steps at ``stable + at``, heartbeats on
 #: time): what tests that work timings out by hand assume (``DelayModel(**ON_TIME, ...)``).
 ON_TIME: dict[str, float] = {
+    "member_release_poll_s": 0.0,
     "member_boot_s": 0.0,
     "member_boot_per_member_s": 0.0,
     "runner_step_late_s": 0.0,

@@ -385,14 +385,14 @@ def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation
     assert assigned == {"m0": 1, "m1": 1, "j0": 1}
 
 
-def test_a_joining_member_is_ready_after_its_process_booted(tmp_path: Path) -> None:
-    """The driver starts a joiner after a boot time drawn from the model. With cv 0 the boot is exactly
-    the mean: 0.2 s + 0.05 s per live member per client core; 3 members on the default 2 cores: 0.2 +
-    0.05 * 3 / 2 = 0.275 s from the join's invoke to j0's ready, which the pair's complete names. With cv
-    0.4 two seeds draw different boots."""
+def test_a_joining_member_is_ready_within_its_release_poll_whatever_its_boot(tmp_path: Path) -> None:
+    """A join's member was started held with the initial members (as UnitRig.prestart_member does): the
+    driver releases it and it is ready within ``member_release_poll_s`` of the join's invoke, which the
+    pair's complete names; a process boot (``member_boot_*``, here 2 s) does not delay it. With a poll of
+    0 it is ready at the invoke; two seeds draw different releases, each inside [0, 10 ms]."""
     sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
 
-    def boot_s(delays: DelayModel, name: str) -> float:
+    def release_s(delays: DelayModel, name: str) -> float:
         simulate_unit(sc, "coordinator", tmp_path / name, delays)
         events = unit_events(tmp_path / name)
         (invoke,) = [e for e in events if e["kind"] == "invoke"]
@@ -402,10 +402,48 @@ def test_a_joining_member_is_ready_after_its_process_booted(tmp_path: Path) -> N
         assert complete["ready_ns"] == {"j0": ready["ts_ns"]} and complete["ts_ns"] >= ready["ts_ns"]
         return (ready["ts_ns"] - invoke["ts_ns"]) / NS_PER_S
 
+    slow_boot = {**ON_TIME, "member_boot_s": 2.0}
+    assert release_s(DelayModel(**slow_boot, member_boot_cv=0.0), "at-once") == 0.0
+    drawn = [
+        release_s(
+            DelayModel(**{**slow_boot, "member_release_poll_s": 0.01}, member_boot_cv=0.0, seed=s),
+            f"seed{s}",
+        )
+        for s in (1, 2)
+    ]
+    assert drawn[0] != drawn[1] and all(0.0 <= x <= 0.01 for x in drawn), drawn
+
+
+def test_a_restarted_member_is_ready_after_its_process_booted(tmp_path: Path) -> None:
+    """A ``start_member`` step (a rolling restart's second half) starts a process, as the real runner does:
+    the driver starts the member after a boot time drawn from the model. With cv 0 the boot is exactly the
+    mean: 0.2 s + 0.05 s per live member per client core; when m0 restarts, m1 and m2 are live (m0 stopped
+    a second before), on the default 2 cores: 0.2 + 0.05 * 2 / 2 = 0.25 s from the step's invoke to m0's
+    ready, which the pair's complete names. With cv 0.4 two seeds draw different boots."""
+    sc = _scenario(
+        3, timeline=[{"at": "2s", "action": "rolling_restart", "downtime": "1s", "interval": "3s"}]
+    )
+
+    def boot_s(delays: DelayModel, name: str) -> float:
+        simulate_unit(sc, "coordinator", tmp_path / name, delays)
+        events = unit_events(tmp_path / name)
+        invoke = next(e for e in events if e["kind"] == "invoke" and e["action"] == "start_member")
+        assert invoke["targets"] == ["m0"]
+        ready = next(
+            e
+            for e in events
+            if e["kind"] == "ready" and e["source"] == "m0" and e["ts_ns"] >= invoke["ts_ns"]
+        )
+        complete = next(
+            e for e in events if e["kind"] == "complete" and e["action_id"] == invoke["action_id"]
+        )
+        assert complete["ready_ns"] == {"m0": ready["ts_ns"]} and complete["ts_ns"] >= ready["ts_ns"]
+        return (ready["ts_ns"] - invoke["ts_ns"]) / NS_PER_S
+
     exact = DelayModel(
         **{**ON_TIME, "member_boot_s": 0.2, "member_boot_per_member_s": 0.05}, member_boot_cv=0.0
     )
-    assert boot_s(exact, "exact") == pytest.approx(0.275, abs=1e-6)
+    assert boot_s(exact, "exact") == pytest.approx(0.25, abs=1e-6)
     assert boot_s(DelayModel(**ON_TIME), "none") == 0.0
     drawn = [boot_s(DelayModel(member_boot_cv=0.4, seed=s), f"seed{s}") for s in (1, 2)]
     assert drawn[0] != drawn[1] and all(x > 0 for x in drawn)
