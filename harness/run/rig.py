@@ -27,8 +27,9 @@ Contract
   its ``invoke`` by milliseconds however loaded the machine is. Only a member of its own local process
   (not one in a container, not one of a gevent host, never one started before); False when it was not
   held, and the join then starts it as before. A held process that died before its join (killed by
-  the machine, a crash in its start-up) is not released: the join reaps it, logs why and starts the
-  member afresh, as it would have without the hold.
+  the machine, a crash in its start-up) is not released: the join reaps it, logs a warning and starts
+  the member afresh, as it would have without the hold (a process that dies between that check and the
+  release is released dead, as any member that dies at its join).
 * With ``[group.legacy_zk] members_per_host`` > 0, a legacy unit runs its untargeted initial members
   (no step of the plan names them, no proxy) on gevent, that many per process ``host<i>``
   (:func:`harness.run.launch.host_groups`, :func:`~harness.run.launch.start_host`; coordination-only:

@@ -318,7 +318,8 @@ class SimUnitRunner:
     def _release_s(self) -> float:
         """A held joiner's release to its ready (virtual seconds): uniform over the model's
         ``member_release_poll_s``, from the unit's random source."""
-        return self.ctx.rng.uniform(0.0, self.delays.member_release_poll_s)
+        poll = self.delays.member_release_poll_s
+        return self.ctx.rng.uniform(0.0, poll) if poll > 0 else 0.0  # 0: no draw (as for the other times)
 
     def _boot_s(self) -> float:
         """A started member's boot time (virtual seconds): ``member_boot_*`` of the model."""

@@ -70,7 +70,8 @@ class DelayModel:
     #: between repetitions; spread evenly in start order, every simulated repetition met the same phases).
     #: 0 = all at the same instant.
     member_start_spread_s: float = 1.0
-    #: A member a ``join`` adds is started with the initial members and held, as the real runner does
+    #: A member a ``join`` adds is started with the initial members and held, as the real runner does for
+    #: local member processes (not with ``--members-in-containers``)
     #: (:meth:`harness.run.rig.UnitRig.prestart_member`; :mod:`harness.members.release`): the join's step
     #: releases it and it is ready after a time drawn uniformly over ``[0, member_release_poll_s]``, the
     #: held process looking for its release file every :data:`harness.members.release.POLL_S` (real
@@ -83,7 +84,7 @@ class DelayModel:
     #: drawn per member from a gamma distribution of mean ``member_boot_s`` plus
     #: ``member_boot_per_member_s`` times the live members per client core (the boot competes with their
     #: work; 1 with ``client_cores`` 0) and coefficient of variation ``member_boot_cv``. It moves every
-    #: member's heartbeat, poll and ping phases after the join by a random amount, as in a real run, where
+    #: member's heartbeat, poll and ping phases after the step by a random amount, as in a real run, where
     #: the phases met by the following steps differ between repetitions by up to a whole heartbeat
     #: interval. Real 10 / 50 / 100-member herd runs on this machine's 2 cores: 0.37-0.77 / 0.72-1.97 /
     #: 1.18-3.73 s (means 0.55 / 1.18 / 2.18 s, cv 0.3-0.4; both implementations, 18 joins). Like the

@@ -3,6 +3,7 @@ waits; the release file makes it join at once (its ``ready`` then), and the file
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -79,7 +80,9 @@ def test_a_held_member_writes_nothing_until_released_then_joins(
     assert not member.alive()
 
 
-def test_a_held_member_that_died_before_its_join_is_started_afresh_by_the_join(tmp_path: Path) -> None:
+def test_a_held_member_that_died_before_its_join_is_started_afresh_by_the_join(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """UnitRig.start_member on a held process that is gone starts the member anew (the join works, as it
     would have without the hold) instead of releasing a dead handle."""
     (case,) = expand(load_scenario("herd", ["group.members=2", "topic.partitions=2"]))
@@ -112,22 +115,29 @@ def test_a_held_member_that_died_before_its_join_is_started_afresh_by_the_join(t
         wait_until(lambda: log.exists() and "held until" in log.read_text(), 60, what="held")
         held.signal(signal.SIGKILL)
         wait_until(lambda: not held.alive(), 10, what="the held process gone")
-        rig.start_member("j0")
+        with caplog.at_level(logging.WARNING, logger="harness.run"):
+            rig.start_member("j0")
+        # the warning names the member, its group and how the held process ended (SIGKILL: -9)
+        assert any(
+            "member j0 of group g" in r.getMessage() and "exit status -9" in r.getMessage()
+            for r in caplog.records
+        ), [r.getMessage() for r in caplog.records]
         fresh = rig.members["j0"]
         assert fresh is not held and fresh.alive()
         assert "j0" not in rig.held
         history = events / "j0.jsonl"
-        kinds = wait_until(
-            lambda: (k := [e["kind"] for e in read_events(history)]) and "assigned" in k and k,
-            60,
-            what="the fresh member's assignment",
-        )
-        assert kinds[0] == "ready"
-        # the fresh process was not started held: no release file waits for it
-        assert not release.exists()
+
+        def kinds() -> list[str]:
+            return [e["kind"] for e in read_events(history)]
+
+        wait_until(lambda: "assigned" in kinds(), 60, what="the fresh member's assignment")
+        assert kinds()[0] == "ready"
+        assert not release.exists()  # removed with the dead process, none made for the fresh one
         # the log (appended to by both processes) names one hold: the dead process's
         assert log.read_text().count("held until") == 1
     finally:
-        rig.stop_processes()
-        rig.stop_cluster()
+        try:
+            rig.stop_processes()
+        finally:
+            rig.stop_cluster()
     assert not any(p.alive() for p in rig.members.values())

@@ -122,9 +122,9 @@ def test_simulated_herd_counts_equal_a_real_runs(tmp_path: Path) -> None:
     (events_dir,) = (tmp_path / "real" / "herd-small" / "latest").glob("units/*/events")
     real = trigger_counts(events_dir.parent, _scenario())
     events = unit_events(events_dir.parent)
-    # a precondition of the comparison, not of the simulation: on a loaded machine the joiner's process can
-    # take so long to start that its join reaches the broker after the next trigger, and the real join then
-    # has no window of its own (no_effect)
+    # a precondition of the comparison, not of the simulation: on an overloaded machine the joiner (held,
+    # ready at its release, but its client still to be built and connected) can reach the broker after the
+    # next trigger, and the real join then has no window of its own (no_effect)
     (invoke,) = [e["ts_ns"] for e in events if e["kind"] == "invoke" and e["action"] == "join"]
     (ready,) = [e["ready_ns"]["j0"] for e in events if e["kind"] == "complete" and e["action"] == "join"]
     assert real[0].outcome == "settled", (

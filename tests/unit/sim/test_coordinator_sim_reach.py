@@ -9,9 +9,9 @@ protocol's counts, so the model runs without kafka-python's second join (``kafka
 with it, a share of the members that grows with the members per core joins twice, tested in
 test_coordinator_sim.py), without the drawn boot and lateness (``ON_TIME``) and with every member on a
 core of its own (``client_cores`` 0, as ``herdlab bench simulator reach`` runs): the per-member-per-core
-costs are calibrated at 10 to 100 members on 2 cores, and at 1000 members on 2 cores the joiner's boot
-alone would be 18 s, into the scenario's next step, and the members' work on a round's JoinGroup answers
-50 s, past the session timeout.
+costs are calibrated at 10 to 100 members on 2 cores, and at 1000 members on 2 cores the runner's step
+lateness alone would be 0.9 s and the members' work on a round's JoinGroup answers 50 s, past the session
+timeout.
 """
 
 from __future__ import annotations
