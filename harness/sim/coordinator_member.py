@@ -40,7 +40,8 @@ Contract
    timed from its answer; the start-up's second Metadata waits ``retry.backoff.ms``; a SyncGroup answer's work
    (``kafka_sync_client_s``, ``kafka_first_sync_client_s`` the first time) is booked on the shared client
    cores before the heartbeat timer restarts;
-6. clean stop: commit (waited for), the listener's revoke, LeaveGroup, ``stopped``; crash: nothing more.
+6. clean stop: commit (waited for), the listener's revoke, LeaveGroup after the close's hand-offs
+   (``kafka_close_leave_*``), ``stopped``; crash: nothing more.
 """
 
 from __future__ import annotations
@@ -704,6 +705,10 @@ class SimConsumer:
         self.assignment = []
         self._hb_epoch += 1
         self._md_epoch += 1
+        d = self.delays
+        leave_after = gamma_draw(self.cpu.rng, d.kafka_close_leave_s, d.kafka_close_leave_cv)
+        if leave_after > 0:  # the close's hand-offs to kafka-python's IO thread (the model's field)
+            self.sched.sleep(leave_after)
         if self.member_id and self.generation >= 0 and self.coordinator_known:
             machine = self.broker.machine
             req = g.LeaveGroupRequest(self.group, [(self.member_id, None)])

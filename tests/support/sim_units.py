@@ -25,6 +25,7 @@ ON_TIME: dict[str, float] = {
     "runner_step_late_per_member_s": 0.0,
     "kafka_heartbeat_late_s": 0.0,
     "kafka_heartbeat_late_per_member_s": 0.0,
+    "kafka_close_leave_s": 0.0,
 }
 
 

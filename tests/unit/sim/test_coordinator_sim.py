@@ -449,6 +449,35 @@ def test_a_restarted_member_is_ready_after_its_process_booted(tmp_path: Path) ->
     assert drawn[0] != drawn[1] and all(x > 0 for x in drawn)
 
 
+def test_a_leaving_members_leavegroup_follows_its_revoke_by_the_closes_hand_offs(tmp_path: Path) -> None:
+    """kafka-python's close revokes, then hands the LeaveGroup to its IO thread: the model's
+    ``kafka_close_leave_s`` (cv 0: exactly) between the leaving member's ``revoked`` and its LeaveGroup at
+    the broker. By hand: the same unit with 30 ms and with 0 differs by exactly 30 ms there, and the
+    revoke itself is not moved."""
+    sc = _scenario(3, timeline=[{"at": "2s", "action": "leave", "count": 1}])
+
+    def revoke_and_leave(close_s: float, name: str) -> tuple[int, int]:
+        delays = DelayModel(**{**ON_TIME, "kafka_close_leave_s": close_s}, kafka_close_leave_cv=0.0)
+        simulate_unit(sc, "coordinator", tmp_path / name, delays)
+        events = unit_events(tmp_path / name)
+        (invoke,) = [e for e in events if e["kind"] == "invoke"]
+        (leaver,) = invoke["targets"]
+        revoked = next(
+            e["ts_ns"]
+            for e in events
+            if e["kind"] == "revoked" and e["source"] == leaver and e["ts_ns"] >= invoke["ts_ns"]
+        )
+        # the first LeaveGroup: the leaver's (the others leave when the unit closes, seconds later)
+        leave = next(e["ts_ns"] for e in events if e["kind"] == "group_request" and e["api"] == "LeaveGroup")
+        return revoked, leave
+
+    revoked0, leave0 = revoke_and_leave(0.0, "at-once")
+    revoked30, leave30 = revoke_and_leave(0.030, "30ms")
+    assert revoked30 == revoked0
+    assert leave0 - revoked0 < 1_000_000  # a request's own cost: under a millisecond
+    assert (leave30 - revoked30) - (leave0 - revoked0) == 30_000_000
+
+
 @pytest.mark.parametrize(("late_s", "interval_s"), [(0.0, 0.5), (0.1, 0.6)])
 def test_a_late_heartbeat_delays_every_later_one(tmp_path: Path, late_s: float, interval_s: float) -> None:
     """kafka-python times the next heartbeat from the last one's send: with each sent ``late_s`` late
