@@ -6,7 +6,8 @@ Contract
 run: :func:`harness.run.plan.make_plan`) on a fresh :class:`~harness.sim.clock.VirtualScheduler`:
 
 1. writes ``unit_start`` (topic, group, partitions, members), starts the producer
-   (:class:`harness.sim.workload.SimProducer` on the unit's :class:`~harness.sim.workload.SimTopic`) and
+   (:class:`harness.sim.workload.SimProducer` on the unit's :class:`~harness.sim.workload.SimTopic`, its
+   first record at a time drawn uniformly over the model's ``producer_start_spread_s``) and
    every initial member at once (``SimGroup.start_member``; each ready at a time drawn uniformly over the
    model's ``member_start_spread_s`` from the unit's random source when it is set);
 2. waits until the group is first stable with the runner's own condition and fold: the events the
@@ -253,7 +254,8 @@ class SimUnitRunner:
             members=self.plan.initial,
             simulated=True,
         )
-        self.producer.start()
+        after = self.delays.producer_start_spread_s
+        self.producer.start(self.ctx.rng.uniform(0.0, after) if after > 0 else 0.0)
         spread = self.delays.member_start_spread_s
         for name in self.plan.initial:  # a real run starts them at once; each process boots for its own time
             if spread > 0:

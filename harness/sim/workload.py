@@ -7,7 +7,7 @@ Contract
   offsets in ``[from_offset, end)`` available now, at most ``max_records``; :meth:`SimTopic.wait_data` blocks
   a task until a record arrives on any of the given partitions or ``timeout`` passes (a Fetch's long poll).
 * :class:`SimProducer` produces as :mod:`harness.workload.producer` does: ``rate`` records per second,
-  record ``seq`` to partition ``seq % partitions``, one ``started`` (role producer) and per acknowledged
+  record ``seq`` to partition ``seq % partitions``, from ``start(after_s)`` on, one ``started`` (role producer) and per acknowledged
   record one ``produced`` event (topic, partition, offset, seq) at ``network + broker service + network``
   after the send; ``stop()`` ends it with ``stopped`` (sent, acked, failed = 0).
 * Members process what they fetch and write ``record`` events (topic, partition, offset, seq) themselves:
@@ -99,9 +99,15 @@ class SimProducer:
         self.acked = 0
         self._stopped = False
 
-    def start(self) -> None:
+    def start(self, after_s: float = 0.0) -> None:
+        """Start producing ``after_s`` virtual seconds from now (``started``, then the first record)."""
+        self.sched.call_later(after_s, self._begin)
+
+    def _begin(self) -> None:
+        if self._stopped:
+            return
         self.history.emit("started", topic=self.topic.name, rate=self.rate, partitions=self.topic.partitions)
-        self.sched.call_later(0.0, self._send)
+        self._send()
 
     def _send(self) -> None:
         if self._stopped:

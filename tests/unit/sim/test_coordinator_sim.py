@@ -237,11 +237,10 @@ def test_a_rebalance_is_seen_when_the_poll_window_ends_not_when_the_heartbeat_le
     due is the end of its previous join: its ``rebalance_end``."""
     events = _timed_unit(tmp_path, rate=0.01)
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
-    errors = {
-        e["member"]: e["ts_ns"]
-        for e in events
-        if e["kind"] == "heartbeat_error" and e["ts_ns"] > t0 and e.get("error") == "REBALANCE_IN_PROGRESS"
-    }
+    errors: dict[str, int] = {}  # each member's first REBALANCE_IN_PROGRESS after the join (the join's)
+    for e in events:
+        if e["kind"] == "heartbeat_error" and e["ts_ns"] > t0 and e.get("error") == "REBALANCE_IN_PROGRESS":
+            errors.setdefault(e["member"], e["ts_ns"])
     ids = {e["member"]: e["source"] for e in events if e["kind"] == "assigned" and e["role"] == "member"}
     delays = []
     for member_id, err_ns in errors.items():

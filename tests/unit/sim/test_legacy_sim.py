@@ -298,12 +298,15 @@ def test_a_rebalance_waits_for_the_fetchers_poll_to_return(tmp_path: Path) -> No
         release = next((e for e in mine if e["kind"] == "release" and e["ts_ns"] > begin), None)
         if release is None:
             continue  # the joiner owned nothing
-        records = [e for e in mine if e["kind"] == "record" and e["ts_ns"] < begin]
+        # its last record before the release (one fetched after the rebalance began, before the stop,
+        # counts: the fetcher went idle after it)
+        records = [e for e in mine if e["kind"] == "record" and e["ts_ns"] < release["ts_ns"]]
         assert records, m
         idle_since = records[-1]["ts_ns"] + 200_000
-        boundary = idle_since + ((begin - idle_since) // 100_000_000 + 1) * 100_000_000
+        after = max(begin, idle_since)
+        boundary = idle_since + ((after - idle_since) // 100_000_000 + 1) * 100_000_000
         partition = release["partition"]
-        arrival = min((t for t, p in produced if p == partition and t > begin), default=boundary)
+        arrival = min((t for t, p in produced if p == partition and t > after), default=boundary)
         ack = min(boundary, arrival)
         assert ack <= release["ts_ns"] <= ack + 5_000_000, (m, begin, ack, release["ts_ns"])
         waits.append(release["ts_ns"] - begin)
