@@ -74,9 +74,9 @@ class DelayModel:
     #: The real producer is a process of its own whose start varies by seconds between repetitions and has
     #: nothing to do with the runner's polls, so where a partition's records fall against a step (a leaving
     #: member's poll returns on its partition's next record) differs between repetitions (real 50-member
-    #: leaves: the step 12-225 ms into its partition's 250 ms round of records); started with the unit,
-    #: 9 of 10 simulated repetitions' ``stable`` (on the runner's poll grid) met the records at the same
-    #: phase. A spread of a round (``partitions / rate``: 250 ms at 50 partitions and 200 records/s) or more
+    #: leaves: 21-248 ms into the producer's 250 ms round of the partitions); started with the unit, 9 of
+    #: 10 simulated repetitions' ``stable`` (on the runner's poll grid) met the records at much the same
+    #: phase (127-223 ms into the round). A spread of a round (``partitions / rate``: 250 ms at 50 partitions and 200 records/s) or more
     #: makes the phase uniform. 0 = at the unit's start.
     producer_start_spread_s: float = 1.0
     #: A member a ``join`` adds is started with the initial members and held, as the real runner does for
