@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.startup import start_up_field, start_up_line
-from harness.cluster.containers import ContainersOptions
 from harness.kernel.errors import ConfigError
 from harness.run.launch import Endpoints, host_groups, legacy_argv
 from harness.run.plan import make_plan
-from harness.run.rig import RigSpec, UnitRig
+from harness.run.rig import UnitRig
 from harness.run.runner import planned_cases, unit_members, unit_partitions
 from harness.scenario import expand, load_scenario
+from tests.support.rigs import local_rig_spec
 
 
 # -- scenario keys: [group.legacy_zk] members / [group.coordinator] members ----------------------------
@@ -88,24 +88,9 @@ def test_host_groups_take_untargeted_members_in_start_order() -> None:
 def _rig(scenario_name: str, impl: str, *overrides: str) -> UnitRig:
     (case,) = expand(load_scenario(scenario_name, list(overrides)))
     plan = make_plan(case.scenario, unit_members(case, impl))
-    spec = RigSpec(
-        scenario=case.scenario,
-        impl=impl,
-        plan=plan,
-        topic="t",
-        group="g",
-        partitions=unit_partitions(case, impl),
-        events_dir=Path("/nonexistent/events"),
-        logs_dir=Path("/nonexistent/logs"),
-        cluster_dir=Path("/nonexistent/cluster"),
-        backend="local",
-        zookeeper=None,
-        bootstrap=None,
-        zk_tick_ms=200,
-        containers=ContainersOptions(),
-        labels={},
+    return UnitRig(
+        local_rig_spec(case.scenario, impl, plan, unit_partitions(case, impl), Path("/nonexistent"))
     )
-    return UnitRig(spec)
 
 
 def test_size_rig_hosts_every_untargeted_legacy_member_and_no_targeted_one() -> None:

@@ -14,13 +14,13 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from harness.cluster.broker import BrokerProcess
-from harness.cluster.containers import ContainersOptions
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.history.writer import read_events
 from harness.procs import spawn
 from harness.run.plan import make_plan
-from harness.run.rig import RigSpec, UnitRig
+from harness.run.rig import UnitRig
 from harness.scenario import expand, load_scenario
+from tests.support.rigs import local_rig_spec
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -86,26 +86,10 @@ def test_a_held_member_that_died_before_its_join_is_started_afresh_by_the_join(
     """UnitRig.start_member on a held process that is gone starts the member anew (the join works, as it
     would have without the hold) instead of releasing a dead handle."""
     (case,) = expand(load_scenario("herd", ["group.members=2", "topic.partitions=2"]))
-    events, logs = tmp_path / "events", tmp_path / "logs"
+    spec = local_rig_spec(case.scenario, "coordinator", make_plan(case.scenario, 2), 2, tmp_path)
+    events, logs = spec.events_dir, spec.logs_dir
     events.mkdir()
     logs.mkdir()
-    spec = RigSpec(
-        scenario=case.scenario,
-        impl="coordinator",
-        plan=make_plan(case.scenario, 2),
-        topic="t",
-        group="g",
-        partitions=2,
-        events_dir=events,
-        logs_dir=logs,
-        cluster_dir=tmp_path / "cluster",
-        backend="local",
-        zookeeper=None,
-        bootstrap=None,
-        zk_tick_ms=200,
-        containers=ContainersOptions(),
-        labels={},
-    )
     rig = UnitRig(spec)
     try:
         rig.start()
