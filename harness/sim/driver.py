@@ -254,12 +254,11 @@ class SimUnitRunner:
             members=self.plan.initial,
             simulated=True,
         )
-        after = self.delays.producer_start_spread_s
-        self.producer.start(self.ctx.rng.uniform(0.0, after) if after > 0 else 0.0)
+        self.producer.start(self._uniform_s(self.delays.producer_start_spread_s))
         spread = self.delays.member_start_spread_s
         for name in self.plan.initial:  # a real run starts them at once; each process boots for its own time
             if spread > 0:
-                self.sched.call_later(self.ctx.rng.uniform(0.0, spread), self.group.start_member, name)
+                self.sched.call_later(self._uniform_s(spread), self.group.start_member, name)
             else:
                 self.group.start_member(name)
         self._phase("joining")
@@ -317,11 +316,10 @@ class SimUnitRunner:
         self._mark(Kind.DRAINED, all_processed=drained)
         self.outcome.update(settled_at_end=settled, drained=drained)
 
-    def _release_s(self) -> float:
-        """A held joiner's release to its ready (virtual seconds): uniform over the model's
-        ``member_release_poll_s``, from the unit's random source."""
-        poll = self.delays.member_release_poll_s
-        return self.ctx.rng.uniform(0.0, poll) if poll > 0 else 0.0  # 0: no draw (as for the other times)
+    def _uniform_s(self, upper_s: float) -> float:
+        """A time uniform over ``[0, upper_s]`` from the unit's random source; 0 and no draw when
+        ``upper_s`` is 0 (as :func:`~harness.sim.cpu.gamma_draw` for a mean of 0)."""
+        return self.ctx.rng.uniform(0.0, upper_s) if upper_s > 0 else 0.0
 
     def _boot_s(self) -> float:
         """A started member's boot time (virtual seconds): ``member_boot_*`` of the model."""
@@ -355,7 +353,9 @@ class SimUnitRunner:
                 pair.skipped(f"{NOT_SIMULATED}: a member of another kind or with properties (migration)")
                 return
             for n in step.targets:  # a join's: released (held); a start_member's: booted (module contract)
-                after = self._release_s() if kind == "join" else self._boot_s()
+                after = (
+                    self._uniform_s(self.delays.member_release_poll_s) if kind == "join" else self._boot_s()
+                )
                 if after > 0:
                     self.sched.call_later(after, group.start_member, n)
                 else:

@@ -76,16 +76,16 @@ class DelayModel:
     #: member's poll returns on its partition's next record) differs between repetitions (real 50-member
     #: leaves: 21-248 ms into the producer's 250 ms round of the partitions); started with the unit, 9 of
     #: 10 simulated repetitions' ``stable`` (on the runner's poll grid) met the records at much the same
-    #: phase (127-223 ms into the round). A spread of a round (``partitions / rate``: 250 ms at 50 partitions and 200 records/s) or more
-    #: makes the phase uniform. 0 = at the unit's start.
+    #: phase (127-223 ms into the round). A spread of a round (``partitions / rate``: 250 ms at 50
+    #: partitions and 200 records/s) or more makes the phase uniform. 0 = at the unit's start.
     producer_start_spread_s: float = 1.0
     #: A member a ``join`` adds is started with the initial members and held, as the real runner does for
     #: local member processes (not with ``--members-in-containers``)
     #: (:meth:`harness.run.rig.UnitRig.prestart_member`; :mod:`harness.members.release`): the join's step
     #: releases it and it is ready after a time drawn uniformly over ``[0, member_release_poll_s]``, the
     #: held process looking for its release file every :data:`harness.members.release.POLL_S` (real
-    #: 100-member joins on 2 cores: invoke to ready 3-9 ms, 4-13 ms with other work on the machine). 0 =
-    #: ready at the invoke.
+    #: joins on 2 cores, both implementations at 10 to 100 members, 28 Nov: invoke to ready 0-24 ms,
+    #: median 9 ms, in 18 joins). 0 = ready at the invoke.
     member_release_poll_s: float = RELEASE_POLL_S
     #: A member a ``start_member`` step starts (a rolling restart's, a migration's: the real runner starts
     #: its process at the step) becomes ready after its process boots

@@ -7,8 +7,8 @@ Contract
   offsets in ``[from_offset, end)`` available now, at most ``max_records``; :meth:`SimTopic.wait_data` blocks
   a task until a record arrives on any of the given partitions or ``timeout`` passes (a Fetch's long poll).
 * :class:`SimProducer` produces as :mod:`harness.workload.producer` does: ``rate`` records per second,
-  record ``seq`` to partition ``seq % partitions``, from ``start(after_s)`` on, one ``started`` (role producer) and per acknowledged
-  record one ``produced`` event (topic, partition, offset, seq) at ``network + broker service + network``
+  record ``seq`` to partition ``seq % partitions``, from ``start(after_s)`` on, one ``started`` (role
+  producer) and per acknowledged record one ``produced`` event (topic, partition, offset, seq) at ``network + broker service + network``
   after the send; ``stop()`` ends it with ``stopped`` (sent, acked, failed = 0).
 * Members process what they fetch and write ``record`` events (topic, partition, offset, seq) themselves:
   ``seq`` is :meth:`SimTopic.seq` of the offset.

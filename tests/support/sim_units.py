@@ -16,7 +16,8 @@ from harness.sim.validate import TriggerCounts, read_unit, unit_counts
 
 EPOCH_NS = 10**18  # a fixed epoch: two simulations of the same unit write identical histories
 #: The model's drawn lateness off (a joiner ready at the invoke, steps at ``stable + at``, heartbeats on
-#: time, a LeaveGroup at the revoke, the producer started with the unit): what tests that work timings out by hand assume (``DelayModel(**ON_TIME, ...)``).
+#: time, a LeaveGroup at the revoke, the producer started with the unit): what tests that work timings
+#: out by hand assume (``DelayModel(**ON_TIME, ...)``).
 ON_TIME: dict[str, float] = {
     "member_release_poll_s": 0.0,
     "member_boot_s": 0.0,
