@@ -31,8 +31,11 @@ Contract
    ``kafka_heartbeat_late_*``: the IO thread's wake-up), from the end of a join until the
    next one starts; REBALANCE_IN_PROGRESS makes the member join again, UNKNOWN_MEMBER_ID /
    ILLEGAL_GENERATION reset its generation (its partitions are then lost) and join again: the heartbeat
-   only sets kafka-python's flags, so the main thread acts when its ``poll(timeout_ms=200)`` window ends
-   (windows follow each other; a record for its partitions ends one early), as it notices a stop;
+   only sets kafka-python's flags, and the main thread acts at its next check of them: at that heartbeat's
+   deadline if its check there (late by ``kafka_main_check_late_*``) comes after the answer, else when its
+   ``poll(timeout_ms=200)`` window ends (windows follow each other; a record for its partitions ends one
+   early), or with no partition at the end of its ``retry_backoff_ms`` sleep; a stop it notices when the
+   window ends;
 5. records of its partitions as they arrive (:class:`TopicFeed`), one ``record`` event each; an
    interval commit (OffsetCommit, not waited for) every ``auto.commit.interval.ms``, at a poll window's end;
    its metadata refreshes go on the connection its Fetch is parked on: while it has partitions a refresh is
@@ -291,6 +294,9 @@ class SimConsumer:
         self._fetch_sent_ns = sched.now_ns
         self._md_parked: int | None = None
         self._hb_epoch = 0
+        #: when the next heartbeat is due (kafka-python's ``time_to_next_heartbeat`` reaches 0): the main
+        #: thread's poll wait ends there too (``_poll_once`` caps it at ``time_to_next_poll``)
+        self._hb_deadline_ns = sched.now_ns
         self._md_epoch = 0
 
     # -- control (called on the loop or by the group) ---------------------------------------------------
@@ -603,7 +609,8 @@ class SimConsumer:
     # -- heartbeats (callbacks on the loop: kafka-python's heartbeat coroutine) -------------------------
     def _enable_heartbeat(self) -> None:
         self._hb_epoch += 1
-        self.sched.call_later(self.heartbeat_s, self._heartbeat, self._hb_epoch)
+        self._hb_deadline_ns = self.sched.now_ns + round(self.heartbeat_s * NS_PER_S)
+        self.sched.call_at(self._hb_deadline_ns, self._heartbeat, self._hb_epoch)
 
     def _heartbeat(self, epoch: int) -> None:
         if epoch != self._hb_epoch or not self.alive:
@@ -621,24 +628,27 @@ class SimConsumer:
         if epoch != self._hb_epoch or not self.alive:
             return
         err = resp.error
-        nxt = sent_ns + round((self.heartbeat_s + self._heartbeat_late_s()) * NS_PER_S)
+        deadline_ns = self._hb_deadline_ns  # this heartbeat's: the main thread's check there
+        self._hb_deadline_ns = sent_ns + round(self.heartbeat_s * NS_PER_S)
+        nxt = self._hb_deadline_ns + round(self._heartbeat_late_s() * NS_PER_S)
         if err in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
             self.sched.call_at(nxt, self._heartbeat, epoch)
             if err == ErrorCode.REBALANCE_IN_PROGRESS:
-                # request_rejoin() only sets a flag (base.py:931); the main thread sees it when its
-                # poll window ends (or a record ends it early)
+                # request_rejoin() only sets a flag (base.py:931): the main thread acts on it at its
+                # next check (_wake_for_flag)
                 self.rejoin_needed = True
-                self._wake_at_poll_end()
+                self._wake_for_flag(deadline_ns)
         elif err == ErrorCode.ILLEGAL_GENERATION:
             self._reset_generation(self.member_id)
-            self._wake_at_poll_end()
+            self._wake_for_flag(deadline_ns)
         elif err == ErrorCode.UNKNOWN_MEMBER_ID:
             self._reset_generation("")
-            self._wake_at_poll_end()
+            self._wake_for_flag(deadline_ns)
         else:
             if err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
                 self.coordinator_known = False
-            self.sched.call_later(RETRY_BACKOFF_S, self._heartbeat, epoch)
+            self._hb_deadline_ns = self.sched.now_ns + round(RETRY_BACKOFF_S * NS_PER_S)
+            self.sched.call_at(self._hb_deadline_ns, self._heartbeat, epoch)
 
     def _heartbeat_late_s(self) -> float:
         """How late the IO thread sends the next heartbeat (``kafka_heartbeat_late_*`` of the model, drawn
@@ -648,6 +658,37 @@ class SimConsumer:
             self._live_members()
         )
         return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv)
+
+    def _main_check_late_s(self) -> float:
+        """How late the main thread checks its flags at a heartbeat's deadline (``kafka_main_check_late_*``
+        of the model, drawn with ``kafka_poll_gap_cv`` from the unit's random source)."""
+        d = self.delays
+        mean = d.kafka_main_check_late_s + d.kafka_main_check_late_per_member_s * d.per_core(
+            self._live_members()
+        )
+        return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv)
+
+    def _wake_for_flag(self, deadline_ns: int) -> None:
+        """A heartbeat's answer set a flag (rejoin, a reset generation) that the main thread acts on at its
+        next check of them: kafka-python 3.0.12 ``KafkaConsumer._poll_once`` checks them in
+        ``coordinator.poll()`` each time its wait ends, and the wait is capped at the heartbeat's deadline
+        (``time_to_next_poll``; auto-commit is off), so the main thread checks at the deadline of the very
+        heartbeat whose answer set the flag, racing the IO thread that sends it: it sees the answer when its
+        check comes after it (late by ``_main_check_late_s``), and otherwise at its next check
+        (:meth:`_next_check_ns`; a record for its partitions ends the wait earlier)."""
+        now = self.sched.now_ns
+        check = deadline_ns + round(self._main_check_late_s() * NS_PER_S)
+        self.sched.call_at(check if check >= now else self._next_check_ns(now), self._wake.set)
+
+    def _next_check_ns(self, now_ns: int) -> int:
+        """The main thread's next check of its flags after ``now_ns`` with no record and no heartbeat due: its
+        poll window's end or, with no partition to fetch, the end of its ``retry_backoff_ms`` sleep (kafka-python
+        3.0.12 ``_poll_once``: an idle fetcher sleeps ``min(timeout, retry_backoff_ms)``; sleeps chained from the
+        window's start)."""
+        end = next_tick(self._poll_anchor_ns, now_ns, self.poll_ns)
+        if not self.assignment:
+            end = min(end, next_tick(self._poll_anchor_ns, now_ns, round(RETRY_BACKOFF_S * NS_PER_S)))
+        return end
 
     def _wake_at_poll_end(self) -> None:
         """Wake the main thread when its current poll window ends (windows chain from the anchor)."""

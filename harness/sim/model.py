@@ -206,6 +206,24 @@ class DelayModel:
     kafka_heartbeat_late_s: float = 0.0009
     #: ... (above)
     kafka_heartbeat_late_per_member_s: float = 0.000067
+    #: The main thread's check of the heartbeat's flags at a heartbeat's deadline. kafka-python 3.0.12's
+    #: ``KafkaConsumer._poll_once`` caps its wait at ``time_to_next_poll`` (auto-commit off: the time to the
+    #: next heartbeat), so the main thread wakes at each heartbeat's deadline and checks ``need_rejoin`` in
+    #: ``coordinator.poll()``, racing the IO thread that sends that heartbeat: it sees a REBALANCE_IN_PROGRESS
+    #: answer there only when its check comes after the answer. Each check is late by a time drawn from a
+    #: gamma distribution of mean ``kafka_main_check_late_s`` plus ``kafka_main_check_late_per_member_s``
+    #: times the live members per client core, coefficient of variation ``kafka_poll_gap_cv``: by default the
+    #: IO thread's lateness (``kafka_heartbeat_late_*``), both threads woken at one deadline on the same
+    #: cores. Seen in kafka-python's debug log (29 Nov, herdlab's broker, four and five members on a quiet
+    #: machine): the main thread checked 0.9-4.5 ms after the heartbeat's send, after the answer in 4 of 5.
+    #: In the real 10-member leaves of the two validation runs of 29 Nov 00:00-01:03 UTC, 22 of the 54
+    #: members with a partition began their rejoin 1.4-14.5 ms after their heartbeat's answer with no record
+    #: in between (the others on their partition's next record, 0-50 ms later; median 10-11 ms after the
+    #: answer): simulated, a median of 14.6 ms (27.9 ms when only a poll window's end or a record woke the
+    #: main thread: the model until 29 Nov). 0 and 0: the check comes before the answer ...
+    kafka_main_check_late_s: float = 0.0009
+    #: ... (above)
+    kafka_main_check_late_per_member_s: float = 0.000067
     #: A clean stop's time from the listener's revoke to the LeaveGroup's send: kafka-python 3.0.12's
     #: ``ConsumerCoordinator.close`` runs the revoke (``_on_close_prepare_async``) on its IO thread, then
     #: closes the heartbeat coroutine and hands ``maybe_leave_group`` to the IO thread again: thread

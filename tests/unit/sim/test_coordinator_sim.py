@@ -209,8 +209,14 @@ def test_an_unsupported_client_is_a_clear_error(tmp_path: Path) -> None:
         group.start_member("m0")
 
 
-def _timed_unit(tmp_path: Path, rate: float, metadata_age_ms: int = 600000) -> list[dict[str, Any]]:
-    """Three members, a join at 2 s, the workload at ``rate`` records a second."""
+def _timed_unit(
+    tmp_path: Path,
+    rate: float,
+    metadata_age_ms: int = 600000,
+    delays: DelayModel | None = None,
+    timeline: str = '[{at = "2s", action = "join", count = 1}]',
+) -> list[dict[str, Any]]:
+    """Three members, a join at 2 s (or ``timeline``), the workload at ``rate`` records a second."""
     sc = load_scenario(
         "herd-small",
         [
@@ -220,38 +226,99 @@ def _timed_unit(tmp_path: Path, rate: float, metadata_age_ms: int = 600000) -> l
             f"group.coordinator.heartbeat_interval_ms={HEARTBEAT_MS}",
             f'group.coordinator.properties={{"metadata.max.age.ms" = {metadata_age_ms}}}',
             f"workload.rate={rate}",
-            'timeline=[{at = "2s", action = "join", count = 1}]',
+            f"timeline={timeline}",
         ],
     )
-    simulate_unit(sc, "coordinator", tmp_path / "u")
+    simulate_unit(sc, "coordinator", tmp_path / "u", delays)
     return unit_events(tmp_path / "u")
 
 
-def test_a_rebalance_is_seen_when_the_poll_window_ends_not_when_the_heartbeat_learns_it(
+def _rejoins(events: list[dict[str, Any]], after_ns: int) -> dict[str, tuple[int, int, int]]:
+    """Per member of the group before ``after_ns`` that got a REBALANCE_IN_PROGRESS heartbeat answer in the
+    3 s after it: the first such answer's time, its next ``rebalance_begin`` and its last
+    ``rebalance_end`` before ``after_ns``."""
+    ids = {
+        e["member"]: e["source"]
+        for e in events
+        if e["kind"] == "rebalance_end" and e["role"] == "member" and e["ts_ns"] < after_ns
+    }
+    errors: dict[str, int] = {}
+    for e in events:
+        if (
+            e["kind"] == "heartbeat_error"
+            and after_ns < e["ts_ns"] < after_ns + 3 * NS_PER_S
+            and e.get("error") == "REBALANCE_IN_PROGRESS"
+            and e["member"] in ids
+        ):
+            errors.setdefault(e["member"], e["ts_ns"])
+    out = {}
+    for member_id, err_ns in errors.items():
+        mine = [e for e in events if e["source"] == ids[member_id]]
+        begin = next(e["ts_ns"] for e in mine if e["kind"] == "rebalance_begin" and e["ts_ns"] > after_ns)
+        last_end = max(e["ts_ns"] for e in mine if e["kind"] == "rebalance_end" and e["ts_ns"] < after_ns)
+        out[ids[member_id]] = (err_ns, begin, last_end)
+    return out
+
+
+def test_a_rebalance_is_seen_when_the_poll_window_ends_when_the_main_thread_checked_before_the_answer(
     tmp_path: Path,
 ) -> None:
-    """kafka-python's heartbeat answer REBALANCE_IN_PROGRESS only sets a flag; the main thread, in
-    poll(timeout_ms=200), rejoins when its window ends (a record ends one early: none here, the workload is
+    """kafka-python's heartbeat answer REBALANCE_IN_PROGRESS only sets a flag. The main thread checks it at
+    that heartbeat's deadline (its poll wait is capped there), on time here, so before the answer; then it
+    rejoins when its poll(timeout_ms=200) window ends (a record ends one early: none here, the workload is
     one record in 100 s). So each member's rebalance_begin comes after its heartbeat's error, at most
     200 ms later, and at a multiple of 200 ms from its last wake-up, which with no records and no commit
     due is the end of its previous join: its ``rebalance_end``."""
-    events = _timed_unit(tmp_path, rate=0.01)
+    on_time_check = DelayModel(kafka_main_check_late_s=0.0, kafka_main_check_late_per_member_s=0.0)
+    events = _timed_unit(tmp_path, rate=0.01, delays=on_time_check)
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
-    errors: dict[str, int] = {}  # each member's first REBALANCE_IN_PROGRESS after the join (the join's)
-    for e in events:
-        if e["kind"] == "heartbeat_error" and e["ts_ns"] > t0 and e.get("error") == "REBALANCE_IN_PROGRESS":
-            errors.setdefault(e["member"], e["ts_ns"])
-    ids = {e["member"]: e["source"] for e in events if e["kind"] == "assigned" and e["role"] == "member"}
     delays = []
-    for member_id, err_ns in errors.items():
-        name = ids[member_id]
-        mine = [e for e in events if e["source"] == name]
-        begin = next(e["ts_ns"] for e in mine if e["kind"] == "rebalance_begin" and e["ts_ns"] > t0)
-        last_end = max(e["ts_ns"] for e in mine if e["kind"] == "rebalance_end" and e["ts_ns"] < t0)
+    for name, (err_ns, begin, last_end) in _rejoins(events, t0).items():
         assert 0 < begin - err_ns <= 200_000_000, (name, begin - err_ns)
         assert (begin - last_end) % 200_000_000 < 1_000_000, (name, begin - last_end)
         delays.append(begin - err_ns)
     assert len(delays) == 3 and max(delays) > 20_000_000, delays
+
+
+def test_a_main_thread_that_checks_after_the_heartbeats_answer_rejoins_at_that_check(tmp_path: Path) -> None:
+    """The main thread's check at a heartbeat's deadline 20 ms late (every draw exactly its mean), the
+    heartbeat sent on time: its answer (under a millisecond: the client's cost, the network and the
+    broker's service) comes before the check, so each member rejoins at its heartbeat's deadline plus 20
+    ms, 19-20 ms after the broker answered, whatever its poll window."""
+    late_check = DelayModel(**{**ON_TIME, "kafka_main_check_late_s": 0.02}, kafka_poll_gap_cv=0.0)
+    events = _timed_unit(tmp_path, rate=0.01, delays=late_check)
+    t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
+    rejoins = _rejoins(events, t0)
+    assert len(rejoins) == 3
+    for name, (err_ns, begin, _) in rejoins.items():
+        assert 19_000_000 <= begin - err_ns <= 20_000_000, (name, begin - err_ns)
+
+
+def test_a_member_with_no_partition_checks_for_a_rejoin_every_retry_backoff(tmp_path: Path) -> None:
+    """Three partitions, a fourth member joins at 2 s and gets none; one member leaves at 5.5 s. The idle
+    member's fetcher has nothing in flight, so kafka-python sleeps ``retry_backoff_ms`` (100 ms) between its
+    checks inside a 200 ms poll window; its check at the heartbeat's deadline is on time (before the
+    answer). So it rejoins at most 100 ms after its heartbeat's error, on the 100 ms grid from its last
+    wake-up (its join's ``rebalance_end``; no records come), and here at an odd multiple of 100 ms: between
+    two window ends, where a member with a partition would still wait."""
+    on_time_check = DelayModel(**ON_TIME)
+    events = _timed_unit(
+        tmp_path,
+        rate=0.01,
+        delays=on_time_check,
+        timeline='[{at = "2s", action = "join", count = 1}, {at = "5.5s", action = "leave", count = 1}]',
+    )
+    leave = [e["ts_ns"] for e in events if e["kind"] == "invoke"][1]
+    last_gen = {}
+    for e in events:
+        if e["kind"] == "rebalance_end" and e["role"] == "member" and e["ts_ns"] < leave:
+            last_gen[e["source"]] = e.get("partitions")
+    idle = [n for n, ps in last_gen.items() if not ps]
+    assert len(idle) == 1, last_gen
+    err_ns, begin, last_end = _rejoins(events, leave)[idle[0]]
+    assert 0 < begin - err_ns <= 100_000_000, begin - err_ns
+    assert (begin - last_end) % 100_000_000 < 1_000_000, begin - last_end
+    assert (begin - last_end) % 200_000_000 > 99_000_000, begin - last_end
 
 
 def test_a_metadata_refresh_waits_behind_the_parked_fetch(tmp_path: Path) -> None:
