@@ -33,9 +33,9 @@ Contract
    ILLEGAL_GENERATION reset its generation (its partitions are then lost) and join again: the heartbeat
    only sets kafka-python's flags, and the main thread acts at its next check of them: at that heartbeat's
    deadline if its check there (late by ``kafka_main_check_late_*``) comes after the answer, else when its
-   ``poll(timeout_ms=200)`` window ends (windows follow each other; a record for its partitions ends one
-   early), or with no partition at the end of its ``retry_backoff_ms`` sleep; a stop it notices when the
-   window ends;
+   ``poll(timeout_ms=200)`` window ends (windows follow each other; a record for its partitions, or its
+   Fetch answered empty, ends one early), or with no partition at the end of the ``retry_backoff_ms`` sleep
+   it begins after that check; a stop it notices when the window ends;
 5. records of its partitions as they arrive (:class:`TopicFeed`), one ``record`` event each; an
    interval commit (OffsetCommit, not waited for) every ``auto.commit.interval.ms``, at a poll window's end;
    its metadata refreshes go on the connection its Fetch is parked on: while it has partitions a refresh is
@@ -637,13 +637,13 @@ class SimConsumer:
                 # request_rejoin() only sets a flag (base.py:931): the main thread acts on it at its
                 # next check (_wake_for_flag)
                 self.rejoin_needed = True
-                self._wake_for_flag(deadline_ns)
+                self._wake_for_flag(deadline_ns, sent_ns)
         elif err == ErrorCode.ILLEGAL_GENERATION:
             self._reset_generation(self.member_id)
-            self._wake_for_flag(deadline_ns)
+            self._wake_for_flag(deadline_ns, sent_ns)
         elif err == ErrorCode.UNKNOWN_MEMBER_ID:
             self._reset_generation("")
-            self._wake_for_flag(deadline_ns)
+            self._wake_for_flag(deadline_ns, sent_ns)
         else:
             if err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
                 self.coordinator_known = False
@@ -668,27 +668,29 @@ class SimConsumer:
         )
         return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv)
 
-    def _wake_for_flag(self, deadline_ns: int) -> None:
+    def _wake_for_flag(self, deadline_ns: int, sent_ns: int) -> None:
         """A heartbeat's answer set a flag (rejoin, a reset generation) that the main thread acts on at its
-        next check of them: kafka-python 3.0.12 ``KafkaConsumer._poll_once`` checks them in
-        ``coordinator.poll()`` each time its wait ends, and the wait is capped at the heartbeat's deadline
-        (``time_to_next_poll``; auto-commit is off), so the main thread checks at the deadline of the very
-        heartbeat whose answer set the flag, racing the IO thread that sends it: it sees the answer when its
-        check comes after it (late by ``_main_check_late_s``), and otherwise at its next check
-        (:meth:`_next_check_ns`; a record for its partitions ends the wait earlier)."""
+        next check of them (kafka-python 3.0.12 ``KafkaConsumer._poll_once`` checks them in
+        ``coordinator.poll()`` each time its wait ends). Its wait is capped at the heartbeat's deadline
+        (``time_to_next_poll``; auto-commit is off), so it checks at the deadline of the very heartbeat whose
+        answer set the flag, racing the IO thread that sends it: it sees the answer when that check (late by
+        ``_main_check_late_s``) comes after it. Otherwise it acts at its next check: a member with a partition
+        when its poll window ends or its parked Fetch comes back (a record for its partitions, or empty after
+        ``fetch.max.wait.ms``); one with no partition to fetch sleeps ``retry_backoff_ms`` (``_poll_once``:
+        ``min(timeout, time_to_next_poll, retry_backoff_ms)``) from its check, or from the heartbeat's send
+        when it checked before the send (``time_to_next_poll`` is 0 until then: it polls again without
+        sleeping), unless its poll window ends first."""
         now = self.sched.now_ns
         check = deadline_ns + round(self._main_check_late_s() * NS_PER_S)
-        self.sched.call_at(check if check >= now else self._next_check_ns(now), self._wake.set)
-
-    def _next_check_ns(self, now_ns: int) -> int:
-        """The main thread's next check of its flags after ``now_ns`` with no record and no heartbeat due: its
-        poll window's end or, with no partition to fetch, the end of its ``retry_backoff_ms`` sleep (kafka-python
-        3.0.12 ``_poll_once``: an idle fetcher sleeps ``min(timeout, retry_backoff_ms)``; sleeps chained from the
-        window's start)."""
-        end = next_tick(self._poll_anchor_ns, now_ns, self.poll_ns)
-        if not self.assignment:
-            end = min(end, next_tick(self._poll_anchor_ns, now_ns, round(RETRY_BACKOFF_S * NS_PER_S)))
-        return end
+        if check >= now:
+            at = check
+        else:
+            at = next_tick(self._poll_anchor_ns, now, self.poll_ns)
+            if self.assignment:
+                at = min(at, next_tick(self._fetch_sent_ns, now, self.fetch_wait_ns))
+            else:
+                at = min(at, next_tick(max(check, sent_ns), now, round(RETRY_BACKOFF_S * NS_PER_S)))
+        self.sched.call_at(at, self._wake.set)
 
     def _wake_at_poll_end(self) -> None:
         """Wake the main thread when its current poll window ends (windows chain from the anchor)."""

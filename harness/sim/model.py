@@ -219,7 +219,7 @@ class DelayModel:
     #: In the real 10-member leaves of the two validation runs of 29 Nov 00:00-01:03 UTC, 22 of the 54
     #: members with a partition began their rejoin 1.4-14.5 ms after their heartbeat's answer with no record
     #: in between (the others on their partition's next record, 0-50 ms later; median 10-11 ms after the
-    #: answer): simulated, a median of 14.6 ms (27.9 ms when only a poll window's end or a record woke the
+    #: answer): simulated, a median of 12.5 ms (27.9 ms when only a poll window's end or a record woke the
     #: main thread: the model until 29 Nov). 0 and 0: the check comes before the answer ...
     kafka_main_check_late_s: float = 0.0009
     #: ... (above)
