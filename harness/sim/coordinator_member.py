@@ -630,7 +630,10 @@ class SimConsumer:
         err = resp.error
         deadline_ns = self._hb_deadline_ns  # this heartbeat's: the main thread's check there
         self._hb_deadline_ns = sent_ns + round(self.heartbeat_s * NS_PER_S)
-        nxt = self._hb_deadline_ns + round(self._heartbeat_late_s() * NS_PER_S)
+        d = self.delays
+        nxt = self._hb_deadline_ns + round(
+            self._woken_late_s(d.kafka_heartbeat_late_s, d.kafka_heartbeat_late_per_member_s) * NS_PER_S
+        )
         if err in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
             self.sched.call_at(nxt, self._heartbeat, epoch)
             if err == ErrorCode.REBALANCE_IN_PROGRESS:
@@ -650,22 +653,13 @@ class SimConsumer:
             self._hb_deadline_ns = self.sched.now_ns + round(RETRY_BACKOFF_S * NS_PER_S)
             self.sched.call_at(self._hb_deadline_ns, self._heartbeat, epoch)
 
-    def _heartbeat_late_s(self) -> float:
-        """How late the IO thread sends the next heartbeat (``kafka_heartbeat_late_*`` of the model, drawn
-        with ``kafka_poll_gap_cv`` from the unit's random source)."""
+    def _woken_late_s(self, base_s: float, per_member_s: float) -> float:
+        """How late a thread woken at a deadline runs: a gamma draw (``kafka_poll_gap_cv``, the unit's random
+        source) of mean ``base_s`` plus ``per_member_s`` times the live members per client core. The IO
+        thread's heartbeat send uses ``kafka_heartbeat_late_*``, the main thread's check at a heartbeat's
+        deadline ``kafka_main_check_late_*``."""
         d = self.delays
-        mean = d.kafka_heartbeat_late_s + d.kafka_heartbeat_late_per_member_s * d.per_core(
-            self._live_members()
-        )
-        return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv)
-
-    def _main_check_late_s(self) -> float:
-        """How late the main thread checks its flags at a heartbeat's deadline (``kafka_main_check_late_*``
-        of the model, drawn with ``kafka_poll_gap_cv`` from the unit's random source)."""
-        d = self.delays
-        mean = d.kafka_main_check_late_s + d.kafka_main_check_late_per_member_s * d.per_core(
-            self._live_members()
-        )
+        mean = base_s + per_member_s * d.per_core(self._live_members())
         return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv)
 
     def _wake_for_flag(self, deadline_ns: int, sent_ns: int) -> None:
@@ -674,27 +668,32 @@ class SimConsumer:
         ``coordinator.poll()`` each time its wait ends). Its wait is capped at the heartbeat's deadline
         (``time_to_next_poll``; auto-commit is off), so it checks at the deadline of the very heartbeat whose
         answer set the flag, racing the IO thread that sends it: it sees the answer when that check (late by
-        ``_main_check_late_s``) comes after it. Otherwise it acts at its next check: a member with a partition
+        ``kafka_main_check_late_*``) comes after it. Otherwise it acts at its next check: a member with a partition
         when its poll window ends or its parked Fetch comes back (a record for its partitions, or empty after
         ``fetch.max.wait.ms``); one with no partition to fetch sleeps ``retry_backoff_ms`` (``_poll_once``:
         ``min(timeout, time_to_next_poll, retry_backoff_ms)``) from its check, or from the heartbeat's send
         when it checked before the send (``time_to_next_poll`` is 0 until then: it polls again without
         sleeping), unless its poll window ends first."""
-        now = self.sched.now_ns
-        check = deadline_ns + round(self._main_check_late_s() * NS_PER_S)
+        now, d = self.sched.now_ns, self.delays
+        late_s = self._woken_late_s(d.kafka_main_check_late_s, d.kafka_main_check_late_per_member_s)
+        check = deadline_ns + round(late_s * NS_PER_S)
         if check >= now:
             at = check
         else:
-            at = next_tick(self._poll_anchor_ns, now, self.poll_ns)
+            at = self._poll_end_ns(now)
             if self.assignment:
                 at = min(at, next_tick(self._fetch_sent_ns, now, self.fetch_wait_ns))
             else:
                 at = min(at, next_tick(max(check, sent_ns), now, round(RETRY_BACKOFF_S * NS_PER_S)))
         self.sched.call_at(at, self._wake.set)
 
+    def _poll_end_ns(self, now_ns: int) -> int:
+        """When the main thread's current poll window ends (windows chain from the anchor)."""
+        return next_tick(self._poll_anchor_ns, now_ns, self.poll_ns)
+
     def _wake_at_poll_end(self) -> None:
-        """Wake the main thread when its current poll window ends (windows chain from the anchor)."""
-        self.sched.call_at(next_tick(self._poll_anchor_ns, self.sched.now_ns, self.poll_ns), self._wake.set)
+        """Wake the main thread when its current poll window ends."""
+        self.sched.call_at(self._poll_end_ns(self.sched.now_ns), self._wake.set)
 
     # -- metadata refresh loop (kafka-python's cluster refresh coroutine) --------------------------------
     def _schedule_metadata(self) -> None:
