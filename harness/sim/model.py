@@ -10,7 +10,8 @@ virtual time. ``seed`` seeds the only random source (:meth:`DelayModel.rng`); wi
 simulation is fully deterministic. The legacy fields model a kazoo client against one ZooKeeper
 server; the coordinator fields a kafka-python client against one broker. Defaults are calibrated on
 this machine's real runs (the simulator validation records how; see the closing notes of issue 16):
-``zk_connect_s``, ``client_cores`` and ``member_start_spread_s`` on a 10-member herd-small run;
+``client_cores`` and ``member_start_spread_s`` on a 10-member herd-small run; ``zk_connect_s`` on the
+joiners of two validation runs on 29 Nov;
 ``watch_wake_spread_s`` (25 ms) on the herd scenario's joins at 10, 50 and 100 members, three real
 repetitions on a quiet machine, with the fetcher's poll (``fetch_poll_s``) modelled (the real
 watch-to-attempt delays at 10 members were 7 to 22 ms in that run); ``zk_client_s`` (1.0 ms) on the joins
@@ -62,8 +63,14 @@ class DelayModel:
     #: after the fetcher went idle, or its partitions' next record). 0 = stops at once (lockstep releases).
     fetch_poll_s: float = POLL_MS / 1000
     #: A legacy member's cost to open its ZooKeeper session (kazoo's start: threads, handshake), before
-    #: the connect request's round trip.
-    zk_connect_s: float = 0.075
+    #: the connect request's round trip (on the shared client cores). Real runs on this machine's 2 cores
+    #: (29 Nov, the two validation runs): a joining member's ``ready`` to ``started`` (kazoo's ``start``
+    #: returned) took 7.3-14.0 ms at 10 members (median 8.5); 75 ms, fitted on a 10-member start-up on 28
+    #: Nov's machine, put every simulated joiner's registration 77 ms after its ``ready`` and the simulated
+    #: 10-member join (0.231 s) above the real range (0.129-0.196 s). At 50 and 100 members the real
+    #: joiner's start took 13-71 ms, slowed by the running members' steady work (fetches, records,
+    #: pings), which the model does not put on the cores.
+    zk_connect_s: float = 0.008
     #: The initial members' processes become ready at times drawn uniformly over this interval, each from
     #: the unit's random source (a real run starts them at once; each boot takes a time of its own, so the
     #: group's first generation, and the heartbeat, poll and ping phases every later step meets, differ

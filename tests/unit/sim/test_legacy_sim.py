@@ -281,7 +281,9 @@ def test_a_rebalance_waits_for_the_fetchers_poll_to_return(tmp_path: Path) -> No
     returns: at the next multiple of POLL_MS (100 ms) after the fetcher went idle (0.2 ms after it handed
     over its last record: the empty fetch's round trip), or when its partition's next record comes back
     (the ``produced`` acknowledgement's instant), whichever is first. Each member's ``release`` follows
-    that instant by the offset commit's round trip (a few ms), not its ``rebalance_begin``."""
+    that instant by the offset commit's round trip (a few ms), not its ``rebalance_begin``. The stop
+    begins after the attempt's reads of the brokers and of its own registration (0.8's ``rebalance``
+    reads them before ``closeFetchers``), so the poll's end is the first after the last of those reads."""
     _, d = simulate(
         tmp_path,
         "poll",
@@ -303,7 +305,14 @@ def test_a_rebalance_waits_for_the_fetchers_poll_to_return(tmp_path: Path) -> No
         records = [e for e in mine if e["kind"] == "record" and e["ts_ns"] < release["ts_ns"]]
         assert records, m
         idle_since = records[-1]["ts_ns"] + 200_000
-        after = max(begin, idle_since)
+        reads = [
+            e["ts_ns"]
+            for e in mine
+            if e["kind"] == "zk_request"
+            and e["op"] in ("exists", "get", "get_children")
+            and begin <= e["ts_ns"] < release["ts_ns"]
+        ]
+        after = max(reads[-1], idle_since)
         boundary = idle_since + ((after - idle_since) // 100_000_000 + 1) * 100_000_000
         partition = release["partition"]
         arrival = min((t for t, p in produced if p == partition and t > after), default=boundary)
