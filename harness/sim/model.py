@@ -141,11 +141,12 @@ class DelayModel:
     #: against simulated (20 each) at 10 / 50 / 100 members: 9 / 4 / 0 of 12 real; sigma 0.5: 8 / 1 /
     #: 0, 0.6: 13 / 5 / 0, 0.65: 11 / 9 / 0, 0.8: 14 / 11 / 8 of 20. On 29 Nov's machine (two
     #: validation runs, six real repetitions of each leave and crash): 9 / 5 / 2 of 12 real triggers
-    #: conflicted, with up to 2 / 4 / 2 conflicts in one; 0.6 (the fit above, with ``zk_connect_s`` 8
-    #: ms) made 108 / 27 / 11 of 200 simulated (at most 3 / 2 / 2 in one: none made the 50-member leave's 4,
-    #: the 50-member crash's 3 or a 100-member crash's 2), 0.8 made 31 / 25 / 26 of 60 (52 /
-    #: 42 / 43 %, against real 75 / 42 / 17 %; 44 % of all real triggers, 46 % of the simulated), up to 4
-    #: / 3 / 4 in one. A share drawn per wake is a model of the outcome, not of the kernel's scheduler
+    #: conflicted, with up to 2 / 4 / 2 conflicts in one; 0.6 (the fit above, with ``zk_connect_s`` 75
+    #: ms) made 108 / 27 / 11 of 200 simulated (at most 3 / 2 / 2 in one, the 2 at 100 members in a leave:
+    #: none made the 50-member leave's 4, the 50-member crash's 3 or a 100-member crash's 2), 0.8 made 31 /
+    #: 25 / 26 of 60 (52 / 42 / 43 %, against real 75 / 42 / 17 %; 44 % of all real triggers, 46 % of the
+    #: simulated), up to 4 / 3 / 4 in one (more than the real 2 at 10 and 100 members), and the 50-member
+    #: leave's 4 in 100 repetitions. A share drawn per wake is a model of the outcome, not of the kernel's scheduler
     #: (which gave one member 50 reads in 43 ms in a real crash, two at once on the two cores).
     zk_client_share_sigma: float = 0.8
     #: The broker: service time per group request (JoinGroup, SyncGroup, Heartbeat, ...).
