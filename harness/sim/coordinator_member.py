@@ -23,7 +23,8 @@ Contract
    gaps between them (:class:`_PollGaps`; mean ``kafka_poll_gap_per_member_s`` times the live members per
    client core, drawn with ``kafka_poll_gap_cv``): a join whose SyncGroup is answered between two
    windows is found done by the next poll, which starts a new one (``join_group_async`` replaces a done
-   task): JoinGroup and SyncGroup again, in the same generation for a follower;
+   task) when kafka-python's IO thread runs it, late by a drawn time (``kafka_rejoin_late_*``): JoinGroup
+   and SyncGroup again, in the same generation for a follower;
 3. the assignment applied (``member_apply_s``): ``assigned`` and ``rebalance_end``; OffsetFetch for the
    assigned partitions without a position (kafka-python keeps the position of a partition it is
    assigned again), ``auto.offset.reset`` earliest when none is committed;
@@ -421,7 +422,9 @@ class SimConsumer:
                     # the join task completed while the main thread was between two polls: the next
                     # poll finds it done and starts a new one (kafka-python 3.0.12 join_group_async
                     # replaces a done task), the answer unused
-                    self.sched.sleep((missed - self.sched.now_ns) / NS_PER_S)
+                    d = self.delays
+                    late = self._woken_late_s(d.kafka_rejoin_late_s, d.kafka_rejoin_late_per_member_s)
+                    self.sched.sleep((missed - self.sched.now_ns) / NS_PER_S + late)
                     continue
                 self._complete(assignment)
                 return

@@ -176,10 +176,13 @@ class DelayModel:
     #: after the SyncGroup's answer); 0.5 ms + 0.2 ms a member per core spreads them over 7.5 / 137 / 525
     #: ms and puts every coordinator latency of the validation inside the real range (9 of 9, against 7
     #: of 9 with the work after the SyncGroup's answer; 0.7 + 0.15 ms: 8 of 9, the 100-member join just
-    #: below). 0 = none ...
+    #: below). On 29 Nov's machine (two validation runs) a 100-member round's SyncGroups reached the broker
+    #: 46-279 ms after CompletingRebalance, against 11-580 ms simulated with 0.2 ms: 0.1 ms a member per
+    #: core since (with ``kafka_rejoin_late_*``, which puts the rest of a round's time where those runs
+    #: spent it: simulated 6-317 ms). 0 = none ...
     kafka_join_answer_s: float = 0.0005
     #: ... (above).
-    kafka_join_answer_per_member_s: float = 0.0002
+    kafka_join_answer_per_member_s: float = 0.0001
     #: The group leader's work on its JoinGroup answer, per member in it (kafka-python decoding every
     #: member's subscription, running the assignor, encoding the assignments), on the shared client cores
     #: before its SyncGroup leaves. Real runs on 2 cores, the broker's CompletingRebalance to Stable (the
@@ -237,6 +240,23 @@ class DelayModel:
     kafka_main_check_late_s: float = 0.0009
     #: ... (above)
     kafka_main_check_late_per_member_s: float = 0.000067
+    #: A join found done by the next poll (the join task completed while the main thread was between two
+    #: polls, or after its window's timeout was due and before the IO thread ran it): the new JoinGroup
+    #: leaves when the IO thread runs the next poll's ``join_group_async``, late by a time drawn as the
+    #: heartbeat's (gamma, ``kafka_poll_gap_cv``) of mean this plus ``kafka_rejoin_late_per_member_s``
+    #: times the live members per client core. Real runs on 29 Nov's machine (two validation runs): the
+    #: repeated JoinGroup reached the broker a median 73-86 ms after its SyncGroup's answer at 50 members
+    #: and 162-222 ms at 100, never sooner than 19-46 / 72-119 ms, against 1-3 ms simulated without this;
+    #: kafka-python's debug log of 50 real members against herdlab's broker (a leave) showed the cause:
+    #: one member's SyncGroup answered 12 ms after its window's timeout was due, the window ended 4 ms
+    #: after the answer (the IO thread ran the due timeout late), and the IO thread began the next poll's
+    #: join 20 ms after the main thread entered that poll. 2.5 ms a member per core (62 / 125 ms at 50 /
+    #: 100 members on 2 cores) puts the coordinator latencies of the validation inside the real range (9 of
+    #: 9, 100 simulated repetitions; 2 ms: the 100-member leave below it, 3 ms: above). 0 and 0: at the
+    #: next poll's start.
+    kafka_rejoin_late_s: float = 0.0
+    #: ... (above)
+    kafka_rejoin_late_per_member_s: float = 0.0025
     #: A clean stop's time from the listener's revoke to the LeaveGroup's send: kafka-python 3.0.12's
     #: ``ConsumerCoordinator.close`` runs the revoke (``_on_close_prepare_async``) on its IO thread, then
     #: closes the heartbeat coroutine and hands ``maybe_leave_group`` to the IO thread again: thread

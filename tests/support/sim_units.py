@@ -28,6 +28,8 @@ ON_TIME: dict[str, float] = {
     "kafka_heartbeat_late_per_member_s": 0.0,
     "kafka_main_check_late_s": 0.0,
     "kafka_main_check_late_per_member_s": 0.0,
+    "kafka_rejoin_late_s": 0.0,
+    "kafka_rejoin_late_per_member_s": 0.0,
     "kafka_close_leave_s": 0.0,
     "producer_start_spread_s": 0.0,
 }

@@ -452,6 +452,36 @@ def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation
     assert assigned == {"m0": 1, "m1": 1, "j0": 1}
 
 
+def test_a_join_found_done_is_sent_again_when_the_io_thread_runs_the_next_poll(tmp_path: Path) -> None:
+    """As above (200 ms windows, 190 ms gaps, j0's SyncGroup sent and answered in its gap), with the IO thread
+    running the next poll's join 30 ms + 5 ms a member per core late (kafka-python 3.0.12: the main thread
+    hands ``join_group_async`` to the IO thread, which finds the task done and sends a new JoinGroup; cv 0:
+    exactly the mean). 4 live members, every member a core of its own (1 member per core): 35 ms, so the
+    second JoinGroup leaves 200 + 190 + 35 = 425 ms after the first, not 390."""
+    sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
+    delays = DelayModel(
+        **{**ON_TIME, "kafka_rejoin_late_s": 0.03, "kafka_rejoin_late_per_member_s": 0.005},
+        kafka_poll_gap_per_member_s=0.19,
+        kafka_poll_gap_cv=0.0,
+        client_cores=0,
+    )
+    simulate_unit(sc, "coordinator", tmp_path / "u", delays)
+    events = unit_events(tmp_path / "u")
+    t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
+    assigned = next(e["ts_ns"] for e in events if e["kind"] == "assigned" and e["source"] == "j0")
+    sent = [
+        (e["api"], e["ts_ns"])
+        for e in events
+        if t0 < e["ts_ns"] < assigned and e["kind"] == "group_request" and e.get("client") == "j0"
+        and e.get("api") in ("JoinGroup", "SyncGroup")
+    ]  # fmt: skip
+    # MEMBER_ID_REQUIRED, the join with its id, its SyncGroup (answered in the gap), the join sent again
+    assert [api for api, _ in sent] == ["JoinGroup", "JoinGroup", "SyncGroup", "JoinGroup", "SyncGroup"]
+    first, again = sent[0][1], sent[3][1]
+    assert first + 200_000_000 < sent[2][1] < first + 390_000_000  # the SyncGroup in j0's gap
+    assert 424_000_000 <= again - first <= 427_000_000, again - first
+
+
 def test_a_joining_member_is_ready_within_its_release_poll_whatever_its_boot(tmp_path: Path) -> None:
     """A join's member was started held with the initial members (as UnitRig.prestart_member does): the
     driver releases it and it is ready within ``member_release_poll_s`` of the join's invoke, which the
