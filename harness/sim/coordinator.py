@@ -66,7 +66,8 @@ MODEL_NOTES = (
     "coordinator members: a join that completes while the main thread is between two polls "
     "(gaps of mean kafka_poll_gap_per_member_s x live members per client core, gamma-distributed with "
     "kafka_poll_gap_cv, from the unit's seed) is found done and sent again, as kafka-python 3.0.12 does, "
-    "when the IO thread runs the next poll's join (late by kafka_rejoin_late_* x live members per core)",
+    "when the IO thread runs the next poll's join (late by a gamma draw, kafka_poll_gap_cv, of mean "
+    "kafka_rejoin_late_s + kafka_rejoin_late_per_member_s x live members per client core)",
 )
 
 

@@ -660,7 +660,8 @@ class SimConsumer:
         """How late a thread woken at a deadline runs: a gamma draw (``kafka_poll_gap_cv``, the unit's random
         source) of mean ``base_s`` plus ``per_member_s`` times the live members per client core. The IO
         thread's heartbeat send uses ``kafka_heartbeat_late_*``, the main thread's check at a heartbeat's
-        deadline ``kafka_main_check_late_*``."""
+        deadline ``kafka_main_check_late_*``, the IO thread's start of a poll's join found done
+        ``kafka_rejoin_late_*``."""
         d = self.delays
         mean = base_s + per_member_s * d.per_core(self._live_members())
         return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv)
