@@ -657,11 +657,11 @@ class SimConsumer:
             self.sched.call_at(self._hb_deadline_ns, self._heartbeat, epoch)
 
     def _woken_late_s(self, base_s: float, per_member_s: float) -> float:
-        """How late a thread woken at a deadline runs: a gamma draw (``kafka_poll_gap_cv``, the unit's random
-        source) of mean ``base_s`` plus ``per_member_s`` times the live members per client core. The IO
-        thread's heartbeat send uses ``kafka_heartbeat_late_*``, the main thread's check at a heartbeat's
-        deadline ``kafka_main_check_late_*``, the IO thread's start of a poll's join found done
-        ``kafka_rejoin_late_*``."""
+        """How late a thread woken at a deadline runs: a gamma draw (``kafka_poll_gap_cv``, the unit's
+        random source) of mean ``base_s`` plus ``per_member_s`` times the live members per client core.
+        The IO thread's heartbeat send uses ``kafka_heartbeat_late_*``, the main thread's check at a
+        heartbeat's deadline ``kafka_main_check_late_*``, the IO thread's start of a poll's join found
+        done ``kafka_rejoin_late_*``."""
         d = self.delays
         mean = base_s + per_member_s * d.per_core(self._live_members())
         return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv)
@@ -672,9 +672,9 @@ class SimConsumer:
         ``coordinator.poll()`` each time its wait ends). Its wait is capped at the heartbeat's deadline
         (``time_to_next_poll``; auto-commit is off), so it checks at the deadline of the very heartbeat whose
         answer set the flag, racing the IO thread that sends it: it sees the answer when that check (late by
-        ``kafka_main_check_late_*``) comes after it. Otherwise it acts at its next check: a member with a partition
-        when its poll window ends or its parked Fetch comes back (a record for its partitions, or empty after
-        ``fetch.max.wait.ms``); one with no partition to fetch sleeps ``retry_backoff_ms`` (``_poll_once``:
+        ``kafka_main_check_late_*``) comes after it. Otherwise it acts at its next check: a member with a
+        partition when its poll window ends or its parked Fetch comes back (a record for its partitions,
+        or empty after ``fetch.max.wait.ms``); one with no partition to fetch sleeps ``retry_backoff_ms`` (``_poll_once``:
         ``min(timeout, time_to_next_poll, retry_backoff_ms)``) from its check, or from the heartbeat's send
         when it checked before the send (``time_to_next_poll`` is 0 until then: it polls again without
         sleeping), unless its poll window ends first."""

@@ -146,8 +146,9 @@ class DelayModel:
     #: none made the 50-member leave's 4, the 50-member crash's 3 or a 100-member crash's 2), 0.8 made 31 /
     #: 25 / 26 of 60 (52 / 42 / 43 %, against real 75 / 42 / 17 %; 44 % of all real triggers, 46 % of the
     #: simulated), up to 4 / 3 / 4 in one (more than the real 2 at 10 and 100 members), and the 50-member
-    #: leave's 4 in 100 repetitions. A share drawn per wake is a model of the outcome, not of the kernel's scheduler
-    #: (which gave one member 50 reads in 43 ms in a real crash, two at once on the two cores).
+    #: leave's 4 in 100 repetitions. A share drawn per wake is a model of the outcome, not of the
+    #: kernel's scheduler (which gave one member 50 reads in 43 ms in a real crash, two at once on the
+    #: two cores).
     zk_client_share_sigma: float = 0.8
     #: The broker: service time per group request (JoinGroup, SyncGroup, Heartbeat, ...).
     broker_service_s: float = 0.0001
@@ -163,9 +164,8 @@ class DelayModel:
     kafka_sync_client_s: float = 0.002
     #: ... and the first generation's: its syncs end spread over 13-21 / 466-563 / 819-974 ms at 10 / 50
     #: / 100 members (the first assignment's work as well: about 18 ms a member in all, of which
-    #: ``kafka_join_answer_*`` booked 1.5 / 5.5 / 10.5 ms before the SyncGroup then, 1.0 / 3.0 / 5.5 ms since
-    #: 29 Nov). This field is the first
-    #: sync's cost.
+    #: ``kafka_join_answer_*`` booked 1.5 / 5.5 / 10.5 ms before the SyncGroup then, 1.0 / 3.0 / 5.5 ms
+    #: since 29 Nov). This field is the first sync's cost.
     kafka_first_sync_client_s: float = 0.011
     #: A coordinator member's work on its JoinGroup answer before its SyncGroup leaves (kafka-python's IO
     #: thread woken by the answer, decoding it, building the SyncGroup), on the shared client cores: this
@@ -252,8 +252,9 @@ class DelayModel:
     #: one member's SyncGroup answered 12 ms after its window's timeout was due, the window ended 4 ms
     #: after the answer (the IO thread ran the due timeout late), and the IO thread began the next poll's
     #: join 20 ms after the main thread entered that poll. The mean is a fit, not that one observation:
-    #: 2.5 ms a member per core (62 / 125 ms at 50 / 100 members on 2 cores) puts the coordinator latencies of the validation inside the real range (9 of
-    #: 9, 100 simulated repetitions; 2 ms: the 100-member leave below it, 3 ms: above). Calibrated at 10
+    #: 2.5 ms a member per core (62 / 125 ms at 50 / 100 members on 2 cores) puts the coordinator
+    #: latencies of the validation inside the real range (9 of 9, 100 simulated repetitions; 2 ms: the
+    #: 100-member leave below it, 3 ms: above). Calibrated at 10
     #: to 100 members on 2 cores: at 10^4 members on 2 cores its mean would be 12.5 s (size runs use
     #: ``client_cores`` 0: 2.5 ms). Not modelled: a join task that failed between two polls is also only
     #: replaced by the next poll (the model rejoins at once), and the next window is not moved by this
