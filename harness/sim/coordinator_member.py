@@ -21,10 +21,12 @@ Contract
    (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: join again); the join runs on
    kafka-python's IO thread while the main thread awaits it in ``poll(timeout_ms=200)`` windows with
    gaps between them (:class:`_PollGaps`; mean ``kafka_poll_gap_per_member_s`` times the live members per
-   client core, drawn with ``kafka_poll_gap_cv``): a join whose SyncGroup is answered between two
-   windows is found done by the next poll, which starts a new one (``join_group_async`` replaces a done
-   task) when kafka-python's IO thread runs it, late by a drawn time (``kafka_rejoin_late_*``): JoinGroup
-   and SyncGroup again, in the same generation for a follower;
+   client core, drawn with ``kafka_poll_gap_cv``): a join task that ends between two windows (its
+   SyncGroup answered, or an error answered) is found done by the next poll, which starts a new one
+   (``join_group_async`` replaces a done task whatever its result, with no backoff) when kafka-python's IO
+   thread runs it, late by a drawn time (``kafka_rejoin_late_*``), and that poll's window starts there:
+   JoinGroup and SyncGroup again, in the same generation for a follower; an error answered inside a
+   window is retried at once (after ``retry_backoff_ms`` for the retriable ones that are not rejoins);
 3. the assignment applied (``member_apply_s``): ``assigned`` and ``rebalance_end``; OffsetFetch for the
    assigned partitions without a position (kafka-python keeps the position of a partition it is
    assigned again), ``auto.offset.reset`` earliest when none is committed;
@@ -202,20 +204,29 @@ class _PollGaps:
         self.mean_s = mean_s
         self.cv = cv
         self._gap: tuple[int, int] | None = None  # the latest gap: [start, end) in virtual ns
+        self._chain = 0  # window ends booked for an earlier chain are dropped (see restart)
         self._live = mean_s() > 0
         if self._live:
-            sched.call_later(poll_ns / NS_PER_S, self._window_end)
+            sched.call_later(poll_ns / NS_PER_S, self._window_end, self._chain)
 
     def _draw(self) -> float:
         return gamma_draw(self.cpu.rng, self.mean_s(), self.cv)
 
-    def _window_end(self) -> None:
-        if not self._live:
+    def _window_end(self, chain: int) -> None:
+        if not self._live or chain != self._chain:
             return
         start = self.sched.now_ns
         end = start + round(self.cpu.cost(self._draw()) * NS_PER_S)
         self._gap = (start, end)
-        self.sched.call_later((end + self.poll_ns - start) / NS_PER_S, self._window_end)
+        self.sched.call_later((end + self.poll_ns - start) / NS_PER_S, self._window_end, chain)
+
+    def restart(self, at_ns: int) -> None:
+        """The poll whose join kafka-python's IO thread ran at ``at_ns`` (after the gap, late): its window
+        runs from there (the window's timer is the IO thread's), the windows and gaps after it follow on."""
+        self._chain += 1
+        self._gap = None
+        if self._live:
+            self.sched.call_at(at_ns + self.poll_ns, self._window_end, self._chain)
 
     def gap_end(self, now_ns: int) -> int | None:
         """When the main thread polls again, if ``now_ns`` falls between two of its polls; else None."""
@@ -411,20 +422,24 @@ class SimConsumer:
                 if not self.coordinator_known:
                     self._find_coordinator()
                     continue
-                join = self._join_group()
-                if join is None:
-                    continue
-                assignment = self._sync_group(join)
-                if assignment is None:
-                    continue
+                join, backoff = self._join_group()
+                assignment: list[int] | None = None
+                if join is not None:
+                    assignment, backoff = self._sync_group(join)
                 missed = polls.gap_end(self.sched.now_ns)
                 if missed is not None:
-                    # the join task completed while the main thread was between two polls: the next
-                    # poll finds it done and starts a new one (kafka-python 3.0.12 join_group_async
-                    # replaces a done task), the answer unused
+                    # the join task ended, done or failed, while the main thread was between two polls:
+                    # the next poll finds it done and starts a new one (kafka-python 3.0.12
+                    # join_group_async replaces a task that is_done, whatever its result; no backoff)
+                    # when kafka-python's IO thread runs that poll's join; that poll's window starts there
                     d = self.delays
                     late = self._woken_late_s(d.kafka_rejoin_late_s, d.kafka_rejoin_late_per_member_s)
                     self.sched.sleep((missed - self.sched.now_ns) / NS_PER_S + late)
+                    polls.restart(self.sched.now_ns)
+                    continue
+                if assignment is None:
+                    if backoff:  # a retriable error picked up inside a window
+                        self.sched.sleep(RETRY_BACKOFF_S)
                     continue
                 self._complete(assignment)
                 return
@@ -455,7 +470,9 @@ class SimConsumer:
         self._call("FindCoordinator", self._metadata_request())
         self.coordinator_known = True
 
-    def _join_group(self) -> g.JoinGroupResponse | None:
+    def _join_group(self) -> tuple[g.JoinGroupResponse | None, bool]:
+        """JoinGroup and its answer's side effects: (the answer, or None on an error; whether kafka-python
+        backs off ``retry_backoff_ms`` before the next attempt when it picks the error up in a window)."""
         machine = self.broker.machine
         req = g.JoinGroupRequest(
             group_id=self.group,
@@ -476,7 +493,7 @@ class SimConsumer:
         if err == ErrorCode.NONE:
             self.generation = resp.generation_id
             self.member_id = resp.member_id
-            return resp
+            return resp, False
         if err == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = resp.member_id
         elif err == ErrorCode.UNKNOWN_MEMBER_ID:
@@ -484,10 +501,12 @@ class SimConsumer:
         elif err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
             self.coordinator_known = False
         elif err != ErrorCode.REBALANCE_IN_PROGRESS:
-            self.sched.sleep(RETRY_BACKOFF_S)
-        return None
+            return None, True
+        return None, False
 
-    def _sync_group(self, join: g.JoinGroupResponse) -> list[int] | None:
+    def _sync_group(self, join: g.JoinGroupResponse) -> tuple[list[int] | None, bool]:
+        """The answer's work, SyncGroup and its answer's side effects: (the member's partitions, or None on
+        an error; whether kafka-python backs off before the next attempt, as :meth:`_join_group`)."""
         assignments: list[tuple[str, bytes]] = []
         leader = join.leader == join.member_id
         # the answer's work (and the leader's assignment) on the shared cores, then the SyncGroup
@@ -520,7 +539,7 @@ class SimConsumer:
             from kafka.coordinator.assignors.abstract import ConsumerProtocolAssignment  # pyright: ignore[reportAttributeAccessIssue]
 
             decoded = ConsumerProtocolAssignment.decode(resp.assignment)
-            return sorted(tp.partition for tp in decoded.partitions() if tp.topic == self.config.topic)
+            return sorted(tp.partition for tp in decoded.partitions() if tp.topic == self.config.topic), False
         self.rejoin_needed = True
         if err == ErrorCode.UNKNOWN_MEMBER_ID:
             self._reset_generation("")
@@ -529,8 +548,8 @@ class SimConsumer:
         elif err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
             self.coordinator_known = False
         elif err not in _REJOIN:
-            self.sched.sleep(RETRY_BACKOFF_S)
-        return None
+            return None, True
+        return None, False
 
     def _assign(self, join: g.JoinGroupResponse) -> list[tuple[str, bytes]]:
         from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription  # pyright: ignore[reportAttributeAccessIssue]

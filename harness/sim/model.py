@@ -256,9 +256,9 @@ class DelayModel:
     #: latencies of the validation inside the real range (9 of 9, 100 simulated repetitions; 2 ms: the
     #: 100-member leave below it, 3 ms: above). Calibrated at 10
     #: to 100 members on 2 cores: at 10^4 members on 2 cores its mean would be 12.5 s (size runs use
-    #: ``client_cores`` 0: 2.5 ms). Not modelled: a join task that failed between two polls is also only
-    #: replaced by the next poll (the model rejoins at once), and the next window is not moved by this
-    #: lateness (kafka-python's window timer starts on the IO thread). 0 and 0: at the next poll's start.
+    #: ``client_cores`` 0: 2.5 ms). A join task that failed between two polls is replaced the same way
+    #: (kafka-python tests ``is_done``, not success), and the next window starts at the late pickup
+    #: (kafka-python's window timer runs on the IO thread). 0 and 0: at the next poll's start.
     kafka_rejoin_late_s: float = 0.0
     #: ... (above)
     kafka_rejoin_late_per_member_s: float = 0.0025

@@ -482,6 +482,78 @@ def test_a_join_found_done_is_sent_again_when_the_io_thread_runs_the_next_poll(t
     assert 424_000_000 <= again - first <= 427_000_000, again - first
 
 
+def test_a_join_failed_between_two_polls_is_replaced_only_when_the_io_thread_runs_the_next_poll(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above (200 ms windows, 190 ms gaps, the next poll's join run 30 ms + 5 ms x 1 member per core
+    late), with j0's first SyncGroup, sent in its gap, answered REBALANCE_IN_PROGRESS at once (injected at
+    the machine). kafka-python 3.0.12 does not retry a failed task by itself: ``join_group_async`` retries
+    only what it awaits inside a window; a task found done by the next poll is replaced whatever its
+    result. So j0's next JoinGroup leaves 200 + 190 + 35 = 425 ms after its first one, not at the
+    error's answer (inside its gap, before 390 ms); it is assigned after that SyncGroup."""
+    from coordinator.group import api as g
+    from coordinator.group.errors import ErrorCode
+    from coordinator.group.machine import GroupCoordinator
+
+    real_sync = GroupCoordinator.sync_group
+    failed: list[int] = []
+
+    def sync_group(self: GroupCoordinator, now: int, reply: Any, req: g.SyncGroupRequest) -> Any:
+        if req.member_id.startswith("j0-") and not failed:
+            failed.append(now)
+            return [g.Respond(reply, g.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))]
+        return real_sync(self, now, reply, req)
+
+    monkeypatch.setattr(GroupCoordinator, "sync_group", sync_group)
+    sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
+    delays = DelayModel(
+        **{**ON_TIME, "kafka_rejoin_late_s": 0.03, "kafka_rejoin_late_per_member_s": 0.005},
+        kafka_poll_gap_per_member_s=0.19,
+        kafka_poll_gap_cv=0.0,
+        client_cores=0,
+    )
+    simulate_unit(sc, "coordinator", tmp_path / "u", delays)
+    events = unit_events(tmp_path / "u")
+    t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
+    assigned = next(e["ts_ns"] for e in events if e["kind"] == "assigned" and e["source"] == "j0")
+    assert len(failed) == 1
+    sent = [
+        (e["api"], e["ts_ns"])
+        for e in events
+        if t0 < e["ts_ns"] < assigned and e["kind"] == "group_request" and e.get("client") == "j0"
+        and e.get("api") in ("JoinGroup", "SyncGroup")
+    ]  # fmt: skip
+    assert [api for api, _ in sent] == ["JoinGroup", "JoinGroup", "SyncGroup", "JoinGroup", "SyncGroup"]
+    first, again = sent[0][1], sent[3][1]
+    assert first + 200_000_000 < sent[2][1] < first + 390_000_000  # the failing SyncGroup in j0's gap
+    assert 424_000_000 <= again - first <= 427_000_000, again - first
+
+
+def test_the_window_after_a_late_pickup_starts_at_the_pickup() -> None:
+    """kafka-python's poll window is timed on its IO thread, from when that thread runs the poll's join.
+    By hand, 200 ms windows and 12 ms gaps (cv 0): [0, 200), gap [200, 212); a pickup at 230 ms (18 ms
+    late) starts the window [230, 430), then the gap [430, 442), not the old chain's [412, 424)."""
+    from harness.sim.coordinator_member import _PollGaps  # pyright: ignore[reportPrivateUsage]
+    from harness.sim.cpu import ClientCpu
+
+    ms = 1_000_000
+    sched = VirtualScheduler()
+    delays = DelayModel()
+    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
+    sched.run(until_ns=205 * ms)
+    assert gaps.gap_end(205 * ms) == 212 * ms
+    sched.run(until_ns=230 * ms)
+    gaps.restart(230 * ms)
+    expected = {231: None, 415: None, 423: None, 429: None, 431: 442, 441: 442, 442: None, 500: None}
+    got = {}
+    for t in expected:
+        sched.run(until_ns=t * ms)
+        end = gaps.gap_end(t * ms)
+        got[t] = None if end is None else end // ms
+    assert got == expected
+    gaps.stop()
+
+
 def test_a_joining_member_is_ready_within_its_release_poll_whatever_its_boot(tmp_path: Path) -> None:
     """A join's member was started held with the initial members (as UnitRig.prestart_member does): the
     driver releases it and it is ready within ``member_release_poll_s`` of the join's invoke, which the
