@@ -63,11 +63,12 @@ MODEL_NOTES = (
     "LeaveGroup) with kafka-python's own assignors",
     "coordinator members: Fetch/ListOffsets/Produce are not simulated broker requests; records are read "
     "from the simulated log directly",
-    "coordinator members: a join that completes while the main thread is between two polls "
+    "coordinator members: a join task that ends (done or failed) while the main thread is between two polls "
     "(gaps of mean kafka_poll_gap_per_member_s x live members per client core, gamma-distributed with "
     "kafka_poll_gap_cv, from the unit's seed) is found done and sent again, as kafka-python 3.0.12 does, "
     "when the IO thread runs the next poll's join (late by a gamma draw, kafka_poll_gap_cv, of mean "
-    "kafka_rejoin_late_s + kafka_rejoin_late_per_member_s x live members per client core)",
+    "kafka_rejoin_late_s + kafka_rejoin_late_per_member_s x live members per client core; that poll's "
+    "window starts there)",
 )
 
 
@@ -88,7 +89,9 @@ class SimCoordinatorGroup:
             ctx.sched, ctx.delays, ctx.history(BROKER_SOURCE, "broker"), scenario, self.topic
         )
         self.feed = TopicFeed(ctx.sched, self.topic)
-        self.cpu = ClientCpu(ctx.sched, ctx.delays, ctx.rng)
+        self.cpu = ClientCpu(
+            ctx.sched, ctx.delays, ctx.rng, prioritized=ctx.delays.kafka_sync_answer_priority > 0
+        )
         self._members: dict[str, SimConsumer] = {}
         self._tasks: dict[str, Task] = {}
         self._live: dict[str, None] = {}

@@ -44,8 +44,9 @@ Contract
    its metadata refreshes go on the connection its Fetch is parked on: while it has partitions a refresh is
    sent when that Fetch is answered (its partitions' next record, or ``fetch.max.wait.ms``), the next one
    timed from its answer; the start-up's second Metadata waits ``retry.backoff.ms``; a SyncGroup answer's work
-   (``kafka_sync_client_s``, ``kafka_first_sync_client_s`` the first time) is booked on the shared client
-   cores before the heartbeat timer restarts;
+   (``kafka_sync_client_s``, ``kafka_first_sync_client_s`` the first time) is done on the shared client
+   cores (first come first served, or ahead of the join-answer work waiting there:
+   ``kafka_sync_answer_priority``) before the heartbeat timer restarts;
 6. clean stop: commit (waited for), the listener's revoke, LeaveGroup after the close's hand-offs
    (``kafka_close_leave_*``), ``stopped``; crash: nothing more.
 """
@@ -563,7 +564,10 @@ class SimConsumer:
 
     def _complete(self, partitions: list[int]) -> None:
         d = self.delays  # the answer handled on the machine's shared cores
-        self.cpu.work(d.kafka_first_sync_client_s if not self._synced else d.kafka_sync_client_s)
+        self.cpu.work(
+            d.kafka_first_sync_client_s if not self._synced else d.kafka_sync_client_s,
+            priority=d.kafka_sync_answer_priority,
+        )
         self._synced = True
         self._rejoining = False
         self.rejoin_needed = False

@@ -83,6 +83,10 @@ def parse_delays(items: tuple[str, ...] | list[str], seed: int | None = None) ->
             raise ConfigError(
                 f"--delay {name}: must be 0 (first come first served) or 1 (random), got {value}"
             )
+        if name == "kafka_sync_answer_priority" and changes[name] not in (0, 1):
+            raise ConfigError(
+                f"--delay {name}: must be 0 (first come first served) or 1 (served first), got {value}"
+            )
     if seed is not None:
         changes["seed"] = seed
     return DelayModel(**changes)

@@ -1,4 +1,4 @@
-"""ClientCpu: the members' shared client cores, first come first served or in random order."""
+"""ClientCpu: the members' shared client cores, first come first served, in random order or prioritized."""
 
 from __future__ import annotations
 
@@ -152,3 +152,32 @@ def test_equal_shares_draw_as_uniform_random_order() -> None:
     # first five ends hands the core over with a draw (5, 4, 3, 2, 1 waiting), the sixth to no one
     assert served(dict.fromkeys("abcdef", 1.0)) == {"randrange": 5, "random": 0}
     assert served({**dict.fromkeys("abcde", 1.0), "f": 3.0})["random"] > 0
+
+
+def test_prioritized_serves_the_highest_priority_waiting_first_then_in_arrival_order() -> None:
+    """One core, prioritized. By hand: "a" (priority 0, 3 ms) takes the core at 0; "b" and "c" (priority 0,
+    1 ms each) wait from 0; "s1" and "s2" (priority 1, 1 ms each) come at 1 and 2 ms. Nothing running is
+    preempted: "a" ends at 3; then the priority-1 ones in arrival order (s1 at 4, s2 at 5), then b and c
+    (6, 7). First come first served would end them a 3, b 4, c 5, s1 6, s2 7."""
+    sched = VirtualScheduler()
+    cpu = ClientCpu(sched, DelayModel(client_cores=1), random.Random(0), prioritized=True)
+    assert not cpu.books_ahead
+    ended: list[tuple[str, int]] = []
+
+    def member(name: str, cost_s: float, priority: int) -> None:
+        cpu.work(cost_s, priority=priority)
+        ended.append((name, sched.now_ns))
+
+    sched.spawn(member, "a", 0.003, 0, name="a")
+    sched.spawn(member, "b", 0.001, 0, name="b")
+    sched.spawn(member, "c", 0.001, 0, name="c")
+    sched.spawn(member, "s1", 0.001, 1, name="s1", delay_s=0.001)
+    sched.spawn(member, "s2", 0.001, 1, name="s2", delay_s=0.002)
+    sched.run()
+    assert ended == [("a", 3 * MS), ("s1", 4 * MS), ("s2", 5 * MS), ("b", 6 * MS), ("c", 7 * MS)]
+
+
+def test_prioritized_with_equal_priorities_is_first_come_first_served() -> None:
+    sched = VirtualScheduler()
+    cpu = ClientCpu(sched, DelayModel(client_cores=2), random.Random(0), prioritized=True)
+    assert _run(cpu, sched, "abcd") == [("a", 1 * MS), ("b", 1 * MS), ("c", 2 * MS), ("d", 2 * MS)]

@@ -26,6 +26,7 @@ def test_the_default_serves_the_legacy_members_in_random_order() -> None:
         ("zk_client_s=fast", "not a number"),
         ("zk_client_s=-1", "must be >= 0"),
         ("zk_client_random_order=2", "must be 0 (first come first served) or 1 (random)"),
+        ("kafka_sync_answer_priority=3", "must be 0 (first come first served) or 1 (served first)"),
     ],
 )
 def test_a_bad_override_is_a_one_line_error(item: str, message: str) -> None:
