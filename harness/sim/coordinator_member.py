@@ -434,7 +434,9 @@ class SimConsumer:
                     # join_group_async replaces a task that is_done, whatever its result; no backoff)
                     # when kafka-python's IO thread runs that poll's join; that poll's window starts there
                     d = self.delays
-                    late = self._woken_late_s(d.kafka_rejoin_late_s, d.kafka_rejoin_late_per_member_s)
+                    late = self._woken_late_s(
+                        d.kafka_rejoin_late_s, d.kafka_rejoin_late_per_member_s, d.kafka_rejoin_late_cv
+                    )
                     self.sched.sleep((missed - self.sched.now_ns) / NS_PER_S + late)
                     polls.restart(self.sched.now_ns)
                     continue
@@ -679,15 +681,16 @@ class SimConsumer:
             self._hb_deadline_ns = self.sched.now_ns + round(RETRY_BACKOFF_S * NS_PER_S)
             self.sched.call_at(self._hb_deadline_ns, self._heartbeat, epoch)
 
-    def _woken_late_s(self, base_s: float, per_member_s: float) -> float:
-        """How late a thread woken at a deadline runs: a gamma draw (``kafka_poll_gap_cv``, the unit's
-        random source) of mean ``base_s`` plus ``per_member_s`` times the live members per client core.
-        The IO thread's heartbeat send uses ``kafka_heartbeat_late_*``, the main thread's check at a
-        heartbeat's deadline ``kafka_main_check_late_*``, the IO thread's start of a poll's join found
-        done ``kafka_rejoin_late_*``."""
+    def _woken_late_s(self, base_s: float, per_member_s: float, cv: float | None = None) -> float:
+        """How late a thread woken at a deadline runs: a gamma draw (coefficient of variation ``cv``,
+        ``kafka_poll_gap_cv`` when None; the unit's random source) of mean ``base_s`` plus ``per_member_s``
+        times the live members per client core. The IO thread's heartbeat send uses
+        ``kafka_heartbeat_late_*``, the main thread's check at a heartbeat's deadline
+        ``kafka_main_check_late_*``, the IO thread's start of a poll's join found done
+        ``kafka_rejoin_late_*``."""
         d = self.delays
         mean = base_s + per_member_s * d.per_core(self._live_members())
-        return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv)
+        return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv if cv is None else cv)
 
     def _wake_for_flag(self, deadline_ns: int, sent_ns: int) -> None:
         """A heartbeat's answer set a flag (rejoin, a reset generation) that the main thread acts on at its

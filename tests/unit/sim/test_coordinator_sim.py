@@ -455,14 +455,15 @@ def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation
 def test_a_join_found_done_is_sent_again_when_the_io_thread_runs_the_next_poll(tmp_path: Path) -> None:
     """As above (200 ms windows, 190 ms gaps, j0's SyncGroup sent and answered in its gap), with the IO thread
     running the next poll's join 30 ms + 5 ms a member per core late (kafka-python 3.0.12: the main thread
-    hands ``join_group_async`` to the IO thread, which finds the task done and sends a new JoinGroup; cv 0:
-    exactly the mean). 4 live members, every member a core of its own (1 member per core): 35 ms, so the
+    hands ``join_group_async`` to the IO thread, which finds the task done and sends a new JoinGroup;
+    ``kafka_rejoin_late_cv`` 0: exactly the mean). 4 live members, every member a core of its own (1 member per core): 35 ms, so the
     second JoinGroup leaves 200 + 190 + 35 = 425 ms after the first, not 390."""
     sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
     delays = DelayModel(
         **{**ON_TIME, "kafka_rejoin_late_s": 0.03, "kafka_rejoin_late_per_member_s": 0.005},
         kafka_poll_gap_per_member_s=0.19,
         kafka_poll_gap_cv=0.0,
+        kafka_rejoin_late_cv=0.0,
         client_cores=0,
     )
     simulate_unit(sc, "coordinator", tmp_path / "u", delays)
@@ -510,6 +511,7 @@ def test_a_join_failed_between_two_polls_is_replaced_only_when_the_io_thread_run
         **{**ON_TIME, "kafka_rejoin_late_s": 0.03, "kafka_rejoin_late_per_member_s": 0.005},
         kafka_poll_gap_per_member_s=0.19,
         kafka_poll_gap_cv=0.0,
+        kafka_rejoin_late_cv=0.0,
         client_cores=0,
     )
     simulate_unit(sc, "coordinator", tmp_path / "u", delays)
