@@ -14,7 +14,8 @@ Contract
    the member lost its generation, ``on_partitions_lost``; JoinGroup v7 (a first join gets
    MEMBER_ID_REQUIRED and joins again with the id it got); SyncGroup, sent after the member's work on the
    JoinGroup answer on the shared client cores (``kafka_join_answer_s`` plus ``kafka_join_answer_per_member_s``
-   per live member per client core; the leader's booking adds ``kafka_assign_per_member_s`` per member in
+   per live member per client core; the leader's booking adds ``kafka_assign_per_member_s`` plus
+   ``kafka_assign_per_member_per_core_s`` per live member per client core, per member in
    the answer). The leader's SyncGroup carries the assignment of kafka-python's own assignor class for the
    chosen protocol, computed on the member metadata the broker returned; the leader then refreshes
    metadata. Errors as kafka-python handles them
@@ -516,7 +517,9 @@ class SimConsumer:
         d = self.delays
         work = d.kafka_join_answer_s + d.kafka_join_answer_per_member_s * d.per_core(self._live_members())
         if leader:
-            work += d.kafka_assign_per_member_s * len(join.members)
+            per_member = d.kafka_assign_per_member_s
+            per_member += d.kafka_assign_per_member_per_core_s * d.per_core(self._live_members())
+            work += per_member * len(join.members)
         if work > 0:
             self.cpu.work(work)
         if leader:

@@ -20,8 +20,8 @@ bench simulator validate --members 10,50,100 --impl legacy_zk,coordinator --real
 simulated 0.229 / 1.808 / 6.037 s against real 0.167-0.361 / 1.680-2.338 / 4.253-6.946 s), where the
 0.75 ms fitted on the quiet run (real joins 0.168-0.192 / 1.318-1.452 / 3.436-4.976 s) fell short of
 both: this machine's speed differs between hours by about a third; ``kafka_sync_client_s`` (9 ms) and
-``kafka_assign_per_member_s`` on the coordinator's rounds of the same two runs; the drawn boot, step
-and heartbeat lateness from their measured real values (each field says how).
+``kafka_assign_per_member_s`` (since split, ``kafka_assign_per_member_per_core_s``) on the coordinator's
+rounds of the same two runs; the drawn boot, step and heartbeat lateness from their measured real values (each field says how).
 """
 
 from __future__ import annotations
@@ -197,10 +197,20 @@ class DelayModel:
     kafka_join_answer_per_member_s: float = 0.0001
     #: The group leader's work on its JoinGroup answer, per member in it (kafka-python decoding every
     #: member's subscription, running the assignor, encoding the assignments), on the shared client cores
-    #: before its SyncGroup leaves. Real runs on 2 cores, the broker's CompletingRebalance to Stable (the
-    #: leader's SyncGroup): about 5 / 30-46 / 57-123 ms at 10 / 50 / 100 members (two validation runs),
-    #: about 0.8 ms a member.
-    kafka_assign_per_member_s: float = 0.0008
+    #: before its SyncGroup leaves: this plus ``kafka_assign_per_member_per_core_s`` times the live members
+    #: per client core, per member in the answer. This field is the work itself: kafka-python 3.0.12's
+    #: range assignor with the decoding and encoding takes 16-20 µs a member on 29 Nov's machine at 100,
+    #: 1,000 and 10,000 members (timed alone) ...
+    kafka_assign_per_member_s: float = 0.00002
+    #: ... and this the rest, a fit: the leader's wait for a core, which grows with the members sharing
+    #: one. Real runs on 2 cores, the broker's CompletingRebalance to Stable (the leader's SyncGroup):
+    #: about 5 / 30-46 / 57-123 ms at 10 / 50 / 100 members (two validation runs of 28 Nov). 0.0156 ms
+    #: keeps the 100-member figure of the flat 0.8 ms a member the model had until 29 Nov 08:00 UTC (80
+    #: ms; now 1.0 / 20.5 / 80 ms at 10 / 50 / 100, against 8 / 40 / 80), whose 8 s at 10^4 members on
+    #: cores of their own outlasted the 6 s session: the leader was expelled in every round and the group
+    #: never settled; now 0.36 s. Validation (100 simulated repetitions a row): with 0.02 ms the
+    #: 100-member leave fell below the real range (1.245 s against 1.258-1.380), with 0.0156 ms inside.
+    kafka_assign_per_member_per_core_s: float = 0.0000156
     #: A coordinator member's main thread between two polls while a join is in flight (kafka-python
     #: returning from ``poll``, herdlab's member loop, entering ``poll`` again): a join that completes
     #: meanwhile is found done by the next poll and a new JoinGroup is sent (kafka-python 3.0.12

@@ -704,6 +704,7 @@ def test_a_rounds_syncgroups_leave_spread_by_the_members_work_on_the_joingroup_a
         "kafka_join_answer_s": 0.010,
         "kafka_join_answer_per_member_s": 0.0,
         "kafka_assign_per_member_s": 0.0,
+        "kafka_assign_per_member_per_core_s": 0.0,
         "kafka_poll_gap_per_member_s": 0.0,
     }
 
