@@ -452,12 +452,11 @@ def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation
     assert assigned == {"m0": 1, "m1": 1, "j0": 1}
 
 
-def test_a_join_found_done_is_sent_again_when_the_io_thread_runs_the_next_poll(tmp_path: Path) -> None:
-    """As above (200 ms windows, 190 ms gaps, j0's SyncGroup sent and answered in its gap), with the IO thread
-    running the next poll's join 30 ms + 5 ms a member per core late (kafka-python 3.0.12: the main thread
-    hands ``join_group_async`` to the IO thread, which finds the task done and sends a new JoinGroup;
-    ``kafka_rejoin_late_cv`` 0: exactly the mean). 4 live members, every member a core of its own (1 member per core): 35 ms, so the
-    second JoinGroup leaves 200 + 190 + 35 = 425 ms after the first, not 390."""
+def _j0_joins_with_a_late_pickup(tmp_path: Path) -> list[tuple[str, int]]:
+    """The unit of the two tests below: three members, j0 joins at 2 s; 200 ms poll windows, 190 ms gaps
+    (every member a core of its own, cv 0), the next poll's join run 30 ms + 5 ms a member per core late
+    (``kafka_rejoin_late_cv`` 0: exactly the mean; 4 live members, 1 per core: 35 ms). j0's JoinGroups
+    and SyncGroups (api, ts) from the join's invoke until it is first assigned."""
     sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
     delays = DelayModel(
         **{**ON_TIME, "kafka_rejoin_late_s": 0.03, "kafka_rejoin_late_per_member_s": 0.005},
@@ -470,12 +469,20 @@ def test_a_join_found_done_is_sent_again_when_the_io_thread_runs_the_next_poll(t
     events = unit_events(tmp_path / "u")
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
     assigned = next(e["ts_ns"] for e in events if e["kind"] == "assigned" and e["source"] == "j0")
-    sent = [
+    return [
         (e["api"], e["ts_ns"])
         for e in events
         if t0 < e["ts_ns"] < assigned and e["kind"] == "group_request" and e.get("client") == "j0"
         and e.get("api") in ("JoinGroup", "SyncGroup")
     ]  # fmt: skip
+
+
+def test_a_join_found_done_is_sent_again_when_the_io_thread_runs_the_next_poll(tmp_path: Path) -> None:
+    """As above (200 ms windows, 190 ms gaps, j0's SyncGroup sent and answered in its gap), with the IO
+    thread running the next poll's join 35 ms late (kafka-python 3.0.12: the main thread hands
+    ``join_group_async`` to the IO thread, which finds the task done and sends a new JoinGroup), so the
+    second JoinGroup leaves 200 + 190 + 35 = 425 ms after the first, not 390."""
+    sent = _j0_joins_with_a_late_pickup(tmp_path)
     # MEMBER_ID_REQUIRED, the join with its id, its SyncGroup (answered in the gap), the join sent again
     assert [api for api, _ in sent] == ["JoinGroup", "JoinGroup", "SyncGroup", "JoinGroup", "SyncGroup"]
     first, again = sent[0][1], sent[3][1]
@@ -486,12 +493,12 @@ def test_a_join_found_done_is_sent_again_when_the_io_thread_runs_the_next_poll(t
 def test_a_join_failed_between_two_polls_is_replaced_only_when_the_io_thread_runs_the_next_poll(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As above (200 ms windows, 190 ms gaps, the next poll's join run 30 ms + 5 ms x 1 member per core
-    late), with j0's first SyncGroup, sent in its gap, answered REBALANCE_IN_PROGRESS at once (injected at
-    the machine). kafka-python 3.0.12 does not retry a failed task by itself: ``join_group_async`` retries
-    only what it awaits inside a window; a task found done by the next poll is replaced whatever its
-    result. So j0's next JoinGroup leaves 200 + 190 + 35 = 425 ms after its first one, not at the
-    error's answer (inside its gap, before 390 ms); it is assigned after that SyncGroup."""
+    """As above, with j0's first SyncGroup, sent in its gap, answered REBALANCE_IN_PROGRESS at once
+    (injected at the machine). kafka-python 3.0.12 does not retry a failed task by itself:
+    ``join_group_async`` retries only what it awaits inside a window; a task found done by the next poll
+    is replaced whatever its result. So j0's next JoinGroup leaves 200 + 190 + 35 = 425 ms after its
+    first one, not at the error's answer (inside its gap, before 390 ms); it is assigned after that
+    SyncGroup."""
     from coordinator.group import api as g
     from coordinator.group.errors import ErrorCode
     from coordinator.group.machine import GroupCoordinator
@@ -506,25 +513,8 @@ def test_a_join_failed_between_two_polls_is_replaced_only_when_the_io_thread_run
         return real_sync(self, now, reply, req)
 
     monkeypatch.setattr(GroupCoordinator, "sync_group", sync_group)
-    sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
-    delays = DelayModel(
-        **{**ON_TIME, "kafka_rejoin_late_s": 0.03, "kafka_rejoin_late_per_member_s": 0.005},
-        kafka_poll_gap_per_member_s=0.19,
-        kafka_poll_gap_cv=0.0,
-        kafka_rejoin_late_cv=0.0,
-        client_cores=0,
-    )
-    simulate_unit(sc, "coordinator", tmp_path / "u", delays)
-    events = unit_events(tmp_path / "u")
-    t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
-    assigned = next(e["ts_ns"] for e in events if e["kind"] == "assigned" and e["source"] == "j0")
+    sent = _j0_joins_with_a_late_pickup(tmp_path)
     assert len(failed) == 1
-    sent = [
-        (e["api"], e["ts_ns"])
-        for e in events
-        if t0 < e["ts_ns"] < assigned and e["kind"] == "group_request" and e.get("client") == "j0"
-        and e.get("api") in ("JoinGroup", "SyncGroup")
-    ]  # fmt: skip
     assert [api for api, _ in sent] == ["JoinGroup", "JoinGroup", "SyncGroup", "JoinGroup", "SyncGroup"]
     first, again = sent[0][1], sent[3][1]
     assert first + 200_000_000 < sent[2][1] < first + 390_000_000  # the failing SyncGroup in j0's gap
