@@ -350,6 +350,17 @@ def test_the_joiners_second_metadata_waits_retry_backoff(tmp_path: Path) -> None
     assert 100_000_000 <= md[1] - md[0] <= 101_000_000, md[:2]
 
 
+def _gap_ends_ms(sched: VirtualScheduler, gaps: Any, times_ms: list[int]) -> dict[int, int | None]:
+    """Run the loop to each time (ms, ascending) and read there when the main thread polls again (ms), or
+    None inside a window."""
+    got: dict[int, int | None] = {}
+    for t in times_ms:
+        sched.run(until_ns=t * 1_000_000)
+        end = gaps.gap_end(t * 1_000_000)
+        got[t] = None if end is None else end // 1_000_000
+    return got
+
+
 def test_the_main_thread_picks_a_join_up_only_inside_a_poll_window() -> None:
     """A join's poll windows from its start at 0, by hand, 200 ms windows and 12 ms between them (not
     queued on the client cores): windows [0, 200), [212, 412), [424, 624); between them [200, 212) and
@@ -362,12 +373,7 @@ def test_the_main_thread_picks_a_join_up_only_inside_a_poll_window() -> None:
     delays = DelayModel()
     gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
     expected = {150: None, 205: 212, 211: 212, 212: None, 300: None, 413: 424, 500: None}
-    got = {}
-    for t in expected:
-        sched.run(until_ns=t * ms)
-        end = gaps.gap_end(t * ms)
-        got[t] = None if end is None else end // ms
-    assert got == expected
+    assert _gap_ends_ms(sched, gaps, list(expected)) == expected
     gaps.stop()  # the join completed: no window ends are booked any more (624 would open [624, 636))
     sched.run(until_ns=630 * ms)
     assert gaps.gap_end(630 * ms) is None
@@ -537,12 +543,7 @@ def test_the_window_after_a_late_pickup_starts_at_the_pickup() -> None:
     sched.run(until_ns=230 * ms)
     gaps.restart(230 * ms)
     expected = {231: None, 415: None, 423: None, 429: None, 431: 442, 441: 442, 442: None, 500: None}
-    got = {}
-    for t in expected:
-        sched.run(until_ns=t * ms)
-        end = gaps.gap_end(t * ms)
-        got[t] = None if end is None else end // ms
-    assert got == expected
+    assert _gap_ends_ms(sched, gaps, list(expected)) == expected
     gaps.stop()
 
 
