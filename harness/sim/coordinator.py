@@ -66,7 +66,7 @@ MODEL_NOTES = (
     "coordinator members: a join task that ends (done or failed) while the main thread is between two polls "
     "(gaps of mean kafka_poll_gap_per_member_s x live members per client core, gamma-distributed with "
     "kafka_poll_gap_cv, from the unit's seed) is found done and sent again, as kafka-python 3.0.12 does, "
-    "when the IO thread runs the next poll's join (late by a gamma draw, kafka_poll_gap_cv, of mean "
+    "when the IO thread runs the next poll's join (late by a gamma draw, kafka_rejoin_late_cv, of mean "
     "kafka_rejoin_late_s + kafka_rejoin_late_per_member_s x live members per client core; that poll's "
     "window starts there)",
 )

@@ -25,9 +25,12 @@ Contract
    client core, drawn with ``kafka_poll_gap_cv``): a join task that ends between two windows (its
    SyncGroup answered, or an error answered) is found done by the next poll, which starts a new one
    (``join_group_async`` replaces a done task whatever its result, with no backoff) when kafka-python's IO
-   thread runs it, late by a drawn time (``kafka_rejoin_late_*``), and that poll's window starts there:
-   JoinGroup and SyncGroup again, in the same generation for a follower; an error answered inside a
-   window is retried at once (after ``retry_backoff_ms`` for the retriable ones that are not rejoins);
+   thread runs it, late by a drawn time (``kafka_rejoin_late_*``), and that poll's window starts there
+   (a whole window: kafka-python's IO thread gets what is left of the main thread's poll timer, so the
+   model's window is longer by the main thread's part of the lateness): JoinGroup and SyncGroup again, in
+   the same generation for a follower; an error answered inside a window is retried at once (after
+   ``retry_backoff_ms`` for the retriable ones that are not rejoins, NOT_COORDINATOR included; the whole
+   backoff, where kafka-python cuts it at the window's end);
 3. the assignment applied (``member_apply_s``): ``assigned`` and ``rebalance_end``; OffsetFetch for the
    assigned partitions without a position (kafka-python keeps the position of a partition it is
    assigned again), ``auto.offset.reset`` earliest when none is committed;
@@ -185,7 +188,7 @@ class TopicFeed:
 
 class _PollGaps:
     """The main thread's polls while a member's join is in flight: windows of ``poll_ns`` from the join's
-    start, each followed by a gap before the next window starts. A gap's length is drawn from a gamma
+    start (or from a late pickup, :meth:`restart`), each followed by a gap before the next window starts. A gap's length is drawn from a gamma
     distribution of mean ``mean_s()`` (read at each draw) and coefficient of variation ``cv`` (shape
     1 / cv²; cv 0: exactly the mean) from the unit's random source (``cpu.rng``), and scaled by the model's
     jitter through ``cpu.cost``; it is not booked on the shared cores (a thread woken from a wait is
@@ -438,12 +441,13 @@ class SimConsumer:
                     late = self._woken_late_s(
                         d.kafka_rejoin_late_s, d.kafka_rejoin_late_per_member_s, d.kafka_rejoin_late_cv
                     )
-                    self.sched.sleep((missed - self.sched.now_ns) / NS_PER_S + late)
-                    polls.restart(self.sched.now_ns)
+                    pickup_ns = missed + round(late * NS_PER_S)
+                    polls.restart(pickup_ns)  # before the wait: the old chain draws no more gaps
+                    self.sched.sleep((pickup_ns - self.sched.now_ns) / NS_PER_S)
                     continue
                 if assignment is None:
-                    if backoff:  # a retriable error picked up inside a window
-                        self.sched.sleep(RETRY_BACKOFF_S)
+                    if backoff:  # a retriable error picked up inside a window: the whole backoff
+                        self.sched.sleep(RETRY_BACKOFF_S)  # (kafka-python cuts it at the window's end)
                     continue
                 self._complete(assignment)
                 return
@@ -503,7 +507,8 @@ class SimConsumer:
         elif err == ErrorCode.UNKNOWN_MEMBER_ID:
             self._reset_generation("")
         elif err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
-            self.coordinator_known = False
+            self.coordinator_known = False  # retriable: the backoff too (base.py RetriableError)
+            return None, True
         elif err != ErrorCode.REBALANCE_IN_PROGRESS:
             return None, True
         return None, False
@@ -552,7 +557,8 @@ class SimConsumer:
         elif err == ErrorCode.ILLEGAL_GENERATION:
             self._reset_generation(self.member_id)
         elif err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
-            self.coordinator_known = False
+            self.coordinator_known = False  # retriable: the backoff too (base.py RetriableError)
+            return None, True
         elif err not in _REJOIN:
             return None, True
         return None, False
