@@ -87,6 +87,14 @@ PROTOCOL_TYPE = "consumer"
 _REJOIN = (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION)
 
 
+def _backs_off(err: ErrorCode) -> bool:
+    """Whether kafka-python 3.0.12 sleeps ``retry_backoff_ms`` before joining again after a JoinGroup or
+    SyncGroup error it awaited inside a window: not after a rejoin error or MEMBER_ID_REQUIRED
+    (``join_group_async`` retries those at once), after every other (RetriableError, NOT_COORDINATOR and
+    COORDINATOR_NOT_AVAILABLE included)."""
+    return err not in _REJOIN and err != ErrorCode.MEMBER_ID_REQUIRED
+
+
 def _assignor(name: str) -> Any:
     """kafka-python's own assignor class for a Kafka assignor name (eager ones)."""
     from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -188,11 +196,12 @@ class TopicFeed:
 
 class _PollGaps:
     """The main thread's polls while a member's join is in flight: windows of ``poll_ns`` from the join's
-    start (or from a late pickup, :meth:`restart`), each followed by a gap before the next window starts. A gap's length is drawn from a gamma
-    distribution of mean ``mean_s()`` (read at each draw) and coefficient of variation ``cv`` (shape
-    1 / cv²; cv 0: exactly the mean) from the unit's random source (``cpu.rng``), and scaled by the model's
-    jitter through ``cpu.cost``; it is not booked on the shared cores (a thread woken from a wait is
-    scheduled at once); a mean of 0 at the start means no gaps at all. The join task completes on the IO thread; the main thread picks its result up only inside a
+    start (or from a late pickup, :meth:`restart`), each followed by a gap before the next window starts.
+    A gap's length is drawn from a gamma distribution of mean ``mean_s()`` (read at each draw) and
+    coefficient of variation ``cv`` (shape 1 / cv²; cv 0: exactly the mean) from the unit's random source
+    (``cpu.rng``), and scaled by the model's jitter through ``cpu.cost``; it is not booked on the shared
+    cores (a thread woken from a wait is scheduled at once); a mean of 0 at the start means no gaps at
+    all. The join task completes on the IO thread; the main thread picks its result up only inside a
     window (:meth:`gap_end`)."""
 
     def __init__(
@@ -507,11 +516,8 @@ class SimConsumer:
         elif err == ErrorCode.UNKNOWN_MEMBER_ID:
             self._reset_generation("")
         elif err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
-            self.coordinator_known = False  # retriable: the backoff too (base.py RetriableError)
-            return None, True
-        elif err != ErrorCode.REBALANCE_IN_PROGRESS:
-            return None, True
-        return None, False
+            self.coordinator_known = False
+        return None, _backs_off(err)
 
     def _sync_group(self, join: g.JoinGroupResponse) -> tuple[list[int] | None, bool]:
         """The answer's work, SyncGroup and its answer's side effects: (the member's partitions, or None on
@@ -557,11 +563,8 @@ class SimConsumer:
         elif err == ErrorCode.ILLEGAL_GENERATION:
             self._reset_generation(self.member_id)
         elif err in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
-            self.coordinator_known = False  # retriable: the backoff too (base.py RetriableError)
-            return None, True
-        elif err not in _REJOIN:
-            return None, True
-        return None, False
+            self.coordinator_known = False
+        return None, _backs_off(err)
 
     def _assign(self, join: g.JoinGroupResponse) -> list[tuple[str, bytes]]:
         from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription  # pyright: ignore[reportAttributeAccessIssue]
@@ -709,10 +712,10 @@ class SimConsumer:
         answer set the flag, racing the IO thread that sends it: it sees the answer when that check (late by
         ``kafka_main_check_late_*``) comes after it. Otherwise it acts at its next check: a member with a
         partition when its poll window ends or its parked Fetch comes back (a record for its partitions,
-        or empty after ``fetch.max.wait.ms``); one with no partition to fetch sleeps ``retry_backoff_ms`` (``_poll_once``:
-        ``min(timeout, time_to_next_poll, retry_backoff_ms)``) from its check, or from the heartbeat's send
-        when it checked before the send (``time_to_next_poll`` is 0 until then: it polls again without
-        sleeping), unless its poll window ends first."""
+        or empty after ``fetch.max.wait.ms``); one with no partition to fetch sleeps ``retry_backoff_ms``
+        (``_poll_once``: ``min(timeout, time_to_next_poll, retry_backoff_ms)``) from its check, or from the
+        heartbeat's send when it checked before the send (``time_to_next_poll`` is 0 until then: it polls
+        again without sleeping), unless its poll window ends first."""
         now, d = self.sched.now_ns, self.delays
         late_s = self._woken_late_s(d.kafka_main_check_late_s, d.kafka_main_check_late_per_member_s)
         check = deadline_ns + round(late_s * NS_PER_S)
