@@ -424,11 +424,12 @@ def test_the_mean_gap_between_polls_grows_with_the_members_sharing_a_core(tmp_pa
 
 def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation(tmp_path: Path) -> None:
     """190 ms between the 200 ms polls (0.19 s per member, every member a core of its own). The joiner j0
-    starts its join (a poll) just before its first JoinGroup (~102 ms after the invoke): its window ends 200 ms later, its next poll starts 190 ms after
-    that. The group's SyncGroup answers come at ~412 ms, when the other three members' last JoinGroup
-    came (each in a window of its own), but inside j0's gap: j0's next poll, 390 ms after its join
-    began, finds the join done and sends JoinGroup and SyncGroup again; a follower with unchanged
-    metadata gets the current generation back (2 both times), and j0 is assigned once."""
+    starts its join (a poll) just before its first JoinGroup (~102 ms after the invoke): its window ends
+    200 ms later, its next poll starts 190 ms after that. The group's SyncGroup answers come at ~412 ms,
+    when the other three members' last JoinGroup came (each in a window of its own), but inside j0's
+    gap: j0's next poll, 390 ms after its join began, finds the join done and sends JoinGroup and
+    SyncGroup again; a follower with unchanged metadata gets the current generation back (2 both
+    times), and j0 is assigned once."""
     sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
     simulate_unit(
         sc,
@@ -458,15 +459,18 @@ def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation
     assert assigned == {"m0": 1, "m1": 1, "j0": 1}
 
 
-def _j0_joins_with_a_late_pickup(tmp_path: Path) -> list[tuple[str, int]]:
-    """The unit of the two tests below: three members, j0 joins at 2 s; 200 ms poll windows, 190 ms gaps
-    (every member a core of its own, cv 0), the next poll's join run 30 ms + 5 ms a member per core late
-    (``kafka_rejoin_late_cv`` 0: exactly the mean; 4 live members, 1 per core: 35 ms). j0's JoinGroups
-    and SyncGroups (api, ts) from the join's invoke until it is first assigned."""
+def _j0_joins_with_a_late_pickup(
+    tmp_path: Path, gap_s: float = 0.19, late_s: float = 0.03, late_per_member_s: float = 0.005
+) -> list[tuple[str, int]]:
+    """The unit of the tests below: three members, j0 joins at 2 s; 200 ms poll windows, ``gap_s`` gaps
+    (every member a core of its own, cv 0), the next poll's join run ``late_s`` + ``late_per_member_s`` a
+    member per core late (``kafka_rejoin_late_cv`` 0: exactly the mean; by default 4 live members, 1 per
+    core: 35 ms). j0's JoinGroups and SyncGroups (api, ts) from the join's invoke until it is first
+    assigned (it must be)."""
     sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
     delays = DelayModel(
-        **{**ON_TIME, "kafka_rejoin_late_s": 0.03, "kafka_rejoin_late_per_member_s": 0.005},
-        kafka_poll_gap_per_member_s=0.19,
+        **{**ON_TIME, "kafka_rejoin_late_s": late_s, "kafka_rejoin_late_per_member_s": late_per_member_s},
+        kafka_poll_gap_per_member_s=gap_s,
         kafka_poll_gap_cv=0.0,
         kafka_rejoin_late_cv=0.0,
         client_cores=0,
@@ -474,7 +478,8 @@ def _j0_joins_with_a_late_pickup(tmp_path: Path) -> list[tuple[str, int]]:
     simulate_unit(sc, "coordinator", tmp_path / "u", delays)
     events = unit_events(tmp_path / "u")
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
-    assigned = next(e["ts_ns"] for e in events if e["kind"] == "assigned" and e["source"] == "j0")
+    assigned = next((e["ts_ns"] for e in events if e["kind"] == "assigned" and e["source"] == "j0"), None)
+    assert assigned is not None, "j0 was never assigned"
     return [
         (e["api"], e["ts_ns"])
         for e in events
@@ -496,15 +501,9 @@ def test_a_join_found_done_is_sent_again_when_the_io_thread_runs_the_next_poll(t
     assert 424_000_000 <= again - first <= 427_000_000, again - first
 
 
-def test_a_join_failed_between_two_polls_is_replaced_only_when_the_io_thread_runs_the_next_poll(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """As above, with j0's first SyncGroup, sent in its gap, answered REBALANCE_IN_PROGRESS at once
-    (injected at the machine). kafka-python 3.0.12 does not retry a failed task by itself:
-    ``join_group_async`` retries only what it awaits inside a window; a task found done by the next poll
-    is replaced whatever its result. So j0's next JoinGroup leaves 200 + 190 + 35 = 425 ms after its
-    first one, not at the error's answer (inside its gap, before 390 ms); it is assigned after that
-    SyncGroup."""
+def _fail_j0s_first_sync(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make the group machine answer j0's first SyncGroup REBALANCE_IN_PROGRESS at once (every other
+    request as it would); the list it returns gets the machine's time of that answer."""
     from coordinator.group import api as g
     from coordinator.group.errors import ErrorCode
     from coordinator.group.machine import GroupCoordinator
@@ -519,12 +518,47 @@ def test_a_join_failed_between_two_polls_is_replaced_only_when_the_io_thread_run
         return real_sync(self, now, reply, req)
 
     monkeypatch.setattr(GroupCoordinator, "sync_group", sync_group)
+    return failed
+
+
+def test_a_join_failed_between_two_polls_is_replaced_only_when_the_io_thread_runs_the_next_poll(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, with j0's first SyncGroup, sent in its gap, answered REBALANCE_IN_PROGRESS at once
+    (injected at the machine). kafka-python 3.0.12 does not retry a failed task by itself:
+    ``join_group_async`` retries only what it awaits inside a window; a task found done by the next poll
+    is replaced whatever its result. So j0's next JoinGroup leaves 200 + 190 + 35 = 425 ms after its
+    first one, not at the error's answer (inside its gap, before 390 ms); it is assigned after that
+    SyncGroup."""
+    failed = _fail_j0s_first_sync(monkeypatch)
     sent = _j0_joins_with_a_late_pickup(tmp_path)
     assert len(failed) == 1
     assert [api for api, _ in sent] == ["JoinGroup", "JoinGroup", "SyncGroup", "JoinGroup", "SyncGroup"]
     first, again = sent[0][1], sent[3][1]
     assert first + 200_000_000 < sent[2][1] < first + 390_000_000  # the failing SyncGroup in j0's gap
     assert 424_000_000 <= again - first <= 427_000_000, again - first
+
+
+def test_a_join_picked_up_late_is_awaited_in_a_window_from_the_pickup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the member's join: 300 ms gaps, the next poll's join run 250 ms late (longer than a
+    window). j0's first JoinGroup at f (~102 ms after the invoke) starts the windows [f, f + 200) and the
+    gap [f + 200, f + 500); its first SyncGroup, sent in that gap, is answered REBALANCE_IN_PROGRESS
+    there; the poll at f + 500 finds it done and the IO thread sends the JoinGroup again at
+    f + 500 + 250 = f + 750, its window [f + 750, f + 950) (kafka-python times it on the IO thread). The
+    member's own generation is unchanged, so that JoinGroup and its SyncGroup are answered at once,
+    inside that window: j0 is assigned after them, five requests in all. (Were the window still timed
+    from f, that answer would fall in the gap [f + 700, f + 1000) and j0 would join again at
+    f + 1000 + 250, each time.)"""
+    failed = _fail_j0s_first_sync(monkeypatch)
+    sent = _j0_joins_with_a_late_pickup(tmp_path, gap_s=0.3, late_s=0.25, late_per_member_s=0.0)
+    assert len(failed) == 1
+    assert [api for api, _ in sent] == ["JoinGroup", "JoinGroup", "SyncGroup", "JoinGroup", "SyncGroup"]
+    first, sync, again, resync = sent[0][1], sent[2][1], sent[3][1], sent[4][1]
+    assert first + 200_000_000 < sync < first + 500_000_000  # the failing SyncGroup in j0's gap
+    assert 749_000_000 <= again - first <= 752_000_000, again - first
+    assert resync - again < 5_000_000  # sent inside the window that began at the pickup
 
 
 def test_the_window_after_a_late_pickup_starts_at_the_pickup() -> None:
