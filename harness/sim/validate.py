@@ -12,7 +12,8 @@ by op (a simulated event's ``count`` summed; offset commits, the steady-state wr
 workload's own clients', :data:`harness.kernel.events.WORKLOAD_CLIENTS`, as the herd analysis leaves
 them out: the producer's metadata refreshes are not the group's traffic); plus the
 outcome and the latency (t1 - t0, seconds; None unless settled); and ``repeats``, the requests of the
-client's repeated joins inside the window (:func:`repeated_joins`), so that the protocol's own counts
+client's repeated joins inside the window (:func:`repeated_joins`), and ``repeat_attempts``, the attempts
+a leader's repeated round made (:func:`repeat_attempts`), so that the protocol's own counts
 (:meth:`TriggerCounts.protocol_counts`) can be compared apart from them. :func:`read_unit` reads a unit
 directory's ``events/*.jsonl``; :func:`run_counts` counts every unit of a run directory once and
 :func:`compare` sets real runs' counts (pooled) against a simulation's; :func:`compare_runs` does both
@@ -45,7 +46,9 @@ __all__ = [
     "compare",
     "compare_runs",
     "read_unit",
+    "repeat_attempts",
     "repeated_joins",
+    "repeated_rounds",
     "run_cases",
     "run_counts",
     "unit_counts",
@@ -69,6 +72,8 @@ class TriggerCounts:
     #: the group requests (by API) of the client's repeated joins in the window (:func:`repeated_joins`);
     #: part of ``group_requests``
     repeats: Counter[str] = field(default_factory=Counter[str])
+    #: the attempts a leader's repeated round made (:func:`repeat_attempts`); part of ``attempts``
+    repeat_attempts: int = 0
 
     def counts(self) -> dict[str, int]:
         """Every count under one flat name (``zk:<op>``, ``api:<name>``), zero counts left out."""
@@ -83,8 +88,13 @@ class TriggerCounts:
         return {k: v for k, v in out.items() if v}
 
     def protocol_counts(self) -> dict[str, int]:
-        """:meth:`counts` less the client's repeated joins (:attr:`repeats`): the protocol's own counts."""
-        return replace(self, group_requests=self.group_requests - self.repeats).counts()
+        """:meth:`counts` less the client's repeated joins (:attr:`repeats`, :attr:`repeat_attempts`): the
+        protocol's own counts."""
+        return replace(
+            self,
+            group_requests=self.group_requests - self.repeats,
+            attempts=self.attempts - self.repeat_attempts,
+        ).counts()
 
 
 @dataclass(frozen=True)
@@ -115,23 +125,44 @@ def repeated_joins(syncs: Sequence[Sync]) -> Counter[str]:
       OffsetFetch: the same members get the same assignment).
 
     The first generation of a window is the change's own, whatever its members: only a later one can be
-    a repeat."""
+    a repeat. A leader's repeated round also makes attempts (:func:`repeat_attempts`)."""
     extra: Counter[str] = Counter()
     seen: set[tuple[str, int]] = set()
-    members: dict[int, set[str]] = {}
-    leaders: dict[int, str] = {}
     for s in syncs:
         if (s.member, s.generation) in seen:
             extra.update(("JoinGroup", "SyncGroup"))
         seen.add((s.member, s.generation))
+    for gen in repeated_rounds(syncs).values():
+        n = len({s.member for s in syncs if s.generation == gen})
+        extra.update({"JoinGroup": n, "SyncGroup": n, "Metadata": 1})
+    return extra
+
+
+def repeated_rounds(syncs: Sequence[Sync]) -> dict[int, int]:
+    """A window's leader's repeated rounds (:func:`repeated_joins`), given its SyncGroups in order: each
+    generation that was repeated, mapped to the generation that repeated it."""
+    members: dict[int, set[str]] = {}
+    leaders: dict[int, str] = {}
+    for s in syncs:
         members.setdefault(s.generation, set()).add(s.member)
         if s.leader:
             leaders[s.generation] = s.member
-    for before, gen in itertools.pairwise(sorted(members)):
-        if members[gen] == members[before] and before in leaders and leaders.get(gen) == leaders[before]:
-            n = len(members[gen])
-            extra.update({"JoinGroup": n, "SyncGroup": n, "Metadata": 1})
-    return extra
+    return {
+        before: gen
+        for before, gen in itertools.pairwise(sorted(members))
+        if members[gen] == members[before] and before in leaders and leaders.get(gen) == leaders[before]
+    }
+
+
+def repeat_attempts(syncs: Sequence[Sync], begins: Sequence[int | None]) -> int:
+    """The attempts (``rebalance_begin``) a window's leader's repeated rounds made, given its SyncGroups
+    and, per member attempt in the window, the last generation that member had synced in before it (None:
+    none yet): the attempts of members that had synced in a generation the leader then repeated. A member
+    that had its assignment when the repeated round began starts a new rebalance (kafka-python revokes
+    its partitions again); one still waiting for its SyncGroup's answer only joins again; so their number
+    follows how far the round had got, the client's timing, like the repeat itself."""
+    repeated = repeated_rounds(syncs)
+    return sum(1 for gen in begins if gen is not None and gen in repeated)
 
 
 def read_unit(unit_dir: Path) -> list[dict[str, Any]]:
@@ -156,6 +187,8 @@ def unit_counts(
         latency = (t.t1_ns - t.t0_ns) / 1e9 if t.t1_ns is not None else None
         tc = TriggerCounts(f"{t.action} {','.join(t.targets)}".strip(), t.outcome, latency)
         syncs: list[Sync] = []
+        synced: dict[str, int] = {}  # member -> the last generation it synced in, in the window
+        begins: list[int | None] = []  # per member attempt: its member's last generation synced before it
         for e in evs:
             ts = int(e.get("ts_ns") or 0)
             if ts < t.t0_ns:
@@ -172,6 +205,7 @@ def unit_counts(
                     tc.conflicts += 1
                 elif kind == Kind.REBALANCE_BEGIN:
                     tc.attempts += 1
+                    begins.append(synced.get(str(e.get("source"))))
                 elif failed_attempt(kind, e.get("outcome")):
                     tc.failed_attempts += 1
             elif (
@@ -183,13 +217,11 @@ def unit_counts(
                 api = str(e.get("api"))
                 tc.group_requests[api] += 1
                 if api == "SyncGroup":
-                    gen = e.get("generation")
-                    syncs.append(
-                        Sync(
-                            str(e.get("member")), -1 if gen is None else int(gen), bool(e.get("assignments"))
-                        )
-                    )
+                    gen = -1 if e.get("generation") is None else int(e["generation"])
+                    syncs.append(Sync(str(e.get("member")), gen, bool(e.get("assignments"))))
+                    synced[str(e.get("client"))] = gen
         tc.repeats = repeated_joins(syncs)
+        tc.repeat_attempts = repeat_attempts(syncs, begins)
         out.append(tc)
     return out
 
