@@ -9,7 +9,11 @@ Contract
   is counted by API for the ``broker_request`` snapshots (every ``metrics_interval_s``, only when something
   was counted, and once at :meth:`close`).
 * The machine's effects are applied as :mod:`coordinator.group_runner` applies them: ``Respond`` delivers
-  the response to the request's reply callback ``network_one_way_s`` later; ``SetTimer`` / ``CancelTimer``
+  the response to the request's reply callback ``network_one_way_s`` later; an answer to another, parked
+  request (the answers a completing JoinGroup, SyncGroup or timer sends) first holds the loop for
+  ``broker_response_s`` + ``broker_response_per_member_s`` times the answers sent together per client
+  core, one after another in the machine's order (a request booked before them, issued at most
+  ``kafka_client_s`` + ``network_one_way_s`` earlier, keeps its turn); ``SetTimer`` / ``CancelTimer``
   keep one virtual timer per key (re-arming to a later deadline only records it: the armed timer re-arms
   itself when it fires early, as the real runner does, so a heartbeat costs no heap entry); ``Emit``
   becomes a history event with ``impl`` and ``broker_id`` (commits with ``offsets_partition`` and
@@ -168,18 +172,25 @@ class SimBroker:
                 generation=fields.get("generation"),
                 assignments=fields.get("assignments"),
             )
-        self.apply(call(self.sched.now_ms, reply))
+        self.apply(call(self.sched.now_ms, reply), own=reply)
 
     def respond(self, reply: Reply, response: Any) -> list[g.Effect]:
         """A shell-answered request (FindCoordinator, Metadata): its one effect."""
         return [g.Respond(reply, response)]  # type: ignore[arg-type]
 
     # -- effects --------------------------------------------------------------------------------------
-    def apply(self, effects: list[g.Effect]) -> None:
+    def apply(self, effects: list[g.Effect], own: Reply | None = None) -> None:
+        """Apply the machine's effects (module contract); ``own`` is the reply of the request being served,
+        whose answer leaves at once: every other answer is a parked one, sent one after another."""
         sched = self.sched
+        cost_ns = self._parked_answer_ns(effects, own)
         for effect in effects:
             if isinstance(effect, g.Respond):
-                sched.call_at(sched.now_ns + self._net_ns, effect.token, effect.response)
+                at = sched.now_ns
+                if cost_ns and effect.token is not own:
+                    self._busy_until = max(at, self._busy_until) + cost_ns
+                    at = self._busy_until
+                sched.call_at(at + self._net_ns, effect.token, effect.response)
             elif isinstance(effect, g.SetTimer):
                 self._set_timer(effect.key, effect.deadline_ms * 1_000_000)
             elif isinstance(effect, g.CancelTimer):
@@ -189,6 +200,16 @@ class SimBroker:
             elif isinstance(effect, g.Emit):
                 self._emit(effect)
             # Persist: no durable log in a simulation
+
+    def _parked_answer_ns(self, effects: list[g.Effect], own: Reply | None) -> int:
+        """The loop's time per parked answer in ``effects`` (0: none, or the model sends them at once)."""
+        d = self.delays
+        if not (d.broker_response_s or d.broker_response_per_member_s):
+            return 0
+        n = sum(1 for e in effects if isinstance(e, g.Respond) and e.token is not own)
+        if not n:
+            return 0
+        return round((d.broker_response_s + d.broker_response_per_member_s * d.per_core(n)) * NS_PER_S)
 
     def _set_timer(self, key: Any, deadline_ns: int) -> None:
         armed = self._timers.get(key)

@@ -152,6 +152,19 @@ class DelayModel:
     zk_client_share_sigma: float = 0.8
     #: The broker: service time per group request (JoinGroup, SyncGroup, Heartbeat, ...).
     broker_service_s: float = 0.0001
+    #: The broker's work to send one parked answer when a request or a timer completes a phase (a
+    #: round's JoinGroup answers at CompletingRebalance, its SyncGroup answers at the leader's
+    #: SyncGroup): herdlab's broker converts every answer in the completing call, then each parked
+    #: connection's task wakes, encodes and writes its answer, all in one turn of its one asyncio loop,
+    #: before it reads the next request; so the answers leave one after another and a request that
+    #: arrives meanwhile is served after the last. This plus ``broker_response_per_member_s`` times the
+    #: answers sent together per client core (the members they wake take the cores from the broker),
+    #: per answer. Real 100 / 50 / 10-member rounds on 2 cores (29 Nov's two validation runs): the first
+    #: SyncGroup reaches the broker 46-68 / 16-22 / 1-2 ms after CompletingRebalance, whatever the
+    #: member's own work. 0 = answers leave at once (the model until 29 Nov 10:30 UTC) ...
+    broker_response_s: float = 0.0
+    #: ... (above).
+    broker_response_per_member_s: float = 0.0
     #: A coordinator member's client-side cost per request (kafka-python, Python).
     kafka_client_s: float = 0.0005
     #: A coordinator member's client work once its SyncGroup is answered (kafka-python handling the

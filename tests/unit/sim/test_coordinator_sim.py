@@ -751,3 +751,61 @@ def test_a_rounds_syncgroups_leave_spread_by_the_members_work_on_the_joingroup_a
     own = syncs(0)
     assert len(own) == 4
     assert own[-1] - own[0] < 1_000_000, own
+
+
+def test_the_broker_sends_parked_answers_one_after_another_and_serves_the_next_request_after(
+    tmp_path: Path,
+) -> None:
+    """A request whose call answers itself and three parked requests (as the last JoinGroup of a round
+    does): with 1 ms + 0.5 ms a member per core for each parked answer (3 answers on 2 cores: 1.75 ms),
+    0.05 ms of network and 0.1 ms of service, 0.5 ms of client cost, by hand: the request issued at 0
+    is served at 0.5 + 0.05 + 0.1 = 0.65 ms, its own answer arrives at 0.70; the parked ones leave at
+    0.65 + 1.75 = 2.40, 4.15 and 5.90 ms and arrive 0.05 ms later; a request issued at 0.80 ms (arriving
+    at 1.35, while the loop sends) is served after the last, at 5.90 + 0.1 = 6.00 ms. With none of that
+    cost every answer arrives at 0.70 and the second request is served at 1.45."""
+    from coordinator.group import api as g
+    from harness.sim.coordinator_broker import SimBroker
+    from harness.sim.workload import SimTopic
+
+    def run(response_s: float, per_member_s: float) -> tuple[dict[str, int], int]:
+        sched = VirtualScheduler()
+        delays = DelayModel(
+            network_one_way_s=0.00005, broker_service_s=0.0001, kafka_client_s=0.0005, client_cores=2,
+            broker_response_s=response_s, broker_response_per_member_s=per_member_s,
+        )  # fmt: skip
+        sink = EventSink(tmp_path / f"h{response_s}.jsonl")
+        broker = SimBroker(
+            sched,
+            delays,
+            SimHistory(sched, sink, "broker-0", "broker", 0),
+            _scenario(3),
+            SimTopic(sched, "t", 3),
+        )
+        arrived: dict[str, int] = {}
+
+        def reply(name: str) -> Any:
+            return lambda _response: arrived.setdefault(name, sched.now_ns)
+
+        parked = [reply(n) for n in ("p1", "p2", "p3")]
+
+        def completing(_now_ms: int, own: Any) -> list[g.Effect]:
+            return [g.Respond(t, None) for t in (own, *parked)]  # type: ignore[arg-type]
+
+        served: list[int] = []
+
+        def later(_now_ms: int, _own: Any) -> list[g.Effect]:
+            served.append(sched.now_ns)
+            return []
+
+        broker.send("Heartbeat", "a", completing, reply("own"))
+        sched.call_at(800_000, broker.send, "Heartbeat", "b", later, reply("b"))
+        sched.run(until_ns=20_000_000)
+        sink.close()
+        return arrived, served[0]
+
+    arrived, second = run(0.001, 0.0005)
+    assert arrived == {"own": 700_000, "p1": 2_450_000, "p2": 4_200_000, "p3": 5_950_000}
+    assert second == 6_000_000
+    arrived, second = run(0.0, 0.0)
+    assert arrived == {"own": 700_000, "p1": 700_000, "p2": 700_000, "p3": 700_000}
+    assert second == 1_450_000
