@@ -155,6 +155,15 @@ def simulator() -> None:
     "between hours by more than between one run's repetitions); each run's tallies are printed too.",
 )
 @click.option(
+    "--sim",
+    "sim_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Compare with this existing simulated run directory (a validation's <out>/sim/<scenario>/<run>) "
+    "instead of simulating again: to judge a saved simulation again, say after a change to the "
+    "comparison; --sim-repetitions and --delay are then not used (the run's own manifest names its model).",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -169,38 +178,41 @@ def validate_command(
     sim_repetitions: int,
     delays: tuple[str, ...],
     real_dirs: tuple[Path, ...],
+    sim_dir: Path | None,
     out: Path | None,
 ) -> None:
     """Real runs and simulations of the same cases: herd counts must be equal, latencies inside the range."""
     for line in validate(
-        scenario, members, repetitions, impls, sets, out, sim_repetitions, delays, real_dirs
+        scenario, members, repetitions, impls, sets, out, sim_repetitions, delays, real_dirs, sim_dir
     ):
         click.echo(line)
 
 
-def _check_same_cases(real_dir: Path, members: str, impls: str) -> None:
-    """``--real``'s run must have the cases and implementations asked for (one-line error otherwise)."""
+def _check_same_cases(run_dir: Path, members: str, impls: str, option: str = "--real") -> dict[str, Any]:
+    """``--real``'s (or ``--sim``'s) run must have the cases and implementations asked for (one-line error
+    otherwise); its manifest."""
     import json
 
     from harness.kernel.errors import ConfigError
 
-    path = real_dir / "manifest.json"
+    path = run_dir / "manifest.json"
     try:
-        manifest = json.loads(path.read_text())
+        manifest: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise ConfigError(f"--real {real_dir}: no readable manifest.json ({e})") from None
+        raise ConfigError(f"{option} {run_dir}: no readable manifest.json ({e})") from None
     have = sorted(int(c.get("members") or 0) for c in manifest.get("cases") or [])
     want = sorted(int(m) for m in members.split(",") if m.strip())
     if have != want:
-        raise ConfigError(f"--real {real_dir}: its cases have {have} members, --members asks for {want}")
+        raise ConfigError(f"{option} {run_dir}: its cases have {have} members, --members asks for {want}")
     units = (
-        {d.name.split("-")[1] for d in (real_dir / "units").iterdir()}
-        if (real_dir / "units").is_dir()
+        {d.name.split("-")[1] for d in (run_dir / "units").iterdir()}
+        if (run_dir / "units").is_dir()
         else set()
     )
     missing = [i for i in impls.split(",") if i and i not in units]
     if missing:
-        raise ConfigError(f"--real {real_dir}: no units of {', '.join(missing)}")
+        raise ConfigError(f"{option} {run_dir}: no units of {', '.join(missing)}")
+    return manifest
 
 
 def validate(
@@ -213,10 +225,12 @@ def validate(
     sim_repetitions: int = 5,
     delays: tuple[str, ...] = (),
     real_dirs: tuple[Path, ...] = (),
+    sim_dir: Path | None = None,
 ) -> list[str]:
-    """Run (unless ``real_dirs`` are given), simulate ``sim_repetitions`` times and compare (module
-    contract); the lines printed."""
+    """Run (unless ``real_dirs`` are given), simulate ``sim_repetitions`` times (unless ``sim_dir`` is
+    given) and compare (module contract); the lines printed."""
     from harness.cluster.java import check_java
+    from harness.kernel.errors import ConfigError
     from harness.run.runner import RunOptions, run_scenario
     from harness.scenario import load_scenario
     from harness.sim.session import SimOptions, parse_delays, simulate_scenario
@@ -236,19 +250,28 @@ def validate(
             _check_same_cases(d, members, impls)
         real_what = ("real run " if len(dirs) == 1 else "real runs ") + ", ".join(map(str, dirs))
         real_what += " (given" + (", repetitions pooled)" if len(dirs) > 1 else ")")
-    t1 = time.monotonic()
-    sim = simulate_scenario(
-        s.model_copy(update={"repetitions": sim_repetitions}),
-        SimOptions(out=base / "sim", delays=model, progress=sim_progress()),
-    )
-    sim_s = time.monotonic() - t1
+    if sim_dir is None:
+        t1 = time.monotonic()
+        sim_run = simulate_scenario(
+            s.model_copy(update={"repetitions": sim_repetitions}),
+            SimOptions(out=base / "sim", delays=model, progress=sim_progress()),
+        ).run_dir
+        sim_what = f"simulation {sim_run} ({sim_repetitions} repetitions, {time.monotonic() - t1:.1f} s wall)"
+        model_what = model.describe()
+    else:
+        manifest = _check_same_cases(sim_dir, members, impls, "--sim")
+        if not manifest.get("simulated"):
+            raise ConfigError(f"--sim {sim_dir}: not a simulated run (its manifest says so)")
+        sim_run = sim_dir
+        sim_what = f"simulation {sim_dir} (given, {manifest.get('repetitions', '?')} repetitions)"
+        model_what = str(manifest.get("delay_model_text") or "(not in its manifest)")
     # every unit read and counted once; the pooled rows and each run's own come from the same counts
     real = [run_counts(d, s.settle_window) for d in dirs]
-    simulated, cases = run_counts(sim.run_dir, s.settle_window), run_cases(dirs[0])
+    simulated, cases = run_counts(sim_run, s.settle_window), run_cases(dirs[0])
     rows = compare(real, simulated, cases)
     lines = [
-        f"{real_what}, simulation {sim.run_dir} ({sim_repetitions} repetitions, {sim_s:.1f} s wall)",
-        f"model: {model.describe()}",
+        f"{real_what}, {sim_what}",
+        f"model: {model_what}",
         *format_comparison(rows),
         tally(rows),
     ]
@@ -256,7 +279,7 @@ def validate(
         lines += [
             f"{d} alone: {tally(compare([r], simulated, cases))}" for d, r in zip(dirs, real, strict=True)
         ]
-    for d, counts in [*zip(dirs, real, strict=True), (sim.run_dir, simulated)]:
+    for d, counts in [*zip(dirs, real, strict=True), (sim_run, simulated)]:
         lines += [
             f"left out: {d}/units/{u}: a trigger that did not settle, its window not its change's alone"
             for u in unsettled(d, counts)

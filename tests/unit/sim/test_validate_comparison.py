@@ -221,3 +221,26 @@ def test_a_repetition_with_a_trigger_that_did_not_settle_is_left_out_and_named(t
     assert line.startswith("c0-legacy_zk-r9 (#1 join j: ") and "settled" not in line
     (line,) = unsettled(sim, run_counts(sim, 1.0))
     assert line.startswith("c0-legacy_zk-r2 (#1 join j: ")
+
+
+def test_a_saved_simulation_is_judged_again_without_simulating(tmp_path: Path) -> None:
+    """``--sim DIR``: the comparison reads the given simulated run (its manifest names the model) and
+    simulates nothing; a run that is not a simulation, or of other cases, is a one-line error."""
+    from harness.bench.simulator import validate
+    from harness.kernel.errors import ConfigError
+
+    real = _run_dir(tmp_path, "real", [_unit_events(2800, conflict=False)])
+    sim = _run_dir(tmp_path, "sim", [_unit_events(2900, conflict=False)])
+    with pytest.raises(ConfigError, match=r"^--sim .*/sim: not a simulated run"):
+        validate("herd-small", "2", impls="legacy_zk", out=tmp_path / "o", real_dirs=(real,), sim_dir=sim)
+    manifest = json.loads((sim / "manifest.json").read_text())
+    manifest.update(simulated=True, repetitions=1, delay_model_text="virtual time; by hand")
+    (sim / "manifest.json").write_text(json.dumps({**manifest, "cases": [{"index": 0, "members": 3}]}))
+    with pytest.raises(ConfigError, match=r"^--sim .*/sim: its cases have \[3\] members, --members asks"):
+        validate("herd-small", "2", impls="legacy_zk", out=tmp_path / "o", real_dirs=(real,), sim_dir=sim)
+    (sim / "manifest.json").write_text(json.dumps(manifest))
+    lines = validate("herd-small", "2", impls="legacy_zk", out=tmp_path / "o", real_dirs=(real,), sim_dir=sim)
+    assert lines[0] == f"real run {real} (given), simulation {sim} (given, 1 repetitions)"
+    assert lines[1] == "model: virtual time; by hand"
+    assert "1/1 where a simulated repetition's counts equal a real repetition's" in lines[-1]
+    assert not (tmp_path / "o" / "sim").exists()  # nothing simulated
