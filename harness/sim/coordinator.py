@@ -57,7 +57,8 @@ __all__ = ["MODEL_NOTES", "SimCoordinatorGroup", "make_group"]
 #: What the report says about the coordinator side of the model (one line each).
 MODEL_NOTES = (
     "coordinator: the real GroupCoordinator machine; broker shell modelled as one FIFO server "
-    "(broker_service_s per request, timers free)",
+    "(broker_service_s per request, timers free; a phase's parked answers sent one after another, "
+    "broker_response_s + broker_response_per_member_s x answers per client core each, 0: at once)",
     "coordinator members: kafka-python 3.0.12's request sequence (FindCoordinator, Metadata, JoinGroup "
     "with MEMBER_ID_REQUIRED, SyncGroup, OffsetFetch of new partitions, Heartbeat, OffsetCommit, "
     "LeaveGroup) with kafka-python's own assignors",
