@@ -54,6 +54,15 @@ def _overrides(members: str, repetitions: int | None, impls: str, sets: tuple[st
     return [*out, *sets]
 
 
+#: A directory option that must exist (``--real``, ``--sim``).
+_EXISTING_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+_SIM_HELP = (
+    "Compare with this existing simulated run directory (a validation's <out>/sim/<scenario>/<run>) instead "
+    "of simulating again: to judge a saved simulation again, say after a change to the comparison; "
+    "--sim-repetitions and --delay are then not used (the run's own manifest names its model)."
+)
+
+
 def format_comparison(rows: list[Comparison]) -> list[str]:
     """The validation table as lines: per (impl, N, trigger) the counts (real = simulated, or each
     difference: the values the real repetitions took against those the simulated ones took) and the
@@ -147,22 +156,14 @@ def simulator() -> None:
 @click.option(
     "--real",
     "real_dirs",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=_EXISTING_DIR,
     multiple=True,
     help="Compare with this existing real run directory of the same scenario and options instead of "
     "running it again (say, to try a delay model against one real run). Repeat it to pool several real "
     "runs' repetitions into one real range (runs made at different hours: this machine's speed differs "
     "between hours by more than between one run's repetitions); each run's tallies are printed too.",
 )
-@click.option(
-    "--sim",
-    "sim_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Compare with this existing simulated run directory (a validation's <out>/sim/<scenario>/<run>) "
-    "instead of simulating again: to judge a saved simulation again, say after a change to the "
-    "comparison; --sim-repetitions and --delay are then not used (the run's own manifest names its model).",
-)
+@click.option("--sim", "sim_dir", type=_EXISTING_DIR, default=None, help=_SIM_HELP)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
