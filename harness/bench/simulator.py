@@ -216,6 +216,22 @@ def _check_same_cases(run_dir: Path, members: str, impls: str, option: str = "--
     return manifest
 
 
+def _check_sim_dir(sim_dir: Path, scenario: str, members: str, impls: str) -> dict[str, Any]:
+    """``--sim``'s run must be a finished simulation of this scenario with the cases asked for (one-line
+    error otherwise); its manifest."""
+    from harness.kernel.errors import ConfigError
+
+    manifest = _check_same_cases(sim_dir, members, impls, "--sim")
+    if not manifest.get("simulated"):
+        raise ConfigError(f"--sim {sim_dir}: not a simulated run (its manifest says so)")
+    name = (manifest.get("scenario") or {}).get("name")
+    if name != scenario:
+        raise ConfigError(f"--sim {sim_dir}: a simulation of {name!r}, not of {scenario!r}")
+    if manifest.get("interrupted") or not manifest.get("finished"):
+        raise ConfigError(f"--sim {sim_dir}: the simulation did not finish")
+    return manifest
+
+
 def validate(
     scenario: str,
     members: str = "10",
@@ -237,9 +253,14 @@ def validate(
     from harness.sim.session import SimOptions, parse_delays, simulate_scenario
     from harness.sim.validate import compare, run_cases, run_counts, unsettled
 
+    s = load_scenario(scenario, _overrides(members, repetitions, impls, sets))
+    sim_manifest: dict[str, Any] = {}
+    if sim_dir is not None:  # before any real run: a wrong directory fails at once
+        if delays:
+            raise ConfigError("--delay is not used with --sim: the saved simulation's model is its own")
+        sim_manifest = _check_sim_dir(sim_dir, s.name, members, impls)
     model = parse_delays(delays)
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simval-"))
-    s = load_scenario(scenario, _overrides(members, repetitions, impls, sets))
     dirs = list(real_dirs)
     if not dirs:
         check_java()
@@ -260,12 +281,9 @@ def validate(
         sim_what = f"simulation {sim_run} ({sim_repetitions} repetitions, {time.monotonic() - t1:.1f} s wall)"
         model_what = model.describe()
     else:
-        manifest = _check_same_cases(sim_dir, members, impls, "--sim")
-        if not manifest.get("simulated"):
-            raise ConfigError(f"--sim {sim_dir}: not a simulated run (its manifest says so)")
         sim_run = sim_dir
-        sim_what = f"simulation {sim_dir} (given, {manifest.get('repetitions', '?')} repetitions)"
-        model_what = str(manifest.get("delay_model_text") or "(not in its manifest)")
+        sim_what = f"simulation {sim_dir} (given, {sim_manifest.get('repetitions', '?')} repetitions)"
+        model_what = str(sim_manifest.get("delay_model_text") or "(not in its manifest)")
     # every unit read and counted once; the pooled rows and each run's own come from the same counts
     real = [run_counts(d, s.settle_window) for d in dirs]
     simulated, cases = run_counts(sim_run, s.settle_window), run_cases(dirs[0])

@@ -12,8 +12,10 @@ Contract
   the response to the request's reply callback ``network_one_way_s`` later; an answer to another, parked
   request (the answers a completing JoinGroup, SyncGroup or timer sends) first holds the loop for
   ``broker_response_s`` + ``broker_response_per_member_s`` times the answers sent together per client
-  core, one after another in the machine's order (a request booked before them, issued at most
-  ``kafka_client_s`` + ``network_one_way_s`` earlier, keeps its turn); ``SetTimer`` / ``CancelTimer``
+  core, one after another in the machine's order, after every request already booked (requests are booked
+  when issued: one issued before the completing call but arriving after it keeps its turn, so the answers
+  may wait up to its lead, ``kafka_client_s`` + ``network_one_way_s``, more behind a queue; herdlab's loop
+  would send them first); timers still fire while the loop sends; ``SetTimer`` / ``CancelTimer``
   keep one virtual timer per key (re-arming to a later deadline only records it: the armed timer re-arms
   itself when it fires early, as the real runner does, so a heartbeat costs no heap entry); ``Emit``
   becomes a history event with ``impl`` and ``broker_id`` (commits with ``offsets_partition`` and

@@ -555,10 +555,9 @@ def test_a_join_picked_up_late_is_awaited_in_a_window_from_the_pickup(
     sent = _j0_joins_with_a_late_pickup(tmp_path, gap_s=0.3, late_s=0.25, late_per_member_s=0.0)
     assert len(failed) == 1
     assert [api for api, _ in sent] == ["JoinGroup", "JoinGroup", "SyncGroup", "JoinGroup", "SyncGroup"]
-    first, sync, again, resync = sent[0][1], sent[2][1], sent[3][1], sent[4][1]
+    first, sync, again = sent[0][1], sent[2][1], sent[3][1]
     assert first + 200_000_000 < sync < first + 500_000_000  # the failing SyncGroup in j0's gap
     assert 749_000_000 <= again - first <= 752_000_000, again - first
-    assert resync - again < 5_000_000  # sent inside the window that began at the pickup
 
 
 def test_the_window_after_a_late_pickup_starts_at_the_pickup() -> None:

@@ -48,6 +48,9 @@ def test_the_attempts_of_a_leaders_repeated_round_are_those_of_members_that_had_
     # the same attempts when 6 is a round of the protocol's (another leader): none is a repeat's
     other_leader = [Sync("a", 6, False), Sync("b", 6, True), Sync("c", 6, False)]
     assert repeat_attempts(round5 + other_leader, [None, None, None, 5, 5]) == 0
+    # two repeats in a row (5 repeated by 6, 6 by 7): b began again after 5, c after 6
+    round7 = [Sync("a", 7, True), Sync("b", 7, False), Sync("c", 7, False)]
+    assert repeat_attempts(round5 + round6 + round7, [None, None, None, 5, 6]) == 2
 
 
 def _leave_unit_with_a_leaders_repeat() -> list[dict[str, object]]:
@@ -63,10 +66,11 @@ def _leave_unit_with_a_leaders_repeat() -> list[dict[str, object]]:
     h.stable(1000).action(2000, "leave", ["c"], complete_ms=2020)
     h.at(2005, "rebalance_begin", "c").revoked(2005, "c", 2)
 
-    def request(ms: int, api: str, member: str, **kw: object) -> None:
-        h.at(ms, "group_request", "broker-0", api=api, client=member, member=member, **kw)
+    def request(ms: int, api: str, name: str, **kw: object) -> None:  # member ids as the broker's: name-uuid
+        h.at(ms, "group_request", "broker-0", api=api, client=name, member=f"{name}-1", **kw)
 
     request(2010, "LeaveGroup", "c")
+    h.at(2040, "rebalance_begin", "broker-0", generation=1)  # the broker's: not a member's attempt
     h.at(2050, "rebalance_begin", "a").at(2060, "rebalance_begin", "b")
     request(2100, "JoinGroup", "a")
     request(2110, "JoinGroup", "b")

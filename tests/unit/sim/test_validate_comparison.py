@@ -234,11 +234,21 @@ def test_a_saved_simulation_is_judged_again_without_simulating(tmp_path: Path) -
     with pytest.raises(ConfigError, match=r"^--sim .*/sim: not a simulated run"):
         validate("herd-small", "2", impls="legacy_zk", out=tmp_path / "o", real_dirs=(real,), sim_dir=sim)
     manifest = json.loads((sim / "manifest.json").read_text())
-    manifest.update(simulated=True, repetitions=1, delay_model_text="virtual time; by hand")
-    (sim / "manifest.json").write_text(json.dumps({**manifest, "cases": [{"index": 0, "members": 3}]}))
-    with pytest.raises(ConfigError, match=r"^--sim .*/sim: its cases have \[3\] members, --members asks"):
-        validate("herd-small", "2", impls="legacy_zk", out=tmp_path / "o", real_dirs=(real,), sim_dir=sim)
+    manifest.update(
+        simulated=True, repetitions=1, delay_model_text="virtual time; by hand",
+        scenario={"name": "herd-small"}, finished="2026-11-29T11:00:00+00:00", interrupted=False,
+    )  # fmt: skip
+    for change, error in [
+        ({"cases": [{"index": 0, "members": 3}]}, r"its cases have \[3\] members, --members asks for \[2\]"),
+        ({"scenario": {"name": "herd"}}, r"a simulation of 'herd', not of 'herd-small'"),
+        ({"interrupted": True}, r"the simulation did not finish"),
+    ]:
+        (sim / "manifest.json").write_text(json.dumps({**manifest, **change}))
+        with pytest.raises(ConfigError, match=rf"^--sim .*/sim: {error}"):
+            validate("herd-small", "2", impls="legacy_zk", out=tmp_path / "o", real_dirs=(real,), sim_dir=sim)
     (sim / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ConfigError, match=r"^--delay is not used with --sim"):
+        validate("herd-small", "2", impls="legacy_zk", delays=("jitter=0.1",), real_dirs=(real,), sim_dir=sim)
     lines = validate("herd-small", "2", impls="legacy_zk", out=tmp_path / "o", real_dirs=(real,), sim_dir=sim)
     assert lines[0] == f"real run {real} (given), simulation {sim} (given, 1 repetitions)"
     assert lines[1] == "model: virtual time; by hand"
