@@ -37,6 +37,9 @@ RecordCallback = Callable[[TopicPartition, int, bytes | None], None]
 #: The fetcher thread's kafka-python ``poll`` timeout: a stop (``closeFetchers``) is acknowledged when
 #: the poll in progress returns, at the latest this long after it began.
 POLL_MS = 100
+#: The fetch's long poll (0.8's ``fetch.wait.max.ms`` default): how long the broker holds a Fetch of
+#: partitions with nothing new.
+FETCH_MAX_WAIT_MS = 100
 
 
 class RecordFetcher:
@@ -126,7 +129,7 @@ class RecordFetcher:
                 enable_auto_commit=False,
                 auto_offset_reset=self._reset,
                 client_id=self._client_id,
-                fetch_max_wait_ms=100,
+                fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
             )
         return self._consumer
 

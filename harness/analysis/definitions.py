@@ -134,9 +134,16 @@ DEFINITIONS: list[tuple[str, str]] = [
     ),
     (
         "processing interval",
-        "A member's processing of a partition: from its first record until the interval closes "
-        "(its revocation of the partition, its stop, or the `complete` of a crash, leave, stop, "
-        "pause or cut of it), else its last record; it reopens at its next record.",
+        "A member's processing of a partition: a run of its records of it in which no two "
+        "consecutive records lie further apart than the unit's processing gap bound "
+        "(`processing_gap_s`). It ends at its last record, or at the close that follows it within "
+        "the bound (the member's revocation of the partition, its stop, or the `complete` of a "
+        "crash, leave, stop, pause or cut of it); after a close the next record opens a new one. "
+        "An isolated record is an interval of 0 s: silence is never processing. The bound is the "
+        "scenario's `split_brain_gap`, else the larger of 10 intervals between two records of one "
+        "partition (partitions / workload rate) and one fetch wait plus one poll window of the "
+        "members' client (legacy_zk: 100 + 100 ms; coordinator members: the client's fetch wait, "
+        "500 ms by default, + 200 ms).",
     ),
     (
         "overlap episodes (split brain)",
@@ -144,7 +151,10 @@ DEFINITIONS: list[tuple[str, str]] = [
         "intersect (one record inside another member's interval counts, with duration 0). Reported "
         "as episodes and total seconds, attributed to the phase in which an episode starts: before "
         "the first trigger (startup), a trigger window, or the drain (after settling_end). Unit "
-        "totals cover startup and the trigger windows.",
+        "totals cover startup and the trigger windows. Each episode lists its members (those whose "
+        "interval intersects it) with the records each processed inside it (count, first and last "
+        "offset) and how many of those another member of the episode processed at any time "
+        "(duplicates).",
     ),
     (
         "duplicates",

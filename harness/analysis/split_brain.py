@@ -2,14 +2,20 @@
 
 Contract
 --------
-* :func:`segments`: processing intervals (unit, ident, p, seg, start, end, n): a member's records
-  on a partition from its first record until the interval closes (a ``close`` fact of the fold:
-  its revocation of p, its stop, or the complete of a crash, leave, stop, pause or cut of it), else
-  its last record; it reopens at its next record. Pinned.
+* :func:`segments`: processing intervals (unit, ident, p, seg, start, end, n): runs of a member's
+  records of a partition with no gap between two consecutive ones above the unit's processing gap
+  bound (:func:`gap_table`, :mod:`harness.scenario.processing`), also cut by a ``close`` fact of the
+  fold (its revocation of p, its stop, or the complete of a crash, leave, stop, pause or cut of it);
+  an interval ends at its last record, or at the close that ends it when that follows within the
+  bound. An isolated record is an interval of 0 s. Pinned.
 * :func:`overlap_islands`: per partition, maximal intervals in which processing intervals of two
   different members intersect (unit, p, island, istart, iend); one record inside another member's
   interval is an episode of 0 s. Optionally only pairs of members that differ in a column (the
   migration proof: members of two kinds). Pinned.
+* :func:`episode_records` and :func:`episodes_by_unit`: per episode its members (those whose
+  interval intersects it) and the records each processed inside it (count, first and last offset),
+  with how many of those another member of the episode processed at any time: each unit's
+  ``overlaps`` in the metrics document.
 * :func:`phase_values`: ``overlap_episodes`` and ``overlap_s`` per phase (unit, tid, key, value),
   each episode attributed to the phase in which it starts.
 * :func:`split_brain`: a phase's split-brain entry in the metrics document from its values (these
@@ -27,18 +33,37 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import Facts, per_phase, to_phase
-from harness.analysis.frames import NS, UNIT, Frames, join, member_id, pin, unit_id
+from harness.analysis.frames import (
+    NS,
+    UNIT,
+    Frames,
+    UnitKey,
+    collect,
+    join,
+    local_frame,
+    member_id,
+    pin,
+    unit_id,
+    unit_key,
+)
 
 
-def segments(facts: Facts, frames: Frames) -> DataFrame:
-    """Processing intervals: (unit, ident, p, seg) -> start (first record), end (the close that
-    ended it, else its last record), n (records).
+def segments(facts: Facts, frames: Frames, gaps: DataFrame) -> DataFrame:
+    """Processing intervals: (unit, ident, p, seg) -> start (first record), end, n (records).
 
-    A member's records of p fall into segments cut by its closes of p (a close with p < 0 closes every
-    partition it processed): segment k holds the records after the k-th close and at or before the
-    next one (a record stamped with a close's instant belongs before it), and ends at that close. The
-    closes are few, so their segment bounds are a small table joined to the records by (unit, ident,
-    p), as their hashes (:attr:`.frames.Frames.hashed`), and time: no sort of the records."""
+    ``gaps``: (uid, gap_ns), each unit's processing gap bound (:func:`gap_table`). A member's records of
+    p fall first into spans cut by its closes of p (a close with p < 0 closes every partition it
+    processed): span k holds the records after the k-th close and at or before the next one (a record
+    stamped with a close's instant belongs before it). Each span is then cut wherever two consecutive
+    records lie more than the bound apart; a piece ends at its last record, or at the close that ends
+    its span when that is its span's last piece and the close follows its last record within the bound.
+
+    No sort of the records: the closes are few, so their span bounds are a small table joined to the
+    records by (unit, ident, p), as their hashes (:attr:`.frames.Frames.hashed`), and time; the gaps
+    are found on each span's records counted into buckets as wide as the bound (within one bucket no
+    two records lie further apart than the bound, so the only gaps above it are between a bucket's
+    last record and the next non-empty bucket's first), a table of at most one row per bound of each
+    member's processing of p."""
     # keyed by the unit's and the member's hashes (frames.hashed): no string in the jobs over every record
     key = ["uid", "mid", "p"]
     rec = frames.hashed.where(~F.col("is_prod")).select("uid", "mid", F.col("partition").alias("p"), "ts_ns")
@@ -53,7 +78,7 @@ def segments(facts: Facts, frames: Frames) -> DataFrame:
     closes = closes.where(F.col("p") >= 0).unionByName(every.select(*key, "ts_ns"))
     k = F.row_number().over(Window.partitionBy(*key).orderBy("ts_ns"))
     numbered = closes.withColumn("k", k)
-    # segment k - 1 ends at the k-th close (hi); segment k starts after it (lo); the first has no lo,
+    # span k - 1 ends at the k-th close (hi); span k starts after it (lo); the first has no lo,
     # the last no hi
     his = numbered.select(*key, (F.col("k") - 1).alias("seg"), F.col("ts_ns").alias("hi"))
     los = numbered.select(*key, F.col("k").alias("seg"), F.col("ts_ns").alias("lo"))
@@ -65,17 +90,50 @@ def segments(facts: Facts, frames: Frames) -> DataFrame:
     on = cond
     for c in key:
         on = on & (F.col(c) == F.col(f"r_{c}"))
-    cut = rec.join(F.broadcast(b), on, "left")
-    segs = cut.groupBy(*key, F.coalesce("r_seg", F.lit(0)).alias("seg")).agg(
-        F.min("ts_ns").alias("start"),
-        F.max("ts_ns").alias("last"),
+    cut = rec.join(F.broadcast(b), on, "left").join(F.broadcast(gaps), "uid")
+    span = [*key, "seg"]
+    buckets = cut.groupBy(
+        *key,
+        F.coalesce("r_seg", F.lit(0)).alias("seg"),
+        F.expr("ts_ns div gap_ns").alias("bucket"),
+    ).agg(
+        F.min("ts_ns").alias("bmin"),
+        F.max("ts_ns").alias("bmax"),
         F.count("*").alias("n"),
         F.first("r_hi", ignorenulls=True).alias("close"),
+        F.first("gap_ns").alias("gap_ns"),
     )
-    named = segs.join(F.broadcast(frames.names.select("uid", "mid", *UNIT, "ident")), ["uid", "mid"])
-    return pin(
-        named.select(*UNIT, "ident", "p", "seg", "start", F.coalesce("close", "last").alias("end"), "n")
+    w = Window.partitionBy(*span).orderBy("bucket")
+    gap_before = F.col("bmin") - F.lag("bmax").over(w)
+    runs = buckets.withColumn(
+        "new", F.when(gap_before.isNull() | (gap_before > F.col("gap_ns")), 1).otherwise(0)
+    ).withColumn("run", F.sum("new").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+    pieces = runs.groupBy(*span, "run").agg(
+        F.min("bmin").alias("start"),
+        F.max("bmax").alias("last"),
+        F.sum("n").alias("n"),
+        F.first("close", ignorenulls=True).alias("close"),
+        F.first("gap_ns").alias("gap_ns"),
     )
+    is_last = F.col("run") == F.max("run").over(Window.partitionBy(*span))
+    closed = is_last & F.col("close").isNotNull() & (F.col("close") - F.col("last") <= F.col("gap_ns"))
+    ends = pieces.select(
+        *key,
+        F.row_number().over(Window.partitionBy(*key).orderBy("start")).alias("seg"),
+        "start",
+        F.when(closed, F.col("close")).otherwise(F.col("last")).alias("end"),
+        "n",
+    )
+    named = ends.join(F.broadcast(frames.names.select("uid", "mid", *UNIT, "ident")), ["uid", "mid"])
+    return pin(named.select(*UNIT, "ident", "p", "seg", "start", "end", "n"))
+
+
+def gap_table(frames: Frames, units: dict[UnitKey, dict[str, Any]]) -> DataFrame:
+    """(uid, gap_ns): each unit's processing gap bound (its ``processing_gap_s``) in ns, by unit hash."""
+    rows = [(*k, int(round(float(u["processing_gap_s"]) * NS))) for k, u in units.items()]
+    spark = frames.control.sparkSession
+    table = local_frame(spark, rows, "case string, impl string, repetition int, gap_ns long")
+    return pin(table.join(F.broadcast(frames.unit_ids()), UNIT).select("uid", "gap_ns"))
 
 
 def overlap_islands(segs: DataFrame, differ: str | None = None) -> DataFrame:
@@ -105,6 +163,122 @@ def overlap_islands(segs: DataFrame, differ: str | None = None) -> DataFrame:
     return pin(
         isl.groupBy(*UNIT, "p", "island").agg(F.min("ostart").alias("istart"), F.max("oend").alias("iend"))
     )
+
+
+def episode_records(
+    islands: DataFrame, segs: DataFrame, frames: Frames, phases: DataFrame
+) -> list[dict[str, Any]]:
+    """Every overlap episode with what each of its members processed in it (see the module contract):
+    rows (unit, p, island, istart, iend, tid, ident, n, lo, hi, dups), one per episode and member; a
+    member of an episode is one whose processing interval of p intersects it, so one that processed
+    nothing inside it has n 0 (lo and hi None). ``dups``: how many of the member's records of the
+    episode (distinct offsets) some other member of the episode processed at any time. Empty, with no
+    job over the records, when there is no episode."""
+    isl = pin(to_phase(islands, phases, "istart").join(F.broadcast(frames.unit_ids()), UNIT))
+    if isl.isEmpty():
+        return []
+    i = isl.select("uid", *UNIT, "p", "island", "istart", "iend", "tid")
+    members = pin(
+        join(
+            segs.select(*UNIT, "p", "ident", "start", "end"),
+            F.broadcast(i),
+            [*UNIT, "p"],
+            (F.col("start") <= F.col("r_iend")) & (F.col("end") >= F.col("r_istart")),
+        )
+        .select(F.col("r_uid").alias("uid"), "p", F.col("r_island").alias("island"), "ident")
+        .distinct()
+        .withColumn("mid", member_id())
+    )
+    rec = frames.hashed.where(~F.col("is_prod")).select(
+        "uid", "mid", F.col("partition").alias("p"), "offset", "ts_ns"
+    )
+    ri = i.select(*(F.col(c).alias(f"r_{c}") for c in ("uid", "p", "island", "istart", "iend")))
+    on = (
+        (F.col("uid") == F.col("r_uid"))
+        & (F.col("p") == F.col("r_p"))
+        & (F.col("ts_ns") >= F.col("r_istart"))
+        & (F.col("ts_ns") <= F.col("r_iend"))
+    )
+    inside = pin(
+        rec.join(F.broadcast(ri), on)
+        .select("uid", "mid", "p", F.col("r_island").alias("island"), "offset")
+        .distinct()
+    )
+    # every delivery of the offsets processed inside an episode, by a member of that episode
+    wanted = inside.select("uid", "p", "island", "offset").distinct()
+    by_members = (
+        rec.join(F.broadcast(wanted), ["uid", "p", "offset"])
+        .join(F.broadcast(members.select("uid", "p", "island", "mid")), ["uid", "p", "island", "mid"])
+        .select("uid", "p", "island", "offset", F.col("mid").alias("other"))
+        .distinct()
+    )
+    dup = (
+        inside.join(by_members, ["uid", "p", "island", "offset"])
+        .where(F.col("other") != F.col("mid"))
+        .select("uid", "p", "island", "mid", "offset")
+        .distinct()
+        .groupBy("uid", "p", "island", "mid")
+        .agg(F.count("*").alias("dups"))
+    )
+    counts = inside.groupBy("uid", "p", "island", "mid").agg(
+        F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi")
+    )
+    per_member = (
+        members.join(counts, ["uid", "p", "island", "mid"], "left")
+        .join(dup, ["uid", "p", "island", "mid"], "left")
+        .join(F.broadcast(i), ["uid", "p", "island"])
+        .select(
+            *UNIT,
+            "p",
+            "island",
+            "istart",
+            "iend",
+            "tid",
+            "ident",
+            F.coalesce("n", F.lit(0)).alias("n"),
+            "lo",
+            "hi",
+            F.coalesce("dups", F.lit(0)).alias("dups"),
+        )
+    )
+    return collect(per_member)
+
+
+def episodes_by_unit(
+    rows: list[dict[str, Any]], origins: dict[UnitKey, int]
+) -> dict[UnitKey, list[dict[str, Any]]]:
+    """The rows of :func:`episode_records` as each unit's ``overlaps`` list: per episode (by start,
+    then partition) its partition, phase (``tid``: a trigger's index, -1 startup, -2 drain), start and
+    end in seconds since the unit's origin, duration, and per member (by name) its records in it:
+    count, first and last offset, and duplicates (see :func:`episode_records`)."""
+    eps: dict[tuple[UnitKey, int, int], dict[str, Any]] = {}
+    for r in rows:
+        k = unit_key(r)
+        o = origins[k]
+        e = eps.setdefault(
+            (k, r["p"], r["island"]),
+            {
+                "p": r["p"],
+                "tid": r["tid"],
+                "start_s": round((r["istart"] - o) / NS, 6),
+                "end_s": round((r["iend"] - o) / NS, 6),
+                "duration_s": round((r["iend"] - r["istart"]) / NS, 6),
+                "members": [],
+            },
+        )
+        e["members"].append(
+            {
+                "member": r["ident"],
+                "records": int(r["n"]),
+                "offsets": None if r["lo"] is None else [int(r["lo"]), int(r["hi"])],
+                "duplicates": int(r["dups"]),
+            }
+        )
+    out: dict[UnitKey, list[dict[str, Any]]] = {}
+    for (k, _, _), e in sorted(eps.items(), key=lambda kv: (kv[0][0], kv[1]["start_s"], kv[1]["p"])):
+        e["members"].sort(key=lambda m: m["member"])
+        out.setdefault(k, []).append(e)
+    return out
 
 
 def phase_values(islands: DataFrame, phases: DataFrame) -> DataFrame:

@@ -7,13 +7,15 @@ Contract
   event and the origin (its ``stable`` event, else ``unit_start``, else its first event; all in ns),
   ``topic`` (unit_start's),
   duration_s (origin to the last event), unit_started, ``failed`` (from the manifest), members and
-  params (from the case), ``client``, ``broker`` and ``assignor`` (:func:`columns`). A unit of the manifest without events has ``events`` 0.
+  params (from the case), ``client``, ``broker`` and ``assignor`` (:func:`columns`), and for a unit with
+  events ``processing_gap_s`` (its case's in the manifest, else derived from the manifest's scenario). A unit of the manifest without events has ``events`` 0.
 * :func:`assemble`: runs every metric family on the units with events and fills each unit's
   figures: ``triggers`` (per trigger window: :func:`.latency.window_fields`,
   :func:`.herd.herd_fields` and :func:`.split_brain.split_brain` of its window), ``startup`` and
   ``drain`` (split brain before the first trigger and after settling_end), completeness and
   duplicates (:mod:`.records`), ``commits_rejected``, session failures (:mod:`.health`),
-  ``steady`` (:mod:`.steady`), the split-brain totals and, for a unit whose members were switched
+  ``steady`` (:mod:`.steady`), the split-brain totals and ``overlaps`` (every episode with its
+  members' records, :func:`.split_brain.episodes_by_unit`) and, for a unit whose members were switched
   between kinds, ``migration`` (:mod:`.migration`), and for a unit with a coordinator or
   ZooKeeper-leader fault, ``failover`` (:mod:`.failover`); the end-to-end latency of each unit and
   trigger window and its series (:mod:`.e2e`); then the series (:mod:`.series`). The
@@ -50,7 +52,10 @@ from harness.analysis import (
 )
 from harness.analysis.facts import DRAIN, STARTUP, Facts
 from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, role_col, together, unit_key
+from harness.kernel.errors import ConfigError
 from harness.kernel.events import Role
+from harness.scenario.loading import Case, case_scenario
+from harness.scenario.processing import processing_gap_s
 
 
 def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[str, Any]]:
@@ -137,8 +142,27 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
         case = case_by_label.get(k[0]) or {}
         u["members"] = case.get("members")
         u["params"] = case.get("params") or {}
+        if u["events"]:
+            u["processing_gap_s"] = _processing_gap_s(case, k[1], manifest.get("scenario") or {})
         u.update(columns(k[1], libraries.get(k), u["params"], manifest.get("scenario") or {}))
     return units
+
+
+def _processing_gap_s(case: dict[str, Any], impl: str, scenario: dict[str, Any]) -> float:
+    """The unit's processing gap bound: its case's ``processing_gap_s`` in the manifest, else derived
+    (:func:`harness.scenario.processing.processing_gap_s`) from the manifest's scenario with the case's
+    parameters, as a run writing no bound had run it."""
+    gaps = case.get("processing_gap_s") or {}
+    if impl in gaps:
+        return float(gaps[impl])
+    try:
+        s = case_scenario(scenario, case.get("params") or {})
+    except ConfigError as e:
+        raise ConfigError(
+            f"no processing gap bound in the manifest, and its scenario is not valid: {e}"
+        ) from None
+    partitions = int(case.get("partitions") or 0) or Case(s, {}).partitions
+    return processing_gap_s(s, impl, partitions)
 
 
 def columns(
@@ -204,7 +228,7 @@ def assemble(
     )
     buckets, samples = a["buckets"], a["samples"]
     b = together(
-        segs=lambda: split_brain.segments(facts, frames),
+        segs=lambda: split_brain.segments(facts, frames, split_brain.gap_table(frames, units)),
         judged=lambda: commits.commits(facts, frames),
         phases=facts.phases,
         trig_rows=lambda: latency.trigger_rows(facts, frames, buckets),
@@ -228,20 +252,19 @@ def assemble(
         b["herd_counts"],
     )
 
-    def islands_and_phase_values() -> tuple[DataFrame, dict[tuple[Any, ...], dict[str, float]]]:
-        isl = split_brain.overlap_islands(segs)
-        return isl, _phase_values(
-            split_brain.phase_values(isl, phases)
+    islands = split_brain.overlap_islands(segs)
+    c = together(
+        phase=lambda: _phase_values(
+            split_brain.phase_values(islands, phases)
             .unionByName(records.phase_values(keys, phases))
             .unionByName(commits.phase_values(judged, phases))
-        )
-
-    c = together(
-        phase=islands_and_phase_values,
+        ),
+        episodes=lambda: split_brain.episode_records(islands, segs, frames, phases),
         per_unit=lambda: _unit_values(commits.unit_values(judged)),
         moved=lambda: migration.migration_units(spark, frames, units, keys, segs),
     )
-    islands, per_phase = c["phase"]
+    per_phase = c["phase"]
+    episodes = split_brain.episodes_by_unit(c["episodes"], {k: u["origin"] for k, u in units.items()})
     per_unit, moved = _merged(b["unit_first"], c["per_unit"]), c["moved"]
     per_phase = _merged(per_phase, b["undisturbed"])
     lost = records.lost_samples(keys, per_unit)
@@ -287,6 +310,7 @@ def assemble(
                 [per_phase.get((*k, tid), {}) for tid in [STARTUP, *[t["index"] for t in triggers]]],
             )
         )
+        u["overlaps"] = episodes.get(k, [])
         if k in moved:
             u["migration"] = moved[k]
     e2e.fill(b["e2e_counts"], units, series_out.setdefault("e2e", []))

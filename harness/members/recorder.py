@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history.writer import History
+from harness.scenario.processing import MEMBER_POLL_TIMEOUT_MS
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class MemberConfig:
     #: Kafka properties by dotted name, string values (``session.timeout.ms`` -> ``"6000"``).
     properties: Mapping[str, str] = field(default_factory=dict[str, str])
     group_instance_id: str | None = None
-    poll_timeout_ms: int = 200
+    poll_timeout_ms: int = MEMBER_POLL_TIMEOUT_MS
 
     def prop(self, name: str, default: str) -> str:
         """A property's value, or ``default``."""

@@ -21,6 +21,8 @@ from harness.report.tables import (
     FAILOVER_INTRO,
     MIGRATION_COLUMNS,
     MIGRATION_INTRO,
+    OVERLAP_COLUMNS,
+    OVERLAP_INTRO,
     UNIT_COLUMNS,
     VERDICT_COLUMNS,
     SideBySide,
@@ -33,6 +35,7 @@ from harness.report.tables import (
     fmt,
     migration_line,
     migration_tables,
+    overlap_rows,
     side_by_side,
     trigger_title,
     unit_rows,
@@ -149,6 +152,19 @@ def coordinators_block(metrics: dict[str, Any]) -> str:
     )
 
 
+def overlaps_block(metrics: dict[str, Any]) -> str:
+    """The "Overlap episodes" section (HTML; empty when no unit had one)."""
+    rows, more = overlap_rows(metrics)
+    if not rows:
+        return ""
+    tail = f'<p class="meta">{more} more episodes in metrics.json (units[].overlaps).</p>' if more else ""
+    return (
+        f'<h2>Overlap episodes</h2><p class="meta">{_e(OVERLAP_INTRO)}</p>'
+        + _grid(OVERLAP_COLUMNS, rows)
+        + tail
+    )
+
+
 def logs_block(metrics: dict[str, Any]) -> str:
     """The "Unit logs" section: a link to each unit's ``units/<unit>/logs/`` (empty for a simulation)."""
     links = log_links(metrics)
@@ -255,6 +271,7 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
                     f'<tr class="{cls}"><td class="l">{_e(r["unit"])}</td><td colspan="{len(UNIT_COLUMNS)}">{_e(r["text"])}</td></tr>'
                 )
         parts.append("</tbody></table></div></details>")
+    parts.append(overlaps_block(metrics))
     parts.append(logs_block(metrics))
 
     parts.append("<h2>Definitions</h2><dl>")

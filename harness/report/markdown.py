@@ -20,6 +20,8 @@ from harness.report.tables import (
     FAILOVER_INTRO,
     MIGRATION_COLUMNS,
     MIGRATION_INTRO,
+    OVERLAP_COLUMNS,
+    OVERLAP_INTRO,
     UNIT_COLUMNS,
     VERDICT_COLUMNS,
     SideBySide,
@@ -31,6 +33,7 @@ from harness.report.tables import (
     failover_rows,
     migration_line,
     migration_tables,
+    overlap_rows,
     side_by_side,
     trigger_title,
     unit_rows,
@@ -111,6 +114,15 @@ def logs_section(metrics: dict[str, Any]) -> list[str]:
     return ["## Unit logs", "", *(f"- {_md(name)}: [{path}]({path})" for name, path in links), ""]
 
 
+def overlaps_section(metrics: dict[str, Any]) -> list[str]:
+    """The "Overlap episodes" section (none when no unit had one)."""
+    rows, more = overlap_rows(metrics)
+    if not rows:
+        return []
+    tail = [f"{more} more episodes in metrics.json (`units[].overlaps`).", ""] if more else []
+    return ["## Overlap episodes", "", OVERLAP_INTRO, "", *_grid(OVERLAP_COLUMNS, rows), "", *tail]
+
+
 def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = "plots") -> str:
     """The whole summary."""
     run = metrics.get("run") or {}
@@ -167,6 +179,7 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
             )
             grid.append([r["unit"], *c, *[""] * (len(UNIT_COLUMNS) - len(c))])
         out += ["## Every unit", "", *_grid(["unit", *(c for c, _ in UNIT_COLUMNS)], grid), ""]
+    out += overlaps_section(metrics)
     out += logs_section(metrics)
     out += ["## Definitions", ""]
     out += [f"- **{term}**: {text}" for term, text in metrics.get("definitions") or []]

@@ -391,6 +391,57 @@ def unit_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+#: The columns of the overlap-episode table (:func:`overlap_rows`).
+OVERLAP_COLUMNS = ["unit", "phase", "partition", "start", "end", "duration", "records per member"]
+#: Episodes shown in a report (every one is in metrics.json's ``overlaps``).
+MAX_OVERLAP_ROWS = 50
+OVERLAP_INTRO = (
+    "Every overlap episode (split brain): two members' processing intervals of one partition "
+    "intersecting (see processing interval in the definitions). Times in seconds since the unit's "
+    "origin; per member the records it processed inside the episode (first and last offset) and how "
+    "many of those another member of the episode processed at any time (duplicates)."
+)
+
+
+def _phase_name(tid: int, keys: dict[int, str]) -> str:
+    return {-1: "startup", -2: "drain"}.get(tid) or keys.get(tid, f"#{tid}")
+
+
+def _member_records(m: dict[str, Any]) -> str:
+    n = m["records"]
+    if not n:
+        return f"{m['member']}: no record"
+    lo, hi = m["offsets"]
+    span = f"offset {lo}" if lo == hi else f"offsets {lo}-{hi}"
+    return f"{m['member']}: {n} record{'s' if n != 1 else ''} ({span}), {m['duplicates']} duplicate{'s' if m['duplicates'] != 1 else ''}"
+
+
+def overlap_rows(metrics: dict[str, Any]) -> tuple[list[list[str]], int]:
+    """The overlap-episode table under :data:`OVERLAP_COLUMNS`, at most :data:`MAX_OVERLAP_ROWS` rows
+    (by unit, then start), and how many episodes it leaves out."""
+    vary = varying(metrics)
+    rows: list[list[str]] = []
+    total = 0
+    for u in metrics.get("units", []):
+        keys = {t["index"]: t["key"] for t in u.get("triggers") or []}
+        label = f"{column_label(u, vary)} {u['case']} r{u['repetition']}"
+        for e in u.get("overlaps") or []:
+            total += 1
+            if len(rows) < MAX_OVERLAP_ROWS:
+                rows.append(
+                    [
+                        label,
+                        _phase_name(e["tid"], keys),
+                        str(e["p"]),
+                        fmt(e["start_s"], "s"),
+                        fmt(e["end_s"], "s"),
+                        fmt(e["duration_s"], "s"),
+                        "; ".join(_member_records(m) for m in e["members"]),
+                    ]
+                )
+    return rows, total - len(rows)
+
+
 #: What the migration proof's tables show (the definitions at the end of a report state each term).
 MIGRATION_INTRO = (
     "Per unit and switch of its members between kinds, per partition: the last offset committed in "

@@ -493,6 +493,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
                     "params": c.params,
                     "members": c.members,
                     "partitions": c.partitions,
+                    "processing_gap_s": c.processing_gaps,
                 }
                 for i, c in enumerate(cases)
             ],

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.kernel.errors import ConfigError
 from harness.scenario.model import Scenario
+from harness.scenario.processing import processing_gap_s
 
 BUILTIN_PACKAGE = "harness.scenario"
 BUILTIN_DIR = "builtin"
@@ -162,6 +163,11 @@ class Case:
         p = self.scenario.topic.partitions
         return self.members if p == "members" else int(p)
 
+    @property
+    def processing_gaps(self) -> dict[str, float]:
+        """Each implementation's processing gap bound in this case (:mod:`.processing`), in seconds."""
+        return {i: processing_gap_s(self.scenario, i, self.partitions) for i in self.scenario.implementations}
+
 
 def expand(scenario: Scenario) -> list[Case]:
     """Every combination of the matrix axes (``group.members`` lists and ``[matrix]`` keys)."""
@@ -177,12 +183,19 @@ def expand(scenario: Scenario) -> list[Case]:
     base = scenario.model_dump(mode="python", exclude={"matrix"}, exclude_unset=True)
     cases = []
     for combo in itertools.product(*axes.values()) if axes else [()]:
-        data = copy.deepcopy(base)
         params = dict(zip(axes, combo, strict=True))
-        for key, value in params.items():
-            _apply_override(data, key.split("."), value)
-        try:
-            cases.append(Case(Scenario.model_validate(data), params))
-        except ValidationError as e:
-            raise ConfigError(format_validation_error(f"scenario {scenario.name} case {params}", e)) from None
+        cases.append(Case(case_scenario(base, params, f"scenario {scenario.name} case {params}"), params))
     return cases
+
+
+def case_scenario(data: dict[str, Any], params: dict[str, Any], source: str = "the scenario") -> Scenario:
+    """The scenario ``data`` (a scenario's dump) with the case's ``params`` (dotted key -> value)
+    applied, validated; ConfigError naming ``source`` when it does not validate."""
+    data = copy.deepcopy(data)
+    data.pop("matrix", None)
+    for key, value in params.items():
+        _apply_override(data, key.split("."), value)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(source, e)) from None

@@ -799,6 +799,13 @@ class Scenario(Strict):
     settle_window: Duration = Field(default=3.0, description="no ownership change for this long = settled")
     stable_timeout: Duration = Field(default=120.0, description="give up if the group never becomes stable")
     drain: Duration = Field(default=10.0, description="after the timeline: time to process what was produced")
+    split_brain_gap: Duration | None = Field(
+        default=None,
+        gt=0,
+        description="the longest silence inside a member's processing interval of a partition (split "
+        "brain); unset = derived per implementation from the workload's rate and the members' fetch "
+        "wait and poll window (harness.scenario.processing)",
+    )
     matrix: dict[str, list[int | float | bool | str]] = Field(
         default_factory=dict, description="dotted key -> values; the run covers every combination"
     )

@@ -173,6 +173,7 @@ def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
                     "params": c.params,
                     "members": c.members,
                     "partitions": c.partitions,
+                    "processing_gap_s": c.processing_gaps,
                 }
                 for i, c in enumerate(cases)
             ],

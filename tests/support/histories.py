@@ -42,9 +42,17 @@ class UnitHistory:
     """Events of one unit (case, impl, repetition); ``topic`` is the unit's topic."""
 
     def __init__(
-        self, case: str, impl: str = "coordinator", repetition: int = 0, partitions: int = 1
+        self,
+        case: str,
+        impl: str = "coordinator",
+        repetition: int = 0,
+        partitions: int = 1,
+        gap_s: float | None = None,
     ) -> None:
+        """``gap_s``: the case's processing gap bound in the manifest (None: none written, so the
+        analysis derives it from the manifest's scenario)."""
         self.case, self.impl, self.repetition, self.partitions = case, impl, repetition, partitions
+        self.gap_s = gap_s
         self.topic = f"t-{case}"
         self.events: list[dict[str, Any]] = []
         self._action_id = 0
@@ -181,10 +189,12 @@ def write_run(
     pq.write_table(table, d / "history.parquet")
     cases: dict[str, dict[str, Any]] = {}
     for u in units:
-        cases.setdefault(
+        case = cases.setdefault(
             u.case,
             {"index": len(cases), "label": u.case, "params": {}, "members": 2, "partitions": u.partitions},
         )
+        if u.gap_s is not None:
+            case.setdefault("processing_gap_s", {})[u.impl] = u.gap_s
     manifest = {
         "run_id": run_id,
         "scenario": {

@@ -215,6 +215,109 @@ def ghost() -> UnitHistory:
     return u
 
 
+# -- split brain: processing intervals cut by silence, and each episode's records ----------------------
+# Every unit here has a processing gap bound of 500 ms in the manifest (as the runner writes it) but
+# ``derived``, whose bound the analysis derives from the manifest's scenario.
+
+GAP_S = 0.5
+
+
+def stray() -> UnitHistory:
+    """Coordinator, one partition: a record after a cut, ten seconds of silence, a record before the revoke.
+
+    m0 owns p0 and processes offsets 0..89 every 100 ms from 1000 (the last at 9900). It is cut off
+    from the broker (invoke 9950, complete 10000) and processes one more record it had fetched,
+    offset 90, at 10004. m1 gets p0 at 15640 and processes offsets 88..132 every 100 ms from 15779
+    (the last at 20179). The cut heals at 19900; m0 processes offset 91 at 20084 and revokes p0 at
+    20087. Settling ends at 25000."""
+    u = UnitHistory("stray", partitions=1, gap_s=GAP_S)
+    u.unit_start(0, ["m0", "m1"]).ready(0, "m0").ready(0, "m1")
+    u.joined(100, "m0", 0, generation=1, member="M0").joined(100, "m1", generation=1, member="M1")
+    u.stable(1000)
+    u.records("m0", 0, range(90), 1000, 100)
+    u.action(9950, "cut", ["m0"], complete_ms=10000, target="broker")
+    u.records("m0", 0, [90], 10004, 0)
+    u.joined(15640, "m1", 0, generation=2, member="M1")
+    u.records("m1", 0, range(88, 133), 15779, 100)
+    u.action(19900, "heal", ["m0"], trigger=False)
+    u.records("m0", 0, [91], 20084, 0)
+    u.revoked(20087, "m0", 0, generation=1, member="M0")
+    u.settling_end(25000)
+    return u
+
+
+def cut_zombie() -> UnitHistory:
+    """legacy_zk, one partition: a member cut off from ZooKeeper keeps processing at the workload's rate.
+
+    a owns p0 and processes offsets 0..220 every 50 ms from 1000 (the last at 12000). It is cut off
+    from ZooKeeper at 3000 (complete 3000) and goes on processing; the cut heals at 11950 and a
+    revokes p0 at 12010. b takes p0 over at 9000 and processes offsets 150..248 every 50 ms from
+    9100 (the last at 14000). Settling ends at 16000."""
+    u = UnitHistory("cut-zombie", impl="legacy_zk", partitions=1, gap_s=GAP_S)
+    u.unit_start(0, ["a", "b"])
+    u.joined(100, "a", 0).joined(100, "b").stable(1000)
+    u.records("a", 0, range(221), 1000, 50)
+    u.action(3000, "cut", ["a"], target="zookeeper")
+    u.joined(9000, "b", 0)
+    u.records("b", 0, range(150, 249), 9100, 50)
+    u.action(11950, "heal", ["a"], trigger=False)
+    u.revoked(12010, "a", 0)
+    u.settling_end(16000)
+    return u
+
+
+def alternating() -> UnitHistory:
+    """Coordinator, one partition: two members process it by turns, each within the bound.
+
+    a processes offsets 0..9 every 200 ms from 1000 (the last at 2800), b offsets 10..19 every
+    200 ms from 1100 (the last at 2900). No trigger; settling ends at 5000."""
+    u = UnitHistory("alternating", partitions=1, gap_s=GAP_S)
+    u.unit_start(0, ["a", "b"]).ready(0, "a").ready(0, "b")
+    u.joined(100, "a", 0, generation=1, member="A").joined(100, "b", generation=1, member="B")
+    u.stable(1000)
+    for i in range(10):
+        u.records("a", 0, [i], 1000 + 200 * i, 0).records("b", 0, [10 + i], 1100 + 200 * i, 0)
+    u.settling_end(5000)
+    return u
+
+
+def gaps() -> UnitHistory:
+    """Coordinator, two partitions: a silence just above the bound on p0, one equal to it on p1.
+
+    b processes p0's offsets 100..129 and p1's 200..229 every 100 ms from 1050 (the last at 3950).
+    a processes p0's offsets 0..10 every 100 ms from 1000 (the last at 2000) and, after 501 ms of
+    silence, 11..21 from 2501 (the last at 3501); p1's offsets 0..10 from 1000 and, after exactly
+    500 ms, 11..21 from 2500 (the last at 3500). No trigger; settling ends at 5000."""
+    u = UnitHistory("gaps", partitions=2, gap_s=GAP_S)
+    u.unit_start(0, ["a", "b"]).ready(0, "a").ready(0, "b")
+    u.joined(100, "a", 0, 1, generation=1, member="A").joined(100, "b", generation=1, member="B")
+    u.stable(1000)
+    u.records("b", 0, range(100, 130), 1050, 100).records("b", 1, range(200, 230), 1050, 100)
+    u.records("a", 0, range(11), 1000, 100).records("a", 0, range(11, 22), 2501, 100)
+    u.records("a", 1, range(11), 1000, 100).records("a", 1, range(11, 22), 2500, 100)
+    u.settling_end(5000)
+    return u
+
+
+def derived() -> UnitHistory:
+    """Coordinator, one partition, no bound in the manifest: the analysis derives it from the
+    manifest's scenario (the defaults: 200 records a second, kafka-python's 500 ms fetch wait and the
+    members' 200 ms poll window: max(10 x 1 / 200, 0.5 + 0.2) = 0.7 s).
+
+    a processes offsets 0..4 every 100 ms from 1000 (the last at 1400) and 5..9 from 2100 (700 ms of
+    silence; the last at 2500), then 10..14 from 3201 (701 ms; the last at 3601). b processes offsets
+    0..29 every 100 ms from 1050 (the last at 3950). No trigger; settling ends at 5000."""
+    u = UnitHistory("derived", partitions=1)
+    u.unit_start(0, ["a", "b"]).ready(0, "a").ready(0, "b")
+    u.joined(100, "a", 0, generation=1, member="A").joined(100, "b", generation=1, member="B")
+    u.stable(1000)
+    u.records("b", 0, range(30), 1050, 100)
+    u.records("a", 0, range(5), 1000, 100).records("a", 0, range(5, 10), 2100, 100)
+    u.records("a", 0, range(10, 15), 3201, 100)
+    u.settling_end(5000)
+    return u
+
+
 @pytest.fixture(scope="module")
 def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from harness.analysis.analyze import analyze
@@ -227,6 +330,11 @@ def analysed(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
         bench_shaped("bench-never", settling_end_ms=15000),
         resumption(),
         ghost(),
+        stray(),
+        cut_zombie(),
+        alternating(),
+        gaps(),
+        derived(),
     ]
     run = write_run(tmp_path_factory.mktemp("handmade"), units, settle_window_s=1.0)
     return analyze(spark, load_run(run))
@@ -493,3 +601,86 @@ def test_the_document_conforms_to_the_metrics_schema(analysed: dict[str, Any]) -
     assert validate_metrics(doc) == []
     doc["verdict"]["valid"] = "yes"
     assert validate_metrics(doc) == ["verdict.valid: 'yes' is not one of [True, False, 'unknown']"]
+
+
+# -- split brain: processing intervals cut by silence, and each episode's records ----------------------
+# Every unit here has a processing gap bound of 500 ms in the manifest (as the runner writes it) but
+# ``derived``, whose bound the analysis derives from the manifest's scenario.
+def test_a_stray_record_after_a_cut_does_not_bridge_the_silence(analysed: dict[str, Any]) -> None:
+    u = unit(analysed, "stray")
+    (t,) = u["triggers"]
+    # m0: [1000, 10000] (the cut's complete 100 ms after its last record closes it), [10004, 10004]
+    # (the stray record, alone: 10 080 ms of silence follow), [20084, 20087] (the revoke, 3 ms after its
+    # record); m1: [15779, 20179]. One episode: [20084, 20087] = 0.003 s. (Bridging the silence gave
+    # [10004, 20087] and 20087 - 15779 = 4.308 s.)
+    assert (t["overlap_episodes"], t["overlap_s"]) == (1, 0.003)
+    assert (u["overlap_episodes"], u["overlap_s"]) == (1, 0.003)
+    assert u["processing_gap_s"] == GAP_S
+    # the episode: m0 processed offset 91 (at 20084), which m1 had processed too (88..132); m1 processed
+    # nothing inside it (its records at 20079 and 20179 lie outside). Times from stable (1000).
+    (e,) = u["overlaps"]
+    assert (e["p"], e["tid"], e["start_s"], e["end_s"], e["duration_s"]) == (
+        0,
+        t["index"],
+        19.084,
+        19.087,
+        0.003,
+    )
+    assert e["members"] == [
+        {"member": "m0", "records": 1, "offsets": [91, 91], "duplicates": 1},
+        {"member": "m1", "records": 0, "offsets": None, "duplicates": 0},
+    ]
+
+
+def test_a_zombie_processing_at_the_workload_s_rate_counts_its_whole_overlap(
+    analysed: dict[str, Any],
+) -> None:
+    u = unit(analysed, "cut-zombie")
+    (t,) = u["triggers"]
+    # a: [1000, 3000] (its cut closes it; the record at 3000 belongs before the close), then
+    # [3050, 12010] (records every 50 ms, closed by the revoke 10 ms after its last); b: [9100, 14000].
+    # One episode: [9100, 12010] = 2.91 s
+    assert (t["overlap_episodes"], t["overlap_s"]) == (1, 2.91)
+    (e,) = u["overlaps"]
+    assert (e["start_s"], e["end_s"]) == (8.1, 11.01)
+    # inside [9100, 12010]: a's records at 9100..12000, offsets (9100 - 1000) / 50 = 162 .. 220 (59);
+    # b's at 9100..12000, offsets 150 .. 150 + 58 = 208 (59). b processed 150..248, so all 59 of a's
+    # were b's too; a processed 0..220, so all 59 of b's were a's too.
+    assert e["members"] == [
+        {"member": "a", "records": 59, "offsets": [162, 220], "duplicates": 59},
+        {"member": "b", "records": 59, "offsets": [150, 208], "duplicates": 59},
+    ]
+
+
+def test_two_members_alternating_within_the_bound_make_one_episode(analysed: dict[str, Any]) -> None:
+    u = unit(analysed, "alternating")
+    # a: [1000, 2800] (gaps of 200 ms), b: [1100, 2900]: one episode [1100, 2800] = 1.7 s, before any
+    # trigger. Inside: a's records at 1200..2800 (offsets 1..9), b's at 1100..2700 (offsets 10..18);
+    # no offset was processed by both.
+    assert (u["startup"]["overlap_episodes"], u["startup"]["overlap_s"]) == (1, 1.7)
+    (e,) = u["overlaps"]
+    assert (e["tid"], e["start_s"], e["end_s"]) == (-1, 0.1, 1.8)
+    assert e["members"] == [
+        {"member": "a", "records": 9, "offsets": [1, 9], "duplicates": 0},
+        {"member": "b", "records": 9, "offsets": [10, 18], "duplicates": 0},
+    ]
+
+
+def test_a_gap_just_above_the_bound_makes_two_episodes_and_one_equal_to_it_one(
+    analysed: dict[str, Any],
+) -> None:
+    u = unit(analysed, "gaps")
+    # b: [1050, 3950] on each partition. p0: a's [1000, 2000] and [2501, 3501] (501 ms > 500 between
+    # them): episodes [1050, 2000] (0.95 s) and [2501, 3501] (1.0 s). p1: a's [1000, 3500] (500 ms is
+    # not above the bound): one episode [1050, 3500] (2.45 s). Three episodes, 4.4 s.
+    assert (u["startup"]["overlap_episodes"], u["startup"]["overlap_s"]) == (3, 4.4)
+    by_p = sorted((e["p"], e["start_s"], e["end_s"]) for e in u["overlaps"])
+    assert by_p == [(0, 0.05, 1.0), (0, 1.501, 2.501), (1, 0.05, 2.5)]
+
+
+def test_a_bound_missing_from_the_manifest_is_derived_from_its_scenario(analysed: dict[str, Any]) -> None:
+    u = unit(analysed, "derived")
+    assert u["processing_gap_s"] == 0.7
+    # a: [1000, 2500] (700 ms of silence is not above 0.7 s), [3201, 3601] (701 ms is); b: [1050, 3950].
+    # Episodes [1050, 2500] (1.45 s) and [3201, 3601] (0.4 s): 1.85 s.
+    assert (u["startup"]["overlap_episodes"], u["startup"]["overlap_s"]) == (2, 1.85)

@@ -117,7 +117,8 @@ def test_bandwidth_limits_the_rate(echo_server, host: ProxyHost) -> None:
         got = _recv_exactly(s, len(payload))
         elapsed = time.perf_counter() - t0
     assert got == payload
-    assert len(payload) / elapsed == pytest.approx(500_000, rel=0.2)
+    # never faster than the limit (20 % for the toxic's own chunking); a loaded machine only slows it
+    assert 250_000 < len(payload) / elapsed <= 600_000, elapsed
 
 
 def test_reset_peer_resets_the_connection_after_its_timeout(echo_server, host: ProxyHost) -> None:
@@ -129,7 +130,8 @@ def test_reset_peer_resets_the_connection_after_its_timeout(echo_server, host: P
         host.add_toxic(p.name, Toxic("reset_peer", timeout=200))
         with pytest.raises(ConnectionResetError):
             s.recv(10)
-        assert time.perf_counter() - t0 == pytest.approx(0.200, rel=0.2)
+        # reset after the toxic's 200 ms; scheduling only adds (the bound above tells it from no reset)
+        assert 0.16 <= time.perf_counter() - t0 < 1.5
 
 
 def test_slow_close_delays_the_end_of_stream(closing_server, host: ProxyHost) -> None:
@@ -144,7 +146,9 @@ def test_slow_close_delays_the_end_of_stream(closing_server, host: ProxyHost) ->
         assert s.recv(10) == b""
         slow = time.perf_counter() - t0
     assert fast < 0.1
-    assert slow - fast == pytest.approx(0.300, rel=0.2)
+    # the toxic holds the close back its 300 ms; scheduling on a loaded machine only adds to that
+    # (0.37 s seen under load), so the bound above is loose: it tells a delay from a connection never closed
+    assert 0.27 <= slow - fast < 1.5, (slow, fast)
 
 
 def test_timeout_drops_data_then_closes(echo_server, host: ProxyHost) -> None:
@@ -154,7 +158,8 @@ def test_timeout_drops_data_then_closes(echo_server, host: ProxyHost) -> None:
         t0 = time.perf_counter()
         s.sendall(b"lost")  # the echo's reply is dropped downstream
         assert s.recv(10) == b""  # nothing came back; the connection closed
-        assert time.perf_counter() - t0 == pytest.approx(0.300, rel=0.2)
+        # closed after the toxic's 300 ms (0.45 s seen on a loaded machine: scheduling only adds)
+        assert 0.27 <= time.perf_counter() - t0 < 1.5
 
 
 def test_limit_data_closes_after_its_bytes(echo_server, host: ProxyHost) -> None:
