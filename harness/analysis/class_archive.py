@@ -46,6 +46,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.kernel.cache import cache_dir
 from harness.kernel.errors import EnvironmentProblem
 
 #: The first four bytes of a dynamic CDS archive (HotSpot's ``CDS_DYNAMIC_ARCHIVE_MAGIC``, little-endian).
@@ -59,15 +60,6 @@ TRAINING_EVENTS = 100_000
 
 #: The JVM's log tags of class data sharing, off (see the contract).
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
-
-
-def cache_dir() -> Path:
-    """herdlab's cache directory (see the contract); not created here."""
-    given = os.environ.get("HERDLAB_CACHE_DIR")
-    if given:
-        return Path(given)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "herdlab"
 
 
 def java_home() -> Path | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -66,15 +67,48 @@ def broker_count(brokers: int | None, no_broker: bool) -> int:
     default=None,
     help="Keep logs and data here (default: temporary directories removed at exit).",
 )
-def cluster_up(brokers: int | None, tick_time_ms: int, workdir: str | None, no_broker: bool = False) -> None:
+@click.option(
+    "--broker",
+    type=click.Choice(["herdlab", "apache-kafka"]),
+    default="herdlab",
+    show_default=True,
+    help="herdlab's broker, or Apache Kafka's own (fetched by `herdlab kafka fetch`).",
+)
+@click.option(
+    "--kafka-version",
+    default="3.9",
+    show_default=True,
+    help="With --broker apache-kafka: 3.9 (ZooKeeper mode), 4 (KRaft) or an exact version.",
+)
+@click.option(
+    "--kafka-home",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="With --broker apache-kafka: an unpacked Apache Kafka distribution (default: $HERDLAB_KAFKA_HOME, "
+    "else the fetched version).",
+)
+def cluster_up(
+    brokers: int | None,
+    tick_time_ms: int,
+    workdir: str | None,
+    no_broker: bool = False,
+    broker: str = "herdlab",
+    kafka_version: str = "3.9",
+    kafka_home: Path | None = None,
+) -> None:
     """Run a local cluster until Ctrl-C, printing its addresses.
 
     ZooKeeper (the real Apache ZooKeeper from the pyspark wheel) and one herdlab broker registered in
     it, each on a free loopback port; prints zookeeper.connect and bootstrap.servers. --no-broker
-    starts ZooKeeper alone, --brokers N starts N brokers. Every process is stopped on Ctrl-C or SIGTERM.
+    starts ZooKeeper alone, --brokers N starts N brokers. --broker apache-kafka runs one Apache Kafka
+    broker instead (3.x in ZooKeeper mode against its own ZooKeeper, 4.x in KRaft mode) behind a Kafka
+    tap. Every process is stopped on Ctrl-C or SIGTERM.
     """
     n = broker_count(brokers, no_broker)
     install_signal_handlers()
+    if broker == "apache-kafka":
+        _apache_kafka_up(n, tick_time_ms, workdir, kafka_version, kafka_home)
+        return
     with LocalCluster(brokers=n, tick_time_ms=tick_time_ms, workdir=workdir) as c:
         console.print(_health_table(c))
         console.print(f"zookeeper.connect = {c.zookeeper_connect}")
@@ -85,6 +119,26 @@ def cluster_up(brokers: int | None, tick_time_ms: int, workdir: str | None, no_b
         while not stop.wait(1.0):
             if not c.zookeeper.is_serving():
                 raise click.ClickException("ZooKeeper stopped answering; shutting the cluster down")
+
+
+def _apache_kafka_up(
+    brokers: int, tick_time_ms: int, workdir: str | None, version: str, home: Path | None
+) -> None:
+    """``cluster up --broker apache-kafka``: one Apache Kafka broker until Ctrl-C."""
+    from harness.cluster.apache_kafka import ApacheKafkaCluster
+
+    if brokers != 1:
+        raise ConfigError(f"--broker apache-kafka runs one broker (not {brokers})")
+    with ApacheKafkaCluster(version, home, workdir=workdir, tick_time_ms=tick_time_ms) as c:
+        console.print(f"Apache Kafka {c.version} ready in {c.ready_seconds or 0:.1f} s")
+        if c.zookeeper_connect:
+            console.print(f"zookeeper.connect = {c.zookeeper_connect}")
+        console.print(f"bootstrap.servers = {c.bootstrap}")
+        console.print("Press Ctrl-C to stop.")
+        stop = threading.Event()
+        while not stop.wait(1.0):
+            if c.broker is None or not c.broker.alive():
+                raise click.ClickException("the Apache Kafka broker exited; shutting the cluster down")
 
 
 def _zookeeper_smoke(connect: str) -> list[tuple[str, bool, str]]:

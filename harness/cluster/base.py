@@ -85,8 +85,10 @@ class ClusterSpec:
     ``zookeeper`` / ``bootstrap``: the external cluster's addresses. ``images``, ``kafka_image``,
     ``labels``, ``members_in_containers``: the containers backend's options.
     ``broker`` (the scenario's ``cluster.broker``): ``"herdlab"`` (the backend's own brokers), ``"tansu"``
-    (:class:`~harness.cluster.tansu.TansuCluster`, local backend only) or ``"external"`` (the Kafka-compatible
-    cluster at ``bootstrap``, whatever the backend: :class:`~harness.cluster.external.ExternalCluster`).
+    (:class:`~harness.cluster.tansu.TansuCluster`, local backend only), ``"apache-kafka"`` (Apache Kafka
+    ``kafka_version``, from the cache or ``kafka_home``, configured with ``broker_settings`` by Kafka names:
+    :class:`~harness.cluster.apache_kafka.ApacheKafkaCluster`, local backend only) or ``"external"`` (the
+    Kafka-compatible cluster at ``bootstrap``, whatever the backend: :class:`~harness.cluster.external.ExternalCluster`).
     """
 
     backend: str = "local"
@@ -104,6 +106,9 @@ class ClusterSpec:
     zookeeper_servers: int = 1
     broker_zookeeper_proxies: bool = False
     broker: str = "herdlab"
+    kafka_version: str | None = None
+    kafka_home: Path | None = None
+    broker_settings: Mapping[str, str] = field(default_factory=dict)
 
 
 def make_cluster(spec: ClusterSpec) -> Cluster:
@@ -119,6 +124,19 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
         from harness.cluster.tansu import TansuCluster
 
         return TansuCluster(workdir=spec.workdir, history_dir=spec.history_dir)
+    if spec.broker == "apache-kafka":
+        if spec.backend != "local":
+            raise ConfigError(f"cluster.broker = 'apache-kafka' needs --backend local (not {spec.backend})")
+        from harness.cluster.apache_kafka import ApacheKafkaCluster
+
+        return ApacheKafkaCluster(
+            spec.kafka_version,
+            spec.kafka_home,
+            spec.broker_settings,
+            workdir=spec.workdir,
+            history_dir=spec.history_dir,
+            tick_time_ms=spec.tick_time_ms,
+        )
     if spec.broker == "external":
         from harness.cluster.external import ExternalCluster
 

@@ -255,7 +255,7 @@ STORES = ("zookeeper", "kafka")
 MEMBER_KINDS = ("legacy_zk", "coordinator")
 #: The client libraries of coordinator members (the ``client`` field) and the brokers (``cluster.broker``).
 CLIENTS = ("kafka-python", "librdkafka", "aiokafka")
-BROKERS = ("herdlab", "tansu", "external")
+BROKERS = ("herdlab", "tansu", "apache-kafka", "external")
 #: Timeline actions of a migration (the ``migration`` field of nemesis events).
 MIGRATION_ACTIONS = ("set_property", "switch", "rollback")
 

@@ -60,6 +60,7 @@ from harness.kernel.errors import ConfigError, HerdlabError
 from harness.procs import ChildProcess
 from harness.run.launch import Endpoints, MemberHandle, host_groups, start_host, start_member, start_producer
 from harness.run.plan import Plan
+from harness.scenario.brokers import kafka_broker_settings
 from harness.scenario.model import Scenario
 
 log = logging.getLogger("harness.run")
@@ -108,6 +109,8 @@ class Rig(Protocol):
 
     def stop_cluster(self) -> None: ...
 
+    def broker_config(self) -> dict[str, Any]: ...
+
 
 @dataclass(frozen=True)
 class RigSpec:
@@ -128,6 +131,8 @@ class RigSpec:
     zk_tick_ms: int
     containers: ContainersOptions
     labels: Mapping[str, str]
+    #: an unpacked Apache Kafka distribution for cluster.broker = "apache-kafka" (None: the fetched one)
+    kafka_home: Path | None = None
 
 
 def _proxied_zookeeper(proxies: ProxyHost, connect: str, group: str) -> str:
@@ -198,6 +203,9 @@ class UnitRig:
                 brokers=s.scenario.cluster.brokers,
                 broker_zookeeper_proxies=cut_brokers,
                 broker=broker,
+                kafka_version=s.scenario.cluster.kafka_version,
+                kafka_home=s.kafka_home,
+                broker_settings=kafka_broker_settings(s.scenario) if broker == "apache-kafka" else {},
             )
         ).start()
         if s.impl == "legacy_zk" and not self.cluster.zookeeper_connect:
@@ -372,6 +380,25 @@ class UnitRig:
             self.producer.stop()
         if self.proxies is not None:
             self.proxies.close()
+
+    def broker_config(self) -> dict[str, Any]:
+        """What the unit's broker runs with, for the manifest: ``broker`` (the scenario's value), and for
+        Apache Kafka its ``version`` and every property of its ``server.properties``; for herdlab's
+        broker the Kafka-named settings the scenario gives it (:func:`kafka_broker_settings`)."""
+        s = self.spec.scenario
+        broker = s.cluster.broker
+        if broker == "apache-kafka":
+            from harness.cluster.apache_kafka import ApacheKafkaCluster
+
+            assert isinstance(self.cluster, ApacheKafkaCluster)
+            return {
+                "broker": broker,
+                "version": self.cluster.version,
+                "properties": dict(self.cluster.properties),
+            }
+        if broker == "herdlab":
+            return {"broker": broker, "properties": kafka_broker_settings(s)}
+        return {"broker": broker}
 
     def stop_cluster(self) -> None:
         if self.cluster is not None:

@@ -94,6 +94,8 @@ class RunOptions:
     progress: Callable[[dict[str, Any]], None] | None = None
     zk_tick_ms: int = 200
     containers: ContainersOptions = field(default_factory=ContainersOptions)
+    #: an unpacked Apache Kafka distribution (``--kafka-home``; None: $HERDLAB_KAFKA_HOME or the fetched one)
+    kafka_home: Path | None = None
 
 
 @dataclass
@@ -180,6 +182,7 @@ class UnitRunner:
                 zk_tick_ms=options.zk_tick_ms,
                 containers=options.containers,
                 labels={"herdlab.run": run_id, "herdlab.unit": unit.key},
+                kafka_home=options.kafka_home,
             )
         )
         self.watch = GroupWatch(self.events_dir, self.partitions, clock=self.clock)
@@ -236,6 +239,7 @@ class UnitRunner:
         clock = self.clock
         self._phase("cluster")
         self.rig.start()
+        self.outcome["broker_config"] = self.rig.broker_config()
         self._mark(
             Kind.UNIT_START,
             topic=self.topic,

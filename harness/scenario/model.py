@@ -611,17 +611,31 @@ MIGRATION_ACTIONS = ("set_property", "switch", "rollback")
 
 
 #: What serves the Kafka protocol (``cluster.broker``): herdlab's broker, tansu (a third-party broker with
-#: its own group coordinator, the ``tansu`` extra), or the cluster at ``--bootstrap``.
-BROKERS = ("herdlab", "tansu", "external")
+#: its own group coordinator, the ``tansu`` extra), Apache Kafka's own broker (``herdlab kafka fetch``),
+#: or the cluster at ``--bootstrap``.
+BROKERS = ("herdlab", "tansu", "apache-kafka", "external")
+
+
+def _version_text(value: object) -> object:
+    """A version written as a TOML number (``3.9``, ``4``) as the string it reads as."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}"
+    return value
 
 
 class ClusterSettings(Strict):
     """The ``[cluster]`` table: which broker, how many brokers the cluster runs and how they replicate
     (local backend for more than one broker)."""
 
-    broker: Literal["herdlab", "tansu", "external"] = Field(
+    broker: Literal["herdlab", "tansu", "apache-kafka", "external"] = Field(
         default="herdlab",
-        description="herdlab's broker; tansu (a third-party coordinator, local backend); external (--bootstrap)",
+        description="herdlab's broker; tansu (a third-party coordinator, local backend); apache-kafka (Apache "
+        "Kafka's own broker, local backend: `herdlab kafka fetch`); external (--bootstrap)",
+    )
+    kafka_version: Annotated[str, BeforeValidator(_version_text)] = Field(
+        default="3.9",
+        pattern=r"^(3\.9|4|\d+\.\d+\.\d+)$",
+        description="with broker = 'apache-kafka': 3.9 (ZooKeeper mode), 4 (KRaft) or an exact version",
     )
 
     brokers: int = Field(default=1, ge=1, le=5, description="broker processes (more than 1: local backend)")
@@ -872,14 +886,18 @@ class Scenario(Strict):
             )
         if broker == "herdlab":
             return
-        if "legacy_zk" in self.implementations:
+        zk_broker = broker == "apache-kafka" and int(self.cluster.kafka_version.split(".")[0]) < 4
+        if "legacy_zk" in self.implementations and not zk_broker:
             raise ValueError(
                 f"cluster.broker = {broker!r} serves only the coordinator implementation: legacy_zk members "
-                'find brokers in ZooKeeper, which only herdlab\'s broker registers in (set implementations = ["coordinator"])'
+                "find brokers in ZooKeeper, which herdlab's broker and Apache Kafka 3.9 (ZooKeeper mode) "
+                'register in (set implementations = ["coordinator"])'
             )
         if self.cluster.brokers != 1:
             raise ValueError(f"cluster.brokers > 1 needs cluster.broker = 'herdlab' (not {broker!r})")
-        bad = sorted({a.action for a in self.timeline if a.action in ("restart_broker", *COORDINATOR_FAULTS)})
+        kept = ("restart_broker",) if broker == "apache-kafka" else ()  # Apache Kafka keeps its data on disk
+        faults = ("restart_broker", *COORDINATOR_FAULTS)
+        bad = sorted({a.action for a in self.timeline if a.action in faults and a.action not in kept})
         if bad:
             raise ValueError(
                 f"timeline actions {', '.join(bad)} need cluster.broker = 'herdlab' (not {broker!r})"

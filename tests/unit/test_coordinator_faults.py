@@ -86,7 +86,7 @@ KILL_AT_5 = '[[timeline]]\nat = "5s"\naction = "kill_coordinator"\n'
         ('name = "x"\n[cluster]\nbrokerz = 3\n', "cluster.brokerz: unknown key"),
         (
             'name = "x"\n[cluster]\nbroker = 3\n',
-            "cluster.broker: Input should be 'herdlab', 'tansu' or 'external'",
+            "cluster.broker: Input should be 'herdlab', 'tansu', 'apache-kafka' or 'external'",
         ),
         ('name = "x"\n[cluster]\nmin_insync_replicas = 0\n', "cluster.min_insync_replicas"),
         (

@@ -164,6 +164,9 @@ class FakeRig:
     def stop_processes(self) -> None:
         self.log.append("stop_processes")
 
+    def broker_config(self) -> dict[str, Any]:
+        return {"broker": "fake"}
+
     def stop_cluster(self) -> None:
         self.log.append("stop_cluster")
         for w in self.writers.values():
@@ -244,6 +247,7 @@ def test_steps_run_at_their_offsets_from_stability_in_plan_order(tmp_path: Path)
         "case": runner.unit.case.label,
         "impl": "coordinator",
         "repetition": 0,
+        "broker_config": {"broker": "fake"},  # the rig's, as it reported it after its start
         "settled_at_end": True,
         "drained": True,
     }

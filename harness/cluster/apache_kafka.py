@@ -1,0 +1,357 @@
+"""The ``apache-kafka`` broker: Apache Kafka's own jars as a child process, behind a Kafka tap.
+
+Contract
+--------
+* :class:`ApacheKafkaCluster` is a :class:`harness.cluster.base.Cluster` of one Apache Kafka broker
+  (:mod:`.kafka_dist` finds its jars) on free loopback ports. A 3.x broker runs in ZooKeeper mode against
+  a ZooKeeper server the cluster starts (:class:`~harness.cluster.zookeeper.ZooKeeperServer`, the same
+  server as herdlab's local backend): it registers ``/brokers/ids`` and ``/brokers/topics`` there in the
+  layout 0.8-era consumers read, so ``zookeeper_connect`` is that server. A 4.x broker runs in KRaft
+  combined mode (``process.roles=broker,controller``, one voter), its storage formatted first with a new
+  cluster id (``kafka.tools.StorageTool format``); ``zookeeper_connect`` is then ``""``.
+* Clients reach the broker only through a :class:`~harness.cluster.kafka_tap.KafkaTap` (the broker
+  advertises the tap's address), which writes the coordination requests and request counters Apache
+  Kafka does not write (``tap.jsonl`` in ``history_dir``), as for tansu. ``bootstrap`` is the tap.
+* The broker's configuration (:func:`broker_properties`): ``settings`` (Kafka property names, such as the
+  scenario's ``group.initial.rebalance.delay.ms``) over what a one-broker cluster on loopback needs
+  (internal topics with replication factor 1, no automatic topic creation); written to
+  ``<workdir>/server.properties``, its effective values in :attr:`ApacheKafkaCluster.properties`.
+* JVM (:data:`JVM_OPTIONS`): Kafka's own collector choice (G1, 20 ms pause goal, as ``kafka-run-class.sh``),
+  a 768 MB heap (a run's topics hold megabytes; Kafka's script default is 1 GB) and the collector's
+  threads capped at the machine's two cores, so that the broker's GC does not take cores from the members.
+  The broker logs to ``<workdir>/kafka.log`` (its own log4j output).
+* ``start()`` returns once a kafka-python client bootstraps through the tap; ``stop()`` (idempotent) closes the
+  tap, then stops the broker (SIGTERM to its process group, SIGKILL after a grace period), then ZooKeeper.
+  ``stop_broker`` / ``start_broker`` stop and start the broker process on its data (a restart keeps
+  topics, groups and offsets); ``member_launcher`` None (members are local processes).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.cluster.java import check_java
+from harness.cluster.kafka_dist import KafkaHome, kafka_home
+from harness.cluster.kafka_tap import KafkaTap
+from harness.cluster.probe import check_bootstrap
+from harness.cluster.service import ProcessService
+from harness.cluster.zookeeper import ZooKeeperServer
+from harness.history.writer import HistoryWriter
+from harness.kernel.errors import HerdlabError, Unreachable
+from harness.kernel.events import Role
+from harness.kernel.history import History, NullHistory
+from harness.procs import free_port
+
+__all__ = ["JVM_OPTIONS", "ApacheKafkaCluster", "broker_properties"]
+
+HOST = "127.0.0.1"
+JVM_OPTIONS = (
+    "-Xms256m",
+    "-Xmx768m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:ParallelGCThreads=2",
+    "-XX:ConcGCThreads=1",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
+#: what every broker here runs with, under the scenario's settings
+BASE_PROPERTIES = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    "log.flush.interval.messages": "9223372036854775807",
+    "num.network.threads": "2",
+    "num.io.threads": "2",
+    "num.recovery.threads.per.data.dir": "1",
+}
+
+
+def broker_properties(
+    home: KafkaHome,
+    data_dir: Path,
+    ports: tuple[int, int, int],
+    advertised_port: int,
+    zookeeper: str | None,
+    settings: Mapping[str, str],
+) -> dict[str, str]:
+    """The broker's ``server.properties`` (see the module contract). ``ports``: the clients' listener (which
+    advertises the tap at ``advertised_port``), the broker's own listener (``INTERNAL``: its controller and
+    inter-broker traffic, not through the tap, so the tap counts clients' requests only) and the KRaft
+    controller's. ZooKeeper mode with ``zookeeper``, else KRaft combined mode."""
+    client, internal, controller = ports
+    props = dict(BASE_PROPERTIES)
+    props["log.dirs"] = str(data_dir)
+    listeners = [f"PLAINTEXT://{HOST}:{client}", f"INTERNAL://{HOST}:{internal}"]
+    props["advertised.listeners"] = f"PLAINTEXT://{HOST}:{advertised_port},INTERNAL://{HOST}:{internal}"
+    props["inter.broker.listener.name"] = "INTERNAL"
+    protocols = "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"
+    if home.zookeeper_mode:
+        assert zookeeper, "a ZooKeeper-mode broker needs zookeeper.connect"
+        props.update(
+            {"broker.id": "0", "zookeeper.connect": zookeeper, "zookeeper.session.timeout.ms": "18000"}
+        )
+    else:
+        listeners.append(f"CONTROLLER://{HOST}:{controller}")
+        protocols += ",CONTROLLER:PLAINTEXT"
+        props.update(
+            {
+                "process.roles": "broker,controller",
+                "node.id": "1",
+                "controller.quorum.voters": f"1@{HOST}:{controller}",
+                "controller.listener.names": "CONTROLLER",
+            }
+        )
+    props["listeners"] = ",".join(listeners)
+    props["listener.security.protocol.map"] = protocols
+    props.update({k: str(v) for k, v in settings.items()})
+    return props
+
+
+def _log_options(home: KafkaHome, workdir: Path) -> list[str]:
+    """The broker's log configuration: its own log4j output to stdout (the child's log file), INFO."""
+    if home.zookeeper_mode:
+        cfg = workdir / "log4j.properties"
+        cfg.write_text(
+            "log4j.rootLogger=INFO, stdout\n"
+            "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+            "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+            "log4j.logger.org.apache.zookeeper=WARN\n"
+            "log4j.logger.kafka.request.logger=WARN\n"
+        )
+        return [f"-Dlog4j.configuration=file:{cfg}"]
+    cfg = workdir / "log4j2.properties"
+    cfg.write_text(
+        "rootLogger.level=INFO\n"
+        "rootLogger.appenderRef.stdout.ref=STDOUT\n"
+        "appender.stdout.type=Console\n"
+        "appender.stdout.name=STDOUT\n"
+        "appender.stdout.layout.type=PatternLayout\n"
+        "appender.stdout.layout.pattern=[%d] %p %m (%c)%n\n"
+        "logger.request.name=kafka.request.logger\n"
+        "logger.request.level=WARN\n"
+    )
+    return [f"-Dlog4j2.configurationFile={cfg}"]
+
+
+def _cluster_id() -> str:
+    """A new KRaft cluster id: 16 random bytes, URL-safe base64 without padding (Kafka's ``Uuid``)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class _KafkaProcess(ProcessService):
+    """The Apache Kafka broker child process; ready when a Kafka client bootstraps through ``tap``."""
+
+    def __init__(self, home: KafkaHome, workdir: Path, properties: dict[str, str], tap: KafkaTap) -> None:
+        self.home = home
+        self.workdir = workdir
+        self.properties = properties
+        self.tap = tap
+        self.name = f"apache-kafka-{home.version}"
+        self.process = None
+        self.ready_seconds: float | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "kafka.log"
+
+    def _java(self) -> list[str]:
+        return [
+            check_java(),
+            *JVM_OPTIONS,
+            *_log_options(self.home, self.workdir),
+            "-cp",
+            self.home.classpath,
+        ]
+
+    def configure(self) -> Path:
+        """Write ``server.properties``; for KRaft, format the storage (once: a restart keeps it)."""
+        cfg = self.workdir / "server.properties"
+        cfg.write_text("".join(f"{k}={v}\n" for k, v in sorted(self.properties.items())))
+        if (
+            not self.home.zookeeper_mode
+            and not (Path(self.properties["log.dirs"]) / "meta.properties").exists()
+        ):
+            argv = [*self._java(), "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(cfg)]
+            with self.log_path.open("ab") as log:
+                done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=120, check=False)
+            if done.returncode != 0:
+                raise Unreachable(
+                    f"Apache Kafka {self.home.version}: formatting its storage failed (status {done.returncode}; "
+                    f"see {self.log_path})"
+                )
+        return cfg
+
+    def start(self, timeout: float = 90.0) -> _KafkaProcess:
+        cfg = self.configure()
+        port = self.properties["listeners"].split(",")[0].rsplit(":", 1)[1]
+        self.ready_seconds = self._spawn_ready(
+            [*self._java(), "kafka.Kafka", str(cfg)],
+            f"Apache Kafka {self.home.version} broker at {HOST}:{port}",
+            timeout,
+            process_name=f"{self.name}:{port}",
+        )
+        return self
+
+    def ready(self) -> bool:
+        try:
+            check_bootstrap(self.tap.bootstrap, time.monotonic() + 3.0)
+        except Unreachable:
+            return False
+        return True
+
+    def stop(self) -> None:
+        self.stop_process(grace=15.0)
+
+
+class ApacheKafkaCluster:
+    """One Apache Kafka broker (and, for 3.x, its ZooKeeper) behind a Kafka tap (see the module contract).
+
+    ``version``: a line (``3.9``, ``4``) or an exact version; ``home``: a distribution directory instead of
+    the cache (``--kafka-home``). ``settings``: broker properties by Kafka name. ``workdir``: configuration,
+    data and logs (a temporary directory when None, removed at stop). ``history_dir``: where the tap writes
+    ``tap.jsonl``. ``tick_time_ms``: the ZooKeeper server's tick (3.x).
+    """
+
+    def __init__(
+        self,
+        version: str | None = None,
+        home: Path | None = None,
+        settings: Mapping[str, str] | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+        history_dir: str | os.PathLike[str] | None = None,
+        tap_interval_s: float = 1.0,
+        tick_time_ms: int = 500,
+    ) -> None:
+        self.home = kafka_home(version, home)
+        self.settings = dict(settings or {})
+        self._temporary = workdir is None
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="herdlab-kafka-"))
+        self.history_dir = Path(history_dir) if history_dir else None
+        self.tap_interval_s = tap_interval_s
+        self.tick_time_ms = tick_time_ms
+        self.zookeeper: ZooKeeperServer | None = None
+        self.tap: KafkaTap | None = None
+        self.broker: _KafkaProcess | None = None
+        self.properties: dict[str, str] = {}
+        self._history: History | None = None
+
+    @property
+    def version(self) -> str:
+        return self.home.version
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return self.zookeeper.connect_string if self.zookeeper is not None else ""
+
+    @property
+    def bootstrap(self) -> str:
+        if self.tap is None:
+            raise HerdlabError("the Apache Kafka cluster is not started")
+        return self.tap.bootstrap
+
+    def start(self, timeout: float = 90.0) -> ApacheKafkaCluster:
+        """ZooKeeper (3.x), the tap, then the broker behind it; returns once a client bootstraps."""
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            if self.home.zookeeper_mode:
+                self.zookeeper = ZooKeeperServer(
+                    tick_time_ms=self.tick_time_ms, workdir=self.workdir / "zookeeper", heap_mb=256
+                ).start()
+            self._history = (
+                HistoryWriter(self.history_dir / "tap.jsonl", source="tap", role=Role.BROKER.value)
+                if self.history_dir
+                else NullHistory()
+            )
+            port = free_port(HOST)
+            self.tap = KafkaTap((HOST, port), self._history, interval_s=self.tap_interval_s).start()
+            self.properties = broker_properties(
+                self.home,
+                self.workdir / "data",
+                (port, free_port(HOST), free_port(HOST)),
+                self.tap.port,
+                self.zookeeper_connect or None,
+                self.settings,
+            )
+            self.broker = _KafkaProcess(self.home, self.workdir, self.properties, self.tap)
+            self.broker.start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Close the tap, stop the broker, then ZooKeeper. Idempotent."""
+        broker, self.broker = self.broker, None
+        zk, self.zookeeper = self.zookeeper, None
+        try:
+            if self.tap is not None:
+                self.tap.close()
+        finally:
+            try:
+                if broker is not None:
+                    broker.stop()
+            finally:
+                if zk is not None:
+                    zk.stop()
+                if self._history is not None:
+                    self._history.close()
+                    self._history = None
+                if self._temporary:
+                    shutil.rmtree(self.workdir, ignore_errors=True)
+
+    @property
+    def pid(self) -> int | None:
+        """The broker's process id while it runs (for tests that check it is gone)."""
+        if self.broker is None or self.broker.process is None:
+            return None
+        return self.broker.process.pid
+
+    @property
+    def ready_seconds(self) -> float | None:
+        """How long the broker took from its process start to its first bootstrap."""
+        return self.broker.ready_seconds if self.broker is not None else None
+
+    def zk_mntr(self) -> dict[str, Any] | None:
+        """ZooKeeper's ``mntr`` counters now (None for KRaft, or when it does not answer)."""
+        if self.zookeeper is None:
+            return None
+        try:
+            return self.zookeeper.mntr()
+        except (OSError, RuntimeError):
+            return None
+
+    def member_launcher(self, mounts: object) -> None:
+        """Members run as local processes (see :class:`harness.cluster.base.Cluster`)."""
+        return None
+
+    def stop_broker(self, index: int = 0) -> None:
+        """Stop the broker process (its data stays)."""
+        if index != 0 or self.broker is None:
+            raise HerdlabError(f"the Apache Kafka cluster has broker 0 only (not {index})")
+        self.broker.stop()
+
+    def start_broker(self, index: int = 0) -> None:
+        """Start the broker again on its data and wait until it serves."""
+        if index != 0 or self.broker is None:
+            raise HerdlabError(f"the Apache Kafka cluster has broker 0 only (not {index})")
+        self.broker.start()
+
+    def __enter__(self) -> ApacheKafkaCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

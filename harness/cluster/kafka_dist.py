@@ -1,0 +1,185 @@
+"""Apache Kafka's own broker jars: fetched from Maven Central into herdlab's cache, or a user's distribution.
+
+Contract
+--------
+* :data:`LINES`: the two lines herdlab runs and the version each means: ``3.9`` (the last line with
+  ZooKeeper mode) and ``4`` (KRaft only). :func:`resolve_version` turns ``3.9`` / ``4`` / ``4.1`` / an exact
+  version into an exact one; :func:`zookeeper_mode` says which mode a version runs in (3.x: ZooKeeper).
+* :func:`fetch`: Maven (``mvn`` on PATH) resolves ``org.apache.kafka:kafka_2.13:VERSION`` and
+  ``kafka-tools`` with their runtime closure and a log binding (reload4j for 3.x, log4j 2 for 4.x, as
+  Kafka's own distribution ships) into ``<cache>/apache-kafka/<VERSION>/libs``; the directory appears
+  whole or not at all (built beside it, renamed). ``settings``: a Maven settings file (``mvn -s``).
+  Idempotent: a version already in the cache is not fetched again. A Maven that cannot resolve is a
+  one-line :class:`ConfigError` with Maven's own last error line.
+* :func:`kafka_home`: the distribution a run uses: ``given`` (``--kafka-home``), else
+  ``$HERDLAB_KAFKA_HOME``, else the cache's copy of ``version``; an unpacked Apache Kafka distribution
+  (its ``libs/`` holds ``kafka_2.13-<version>.jar``) works as well as a fetched one. Neither: a one-line
+  :class:`ConfigError` saying how to get one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.kernel.cache import cache_dir
+from harness.kernel.errors import ConfigError
+
+#: line -> the version herdlab runs of it (the newest Maven Central served when it was chosen)
+LINES = {"3.9": "3.9.2", "4": "4.1.1"}
+#: the log bindings of each major version: what Kafka's own distribution puts in libs/
+_LOG_BINDINGS = {
+    3: [("org.slf4j", "slf4j-reload4j", "1.7.36")],
+    4: [("org.apache.logging.log4j", "log4j-slf4j-impl", "2.24.3")],
+}
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_CORE_JAR = re.compile(r"^kafka_2\.1[23]-(\d+\.\d+\.\d+)\.jar$")
+MARKER = "herdlab-kafka.json"
+
+
+@dataclass(frozen=True)
+class KafkaHome:
+    """An Apache Kafka distribution: its directory and version; ``libs`` holds every jar the broker needs."""
+
+    path: Path
+    version: str
+
+    @property
+    def libs(self) -> Path:
+        return self.path / "libs"
+
+    @property
+    def classpath(self) -> str:
+        """The JVM class path of the broker and its tools (every jar of ``libs``)."""
+        return str(self.libs / "*")
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        return zookeeper_mode(self.version)
+
+
+def resolve_version(version: str | None) -> str:
+    """``None`` / ``"3.9"`` -> :data:`LINES` ``["3.9"]``; ``"4"`` or ``"4.x"`` -> ``LINES["4"]``; an exact
+    ``X.Y.Z`` as it is; anything else a :class:`ConfigError`."""
+    v = (version or "3.9").strip()
+    if v in LINES:
+        return LINES[v]
+    if v in ("4.x", "4.1"):
+        return LINES["4"]
+    if _VERSION.match(v):
+        return v
+    raise ConfigError(f"Apache Kafka version {v!r}: expected 3.9, 4 or an exact version such as {LINES['4']}")
+
+
+def zookeeper_mode(version: str) -> bool:
+    """A 3.x broker runs in ZooKeeper mode here; 4.x has only KRaft."""
+    return int(version.split(".", 1)[0]) < 4
+
+
+def cache_root() -> Path:
+    """Where fetched distributions live: ``<cache>/apache-kafka``."""
+    return cache_dir() / "apache-kafka"
+
+
+def _pom(version: str) -> str:
+    major = int(version.split(".", 1)[0])
+    deps = [("org.apache.kafka", "kafka_2.13", version), ("org.apache.kafka", "kafka-tools", version)]
+    deps += _LOG_BINDINGS[3 if major < 4 else 4]
+    body = "".join(
+        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+        for g, a, v in deps
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>herdlab</groupId><artifactId>apache-kafka</artifactId><version>1</version>"
+        f"<packaging>pom</packaging><dependencies>{body}</dependencies></project>"
+    )
+
+
+def _maven_error(output: str) -> str:
+    """Maven's most telling error line of a failed build (its first ``[ERROR]`` line, without the prefix)."""
+    for line in output.splitlines():
+        if line.startswith("[ERROR]") and line[7:].strip():
+            return line[7:].strip()
+    return (output.strip().splitlines() or ["no output"])[-1]
+
+
+def fetch(version: str | None, settings: Path | None = None, timeout_s: float = 900.0) -> KafkaHome:
+    """Fetch Apache Kafka ``version`` (see the module contract); the cached distribution."""
+    v = resolve_version(version)
+    if settings is not None and not settings.is_file():
+        raise ConfigError(f"Maven settings file {settings} does not exist")
+    dest = cache_root() / v
+    if (dest / MARKER).exists():
+        return KafkaHome(dest, v)
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ConfigError("herdlab kafka fetch needs Maven (mvn) on PATH: apt-get install maven")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{v}-", dir=dest.parent))
+    try:
+        (work / "pom.xml").write_text(_pom(v))
+        argv = [mvn, "-B", "-f", str(work / "pom.xml")]
+        if settings is not None:
+            argv += ["-s", str(settings)]
+        argv += [
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={work / 'libs'}",
+            "-DincludeScope=runtime",
+        ]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            raise ConfigError(f"Maven did not resolve Apache Kafka {v} within {timeout_s:g} s") from None
+        if done.returncode != 0:
+            raise ConfigError(
+                f"Maven could not resolve org.apache.kafka:kafka_2.13:{v}: {_maven_error(done.stdout + done.stderr)}"
+            )
+        (work / "pom.xml").unlink()
+        (work / MARKER).write_text(
+            json.dumps({"version": v, "source": "maven", "jars": len(list((work / "libs").iterdir()))})
+        )
+        try:
+            work.rename(dest)
+        except OSError:
+            if not (dest / MARKER).exists():  # not a concurrent fetch of the same version that won
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return KafkaHome(dest, v)
+
+
+def _home_version(path: Path) -> str | None:
+    libs = path / "libs"
+    if not libs.is_dir():
+        return None
+    for jar in sorted(libs.iterdir()):
+        m = _CORE_JAR.match(jar.name)
+        if m:
+            return m.group(1)
+    return None
+
+
+def kafka_home(version: str | None, given: Path | None = None) -> KafkaHome:
+    """The distribution of ``version`` a run uses (see the module contract)."""
+    env = os.environ.get("HERDLAB_KAFKA_HOME")
+    where = given or (Path(env) if env else None)
+    if where is not None:
+        found = _home_version(where)
+        if found is None:
+            raise ConfigError(f"{where} is not an Apache Kafka distribution (no libs/kafka_2.13-*.jar)")
+        return KafkaHome(where, found)
+    v = resolve_version(version)
+    cached = cache_root() / v
+    if (cached / MARKER).exists():
+        return KafkaHome(cached, v)
+    raise ConfigError(
+        f"Apache Kafka {v} is not fetched: run `herdlab kafka fetch {v}`, or give --kafka-home DIR "
+        "(or HERDLAB_KAFKA_HOME) with an unpacked Apache Kafka distribution"
+    )
