@@ -75,7 +75,10 @@ def test_no_test_module_imports_another_test_module() -> None:
         ("migration or failover or long", {"bench", "containers", "kafka"}),
         ("containers or bench or migration or failover or long", {"kafka"}),
         ("kafka and (long or not long)", {"bench", "containers", "migration", "failover"}),
-        ("not benchmarks", {"bench", "containers", "migration", "failover", "long", "kafka"}),  # a whole word only
+        (
+            "not benchmarks",
+            {"bench", "containers", "migration", "failover", "long", "kafka"},
+        ),  # a whole word only
         ("longer", {"bench", "containers", "migration", "failover", "long", "kafka"}),  # a whole word only
     ],
 )
