@@ -26,12 +26,22 @@ from harness.analysis.frames import UNIT, Frames, join, long_values, pin, role_c
 from harness.kernel.events import Kind, Role
 
 
+def broker_commit_units(control: DataFrame) -> DataFrame:
+    """(unit, ``bside`` True) of every unit with broker-side commit events: herdlab's broker's own, or a
+    Kafka tap's decoded from the OffsetCommit responses of a third-party broker. A unit without them (its
+    broker's counters alone carry role broker) reads its members' commits: the one rule for every family."""
+    kinds = F.col("kind").isin(Kind.COMMIT, Kind.COMMIT_REJECTED)
+    return (
+        control.where(role_col(Role.BROKER) & kinds).select(*UNIT).distinct().withColumn("bside", F.lit(True))
+    )
+
+
 def commits(facts: Facts, frames: Frames) -> DataFrame:
     """Every commit of the run, judged (see the module contract)."""
     c = frames.control
     kinds = F.col("kind").isin(Kind.COMMIT, Kind.COMMIT_REJECTED)
     broker, member = role_col(Role.BROKER), role_col(Role.MEMBER)
-    bside = c.where(broker & kinds).select(*UNIT).distinct().withColumn("bside", F.lit(True))
+    bside = broker_commit_units(c)
     cm = c.where(kinds & (broker | member)).join(F.broadcast(bside), UNIT, "left")
     cm = cm.where(broker == F.coalesce("bside", F.lit(False)))
     ids = (

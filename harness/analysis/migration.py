@@ -22,8 +22,9 @@ Contract
   derived figure and the verdict). For switch S and partition p: ``taken_over_s``, the first
   ``assigned`` of p to a new-kind member after t_S; ``zookeeper_committed``, the offset of the last
   legacy ``commit`` with store zookeeper on p before taken-over; ``kafka_committed``, the last
-  commit on p the broker accepted before taken-over (the broker's own ``commit`` events where the
-  unit has broker events, else member commits with store kafka); a commit without ``store`` was
+  commit on p the broker accepted before taken-over (the broker-side ``commit`` events where the
+  unit has them: herdlab's broker's, or a Kafka tap's of a third-party broker,
+  :func:`.commits.broker_commit_units`; else member commits with store kafka); a commit without ``store`` was
   written to ZooKeeper by a legacy member and to the broker by a coordinator member;
   ``processed_last``, the largest offset of p an old-kind member processed before taken-over;
   ``resumed``, per new-kind member assigned p after t_S, the first offset it processed on p after
@@ -46,6 +47,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from harness.analysis import records
+from harness.analysis.commits import broker_commit_units
 from harness.analysis.frames import (
     INF,
     NS,
@@ -223,7 +225,7 @@ def migration_units(
     )
 
     # the last commit on p in each store before taken-over
-    has_broker = c.where(role_col(Role.BROKER)).select(*UNIT).distinct().withColumn("bside", F.lit(True))
+    has_broker = broker_commit_units(c)
     cm = _with_kind(
         c.where(F.col("kind") == Kind.COMMIT).select(
             *UNIT,

@@ -10,15 +10,22 @@ Contract
 * :class:`KafkaTap` listens on ``listen_host`` (port 0: a free port, see :attr:`KafkaTap.port`) and
   forwards every connection to ``upstream``. Bytes are never altered, in either direction (with
   ``proxy_protocol`` a PROXY v1 line goes upstream before them); responses are
-  forwarded untouched and not parsed.
+  forwarded untouched, and only OffsetCommit's are read (below).
 * The client-to-broker stream is split into Kafka frames (4-byte big-endian size, then the request header:
   api_key, api_version, correlation_id, client_id) by :class:`FrameSplitter`: a frame may arrive split across
   reads, and one read may hold several frames.
 * Every request of :data:`harness.kernel.events.COORDINATION_APIS` is decoded with kio (header and body)
   and written as one ``group_request`` event with the broker's fields (``impl`` ``"coordinator"``,
   ``broker_id``, ``api``, ``client``, ``group``, ``member``, ``generation``) plus ``observed="tap"``. Other
-  requests are only counted from their first bytes (never buffered whole). A coordination request kio cannot
+  requests are only counted from their first bytes (never buffered whole), but for OffsetCommit (below). A coordination request kio cannot
   decode is still written, with ``client``, ``group``, ``member`` and ``generation`` None.
+* OffsetCommit requests are decoded too (who commits which offsets) and kept per connection until their
+  response, which is decoded as well (responses come in request order on a connection; they are read,
+  never changed): one ``commit`` event per partition the broker accepted and one ``commit_rejected`` (with
+  ``error``, the error's name) per partition it refused, with the fields herdlab's broker writes (group,
+  member, generation, topic, partition, offset) plus ``observed="tap"``. So the commit figures (stale
+  generations, non-owners, the migration proof's broker-side commits) read a third-party broker's own
+  answers. A response kio cannot decode writes nothing.
 * Every ``interval_s`` (and at :meth:`KafkaTap.close`) one ``broker_request`` event holds the counts since the
   previous one, with the broker's fields (``interval_s``, ``requests`` by API name, ``total``,
   ``handling_us`` and ``rejected``, both empty: the tap sees no handling time and rejects nothing) plus
@@ -44,12 +51,12 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from kio.index import load_request_schema
+from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader
 
 from harness.kernel.events import COORDINATION_APIS
@@ -62,6 +69,9 @@ log = logging.getLogger("harness.kafka_tap")
 _CHUNK = 65536
 _SIZE = struct.Struct(">i")
 _PEEK = struct.Struct(">hh")  # api_key, api_version
+_CORRELATION = struct.Struct(">i")  # a response's correlation_id
+#: OffsetCommit's API key: its requests and responses are decoded for the broker's commit results
+OFFSET_COMMIT = 8
 
 
 @cache
@@ -116,21 +126,90 @@ def decode_request_info(frame: bytes) -> RequestInfo:
     )
 
 
-class FrameSplitter:
-    """Splits a client-to-broker byte stream into Kafka requests.
+@dataclass(frozen=True)
+class CommitRequest:
+    """An OffsetCommit request as the tap remembers it until its response: who commits what."""
 
-    :meth:`feed` takes the bytes of one read and yields ``(api_key, api_version, frame)`` for each request
-    whose start arrived: ``frame`` is the whole frame (without the size) when ``wanted(api_key)`` is true,
-    else None (the rest of that frame is skipped, never buffered).
+    version: int
+    group: str | None
+    member: str | None
+    generation: int | None
+    offsets: dict[tuple[str | None, int], int]  # (topic, partition) -> offset
+
+
+def decode_commit_request(frame: bytes) -> tuple[int, CommitRequest] | None:
+    """An OffsetCommit request frame's correlation id and what it commits; None when kio cannot read it."""
+    api_key, api_version = _PEEK.unpack_from(frame, 0)
+    try:
+        read_header, read_body = _readers(api_key, api_version)
+        header, hsize = read_header(frame, 0)
+        body, _ = read_body(frame, hsize)
+    except Exception:  # noqa: BLE001 - forwarded and counted anyway
+        return None
+    offsets = {
+        (getattr(t, "name", None), p.partition_index): p.committed_offset
+        for t in body.topics
+        for p in t.partitions
+    }
+    generation = getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", None))
+    return header.correlation_id, CommitRequest(
+        api_version, body.group_id, body.member_id, generation, offsets
+    )
+
+
+@cache
+def _response_readers(api_key: int, api_version: int) -> tuple[Any, Any]:
+    cls = load_response_schema(api_key, api_version)
+    return entity_reader(cls.__header_schema__), entity_reader(cls)
+
+
+def commit_results(request: CommitRequest, frame: bytes) -> list[dict[str, Any]]:
+    """The broker's answer to ``request`` per partition, as herdlab's broker writes its ``commit`` /
+    ``commit_rejected`` events (group, member, generation, topic, partition, offset; error: the error's
+    name when refused); empty when kio cannot read the response."""
+    try:
+        read_header, read_body = _response_readers(OFFSET_COMMIT, request.version)
+        _, hsize = read_header(frame, 0)
+        body, _ = read_body(frame, hsize)
+    except Exception:  # noqa: BLE001 - forwarded anyway
+        return []
+    out = []
+    for t in body.topics:
+        topic = getattr(t, "name", None)
+        for p in t.partitions:
+            fields: dict[str, Any] = {
+                "group": request.group,
+                "member": request.member,
+                "generation": request.generation,
+                "topic": topic,
+                "partition": p.partition_index,
+                "offset": request.offsets.get((topic, p.partition_index)),
+            }
+            if p.error_code.value != 0:
+                fields["error"] = p.error_code.name.upper()
+            out.append(fields)
+    return out
+
+
+class FrameSplitter:
+    """Splits a Kafka byte stream into frames: requests (client to broker) or, with ``peek`` :data:`_CORRELATION`,
+    responses (broker to client).
+
+    :meth:`feed` takes the bytes of one read and yields, for each frame whose start arrived, the fields
+    ``peek`` reads after the size (a request's ``api_key, api_version``; a response's ``correlation_id``) and
+    then ``frame``: the whole frame (without the size) when the first field is in ``wanted``, else None (the
+    rest of that frame is skipped, never buffered). ``wanted`` may change between reads (a dict of the
+    correlation ids awaited).
     """
 
-    def __init__(self, wanted: frozenset[int]) -> None:
+    def __init__(self, wanted: Container[int], peek: struct.Struct = _PEEK) -> None:
         self.wanted = wanted
+        self._peek = peek
         self._buf = bytearray()
         self._skip = 0  # bytes of an unwanted frame still to pass
         self._need: int | None = None  # size of the wanted frame being buffered
 
-    def feed(self, data: bytes) -> Iterator[tuple[int, int, bytes | None]]:
+    def feed(self, data: bytes) -> Iterator[tuple[Any, ...]]:
         """Consume ``data``; yield each request as described in the class docstring."""
         view = memoryview(data)
         while view:
@@ -148,20 +227,19 @@ class FrameSplitter:
                     frame = bytes(self._buf[: self._need])
                     del self._buf[: self._need]
                     self._need = None
-                    key, version = _PEEK.unpack_from(frame, 0)
-                    yield key, version, frame
+                    yield (*self._peek.unpack_from(frame, 0), frame)
                     continue
-                if len(self._buf) < 8:  # size + api_key + api_version
+                if len(self._buf) < 4 + self._peek.size:  # size + the peeked header fields
                     break
                 (size,) = _SIZE.unpack_from(self._buf, 0)
-                key, version = _PEEK.unpack_from(self._buf, 4)
-                if size < 4:
-                    raise ValueError(f"Kafka frame of {size} bytes is shorter than a request header")
+                head = self._peek.unpack_from(self._buf, 4)
+                if size < self._peek.size:
+                    raise ValueError(f"Kafka frame of {size} bytes is shorter than its header")
                 del self._buf[:4]
-                if key in self.wanted:
+                if head[0] in self.wanted:
                     self._need = size
                     continue
-                yield key, version, None
+                yield (*head, None)
                 if len(self._buf) >= size:
                     del self._buf[:size]
                     continue
@@ -208,7 +286,7 @@ class KafkaTap:
         self.requests: Counter[str] = Counter()
         self._reported: Counter[str] = Counter()
         self._last_report = time.monotonic()
-        self._wanted = frozenset(COORDINATION_KEYS)
+        self._wanted = frozenset({*COORDINATION_KEYS, OFFSET_COMMIT})
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
@@ -298,9 +376,14 @@ class KafkaTap:
             src_host, src_port = writer.get_extra_info("peername")[:2]
             dst_host, dst_port = writer.get_extra_info("sockname")[:2]
             up_writer.write(f"PROXY TCP4 {src_host} {dst_host} {src_port} {dst_port}\r\n".encode())
-        splitter = FrameSplitter(self._wanted)
+        pending: dict[int, CommitRequest] = {}  # this connection's OffsetCommits awaiting their response
+        requests = FrameSplitter(self._wanted)
+        responses = FrameSplitter(pending, _CORRELATION)
         try:
-            await asyncio.gather(self._pump(reader, up_writer, splitter), self._pump(up_reader, writer, None))
+            await asyncio.gather(
+                self._pump(reader, up_writer, lambda data: self._requests(requests.feed(data), pending)),
+                self._pump(up_reader, writer, lambda data: self._responses(responses.feed(data), pending)),
+            )
         except (OSError, ValueError, asyncio.IncompleteReadError) as e:
             log.debug("kafka tap connection closed: %s", e)
         except asyncio.CancelledError:
@@ -311,22 +394,44 @@ class KafkaTap:
                 w.close()
 
     async def _pump(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, splitter: FrameSplitter | None
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, observe: Callable[[bytes], None]
     ) -> None:
         try:
             while True:
                 data = await reader.read(_CHUNK)
                 if not data:
                     break
-                writer.write(data)  # forwarded first, untouched; counted after
-                if splitter is not None:
-                    for key, version, frame in splitter.feed(data):
-                        self._count(key, version, frame)
+                writer.write(data)  # forwarded first, untouched; observed after
+                observe(data)
                 await writer.drain()
         finally:
             with contextlib.suppress(OSError, RuntimeError):
                 if writer.can_write_eof():
                     writer.write_eof()
+
+    def _requests(self, frames: Iterator[tuple[Any, ...]], pending: dict[int, CommitRequest]) -> None:
+        """Count each request; remember each OffsetCommit until its response (before the broker can answer:
+        this runs before the pump next awaits)."""
+        for key, version, frame in frames:
+            if key == OFFSET_COMMIT and frame is not None:
+                self.requests[api_name(key, version)] += 1
+                got = decode_commit_request(frame)
+                if got is not None:
+                    pending[got[0]] = got[1]
+                continue
+            self._count(key, version, frame)
+
+    def _responses(self, frames: Iterator[tuple[Any, ...]], pending: dict[int, CommitRequest]) -> None:
+        """Each OffsetCommit response as the broker's ``commit`` / ``commit_rejected`` events."""
+        for correlation_id, frame in frames:
+            request = pending.pop(correlation_id, None)
+            if request is None or frame is None:
+                continue
+            for fields in commit_results(request, frame):
+                kind = "commit_rejected" if "error" in fields else "commit"
+                self.history.emit(
+                    kind, impl="coordinator", broker_id=self.broker_id, observed="tap", **fields
+                )
 
     def _count(self, api_key: int, api_version: int, frame: bytes | None) -> None:
         name = api_name(api_key, api_version)

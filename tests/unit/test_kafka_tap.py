@@ -151,7 +151,7 @@ def test_an_unwanted_frame_longer_than_the_read_is_skipped_not_buffered() -> Non
 
 def test_a_size_shorter_than_a_header_is_an_error() -> None:
     splitter = FrameSplitter(frozenset())
-    with pytest.raises(ValueError, match="shorter than a request header"):
+    with pytest.raises(ValueError, match="shorter than its header"):
         list(splitter.feed(struct.pack(">ihh", 2, 12, 3)))
 
 

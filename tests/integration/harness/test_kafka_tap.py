@@ -3,6 +3,7 @@ counts on the wire equals what the broker counts itself (its own ``group_request
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -93,3 +94,70 @@ def test_the_taps_group_requests_per_api_equal_the_brokers_own(
         assert e["total"] == sum(e["requests"].values())
     assert total["JoinGroup"] == sum(n for (api, _), n in tap_counts.items() if api == "JoinGroup")
     assert total["ApiVersions"] >= 1  # counted, though not a coordination request
+
+
+def _commits(path: Path, group: str) -> Counter[tuple[str, int, int, str | None]]:
+    return Counter(
+        (e["kind"], e["partition"], e["offset"], e.get("error"))
+        for kind in ("commit", "commit_rejected")
+        for e in _events(path, kind)
+        if e.get("group") == group
+    )
+
+
+def test_the_taps_decoded_commit_results_equal_the_brokers_own_commit_events(
+    broker_factory: BrokerFactory, tmp_path: Path
+) -> None:
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
+    from kafka.structs import OffsetAndMetadata, TopicPartition
+
+    broker = broker_factory(extra_args=["--group-initial-rebalance-delay-ms", "0"], persistent=False)
+    assert broker.history_path is not None
+    own_path = broker.history_path
+    tap_path = tmp_path / "tap.jsonl"
+    history = HistoryWriter(tap_path, source="tap", role="broker")
+    host, _, port = broker.bootstrap.rpartition(":")
+    group = "commit-group"
+    with KafkaTap((host, int(port)), history, interval_s=0.2, proxy_protocol=True) as tap:
+        admin = KafkaAdminClient(bootstrap_servers=tap.bootstrap, client_id="tap-admin")
+        admin.create_topics([NewTopic("committed", 2, 1)])  # pyright: ignore[reportUnknownMemberType]
+        admin.close()
+        member = KafkaConsumer(
+            "committed", bootstrap_servers=tap.bootstrap, group_id=group, enable_auto_commit=False
+        )
+        outsider = KafkaConsumer(bootstrap_servers=tap.bootstrap, group_id=group, enable_auto_commit=False)
+        try:
+            wait_until(
+                lambda: member.poll(200) is not None and len(member.assignment()) == 2,
+                timeout=30,
+                what="the member owns both partitions",
+            )
+            # the member's commit: accepted for both partitions
+            member.commit({TopicPartition("committed", p): OffsetAndMetadata(5 + p, "", -1) for p in (0, 1)})
+            # a client outside the group commits with no generation while the group has a member: refused
+            outsider.assign([TopicPartition("committed", 0)])
+            with contextlib.suppress(KafkaError):
+                outsider.commit({TopicPartition("committed", 0): OffsetAndMetadata(9, "", -1)})
+            wait_until(
+                lambda: sum(_commits(own_path, group).values()) == 3,
+                timeout=10,
+                what="the broker wrote both commits and the refusal",
+            )
+        finally:
+            member.close()
+            outsider.close()
+    history.close()
+    got, own = _commits(tap_path, group), _commits(own_path, group)
+    assert got == own
+    assert got[("commit", 0, 5, None)] == 1 and got[("commit", 1, 6, None)] == 1
+    rejected = [k for k in got if k[0] == "commit_rejected"]
+    assert [(k[1], k[2]) for k in rejected] == [(0, 9)] and rejected[0][3]  # refused, with the error's name
+    # the member and its generation as the broker recorded them, too
+    fields = ("partition", "offset", "member", "generation")
+    tapped = [e for e in _events(tap_path, "commit") if e["group"] == group]
+    assert {e["observed"] for e in tapped} == {"tap"}
+    own_commits = [e for e in _events(own_path, "commit") if e["group"] == group]
+    assert sorted(tuple(e[f] for f in fields) for e in tapped) == sorted(
+        tuple(e[f] for f in fields) for e in own_commits
+    )
