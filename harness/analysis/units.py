@@ -31,6 +31,7 @@ Contract
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -55,7 +56,10 @@ from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, role_col
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import Role
 from harness.scenario.loading import Case, case_scenario
+from harness.scenario.model import Scenario, Workload
 from harness.scenario.processing import processing_gap_s
+
+log = logging.getLogger("harness.analysis")
 
 
 def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[str, Any]]:
@@ -151,16 +155,25 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
 def _processing_gap_s(case: dict[str, Any], impl: str, scenario: dict[str, Any]) -> float:
     """The unit's processing gap bound: its case's ``processing_gap_s`` in the manifest, else derived
     (:func:`harness.scenario.processing.processing_gap_s`) from the manifest's scenario with the case's
-    parameters, as a run writing no bound had run it."""
+    parameters, as a run writing no bound had run it. A scenario this version no longer reads (an older
+    run's keys) gives the bound of the scenario defaults at its workload's rate, with a warning."""
     gaps = case.get("processing_gap_s") or {}
     if impl in gaps:
         return float(gaps[impl])
     try:
         s = case_scenario(scenario, case.get("params") or {})
     except ConfigError as e:
-        raise ConfigError(
-            f"no processing gap bound in the manifest, and its scenario is not valid: {e}"
-        ) from None
+        rate = (scenario.get("workload") or {}).get("rate")
+        s = Scenario(
+            name="manifest",
+            workload=Workload(rate=rate) if isinstance(rate, int | float) and rate > 0 else Workload(),
+        )
+        log.warning(
+            "case %s: %s; its processing gap bound is the defaults' at %g records/s",
+            case.get("label"),
+            e,
+            s.workload.rate,
+        )
     partitions = int(case.get("partitions") or 0) or Case(s, {}).partitions
     return processing_gap_s(s, impl, partitions)
 

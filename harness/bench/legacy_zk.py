@@ -337,6 +337,11 @@ def write_run_dir(run_dir: Path, b: LegacyBench, size_dirs: Mapping[int, Path], 
     """``history.parquet`` (every size's files, one unit per size) and ``manifest.json``; the row count."""
     from harness.history.schema import to_parquet
     from harness.run.manifest import write_manifest
+    from harness.scenario import Scenario
+    from harness.scenario.processing import processing_gap_s
+
+    # the bench's members fetch no records; their bound is the scenario defaults' (stated, as a run's)
+    base = Scenario(name=SCENARIO, implementations=[IMPL])
 
     run_id = f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
@@ -355,7 +360,14 @@ def write_run_dir(run_dir: Path, b: LegacyBench, size_dirs: Mapping[int, Path], 
             "implementations": [IMPL],
         },
         cases=[
-            {"index": i, "label": case_label(n), "params": {"members": n}, "members": n, "partitions": n}
+            {
+                "index": i,
+                "label": case_label(n),
+                "params": {"members": n},
+                "members": n,
+                "partitions": n,
+                "processing_gap_s": {IMPL: processing_gap_s(base, IMPL, n)},
+            }
             for i, n in enumerate(size_dirs)
         ],
         repetitions=1,

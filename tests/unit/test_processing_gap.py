@@ -42,3 +42,20 @@ def test_the_scenario_setting_overrides_the_derived_bound() -> None:
 def test_a_bound_that_is_no_positive_duration_is_refused() -> None:
     with pytest.raises(ConfigError, match="split_brain_gap"):
         load_scenario("split-brain", ["split_brain_gap=0"])
+
+
+def test_the_analysis_reads_the_manifest_s_bound_else_derives_it(caplog: pytest.LogCaptureFixture) -> None:
+    from harness.analysis.units import _processing_gap_s  # pyright: ignore[reportPrivateUsage]
+
+    case = {"label": "c", "params": {}, "partitions": 4}
+    assert _processing_gap_s({**case, "processing_gap_s": {"coordinator": 1.5}}, "coordinator", {}) == 1.5
+    # derived: 4 partitions at 10 records/s, one record of a partition every 0.4 s, ten 4 s (> 0.7 s)
+    assert _processing_gap_s(case, "coordinator", {"name": "x", "workload": {"rate": 10}}) == 4.0
+    # a case parameter applies: 4 partitions at 400 records/s, ten records 0.1 s < legacy's 0.2 s
+    params = {**case, "params": {"workload.rate": 400}}
+    assert _processing_gap_s(params, "legacy_zk", {"name": "x", "workload": {"rate": 10}}) == 0.2
+    # a scenario this version does not read (an older run's key): the defaults at its rate, with a warning
+    assert (
+        _processing_gap_s(case, "coordinator", {"name": "x", "members": 3, "workload": {"rate": 10}}) == 4.0
+    )
+    assert "processing gap bound is the defaults'" in caplog.text
