@@ -3,23 +3,44 @@
 Contract
 --------
 :func:`summary` (pure, from the document's units and aggregates) returns None unless the run's units
-have more than one ``broker`` (:func:`harness.analysis.units.columns`). Otherwise
-``{"brokers": [...], "rows": [...]}`` with one row per (implementation, trigger key, client,
-assignor), in trigger order: ``impl``, ``trigger`` (``"#1 join"``), ``action``, ``client``,
-``assignor``, ``latency_s`` and ``coordination_requests`` (broker -> the median (p50) of that
-metric's aggregate row of the case with that broker: a number, ``"never"``, or None when absent),
-and ``latency_ratio`` / ``requests_ratio``: herdlab / tansu, None when either side has no finite
-value or tansu's is 0.
+have more than one ``broker`` (:func:`harness.analysis.units.columns`: ``herdlab``, ``tansu``,
+``apache-kafka 3.9.2``, ...). Otherwise ``{"brokers": [...], "reference": [...], "rows": [...]}``:
+``brokers`` with herdlab first, ``reference`` the others (the third parties herdlab is compared with),
+and one row per (implementation, trigger key, client, assignor), in trigger order:
+
+* ``impl``, ``trigger`` (``"#1 join"``), ``action``, ``client``, ``assignor``;
+* ``latency_s`` and ``coordination_requests``: broker -> the median (p50) of that metric's aggregate row
+  of the case with that broker (a number, ``"never"``, or None when absent);
+* ``requests_by_kind``: request kind (``JoinGroup``, ``Heartbeat``, ...) -> broker -> the median count
+  of that kind (``broker_group_requests[KIND]``; a kind one broker saw and another did not is 0 there
+  when that broker measured requests at all);
+* ``vs``: reference broker -> ``latency_ratio`` and ``latency_ci95`` (herdlab / it: the ratio of the
+  means of the repetitions' finite latencies with its 95 % confidence interval,
+  :func:`harness.analysis.stats.ratio_of_means`; never-settled repetitions left out and counted in
+  ``latency_never``), ``latency_n`` (finite values on each side), ``requests_ratio`` (of the medians),
+  ``latency_outside`` (the interval lies wholly outside :data:`FIDELITY_BAND`; None without an
+  interval) and ``kinds_differ`` (the kinds whose median counts differ);
+* ``latency_ratio`` / ``requests_ratio``: those of the first reference broker (for one-line readers).
 """
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from typing import Any
 
-#: The brokers whose ratio the summary states (ours over the third party's).
-RATIO = ("herdlab", "tansu")
+from harness.analysis.aggregate import trigger_sample
+from harness.analysis.definitions import metric
+from harness.analysis.stats import ratio_of_means
+
+#: The broker every ratio has as numerator.
+OURS = "herdlab"
 METRICS = ("latency_s", "coordination_requests")
+KIND_METRIC = "broker_group_requests"
+#: A latency ratio whose whole 95 % interval lies outside this band is a fidelity difference to explain.
+FIDELITY_BAND = (0.9, 1.1)
+
+Key = tuple[str, str, str, str]
 
 
 def ratio(a: Any, b: Any) -> float | None:
@@ -31,19 +52,42 @@ def ratio(a: Any, b: Any) -> float | None:
     return round(a / b, 3)
 
 
+def _kind(name: str) -> str | None:
+    """``broker_group_requests[JoinGroup]`` -> ``JoinGroup``; None for any other metric."""
+    prefix = KIND_METRIC + "["
+    return name[len(prefix) : -1] if name.startswith(prefix) and name.endswith("]") else None
+
+
+def _latency_vs(ours: list[float], theirs: list[float]) -> dict[str, Any]:
+    """The latency comparison of two samples (+infinity = never settled) under ``vs``."""
+    fin_a = [v for v in ours if math.isfinite(v)]
+    fin_b = [v for v in theirs if math.isfinite(v)]
+    r = ratio_of_means(fin_a, fin_b)
+    lo, hi = FIDELITY_BAND
+    outside = None if r.ci95 is None else (r.ci95[1] < lo or r.ci95[0] > hi)
+    return {
+        "latency_ratio": r.ratio,
+        "latency_ci95": None if r.ci95 is None else list(r.ci95),
+        "latency_n": list(r.n),
+        "latency_never": [len(ours) - len(fin_a), len(theirs) - len(fin_b)],
+        "latency_outside": outside,
+    }
+
+
 def summary(units: list[dict[str, Any]], aggregates: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The Coordinators summary (see the module contract)."""
     col = {(u["impl"], u["case"]): u for u in units if u.get("broker")}
-    brokers = sorted(
-        {u["broker"] for u in col.values()},
-        key=lambda b: (b not in RATIO, RATIO.index(b) if b in RATIO else 0, b),
-    )
+    brokers = sorted({u["broker"] for u in col.values()}, key=lambda b: (b != OURS, b))
     if len(brokers) < 2:
         return None
-    rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-    order: dict[tuple[str, str, str, str], int] = {}
+    reference = [b for b in brokers if b != OURS]
+    rows: dict[Key, dict[str, Any]] = {}
+    order: dict[Key, int] = {}
+    measured: dict[Key, set[str]] = defaultdict(set)  # brokers with a coordination_requests row
     for a in aggregates:
-        if a.get("trigger") == "unit" or a.get("metric") not in METRICS:
+        name = a.get("metric") or ""
+        kind = _kind(name)
+        if a.get("trigger") == "unit" or (name not in METRICS and kind is None):
             continue
         u = col.get((a["impl"], a["case"]))
         if u is None:
@@ -59,15 +103,51 @@ def summary(units: list[dict[str, Any]], aggregates: list[dict[str, Any]]) -> di
                 "client": k[2],
                 "assignor": k[3],
                 **{m: {b: None for b in brokers} for m in METRICS},
+                "requests_by_kind": {},
             },
         )
-        row[a["metric"]][u["broker"]] = a.get("p50")
+        if kind is None:
+            row[name][u["broker"]] = a.get("p50")
+            if name == "coordination_requests":
+                measured[k].add(u["broker"])
+        else:
+            row["requests_by_kind"].setdefault(kind, {b: None for b in brokers})[u["broker"]] = a.get("p50")
+    samples = _latency_samples(units)
     out = []
     for k in sorted(rows, key=lambda k: (k[0], order[k], k[2], k[3])):
         r = rows[k]
-        r["latency_ratio"] = ratio(r["latency_s"].get(RATIO[0]), r["latency_s"].get(RATIO[1]))
-        r["requests_ratio"] = ratio(
-            r["coordination_requests"].get(RATIO[0]), r["coordination_requests"].get(RATIO[1])
-        )
+        kinds = r["requests_by_kind"]
+        for kind in kinds:
+            for b in measured[k]:
+                if kinds[kind][b] is None:
+                    kinds[kind][b] = 0
+        r["requests_by_kind"] = {kind: kinds[kind] for kind in sorted(kinds)}
+        r["vs"] = {}
+        for b in reference:
+            v = _latency_vs(samples.get((*k, OURS), []), samples.get((*k, b), []))
+            v["requests_ratio"] = ratio(
+                r["coordination_requests"].get(OURS), r["coordination_requests"].get(b)
+            )
+            v["kinds_differ"] = [
+                kind
+                for kind, by in r["requests_by_kind"].items()
+                if OURS in measured[k] and b in measured[k] and by.get(OURS) != by.get(b)
+            ]
+            r["vs"][b] = v
+        first = r["vs"][reference[0]]
+        r["latency_ratio"], r["requests_ratio"] = first["latency_ratio"], first["requests_ratio"]
         out.append(r)
-    return {"brokers": brokers, "rows": out}
+    return {"brokers": brokers, "reference": reference, "rows": out}
+
+
+def _latency_samples(units: list[dict[str, Any]]) -> dict[tuple[str, str, str, str, str], list[float]]:
+    """(impl, trigger key, client, assignor, broker) -> the latency sample over the repetitions of the
+    live units with that column (:func:`harness.analysis.aggregate.trigger_sample`)."""
+    by: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for u in units:
+        if u.get("failed") or not u.get("broker"):
+            continue
+        for t in u.get("triggers") or []:
+            by[(u["impl"], t["key"], u.get("client") or "", u.get("assignor") or "", u["broker"])].append(t)
+    latency = metric("latency_s")
+    return {k: trigger_sample(latency, ts) for k, ts in by.items()}

@@ -141,6 +141,8 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
             units[k] = {"case": k[0], "impl": k[1], "repetition": k[2], "events": 0, "partitions": None}
         if mu.get("failed"):
             units[k]["failed"] = mu["failed"]
+        if mu.get("broker_config"):
+            units[k]["broker_config"] = mu["broker_config"]
     libraries = {unit_key(r): r["library"] for r in got["libraries"]}
     for k, u in units.items():
         case = case_by_label.get(k[0]) or {}
@@ -148,7 +150,8 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
         u["params"] = case.get("params") or {}
         if u["events"]:
             u["processing_gap_s"] = _processing_gap_s(case, k[1], manifest.get("scenario") or {})
-        u.update(columns(k[1], libraries.get(k), u["params"], manifest.get("scenario") or {}))
+        version = (u.get("broker_config") or {}).get("version")
+        u.update(columns(k[1], libraries.get(k), u["params"], manifest.get("scenario") or {}, version))
     return units
 
 
@@ -179,11 +182,17 @@ def _processing_gap_s(case: dict[str, Any], impl: str, scenario: dict[str, Any])
 
 
 def columns(
-    impl: str, library: str | None, params: dict[str, Any], scenario: dict[str, Any]
+    impl: str,
+    library: str | None,
+    params: dict[str, Any],
+    scenario: dict[str, Any],
+    broker_version: str | None = None,
 ) -> dict[str, str]:
     """A unit's report column: ``client`` (the members' ``library``, else the scenario's
-    ``group.coordinator.client`` of the case, else of the scenario; "" for legacy_zk), ``broker`` (the case's ``cluster.broker``, else the
-    scenario's, else "herdlab") and ``assignor`` (the case's ``group.assignor``, else the scenario's,
+    ``group.coordinator.client`` of the case, else of the scenario; "" for legacy_zk), ``broker`` (the
+    case's ``cluster.broker``, else the scenario's, else "herdlab"; Apache Kafka with its version: the
+    ``broker_version`` the unit ran, else the case's or scenario's ``cluster.kafka_version``, else 3.9,
+    e.g. ``apache-kafka 3.9.2``) and ``assignor`` (the case's ``group.assignor``, else the scenario's,
     else "range")."""
     group = scenario.get("group") or {}
     client = ""
@@ -194,7 +203,13 @@ def columns(
             or (group.get("coordinator") or {}).get("client")
             or "kafka-python"
         )
-    broker = params.get("cluster.broker") or (scenario.get("cluster") or {}).get("broker") or "herdlab"
+    cluster = scenario.get("cluster") or {}
+    broker = params.get("cluster.broker") or cluster.get("broker") or "herdlab"
+    if broker == "apache-kafka":
+        version = (
+            broker_version or params.get("cluster.kafka_version") or cluster.get("kafka_version") or "3.9"
+        )
+        broker = f"{broker} {version}"
     assignor = params.get("group.assignor") or group.get("assignor") or "range"
     return {"client": str(client), "broker": str(broker), "assignor": str(assignor)}
 

@@ -15,6 +15,7 @@ from harness.analysis.definitions import metric
 from harness.report.plots import Plot
 from harness.report.simulation import banner
 from harness.report.tables import (
+    BROKER_CONFIG_INTRO,
     COMPLETENESS_COLUMNS,
     COORDINATORS_INTRO,
     FAILOVER_COLUMNS,
@@ -23,9 +24,12 @@ from harness.report.tables import (
     MIGRATION_INTRO,
     OVERLAP_COLUMNS,
     OVERLAP_INTRO,
+    REQUEST_KINDS_INTRO,
     UNIT_COLUMNS,
     VERDICT_COLUMNS,
     SideBySide,
+    broker_config_columns,
+    broker_config_rows,
     cells,
     columns,
     completeness_rows,
@@ -36,6 +40,8 @@ from harness.report.tables import (
     migration_line,
     migration_tables,
     overlap_rows,
+    request_kind_columns,
+    request_kind_rows,
     side_by_side,
     trigger_title,
     unit_rows,
@@ -147,8 +153,24 @@ def coordinators_block(metrics: dict[str, Any]) -> str:
     rows = coordinators_rows(metrics)
     if not rows:
         return ""
-    return f'<h2>Coordinators</h2><p class="meta">{_e(COORDINATORS_INTRO)}</p>' + _grid(
+    out = f'<h2>Coordinators</h2><p class="meta">{_e(COORDINATORS_INTRO)}</p>' + _grid(
         coordinators_columns(metrics), rows
+    )
+    kinds = request_kind_rows(metrics)
+    if kinds:
+        out += f'<h3>Requests by kind</h3><p class="meta">{_e(REQUEST_KINDS_INTRO)}</p>' + _grid(
+            request_kind_columns(metrics), kinds
+        )
+    return out
+
+
+def broker_config_block(metrics: dict[str, Any]) -> str:
+    """The "Broker configuration" section (HTML; empty when no unit recorded its broker's)."""
+    rows = broker_config_rows(metrics)
+    if not rows:
+        return ""
+    return f'<h2>Broker configuration</h2><p class="meta">{_e(BROKER_CONFIG_INTRO)}</p>' + _grid(
+        broker_config_columns(metrics), rows
     )
 
 
@@ -272,6 +294,7 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
                 )
         parts.append("</tbody></table></div></details>")
     parts.append(overlaps_block(metrics))
+    parts.append(broker_config_block(metrics))
     parts.append(logs_block(metrics))
 
     parts.append("<h2>Definitions</h2><dl>")

@@ -14,6 +14,7 @@ from harness.analysis.definitions import metric
 from harness.report.plots import Plot
 from harness.report.simulation import banner
 from harness.report.tables import (
+    BROKER_CONFIG_INTRO,
     COMPLETENESS_COLUMNS,
     COORDINATORS_INTRO,
     FAILOVER_COLUMNS,
@@ -22,9 +23,12 @@ from harness.report.tables import (
     MIGRATION_INTRO,
     OVERLAP_COLUMNS,
     OVERLAP_INTRO,
+    REQUEST_KINDS_INTRO,
     UNIT_COLUMNS,
     VERDICT_COLUMNS,
     SideBySide,
+    broker_config_columns,
+    broker_config_rows,
     cells,
     columns,
     completeness_rows,
@@ -34,6 +38,8 @@ from harness.report.tables import (
     migration_line,
     migration_tables,
     overlap_rows,
+    request_kind_columns,
+    request_kind_rows,
     side_by_side,
     trigger_title,
     unit_rows,
@@ -103,7 +109,33 @@ def coordinators_section(metrics: dict[str, Any]) -> list[str]:
     rows = coordinators_rows(metrics)
     if not rows:
         return []
-    return ["## Coordinators", "", COORDINATORS_INTRO, "", *_grid(coordinators_columns(metrics), rows), ""]
+    out = ["## Coordinators", "", COORDINATORS_INTRO, "", *_grid(coordinators_columns(metrics), rows), ""]
+    kinds = request_kind_rows(metrics)
+    if kinds:
+        out += [
+            "### Requests by kind",
+            "",
+            REQUEST_KINDS_INTRO,
+            "",
+            *_grid(request_kind_columns(metrics), kinds),
+            "",
+        ]
+    return out
+
+
+def broker_config_section(metrics: dict[str, Any]) -> list[str]:
+    """The "Broker configuration" section (Markdown lines; none when no unit recorded its broker's)."""
+    rows = broker_config_rows(metrics)
+    if not rows:
+        return []
+    return [
+        "## Broker configuration",
+        "",
+        BROKER_CONFIG_INTRO,
+        "",
+        *_grid(broker_config_columns(metrics), rows),
+        "",
+    ]
 
 
 def logs_section(metrics: dict[str, Any]) -> list[str]:
@@ -180,6 +212,7 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
             grid.append([r["unit"], *c, *[""] * (len(UNIT_COLUMNS) - len(c))])
         out += ["## Every unit", "", *_grid(["unit", *(c for c, _ in UNIT_COLUMNS)], grid), ""]
     out += overlaps_section(metrics)
+    out += broker_config_section(metrics)
     out += logs_section(metrics)
     out += ["## Definitions", ""]
     out += [f"- **{term}**: {text}" for term, text in metrics.get("definitions") or []]

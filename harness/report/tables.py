@@ -603,10 +603,20 @@ def failover_rows(metrics: dict[str, Any]) -> list[list[str]]:
 # --- coordinators side by side ------------------------------------------------------------------------
 
 COORDINATORS_INTRO = (
-    "Per trigger, client and assignor: the median rebalance latency and coordination requests (broker "
-    "group requests) of each broker, and the ratio herdlab / tansu (below 1: ours is faster or causes "
-    "less traffic; - when either side has no finite value)."
+    "Per trigger, client and assignor: each broker's median rebalance latency and coordination requests "
+    "(broker group requests), and herdlab / each other broker: the ratio of the mean latencies over the "
+    "repetitions with its 95 % confidence interval (below 1: ours is faster; an interval wholly outside "
+    "[0.9, 1.1] is marked *), and the ratio of the median requests. - when either side has no finite value."
 )
+REQUEST_KINDS_INTRO = (
+    "Per trigger, client and assignor: the median count of each coordination request kind on each broker; "
+    "the last column names the brokers whose median differs from herdlab's."
+)
+
+
+def _reference(c: dict[str, Any]) -> list[str]:
+    """The brokers herdlab is compared with (a summary before ``reference`` existed: the non-herdlab)."""
+    return list(c.get("reference") or [b for b in c.get("brokers") or [] if b != "herdlab"])
 
 
 def coordinators_columns(metrics: dict[str, Any]) -> list[str]:
@@ -620,10 +630,27 @@ def coordinators_columns(metrics: dict[str, Any]) -> list[str]:
         "client",
         "assignor",
         *(f"latency {b}" for b in brokers),
-        "latency herdlab/tansu",
+        *(f"latency herdlab/{b}" for b in _reference(c)),
         *(f"requests {b}" for b in brokers),
-        "requests herdlab/tansu",
+        *(f"requests herdlab/{b}" for b in _reference(c)),
     ]
+
+
+def _trigger(r: dict[str, Any]) -> str:
+    return r["trigger"] if r.get("impl") == "coordinator" else f"{r['impl']} {r['trigger']}"
+
+
+def _ratio(v: Any) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _latency_vs(vs: dict[str, Any], fallback: Any) -> str:
+    """``0.95 [0.90, 1.01]``, ``*`` after an interval wholly outside the fidelity band."""
+    r = vs.get("latency_ratio", fallback) if vs else fallback
+    ci = vs.get("latency_ci95") if vs else None
+    if r is None or ci is None:
+        return _ratio(r)
+    return f"{r:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" + (" *" if vs.get("latency_outside") else "")
 
 
 def coordinators_rows(metrics: dict[str, Any]) -> list[list[str]]:
@@ -633,22 +660,109 @@ def coordinators_rows(metrics: dict[str, Any]) -> list[list[str]]:
     if not c:
         return []
     brokers = list(c.get("brokers") or [])
-
-    def ratio(v: Any) -> str:
-        return "-" if v is None else f"{v:.2f}"
-
+    reference = _reference(c)
     out = []
     for r in c.get("rows") or []:
-        trigger = r["trigger"] if r.get("impl") == "coordinator" else f"{r['impl']} {r['trigger']}"
+        vs = r.get("vs") or {}
+        first = reference[0] if reference else None
         out.append(
             [
-                trigger,
+                _trigger(r),
                 r.get("client") or DASH,
                 r.get("assignor") or DASH,
                 *(fmt(r["latency_s"].get(b), "s") for b in brokers),
-                ratio(r.get("latency_ratio")),
+                *(
+                    _latency_vs(vs.get(b) or {}, r.get("latency_ratio") if b == first else None)
+                    for b in reference
+                ),
                 *(fmt(r["coordination_requests"].get(b)) for b in brokers),
-                ratio(r.get("requests_ratio")),
+                *(
+                    _ratio(
+                        (vs.get(b) or {}).get(
+                            "requests_ratio", r.get("requests_ratio") if b == first else None
+                        )
+                    )
+                    for b in reference
+                ),
             ]
         )
     return out
+
+
+def request_kind_columns(metrics: dict[str, Any]) -> list[str]:
+    """The request-kinds table's header (empty without a summary that has kinds)."""
+    c = metrics.get("coordinators")
+    if not c or not request_kind_rows(metrics):
+        return []
+    return ["trigger", "client", "assignor", "request", *(list(c.get("brokers") or [])), "differs"]
+
+
+def request_kind_rows(metrics: dict[str, Any]) -> list[list[str]]:
+    """One row per trigger, client, assignor and request kind: each broker's median count, then the
+    brokers whose median differs from herdlab's (``kinds_differ`` of the summary)."""
+    c = metrics.get("coordinators")
+    if not c:
+        return []
+    brokers = list(c.get("brokers") or [])
+    out = []
+    for r in c.get("rows") or []:
+        vs = r.get("vs") or {}
+        for kind, by in (r.get("requests_by_kind") or {}).items():
+            differ = [b for b, v in vs.items() if kind in (v.get("kinds_differ") or [])]
+            out.append(
+                [
+                    _trigger(r),
+                    r.get("client") or DASH,
+                    r.get("assignor") or DASH,
+                    kind,
+                    *(fmt(by.get(b)) for b in brokers),
+                    ", ".join(differ) or DASH,
+                ]
+            )
+    return out
+
+
+# --- what each broker ran with --------------------------------------------------------------------------
+
+BROKER_CONFIG_INTRO = (
+    "What each broker ran with: the group settings herdlab's broker takes from the scenario and every "
+    "property of Apache Kafka's server.properties, by their Kafka names (listeners, directories and "
+    "ZooKeeper addresses, which differ per unit, are left out; every unit's full configuration is in the "
+    "manifest). - where a broker has no such setting."
+)
+#: Properties that name a unit's own ports, directories or servers: they differ per unit by nature.
+PER_UNIT_PROPERTIES = (
+    "listeners",
+    "advertised.listeners",
+    "log.dirs",
+    "zookeeper.connect",
+    "controller.quorum.voters",
+)
+
+
+def broker_config_columns(metrics: dict[str, Any]) -> list[str]:
+    """The broker-configuration table's header: ``setting`` and each broker (empty without any)."""
+    by = _broker_configs(metrics)
+    return ["setting", *by] if by else []
+
+
+def broker_config_rows(metrics: dict[str, Any]) -> list[list[str]]:
+    """One row per setting any broker ran with (see :data:`BROKER_CONFIG_INTRO`); a setting whose value
+    differed between a broker's units lists each value."""
+    by = _broker_configs(metrics)
+    keys = sorted({k for props in by.values() for k in props})
+    return [[k, *(" / ".join(sorted(by[b][k])) if k in by[b] else DASH for b in by)] for k in keys]
+
+
+def _broker_configs(metrics: dict[str, Any]) -> dict[str, dict[str, set[str]]]:
+    """Broker column label -> setting -> the values its units ran with, from ``units[].broker_config``."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for u in metrics.get("units") or []:
+        cfg = u.get("broker_config")
+        if not cfg:
+            continue
+        props = out.setdefault(str(u.get("broker") or cfg.get("broker")), {})
+        for k, v in (cfg.get("properties") or {}).items():
+            if k not in PER_UNIT_PROPERTIES:
+                props.setdefault(k, set()).add(str(v))
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] != "herdlab", kv[0])))

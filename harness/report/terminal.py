@@ -76,7 +76,8 @@ def verdict_panel(metrics: dict[str, Any]) -> Group:
         parts.append(f)
     head = coordinators_columns(metrics)
     if head:
-        k = Table(title="coordinators: herdlab's broker against tansu", title_justify="left")
+        against = ", ".join(str(b) for b in (metrics.get("coordinators") or {}).get("reference") or [])
+        k = Table(title=f"coordinators: herdlab's broker against {against}", title_justify="left")
         for name in head:
             k.add_column(name, justify="left" if name in ("trigger", "client", "assignor") else "right")
         for r in coordinators_rows(metrics):

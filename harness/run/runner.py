@@ -439,10 +439,12 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
     if options.backend != "containers" and options.containers.kafka_image:
         raise ConfigError("--kafka-image needs --backend containers")
     if options.backend == "external" and (
-        scenario.zookeeper.servers != 1 or "zookeeper.servers" in scenario.matrix
+        scenario.zookeeper.servers != 1 or "zookeeper.servers" in scenario.matrix_keys
     ):
         raise ConfigError(f"zookeeper servers = 3 needs --backend local (not {options.backend}) for now")
-    if options.backend != "local" and (scenario.cluster.brokers != 1 or "cluster.brokers" in scenario.matrix):
+    if options.backend != "local" and (
+        scenario.cluster.brokers != 1 or "cluster.brokers" in scenario.matrix_keys
+    ):
         raise ConfigError(f"cluster brokers > 1 needs --backend local (not {options.backend}) for now")
     if options.backend == "containers":
         preflight(options.containers)

@@ -42,18 +42,49 @@ def builtin_text(name: str) -> str:
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
-    """``"group.members=5"`` -> (["group", "members"], 5). Values are TOML, else strings."""
+    """``"group.members=5"`` -> (["group", "members"], 5). The key is a TOML key, so a part holding dots
+    is quoted (``matrix."cluster.broker"=["herdlab","tansu"]``). Values are TOML, else strings."""
     if "=" not in item:
         raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. group.members=5")
-    key, raw = item.split("=", 1)
-    key = key.strip()
-    if not key or any(not part for part in key.split(".")):
+    key, raw = _split_key(item)
+    path = _key_path(key)
+    if path is None:
         raise ConfigError(f"--set {item!r}: the key must be dotted names, e.g. group.members")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw
-    return key.split("."), value
+    return path, value
+
+
+def _split_key(item: str) -> tuple[str, str]:
+    """KEY and VALUE of ``KEY=VALUE``: the first ``=`` outside a quoted key part."""
+    quote = None
+    for i, ch in enumerate(item):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "=":
+            return item[:i].strip(), item[i + 1 :]
+    return item.strip(), ""
+
+
+def _key_path(key: str) -> list[str] | None:
+    """The parts of a TOML dotted key (``a."b.c"`` -> ["a", "b.c"]), None when it is not one."""
+    if not key:
+        return None
+    try:
+        node: Any = tomllib.loads(f"{key} = 0")
+    except tomllib.TOMLDecodeError:
+        return None
+    path = []
+    while isinstance(node, dict) and len(node) == 1:
+        (part, node) = next(iter(node.items()))
+        if not part:
+            return None
+        path.append(part)
+    return path if node == 0 else None
 
 
 def _apply_override(data: dict[str, Any], path: list[str], value: Any) -> None:
@@ -170,22 +201,47 @@ class Case:
 
 
 def expand(scenario: Scenario) -> list[Case]:
-    """Every combination of the matrix axes (``group.members`` lists and ``[matrix]`` keys)."""
+    """Every combination of the matrix axes (``group.members`` lists and ``[matrix]`` keys; a joint axis
+    ``"a,b" = [[a1, b1], [a2, b2]]`` sets both keys from each of its values), each once:
+    an axis that does not apply to a combination is dropped from it (:func:`_applicable`)."""
     axes: dict[str, list[Any]] = {}
     if isinstance(scenario.group.members, list):
         axes["group.members"] = list(scenario.group.members)
     for key, values in scenario.matrix.items():
-        if key in axes:
-            raise ConfigError(f"scenario {scenario.name}: matrix.{key} repeats an axis given elsewhere")
-        axes[key] = list(values)
+        keys = [k.strip() for k in key.split(",")]
+        for k in keys:
+            if any(k in a.split(",") for a in axes):
+                raise ConfigError(f"scenario {scenario.name}: matrix.{k} repeats an axis given elsewhere")
+        axes[",".join(keys)] = list(values)
     # only what the file and --set gave (exclude_unset): a default dumped here would count as given in the
     # case, and a shorthand's default would then clash with the same property in the properties table
     base = scenario.model_dump(mode="python", exclude={"matrix"}, exclude_unset=True)
     cases = []
+    seen: set[str] = set()
     for combo in itertools.product(*axes.values()) if axes else [()]:
-        params = dict(zip(axes, combo, strict=True))
-        cases.append(Case(case_scenario(base, params, f"scenario {scenario.name} case {params}"), params))
+        params: dict[str, Any] = {}
+        for axis, value in zip(axes, combo, strict=True):
+            if "," in axis:
+                params.update(zip(axis.split(","), value, strict=True))
+            else:
+                params[axis] = value
+        params = _applicable(params, scenario)
+        case = Case(case_scenario(base, params, f"scenario {scenario.name} case {params}"), params)
+        if case.label not in seen:
+            seen.add(case.label)
+            cases.append(case)
     return cases
+
+
+def _applicable(params: dict[str, Any], scenario: Scenario) -> dict[str, Any]:
+    """``params`` without the axes that do not apply to the case, so a product of axes runs such a case
+    once: ``cluster.kafka_version`` applies only where the case's broker is ``apache-kafka``
+    (``"cluster.broker" = ["herdlab", "apache-kafka"]`` with ``"cluster.kafka_version" = ["3.9", "4"]``
+    is three cases, not four)."""
+    broker = params.get("cluster.broker", scenario.cluster.broker)
+    if broker != "apache-kafka" and "cluster.kafka_version" in params:
+        return {k: v for k, v in params.items() if k != "cluster.kafka_version"}
+    return params
 
 
 def case_scenario(data: dict[str, Any], params: dict[str, Any], source: str = "the scenario") -> Scenario:

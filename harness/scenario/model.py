@@ -6,7 +6,8 @@ Every model forbids unknown keys, so a typo is an error that names the key, neve
 
 Durations are written as strings with a unit (``"500ms"``, ``"5s"``, ``"2m"``) or as a number of
 seconds; they are held as float seconds. Matrix axes are lists: ``group.members = [10, 25, 50]``
-or any dotted key under ``[matrix]`` (see :mod:`harness.scenario.matrix`).
+or any dotted key under ``[matrix]``; a key naming several dotted keys joined by commas is one axis whose
+values are lists, one value per key (see :func:`harness.scenario.loading.expand`).
 """
 
 from __future__ import annotations
@@ -759,7 +760,7 @@ def _check_network_faults(s: Scenario) -> None:
         if (
             isinstance(a.server, int)
             and a.server >= s.zookeeper.servers
-            and "zookeeper.servers" not in s.matrix
+            and "zookeeper.servers" not in s.matrix_keys
         ):
             raise ValueError(
                 f"restart_zk at {a.at:g}s: server {a.server} does not exist (zookeeper.servers = {s.zookeeper.servers})"
@@ -770,7 +771,7 @@ def _check_network_faults(s: Scenario) -> None:
     )
     cuts = [a for a in s.timeline if isinstance(a, CutBrokerZk)]
     for a in cuts:
-        if a.broker >= s.cluster.brokers and "cluster.brokers" not in s.matrix:
+        if a.broker >= s.cluster.brokers and "cluster.brokers" not in s.matrix_keys:
             raise ValueError(
                 f"cut_broker_zk at {a.at:g}s: broker {a.broker} does not exist (cluster.brokers = {s.cluster.brokers})"
             )
@@ -820,14 +821,22 @@ class Scenario(Strict):
         "brain); unset = derived per implementation from the workload's rate and the members' fetch "
         "wait and poll window (harness.scenario.processing)",
     )
-    matrix: dict[str, list[int | float | bool | str]] = Field(
-        default_factory=dict, description="dotted key -> values; the run covers every combination"
+    matrix: dict[str, list[int | float | bool | str | list[int | float | bool | str]]] = Field(
+        default_factory=dict,
+        description="dotted key -> values; the run covers every combination. A key of several dotted keys "
+        'joined by commas ("group.coordinator.client,group.assignor") is one axis whose values are lists, '
+        "one value per key: only the combinations listed",
     )
     migration: Migration = Migration()
     nemesis: list[RandomNemesis] = Field(
         default_factory=list[RandomNemesis],
         description="seeded random fault schedules, drawn into the timeline before the run",
     )
+
+    @property
+    def matrix_keys(self) -> list[str]:
+        """Every dotted key the matrix varies (a joint axis's keys one by one)."""
+        return [k.strip() for key in self.matrix for k in key.split(",")]
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -836,9 +845,17 @@ class Scenario(Strict):
         for key, values in self.matrix.items():
             if not values:
                 raise ValueError(f"matrix.{key} is an empty list")
+            width = len(key.split(","))
+            for v in values:
+                joint = isinstance(v, list)
+                if (width > 1) != joint or (isinstance(v, list) and len(v) != width):
+                    raise ValueError(
+                        f"matrix.{key}: {v!r} is not "
+                        + (f"a list of {width} values, one per key" if width > 1 else "a single value")
+                    )
         _check_zk_leader_faults(self.timeline)
         # a matrix over cluster.brokers is checked per case (expand validates each case again)
-        brokers = 2 if "cluster.brokers" in self.matrix else self.cluster.brokers
+        brokers = 2 if "cluster.brokers" in self.matrix_keys else self.cluster.brokers
         _check_coordinator_faults(self.timeline, brokers)
         self._check_broker()
         _check_network_faults(self)
