@@ -102,6 +102,14 @@ class ProgressView:
     help="containers backend: use <PREFIX>zookeeper and <PREFIX>herdlab images (default herdlab/).",
 )
 @click.option(
+    "--kafka-home",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="With cluster.broker = 'apache-kafka': an unpacked Apache Kafka distribution (default: "
+    "$HERDLAB_KAFKA_HOME, else the version `herdlab kafka fetch` put in the cache).",
+)
+@click.option(
     "--zookeeper",
     default=None,
     metavar="HOST:PORT",
@@ -157,6 +165,7 @@ def run(
     as_json: bool = False,
     replay: Path | None = None,
     junit: Path | None = None,
+    kafka_home: Path | None = None,
 ) -> None:
     """Run SCENARIO (a built-in name or a TOML file) against each implementation it names.
 
@@ -188,6 +197,7 @@ def run(
             image_prefix=image_prefix,
             as_json=as_json,
             junit=junit,
+            kafka_home=kafka_home,
         )
 
 
@@ -232,6 +242,7 @@ def execute(
     image_prefix: str | None = None,
     as_json: bool = False,
     junit: Path | None = None,
+    kafka_home: Path | None = None,
 ) -> Path:
     """Run a scenario with live progress, then analyse and report it (see ``herdlab run``); with
     ``as_json`` everything printed goes to stderr and the run's JSON document to stdout at the end."""
@@ -251,6 +262,7 @@ def execute(
             kafka_image=kafka_image,
             image_prefix=image_prefix,
             junit=junit,
+            kafka_home=kafka_home,
         )
     if as_json:
         emit(outcome.document())
@@ -301,6 +313,7 @@ def _execute(
     kafka_image: str | None,
     image_prefix: str | None,
     junit: Path | None = None,
+    kafka_home: Path | None = None,
 ) -> RunOutcome:
     from harness.cli.jsonout import verdict_summary
     from harness.cli.report import publish_metrics
@@ -319,6 +332,7 @@ def _execute(
             members_in_containers=members_in_containers,
             kafka_image=kafka_image,
             image_prefix=image_prefix,
+            kafka_home=kafka_home,
         )
     )
     view = ProgressView()

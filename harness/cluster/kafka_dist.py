@@ -13,8 +13,9 @@ Contract
   one-line :class:`ConfigError` with Maven's own last error line.
 * :func:`kafka_home`: the distribution a run uses: ``given`` (``--kafka-home``), else
   ``$HERDLAB_KAFKA_HOME``, else the cache's copy of ``version``; an unpacked Apache Kafka distribution
-  (its ``libs/`` holds ``kafka_2.13-<version>.jar``) works as well as a fetched one. Neither: a one-line
-  :class:`ConfigError` saying how to get one.
+  (its ``libs/`` holds ``kafka_2.13-<version>.jar``) works as well as a fetched one, when it runs in the
+  mode ``version`` does (ZooKeeper mode or KRaft: what the scenario was checked for). Neither, or a
+  distribution of the other mode: a one-line :class:`ConfigError` saying what to do.
 """
 
 from __future__ import annotations
@@ -174,6 +175,14 @@ def kafka_home(version: str | None, given: Path | None = None) -> KafkaHome:
         found = _home_version(where)
         if found is None:
             raise ConfigError(f"{where} is not an Apache Kafka distribution (no libs/kafka_2.13-*.jar)")
+        wanted = resolve_version(version)
+        if zookeeper_mode(found) != zookeeper_mode(wanted):
+            mode = {True: "ZooKeeper mode", False: "KRaft"}
+            raise ConfigError(
+                f"{where} is Apache Kafka {found} ({mode[zookeeper_mode(found)]}) but the scenario asks for "
+                f"{version or '3.9'} ({mode[zookeeper_mode(wanted)]}): give a distribution of that line, or "
+                "set cluster.kafka_version to match it"
+            )
         return KafkaHome(where, found)
     v = resolve_version(version)
     cached = cache_root() / v

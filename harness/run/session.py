@@ -45,6 +45,7 @@ class SessionRequest:
     members_in_containers: bool = False
     kafka_image: str | None = None
     image_prefix: str | None = None
+    kafka_home: Path | None = None
 
 
 @dataclass
@@ -94,15 +95,34 @@ def prepare(req: SessionRequest) -> Session:
         # Constructing it checks every address (within seconds, one line on failure): do it before a
         # run directory is made; the runner constructs its own per unit.
         ExternalCluster(req.zookeeper, req.bootstrap or "")
+    _check_kafka_homes(s, req)
     options = RunOptions(
         backend=req.backend,
         out=req.out,
         zookeeper=req.zookeeper,
         bootstrap=req.bootstrap,
         containers=containers,
+        kafka_home=req.kafka_home,
     )
     total = len(expand(s)) * s.repetitions * len(unit_columns(s, options))
     return Session(scenario=s, options=options, total_units=total)
+
+
+def _check_kafka_homes(s: Scenario, req: SessionRequest) -> None:
+    """Every Apache Kafka version the scenario's cases run is at hand (fetched, ``--kafka-home`` or
+    ``$HERDLAB_KAFKA_HOME``, in the case's mode): a one-line error before anything starts, not a failed
+    unit an hour into the run."""
+    versions = {
+        c.scenario.cluster.kafka_version for c in expand(s) if c.scenario.cluster.broker == "apache-kafka"
+    }
+    if req.kafka_home is not None and not versions:
+        raise ConfigError("--kafka-home needs a scenario with cluster.broker = 'apache-kafka'")
+    if not versions:
+        return
+    from harness.cluster.kafka_dist import kafka_home
+
+    for v in sorted(versions):
+        kafka_home(v, req.kafka_home)
 
 
 def failed_units(result: RunResult) -> list[dict[str, Any]]:

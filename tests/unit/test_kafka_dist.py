@@ -50,9 +50,30 @@ def test_an_unpacked_distribution_is_found_by_its_core_jar(
     (tmp_path / "libs" / "kafka-clients-3.8.0.jar").touch()
     (tmp_path / "libs" / "kafka_2.13-3.8.0.jar").touch()
     monkeypatch.setenv("HERDLAB_KAFKA_HOME", str(tmp_path))
-    assert kafka_home("4") == KafkaHome(tmp_path, "3.8.0")  # the distribution's own version wins
+    assert kafka_home("3.9") == KafkaHome(tmp_path, "3.8.0")  # the distribution's own version wins
     with pytest.raises(ConfigError, match="is not an Apache Kafka distribution"):
         kafka_home(None, tmp_path / "libs")
+    # a ZooKeeper-mode distribution for a scenario checked for KRaft (or the other way round): refused
+    with pytest.raises(ConfigError) as e:
+        kafka_home("4")
+    assert str(e.value) == (
+        f"{tmp_path} is Apache Kafka 3.8.0 (ZooKeeper mode) but the scenario asks for 4 (KRaft): give a "
+        "distribution of that line, or set cluster.kafka_version to match it"
+    )
+
+
+def test_a_run_needing_an_unfetched_version_stops_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.run.session import SessionRequest, prepare
+
+    monkeypatch.setenv("HERDLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HERDLAB_KAFKA_HOME", raising=False)
+    with pytest.raises(ConfigError, match=f"Apache Kafka {LINES['3.9']} is not fetched"):
+        prepare(SessionRequest("reference", out=tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ConfigError, match="--kafka-home needs a scenario with cluster.broker = 'apache-kafka'"):
+        prepare(SessionRequest("herd-small", out=tmp_path / "out", kafka_home=tmp_path))
 
 
 def test_zookeeper_mode_properties(tmp_path: Path) -> None:
