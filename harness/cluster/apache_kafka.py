@@ -24,36 +24,48 @@ Contract
   tap, then stops the broker (SIGTERM to its process group, SIGKILL after a grace period), then ZooKeeper.
   ``stop_broker`` / ``start_broker`` stop and start the broker process on its data (a restart keeps
   topics, groups and offsets); ``member_launcher`` None (members are local processes).
+* With ``images`` (the containers backend) the same broker, configuration and tap, but ZooKeeper runs in
+  the ``zookeeper`` image and the broker in ``<prefix>kafka:<version>`` (:mod:`harness.images.build`
+  puts the fetched jars on the runtime image at :data:`IMAGE_KAFKA_HOME`), host network, the work
+  directory bind-mounted at its own path; the tap stays on the host. A missing image is a one-line
+  :class:`EnvironmentProblem` saying how to build it.
 """
 
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.container_services import ZooKeeperContainer
 from harness.cluster.java import check_java
-from harness.cluster.kafka_dist import KafkaHome, kafka_home
+from harness.cluster.kafka_dist import KafkaHome, kafka_home, resolve_version
 from harness.cluster.kafka_tap import KafkaTap
 from harness.cluster.probe import check_bootstrap
 from harness.cluster.service import ProcessService
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.history.writer import HistoryWriter
-from harness.kernel.errors import HerdlabError, Unreachable
+from harness.images import ImageNames
+from harness.kernel.errors import EnvironmentProblem, HerdlabError, Unreachable
 from harness.kernel.events import Role
 from harness.kernel.history import History, NullHistory
 from harness.procs import free_port
 
 __all__ = ["JVM_OPTIONS", "ApacheKafkaCluster", "broker_properties"]
 
+log = logging.getLogger("harness.cluster")
+
 HOST = "127.0.0.1"
+#: Where the Kafka image (``herdlab images build``) holds the distribution: ``libs/`` with every jar.
+IMAGE_KAFKA_HOME = "/opt/kafka"
 JVM_OPTIONS = (
     "-Xms256m",
     "-Xmx768m",
@@ -152,6 +164,41 @@ def _cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
+def java_argv(java: str, home: KafkaHome, workdir: Path) -> list[str]:
+    """The JVM command line of the broker and its tools up to the main class: ``java`` (a path on the
+    host, or ``java`` in the image), :data:`JVM_OPTIONS`, the log configuration and ``home``'s jars."""
+    return [java, *JVM_OPTIONS, *_log_options(home, workdir), "-cp", home.classpath]
+
+
+def configure(
+    home: KafkaHome,
+    workdir: Path,
+    properties: Mapping[str, str],
+    java: list[str],
+    run: Callable[[list[str]], int],
+    log_path: Path,
+) -> Path:
+    """Write ``<workdir>/server.properties``; for KRaft, format the storage with ``run`` (the command's
+    exit status) unless it is formatted already (a restart keeps it). Its path."""
+    cfg = workdir / "server.properties"
+    cfg.write_text("".join(f"{k}={v}\n" for k, v in sorted(properties.items())))
+    if not home.zookeeper_mode and not (Path(properties["log.dirs"]) / "meta.properties").exists():
+        status = run([*java, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(cfg)])
+        if status != 0:
+            raise Unreachable(
+                f"Apache Kafka {home.version}: formatting its storage failed (status {status}; see {log_path})"
+            )
+    return cfg
+
+
+def _tap_ready(tap: KafkaTap) -> bool:
+    try:
+        check_bootstrap(tap.bootstrap, time.monotonic() + 3.0)
+    except Unreachable:
+        return False
+    return True
+
+
 class _KafkaProcess(ProcessService):
     """The Apache Kafka broker child process; ready when a Kafka client bootstraps through ``tap``."""
 
@@ -169,31 +216,17 @@ class _KafkaProcess(ProcessService):
         return self.workdir / "kafka.log"
 
     def _java(self) -> list[str]:
-        return [
-            check_java(),
-            *JVM_OPTIONS,
-            *_log_options(self.home, self.workdir),
-            "-cp",
-            self.home.classpath,
-        ]
+        return java_argv(check_java(), self.home, self.workdir)
+
+    def _format(self, argv: list[str]) -> int:
+        with self.log_path.open("ab") as log:
+            return subprocess.run(
+                argv, stdout=log, stderr=subprocess.STDOUT, timeout=120, check=False
+            ).returncode
 
     def configure(self) -> Path:
         """Write ``server.properties``; for KRaft, format the storage (once: a restart keeps it)."""
-        cfg = self.workdir / "server.properties"
-        cfg.write_text("".join(f"{k}={v}\n" for k, v in sorted(self.properties.items())))
-        if (
-            not self.home.zookeeper_mode
-            and not (Path(self.properties["log.dirs"]) / "meta.properties").exists()
-        ):
-            argv = [*self._java(), "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(cfg)]
-            with self.log_path.open("ab") as log:
-                done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=120, check=False)
-            if done.returncode != 0:
-                raise Unreachable(
-                    f"Apache Kafka {self.home.version}: formatting its storage failed (status {done.returncode}; "
-                    f"see {self.log_path})"
-                )
-        return cfg
+        return configure(self.home, self.workdir, self.properties, self._java(), self._format, self.log_path)
 
     def start(self, timeout: float = 90.0) -> _KafkaProcess:
         cfg = self.configure()
@@ -207,14 +240,101 @@ class _KafkaProcess(ProcessService):
         return self
 
     def ready(self) -> bool:
-        try:
-            check_bootstrap(self.tap.bootstrap, time.monotonic() + 3.0)
-        except Unreachable:
-            return False
-        return True
+        return _tap_ready(self.tap)
 
     def stop(self) -> None:
         self.stop_process(grace=15.0)
+
+
+class _KafkaBox:
+    """The Apache Kafka broker in a container of ``image`` (``herdlab images build``: Java 17 and the jars
+    at :data:`IMAGE_KAFKA_HOME`), host network, ``workdir`` bind-mounted at its own path (configuration,
+    data, log configuration), run as the invoking user. Ready when a client bootstraps through ``tap``;
+    :meth:`stop` stops the container (its data stays for :meth:`start`), :meth:`remove` removes it with
+    its log saved to ``<workdir>/kafka.log``."""
+
+    def __init__(
+        self,
+        image: str,
+        home: KafkaHome,
+        workdir: Path,
+        properties: dict[str, str],
+        tap: KafkaTap,
+        labels: Mapping[str, str],
+        name: str,
+    ) -> None:
+        self.image = image
+        self.home = home
+        self.workdir = workdir
+        self.properties = properties
+        self.tap = tap
+        self.labels = dict(labels)
+        self.name = name
+        self.box: Any = None
+        self.process = None
+        self.ready_seconds: float | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "kafka.log"
+
+    def _box(self, argv: list[str], name: str, log_path: Path) -> Any:
+        from harness.cluster.engine import Box, uid_gid
+
+        return Box(
+            self.image,
+            role="kafka",
+            name=name,
+            command=argv,
+            labels=self.labels,
+            mounts=[self.workdir],
+            user=uid_gid(),
+            log_path=log_path,
+        )
+
+    def _format(self, argv: list[str]) -> int:
+        box = self._box(argv, f"{self.name}-format", self.workdir / "kafka-format.log")
+        try:
+            box.start()
+            status = box.wait(timeout=120)
+            return -1 if status is None else status
+        finally:
+            box.remove()
+
+    def start(self, timeout: float = 90.0) -> _KafkaBox:
+        from harness.cluster.container_services import wait_ready
+
+        if self.box is not None:  # a restart: the same container on its data
+            self.box.restart()
+        else:
+            java = java_argv("java", self.home, self.workdir)
+            cfg = configure(self.home, self.workdir, self.properties, java, self._format, self.log_path)
+            self.box = self._box([*java, "kafka.Kafka", str(cfg)], self.name, self.log_path)
+            try:
+                self.box.start()
+            except BaseException:
+                self.box.remove()
+                self.box = None
+                raise
+        self.ready_seconds = wait_ready(
+            self.box, f"Apache Kafka {self.home.version} broker", self.ready, timeout
+        )
+        return self
+
+    def ready(self) -> bool:
+        return _tap_ready(self.tap)
+
+    def alive(self) -> bool:
+        return self.box is not None and bool(self.box.alive())
+
+    def stop(self) -> None:
+        if self.box is not None:
+            self.box.stop(grace=15.0)
+
+    def remove(self) -> None:
+        box, self.box = self.box, None
+        if box is not None:
+            box.remove()
 
 
 class ApacheKafkaCluster:
@@ -235,17 +355,26 @@ class ApacheKafkaCluster:
         history_dir: str | os.PathLike[str] | None = None,
         tap_interval_s: float = 1.0,
         tick_time_ms: int = 500,
+        images: ImageNames | None = None,
+        image: str | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
-        self.home = kafka_home(version, home)
+        self.images = images
+        self.image = image
+        self.labels = dict(labels or {})
+        if images is not None:  # the jars are in the image (herdlab images build)
+            self.home = KafkaHome(Path(IMAGE_KAFKA_HOME), resolve_version(version))
+        else:
+            self.home = kafka_home(version, home)
         self.settings = dict(settings or {})
         self._temporary = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="herdlab-kafka-"))
         self.history_dir = Path(history_dir) if history_dir else None
         self.tap_interval_s = tap_interval_s
         self.tick_time_ms = tick_time_ms
-        self.zookeeper: ZooKeeperServer | None = None
+        self.zookeeper: ZooKeeperServer | ZooKeeperContainer | None = None
         self.tap: KafkaTap | None = None
-        self.broker: _KafkaProcess | None = None
+        self.broker: _KafkaProcess | _KafkaBox | None = None
         self.properties: dict[str, str] = {}
         self._history: History | None = None
 
@@ -267,7 +396,19 @@ class ApacheKafkaCluster:
         """ZooKeeper (3.x), the tap, then the broker behind it; returns once a client bootstraps."""
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
-            if self.home.zookeeper_mode:
+            if self.images is not None:
+                self._check_image()
+            if self.home.zookeeper_mode and self.images is not None:
+                self.zookeeper = ZooKeeperContainer(
+                    self.images.zookeeper,
+                    tick_time_ms=self.tick_time_ms,
+                    workdir=self.workdir / "zookeeper",
+                    labels=self.labels,
+                    heap_mb=256,
+                    name=f"{self._name}-zookeeper",
+                )
+                self.zookeeper.start()
+            elif self.home.zookeeper_mode:
                 self.zookeeper = ZooKeeperServer(
                     tick_time_ms=self.tick_time_ms, workdir=self.workdir / "zookeeper", heap_mb=256
                 ).start()
@@ -286,15 +427,63 @@ class ApacheKafkaCluster:
                 self.zookeeper_connect or None,
                 self.settings,
             )
-            self.broker = _KafkaProcess(self.home, self.workdir, self.properties, self.tap)
+            if self.images is not None:
+                self.broker = _KafkaBox(
+                    self.image_ref,
+                    self.home,
+                    self.workdir,
+                    self.properties,
+                    self.tap,
+                    self.labels,
+                    f"{self._name}-kafka",
+                )
+            else:
+                self.broker = _KafkaProcess(self.home, self.workdir, self.properties, self.tap)
             self.broker.start(timeout)
         except BaseException:
             self.stop()
             raise
         return self
 
+    @property
+    def _name(self) -> str:
+        from harness.cluster.engine import LABEL_UNIT
+
+        return self.labels.get(LABEL_UNIT, "cluster")
+
+    def _check_image(self) -> None:
+        """The Kafka image of this version is in the engine: else a one-line error saying how to build it."""
+        from harness.images import docker_client, image_labels
+
+        ref = self.image_ref
+        client = docker_client()
+        try:
+            if image_labels(client, ref) is not None:
+                return
+            if self.image is None:
+                raise EnvironmentProblem(
+                    f"image {ref} not found in the Docker engine: build it with "
+                    f"`herdlab images build --offline --kafka {self.version}`"
+                )
+            log.warning("pulling %s (needs an image registry)", ref)
+            try:
+                client.images.pull(ref)
+            except Exception as e:  # noqa: BLE001 - the engine's reason, on one line
+                raise EnvironmentProblem(
+                    f"image {ref} is not in the Docker engine and could not be pulled "
+                    f"({str(e).splitlines()[0][:200]}): --kafka-image needs an image registry"
+                ) from None
+        finally:
+            client.close()
+
+    @property
+    def image_ref(self) -> str:
+        """The broker's image on the containers backend: ``--kafka-image``, else ``<prefix>kafka:<version>``."""
+        assert self.images is not None
+        return self.image or self.images.kafka(self.version)
+
     def stop(self) -> None:
-        """Close the tap, stop the broker, then ZooKeeper. Idempotent."""
+        """Close the tap, stop the broker (a container: removed, its log saved), then ZooKeeper. Idempotent."""
         broker, self.broker = self.broker, None
         zk, self.zookeeper = self.zookeeper, None
         try:
@@ -304,6 +493,8 @@ class ApacheKafkaCluster:
             try:
                 if broker is not None:
                     broker.stop()
+                    if isinstance(broker, _KafkaBox):
+                        broker.remove()
             finally:
                 if zk is not None:
                     zk.stop()

@@ -82,12 +82,14 @@ class ClusterSpec:
     ``brokers``: how many brokers (ids 0..n-1). ``broker_zookeeper_proxies`` (local backend): each broker
     reaches ZooKeeper through loopback proxies of its own, so the ``cut_coordinator`` action can cut it
     from ZooKeeper (off: brokers connect directly, as before).
-    ``zookeeper`` / ``bootstrap``: the external cluster's addresses. ``images``, ``kafka_image``,
-    ``labels``, ``members_in_containers``: the containers backend's options.
+    ``zookeeper`` / ``bootstrap``: the external cluster's addresses. ``images``, ``kafka_image`` (the
+    ``apache-kafka`` broker's image instead of ``<prefix>kafka:<version>``), ``labels``,
+    ``members_in_containers``: the containers backend's options.
     ``broker`` (the scenario's ``cluster.broker``): ``"herdlab"`` (the backend's own brokers), ``"tansu"``
     (:class:`~harness.cluster.tansu.TansuCluster`, local backend only), ``"apache-kafka"`` (Apache Kafka
     ``kafka_version``, from the cache or ``kafka_home``, configured with ``broker_settings`` by Kafka names:
-    :class:`~harness.cluster.apache_kafka.ApacheKafkaCluster`, local backend only) or ``"external"`` (the
+    :class:`~harness.cluster.apache_kafka.ApacheKafkaCluster`, on the host or, on the containers backend, in
+    the ``zookeeper`` and Kafka images with its members on the host) or ``"external"`` (the
     Kafka-compatible cluster at ``bootstrap``, whatever the backend: :class:`~harness.cluster.external.ExternalCluster`).
     """
 
@@ -125,17 +127,28 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
 
         return TansuCluster(workdir=spec.workdir, history_dir=spec.history_dir)
     if spec.broker == "apache-kafka":
-        if spec.backend != "local":
-            raise ConfigError(f"cluster.broker = 'apache-kafka' needs --backend local (not {spec.backend})")
+        if spec.backend not in ("local", "containers"):
+            raise ConfigError(
+                f"cluster.broker = 'apache-kafka' needs --backend local or containers (not {spec.backend})"
+            )
+        if spec.backend == "containers" and spec.members_in_containers:
+            raise ConfigError(
+                "cluster.broker = 'apache-kafka' runs its members on the host: drop --members-in-containers"
+            )
         from harness.cluster.apache_kafka import ApacheKafkaCluster
+        from harness.images import image_names
 
+        containers = spec.backend == "containers"
         return ApacheKafkaCluster(
             spec.kafka_version,
-            spec.kafka_home,
+            None if containers else spec.kafka_home,
             spec.broker_settings,
             workdir=spec.workdir,
             history_dir=spec.history_dir,
             tick_time_ms=spec.tick_time_ms,
+            images=(spec.images or image_names()) if containers else None,
+            image=spec.kafka_image if containers else None,
+            labels=spec.labels,
         )
     if spec.broker == "external":
         from harness.cluster.external import ExternalCluster
@@ -163,7 +176,6 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
             broker_args=spec.broker_args,
             history_dir=spec.history_dir,
             images=spec.images,
-            kafka_image=spec.kafka_image,
             labels=spec.labels,
             members_in_containers=spec.members_in_containers,
             zookeeper_servers=spec.zookeeper_servers,

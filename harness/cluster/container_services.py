@@ -4,14 +4,13 @@ Contract
 --------
 * :class:`ZooKeeperContainer` (image ``<prefix>zookeeper``, configured as the local backend's
   ZooKeeper), :class:`BrokerContainer` (a herdlab broker, ``python -m harness.cluster.broker_main`` in
-  the ``<prefix>herdlab`` image), :class:`KafkaContainer` (Apache Kafka in ZooKeeper mode, configured
-  by :func:`kafka_env`) and :class:`MemberContainer` (a member process) have the Service life cycle:
+  the ``<prefix>herdlab`` image) and :class:`MemberContainer` (a member process) have the Service life cycle:
   ``start(timeout)`` -> ``self`` once ready, ``ready()``, ``stop()`` (remove the container, logs saved
   to ``log_path``; idempotent, nothing left) and ``name``. The brokers also have ``halt()``
   (``docker stop``: the container stays) and ``restart()`` (start the same container again: same
   port, same data).
 * Readiness: ZooKeeper answers ``ruok`` with ``imok`` and ``srvr`` says it serves; our broker wrote
-  its ready file and accepts TCP; Apache Kafka accepts TCP and registered ``/brokers/ids/<id>``.
+  its ready file and accepts TCP.
   A container that exits first, or a timeout, raises :class:`~harness.kernel.errors.Unreachable` with
   the tail of its log, after removing the container.
 * :class:`MemberContainer` is a member handle with :class:`~harness.procs.ChildProcess`'s interface
@@ -35,16 +34,13 @@ from pathlib import Path
 from harness.cluster.engine import Box, box_exited, uid_gid
 from harness.cluster.service import address, await_ready, on_free_port
 from harness.cluster.zookeeper import four_letter, parse_mntr, write_config
-from harness.kernel.errors import ConfigError
 from harness.procs import free_port
 
 __all__ = [
     "IMAGE_PYTHON",
     "BrokerContainer",
-    "KafkaContainer",
     "MemberContainer",
     "ZooKeeperContainer",
-    "kafka_env",
 ]
 
 log = logging.getLogger("harness.containers")
@@ -61,7 +57,7 @@ def _accepts(host: str, port: int) -> bool:
         return False
 
 
-def _wait_ready(box: Box, what: str, ready: Callable[[], bool], timeout: float) -> float:
+def wait_ready(box: Box, what: str, ready: Callable[[], bool], timeout: float) -> float:
     """Wait until ``ready()`` holds, failing early when the container exits (the engine is asked at
     most twice a second: that costs more than the probe); the seconds it took."""
     return await_ready(
@@ -152,7 +148,7 @@ class ZooKeeperContainer:
             )
             try:
                 self.box.start()
-                self.ready_seconds = _wait_ready(self.box, "ZooKeeper", self._serving, timeout)
+                self.ready_seconds = wait_ready(self.box, "ZooKeeper", self._serving, timeout)
             except BaseException:
                 self.box.remove()
                 raise
@@ -281,7 +277,7 @@ class BrokerContainer:
             )
             try:
                 self.box.start()
-                _wait_ready(self.box, f"broker {self.broker_id}", self.ready, timeout)
+                wait_ready(self.box, f"broker {self.broker_id}", self.ready, timeout)
             except BaseException:
                 self.box.remove()
                 raise
@@ -300,159 +296,12 @@ class BrokerContainer:
         self.box.stop()
         self.ready_file.unlink(missing_ok=True)
         self.box.restart()
-        _wait_ready(self.box, f"broker {self.broker_id}", self.ready, timeout)
+        wait_ready(self.box, f"broker {self.broker_id}", self.ready, timeout)
 
     def alive(self) -> bool:
         return self.box is not None and self.box.alive()
 
     def stop(self, grace: float = 5.0) -> None:
-        """``docker stop`` with ``grace``, then remove the container (log saved). Idempotent."""
-        if self.box is not None:
-            try:
-                self.box.stop(grace)
-            finally:
-                self.box.remove()
-
-
-#: herdlab broker options the runner passes, and the Apache Kafka settings they stand for.
-_KAFKA_FLAGS = {
-    "--group-initial-rebalance-delay-ms": "group.initial.rebalance.delay.ms",
-    "--group-min-session-timeout-ms": "group.min.session.timeout.ms",
-    "--group-max-session-timeout-ms": "group.max.session.timeout.ms",
-    "--group-max-size": "group.max.size",
-}
-
-
-def kafka_env(broker_id: int, port: int, zookeeper: str, broker_args: Sequence[str] = ()) -> dict[str, str]:
-    """Environment of a Confluent Platform ``cp-kafka`` 7.x container in ZooKeeper mode.
-
-    One broker on ``127.0.0.1:port`` (host network; listeners and advertised listeners are the same
-    loopback address), registered in ``zookeeper``, with internal topics at replication factor 1,
-    and the herdlab broker options of ``broker_args`` translated to Kafka settings (``KAFKA_`` + the
-    setting upper-cased, dots as underscores: cp-kafka's convention). An option without a known
-    equivalent is a :class:`ConfigError`.
-    """
-    env = {
-        "KAFKA_BROKER_ID": str(broker_id),
-        "KAFKA_ZOOKEEPER_CONNECT": zookeeper,
-        "KAFKA_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}",
-        "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}",
-        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
-        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
-        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
-        "KAFKA_HEAP_OPTS": "-Xmx512m -Xms256m",
-    }
-    args = list(broker_args)
-    i = 0
-    while i < len(args):
-        flag = args[i]
-        if flag == "--no-auto-create-topics":
-            env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] = "false"
-            i += 1
-        elif flag in _KAFKA_FLAGS and i + 1 < len(args):
-            env["KAFKA_" + _KAFKA_FLAGS[flag].upper().replace(".", "_")] = args[i + 1]
-            i += 2
-        else:
-            raise ConfigError(f"the broker option {flag} has no Apache Kafka equivalent known to herdlab")
-    return env
-
-
-class KafkaContainer:
-    """An Apache Kafka broker in ZooKeeper mode from ``image`` (e.g. ``confluentinc/cp-kafka:7.6.1``).
-
-    Configured through the environment (:func:`kafka_env`); its data stays in the container (a
-    restart is ``docker stop`` + ``docker start`` of the same container, which keeps it). A
-    :class:`~harness.cluster.service.Service`: :meth:`stop` removes the container (log saved to
-    ``<workdir>/broker.log``); :meth:`halt` / :meth:`restart` as for :class:`BrokerContainer`.
-    """
-
-    def __init__(
-        self,
-        image: str,
-        broker_id: int,
-        zookeeper: str,
-        workdir: Path,
-        broker_args: Sequence[str] = (),
-        labels: Mapping[str, str] | None = None,
-        name: str = "kafka",
-    ) -> None:
-        self.image = image
-        self.broker_id = broker_id
-        self.zookeeper = zookeeper
-        self.workdir = workdir
-        self.broker_args = tuple(broker_args)
-        self.labels = dict(labels or {})
-        self.name = name
-        self.host = "127.0.0.1"
-        self.port = 0
-        self.box: Box | None = None
-        self.env: dict[str, str] = {}
-
-    @property
-    def bootstrap(self) -> str:
-        return address(self.host, self.port, f"Kafka broker {self.broker_id}")
-
-    @property
-    def log_path(self) -> Path:
-        """``<workdir>/broker.log``, written when the container is removed."""
-        return self.workdir / "broker.log"
-
-    def ready(self) -> bool:
-        """The broker accepts and is registered in ZooKeeper."""
-        return bool(self.port) and self._registered()
-
-    def _registered(self) -> bool:
-        if not _accepts(self.host, self.port):
-            return False
-        from kazoo.client import KazooClient
-
-        zk = KazooClient(hosts=self.zookeeper, timeout=5)
-        try:
-            zk.start(timeout=5)
-            return zk.exists(f"/brokers/ids/{self.broker_id}") is not None
-        except Exception:
-            return False
-        finally:
-            zk.stop()
-            zk.close()
-
-    def start(self, timeout: float = 120.0) -> KafkaContainer:
-        """Create the container and wait until the broker accepts and is registered in ZooKeeper."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port(self.host)
-        self.env = kafka_env(self.broker_id, self.port, self.zookeeper, self.broker_args)
-        self.box = Box(
-            self.image,
-            role="kafka",
-            name=self.name,
-            env=self.env,
-            labels=self.labels,
-            log_path=self.log_path,
-        )
-        try:
-            self.box.start()
-            _wait_ready(self.box, f"Kafka broker {self.broker_id}", self.ready, timeout)
-        except BaseException:
-            self.box.remove()
-            raise
-        return self
-
-    def halt(self, grace: float = 10.0) -> None:
-        """``docker stop``: the container stays, :meth:`restart` starts it again."""
-        if self.box is not None:
-            self.box.stop(grace)
-
-    def restart(self, timeout: float = 120.0) -> None:
-        """Start the halted container again: same port, same data."""
-        assert self.box is not None
-        self.box.stop()
-        self.box.restart()
-        _wait_ready(self.box, f"Kafka broker {self.broker_id}", self.ready, timeout)
-
-    def alive(self) -> bool:
-        return self.box is not None and self.box.alive()
-
-    def stop(self, grace: float = 10.0) -> None:
         """``docker stop`` with ``grace``, then remove the container (log saved). Idempotent."""
         if self.box is not None:
             try:

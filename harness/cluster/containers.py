@@ -4,8 +4,8 @@ Contract
 --------
 * ``ContainersCluster(...).start()`` has the shape of :class:`~harness.cluster.local.LocalCluster`:
   it starts a ZooKeeper container (image ``<prefix>zookeeper``), then ``brokers`` broker containers
-  (image ``<prefix>herdlab``, ``python -m harness.cluster.broker_main``) — or, with ``kafka_image``, Apache Kafka
-  brokers in ZooKeeper mode — and returns when all are ready; ``stop()`` removes them (idempotent),
+  (image ``<prefix>herdlab``, ``python -m harness.cluster.broker_main``) and returns when all are ready
+  (Apache Kafka on this backend is :class:`~harness.cluster.apache_kafka.ApacheKafkaCluster` with images); ``stop()`` removes them (idempotent),
   members first, then brokers, then ZooKeeper (a :class:`~harness.cluster.service.ServiceStack`).
   ``zookeeper_connect``, ``bootstrap``, ``zk_mntr()``, ``stop_broker(i)``, ``start_broker(i)`` and
   ``describe()`` mean what they mean for the local backend.
@@ -24,7 +24,7 @@ Contract
 The backend is three modules: :mod:`harness.cluster.engine` (docker client use, :class:`Box`, labels,
 the session reaper), :mod:`harness.cluster.container_services` (one Service per kind of container)
 and this one (the cluster, its options, preflight). Each name is imported from the module that defines
-it (``SESSION`` and ``remove_leftovers`` from the engine, ``kafka_env`` from the services).
+it (``SESSION`` and ``remove_leftovers`` from the engine).
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from harness.cluster.container_ensemble import ZooKeeperEnsembleContainers
 from harness.cluster.container_services import (
     IMAGE_PYTHON,
     BrokerContainer,
-    KafkaContainer,
     MemberContainer,
     ZooKeeperContainer,
 )
@@ -57,12 +56,9 @@ from harness.cluster.service import ServiceStack
 from harness.images import LABEL_SOURCE, ImageNames, docker_client, image_labels, image_names, source_digest
 from harness.kernel.errors import EnvironmentProblem
 
-__all__ = ["APACHE_KAFKA", "ContainersCluster", "ContainersOptions", "Launcher", "preflight"]
+__all__ = ["ContainersCluster", "ContainersOptions", "Launcher", "preflight"]
 
 log = logging.getLogger("harness.containers")
-
-#: The implementation label of units whose coordinator-side members run against Apache Kafka.
-APACHE_KAFKA = "apache_kafka"
 
 
 @dataclass
@@ -70,9 +66,10 @@ class ContainersOptions:
     """Options of the containers backend (``herdlab run --backend containers ...``).
 
     ``images``: the ZooKeeper and herdlab images (default: :func:`harness.images.image_names`).
-    ``members_in_containers``: run each member in the herdlab image too. ``kafka_image``: also run the
-    coordinator side against Apache Kafka in ZooKeeper mode (a third implementation column,
-    ``apache_kafka``); the image must speak cp-kafka's ``KAFKA_*`` environment convention.
+    ``members_in_containers``: run each member in the herdlab image too. ``kafka_image``: the image of
+    the ``apache-kafka`` broker instead of ``<prefix>kafka:<version>`` (one holding Apache Kafka's
+    distribution at ``/opt/kafka`` with ``java`` on the PATH, as Apache's own ``apache/kafka`` images do;
+    pulled when the engine lacks it, which needs an image registry).
     """
 
     images: ImageNames = field(default_factory=image_names)
@@ -121,7 +118,6 @@ class ContainersCluster:
     """ZooKeeper and brokers in containers on the host network (see the module contract).
 
     ``labels`` are added to every container (the runner sets ``herdlab.run`` and ``herdlab.unit``).
-    ``kafka_image``: run Apache Kafka brokers from that image instead of herdlab brokers.
     ``zookeeper_servers``: 1 (one ZooKeeper container, the default) or more (an ensemble).
     """
 
@@ -133,7 +129,6 @@ class ContainersCluster:
         broker_args: tuple[str, ...] = (),
         history_dir: str | os.PathLike[str] | None = None,
         images: ImageNames | None = None,
-        kafka_image: str | None = None,
         labels: Mapping[str, str] | None = None,
         members_in_containers: bool = False,
         zookeeper_servers: int = 1,
@@ -149,10 +144,9 @@ class ContainersCluster:
         self.tick_time_ms = tick_time_ms
         self.broker_args = tuple(broker_args)
         self.images = images or image_names()
-        self.kafka_image = kafka_image
         self.labels = dict(labels or {})
         self.zookeeper: ZooKeeperContainer | ZooKeeperEnsembleContainers | None = None
-        self.brokers: list[BrokerContainer | KafkaContainer] = []
+        self.brokers: list[BrokerContainer] = []
         self.members: list[MemberContainer] = []
         self._services = ServiceStack()
         self._client: Any = None
@@ -171,15 +165,6 @@ class ContainersCluster:
                     "rebuild it with `herdlab images build`",
                     ref,
                 )
-        if self.kafka_image and image_labels(client, self.kafka_image) is None:
-            log.warning("pulling %s (needs an image registry)", self.kafka_image)
-            try:
-                client.images.pull(self.kafka_image)
-            except Exception as e:
-                raise EnvironmentProblem(
-                    f"image {self.kafka_image} is not in the Docker engine and could not be pulled "
-                    f"({str(e).splitlines()[0][:200]}): the Apache Kafka column needs an image registry"
-                ) from None
 
     # -- life cycle -----------------------------------------------------------------------------
     def start(self, members_in_containers: bool | None = None) -> ContainersCluster:
@@ -192,7 +177,7 @@ class ContainersCluster:
         members_in_containers = self.members_in_containers
         self._client = docker_client()
         try:
-            ours = self.n_brokers > 0 and not self.kafka_image
+            ours = self.n_brokers > 0
             self._check_images(need_herdlab=ours or members_in_containers)
             if self._given_workdir is not None:
                 self.workdir = self._given_workdir
@@ -203,28 +188,16 @@ class ContainersCluster:
             self.zookeeper = self._services.push(self._make_zookeeper(unit))
             self.zookeeper.start()
             for i in range(self.n_brokers):
-                b: BrokerContainer | KafkaContainer
-                if self.kafka_image:
-                    b = KafkaContainer(
-                        self.kafka_image,
-                        broker_id=i,
-                        zookeeper=self.zookeeper.connect_string,
-                        workdir=self.workdir / f"broker-{i}",
-                        broker_args=self.broker_args,
-                        labels=self.labels,
-                        name=f"{unit}-kafka-{i}",
-                    )
-                else:
-                    b = BrokerContainer(
-                        self.images.herdlab,
-                        broker_id=i,
-                        zookeeper=self.zookeeper.connect_string,
-                        workdir=self.workdir / f"broker-{i}",
-                        history_path=self.history_dir / f"broker-{i}.jsonl" if self.history_dir else None,
-                        extra_args=self.broker_args,
-                        labels=self.labels,
-                        name=f"{unit}-broker-{i}",
-                    )
+                b = BrokerContainer(
+                    self.images.herdlab,
+                    broker_id=i,
+                    zookeeper=self.zookeeper.connect_string,
+                    workdir=self.workdir / f"broker-{i}",
+                    history_path=self.history_dir / f"broker-{i}.jsonl" if self.history_dir else None,
+                    extra_args=self.broker_args,
+                    labels=self.labels,
+                    name=f"{unit}-broker-{i}",
+                )
                 self.brokers.append(self._services.push(b))
                 b.start()
         except BaseException:

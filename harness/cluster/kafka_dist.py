@@ -167,6 +167,15 @@ def _home_version(path: Path) -> str | None:
     return None
 
 
+def fetched_versions() -> list[str]:
+    """The exact versions whose fetch completed in herdlab's cache, oldest first."""
+    root = cache_root()
+    if not root.is_dir():
+        return []
+    found = [p.name for p in root.iterdir() if _VERSION.match(p.name) and (p / MARKER).exists()]
+    return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
 def kafka_home(version: str | None, given: Path | None = None) -> KafkaHome:
     """The distribution of ``version`` a run uses (see the module contract)."""
     env = os.environ.get("HERDLAB_KAFKA_HOME")

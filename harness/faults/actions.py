@@ -85,7 +85,6 @@ import signal
 from typing import Any, cast
 
 from harness.faults.nemesis import (
-    APACHE_KAFKA,
     LEGACY_ZK,
     Action,
     ActionFailed,
@@ -213,9 +212,6 @@ class Cut(Action):
         if self.target == "zookeeper" and impl != LEGACY_ZK:
             # the coordinator's members never talk to ZooKeeper: nothing to cut them off from
             return "coordinator members do not use ZooKeeper"
-        if self.target == "broker" and impl == APACHE_KAFKA:
-            # Apache Kafka advertises its one listener, not the member's proxy address (see README).
-            return "broker cuts need the herdlab broker"
         return None
 
     def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:

@@ -34,9 +34,8 @@ from harness.kernel.history import History
 
 log = logging.getLogger("harness.run")
 
-#: Implementation names a nemesis distinguishes (the run's columns). ``apache_kafka`` is the
-#: coordinator side against Apache Kafka (:data:`harness.cluster.containers.APACHE_KAFKA`).
-LEGACY_ZK, COORDINATOR, APACHE_KAFKA = "legacy_zk", "coordinator", "apache_kafka"
+#: Implementation names a nemesis distinguishes (the run's columns).
+LEGACY_ZK, COORDINATOR = "legacy_zk", "coordinator"
 
 
 class Skip(Exception):

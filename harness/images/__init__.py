@@ -5,7 +5,9 @@ Contract
 * Two images run a cluster: ``<prefix>zookeeper:<version>`` (Apache ZooKeeper from the pyspark wheel's
   jars, started by ``herdlab-zookeeper CONF_DIR``) and ``<prefix>herdlab:<version>`` (the broker and
   the members: ``python -m harness.cluster.broker_main ...``, ``python -m harness member ...``). ``<version>`` is the
-  herdlab version; the default prefix is ``herdlab/``. :mod:`harness.images.build` builds them.
+  herdlab version; the default prefix is ``herdlab/``. :mod:`harness.images.build` builds them, and
+  ``<prefix>kafka:<kafka version>`` (Apache Kafka's fetched jars on the shared ``<prefix>runtime`` stage)
+  for ``cluster.broker = "apache-kafka"`` on the containers backend.
 * :func:`docker_client` returns a connected ``docker.DockerClient`` or raises
   :class:`~harness.kernel.errors.EnvironmentProblem` with one line that says whether Docker is not installed,
   the engine is not running, or the user may not use it.
@@ -31,6 +33,7 @@ DEFAULT_PREFIX = "herdlab/"
 #: Label keys put on images by the build.
 LABEL_SOURCE = "herdlab.source"
 LABEL_ZOOKEEPER_VERSION = "herdlab.zookeeper.version"
+LABEL_KAFKA_VERSION = "herdlab.kafka.version"
 #: The packages that hold herdlab's code (copied into the herdlab image).
 PACKAGES = ("legacy_zk", "coordinator", "harness")
 
@@ -50,6 +53,13 @@ class ImageNames:
     base: str
     zookeeper: str
     herdlab: str
+    #: the shared Java + Python stage the others start from (the Kafka images are built on it)
+    runtime: str = f"{DEFAULT_PREFIX}runtime:dev"
+    kafka_repository: str = f"{DEFAULT_PREFIX}kafka"
+
+    def kafka(self, version: str) -> str:
+        """The image of Apache Kafka ``version`` (exact): ``herdlab/kafka:3.9.2``."""
+        return f"{self.kafka_repository}:{version}"
 
 
 def image_names(prefix: str = DEFAULT_PREFIX) -> ImageNames:
@@ -61,6 +71,8 @@ def image_names(prefix: str = DEFAULT_PREFIX) -> ImageNames:
         base=f"{prefix}debian:bookworm",
         zookeeper=f"{prefix}zookeeper:{v}",
         herdlab=f"{prefix}herdlab:{v}",
+        runtime=f"{prefix}runtime:{v}",
+        kafka_repository=f"{prefix}kafka",
     )
 
 

@@ -11,7 +11,11 @@ Contract
 2. ``<prefix>zookeeper:<version>`` and 3. ``<prefix>herdlab:<version>`` from
    ``harness/images/Dockerfile`` (targets ``zookeeper`` and ``herdlab``; they share the ``runtime``
    stage: Debian's ``openjdk-17-jre-headless`` and ``python3``), with ``--network host`` so that
-   apt inside the build reaches Debian's mirror.
+   apt inside the build reaches Debian's mirror;
+4. with ``kafka_versions``: the ``runtime`` stage tagged ``<prefix>runtime:<version>`` (its layers are
+   cached by then), and for each version ``<prefix>kafka:<exact version>`` from ``Dockerfile.kafka``: the
+   jars :func:`harness.cluster.kafka_dist.fetch` put in herdlab's cache (fetched then if missing) copied
+   onto it, labelled ``herdlab.kafka.version``.
 
 The build context is assembled in a temporary directory: the Dockerfile, the ZooKeeper jars of the
 installed pyspark wheel (:func:`harness.cluster.java.zookeeper_classpath`, the jars the local backend
@@ -31,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
@@ -39,6 +43,7 @@ from typing import Any
 
 from harness.images import (
     DEFAULT_PREFIX,
+    LABEL_KAFKA_VERSION,
     LABEL_SOURCE,
     LABEL_ZOOKEEPER_VERSION,
     ImageNames,
@@ -71,6 +76,7 @@ class BuildResult:
     sizes: dict[str, int] = field(default_factory=dict)
     reused_base: bool = False
     log_path: Path | None = None
+    kafka: list[str] = field(default_factory=list[str])
 
 
 def _key(name: str) -> str:
@@ -232,17 +238,25 @@ def _debootstrap_base(client: Any, ref: str, mirror: str, log: Path, say: Callab
 
 
 def _docker_build(
-    client: Any, ctx: Path, target: str, tag: str, base: str, labels: dict[str, str], log: Path
+    client: Any,
+    ctx: Path,
+    target: str | None,
+    tag: str,
+    base: str,
+    labels: dict[str, str],
+    log: Path,
+    buildargs: dict[str, str] | None = None,
 ) -> None:
-    """``docker build --network host --target TARGET -t TAG --build-arg BASE=...`` of ``ctx``."""
+    """``docker build --network host [--target TARGET] -t TAG --build-arg BASE=...`` of ``ctx``
+    (``buildargs`` instead of ``BASE`` when given)."""
     with open(log, "a", encoding="utf-8") as out:
-        out.write(f"\n===== {target} -> {tag} (BASE={base})\n")
+        out.write(f"\n===== {target or 'Dockerfile'} -> {tag} (BASE={base})\n")
         stream = client.api.build(
             path=str(ctx),
             dockerfile="Dockerfile",
             tag=tag,
             target=target,
-            buildargs={"BASE": base},
+            buildargs=buildargs or {"BASE": base},
             labels=labels,
             network_mode="host",
             rm=True,
@@ -269,8 +283,10 @@ def build_images(
     rebuild_base: bool = False,
     log_path: Path | None = None,
     say: Callable[[str], None] = print,
+    kafka_versions: Sequence[str] = (),
 ) -> BuildResult:
-    """Build the base (offline) and both images (see the module contract); returns timings."""
+    """Build the base (offline), both images and the Kafka image of each of ``kafka_versions`` (see the
+    module contract); returns timings."""
     names = image_names(prefix)
     client = docker_client()
     log = log_path or Path(tempfile.gettempdir()) / "herdlab-images-build.log"
@@ -302,7 +318,44 @@ def build_images(
             result.sizes[target] = int(client.images.get(tag).attrs.get("Size") or 0)
             if old is not None and old != _image_id(client, tag):
                 _remove_if_untagged(client, old)
+        if kafka_versions:
+            _docker_build(client, ctx, "runtime", names.runtime, result.base, {}, log)  # cached layers
+    for v in kafka_versions:
+        _build_kafka(client, names, v, result, log, say)
     return result
+
+
+def _build_kafka(
+    client: Any, names: ImageNames, version: str, result: BuildResult, log: Path, say: Callable[[str], None]
+) -> None:
+    """``<prefix>kafka:<version>`` from ``Dockerfile.kafka``: the fetched jars of ``version`` (fetched now
+    when the cache does not hold them) on the runtime stage."""
+    from harness.cluster.kafka_dist import fetch
+
+    home = fetch(version)
+    tag = names.kafka(home.version)
+    say(f"building {tag} (Apache Kafka {home.version} on {names.runtime}) ...")
+    t = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="herdlab-build-kafka-") as d:
+        ctx = Path(d)
+        shutil.copy(HERE / "Dockerfile.kafka", ctx / "Dockerfile")
+        shutil.copytree(home.libs, ctx / "libs")
+        old = _image_id(client, tag)
+        _docker_build(
+            client,
+            ctx,
+            None,
+            tag,
+            names.runtime,
+            {LABEL_KAFKA_VERSION: home.version},
+            log,
+            {"RUNTIME": names.runtime, "KAFKA_VERSION": home.version},
+        )
+        if old is not None and old != _image_id(client, tag):
+            _remove_if_untagged(client, old)
+    result.seconds[tag] = time.monotonic() - t
+    result.sizes[tag] = int(client.images.get(tag).attrs.get("Size") or 0)
+    result.kafka.append(tag)
 
 
 def _image_id(client: Any, ref: str) -> str | None:

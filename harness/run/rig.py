@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.cluster.base import Cluster, ClusterSpec, make_cluster
-from harness.cluster.containers import APACHE_KAFKA, ContainersOptions
+from harness.cluster.containers import ContainersOptions
 from harness.faults.actions import process_frozen
 from harness.faults.nemesis import ClusterControl, MemberProcess, ProxyControl
 from harness.faults.proxy import ProxyHost, member_loopback_ip
@@ -196,7 +196,7 @@ class UnitRig:
                 zookeeper=s.zookeeper,
                 bootstrap=s.bootstrap,
                 images=s.containers.images,
-                kafka_image=s.containers.kafka_image if s.impl == APACHE_KAFKA else None,
+                kafka_image=s.containers.kafka_image,
                 labels=s.labels,
                 members_in_containers=s.containers.members_in_containers,
                 zookeeper_servers=s.scenario.zookeeper.servers,
@@ -321,8 +321,7 @@ class UnitRig:
         s = self.spec
         if name in self.host_of and name not in self.members and kind in (None, "legacy_zk"):
             return self._start_host(name)
-        default = "coordinator" if s.impl == APACHE_KAFKA else s.impl  # kafka-python members
-        kind = self.kinds[name] = kind or self.kinds.get(name, default)
+        kind = self.kinds[name] = kind or self.kinds.get(name, s.impl)
         if props is not None:
             self.props[name] = dict(props)
         launcher = self.cluster.member_launcher([s.events_dir])
@@ -391,11 +390,14 @@ class UnitRig:
             from harness.cluster.apache_kafka import ApacheKafkaCluster
 
             assert isinstance(self.cluster, ApacheKafkaCluster)
-            return {
+            out: dict[str, Any] = {
                 "broker": broker,
                 "version": self.cluster.version,
                 "properties": dict(self.cluster.properties),
             }
+            if self.cluster.images is not None:
+                out["image"] = self.cluster.image_ref
+            return out
         if broker == "herdlab":
             return {"broker": broker, "properties": kafka_broker_settings(s)}
         return {"broker": broker}

@@ -6,8 +6,8 @@ Contract
 :func:`run_scenario` creates ``<out>/<scenario>/<run-id>/`` and, for each *unit* (case,
 implementation, repetition), in order:
 
-1. starts a fresh cluster (``local``: ZooKeeper + one broker; ``containers``: the same in containers,
-   or Apache Kafka for the ``apache_kafka`` units; ``external``: nothing), creates the
+1. starts a fresh cluster (``local``: ZooKeeper + one broker, or the scenario's ``cluster.broker``;
+   ``containers``: the same in containers; ``external``: nothing), creates the
    topic with a name and group of the unit's own, and starts proxies for members that a cut hits;
 2. starts the producer and the initial members (and, held until their step, the members the joins
    will add: :meth:`~harness.run.rig.UnitRig.prestart_member`), and waits until the group is stable (every
@@ -49,7 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.containers import APACHE_KAFKA, ContainersOptions, preflight
+from harness.cluster.containers import ContainersOptions, preflight
 from harness.faults.actions import nemesis_for
 from harness.faults.nemesis import ActionFailed, ActionPair
 from harness.history.schema import to_parquet
@@ -420,12 +420,8 @@ def planned_cases(scenario: Scenario) -> list[Case]:
 
 
 def unit_columns(scenario: Scenario, options: RunOptions) -> list[str]:
-    """The run's columns, one unit each per case and repetition: the scenario's implementations, and
-    Apache Kafka's broker beside the coordinator when the containers backend has a Kafka image."""
-    impls: list[str] = list(scenario.implementations)
-    if options.backend == "containers" and options.containers.kafka_image and "coordinator" in impls:
-        impls.insert(impls.index("coordinator") + 1, APACHE_KAFKA)  # the third column
-    return impls
+    """The run's columns, one unit each per case and repetition: the scenario's implementations."""
+    return list(scenario.implementations)
 
 
 def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:

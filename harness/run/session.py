@@ -115,9 +115,14 @@ def _check_kafka_homes(s: Scenario, req: SessionRequest) -> None:
     versions = {
         c.scenario.cluster.kafka_version for c in expand(s) if c.scenario.cluster.broker == "apache-kafka"
     }
-    if req.kafka_home is not None and not versions:
-        raise ConfigError("--kafka-home needs a scenario with cluster.broker = 'apache-kafka'")
-    if not versions:
+    for given, flag in ((req.kafka_home, "--kafka-home"), (req.kafka_image, "--kafka-image")):
+        if given is not None and not versions:
+            raise ConfigError(f"{flag} needs a scenario with cluster.broker = 'apache-kafka'")
+    if req.kafka_home is not None and req.backend == "containers":
+        raise ConfigError(
+            "--kafka-home is for the local backend; the containers backend runs the Kafka image"
+        )
+    if not versions or req.backend == "containers":  # there the images are checked when a unit starts
         return
     from harness.cluster.kafka_dist import kafka_home
 

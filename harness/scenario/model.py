@@ -285,8 +285,8 @@ class Group(Strict):
         return self
 
     def members_for(self, impl: str) -> int:
-        """The initial member count of ``impl``'s units: ``[group.<impl>] members`` when set (an
-        ``apache_kafka`` unit runs coordinator members), else ``group.members`` (a single value here:
+        """The initial member count of ``impl``'s units: ``[group.<impl>] members`` when set, else
+        ``group.members`` (a single value here:
         a case's scenario, after the matrix substitution)."""
         kind = self.legacy_zk if impl == "legacy_zk" else self.coordinator
         if kind.members is not None:
@@ -918,6 +918,16 @@ class Scenario(Strict):
         if bad:
             raise ValueError(
                 f"timeline actions {', '.join(bad)} need cluster.broker = 'herdlab' (not {broker!r})"
+            )
+        # a member reaches a third-party broker at the address the broker advertises (the tap), not
+        # through its own proxy: a broker-side network fault would not reach it
+        cut = sorted(
+            {a.action for a in self.timeline if isinstance(a, Cut | ToxicAction) and a.target == "broker"}
+        )
+        if cut:
+            raise ValueError(
+                f"timeline actions {', '.join(cut)} with target = 'broker' need cluster.broker = 'herdlab' "
+                f"(not {broker!r}): members reach it at the address it advertises, not through their proxies"
             )
 
     @property

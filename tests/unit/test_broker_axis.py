@@ -41,3 +41,37 @@ def test_broker_external_on_the_containers_backend_is_refused(tmp_path: Path) ->
 def test_the_external_broker_needs_an_address_whatever_the_backend() -> None:
     with pytest.raises(ConfigError, match="needs --bootstrap"):
         make_cluster(ClusterSpec(backend="local", broker="external"))
+
+
+@pytest.mark.parametrize("broker", ["tansu", "apache-kafka"])
+def test_broker_side_network_faults_need_herdlabs_broker(broker: str) -> None:
+    # members reach a third-party broker at the address it advertises (its tap), not through their proxies
+    from harness.scenario import load_scenario
+
+    for action in (
+        '{at="2s",action="cut",target="broker",duration="2s"}',
+        '{at="2s",action="latency",target="broker",duration="2s",latency=50}',
+    ):
+        with pytest.raises(ConfigError, match="with target = 'broker' need cluster.broker = 'herdlab'"):
+            load_scenario(
+                "herd-small",
+                ['implementations=["coordinator"]', f'cluster.broker="{broker}"', f"timeline=[{action}]"],
+            )
+
+
+def test_apache_kafka_with_members_in_containers_is_refused_in_one_line() -> None:
+    with pytest.raises(ConfigError, match="runs its members on the host: drop --members-in-containers"):
+        make_cluster(ClusterSpec(backend="containers", broker="apache-kafka", members_in_containers=True))
+
+
+def test_kafka_image_and_kafka_home_need_an_apache_kafka_case(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--kafka-home is for the local backend"):
+        prepare(
+            SessionRequest(
+                "herd-small",
+                ('implementations=["coordinator"]', 'cluster.broker="apache-kafka"'),
+                backend="containers",
+                kafka_home=tmp_path,
+                out=tmp_path / "r",
+            )
+        )

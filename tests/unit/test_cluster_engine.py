@@ -12,7 +12,6 @@ from pathlib import Path
 
 from harness.cluster.container_services import (
     BrokerContainer,
-    KafkaContainer,
     MemberContainer,
     ZooKeeperContainer,
 )
@@ -69,16 +68,14 @@ def test_uid_gid_is_this_process() -> None:
 def test_every_container_service_is_a_service(tmp_path: Path) -> None:
     zk = ZooKeeperContainer("zk-image")
     broker = BrokerContainer("herdlab-image", 0, "127.0.0.1:2181", tmp_path / "broker-0")
-    kafka = KafkaContainer("kafka-image", 1, "127.0.0.1:2181", tmp_path / "broker-1")
     member = MemberContainer(Box("herdlab-image", "member", "m0", log_path=tmp_path / "m0.log"), "m0")
-    for s in (zk, broker, kafka, member):
+    for s in (zk, broker, member):
         assert isinstance(s, Service)
         assert not s.ready()  # not started
         s.stop()  # idempotent and safe before start
         s.stop()
     assert zk.log_path is None  # no workdir before start
     assert broker.log_path == tmp_path / "broker-0/broker.log"
-    assert kafka.log_path == tmp_path / "broker-1/broker.log"
     assert member.log_path == tmp_path / "m0.log"
 
 

@@ -333,7 +333,6 @@ def test_coordinator_actions_are_skipped_for_legacy_zk_with_the_reason_and_touch
     assert events[1]["broker_id"] is None and events[1]["group"] == "a"
     assert ctx.cluster.calls == [] and ctx.asked == []
     assert nemesis_for_kind(action).applicable("coordinator") is None
-    assert nemesis_for_kind(action).applicable("apache_kafka") is None
 
 
 def nemesis_for_kind(action: str) -> Any:

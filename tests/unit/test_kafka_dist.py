@@ -72,7 +72,9 @@ def test_a_run_needing_an_unfetched_version_stops_before_anything_starts(
     with pytest.raises(ConfigError, match=f"Apache Kafka {LINES['3.9']} is not fetched"):
         prepare(SessionRequest("reference", out=tmp_path / "out"))
     assert not (tmp_path / "out").exists()
-    with pytest.raises(ConfigError, match="--kafka-home needs a scenario with cluster.broker = 'apache-kafka'"):
+    with pytest.raises(
+        ConfigError, match="--kafka-home needs a scenario with cluster.broker = 'apache-kafka'"
+    ):
         prepare(SessionRequest("herd-small", out=tmp_path / "out", kafka_home=tmp_path))
 
 

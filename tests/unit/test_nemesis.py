@@ -11,15 +11,14 @@ from typing import Any
 import pytest
 
 from harness.faults.actions import NEEDS_ENSEMBLE, REGISTRY, nemesis_for
-from harness.faults.nemesis import APACHE_KAFKA, ActionFailed, ActionPair
+from harness.faults.nemesis import ActionFailed, ActionPair
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import ACTIONS
 from harness.run.plan import Step
 from tests.support.recording import RecordingHistory as Recorded
 
-IMPLS = ("legacy_zk", "coordinator", "apache_kafka")
+IMPLS = ("legacy_zk", "coordinator")
 NO_ZK = "coordinator members do not use ZooKeeper"
-NO_PROXY = "broker cuts need the herdlab broker"
 NO_SESSION = "ZooKeeper sessions exist only on the legacy side"
 
 
@@ -141,22 +140,17 @@ def test_an_unknown_action_is_a_config_error_naming_it() -> None:
         nemesis_for(Step(0.0, "explode"))
 
 
-def test_the_apache_kafka_column_name_is_the_clusters() -> None:
-    from harness.cluster.containers import APACHE_KAFKA as CLUSTER_NAME
-
-    assert APACHE_KAFKA == CLUSTER_NAME
-
-
 @pytest.mark.parametrize(
     ("action", "target", "expected"),
     [
         # ZooKeeper cuts exist only where members talk to ZooKeeper
-        ("cut", "zookeeper", {"legacy_zk": None, "coordinator": NO_ZK, "apache_kafka": NO_ZK}),
-        ("heal", "zookeeper", {"legacy_zk": None, "coordinator": NO_ZK, "apache_kafka": NO_ZK}),
-        # broker cuts need the herdlab broker (it advertises the proxy's address)
-        ("cut", "broker", {"legacy_zk": None, "coordinator": None, "apache_kafka": NO_PROXY}),
-        ("heal", "broker", {"legacy_zk": None, "coordinator": None, "apache_kafka": NO_PROXY}),
-        ("expire", None, {"legacy_zk": None, "coordinator": NO_SESSION, "apache_kafka": NO_SESSION}),
+        ("cut", "zookeeper", {"legacy_zk": None, "coordinator": NO_ZK}),
+        ("heal", "zookeeper", {"legacy_zk": None, "coordinator": NO_ZK}),
+        # broker cuts apply to both (a third-party broker, which members do not reach through their
+        # proxies, is refused with them when the scenario is loaded: tests/unit/test_broker_axis.py)
+        ("cut", "broker", {"legacy_zk": None, "coordinator": None}),
+        ("heal", "broker", {"legacy_zk": None, "coordinator": None}),
+        ("expire", None, {"legacy_zk": None, "coordinator": NO_SESSION}),
     ],
 )
 def test_skip_rules(action: str, target: str | None, expected: dict[str, str | None]) -> None:
@@ -180,7 +174,7 @@ def test_skip_rules(action: str, target: str | None, expected: dict[str, str | N
 )
 def test_membership_process_and_topic_actions_apply_to_every_implementation(action: str) -> None:
     nemesis = nemesis_for(Step(0.0, action, ("m0",)))
-    assert [nemesis.applicable(impl) for impl in IMPLS] == [None, None, None]
+    assert [nemesis.applicable(impl) for impl in IMPLS] == [None, None]
 
 
 # -- what each writes and does ----------------------------------------------------------------------------

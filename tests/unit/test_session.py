@@ -54,29 +54,24 @@ def test_units_are_cases_times_repetitions_times_columns(tmp_path: Path) -> None
     s = prepare(SessionRequest("herd-small", ("repetitions=3",), out=tmp_path))
     assert s.total_units == 2 * 3 * 2
     assert (s.options.backend, s.options.out, s.options.progress) == ("local", tmp_path, None)
-    # Apache Kafka is a third column beside the coordinator
+    # Apache Kafka is a broker value, not a column: --kafka-image only names its image
     s = prepare(
         SessionRequest(
             "herd-small",
-            ("repetitions=3",),
+            ("repetitions=3", "cluster.broker=apache-kafka", 'implementations=["coordinator"]'),
             backend="containers",
-            kafka_image="confluentinc/cp-kafka:7.6.1",
+            kafka_image="apache/kafka:3.9.1",
             image_prefix="x/",
         )
     )
-    assert s.total_units == 2 * 3 * 3
-    assert s.options.containers.kafka_image == "confluentinc/cp-kafka:7.6.1"
+    assert s.total_units == 2 * 3 * 1
+    assert s.options.containers.kafka_image == "apache/kafka:3.9.1"
     assert s.options.containers.images.zookeeper.startswith("x/zookeeper:")
-    # ... but only when the coordinator is one of the scenario's implementations
-    s = prepare(
-        SessionRequest(
-            "herd-small",
-            ('implementations=["legacy_zk"]',),
-            backend="containers",
-            kafka_image="confluentinc/cp-kafka:7.6.1",
-        )
-    )
-    assert s.total_units == 2 * 1 * 1
+    # ... and means nothing without an apache-kafka case
+    with pytest.raises(
+        ConfigError, match="--kafka-image needs a scenario with cluster.broker = 'apache-kafka'"
+    ):
+        prepare(SessionRequest("herd-small", backend="containers", kafka_image="apache/kafka:3.9.1"))
 
 
 def test_failed_units_are_those_with_a_failure_message(tmp_path: Path) -> None:

@@ -23,8 +23,6 @@ def test_per_implementation_members_override_group_members_and_size_the_partitio
     assert (unit_members(case, "legacy_zk"), unit_members(case, "coordinator")) == (500, 200)
     # partitions = "members": as many as the unit's own initial members
     assert (unit_partitions(case, "legacy_zk"), unit_partitions(case, "coordinator")) == (500, 200)
-    # an apache_kafka unit runs coordinator members
-    assert unit_members(case, "apache_kafka") == 200
 
 
 def test_without_the_keys_both_implementations_get_group_members() -> None:

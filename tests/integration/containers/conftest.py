@@ -11,14 +11,11 @@
   herdlab process the tests started (:func:`started_herdlab`); networks labelled with this process's
   testcontainers session; volumes that are dangling (an anonymous volume carries no label: one a
   container of ours left behind is dangling once the container is removed).
-* ``kafka_stub``: an image that stands in for Apache Kafka (cp-kafka's ``KAFKA_*`` interface in
-  front of the herdlab broker), built once per session from the herdlab image and removed after.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +23,6 @@ import pytest
 from harness.images import ImageNames, docker_client, image_labels, image_names
 from harness.kernel.errors import EnvironmentProblem
 from tests.support.containers import IMAGE_PREFIX, State, assert_nothing_left, state
-
-STUB_DIR = Path(__file__).parent / "kafka_stub"
 
 
 @pytest.fixture(scope="session")
@@ -52,18 +47,3 @@ def baseline(engine: Any) -> Iterator[State]:
     before = state(engine)
     yield before
     assert_nothing_left(engine, before)
-
-
-@pytest.fixture(scope="session")
-def kafka_stub(engine: Any, images: ImageNames) -> Iterator[str]:
-    tag = f"herdlab-test/kafka-stub:{images.herdlab.rpartition(':')[2]}"
-    engine.images.build(
-        path=str(STUB_DIR),
-        tag=tag,
-        buildargs={"HERDLAB_IMAGE": images.herdlab},
-        network_mode="none",
-        rm=True,
-        forcerm=True,
-    )
-    yield tag
-    engine.images.remove(tag, force=True)

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from harness.cluster.container_services import kafka_env
 from harness.cluster.containers import ContainersOptions, preflight
 from harness.images import docker_client, image_names
 from harness.images.build import EXCLUDED, runtime_requirements
@@ -63,34 +62,11 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert "--tag-prefix" in line
 
 
-def test_kafka_env_translates_the_broker_options() -> None:
-    env = kafka_env(
-        3,
-        9092,
-        "127.0.0.1:2181",
-        [
-            "--group-initial-rebalance-delay-ms",
-            "0",
-            "--group-min-session-timeout-ms",
-            "1000",
-            "--no-auto-create-topics",
-        ],
-    )
-    assert env["KAFKA_BROKER_ID"] == "3"
-    assert env["KAFKA_ZOOKEEPER_CONNECT"] == "127.0.0.1:2181"
-    assert env["KAFKA_LISTENERS"] == env["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://127.0.0.1:9092"
-    assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "1"
-    assert env["KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS"] == "0"
-    assert env["KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS"] == "1000"
-    assert env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"
-    with pytest.raises(ConfigError, match="--offsets-partitions"):
-        kafka_env(0, 1, "z:1", ["--offsets-partitions", "3"])
-
-
 def test_image_names_and_the_slim_requirements() -> None:
     names = image_names("reg.example/team/")
     assert names.zookeeper.startswith("reg.example/team/zookeeper:")
     assert names.herdlab.startswith("reg.example/team/herdlab:")
+    assert names.kafka("3.9.2") == "reg.example/team/kafka:3.9.2"
     with pytest.raises(ConfigError):
         image_names("no-separator")
     reqs = {r.split("==")[0] for r in runtime_requirements()}

@@ -1,5 +1,6 @@
 """``herdlab offsets diff|export|copy`` as a user runs it (``python -m harness offsets ...``) against a real
-ZooKeeper and our real broker (the module's ``shared_cluster``).
+ZooKeeper and a real broker: our broker (the module's ``shared_cluster``), and Apache Kafka 3.9 in ZooKeeper
+mode (marked ``kafka``: run with ``-m kafka``).
 
 The module produces a known number of records to each partition of one topic; each test seeds a group of
 its own: offsets written into ZooKeeper with kazoo (``/consumers/<g>/offsets/<t>/<p>``, the 0.8 layout) and
@@ -36,9 +37,26 @@ KAFKA_SEED = {0: 7, 2: 0}
 CLI_TIMEOUT_S = 60
 
 
+@pytest.fixture(scope="module", params=["herdlab", pytest.param("apache-kafka", marks=pytest.mark.kafka)])
+def stores(request: pytest.FixtureRequest) -> Iterator[SharedCluster]:
+    """The two stores the commands read and write: the shared ZooKeeper and herdlab's broker, or Apache
+    Kafka 3.9 (ZooKeeper mode, marked ``kafka``) with its own ZooKeeper, the broker a migration
+    really ends on."""
+    if request.param == "herdlab":
+        yield request.getfixturevalue("shared_cluster")
+        return
+    from harness.cluster.apache_kafka import ApacheKafkaCluster
+    from harness.cluster.kafka_dist import fetch
+
+    fetch("3.9")
+    with ApacheKafkaCluster("3.9", settings={"group.initial.rebalance.delay.ms": "0"}) as kafka:
+        yield SharedCluster(zookeeper=kafka.zookeeper_connect, bootstrap=kafka.bootstrap)
+
+
 @pytest.fixture(scope="module")
-def cluster(shared_cluster: SharedCluster) -> SharedCluster:
-    """The shared cluster with TOPIC created and LOG_END records produced to its partitions."""
+def cluster(stores: SharedCluster) -> SharedCluster:
+    """The stores' cluster with TOPIC created and LOG_END records produced to its partitions."""
+    shared_cluster = stores
     admin = KafkaAdminClient(bootstrap_servers=shared_cluster.bootstrap, request_timeout_ms=10000)
     try:
         admin.create_topics([NewTopic(TOPIC, len(LOG_END), 1)])

@@ -120,3 +120,31 @@ def test_a_small_herd_run_on_apache_kafka(version: str, tmp_path: Path) -> None:
         events = (result.run_dir / "units" / u["unit"] / "events" / "tap.jsonl").read_text()
         if u["impl"] == "coordinator":
             assert '"api":"JoinGroup"' in events and '"observed":"tap"' in events
+
+
+@pytest.mark.long
+def test_the_documented_migration_on_apache_kafka_3_9_is_proved_from_kafkas_own_commit_answers(
+    tmp_path: Path,
+) -> None:
+    """The built-in ``migration`` on Apache Kafka 3.9 (ZooKeeper mode): the legacy members dual-commit
+    into Kafka's offsets, coordinator members take over on Kafka's own group coordinator, and the proof's
+    broker-side commits are Kafka's answers to OffsetCommit as the tap decoded them."""
+    from tests.support.migration import run_migration
+
+    fetch("3.9")
+    events, metrics, _members = run_migration(
+        "migration", tmp_path, ("cluster.broker=apache-kafka", "cluster.kafka_version=3.9")
+    )
+    (unit,) = metrics["units"]
+    assert unit["broker"] == f"apache-kafka {LINES['3.9']}"
+    m = metrics["migration"]
+    assert (m["expect"], m["verdict"], m["as_expected"]) == ("clean", "clean", True)
+    # both kinds of member committed into Kafka, and Kafka's answers are in the history (from the tap):
+    # the legacy members' dual commits before the switch, the coordinator members' after it
+    switch_at = min(e["ts_ns"] for e in events if e["kind"] == "invoke" and e.get("migration") == "switch")
+    accepted = [e["ts_ns"] for e in events if e["kind"] == "commit" and e.get("observed") == "tap"]
+    assert any(t < switch_at for t in accepted) and any(t > switch_at for t in accepted)
+    (switch,) = unit["migration"]["switches"]
+    for p in switch["partitions"]:
+        assert p["lost"] == 0, p
+        assert p["kafka_committed"] is not None, p
