@@ -204,3 +204,7 @@ def alerts(out: dict[str, Any]) -> None:
     lines += migration_alerts(out)
     if (out.get("run") or {}).get("interrupted"):
         lines.append("the run was interrupted: results cover what was recorded")
+    if (out.get("run") or {}).get("stopped"):
+        lines.append(
+            f"the run stopped before its last unit ({out['run']['stopped']}): results cover what was recorded"
+        )

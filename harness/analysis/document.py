@@ -71,6 +71,7 @@ def new_document(inputs: RunInputs, spark_master: str, spark_version: str) -> di
             "started": man.get("started"),
             "finished": man.get("finished"),
             "interrupted": man.get("interrupted"),
+            "stopped": man.get("stopped"),
             "git_commit": man.get("git_commit"),
             "versions": man.get("versions"),
             "machine": man.get("machine"),

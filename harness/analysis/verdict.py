@@ -9,7 +9,8 @@
 
   1. ``False`` when the run failed what it set out to do; ``reasons`` names every such reason:
      records lost, tails not drained, failed units, a migration proof whose verdict is not the one
-     the scenario expects (``metrics["migration"]["as_expected"]`` false), an interrupted run,
+     the scenario expects (``metrics["migration"]["as_expected"]`` false), an interrupted run, a run
+     that stopped before its last unit on an error (``run.stopped``),
      nothing recorded (no unit at all: the run produced nothing, which is a failure, not a lack of
      things to judge).
   2. ``"unknown"`` when nothing failed but the run has nothing to judge: its units planned triggers
@@ -177,6 +178,8 @@ def _reasons(out: dict[str, Any]) -> list[str]:
         )
     if (out.get("run") or {}).get("interrupted"):
         reasons.append("the run was interrupted")
+    if (out.get("run") or {}).get("stopped"):
+        reasons.append(f"the run stopped before its last unit: {out['run']['stopped']}")
     return reasons
 
 

@@ -159,9 +159,13 @@ def _log_options(home: KafkaHome, workdir: Path) -> list[str]:
     return [f"-Dlog4j2.configurationFile={cfg}"]
 
 
-def _cluster_id() -> str:
-    """A new KRaft cluster id: 16 random bytes, URL-safe base64 without padding (Kafka's ``Uuid``)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+def cluster_id() -> str:
+    """A new KRaft cluster id: 16 random bytes, URL-safe base64 without padding, never starting with ``-``
+    (as Kafka's ``Uuid.randomUuid``: the storage tool's argument parser would read it as an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def java_argv(java: str, home: KafkaHome, workdir: Path) -> list[str]:
@@ -183,7 +187,7 @@ def configure(
     cfg = workdir / "server.properties"
     cfg.write_text("".join(f"{k}={v}\n" for k, v in sorted(properties.items())))
     if not home.zookeeper_mode and not (Path(properties["log.dirs"]) / "meta.properties").exists():
-        status = run([*java, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(cfg)])
+        status = run([*java, "kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", str(cfg)])
         if status != 0:
             raise Unreachable(
                 f"Apache Kafka {home.version}: formatting its storage failed (status {status}; see {log_path})"

@@ -2,6 +2,7 @@
 
 Pure: no processes, no clocks. The same case and seed give the same plan for every implementation,
 so both face the same faults on the same members at the same offsets from stability.
+:func:`jittered` moves a repetition's timeline entries by seeded offsets (``timeline_jitter``) first.
 
 Member names: the initial members are ``m0`` .. ``m{N-1}``; members that join later are ``j0``,
 ``j1``, ... A member that is restarted keeps its name (and, with static membership, its instance id).
@@ -120,6 +121,22 @@ class Plan:
     def end(self) -> float:
         """Time of the last step (0 when the timeline is empty)."""
         return max((s.at for s in self.steps), default=0.0)
+
+
+def jittered(scenario: Scenario, repetition: int) -> Scenario:
+    """``scenario`` with the timeline entries of repetition ``repetition`` moved later by offsets drawn
+    uniformly from ``[0, timeline_jitter)``, one per distinct ``at`` (``random.Random`` seeded by the
+    scenario's seed and the repetition: the same offsets for every implementation and case);
+    ``scenario`` itself when the jitter is 0."""
+    if not scenario.timeline_jitter:
+        return scenario
+    rng = random.Random(f"{scenario.seed}/{repetition}")
+    # entries at the same time keep it: one offset per distinct time, drawn in time order
+    offset = {
+        at: rng.uniform(0.0, scenario.timeline_jitter) for at in sorted({a.at for a in scenario.timeline})
+    }
+    timeline = [a.model_copy(update={"at": a.at + offset[a.at]}) for a in scenario.timeline]
+    return scenario.model_copy(update={"timeline": timeline})
 
 
 def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan:

@@ -54,13 +54,13 @@ from harness.faults.actions import nemesis_for
 from harness.faults.nemesis import ActionFailed, ActionPair
 from harness.history.schema import to_parquet
 from harness.history.writer import HistoryWriter
-from harness.kernel.errors import ConfigError
+from harness.kernel.errors import ConfigError, HerdlabError, Unreachable
 from harness.kernel.events import COORDINATOR_END_ACTIONS, COORDINATOR_FAULT_ACTIONS, Kind, Role
 from harness.run.clock import Clock, SystemClock
 from harness.run.context import UnitContext
 from harness.run.manifest import write_manifest
 from harness.run.observe import Progress, Waiter
-from harness.run.plan import Plan, Step, check_spacing, make_plan
+from harness.run.plan import Plan, Step, check_spacing, jittered, make_plan
 from harness.run.rig import Rig, RigSpec, UnitFailed, UnitRig
 from harness.run.snapshots import OffsetsSnapshots
 from harness.run.tail import GroupWatch
@@ -124,6 +124,8 @@ class RunResult:
     units: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     interrupted: bool = False
     events: int = 0
+    #: why the run stopped before its last unit (an error no unit could go on after), else None
+    stopped: str | None = None
 
 
 def _cpu_since(r0: resource.struct_rusage) -> float:
@@ -160,7 +162,9 @@ class UnitRunner:
         suffix = f"{run_id}-{unit.key}" if shared else ""  # an existing cluster may hold other runs' names
         self.topic = f"{scenario.topic.name}-{suffix}" if suffix else scenario.topic.name
         self.group = f"{scenario.group.id}-{suffix}" if suffix else scenario.group.id
-        self.plan: Plan = make_plan(unit.case.scenario, unit_members(unit.case, unit.impl))
+        self.plan: Plan = make_plan(
+            jittered(unit.case.scenario, unit.repetition), unit_members(unit.case, unit.impl)
+        )
         self.partitions = unit_partitions(unit.case, unit.impl)
         self.clock: Clock = clock or SystemClock()
         self.history = HistoryWriter(self.events_dir / "nemesis.jsonl", source="nemesis", role=Role.NEMESIS)
@@ -469,13 +473,17 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
             runner = UnitRunner(scenario, unit, options, run_id)
             try:
                 result.units.append(runner.run())
-            except UnitFailed as e:
+            except (UnitFailed, Unreachable) as e:
+                # a server of this unit's that did not come up fails the unit, not the run
                 log.error("%s", e)
                 result.units.append({**runner.outcome, "failed": str(e)})
             finally:
                 runner.close()
     except KeyboardInterrupt:
         result.interrupted = True
+        raise
+    except HerdlabError as e:
+        result.stopped = str(e)
         raise
     finally:
         sources = [
@@ -505,6 +513,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
             started=started,
             finished=datetime.now(UTC).isoformat(),
             interrupted=result.interrupted,
+            stopped=result.stopped,
             units=result.units,
             # CPU of the harness process itself (not its children): it must not starve the members.
             harness_cpu_s=round(_cpu_since(cpu0), 2),

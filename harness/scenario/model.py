@@ -812,6 +812,12 @@ class Scenario(Strict):
     cluster: ClusterSettings = ClusterSettings()
     timeline: list[Action] = Field(default_factory=list)
     settle_window: Duration = Field(default=3.0, description="no ownership change for this long = settled")
+    timeline_jitter: Duration = Field(
+        default=0.0,
+        description="each timeline entry of a repetition starts up to this much later (seeded by the scenario's "
+        "seed and the repetition, the same for every implementation and case): a trigger then meets the "
+        "members' periodic work (heartbeats, polls) at a random phase, not the one the spacing fixes",
+    )
     stable_timeout: Duration = Field(default=120.0, description="give up if the group never becomes stable")
     drain: Duration = Field(default=10.0, description="after the timeline: time to process what was produced")
     split_brain_gap: Duration | None = Field(
@@ -854,6 +860,13 @@ class Scenario(Strict):
                         + (f"a list of {width} values, one per key" if width > 1 else "a single value")
                     )
         _check_zk_leader_faults(self.timeline)
+        ats = sorted({a.at for a in self.timeline})
+        gap = min((b - a for a, b in zip(ats, ats[1:], strict=False)), default=None)
+        if self.timeline_jitter and gap is not None and self.timeline_jitter >= gap:
+            raise ValueError(
+                f"timeline_jitter ({self.timeline_jitter:g}s) must be shorter than the shortest time between two "
+                f"timeline entries ({gap:g}s), or the entries could swap"
+            )
         # a matrix over cluster.brokers is checked per case (expand validates each case again)
         brokers = 2 if "cluster.brokers" in self.matrix_keys else self.cluster.brokers
         _check_coordinator_faults(self.timeline, brokers)

@@ -129,3 +129,15 @@ def test_legacy_members_run_on_apache_kafka_3_9_only() -> None:
         ["cluster.broker=apache-kafka", "cluster.kafka_version=4", 'implementations=["coordinator"]'],
     )
     assert s.cluster.kafka_version == "4"
+
+
+def test_a_kraft_cluster_id_never_starts_with_a_hyphen(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 0xf8 as the first byte makes the first base64 digit 62, which URL-safe base64 writes "-"; the storage
+    # tool would then read "-t -..." as two options (Kafka's Uuid.randomUuid draws again for this reason)
+    import uuid
+
+    from harness.cluster import apache_kafka
+
+    draws = iter([uuid.UUID(bytes=b"\xf8" + b"\x00" * 15), uuid.UUID(bytes=b"\x01" * 16)])
+    monkeypatch.setattr(apache_kafka.uuid, "uuid4", lambda: next(draws))
+    assert apache_kafka.cluster_id() == "AQEBAQEBAQEBAQEBAQEBAQ"
