@@ -423,6 +423,11 @@ def planned_cases(scenario: Scenario) -> list[Case]:
     return cases
 
 
+def _external(unit: Unit, options: RunOptions) -> bool:
+    """Whether the unit runs on a cluster the user gave (the external backend or broker), not one it started."""
+    return options.backend == "external" or unit.case.scenario.cluster.broker == "external"
+
+
 def unit_columns(scenario: Scenario, options: RunOptions) -> list[str]:
     """The run's columns, one unit each per case and repetition: the scenario's implementations."""
     return list(scenario.implementations)
@@ -474,7 +479,10 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
             try:
                 result.units.append(runner.run())
             except (UnitFailed, Unreachable) as e:
-                # a server of this unit's that did not come up fails the unit, not the run
+                # a server the unit started that did not come up fails the unit; an unreachable cluster the
+                # user gave (external) fails every unit alike: it stops the run
+                if isinstance(e, Unreachable) and _external(unit, options):
+                    raise
                 log.error("%s", e)
                 result.units.append({**runner.outcome, "failed": str(e)})
             finally:
