@@ -32,6 +32,17 @@ from harness.kernel.events import NEVER, NO_EFFECT, SETTLED, SKIPPED
 BREAKDOWNS = (("zk_requests_by_op", "zk_requests"), ("broker_requests_by_api", "broker_group_requests"))
 
 
+def breakdown_metric(parent: str, op: str) -> str:
+    """The aggregate row name of one operation of a breakdown: ``broker_group_requests[JoinGroup]``."""
+    return f"{parent}[{op}]"
+
+
+def breakdown_op(name: str, parent: str) -> str | None:
+    """The operation of a :func:`breakdown_metric` row name of ``parent``; None for any other name."""
+    prefix = parent + "["
+    return name[len(prefix) : -1] if name.startswith(prefix) and name.endswith("]") else None
+
+
 def case_order(label: str, cases: list[dict[str, Any]]) -> int:
     """A case's position in the scenario (unknown labels last)."""
     for c in cases:
@@ -135,7 +146,7 @@ def aggregate_units(units: list[dict[str, Any]], cases: list[dict[str, Any]]) ->
             names = sorted({op for t in measured for op in (t.get(field) or {})})
             for op in names:
                 sample = [float((t.get(field) or {}).get(op) or 0) for t in measured]
-                rows.append(_row(head, f"{parent}[{op}]", n, counts, sample))
+                rows.append(_row(head, breakdown_metric(parent, op), n, counts, sample))
     for (impl, case), us in by_case.items():
         head = {"impl": impl, "case": case, "trigger": "unit", "trigger_index": -1, "action": "unit"}
         head["targets"] = []

@@ -19,8 +19,7 @@ and one row per (implementation, trigger key, client, assignor), in trigger orde
   :func:`harness.analysis.stats.ratio_of_means`; never-settled repetitions left out and counted in
   ``latency_never``), ``latency_n`` (finite values on each side), ``requests_ratio`` (of the medians),
   ``latency_outside`` (the interval lies wholly outside :data:`FIDELITY_BAND`; None without an
-  interval) and ``kinds_differ`` (the kinds whose median counts differ);
-* ``latency_ratio`` / ``requests_ratio``: those of the first reference broker (for one-line readers).
+  interval) and ``kinds_differ`` (the kinds whose median counts differ).
 """
 
 from __future__ import annotations
@@ -29,13 +28,14 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from harness.analysis.aggregate import trigger_sample
+from harness.analysis.aggregate import breakdown_op, trigger_sample
 from harness.analysis.definitions import metric
 from harness.analysis.stats import ratio_of_means
 
 #: The broker every ratio has as numerator.
 OURS = "herdlab"
 METRICS = ("latency_s", "coordination_requests")
+#: The metric whose per-kind breakdown rows (``broker_group_requests[JoinGroup]``) feed ``requests_by_kind``.
 KIND_METRIC = "broker_group_requests"
 #: A latency ratio whose whole 95 % interval lies outside this band is a fidelity difference to explain.
 FIDELITY_BAND = (0.9, 1.1)
@@ -50,12 +50,6 @@ def ratio(a: Any, b: Any) -> float | None:
     if not (math.isfinite(a) and math.isfinite(b)) or b == 0:
         return None
     return round(a / b, 3)
-
-
-def _kind(name: str) -> str | None:
-    """``broker_group_requests[JoinGroup]`` -> ``JoinGroup``; None for any other metric."""
-    prefix = KIND_METRIC + "["
-    return name[len(prefix) : -1] if name.startswith(prefix) and name.endswith("]") else None
 
 
 def _latency_vs(ours: list[float], theirs: list[float]) -> dict[str, Any]:
@@ -86,7 +80,7 @@ def summary(units: list[dict[str, Any]], aggregates: list[dict[str, Any]]) -> di
     measured: dict[Key, set[str]] = defaultdict(set)  # brokers with a coordination_requests row
     for a in aggregates:
         name = a.get("metric") or ""
-        kind = _kind(name)
+        kind = breakdown_op(name, KIND_METRIC)
         if a.get("trigger") == "unit" or (name not in METRICS and kind is None):
             continue
         u = col.get((a["impl"], a["case"]))
@@ -134,8 +128,6 @@ def summary(units: list[dict[str, Any]], aggregates: list[dict[str, Any]]) -> di
                 if OURS in measured[k] and b in measured[k] and by.get(OURS) != by.get(b)
             ]
             r["vs"][b] = v
-        first = r["vs"][reference[0]]
-        r["latency_ratio"], r["requests_ratio"] = first["latency_ratio"], first["requests_ratio"]
         out.append(r)
     return {"brokers": brokers, "reference": reference, "rows": out}
 

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.analysis.coordinators import OURS
 from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, metric
 from harness.analysis.startup import start_up_line
 from harness.analysis.stats import NEVER
@@ -615,8 +616,8 @@ REQUEST_KINDS_INTRO = (
 
 
 def _reference(c: dict[str, Any]) -> list[str]:
-    """The brokers herdlab is compared with (a summary before ``reference`` existed: the non-herdlab)."""
-    return list(c.get("reference") or [b for b in c.get("brokers") or [] if b != "herdlab"])
+    """The brokers herdlab is compared with."""
+    return list(c.get("reference") or [])
 
 
 def coordinators_columns(metrics: dict[str, Any]) -> list[str]:
@@ -644,10 +645,9 @@ def _ratio(v: Any) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
-def _latency_vs(vs: dict[str, Any], fallback: Any) -> str:
+def _latency_vs(vs: dict[str, Any]) -> str:
     """``0.95 [0.90, 1.01]``, ``*`` after an interval wholly outside the fidelity band."""
-    r = vs.get("latency_ratio", fallback) if vs else fallback
-    ci = vs.get("latency_ci95") if vs else None
+    r, ci = vs.get("latency_ratio"), vs.get("latency_ci95")
     if r is None or ci is None:
         return _ratio(r)
     return f"{r:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" + (" *" if vs.get("latency_outside") else "")
@@ -664,26 +664,15 @@ def coordinators_rows(metrics: dict[str, Any]) -> list[list[str]]:
     out = []
     for r in c.get("rows") or []:
         vs = r.get("vs") or {}
-        first = reference[0] if reference else None
         out.append(
             [
                 _trigger(r),
                 r.get("client") or DASH,
                 r.get("assignor") or DASH,
                 *(fmt(r["latency_s"].get(b), "s") for b in brokers),
-                *(
-                    _latency_vs(vs.get(b) or {}, r.get("latency_ratio") if b == first else None)
-                    for b in reference
-                ),
+                *(_latency_vs(vs.get(b) or {}) for b in reference),
                 *(fmt(r["coordination_requests"].get(b)) for b in brokers),
-                *(
-                    _ratio(
-                        (vs.get(b) or {}).get(
-                            "requests_ratio", r.get("requests_ratio") if b == first else None
-                        )
-                    )
-                    for b in reference
-                ),
+                *(_ratio((vs.get(b) or {}).get("requests_ratio")) for b in reference),
             ]
         )
     return out
@@ -765,4 +754,4 @@ def _broker_configs(metrics: dict[str, Any]) -> dict[str, dict[str, set[str]]]:
         for k, v in (cfg.get("properties") or {}).items():
             if k not in PER_UNIT_PROPERTIES:
                 props.setdefault(k, set()).add(str(v))
-    return dict(sorted(out.items(), key=lambda kv: (kv[0] != "herdlab", kv[0])))
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] != OURS, kv[0])))

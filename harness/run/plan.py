@@ -2,7 +2,8 @@
 
 Pure: no processes, no clocks. The same case and seed give the same plan for every implementation,
 so both face the same faults on the same members at the same offsets from stability.
-:func:`jittered` moves a repetition's timeline entries by seeded offsets (``timeline_jitter``) first.
+:func:`make_plan` of a repetition first moves its timeline entries by seeded offsets (``timeline_jitter``,
+:func:`jittered`).
 
 Member names: the initial members are ``m0`` .. ``m{N-1}``; members that join later are ``j0``,
 ``j1``, ... A member that is restarted keeps its name (and, with static membership, its instance id).
@@ -139,8 +140,14 @@ def jittered(scenario: Scenario, repetition: int) -> Scenario:
     return scenario.model_copy(update={"timeline": timeline})
 
 
-def make_plan(scenario: Scenario, members: int, seed: int | None = None) -> Plan:
-    """Concrete steps for ``scenario`` with ``members`` initial members (see the module docstring)."""
+def make_plan(
+    scenario: Scenario, members: int, seed: int | None = None, repetition: int | None = None
+) -> Plan:
+    """Concrete steps for ``scenario`` with ``members`` initial members (see the module docstring); of
+    repetition ``repetition`` when given (its timeline :func:`jittered`), of the unmoved timeline
+    otherwise."""
+    if repetition is not None:
+        scenario = jittered(scenario, repetition)
     rng = random.Random(scenario.seed if seed is None else seed)
     present = [f"m{i}" for i in range(members)]  # in start order
     plan = Plan(initial=list(present))

@@ -60,7 +60,7 @@ from harness.run.clock import Clock, SystemClock
 from harness.run.context import UnitContext
 from harness.run.manifest import write_manifest
 from harness.run.observe import Progress, Waiter
-from harness.run.plan import Plan, Step, check_spacing, jittered, make_plan
+from harness.run.plan import Plan, Step, check_spacing, make_plan
 from harness.run.rig import Rig, RigSpec, UnitFailed, UnitRig
 from harness.run.snapshots import OffsetsSnapshots
 from harness.run.tail import GroupWatch
@@ -163,7 +163,7 @@ class UnitRunner:
         self.topic = f"{scenario.topic.name}-{suffix}" if suffix else scenario.topic.name
         self.group = f"{scenario.group.id}-{suffix}" if suffix else scenario.group.id
         self.plan: Plan = make_plan(
-            jittered(unit.case.scenario, unit.repetition), unit_members(unit.case, unit.impl)
+            unit.case.scenario, unit_members(unit.case, unit.impl), repetition=unit.repetition
         )
         self.partitions = unit_partitions(unit.case, unit.impl)
         self.clock: Clock = clock or SystemClock()

@@ -29,7 +29,7 @@ from typing import Any
 from harness.cluster.containers import ContainersOptions
 from harness.kernel.errors import ConfigError
 from harness.run.runner import RunOptions, RunResult, run_scenario, unit_columns
-from harness.scenario import Scenario, expand, load_scenario
+from harness.scenario import Case, Scenario, expand, load_scenario
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,8 @@ def prepare(req: SessionRequest) -> Session:
     if req.backend != "external" and req.zookeeper:
         raise ConfigError("--zookeeper and --bootstrap need --backend external")
     s = load_scenario(req.scenario, list(req.overrides))
-    broker_external = any(case.scenario.cluster.broker == "external" for case in expand(s))
+    cases = expand(s)
+    broker_external = any(case.scenario.cluster.broker == "external" for case in cases)
     if req.backend != "external" and req.bootstrap and not broker_external:
         raise ConfigError("--zookeeper and --bootstrap need --backend external")
     if broker_external and req.backend == "containers":
@@ -95,7 +96,7 @@ def prepare(req: SessionRequest) -> Session:
         # Constructing it checks every address (within seconds, one line on failure): do it before a
         # run directory is made; the runner constructs its own per unit.
         ExternalCluster(req.zookeeper, req.bootstrap or "")
-    _check_kafka_homes(s, req)
+    _check_kafka_homes(cases, req)
     options = RunOptions(
         backend=req.backend,
         out=req.out,
@@ -104,16 +105,16 @@ def prepare(req: SessionRequest) -> Session:
         containers=containers,
         kafka_home=req.kafka_home,
     )
-    total = len(expand(s)) * s.repetitions * len(unit_columns(s, options))
+    total = len(cases) * s.repetitions * len(unit_columns(s, options))
     return Session(scenario=s, options=options, total_units=total)
 
 
-def _check_kafka_homes(s: Scenario, req: SessionRequest) -> None:
-    """Every Apache Kafka version the scenario's cases run is at hand (fetched, ``--kafka-home`` or
+def _check_kafka_homes(cases: list[Case], req: SessionRequest) -> None:
+    """Every Apache Kafka version the ``cases`` run is at hand (fetched, ``--kafka-home`` or
     ``$HERDLAB_KAFKA_HOME``, in the case's mode): a one-line error before anything starts, not a failed
     unit an hour into the run."""
     versions = {
-        c.scenario.cluster.kafka_version for c in expand(s) if c.scenario.cluster.broker == "apache-kafka"
+        c.scenario.cluster.kafka_version for c in cases if c.scenario.cluster.broker == "apache-kafka"
     }
     for given, flag in ((req.kafka_home, "--kafka-home"), (req.kafka_image, "--kafka-image")):
         if given is not None and not versions:

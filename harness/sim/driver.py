@@ -46,7 +46,7 @@ from typing import Any
 from harness.faults.nemesis import ActionPair
 from harness.kernel.events import DOWN_ACTIONS, JOIN_ACTIONS, Kind, Role
 from harness.kernel.history import History
-from harness.run.plan import Plan, Step, jittered, make_plan
+from harness.run.plan import Plan, Step, make_plan
 from harness.run.runner import Unit, UnitFailed, UnitRunner
 from harness.run.tail import GroupWatch
 from harness.scenario.model import Scenario
@@ -156,7 +156,7 @@ class SimUnitRunner:
         self.unit = unit
         self.delays = delays
         self.epoch_ns = epoch_ns
-        self.plan: Plan = make_plan(jittered(unit.case.scenario, unit.repetition), unit.case.members)
+        self.plan: Plan = make_plan(unit.case.scenario, unit.case.members, repetition=unit.repetition)
         self.partitions = unit.case.partitions
         self.sched = VirtualScheduler()
         self.clock = SimClock(self.sched, epoch_ns)

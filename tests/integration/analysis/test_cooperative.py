@@ -128,4 +128,4 @@ def test_units_carry_their_client_broker_and_assignor(analysed: dict[str, Any]) 
     rows = {(r["client"], r["assignor"]): r for r in summary["rows"]}
     assert set(rows) == {("kafka-python", "range"), ("librdkafka", "cooperative-sticky")}
     assert rows[("kafka-python", "range")]["latency_s"] == {"herdlab": 0.2, "tansu": None}
-    assert rows[("kafka-python", "range")]["latency_ratio"] is None
+    assert rows[("kafka-python", "range")]["vs"]["tansu"]["latency_ratio"] is None

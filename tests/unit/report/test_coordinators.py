@@ -60,21 +60,31 @@ def test_ratios_are_herdlab_over_tansu_per_trigger_client_and_assignor() -> None
         "herdlab": 12,
         "tansu": 20,
     }
-    assert (j["latency_ratio"], j["requests_ratio"]) == (0.1, 0.6)  # 0.5 / 5.0, 12 / 20
+    assert (j["vs"]["tansu"]["latency_ratio"], j["vs"]["tansu"]["requests_ratio"]) == (
+        0.1,
+        0.6,
+    )  # 0.5 / 5.0, 12 / 20
+    crash = rows[("#2 crash", "range")]["vs"]["tansu"]
     # 6.2 / 6.4 = 0.96875 (the ratio of means, to 6 digits); 8 / 10
-    assert (rows[("#2 crash", "range")]["latency_ratio"], rows[("#2 crash", "range")]["requests_ratio"]) == (
+    assert (crash["latency_ratio"], crash["requests_ratio"]) == (
         0.96875,
         0.8,
     )
     # 1.0 / 5.5 = 0.181818...; 24 / 30
     coop_join = rows[("#1 join", "cooperative-sticky")]
-    assert (coop_join["latency_ratio"], coop_join["requests_ratio"]) == (0.181818, 0.8)
+    assert (coop_join["vs"]["tansu"]["latency_ratio"], coop_join["vs"]["tansu"]["requests_ratio"]) == (
+        0.181818,
+        0.8,
+    )
     # one repetition a side: a ratio, no interval
     assert j["vs"]["tansu"]["latency_ci95"] is None and j["vs"]["tansu"]["latency_outside"] is None
     # ours never settled: no finite latency, no ratio; tansu's 0 requests: no ratio either
     coop_crash = rows[("#2 crash", "cooperative-sticky")]
     assert coop_crash["latency_s"]["herdlab"] == "never"
-    assert (coop_crash["latency_ratio"], coop_crash["requests_ratio"]) == (None, None)
+    assert (coop_crash["vs"]["tansu"]["latency_ratio"], coop_crash["vs"]["tansu"]["requests_ratio"]) == (
+        None,
+        None,
+    )
 
 
 def test_ratio_needs_two_finite_numbers_and_a_nonzero_divisor() -> None:
