@@ -1,11 +1,18 @@
-"""``herdlab bench analysis``: time and peak memory of the PySpark analysis at 1, 3, 10 M events.
+"""``herdlab bench analysis``: time, Spark jobs and peak memory of the PySpark analysis, against a bare session.
 
 For each size a synthetic ``herd``-shaped run (:mod:`harness.analysis.synthetic`: 3 cases x 2
-implementations x 3 repetitions, the producer rate scaled to reach the size) is written to a
-temporary directory, then analysed in a child process of its own (a fresh JVM per size:
-``python -m harness.analysis.bench``). Reported per size: generation time, Spark start, analysis
-time, time per million events, the Spark jobs and stages the analysis ran, and the peak resident
-memory of the child and its JVM together (sampled every 0.2 s). With ``--repeat N`` each size's
+implementations x 3 repetitions, the producer rate scaled to reach the size; default about 10^4,
+10^6 and 10^7 events) is written to a temporary directory; each real run directory given with
+``--history`` (default: the main job's history kept as test data, :data:`MAIN_JOB_HISTORY`) is read
+as it is. Each is analysed in a child process of its own (a fresh JVM: ``python -m
+harness.analysis.bench``), and then, in the same run, a bare Spark session is timed (``--bare``: the
+same JVM settings and class archive, one trivial job, stop). Reported per history: generation time,
+Spark start, analysis time, time per million events, the Spark jobs (stages, tasks) the analysis ran,
+the seconds in which at least one job ran and those in which the driver ran alone (planning, Python),
+the child's wall time, the bare session's and their ratio (the analysis's fixed cost in units of
+Spark's own), and the peak resident memory of the child and its JVM together (sampled every 0.2 s);
+with ``--families`` (default) a table per history of the jobs, tasks and seconds of each metric
+family (the jobs' descriptions, :func:`harness.analysis.frames.together`). With ``--repeat N`` each size's
 history is analysed N times, each time by a fresh child, and the table shows the median analysis
 time with its range (this machine's speed varies by a third between hours: one run says little);
 the other columns are the median run's. Below the table, whether the (median) time
@@ -25,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -98,15 +106,71 @@ class _PeakSampler(threading.Thread):
         return self.peak
 
 
+#: The main job's history (``herdlab demo``'s scenario), kept as test data by the analysis's
+#: regression fixture: the bench's default real history.
+MAIN_JOB_HISTORY = Path(__file__).resolve().parents[2] / "tests" / "data" / "regression" / "herd-small"
+
+
+@dataclass
+class Measured:
+    """One analysis child's figures (``bench.json``) with its wall time and peak memory."""
+
+    label: str
+    events: int
+    gen_s: float | None
+    result: dict[str, Any]
+    wall: float
+    peak: int
+    bare: float | None = None
+    runs: list[float] = field(default_factory=list)
+
+
+def _child(
+    argv: list[str], name: str, out: Path, log: Path, timeout: float
+) -> tuple[dict[str, Any], float, int]:
+    """Run one bench child (``argv``) to completion: its OUT_JSON, its wall time and peak RSS."""
+    from harness.kernel.errors import HerdlabError
+
+    out.unlink(missing_ok=True)
+    child = spawn(argv, name=name, log_path=log)
+    sampler = _PeakSampler(child.pid)
+    sampler.start()
+    t1 = time.monotonic()
+    try:
+        code = child.wait(timeout)
+    finally:
+        wall = time.monotonic() - t1
+        peak = sampler.stop()
+        child.stop()
+    if code != 0 or not out.exists():
+        raise HerdlabError(f"{name} failed (exit {code}); see {log}")
+    return json.loads(out.read_text()), wall, peak
+
+
 @click.command("analysis")
 @click.option(
     "--events",
     "sizes",
     multiple=True,
     type=int,
-    default=(1_000_000, 3_000_000, 10_000_000),
+    default=(10_000, 1_000_000, 10_000_000),
     show_default=True,
-    help="History sizes to measure (repeatable).",
+    help="Sizes of the synthetic histories to measure (repeatable).",
+)
+@click.option(
+    "--history",
+    "histories",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="A real run directory (with history.parquet) to measure too (repeatable; default: the main job's "
+    "history kept as test data).",
+)
+@click.option("--no-history", is_flag=True, help="Measure only the synthetic histories.")
+@click.option(
+    "--families/--no-families",
+    default=True,
+    show_default=True,
+    help="Print each history's Spark jobs per family.",
 )
 @click.option("--spark-master", default=None, metavar="URL", help="Spark master (default local[2]).")
 @click.option("--driver-memory", default="4g", show_default=True, help="spark.driver.memory of the child.")
@@ -117,111 +181,150 @@ class _PeakSampler(threading.Thread):
     help="Keep the synthetic runs (and child logs) here instead of a temporary directory.",
 )
 @click.option(
-    "--timeout", default=3600.0, show_default=True, help="Give up on one size after this many seconds."
+    "--timeout", default=3600.0, show_default=True, help="Give up on one history after this many seconds."
 )
 @click.option(
     "--repeat",
     default=1,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Analyse each size this many times (a fresh child each); the table shows the median and range.",
+    help="Analyse each history this many times (a fresh child each); the table shows the median and range.",
 )
 def analysis(
     sizes: tuple[int, ...],
+    histories: tuple[Path, ...],
+    no_history: bool,
+    families: bool,
     spark_master: str | None,
     driver_memory: str,
     keep: Path | None,
     timeout: float,
     repeat: int,
 ) -> None:
-    """Aggregate synthetic histories of each size: time and peak memory (growth should be linear)."""
+    """Analyse synthetic histories of each size and real runs: time, Spark jobs, memory, and the ratio
+    to a bare Spark session (growth should be linear)."""
     from harness.analysis.synthetic import rate_for, write_synthetic_run
-    from harness.kernel.errors import HerdlabError
+    from harness.kernel.errors import ConfigError
 
     console = Console()
-    rows = []
+    rows: list[Measured] = []
     archives: set[str | None] = set()
+    real = [] if no_history else list(histories) or ([MAIN_JOB_HISTORY] if MAIN_JOB_HISTORY.is_dir() else [])
+    for h in real:
+        if not (h / "history.parquet").exists():
+            raise ConfigError(f"--history {h}: no history.parquet there")
     with tempfile.TemporaryDirectory(prefix="herdlab-bench-analysis-") as tmp:
         root = keep or Path(tmp)
+        targets: list[tuple[str, Path, float | None]] = []
         for size in sizes:
             t0 = time.monotonic()
             run = write_synthetic_run(
                 root / f"e{size}", rate=rate_for(size, 18, 60.0), run_id=f"bench-{size}"
             )
             gen_s = time.monotonic() - t0
-            out = run.run_dir / "bench.json"
-            argv = [
-                sys.executable,
-                "-m",
-                "harness.analysis.bench",
-                str(run.run_dir),
-                str(out),
-                "--driver-memory",
-                driver_memory,
-            ]
+            console.print(f"{run.events:,} events written in {gen_s:.1f} s", highlight=False)
+            targets.append((f"{run.events:,}", run.run_dir, gen_s))
+        for h in real:
+            targets.append((h.name, h, None))
+        for n, (label, run_dir, gen_s) in enumerate(targets):
+            logs = root / "logs" / f"{n}-{run_dir.name}"
+            logs.mkdir(parents=True, exist_ok=True)
+            argv = [sys.executable, "-m", "harness.analysis.bench", str(run_dir), str(logs / "bench.json")]
+            argv += ["--driver-memory", driver_memory]
             if spark_master:
                 argv += ["--spark-master", spark_master]
-            console.print(f"{run.events:,} events written in {gen_s:.1f} s; analysing ...", highlight=False)
+            console.print(f"{label}: analysing ...", highlight=False)
             runs = []
             for i in range(repeat):
-                out.unlink(missing_ok=True)
-                child = spawn(argv, name=f"bench-analysis-{size}", log_path=run.run_dir / "bench.log")
-                sampler = _PeakSampler(child.pid)
-                sampler.start()
-                t1 = time.monotonic()
-                code = child.wait(timeout)
-                wall = time.monotonic() - t1
-                peak = sampler.stop()
-                child.stop()
-                if code != 0 or not out.exists():
-                    raise HerdlabError(
-                        f"analysis of {size} events failed (exit {code}); see {run.run_dir / 'bench.log'}"
-                    )
-                r = json.loads(out.read_text())
-                runs.append((r["analysis_s"], r["session_s"], r.get("jobs"), r.get("stages"), wall, peak))
+                r, wall, peak = _child(
+                    argv, f"bench-analysis {label}", logs / "bench.json", logs / "bench.log", timeout
+                )
+                runs.append((r["analysis_s"], r, wall, peak))
                 archives.add(r.get("class_archive"))
                 if repeat > 1:
                     console.print(
                         f"  run {i + 1} of {repeat}: analysis {r['analysis_s']:.1f} s", highlight=False
                     )
-            lo, hi = min(x[0] for x in runs), max(x[0] for x in runs)
-            ana, sess, jobs, stages, wall, peak = median_run(runs)
-            rows.append((run.events, gen_s, sess, ana, (lo, hi), jobs, stages, wall, peak))
-    t = Table(
-        title=f"PySpark analysis of synthetic histories ({spark_master or 'local[2]'}, driver memory {driver_memory})"
-    )
+            _, r, wall, peak = median_run(runs)
+            m = Measured(label, int(r["events"]), gen_s, r, wall, peak, runs=[x[0] for x in runs])
+            bare_argv = [*argv[:4], str(logs / "bare.json"), *argv[5:], "--bare"]
+            _, m.bare, _ = _child(
+                bare_argv, f"bench-bare-session {label}", logs / "bare.json", logs / "bare.log", timeout
+            )
+            console.print(
+                f"  analysis {r['analysis_s']:.1f} s, child {wall:.1f} s, bare session {m.bare:.1f} s",
+                highlight=False,
+            )
+            rows.append(m)
+    console.print(_table(rows, spark_master, driver_memory, repeat))
+    if repeat > 1:
+        for m in rows:
+            console.print(
+                f"{m.label}: analysis {m.result['analysis_s']:.1f} s, median of {repeat} runs "
+                f"(range {min(m.runs):.1f}-{max(m.runs):.1f} s)",
+                highlight=False,
+            )
+    for line in linearity([(m.events, m.result["analysis_s"]) for m in rows if m.gen_s is not None]):
+        console.print(line, highlight=False)
+    if families:
+        for m in rows:
+            console.print(_family_table(m))
+    console.print(archive_line(archives), highlight=False)
+
+
+def _table(rows: list[Measured], spark_master: str | None, driver_memory: str, repeat: int) -> Table:
+    t = Table(title=f"PySpark analysis ({spark_master or 'local[2]'}, driver memory {driver_memory})")
     for c in (
+        "history",
         "events",
         "generate",
         "Spark start",
         "analysis" + (f" (median of {repeat}, range)" if repeat > 1 else ""),
-        "analysis per M events",
-        "Spark jobs (stages)",
+        "per M events",
+        "jobs (stages, tasks)",
+        "jobs running / driver alone",
         "child wall",
+        "bare session",
+        "child / bare",
         "peak RSS (child + JVM)",
     ):
         t.add_column(c, justify="right")
-    for events, gen_s, sess, ana, (lo, hi), jobs, stages, wall, peak in rows:
+    for m in rows:
+        r = m.result
+        ana = r["analysis_s"]
         t.add_row(
-            f"{events:,}",
-            f"{gen_s:.1f} s",
-            f"{sess:.1f} s",
-            f"{ana:.1f} s" + (f" ({lo:.1f}-{hi:.1f})" if repeat > 1 else ""),
-            f"{ana / (events / 1e6):.2f} s",
-            f"{jobs} ({stages})",
-            f"{wall:.1f} s",
-            f"{peak / 2**20:,.0f} MiB",
+            "synthetic" if m.gen_s is not None else m.label,
+            f"{m.events:,}",
+            "-" if m.gen_s is None else f"{m.gen_s:.1f} s",
+            f"{r['session_s']:.1f} s",
+            f"{ana:.1f} s" + (f" ({min(m.runs):.1f}-{max(m.runs):.1f})" if repeat > 1 else ""),
+            f"{ana / (m.events / 1e6):.2f} s" if m.events else "-",
+            f"{r['jobs']} ({r['stages']}, {r['tasks']})",
+            f"{r['busy_s']:.1f} s / {max(0.0, ana - r['busy_s']):.1f} s",
+            f"{m.wall:.1f} s",
+            f"{m.bare:.1f} s" if m.bare else "-",
+            f"{m.wall / m.bare:.1f}x" if m.bare else "-",
+            f"{m.peak / 2**20:,.0f} MiB",
         )
-    console.print(t)
-    if repeat > 1:
-        for events, _, _, ana, (lo, hi), *_ in rows:
-            console.print(
-                f"{events:,} events: analysis {ana:.1f} s, median of {repeat} runs (range {lo:.1f}-{hi:.1f} s)",
-                highlight=False,
-            )
-    for line in linearity([(r[0], r[3]) for r in rows]):
-        console.print(line, highlight=False)
-    console.print(archive_line(archives), highlight=False)
+    return t
+
+
+def _family_table(m: Measured) -> Table:
+    """The Spark jobs of one history's analysis per family (job description), busiest first."""
+    t = Table(title=f"Spark jobs per family: {m.label} ({m.events:,} events)")
+    for c in ("family", "jobs", "stages", "tasks", "task time", "jobs running"):
+        t.add_column(c, justify="right" if c != "family" else "left")
+    fams = m.result.get("families") or {}
+    for name, f in sorted(fams.items(), key=lambda kv: -kv[1]["busy_s"]):
+        t.add_row(
+            name,
+            str(f["jobs"]),
+            str(f["stages"]),
+            str(f["tasks"]),
+            f"{f['task_s']:.1f} s",
+            f"{f['busy_s']:.1f} s",
+        )
+    return t
 
 
 def archive_line(archives: set[str | None]) -> str:

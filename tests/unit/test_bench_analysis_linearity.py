@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from harness.bench.analysis import linearity, median_run
 
 
@@ -36,3 +38,13 @@ def test_the_median_run_is_one_run_with_the_middle_time() -> None:
 def test_of_an_even_number_of_runs_the_lower_middle_one() -> None:
     # sorted 50, 52, 60, 64: the lower of the two middle runs (52), not their mean (56)
     assert median_run([(60.0, 1), (50.0, 2), (64.0, 3), (52.0, 4)]) == (52.0, 4)
+
+
+def test_busy_seconds_counts_overlapping_jobs_once() -> None:
+    from harness.analysis.bench import busy_seconds
+
+    # [0, 2] and [1, 3] overlap: covered 0..3 = 3 s; [3.5, 4] adds 0.5 s; [3.6, 3.8] lies inside it
+    assert busy_seconds([(1.0, 3.0), (0.0, 2.0), (3.5, 4.0), (3.6, 3.8)]) == pytest.approx(3.5)
+    assert busy_seconds([]) == 0.0
+    # one interval inside another adds nothing: 10 s
+    assert busy_seconds([(0.0, 10.0), (2.0, 5.0)]) == pytest.approx(10.0)
