@@ -1,8 +1,8 @@
 """``herdlab bench analysis``: time, Spark jobs and peak memory of the PySpark analysis, against a bare session.
 
 For each size a synthetic ``herd``-shaped run (:mod:`harness.analysis.synthetic`: 3 cases x 2
-implementations x 3 repetitions, the producer rate scaled to reach the size; default about 10^4,
-10^6 and 10^7 events) is written to a temporary directory; each real run directory given with
+implementations x 3 repetitions, below :data:`SMALL_SHAPE_BELOW` one case and one repetition; the
+producer rate scaled to reach the size; default about 10^4, 10^6 and 10^7 events) is written to a temporary directory; each real run directory given with
 ``--history`` (default: the main job's history kept as test data, :data:`MAIN_JOB_HISTORY`) is read
 as it is. Each is analysed in a child process of its own (a fresh JVM: ``python -m
 harness.analysis.bench``), and then, in the same run, a bare Spark session is timed (``--bare``: the
@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,20 @@ class _PeakSampler(threading.Thread):
 #: The main job's history (``herdlab demo``'s scenario), kept as test data by the analysis's
 #: regression fixture: the bench's default real history.
 MAIN_JOB_HISTORY = Path(__file__).resolve().parents[2] / "tests" / "data" / "regression" / "herd-small"
+
+
+#: Below this many events the synthetic run is one case of 10 members, one repetition (2 units): the
+#: full shape's control events alone (18 units of membership changes) are about 8 * 10^4.
+SMALL_SHAPE_BELOW = 100_000
+
+
+def synthetic_shape(size: int, rate_for: Callable[[int, int, float], float]) -> dict[str, Any]:
+    """The :func:`~harness.analysis.synthetic.write_synthetic_run` arguments for about ``size`` events:
+    the ``herd`` shape (3 cases x 3 repetitions x 2 implementations), or below
+    :data:`SMALL_SHAPE_BELOW` one case of 10 members, one repetition; the rate scaled to the size."""
+    if size < SMALL_SHAPE_BELOW:
+        return {"members": (10,), "repetitions": 1, "rate": rate_for(size, 2, 60.0)}
+    return {"rate": rate_for(size, 18, 60.0)}
 
 
 @dataclass
@@ -206,7 +221,7 @@ def analysis(
     from harness.analysis.synthetic import rate_for, write_synthetic_run
     from harness.kernel.errors import ConfigError
 
-    console = Console()
+    console = Console(width=200)  # the table is wide: not folded into 80 columns in a log
     rows: list[Measured] = []
     archives: set[str | None] = set()
     real = [] if no_history else list(histories) or ([MAIN_JOB_HISTORY] if MAIN_JOB_HISTORY.is_dir() else [])
@@ -219,7 +234,7 @@ def analysis(
         for size in sizes:
             t0 = time.monotonic()
             run = write_synthetic_run(
-                root / f"e{size}", rate=rate_for(size, 18, 60.0), run_id=f"bench-{size}"
+                root / f"e{size}", **synthetic_shape(size, rate_for), run_id=f"bench-{size}"
             )
             gen_s = time.monotonic() - t0
             console.print(f"{run.events:,} events written in {gen_s:.1f} s", highlight=False)
