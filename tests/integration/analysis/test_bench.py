@@ -55,7 +55,9 @@ def test_bench_analysis_repeated_shows_the_median_and_range(tmp_path: Path) -> N
     )
     assert r.exit_code == 0, r.output
     assert "run 1 of 2" in r.output and "run 2 of 2" in r.output
-    assert re.search(r"^[0-9,]+: analysis [0-9.]+ s, median of 2 runs \(range [0-9.]+-[0-9.]+ s\)$", r.output, re.M)
+    assert re.search(
+        r"^[0-9,]+: analysis [0-9.]+ s, median of 2 runs \(range [0-9.]+-[0-9.]+ s\)$", r.output, re.M
+    )
 
 
 def test_bench_analysis_refuses_no_repeat() -> None:
