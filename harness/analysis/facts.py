@@ -2,9 +2,9 @@
 
 Contract
 --------
-:class:`Facts` applies :func:`harness.kernel.windows.evaluate` to each unit's ownership events with
-``applyInArrow`` (the one definition the runner's live waits and the benches use too) and pins its
-output, one row per fact (``rtype``):
+:class:`Facts` applies :func:`harness.kernel.windows.evaluate` (the one definition the runner's live
+waits and the benches use too) to each unit's ownership events, collected once from the control
+events into the driver as Arrow, and pins its output, one row per fact (``rtype``):
 
 * ``trigger``: per trigger window, tid, action, targets, outcome (settled / never / no_effect /
   skipped), reason, invoke, t0, the window's end, the first reaction, t1, start-up, the
@@ -64,7 +64,7 @@ FACTS_SCHEMA = (
 
 
 def _fold_unit(window_ns: int) -> Any:
-    """The per-unit function for ``applyInArrow``: a unit's fold events in, its facts out."""
+    """The per-unit fold: a unit's fold events in (an Arrow table), its facts out."""
 
     def run(table: pa.Table) -> pa.Table:
         from harness.kernel.windows import evaluate
@@ -108,6 +108,15 @@ def _fold_unit(window_ns: int) -> Any:
         return pa.Table.from_pylist(out, schema=FACTS_ARROW)
 
     return run
+
+
+def _by_unit(table: pa.Table) -> list[pa.Table]:
+    """``table``'s rows split by unit (case, impl, repetition), each unit's rows in their order."""
+    keys = list(zip(*(table.column(k).to_pylist() for k in UNIT), strict=True))
+    rows: dict[tuple[Any, ...], list[int]] = {}
+    for i, k in enumerate(keys):
+        rows.setdefault(k, []).append(i)
+    return [table.take(pa.array(ix)) for ix in rows.values()]
 
 
 def _at_invoke(rows: list[dict[str, Any]], triggers: list[Any]) -> dict[int, tuple[int, int]]:
@@ -188,7 +197,12 @@ class Facts:
                 "migration",  # a switch's stop settles on its replacements (harness.kernel.windows)
                 "migration_step",
             )
-            self._facts = pin(c.groupBy(*UNIT).applyInArrow(_fold_unit(self.window_ns), FACTS_SCHEMA))
+            # the fold runs here in the driver over the collected control events (a few thousand rows
+            # a unit): in Spark it was a shuffle and a Python worker process for every analysis
+            fold = _fold_unit(self.window_ns)
+            out = [fold(unit) for unit in _by_unit(c.toArrow())]
+            facts = pa.concat_tables(out) if out else FACTS_ARROW.empty_table()
+            self._facts = pin(c.sparkSession.createDataFrame(facts, FACTS_SCHEMA))
         return self._facts
 
     def of(self, rtype: str) -> DataFrame:

@@ -24,13 +24,13 @@ Local mode and a cluster differ in three ways:
 * **The driver's address** (:func:`driver_address`): 127.0.0.1 in local mode and for a master on
   loopback; any other master needs ``$SPARK_LOCAL_IP`` (this machine's address the executors reach),
   else a ConfigError, since herdlab sends traffic only to 127.0.0.0/8 unless told.
-* **The executors' Python.** The analysis runs Python on executors (the ``applyInArrow`` fold of
-  :mod:`harness.analysis.facts`; :func:`check_history`'s probe). PySpark sends the driver's
-  ``pythonExec`` with every Python function and the executors run it as a command. Local mode sets
-  ``PYSPARK_PYTHON`` to this interpreter (its executors are this machine's). On a cluster herdlab
-  sets nothing: ``$PYSPARK_PYTHON`` if the user set it, else ``spark.pyspark.python`` if configured,
-  else ``python3`` from each worker's PATH; and it ships its own ``harness`` package as a zip
-  (``addPyFile``), so the workers need Python (the driver's minor version) with pyspark and pyarrow only.
+* **The executors' Python.** Only :func:`check_history`'s probe runs Python on executors (the
+  analysis's own Python, the per-unit fold of :mod:`harness.analysis.facts` included, runs in the
+  driver). PySpark sends the driver's ``pythonExec`` with the probe and the executors run it as a
+  command. Local mode sets ``PYSPARK_PYTHON`` to this interpreter (its executors are this machine's).
+  On a cluster herdlab sets nothing: ``$PYSPARK_PYTHON`` if the user set it, else
+  ``spark.pyspark.python`` if configured, else ``python3`` from each worker's PATH; the workers need
+  Python (the driver's minor version) with pyspark.
 * **The history's path** must be readable by every executor: :func:`check_history` runs one task per
   executor core that opens it and fails with a one-line ConfigError when one cannot (a local path
   works on a cluster only when every worker sees the same filesystem at the same path). Local mode
@@ -40,17 +40,13 @@ Local mode and a cluster differ in three ways:
 
 from __future__ import annotations
 
-import atexit
 import ipaddress
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -243,7 +239,6 @@ def spark_session(
     session.sparkContext.setLogLevel("ERROR")
     if not local:
         _executor_python(session.sparkContext)
-        _ship_harness(session.sparkContext)
     log.info("Spark %s on %s", session.version, session.sparkContext.master)
     return session
 
@@ -260,37 +255,11 @@ def _executor_python(sc: Any) -> None:
     log.info("Spark executors run Python %r", sc.pythonExec)
 
 
-_SHIPPED: list[Path] = []
-
-
-def _ship_harness(sc: Any) -> None:
-    """Send the driver's ``harness`` package to the executors (``addPyFile`` of a zip).
-
-    The analysis runs Python on executors: :mod:`harness.analysis.facts` folds each unit with
-    ``applyInArrow`` and that function imports :mod:`harness.kernel.windows`. Shipping the driver's
-    own copy means the workers need only Python (same minor version as the driver) with pyspark and
-    pyarrow, and never run another version of herdlab they may have installed.
-    """
-    import harness
-
-    root = Path(harness.__file__).parent
-    d = Path(tempfile.mkdtemp(prefix="herdlab-pyfiles-"))
-    atexit.register(shutil.rmtree, d, ignore_errors=True)
-    z = d / "harness.zip"
-    with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as out:
-        for f in sorted(root.rglob("*.py")):
-            if "__pycache__" not in f.parts:
-                out.write(f, Path("harness") / f.relative_to(root))
-    sc.addPyFile(str(z))
-    _SHIPPED.append(z)
-
-
 def _probe(path: str) -> Any:
     """The function each probe task runs on an executor (built here so that cloudpickle ships it by
     value: it needs nothing from herdlab on the executor)."""
 
     def run(_: Any) -> Any:
-        import importlib.util
         import socket
         import sys
 
@@ -304,7 +273,6 @@ def _probe(path: str) -> Any:
             "host": socket.gethostname(),
             "python": sys.executable,
             "version": f"{sys.version_info[0]}.{sys.version_info[1]}",
-            "pyarrow": importlib.util.find_spec("pyarrow") is not None,
             "readable": readable,
             "why": why,
         }
@@ -354,7 +322,7 @@ def _run_probe(sc: Any, path: str) -> list[dict[str, Any]]:
     if "error" in result:  # the executors could not run Python at all
         raise EnvironmentProblem(
             f"the Spark executors could not run Python {sc.pythonExec!r} ({_cause(str(result['error']))}): "
-            f"the workers need Python {sys.version_info[0]}.{sys.version_info[1]} with pyspark and pyarrow "
+            f"the workers need Python {sys.version_info[0]}.{sys.version_info[1]} with pyspark "
             "as python3 on their PATH, or set PYSPARK_PYTHON (or spark.pyspark.python) to such an "
             "interpreter on the workers"
         )
@@ -369,7 +337,7 @@ def check_history(spark: Any, history: str | os.PathLike[str]) -> list[dict[str,
     Parquet's magic bytes and reports its Python; the probe has :data:`PROBE_TIMEOUT_S`. Raises
     :class:`ConfigError` when an executor cannot read the file (a local path needs every worker to
     see the same filesystem at the same path) and :class:`EnvironmentProblem` when the executors
-    cannot run Python, lack pyarrow or never start.
+    cannot run Python or never start.
     """
     sc = spark.sparkContext
     if is_local(sc.master):
@@ -383,12 +351,6 @@ def check_history(spark: Any, history: str | os.PathLike[str]) -> list[dict[str,
             f"the Spark executors on {hosts} cannot read the history {path}: on a cluster a local path "
             "works only when every worker sees the same filesystem at the same path (workers on this "
             "machine, or a shared mount); put the run directory on such a mount"
-        )
-    no_arrow = sorted({v["host"] for v in views if not v["pyarrow"]})
-    if no_arrow:
-        raise EnvironmentProblem(
-            f"the Spark executors' Python {views[0]['python']} on {', '.join(no_arrow)} lacks pyarrow, "
-            "which the analysis needs on executors (applyInArrow)"
         )
     log.info("Spark executors read %s: %s", path, sorted({(v["host"], v["python"]) for v in views}))
     return views
