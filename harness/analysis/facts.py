@@ -197,8 +197,8 @@ class Facts:
                 "migration",  # a switch's stop settles on its replacements (harness.kernel.windows)
                 "migration_step",
             )
-            # the fold runs here in the driver over the collected control events (a few thousand rows
-            # a unit): in Spark it was a shuffle and a Python worker process for every analysis
+            # the fold in the driver, over the collected events (a few thousand a unit): in Spark it
+            # costs a shuffle and a Python worker process
             fold = _fold_unit(self.window_ns)
             out = [fold(unit) for unit in _by_unit(c.toArrow())]
             facts = pa.concat_tables(out) if out else FACTS_ARROW.empty_table()

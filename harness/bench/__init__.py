@@ -2,7 +2,8 @@
 
 * :mod:`harness.bench.zookeeper` (``herdlab bench zookeeper``): ZooKeeper start-to-ready and memory;
 * :mod:`harness.bench.history` (``herdlab bench history``): the cost of one history event;
-* :mod:`harness.bench.analysis` (``herdlab bench analysis``): the PySpark analysis at 1, 3, 10 M events;
+* :mod:`harness.bench.analysis` (``herdlab bench analysis``): the PySpark analysis at 10^4, 10^6, 10^7 events and of
+  real runs, against a bare Spark session;
 * :mod:`harness.bench.coordinator` (``herdlab bench coordinator ...``): the broker and its group
   coordinator; its ``rebalance`` runs :mod:`harness.bench.rebalance`;
 * :mod:`harness.bench.legacy_zk` (``herdlab bench legacy_zk``): the 0.8 consumer's herd effect;
