@@ -32,8 +32,9 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.analysis.frames import INF, UNIT, Frames, join, pin
+from harness.analysis.frames import INF, UNIT, Frames, UnitKey, join, pin, unit_key
 from harness.kernel.events import Kind
+from harness.kernel.windows import evaluate
 
 STARTUP, DRAIN = -1, -2  # phase ids: before the first trigger; after the settling phase
 
@@ -63,60 +64,43 @@ FACTS_SCHEMA = (
 )
 
 
-def _fold_unit(window_ns: int) -> Any:
-    """The per-unit fold: a unit's fold events in (an Arrow table), its facts out."""
+def _fold_unit(unit: UnitKey, rows: list[dict[str, Any]], window_ns: int) -> list[dict[str, Any]]:
+    """The per-unit fold: a unit's fold events in (in their order in the history), its facts out."""
+    f = evaluate(rows, window_ns)
+    before = _at_invoke(rows, f.triggers)
+    out: list[dict[str, Any]] = []
 
-    def run(table: pa.Table) -> pa.Table:
-        from harness.kernel.windows import evaluate
+    def row(rtype: str, **kw: Any) -> None:
+        out.append({"case": unit[0], "impl": unit[1], "repetition": unit[2], "rtype": rtype, **kw})
 
-        rows = table.to_pylist()
-        unit = (rows[0]["case"], rows[0]["impl"], rows[0]["repetition"]) if rows else ("", "", 0)
-        f = evaluate(rows, window_ns)
-        before = _at_invoke(rows, f.triggers)
-        out: list[dict[str, Any]] = []
-
-        def row(rtype: str, **kw: Any) -> None:
-            out.append({"case": unit[0], "impl": unit[1], "repetition": unit[2], "rtype": rtype, **kw})
-
-        for t in f.triggers:
-            row(
-                "trigger",
-                tid=t.tid,
-                action=t.action,
-                targets=t.targets,
-                outcome=t.outcome,
-                reason=t.reason,
-                invoke=t.invoke_ns,
-                t0=t.t0_ns,
-                wend=t.end_ns,
-                t_react=t.react_ns,
-                t1=t.t1_ns,
-                startup=t.startup_ns,
-                nparts=t.partitions_at_t1,
-                live_invoke=before[t.tid][0],
-                nparts_invoke=before[t.tid][1],
-            )
-        for m, p, s, e in f.claims:
-            row("claim", ident=m, p=p, start=s, end=e)
-        for m, p, s, e, since in f.owned:
-            row("owned", ident=m, p=p, start=s, end=e, since=since)
-        for m, s, e in f.away:
-            row("away", ident=m, start=s, end=e)
-        for m, p, ts in f.closes:
-            row("close", ident=m, p=p, start=ts)
-        row("marks", start=f.stable_ns, end=f.settling_end_ns, wend=f.last_ns)
-        return pa.Table.from_pylist(out, schema=FACTS_ARROW)
-
-    return run
-
-
-def _by_unit(table: pa.Table) -> list[pa.Table]:
-    """``table``'s rows split by unit (case, impl, repetition), each unit's rows in their order."""
-    keys = list(zip(*(table.column(k).to_pylist() for k in UNIT), strict=True))
-    rows: dict[tuple[Any, ...], list[int]] = {}
-    for i, k in enumerate(keys):
-        rows.setdefault(k, []).append(i)
-    return [table.take(pa.array(ix)) for ix in rows.values()]
+    for t in f.triggers:
+        row(
+            "trigger",
+            tid=t.tid,
+            action=t.action,
+            targets=t.targets,
+            outcome=t.outcome,
+            reason=t.reason,
+            invoke=t.invoke_ns,
+            t0=t.t0_ns,
+            wend=t.end_ns,
+            t_react=t.react_ns,
+            t1=t.t1_ns,
+            startup=t.startup_ns,
+            nparts=t.partitions_at_t1,
+            live_invoke=before[t.tid][0],
+            nparts_invoke=before[t.tid][1],
+        )
+    for m, p, s, e in f.claims:
+        row("claim", ident=m, p=p, start=s, end=e)
+    for m, p, s, e, since in f.owned:
+        row("owned", ident=m, p=p, start=s, end=e, since=since)
+    for m, s, e in f.away:
+        row("away", ident=m, start=s, end=e)
+    for m, p, ts in f.closes:
+        row("close", ident=m, p=p, start=ts)
+    row("marks", start=f.stable_ns, end=f.settling_end_ns, wend=f.last_ns)
+    return out
 
 
 def _at_invoke(rows: list[dict[str, Any]], triggers: list[Any]) -> dict[int, tuple[int, int]]:
@@ -199,9 +183,11 @@ class Facts:
             )
             # the fold in the driver, over the collected events (a few thousand a unit): in Spark it
             # costs a shuffle and a Python worker process
-            fold = _fold_unit(self.window_ns)
-            out = [fold(unit) for unit in _by_unit(c.toArrow())]
-            facts = pa.concat_tables(out) if out else FACTS_ARROW.empty_table()
+            by_unit: dict[UnitKey, list[dict[str, Any]]] = {}
+            for r in c.toArrow().to_pylist():
+                by_unit.setdefault(unit_key(r), []).append(r)
+            out = [f for k, rows in by_unit.items() for f in _fold_unit(k, rows, self.window_ns)]
+            facts = pa.Table.from_pylist(out, schema=FACTS_ARROW)
             self._facts = pin(c.sparkSession.createDataFrame(facts, FACTS_SCHEMA))
         return self._facts
 

@@ -32,7 +32,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,10 +116,12 @@ MAIN_JOB_HISTORY = Path(__file__).resolve().parents[2] / "tests" / "data" / "reg
 SMALL_SHAPE_BELOW = 100_000
 
 
-def synthetic_shape(size: int, rate_for: Callable[[int, int, float], float]) -> dict[str, Any]:
+def synthetic_shape(size: int) -> dict[str, Any]:
     """The :func:`~harness.analysis.synthetic.write_synthetic_run` arguments for about ``size`` events:
     the ``herd`` shape (3 cases x 3 repetitions x 2 implementations), or below
     :data:`SMALL_SHAPE_BELOW` one case of 10 members, one repetition; the rate scaled to the size."""
+    from harness.analysis.synthetic import rate_for
+
     if size < SMALL_SHAPE_BELOW:
         return {"members": (10,), "repetitions": 1, "rate": rate_for(size, 2, 60.0)}
     return {"rate": rate_for(size, 18, 60.0)}
@@ -138,6 +139,15 @@ class Measured:
     peak: int
     bare: float | None = None
     runs: list[float] = field(default_factory=list)
+
+
+def _child_argv(
+    run_dir: Path, out: Path, driver_memory: str, spark_master: str | None, *extra: str
+) -> list[str]:
+    """The command line of a bench child (:mod:`harness.analysis.bench`) writing ``out``."""
+    argv = [sys.executable, "-m", "harness.analysis.bench", str(run_dir), str(out), *extra]
+    argv += ["--driver-memory", driver_memory]
+    return argv + (["--spark-master", spark_master] if spark_master else [])
 
 
 def _child(
@@ -218,7 +228,7 @@ def analysis(
 ) -> None:
     """Analyse synthetic histories of each size and real runs: time, Spark jobs, memory, and the ratio
     to a bare Spark session (growth should be linear)."""
-    from harness.analysis.synthetic import rate_for, write_synthetic_run
+    from harness.analysis.synthetic import write_synthetic_run
     from harness.kernel.errors import ConfigError
 
     console = Console(width=200)  # the table is wide: not folded into 80 columns in a log
@@ -233,9 +243,7 @@ def analysis(
         targets: list[tuple[str, Path, float | None]] = []
         for size in sizes:
             t0 = time.monotonic()
-            run = write_synthetic_run(
-                root / f"e{size}", **synthetic_shape(size, rate_for), run_id=f"bench-{size}"
-            )
+            run = write_synthetic_run(root / f"e{size}", **synthetic_shape(size), run_id=f"bench-{size}")
             gen_s = time.monotonic() - t0
             console.print(f"{run.events:,} events written in {gen_s:.1f} s", highlight=False)
             targets.append((f"{run.events:,}", run.run_dir, gen_s))
@@ -244,10 +252,7 @@ def analysis(
         for n, (label, run_dir, gen_s) in enumerate(targets):
             logs = root / "logs" / f"{n}-{run_dir.name}"
             logs.mkdir(parents=True, exist_ok=True)
-            argv = [sys.executable, "-m", "harness.analysis.bench", str(run_dir), str(logs / "bench.json")]
-            argv += ["--driver-memory", driver_memory]
-            if spark_master:
-                argv += ["--spark-master", spark_master]
+            argv = _child_argv(run_dir, logs / "bench.json", driver_memory, spark_master)
             console.print(f"{label}: analysing ...", highlight=False)
             runs = []
             for i in range(repeat):
@@ -262,9 +267,12 @@ def analysis(
                     )
             _, r, wall, peak = median_run(runs)
             m = Measured(label, int(r["events"]), gen_s, r, wall, peak, runs=[x[0] for x in runs])
-            bare_argv = [*argv[:4], str(logs / "bare.json"), *argv[5:], "--bare"]
             _, m.bare, _ = _child(
-                bare_argv, f"bench-bare-session {label}", logs / "bare.json", logs / "bare.log", timeout
+                _child_argv(run_dir, logs / "bare.json", driver_memory, spark_master, "--bare"),
+                f"bench-bare-session {label}",
+                logs / "bare.json",
+                logs / "bare.log",
+                timeout,
             )
             console.print(
                 f"  analysis {r['analysis_s']:.1f} s, child {wall:.1f} s, bare session {m.bare:.1f} s",

@@ -51,12 +51,11 @@ def test_busy_seconds_counts_overlapping_jobs_once() -> None:
 
 
 def test_a_small_size_gets_one_case_and_one_repetition() -> None:
-    from harness.analysis.synthetic import rate_for
     from harness.bench.analysis import synthetic_shape
 
     # 10^4 events over 2 units of 61 s, records and their production: 10_000 / (2 * 2 * 61) = 40.98/s
-    small = synthetic_shape(10_000, rate_for)
+    small = synthetic_shape(10_000)
     assert small["members"] == (10,) and small["repetitions"] == 1
     assert small["rate"] == pytest.approx(40.98, abs=0.01)
     # 10^6 keeps the herd shape (18 units): 10^6 / (2 * 18 * 61) = 455.4/s
-    assert synthetic_shape(1_000_000, rate_for) == {"rate": pytest.approx(455.37, abs=0.01)}
+    assert synthetic_shape(1_000_000) == {"rate": pytest.approx(455.37, abs=0.01)}
