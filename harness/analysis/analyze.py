@@ -71,6 +71,7 @@ def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> dict[st
 
 def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     """Run the analysis on an already running ``spark`` session (see :func:`analyze_run`)."""
+    from harness.analysis.control import Control
     from harness.analysis.document import finish, new_document
     from harness.analysis.frames import prepare
     from harness.analysis.migration_verdict import expect_of
@@ -89,10 +90,11 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     check_history(spark, inputs.history)  # a cluster's executors must read it (no-op in local mode)
     try:
         frames = prepare(spark, str(inputs.history), wide=parts, schema=inputs.schema)
-        units = unit_table(frames, inputs.manifest)
+        control = Control(frames)
+        units = unit_table(frames, control, inputs.manifest)
         analysed = {k: u for k, u in units.items() if u.get("events")}
         if analysed:
-            assemble(spark, frames, analysed, inputs.settle_window_s, out["series"])
+            assemble(spark, frames, control, analysed, inputs.settle_window_s, out["series"])
     finally:
         spark.catalog.clearCache()  # the deliveries and record keys: the session may serve further analyses
     for k, u in units.items():  # units without events (failed before anything was recorded)

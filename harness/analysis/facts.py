@@ -32,6 +32,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from harness.analysis.control import Control
 from harness.analysis.frames import INF, UNIT, Frames, UnitKey, join, pin, unit_key
 from harness.kernel.events import Kind
 from harness.kernel.windows import evaluate
@@ -55,6 +56,24 @@ FOLD_KINDS = (
     Kind.UNIT_START,
     Kind.STABLE,
     Kind.SETTLING_END,
+)
+#: The columns of the fold's events.
+FOLD_COLUMNS = (
+    *UNIT,
+    "ts_ns",
+    "role",
+    "kind",
+    "source",
+    "partition",
+    "outcome",
+    "action",
+    "action_id",
+    "targets",
+    "trigger",
+    "partitions",
+    "reason",
+    "migration",  # a switch's stop settles on its replacements (harness.kernel.windows)
+    "migration_step",
 )
 FACTS_SCHEMA = (
     "case string, impl string, repetition int, rtype string, tid int, action string, "
@@ -156,40 +175,33 @@ FACTS_ARROW = _arrow_schema()
 class Facts:
     """The fold's output for one run, computed once on first use (see the module contract)."""
 
-    def __init__(self, frames: Frames, window_ns: int) -> None:
+    def __init__(self, frames: Frames, control: Control, window_ns: int) -> None:
         self.frames = frames
+        self.control = control
         self.window_ns = window_ns
         self._facts: DataFrame | None = None
+        self._rows: dict[str, list[dict[str, Any]]] = {}
 
     def all(self) -> DataFrame:
         """Every fact of every unit (rtype: trigger, claim, owned, away, close, marks)."""
         if self._facts is None:
-            c = self.frames.control.where(F.col("kind").isin(*FOLD_KINDS)).select(
-                *UNIT,
-                "ts_ns",
-                "role",
-                "kind",
-                "source",
-                "partition",
-                "outcome",
-                "action",
-                "action_id",
-                "targets",
-                "trigger",
-                "partitions",
-                "reason",
-                "migration",  # a switch's stop settles on its replacements (harness.kernel.windows)
-                "migration_step",
-            )
-            # the fold in the driver, over the collected events (a few thousand a unit): in Spark it
-            # costs a shuffle and a Python worker process
+            # the fold in the driver, over the collected control events (a few thousand a unit): in
+            # Spark it cost a shuffle and a Python worker process
             by_unit: dict[UnitKey, list[dict[str, Any]]] = {}
-            for r in c.toArrow().to_pylist():
-                by_unit.setdefault(unit_key(r), []).append(r)
+            for e in self.control.events():
+                if e["kind"] in FOLD_KINDS:
+                    by_unit.setdefault(unit_key(e), []).append({c: e[c] for c in FOLD_COLUMNS})
             out = [f for k, rows in by_unit.items() for f in _fold_unit(k, rows, self.window_ns)]
+            for f in out:
+                self._rows.setdefault(f["rtype"], []).append(f)
             facts = pa.Table.from_pylist(out, schema=FACTS_ARROW)
-            self._facts = pin(c.sparkSession.createDataFrame(facts, FACTS_SCHEMA))
+            self._facts = pin(self.frames.control.sparkSession.createDataFrame(facts, FACTS_SCHEMA))
         return self._facts
+
+    def rows(self, rtype: str) -> list[dict[str, Any]]:
+        """The facts of one ``rtype`` as Python rows (the columns of :data:`FACTS_SCHEMA`)."""
+        self.all()
+        return self._rows.get(rtype, [])
 
     def of(self, rtype: str) -> DataFrame:
         """The facts of one ``rtype``."""

@@ -6,9 +6,6 @@ collects their inputs from the history with Spark.
 
 Contract
 --------
-* :func:`fault_windows`: the trigger windows (unit, ``wstart`` = invoke, ``wend``) of the failover
-  faults (:data:`~.failover_verdict.FAULTS`); :mod:`.health` leaves members' session trouble inside
-  them out of the untargeted session failures (it is the fault's effect, reported in its row).
 * :func:`failover_units`: per unit with a failover fault (invoked, not skipped), its ``failover``
   entry: ``faults`` (one per fault, by invoke: :func:`.failover_verdict.coordinator_entry` or
   :func:`.failover_verdict.zk_entry`), ``double_coordinator`` (``seconds``, ``episodes``, over the
@@ -75,15 +72,6 @@ TROUBLE_STATES = ("SUSPENDED", "LOST")
 def _x(name: str) -> Column:
     """A field of the ``extra`` JSON."""
     return F.get_json_object(F.col("extra"), f"$.{name}")
-
-
-def fault_windows(facts: Facts) -> DataFrame:
-    """Trigger windows of the failover faults: unit, ``wstart`` (invoke), ``wend``."""
-    return (
-        facts.windows()
-        .where(F.col("action").isin(*FAULTS))
-        .select(*UNIT, F.col("invoke").alias("wstart"), F.col("wend"))
-    )
 
 
 def _event(r: dict[str, Any]) -> dict[str, Any]:

@@ -2,31 +2,31 @@
 
 Contract
 --------
-* :func:`unit_values`: per unit, long format (unit, key, value): ``session_failures`` (heartbeat
+* :func:`unit_values`: per unit, from its collected control events (:mod:`.control`) and the fold's
+  marks and trigger windows: ``session_failures`` (heartbeat
   errors the member's client reported, the broker expiring the member's session (``member_removed``
   with reason ``expired``), and ZooKeeper SUSPENDED / LOST states of members that no nemesis action
   targeted, from the
   unit's ``stable`` until settling_end) and ``session_failures_startup`` (the same before
-  ``stable``: start-up starvation). Units without any have no rows. Trouble inside the trigger
-  window of a coordinator or ZooKeeper-leader fault (:func:`.failover.fault_windows`, from its
+  ``stable``: start-up starvation). Units without any have neither. Trouble inside the trigger
+  window of a coordinator or ZooKeeper-leader fault (:data:`.failover_verdict.FAULTS`, from its
   invoke) is not counted: those faults target no member but hit every member's session; it is the
   fault's effect, reported in its row (``units[i].failover``).
 * :func:`health_fields`: the unit's two counts in the metrics document (0 when absent).
 * With them, the start-up figures of :mod:`.startup` (members ready, when, first stable): the unit's
-  ``start_up`` entry, computed in the same job.
+  ``start_up`` entry, computed in the same pass.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from harness.analysis import startup
+from harness.analysis.control import Control, UnitValues
 from harness.analysis.facts import Facts
-from harness.analysis.failover import fault_windows
-from harness.analysis.frames import UNIT, Frames, join, long_values, role_col
+from harness.analysis.failover import TROUBLE_STATES
+from harness.analysis.failover_verdict import FAULTS
+from harness.analysis.frames import UnitKey, unit_key
 from harness.kernel.events import Kind, Role
 
 NAMES = ("session_failures", "session_failures_startup")
@@ -34,54 +34,54 @@ NAMES = ("session_failures", "session_failures_startup")
 MEMBER_REMOVED, EXPIRED = "member_removed", "expired"
 
 
-def unit_values(facts: Facts, frames: Frames) -> DataFrame:
-    """Session failures of untargeted members per unit (see the module contract)."""
-    c = frames.control
-    cm = c.join(F.broadcast(facts.steady_marks()), UNIT, "left")
-    kind = F.col("kind")
-    targeted = (
-        c.where(kind == Kind.INVOKE)
-        .select(*UNIT, F.explode("targets").alias("source"))
-        .distinct()
-        .withColumn("targeted", F.lit(True))
-    )
-    # the coordinator expiring a member's session (herdlab's broker says which member id; the member's
-    # own events map the id to its name): the one account every client gets, whether or not its library
-    # reports failed heartbeats (kafka-python has no callback for them)
-    ids = (
-        c.where(role_col(Role.MEMBER) & F.col("member").isNotNull() & (F.col("member") != ""))
-        .select(*UNIT, "member", F.col("source").alias("named"))
-        .distinct()
-    )
-    expired = (
-        cm.where(role_col(Role.BROKER) & (kind == MEMBER_REMOVED) & (F.col("reason") == EXPIRED))
-        .join(ids, [*UNIT, "member"])
-        .withColumn("source", F.col("named"))
-        .drop("named")
-    )
-    own = cm.where(
-        role_col(Role.MEMBER)
-        & (
-            (kind == Kind.HEARTBEAT_ERROR)
-            | ((kind == Kind.ZK_STATE) & F.col("state").isin("SUSPENDED", "LOST"))
-        )
-    )
-    trouble = (
-        own.unionByName(expired)
-        .where(F.col("ts_ns") < F.col("send"))
-        .join(F.broadcast(targeted), [*UNIT, "source"], "left_anti")
-    )
-    windows = F.broadcast(fault_windows(facts))
-    inside = (F.col("ts_ns") >= F.col("r_wstart")) & (F.col("ts_ns") < F.col("r_wend"))
-    trouble = (
-        join(trouble, windows, UNIT, inside, "left_anti")
-        .groupBy(*UNIT)
-        .agg(
-            F.sum(F.when(F.col("ts_ns") >= F.col("stable"), 1).otherwise(0)).alias("session_failures"),
-            F.sum(F.when(F.col("ts_ns") < F.col("stable"), 1).otherwise(0)).alias("session_failures_startup"),
-        )
-    )
-    return long_values(trouble, UNIT, list(NAMES)).unionByName(startup.unit_values(frames))
+def unit_values(facts: Facts, control: Control) -> UnitValues:
+    """Session failures of untargeted members per unit, and the start-up figures (see the module
+    contract)."""
+    marks = {unit_key(m): m for m in facts.rows("marks")}
+    faults: dict[UnitKey, list[tuple[int, int]]] = {}
+    for t in facts.rows("trigger"):
+        if t["action"] in FAULTS and t["invoke"] is not None and t["wend"] is not None:
+            faults.setdefault(unit_key(t), []).append((t["invoke"], t["wend"]))
+    out: UnitValues = {}
+    for k, rows in control.rows().items():
+        m = marks.get(k) or {}
+        stable, send = m.get("start"), m.get("end") if m.get("end") is not None else m.get("wend")
+        targeted = {s for e in rows if e["kind"] == Kind.INVOKE for s in e["targets"] or []}
+        # the coordinator expiring a member's session (herdlab's broker says which member id; the
+        # member's own events map the id to its name): the one account every client gets, whether or
+        # not its library reports failed heartbeats (kafka-python has no callback for them)
+        names: dict[str, set[str | None]] = {}
+        for e in rows:
+            if e["role"] == Role.MEMBER and e["member"]:
+                names.setdefault(e["member"], set()).add(e["source"])
+        trouble: list[tuple[int, str | None]] = []
+        for e in rows:
+            if e["role"] == Role.MEMBER and (
+                e["kind"] == Kind.HEARTBEAT_ERROR
+                or (e["kind"] == Kind.ZK_STATE and e["state"] in TROUBLE_STATES)
+            ):
+                trouble.append((e["ts_ns"], e["source"]))
+            elif e["role"] == Role.BROKER and e["kind"] == MEMBER_REMOVED and e["reason"] == EXPIRED:
+                trouble.extend((e["ts_ns"], named) for named in names.get(e["member"], ()))
+        counted = [
+            ts
+            for ts, source in trouble
+            if ts is not None
+            and send is not None
+            and ts < send
+            and source not in targeted
+            and not any(a <= ts < b for a, b in faults.get(k, []))
+        ]
+        values = out.setdefault(k, {})
+        if counted:
+            values["session_failures"] = float(
+                sum(1 for ts in counted if stable is not None and ts >= stable)
+            )
+            values["session_failures_startup"] = float(
+                sum(1 for ts in counted if stable is not None and ts < stable)
+            )
+        values.update(startup.unit_values(rows))
+    return {k: v for k, v in out.items() if v}
 
 
 def health_fields(pu: dict[str, float]) -> dict[str, Any]:

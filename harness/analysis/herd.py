@@ -15,7 +15,9 @@ Contract
   see :meth:`~harness.analysis.facts.Facts.at_invoke`).
 * :func:`mntr_samples`: per unit, the ZooKeeper ``mntr`` samples (ts_ns, label, packets received).
 * :func:`unit_values`: per unit, what was measured: ``has_broker`` (a broker counter report),
-  ``has_mntr`` (an mntr sample), long format (unit, key, value).
+  ``has_mntr`` (an mntr sample), ``tapped`` (the Kafka tap's events).
+
+All of them read the collected control events (:mod:`.control`) and the fold's facts, in Python.
 * :func:`herd_fields`: a trigger's herd figures in the metrics document. A skipped trigger has
   None for every count; broker counts are None for a unit without a broker; zk_packets is None
   without mntr samples at both window edges; coordination_requests = zk_requests +
@@ -28,14 +30,14 @@ Contract
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
+from harness.analysis.control import Control, UnitValues
 from harness.analysis.facts import Facts
-from harness.analysis.frames import UNIT, Frames, UnitKey, collect, dur_s, role_col, unit_key, zk_steady_col
-from harness.kernel.events import OK_OUTCOMES, SKIPPED, WORKLOAD_CLIENTS, Kind, Role
+from harness.analysis.frames import UnitKey, dur_s, unit_key
+from harness.kernel.events import OK_OUTCOMES, SKIPPED, WORKLOAD_CLIENTS, Kind, Role, zk_steady
 
 #: Per (case, impl, repetition, tid): {table: {key: count}}.
 HerdCounts = dict[tuple[Any, ...], dict[str, dict[str, int]]]
@@ -49,151 +51,126 @@ TAP = "tap"
 MntrSamples = dict[UnitKey, list[tuple[int, str, float | None]]]
 
 
-def herd(facts: Facts, frames: Frames) -> DataFrame:
-    """Per trigger window [t0, end): exact counts, long format (unit, tid, table, key, value)."""
-    c = frames.control
-    t = facts.windows().where(F.col("outcome") != "skipped").select(*UNIT, "tid", "t0", "wend")
-    ev = c.where(
-        F.col("kind").isin(
-            Kind.WATCH,
-            Kind.ZK_REQUEST,
-            Kind.CONFLICT,
-            Kind.REBALANCE_END,
-            Kind.REBALANCE_BEGIN,
-            Kind.GROUP_REQUEST,
+#: The kinds the herd counts read.
+COUNTED = frozenset(
+    (Kind.WATCH, Kind.ZK_REQUEST, Kind.CONFLICT, Kind.REBALANCE_END, Kind.REBALANCE_BEGIN, Kind.GROUP_REQUEST)
+)
+#: The counts of the ``herd`` table, in the order the metrics document's first version listed them.
+HERD_KEYS = (
+    "watches",
+    "zk_requests",
+    "conflicts",
+    "failed_attempts",
+    "gave_up",
+    "rebalance_attempts",
+    "group_rebalances",
+    "broker_group_requests",
+    "owner_writes",
+    "registration_reads",
+    "leader_syncs",
+)
+_REGISTRATION = re.compile(REGISTRATION)
+
+
+def _window_counts(events: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """The tables of one trigger window from its counted events (see the module contract)."""
+    herd: dict[str, int] = dict.fromkeys(HERD_KEYS, 0)
+    ops: dict[str, int] = {}
+    apis: dict[str, int] = {}
+    rebalancing: set[str] = set()
+    first_watch: int | None = None
+    for e in events:
+        kind, member, broker = e["kind"], e["role"] == Role.MEMBER, e["role"] == Role.BROKER
+        n = 1 if e["count"] is None else int(e["count"])  # a simulated zk_request stands for `count`
+        if member and kind == Kind.WATCH:
+            herd["watches"] += 1
+            first_watch = e["ts_ns"] if first_watch is None else min(first_watch, e["ts_ns"])
+        elif member and kind == Kind.ZK_REQUEST and not zk_steady(e["op"], e["path"]):
+            herd["zk_requests"] += n
+            op, path = e["op"], e["path"] or ""
+            ops[op or "?"] = ops.get(op or "?", 0) + n
+            if op in ("create", "delete") and "/owners/" in path:
+                herd["owner_writes"] += n
+            if op == "get" and _REGISTRATION.search(path):
+                herd["registration_reads"] += n
+        elif member and kind == Kind.CONFLICT:
+            herd["conflicts"] += 1
+        elif member and kind == Kind.REBALANCE_END:
+            herd["failed_attempts"] += int(e["outcome"] is not None and e["outcome"] not in OK_OUTCOMES)
+            herd["gave_up"] += int(bool(e["gave_up"]))
+        elif kind == Kind.REBALANCE_BEGIN and (member or broker):
+            if member:
+                herd["rebalance_attempts"] += 1
+                if e["source"] is not None:
+                    rebalancing.add(e["source"])
+            else:
+                herd["group_rebalances"] += 1
+        elif broker and kind == Kind.GROUP_REQUEST:
+            herd["broker_group_requests"] += 1
+            api = e["api"]
+            apis[api or "?"] = apis.get(api or "?", 0) + 1
+            if api == SYNC_GROUP and (e["assignments"] or 0) > 0:
+                herd["leader_syncs"] += 1
+    herd["rebalancing_members"] = len(rebalancing)
+    if first_watch is not None:
+        herd["first_watch"] = first_watch
+    return {"herd": herd, "op": ops, "api": apis}
+
+
+def counts(facts: Facts, control: Control) -> HerdCounts:
+    """Per trigger window [t0, end) of every trigger that was not skipped, its exact counts (see the
+    module contract): the unit's counted events (the workload's clients left out) in the window."""
+    counted: dict[UnitKey, tuple[list[int], list[dict[str, Any]]]] = {}
+    for k, rows in control.rows().items():
+        evs = sorted(
+            (
+                e
+                for e in rows
+                if e["kind"] in COUNTED and e["client"] not in WORKLOAD_CLIENTS and e["ts_ns"] is not None
+            ),
+            key=lambda e: e["ts_ns"],
         )
-    ).select(
-        *UNIT,
-        "ts_ns",
-        "kind",
-        "op",
-        "path",
-        "outcome",
-        "api",
-        "role",
-        "client",
-        "gave_up",
-        "source",
-        "generation",
-        "assignments",
-        F.coalesce(F.col("count"), F.lit(1)).cast("long").alias("count"),
-    )
-    ev = ev.where(~F.coalesce(F.col("client").isin(*WORKLOAD_CLIENTS), F.lit(False)))
-    j = ev.join(F.broadcast(t), UNIT).where(
-        (F.col("ts_ns") >= F.col("t0")) & (F.col("ts_ns") < F.col("wend"))
-    )
-    member, broker, kind = role_col(Role.MEMBER), role_col(Role.BROKER), F.col("kind")
-    rebalance_zk = member & (kind == Kind.ZK_REQUEST) & ~zk_steady_col()
-
-    def n(cond: Column) -> Column:
-        return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
-
-    def requests(cond: Column) -> Column:
-        """ZooKeeper requests: a simulated ``zk_request`` stands for ``count`` of them (events.py)."""
-        return F.sum(F.when(cond, F.col("count")).otherwise(0)).cast("long")
-
-    counted = j.groupBy(*UNIT, "tid").agg(
-        n(member & (kind == Kind.WATCH)).alias("watches"),
-        requests(rebalance_zk).alias("zk_requests"),
-        n(member & (kind == Kind.CONFLICT)).alias("conflicts"),
-        n(
-            member
-            & (kind == Kind.REBALANCE_END)
-            & F.col("outcome").isNotNull()
-            & ~F.col("outcome").isin(*OK_OUTCOMES)
-        ).alias("failed_attempts"),
-        n(member & (kind == Kind.REBALANCE_END) & F.coalesce(F.col("gave_up"), F.lit(False))).alias(
-            "gave_up"
-        ),
-        n(member & (kind == Kind.REBALANCE_BEGIN)).alias("rebalance_attempts"),
-        n(broker & (kind == Kind.REBALANCE_BEGIN)).alias("group_rebalances"),
-        n(broker & (kind == Kind.GROUP_REQUEST)).alias("broker_group_requests"),
-        requests(
-            rebalance_zk & F.col("op").isin("create", "delete") & F.col("path").contains("/owners/")
-        ).alias("owner_writes"),
-        requests(rebalance_zk & (F.col("op") == "get") & F.col("path").rlike(REGISTRATION)).alias(
-            "registration_reads"
-        ),
-        F.count_distinct(F.when(member & (kind == Kind.REBALANCE_BEGIN), F.col("source")))
-        .cast("long")
-        .alias("rebalancing_members"),
-        F.min(F.when(member & (kind == Kind.WATCH), F.col("ts_ns"))).cast("long").alias("first_watch"),
-        n(
-            broker
-            & (kind == Kind.GROUP_REQUEST)
-            & (F.col("api") == SYNC_GROUP)
-            & (F.coalesce(F.col("assignments"), F.lit(0)) > 0)
-        ).alias("leader_syncs"),
-    )
-    m = F.create_map(*[x for col in counted.columns[4:] for x in (F.lit(col), F.col(col))])
-    wide = counted.select(
-        *UNIT, "tid", F.lit("herd").alias("table"), F.explode(m).alias("key", "value")
-    ).where(F.col("value").isNotNull())
-    at = facts.at_invoke().join(t.select(*UNIT, "tid"), [*UNIT, "tid"])
-    invoke = at.select(
-        *UNIT,
-        "tid",
-        F.lit("invoke").alias("table"),
-        F.explode(
-            F.create_map(
-                F.lit("members"),
-                F.col("members").cast("long"),
-                F.lit("partitions"),
-                F.col("partitions").cast("long"),
-            )
-        ).alias("key", "value"),
-    )
-    ops = (
-        j.where(rebalance_zk)
-        .groupBy(*UNIT, "tid", F.coalesce("op", F.lit("?")).alias("key"))
-        .agg(F.sum("count").cast("long").alias("value"))
-        .select(*UNIT, "tid", F.lit("op").alias("table"), "key", "value")
-    )
-    apis = (
-        j.where(broker & (kind == Kind.GROUP_REQUEST))
-        .groupBy(*UNIT, "tid", F.coalesce("api", F.lit("?")).alias("key"))
-        .agg(F.count("*").alias("value"))
-        .select(*UNIT, "tid", F.lit("api").alias("table"), "key", "value")
-    )
-    return wide.unionByName(ops).unionByName(apis).unionByName(invoke)
-
-
-def counts(facts: Facts, frames: Frames) -> HerdCounts:
-    """The herd counts of every measured trigger window (collected; see the module contract)."""
+        counted[k] = ([e["ts_ns"] for e in evs], evs)
     out: HerdCounts = {}
-    for r in collect(herd(facts, frames)):
-        out.setdefault((*unit_key(r), r["tid"]), {}).setdefault(r["table"], {})[r["key"]] = int(r["value"])
+    for t in facts.rows("trigger"):
+        if t["outcome"] == SKIPPED or t["outcome"] is None:
+            continue
+        k = unit_key(t)
+        entry: dict[str, dict[str, int]] = {}
+        ts, evs = counted.get(k, ([], []))
+        if t["t0"] is not None and t["wend"] is not None:
+            inside = evs[bisect_left(ts, t["t0"]) : bisect_left(ts, t["wend"])]
+            if inside:
+                entry = _window_counts(inside)
+        entry["invoke"] = {"members": int(t["live_invoke"]), "partitions": int(t["nparts_invoke"])}
+        out[(*k, t["tid"])] = entry
     return out
 
 
-def mntr_samples(frames: Frames) -> MntrSamples:
-    """ZooKeeper mntr samples per unit: (ts_ns, label, zk_packets_received), in collected order."""
-    rows = frames.control.where(F.col("kind") == Kind.ZK_MNTR).select(
-        *UNIT, "ts_ns", "label", F.col("counters")["zk_packets_received"].alias("packets")
-    )
+def mntr_samples(control: Control) -> MntrSamples:
+    """ZooKeeper mntr samples per unit: (ts_ns, label, zk_packets_received), in history order."""
     out: MntrSamples = {}
-    for r in collect(rows):
-        out.setdefault(unit_key(r), []).append((r["ts_ns"], r["label"] or "", r["packets"]))
+    for k, rows in control.rows().items():
+        for e in rows:
+            if e["kind"] == Kind.ZK_MNTR:
+                packets = (e["counters"] or {}).get("zk_packets_received")
+                out.setdefault(k, []).append((e["ts_ns"], e["label"] or "", packets))
     return out
 
 
-def unit_values(frames: Frames) -> DataFrame:
-    """Per unit, long format: ``has_broker``, ``has_mntr`` and ``tapped`` (its broker figures come from
-    the Kafka tap in front of a third-party broker, which sees requests but not the broker's own group
-    events); 1.0 where the unit has them."""
-    c, kind = frames.control, F.col("kind")
-
-    def flag(cond: Column) -> Column:
-        return F.max(F.when(cond, 1).otherwise(0)).cast("double")
-
-    flags = c.groupBy(*UNIT).agg(
-        flag(role_col(Role.BROKER) & (kind == Kind.BROKER_REQUEST)).alias("has_broker"),
-        flag(kind == Kind.ZK_MNTR).alias("has_mntr"),
-        flag(role_col(Role.BROKER) & (F.col("source") == TAP)).alias("tapped"),
-    )
-    cols = ("has_broker", "has_mntr", "tapped")
-    m = F.create_map(*[x for col in cols for x in (F.lit(col), F.col(col))])
-    return flags.select(*UNIT, F.explode(m).alias("key", "value"))
+def unit_values(control: Control) -> UnitValues:
+    """Per unit: ``has_broker``, ``has_mntr`` and ``tapped`` (its broker figures come from the Kafka tap
+    in front of a third-party broker, which sees requests but not the broker's own group events); 1.0
+    where the unit has them, else 0.0."""
+    out: UnitValues = {}
+    for k, rows in control.rows().items():
+        broker = [e for e in rows if e["role"] == Role.BROKER]
+        out[k] = {
+            "has_broker": float(any(e["kind"] == Kind.BROKER_REQUEST for e in broker)),
+            "has_mntr": float(any(e["kind"] == Kind.ZK_MNTR for e in rows)),
+            "tapped": float(any(e["source"] == TAP for e in broker)),
+        }
+    return out
 
 
 def packets(samples: list[tuple[int, str, float | None]], invoke: int) -> int | None:

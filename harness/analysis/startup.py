@@ -13,24 +13,21 @@ connect (:mod:`harness.kernel.events`). From those events, per unit:
   last of those ``ready`` events (the last: every initial member ready);
 * ``startup_stable_s``: seconds from ``unit_start`` to ``stable`` (absent without ``stable``).
 
-:func:`unit_values` computes them (long format, one Spark job with the health figures);
+:func:`unit_values` computes them from a unit's collected control events (:mod:`.control`);
 :func:`start_up_field` turns a unit's values into its ``start_up`` entry (None when the unit has
 no ``unit_start`` or no member was ready); :func:`start_up_line` is the one line the reports print:
 ``start-up: N members ready in X s, first stable after Y s``; :data:`DEFINITION` states the terms
-(the document adds it when some unit has a ``start_up`` entry). Only :func:`unit_values` uses Spark
-(imported there: the reports import this module).
+(the document adds it when some unit has a ``start_up`` entry). Nothing here uses Spark (the reports
+import this module).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.kernel.events import Kind, Role
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
-    from harness.analysis.frames import Frames
+NS = 1_000_000_000
 
 #: The report's definition of the start-up line ([term, text], as harness.analysis.definitions).
 DEFINITION = (
@@ -45,43 +42,35 @@ DEFINITION = (
 NAMES = ("startup_members_ready", "startup_first_ready_s", "startup_ready_s", "startup_stable_s")
 
 
-def unit_values(frames: Frames) -> DataFrame:
-    """The start-up figures per unit, long format (unit, key, value) (see the module contract)."""
-    from pyspark.sql import functions as F
-
-    from harness.analysis.frames import INF, NS, UNIT, long_values, role_col
-
-    c = frames.control
-    kind = F.col("kind")
-    marks = (
-        c.where(role_col(Role.HARNESS) & kind.isin(Kind.UNIT_START, Kind.STABLE))
-        .groupBy(*UNIT)
-        .agg(
-            F.min(F.when(kind == Kind.UNIT_START, F.col("ts_ns"))).alias("t0"),
-            F.min(F.when(kind == Kind.STABLE, F.col("ts_ns"))).alias("stable"),
-        )
-        .where(F.col("t0").isNotNull())
-    )
-    ready = (
-        c.where(role_col(Role.MEMBER) & (kind == Kind.READY))
-        .select(*UNIT, "source", "ts_ns")
-        .join(F.broadcast(marks), UNIT)
-        .where(F.col("ts_ns") < F.coalesce(F.col("stable"), F.lit(INF)))
-        .groupBy(*UNIT, "t0", "stable")
-        .agg(
-            F.count_distinct("source").alias("startup_members_ready"),
-            F.min("ts_ns").alias("first"),
-            F.max("ts_ns").alias("last"),
-        )
-    )
-    figures = ready.select(
-        *UNIT,
-        "startup_members_ready",
-        ((F.col("first") - F.col("t0")) / NS).alias("startup_first_ready_s"),
-        ((F.col("last") - F.col("t0")) / NS).alias("startup_ready_s"),
-        ((F.col("stable") - F.col("t0")) / NS).alias("startup_stable_s"),
-    )
-    return long_values(figures, UNIT, list(NAMES)).where(F.col("value").isNotNull())
+def unit_values(events: list[dict[str, Any]]) -> dict[str, float]:
+    """One unit's start-up figures from its control events (see the module contract): the values by
+    name, those that cannot be had absent (all of them without ``unit_start`` or a ``ready`` before
+    ``stable``)."""
+    harness = [e for e in events if e["role"] == Role.HARNESS and e["ts_ns"] is not None]
+    starts = [e["ts_ns"] for e in harness if e["kind"] == Kind.UNIT_START]
+    stables = [e["ts_ns"] for e in harness if e["kind"] == Kind.STABLE]
+    if not starts:
+        return {}
+    t0, stable = min(starts), min(stables, default=None)
+    ready = [
+        e
+        for e in events
+        if e["role"] == Role.MEMBER
+        and e["kind"] == Kind.READY
+        and e["ts_ns"] is not None
+        and (stable is None or e["ts_ns"] < stable)
+    ]
+    if not ready:
+        return {}
+    first, last = min(e["ts_ns"] for e in ready), max(e["ts_ns"] for e in ready)
+    values = {
+        "startup_members_ready": float(len({e["source"] for e in ready if e["source"] is not None})),
+        "startup_first_ready_s": float(first - t0) / NS,
+        "startup_ready_s": float(last - t0) / NS,
+    }
+    if stable is not None:
+        values["startup_stable_s"] = float(stable - t0) / NS
+    return values
 
 
 def start_up_field(pu: dict[str, float]) -> dict[str, Any] | None:

@@ -2,7 +2,8 @@
 
 Contract
 --------
-* :func:`unit_values`: per unit, long format (unit, key, value): ``steady_window_ns`` (settling_end,
+* :func:`unit_values`: per unit, from its collected control events (:mod:`.control`) and the fold's
+  marks: ``steady_window_ns`` (settling_end,
   else the unit's last event, minus stable), ``zk_commits`` (legacy members' offset writes to
   ZooKeeper in that window) and ``broker:<api>`` (the broker's counter reports in that window of
   every API that is not a coordination API: Heartbeat, OffsetCommit, Fetch, Produce ...).
@@ -16,40 +17,40 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
+from harness.analysis.control import Control, UnitValues
 from harness.analysis.facts import Facts
-from harness.analysis.frames import UNIT, Frames, role_col, zk_steady_col
-from harness.kernel.events import COORDINATION_APIS, Kind, Role
+from harness.analysis.frames import unit_key
+from harness.kernel.events import COORDINATION_APIS, Kind, Role, zk_steady
 
 
-def unit_values(facts: Facts, frames: Frames) -> DataFrame:
-    """The steady phase's length and traffic per unit (see the module contract)."""
-    cm = frames.control.join(F.broadcast(facts.steady_marks()), UNIT, "left")
-    in_run = (F.col("ts_ns") >= F.col("stable")) & (F.col("ts_ns") < F.col("send"))
-    member, broker, kind = role_col(Role.MEMBER), role_col(Role.BROKER), F.col("kind")
-    steady_broker = (
-        cm.where(broker & (kind == Kind.BROKER_REQUEST) & in_run)
-        .select(*UNIT, F.explode("requests").alias("api", "n"))
-        .where(~F.col("api").isin(*COORDINATION_APIS))
-        .groupBy(*UNIT, "api")
-        .agg(F.sum("n").alias("value"))
-        .select(*UNIT, F.concat(F.lit("broker:"), F.col("api")).alias("key"), F.col("value").cast("double"))
-    )
-    simple = cm.groupBy(*UNIT).agg(
-        F.sum(
-            F.when(
-                member & (kind == Kind.ZK_REQUEST) & zk_steady_col() & in_run,
-                F.coalesce(F.col("count"), F.lit(1)),  # a simulated zk_request stands for `count` (events.py)
-            ).otherwise(0)
-        )
-        .cast("double")
-        .alias("zk_commits"),
-        (F.max("send") - F.max("stable")).cast("double").alias("steady_window_ns"),
-    )
-    m = F.create_map(*[x for col in ("zk_commits", "steady_window_ns") for x in (F.lit(col), F.col(col))])
-    return simple.select(*UNIT, F.explode(m).alias("key", "value")).unionByName(steady_broker)
+def unit_values(facts: Facts, control: Control) -> UnitValues:
+    """The steady phase's length and traffic per unit (see the module contract; a value that cannot be
+    had, a window without ``stable``, is absent)."""
+    marks = {unit_key(m): m for m in facts.rows("marks")}
+    out: UnitValues = {}
+    for k, rows in control.rows().items():
+        m = marks.get(k) or {}
+        stable, send = m.get("start"), m.get("end") if m.get("end") is not None else m.get("wend")
+        values: dict[str, float] = {}
+        if stable is not None and send is not None:
+            values["steady_window_ns"] = float(send - stable)
+        zk_commits = 0
+        broker: dict[str, float] = {}
+        for e in rows if stable is not None and send is not None else []:
+            if e["ts_ns"] is None or not stable <= e["ts_ns"] < send:
+                continue
+            if e["role"] == Role.MEMBER and e["kind"] == Kind.ZK_REQUEST and zk_steady(e["op"], e["path"]):
+                zk_commits += (
+                    1 if e["count"] is None else e["count"]
+                )  # a simulated zk_request stands for `count`
+            elif e["role"] == Role.BROKER and e["kind"] == Kind.BROKER_REQUEST:
+                for api, n in (e["requests"] or {}).items():
+                    if api not in COORDINATION_APIS and n is not None:
+                        broker[api] = broker.get(api, 0.0) + n
+        values["zk_commits"] = float(zk_commits)
+        values.update({f"broker:{api}": n for api, n in broker.items()})
+        out[k] = values
+    return out
 
 
 def steady_fields(pu: dict[str, float]) -> dict[str, Any]:

@@ -51,10 +51,11 @@ from harness.analysis import (
     split_brain,
     steady,
 )
+from harness.analysis.control import Control
 from harness.analysis.facts import DRAIN, STARTUP, Facts
-from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, role_col, together, unit_key
+from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, together, unit_key
 from harness.kernel.errors import ConfigError
-from harness.kernel.events import Role
+from harness.kernel.events import Kind, Role
 from harness.scenario.loading import Case, case_scenario
 from harness.scenario.model import Scenario, Workload
 from harness.scenario.processing import processing_gap_s
@@ -62,22 +63,15 @@ from harness.scenario.processing import processing_gap_s
 log = logging.getLogger("harness.analysis")
 
 
-def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[str, Any]]:
+def unit_table(frames: Frames, control: Control, manifest: dict[str, Any]) -> dict[UnitKey, dict[str, Any]]:
     """The run's units and what is known of them before the metric families run."""
     cases = list(manifest.get("cases") or [])
     case_by_label = {c.get("label"): c for c in cases}
-    c = frames.control
     got = together(
-        # every event's bounds: the control events' and the deliveries' (from frames.sources, which
-        # filling the deliveries' cache computed), not a third pass over the history
-        bounds=lambda: collect(
-            c.groupBy(*UNIT)
-            .agg(
-                F.min("ts_ns").alias("t_first"), F.max("ts_ns").alias("t_last"), F.count("*").alias("events")
-            )
-            .unionByName(
-                frames.sources.join(frames.unit_ids(), "uid").select(*UNIT, "t_first", "t_last", "events")
-            )
+        # the deliveries' bounds from frames.sources (which filling the deliveries' cache computed), not
+        # a third pass over the history; the control events' from their collected rows
+        sources=lambda: collect(
+            frames.sources.join(frames.unit_ids(), "uid")
             .groupBy(*UNIT)
             .agg(
                 F.min("t_first").alias("t_first"),
@@ -85,31 +79,20 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
                 F.sum("events").alias("events"),
             )
         ),
-        marks=lambda: collect(
-            c.where(F.col("kind").isin("unit_start", "stable"))
-            .groupBy(*UNIT)
-            .agg(
-                F.min(F.when(F.col("kind") == "unit_start", F.col("ts_ns"))).alias("t_start"),
-                F.min(F.when(F.col("kind") == "stable", F.col("ts_ns"))).alias("t_stable"),
-                F.first(F.when(F.col("kind") == "unit_start", F.col("partitions")), ignorenulls=True).alias(
-                    "p"
-                ),
-                F.first(F.when(F.col("kind") == "unit_start", F.col("topic")), ignorenulls=True).alias(
-                    "topic"
-                ),
-            )
-        ),
-        libraries=lambda: collect(
-            c.where(role_col(Role.MEMBER) & F.col("library").isNotNull())
-            .groupBy(*UNIT)
-            .agg(F.min("library").alias("library"))
-        ),
+        control=control.rows,
     )
-    bounds = got["bounds"]
-    marks = {unit_key(r): r for r in got["marks"]}
+    bounds: dict[UnitKey, dict[str, Any]] = {}
+    for k, rows in got["control"].items():
+        ts = [e["ts_ns"] for e in rows if e["ts_ns"] is not None]
+        bounds[k] = {"t_first": min(ts, default=None), "t_last": max(ts, default=None), "events": len(rows)}
+    for r in got["sources"]:
+        b = bounds.setdefault(unit_key(r), {"t_first": None, "t_last": None, "events": 0})
+        b["t_first"] = min((t for t in (b["t_first"], r["t_first"]) if t is not None), default=None)
+        b["t_last"] = max((t for t in (b["t_last"], r["t_last"]) if t is not None), default=None)
+        b["events"] += r["events"]
+    marks = {k: _marks(rows) for k, rows in got["control"].items()}
     units: dict[UnitKey, dict[str, Any]] = {}
-    for b in bounds:
-        k = unit_key(b)
+    for k, b in bounds.items():
         m = marks.get(k, {})
         p0 = None
         if m.get("p") is not None:
@@ -143,7 +126,11 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
             units[k]["failed"] = mu["failed"]
         if mu.get("broker_config"):
             units[k]["broker_config"] = mu["broker_config"]
-    libraries = {unit_key(r): r["library"] for r in got["libraries"]}
+    libraries = {
+        k: min(libs)
+        for k, rows in got["control"].items()
+        if (libs := [e["library"] for e in rows if _library(e)])
+    }
     for k, u in units.items():
         case = case_by_label.get(k[0]) or {}
         u["members"] = case.get("members")
@@ -153,6 +140,24 @@ def unit_table(frames: Frames, manifest: dict[str, Any]) -> dict[UnitKey, dict[s
         version = (u.get("broker_config") or {}).get("version")
         u.update(columns(k[1], libraries.get(k), u["params"], manifest.get("scenario") or {}, version))
     return units
+
+
+def _marks(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A unit's marks from its control events: ``t_start`` (the first ``unit_start``), ``t_stable``
+    (the first ``stable``), ``p`` and ``topic`` (the first ``unit_start`` that has them)."""
+    starts = [e for e in rows if e["kind"] == Kind.UNIT_START]
+    stables = [e["ts_ns"] for e in rows if e["kind"] == Kind.STABLE and e["ts_ns"] is not None]
+    return {
+        "t_start": min((e["ts_ns"] for e in starts if e["ts_ns"] is not None), default=None),
+        "t_stable": min(stables, default=None),
+        "p": next((e["partitions"] for e in starts if e["partitions"] is not None), None),
+        "topic": next((e["topic"] for e in starts if e["topic"] is not None), None),
+    }
+
+
+def _library(e: dict[str, Any]) -> bool:
+    """Whether a control event names its member's client library."""
+    return e["role"] == Role.MEMBER and e["library"] is not None
 
 
 def _processing_gap_s(case: dict[str, Any], impl: str, scenario: dict[str, Any]) -> float:
@@ -239,12 +244,13 @@ def _merged(a: dict[Any, dict[str, float]], b: dict[Any, dict[str, float]]) -> d
 def assemble(
     spark: SparkSession,
     frames: Frames,
+    control: Control,
     units: dict[UnitKey, dict[str, Any]],
     window_s: float,
     series_out: dict[str, list[Any]],
 ) -> None:
     """Fill the figures of ``units`` (all with events) and the series (see the module contract)."""
-    facts = Facts(frames, int(round(window_s * NS)))
+    facts = Facts(frames, control, int(round(window_s * NS)))
     keys = records.record_keys(frames)  # cached by the first round's count
     # three rounds of independent jobs (see frames.together): what each round computes is pinned or
     # cached before the next reads it, so no two threads compute one table
@@ -252,33 +258,27 @@ def assemble(
         facts=facts.all,
         buckets=lambda: latency.buckets(frames),
         keys=keys.count,
-        samples=lambda: herd.mntr_samples(frames),
     )
-    buckets, samples = a["buckets"], a["samples"]
+    buckets = a["buckets"]
+    # the families over the control events and the fold's facts: plain Python over collected rows
+    samples = herd.mntr_samples(control)
+    herd_counts = herd.counts(facts, control)
+    control_values = _merged(
+        _merged(steady.unit_values(facts, control), health.unit_values(facts, control)),
+        herd.unit_values(control),
+    )
     b = together(
         segs=lambda: split_brain.segments(facts, frames, split_brain.gap_table(frames, units)),
         judged=lambda: commits.commits(facts, frames),
         phases=facts.phases,
         trig_rows=lambda: latency.trigger_rows(facts, frames, buckets),
-        herd_counts=lambda: herd.counts(facts, frames),
         e2e_counts=lambda: e2e.counts(facts, keys, frames),
         # what the third round's values do not need from this one, here: planned and computed while
         # this round's other jobs run (planned after them, it left a core idle for seconds)
-        unit_first=lambda: _unit_values(
-            records.unit_values(keys, frames)
-            .unionByName(steady.unit_values(facts, frames))
-            .unionByName(health.unit_values(facts, frames))
-            .unionByName(herd.unit_values(frames))
-        ),
+        unit_first=lambda: _unit_values(records.unit_values(keys, frames)),
         undisturbed=lambda: _phase_values(cooperative.undisturbed(facts, frames)),
     )
-    segs, judged, phases, trig_rows, herd_counts = (
-        b["segs"],
-        b["judged"],
-        b["phases"],
-        b["trig_rows"],
-        b["herd_counts"],
-    )
+    segs, judged, phases, trig_rows = b["segs"], b["judged"], b["phases"], b["trig_rows"]
 
     islands = split_brain.overlap_islands(segs)
     c = together(
@@ -293,7 +293,7 @@ def assemble(
     )
     per_phase = c["phase"]
     episodes = split_brain.episodes_by_unit(c["episodes"], {k: u["origin"] for k, u in units.items()})
-    per_unit, moved = _merged(b["unit_first"], c["per_unit"]), c["moved"]
+    per_unit, moved = _merged(_merged(control_values, b["unit_first"]), c["per_unit"]), c["moved"]
     per_phase = _merged(per_phase, b["undisturbed"])
     lost = records.lost_samples(keys, per_unit)
 
