@@ -2,7 +2,8 @@
 
 Contract
 --------
-* :func:`commits`: one row per commit (unit, ts_ns, rejected, non_owner, stale), pinned. The
+* :func:`commits`: one row per commit (unit, ts_ns, rejected, non_owner, stale), computed in the
+  driver from the collected control events (:mod:`.control`) and the fold's ``owned`` intervals. The
   broker-side commit events where the unit has them (the coordinator), else the members' (legacy_zk
   writes offsets to ZooKeeper). An accepted commit of p at t is from a non-owner when its committer
   (the member, through its member id for broker-side events) is not the owner of p at t: the live
@@ -18,12 +19,18 @@ Contract
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from harness.analysis.facts import Facts, per_phase, to_phase
-from harness.analysis.frames import UNIT, Frames, join, long_values, pin, role_col
+from harness.analysis.control import Control
+from harness.analysis.facts import Facts, phase_ids
+from harness.analysis.frames import INF, UNIT, UnitKey, role_col, unit_key
 from harness.kernel.events import Kind, Role
+
+#: The per-phase values of the accepted commits.
+PHASE_KEYS = ("commits_non_owner", "commits_stale_generation", "commits_with_generation")
 
 
 def broker_commit_units(control: DataFrame) -> DataFrame:
@@ -36,90 +43,88 @@ def broker_commit_units(control: DataFrame) -> DataFrame:
     )
 
 
-def commits(facts: Facts, frames: Frames) -> DataFrame:
-    """Every commit of the run, judged (see the module contract)."""
-    c = frames.control
-    kinds = F.col("kind").isin(Kind.COMMIT, Kind.COMMIT_REJECTED)
-    broker, member = role_col(Role.BROKER), role_col(Role.MEMBER)
-    bside = broker_commit_units(c)
-    cm = c.where(kinds & (broker | member)).join(F.broadcast(bside), UNIT, "left")
-    cm = cm.where(broker == F.coalesce("bside", F.lit(False)))
-    ids = (
-        c.where(member & F.col("member").isNotNull() & (F.col("member") != ""))
-        .select(*UNIT, "member", F.col("source").alias("mident"))
-        .distinct()
-    )
-    cm = cm.join(F.broadcast(ids), [*UNIT, "member"], "left").withColumn(
-        "committer", F.when(broker, F.col("mident")).otherwise(F.col("source"))
-    )
-    cm = cm.select(
-        *UNIT, "ts_ns", "kind", "committer", F.col("partition").alias("p"), "generation"
-    ).withColumn("cid", F.monotonically_increasing_id())
-    acc = cm.where(F.col("kind") == Kind.COMMIT)
-    own = join(
-        acc.select("cid", *UNIT, "p", "ts_ns"),
-        facts.intervals("owned"),
-        [*UNIT, "p"],
-        (F.col("r_start") <= F.col("ts_ns")) & (F.col("ts_ns") < F.col("r_end")),
-        "left",
-    )
-    owner = own.groupBy("cid").agg(F.max_by("r_ident", "r_since").alias("owner"))
-    gens = c.where(
-        F.col("generation").isNotNull()
-        & (F.col("generation") >= 0)
-        & ((broker & (F.col("kind") == Kind.GROUP_STATE)) | (member & (F.col("kind") == Kind.ASSIGNED)))
-    ).select(*UNIT, F.col("ts_ns").alias("gts"), F.col("generation").alias("g"))
-    gen = (
-        join(
-            acc.where(F.col("generation") >= 0).select("cid", *UNIT, "ts_ns"),
-            gens,
-            UNIT,
-            F.col("r_gts") <= F.col("ts_ns"),
-        )
-        .groupBy("cid")
-        .agg(F.max("r_g").alias("current"))
-    )
-    out = acc.join(owner, "cid", "left").join(gen, "cid", "left")
-    rejected = cm.where(F.col("kind") == Kind.COMMIT_REJECTED).select(
-        *UNIT,
-        "ts_ns",
-        F.lit(True).alias("rejected"),
-        F.lit(None).cast("boolean").alias("non_owner"),
-        F.lit(None).cast("boolean").alias("stale"),
-    )
-    return pin(
-        rejected.unionByName(
-            out.select(
-                *UNIT,
-                "ts_ns",
-                F.lit(False).alias("rejected"),
-                (
-                    F.col("owner").isNull()
-                    | F.col("committer").isNull()
-                    | (F.col("owner") != F.col("committer"))
-                ).alias("non_owner"),
-                F.when(
-                    F.col("generation").isNotNull() & (F.col("generation") >= 0),
-                    F.coalesce(F.col("generation") < F.col("current"), F.lit(False)),
-                ).alias("stale"),
+#: A judged commit: (unit, ts_ns, rejected, non_owner, stale).
+Judged = tuple[UnitKey, int | None, bool, bool | None, bool | None]
+
+
+def commits(facts: Facts, control: Control) -> list[Judged]:
+    """Every commit of the run, judged (see the module contract), from the collected control events
+    and the fold's ``owned`` intervals."""
+    owned: dict[tuple[UnitKey, int], list[dict[str, Any]]] = {}
+    for o in facts.rows("owned"):
+        owned.setdefault((unit_key(o), o["p"]), []).append(o)
+    out: list[Judged] = []
+    for k, rows in control.rows().items():
+        kinds = [e for e in rows if e["kind"] in (Kind.COMMIT, Kind.COMMIT_REJECTED)]
+        bside = any(e["role"] == Role.BROKER for e in kinds)
+        names: dict[str, list[str | None]] = {}
+        for e in rows:
+            if e["role"] == Role.MEMBER and e["member"] and e["source"] not in names.get(e["member"], []):
+                names.setdefault(e["member"], []).append(e["source"])
+        gens = sorted(
+            (e["ts_ns"], e["generation"])
+            for e in rows
+            if e["generation"] is not None
+            and e["generation"] >= 0
+            and e["ts_ns"] is not None
+            and (
+                (e["role"] == Role.BROKER and e["kind"] == Kind.GROUP_STATE)
+                or (e["role"] == Role.MEMBER and e["kind"] == Kind.ASSIGNED)
             )
         )
-    )
+        for e in kinds:
+            if (e["role"] == Role.BROKER) != bside or e["role"] not in (Role.BROKER, Role.MEMBER):
+                continue
+            for named in names.get(e["member"], []) or [None]:
+                ts = e["ts_ns"]
+                if e["kind"] == Kind.COMMIT_REJECTED:
+                    out.append((k, ts, True, None, None))
+                    continue
+                committer = named if e["role"] == Role.BROKER else e["source"]
+                owner = _owner(owned.get((k, e["partition"]), []), ts)
+                g = e["generation"]
+                stale = None
+                if g is not None and g >= 0:
+                    current = max((cg for gts, cg in gens if ts is not None and gts <= ts), default=None)
+                    stale = current is not None and g < current
+                non_owner = owner is None or committer is None or owner != committer
+                out.append((k, ts, False, non_owner, stale))
+    return out
 
 
-def phase_values(commits: DataFrame, phases: DataFrame) -> DataFrame:
+def _owner(intervals: list[dict[str, Any]], ts: int | None) -> str | None:
+    """The owner of a partition at ``ts``: of its ``owned`` intervals holding ``ts``, the claim that
+    began last; None when none holds it."""
+    holding = [
+        o
+        for o in intervals
+        if ts is not None
+        and o["since"] is not None
+        and o["start"] <= ts < (INF if o["end"] is None else o["end"])
+    ]
+    return max(holding, key=lambda o: o["since"])["ident"] if holding else None
+
+
+def phase_values(judged: list[Judged], facts: Facts) -> dict[tuple[Any, ...], dict[str, float]]:
     """Accepted commits from non-owners and stale generations per phase (see the module contract)."""
-    accepted = to_phase(commits.where(~F.col("rejected")), phases, "ts_ns")
-    return (
-        per_phase(accepted, "commits_non_owner", F.sum(F.when(F.col("non_owner"), 1).otherwise(0)))
-        .unionByName(
-            per_phase(accepted, "commits_stale_generation", F.sum(F.when(F.col("stale"), 1).otherwise(0)))
-        )
-        .unionByName(per_phase(accepted, "commits_with_generation", F.count("stale")))
-    )
+    phases = facts.phase_rows()
+    out: dict[tuple[Any, ...], dict[str, float]] = {}
+    for k, ts, rejected, non_owner, stale in judged:
+        if rejected:
+            continue
+        for tid in phase_ids(phases.get(k, []), ts):
+            v = out.setdefault((*k, tid), dict.fromkeys(PHASE_KEYS, 0.0))
+            v["commits_non_owner"] += bool(non_owner)
+            v["commits_stale_generation"] += bool(stale)
+            v["commits_with_generation"] += stale is not None
+    return out
 
 
-def unit_values(commits: DataFrame) -> DataFrame:
-    """Rejected commits per unit, long format (unit, ``commits_rejected``, count)."""
-    rejected = commits.where(F.col("rejected")).groupBy(*UNIT).agg(F.count("*").alias("commits_rejected"))
-    return long_values(rejected, UNIT, ["commits_rejected"])
+def unit_values(judged: list[Judged]) -> dict[UnitKey, dict[str, float]]:
+    """Rejected commits per unit (``commits_rejected``; units without any have none)."""
+    out: dict[UnitKey, dict[str, float]] = {}
+    for k, _, rejected, _, _ in judged:
+        if rejected:
+            v = out.setdefault(k, {"commits_rejected": 0.0})
+            v["commits_rejected"] += 1
+    return out

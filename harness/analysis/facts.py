@@ -33,7 +33,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from harness.analysis.control import Control
-from harness.analysis.frames import INF, UNIT, Frames, UnitKey, join, pin, unit_key
+from harness.analysis.frames import INF, UNIT, Frames, UnitKey, join, local_frame, pin, unit_key
 from harness.kernel.events import Kind
 from harness.kernel.windows import evaluate
 
@@ -181,6 +181,8 @@ class Facts:
         self.window_ns = window_ns
         self._facts: DataFrame | None = None
         self._rows: dict[str, list[dict[str, Any]]] = {}
+        self._phases: dict[UnitKey, list[tuple[int, int | None, int | None]]] | None = None
+        self._phase_frame: DataFrame | None = None
 
     def all(self) -> DataFrame:
         """Every fact of every unit (rtype: trigger, claim, owned, away, close, marks)."""
@@ -231,31 +233,37 @@ class Facts:
             *UNIT, "tid", F.col("live_invoke").alias("members"), F.col("nparts_invoke").alias("partitions")
         )
 
+    def phase_rows(self) -> dict[UnitKey, list[tuple[int, int | None, int | None]]]:
+        """Contiguous phases per unit as (tid, pstart, pend), [pstart, pend): the startup (-1: until the
+        first trigger's t0, else settling_end), each trigger window (its tid: [t0, window end)) and the
+        drain (-2: from settling_end; settling_end is the unit's last event + 1 ns without one)."""
+        if self._phases is None:
+            windows: dict[UnitKey, list[dict[str, Any]]] = {}
+            for t in self.rows("trigger"):
+                windows.setdefault(unit_key(t), []).append(t)
+            out: dict[UnitKey, list[tuple[int, int | None, int | None]]] = {}
+            for m in self.rows("marks"):
+                k = unit_key(m)
+                settling_end = m["end"] if m["end"] is not None else m["wend"] + 1
+                first_t0 = min((t["t0"] for t in windows.get(k, []) if t["t0"] is not None), default=None)
+                out[k] = [
+                    (STARTUP, -INF, first_t0 if first_t0 is not None else settling_end),
+                    (DRAIN, settling_end, INF),
+                ]
+            for k, ws in windows.items():
+                out.setdefault(k, []).extend((t["tid"], t["t0"], t["wend"]) for t in ws)
+            self._phases = out
+        return self._phases
+
     def phases(self) -> DataFrame:
-        """Contiguous phases per unit: startup (-1), each trigger window (tid), drain (-2)."""
-        w = self.windows()
-        marks = self.of("marks").select(
-            *UNIT, F.coalesce(F.col("end"), F.col("wend") + 1).alias("settling_end")
-        )
-        first = w.groupBy(*UNIT).agg(F.min("t0").alias("first_t0"))
-        m = marks.join(first, UNIT, "left")
-        startup = m.select(
-            *UNIT,
-            F.lit(STARTUP).alias("tid"),
-            F.lit(-INF).cast("long").alias("pstart"),
-            F.coalesce("first_t0", "settling_end").alias("pend"),
-        )
-        drain = m.select(
-            *UNIT,
-            F.lit(DRAIN).alias("tid"),
-            F.col("settling_end").alias("pstart"),
-            F.lit(INF).cast("long").alias("pend"),
-        )
-        return pin(
-            startup.unionByName(drain).unionByName(
-                w.select(*UNIT, "tid", F.col("t0").alias("pstart"), F.col("wend").alias("pend"))
+        """:meth:`phase_rows` as a table: unit, tid, pstart, pend (handed to Spark as Arrow)."""
+        if self._phase_frame is None:
+            self._phase_frame = local_frame(
+                self.frames.control.sparkSession,
+                [(*k, *p) for k, ps in self.phase_rows().items() for p in ps],
+                "case string, impl string, repetition int, tid int, pstart long, pend long",
             )
-        )
+        return self._phase_frame
 
     def steady_marks(self) -> DataFrame:
         """Per unit: ``stable`` and ``send`` (settling_end, else the last event): the steady phase."""
@@ -283,6 +291,17 @@ def to_phase(df: DataFrame, phases: DataFrame, ts: str) -> DataFrame:
         "left",
     )
     return j.withColumn("tid", F.coalesce(F.col("r_tid"), F.lit(STARTUP))).drop("r_tid", "r_pstart", "r_pend")
+
+
+def phase_ids(phases: list[tuple[int, int | None, int | None]], ts: int | None) -> list[int]:
+    """The ids of the phases (of one unit, :meth:`Facts.phase_rows`) that contain ``ts``: :func:`to_phase`
+    in Python (the startup, -1, when none does)."""
+    got = [
+        tid
+        for tid, start, end in phases
+        if ts is not None and start is not None and end is not None and start <= ts < end
+    ]
+    return got or [STARTUP]
 
 
 def per_phase(df: DataFrame, name: str, agg: Column) -> DataFrame:

@@ -263,14 +263,13 @@ def assemble(
     # the families over the control events and the fold's facts: plain Python over collected rows
     samples = herd.mntr_samples(control)
     herd_counts = herd.counts(facts, control)
+    judged = commits.commits(facts, control)
     control_values = _merged(
         _merged(steady.unit_values(facts, control), health.unit_values(facts, control)),
         herd.unit_values(control),
     )
     b = together(
         segs=lambda: split_brain.segments(facts, frames, split_brain.gap_table(frames, units)),
-        judged=lambda: commits.commits(facts, frames),
-        phases=facts.phases,
         trig_rows=lambda: latency.trigger_rows(facts, frames, buckets),
         e2e_counts=lambda: e2e.counts(facts, keys, frames),
         # what the third round's values do not need from this one, here: planned and computed while
@@ -278,23 +277,24 @@ def assemble(
         unit_first=lambda: _unit_values(records.unit_values(keys, frames)),
         undisturbed=lambda: _phase_values(cooperative.undisturbed(facts, frames)),
     )
-    segs, judged, phases, trig_rows = b["segs"], b["judged"], b["phases"], b["trig_rows"]
+    segs, trig_rows = b["segs"], b["trig_rows"]
+    phases = facts.phases()
 
     islands = split_brain.overlap_islands(segs)
     c = together(
         phase=lambda: _phase_values(
-            split_brain.phase_values(islands, phases)
-            .unionByName(records.phase_values(keys, phases))
-            .unionByName(commits.phase_values(judged, phases))
+            split_brain.phase_values(islands, phases).unionByName(records.phase_values(keys, phases))
         ),
         episodes=lambda: split_brain.episode_records(islands, segs, frames, phases),
-        per_unit=lambda: _unit_values(commits.unit_values(judged)),
         moved=lambda: migration.migration_units(spark, frames, units, keys, segs),
     )
     per_phase = c["phase"]
     episodes = split_brain.episodes_by_unit(c["episodes"], {k: u["origin"] for k, u in units.items()})
-    per_unit, moved = _merged(_merged(control_values, b["unit_first"]), c["per_unit"]), c["moved"]
-    per_phase = _merged(per_phase, b["undisturbed"])
+    per_unit, moved = (
+        _merged(_merged(control_values, b["unit_first"]), commits.unit_values(judged)),
+        c["moved"],
+    )
+    per_phase = _merged(_merged(per_phase, b["undisturbed"]), commits.phase_values(judged, facts))
     lost = records.lost_samples(keys, per_unit)
 
     by_unit: dict[UnitKey, list[dict[str, Any]]] = {}
