@@ -2,11 +2,12 @@
 
 Contract
 --------
-:class:`Control`'s :meth:`~Control.rows` collects :attr:`.frames.Frames.control` (every event but
-``record`` and ``produced``: a few thousand per unit, whatever the number of deliveries) on first use,
-in one Spark action, as Arrow, and returns it per unit (:data:`ControlRows`): each unit's events as
-dicts of the columns in :data:`COLUMNS` (the maps ``counters`` and ``requests`` as dicts), in their
-order in the history. The families whose inputs are the control events and
+:class:`Control`'s :meth:`~Control.rows` gives the control events (every event but ``record`` and
+``produced``: a few thousand per unit, whatever the number of deliveries) that
+:func:`.frames.prepare` collected in one Spark action, as Arrow (:attr:`.frames.Frames.events`), per
+unit (:data:`ControlRows`): each unit's events as dicts of the columns in
+:data:`.frames.CONTROL_COLUMNS` (the maps ``counters`` and ``requests`` as dicts), in their order in
+the history. The families whose inputs are the control events and
 the fold's facts (the fold itself, :mod:`.herd`'s counts, flags and mntr samples, :mod:`.steady`,
 :mod:`.health`, :mod:`.startup`) compute from these rows in plain Python: in Spark each of them was a
 query of its own to plan and run, over a table this small. Spark keeps what scales with the deliveries.
@@ -16,48 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.frames import UNIT, Frames, UnitKey, unit_key
+from harness.analysis.frames import Frames, UnitKey, unit_key
 
 #: Per unit, its control events in history order.
 ControlRows = dict[UnitKey, list[dict[str, Any]]]
 #: Per unit, a family's values by name (the per-unit values :mod:`.units` merges across families).
 UnitValues = dict[UnitKey, dict[str, float]]
-
-#: The columns of the collected control events: the history's own and the parsed ``extra`` fields the
-#: families read.
-COLUMNS = (
-    *UNIT,
-    "ts_ns",
-    "role",
-    "kind",
-    "source",
-    "member",
-    "partition",
-    "generation",
-    "op",
-    "path",
-    "outcome",
-    "count",
-    "action",
-    "action_id",
-    "targets",
-    "trigger",
-    "partitions",
-    "reason",
-    "migration",
-    "migration_step",
-    "label",
-    "counters",
-    "requests",
-    "api",
-    "state",
-    "client",
-    "gave_up",
-    "assignments",
-    "topic",
-    "library",
-)
-
 
 #: The map columns: Arrow's rows give them as (key, value) pairs, the families read them as dicts.
 MAPS = ("counters", "requests")
@@ -74,7 +39,7 @@ class Control:
     def events(self) -> list[dict[str, Any]]:
         """Every control event of the run, in history order."""
         if self._events is None:
-            events: list[dict[str, Any]] = self.frames.control.select(*COLUMNS).toArrow().to_pylist()
+            events = self.frames.events
             for r in events:
                 for m in MAPS:
                     if r[m] is not None:

@@ -106,7 +106,7 @@ def counts(facts: Facts, keys: DataFrame, frames: Frames) -> list[dict[str, Any]
         F.lit(None).cast("boolean").alias("neg"),
         "n",
     )
-    by_uid = {r["uid"]: {c: r[c] for c in UNIT} for r in collect(frames.unit_ids())}
+    by_uid = {uid: dict(zip(UNIT, k, strict=True)) for uid, k in frames.units_by_id.items()}
     return [{**by_uid[r.pop("uid")], **r} for r in collect(per.unionByName(acks))]
 
 

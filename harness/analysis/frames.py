@@ -52,6 +52,42 @@ NS = 1_000_000_000
 
 UnitKey = tuple[str, str, int]
 
+#: The columns of the control events collected into the driver (:attr:`Frames.events`): the
+#: history's own and the parsed ``extra`` fields the families read in Python (:mod:`.control`).
+CONTROL_COLUMNS = (
+    *UNIT,
+    "ts_ns",
+    "role",
+    "kind",
+    "source",
+    "ident",
+    "member",
+    "partition",
+    "generation",
+    "op",
+    "path",
+    "outcome",
+    "count",
+    "action",
+    "action_id",
+    "targets",
+    "trigger",
+    "partitions",
+    "reason",
+    "migration",
+    "migration_step",
+    "label",
+    "counters",
+    "requests",
+    "api",
+    "state",
+    "client",
+    "gave_up",
+    "assignments",
+    "topic",
+    "library",
+)
+
 EXTRA_SCHEMA = (
     "action string, action_id long, targets array<string>, target string, `trigger` boolean, "
     "label string, counters map<string,double>, partitions string, requests map<string,double>, "
@@ -71,11 +107,17 @@ class Frames:
     produced: DataFrame  # case, impl, repetition, ts_ns, partition, offset
     deliveries: DataFrame  # both: case, impl, repetition, ts_ns, ident, partition, offset, is_prod
     hashed: DataFrame  # deliveries without strings: uid, mid, partition, offset, ts_ns, is_prod (cached)
-    names: DataFrame  # case, impl, repetition, uid, ident, mid: the sources the hashes map back to (pinned)
+    names: DataFrame  # case, impl, repetition, uid, ident, mid: the sources the hashes map back to (Arrow)
     sources: DataFrame  # per (uid, mid, is_prod, partition): t_first, t_last, events, top (pinned)
     #: shuffle partitions of the jobs that shuffle every delivery (the record keys); the session's
     #: own count is for every other shuffle (of small tables), and may be fewer
     wide: int
+    #: the control events collected (:data:`CONTROL_COLUMNS`, ``uid`` and ``mid``), in history order
+    events: list[dict[str, Any]]
+    #: ``sources`` collected
+    source_rows: list[dict[str, Any]]
+    #: every unit by its hash (``uid``)
+    units_by_id: dict[int, UnitKey]
 
     def unit_ids(self) -> DataFrame:
         """Every unit with events and its hash: case, impl, repetition, ``uid`` (from ``names``): how
@@ -127,16 +169,43 @@ def prepare(spark: SparkSession, history: str, wide: int = 0, schema: pa.Schema 
         ),
     )
     control, sources = got["control"], got["sources"]
-    names = control.select(*UNIT, "ident").where(F.col("ident").isNotNull())
-    named = names.select(unit_id().alias("uid"), member_id().alias("mid"))
-    unnamed = sources.where(~F.col("is_prod")).join(named, ["uid", "mid"], "left_anti").select("uid")
-    unnamed = unnamed.unionByName(sources.join(named, "uid", "left_anti").select("uid"))
-    if unnamed.limit(1).count():
+    # the control events (a few thousand a unit) and the deliveries' per-source figures (a row per
+    # member and partition) into the driver, with the hashes the jobs over every delivery key by
+    got = together(
+        events=lambda: (
+            control.select(*CONTROL_COLUMNS, unit_id().alias("uid"), member_id().alias("mid"))
+            .toArrow()
+            .to_pylist()
+        ),
+        source_rows=lambda: sources.toArrow().to_pylist(),
+    )
+    events, source_rows = got["events"], got["source_rows"]
+    name_rows = {
+        (e["case"], e["impl"], e["repetition"], e["uid"], e["ident"], e["mid"])
+        for e in events
+        if e["ident"] is not None
+    }
+    named = {(r[3], r[5]) for r in name_rows}
+    named_units = {r[3] for r in name_rows}
+    if any(
+        (not r["is_prod"] and (r["uid"], r["mid"]) not in named) or r["uid"] not in named_units
+        for r in source_rows
+    ):
         # a member that processed records, or a unit, without a control event (the runner's histories
         # have none): their names only from the deliveries, a scan of their strings
-        names = names.unionByName(deliveries.select(*UNIT, "ident"))
-    names = pin(names.distinct().select(*UNIT, unit_id().alias("uid"), "ident", member_id().alias("mid")))
-    _check_hashes(names)
+        name_rows |= {
+            (r["case"], r["impl"], r["repetition"], r["uid"], r["ident"], r["mid"])
+            for r in deliveries.select(*UNIT, "ident", unit_id().alias("uid"), member_id().alias("mid"))
+            .distinct()
+            .toArrow()
+            .to_pylist()
+        }
+    _check_hashes(name_rows)
+    names = local_frame(
+        spark,
+        sorted(name_rows, key=lambda r: tuple("" if v is None else str(v) for v in r)),
+        "case string, impl string, repetition int, uid long, ident string, mid long",
+    )
     return Frames(
         raw=raw,
         control=control,
@@ -147,6 +216,9 @@ def prepare(spark: SparkSession, history: str, wide: int = 0, schema: pa.Schema 
         names=names,
         sources=sources,
         wide=wide,
+        events=events,
+        source_rows=source_rows,
+        units_by_id={r[3]: (r[0], r[1], r[2]) for r in name_rows},
     )
 
 
@@ -163,14 +235,13 @@ def spark_schema(schema: pa.Schema) -> T.StructType | None:
         return None
 
 
-def _check_hashes(names: DataFrame) -> None:
-    """Fail unless the units and the sources' names in ``names`` hash distinctly (a 64-bit collision
-    would merge two units' or two members' records in the jobs keyed by the hashes). A member that
-    processed records is in ``names`` (prepare's fallback); a producer without a control event may not
-    be, and nothing maps its hash back."""
-    rows = names.collect()
-    units = {(r["case"], r["impl"], r["repetition"]): r["uid"] for r in rows}
-    idents = {r["ident"]: r["mid"] for r in rows}
+def _check_hashes(names: set[tuple[Any, ...]]) -> None:
+    """Fail unless the units and the sources' names in ``names`` (case, impl, repetition, uid, ident,
+    mid) hash distinctly (a 64-bit collision would merge two units' or two members' records in the jobs
+    keyed by the hashes). A member that processed records is in ``names`` (prepare's fallback); a
+    producer without a control event may not be, and nothing maps its hash back."""
+    units = {(r[0], r[1], r[2]): r[3] for r in names}
+    idents = {r[4]: r[5] for r in names}
     if len(set(units.values())) != len(units):  # pragma: no cover - 2^-64 per pair
         raise RuntimeError("two of the run's units hash alike: cannot key the records by unit")
     if len(set(idents.values())) != len(idents):  # pragma: no cover - 2^-64 per pair

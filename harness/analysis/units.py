@@ -35,7 +35,6 @@ import logging
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from harness.analysis import (
     commits,
@@ -53,7 +52,7 @@ from harness.analysis import (
 )
 from harness.analysis.control import Control
 from harness.analysis.facts import DRAIN, STARTUP, Facts
-from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, together, unit_key
+from harness.analysis.frames import NS, Frames, UnitKey, collect, together, unit_key
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import Kind, Role
 from harness.scenario.loading import Case, case_scenario
@@ -67,30 +66,21 @@ def unit_table(frames: Frames, control: Control, manifest: dict[str, Any]) -> di
     """The run's units and what is known of them before the metric families run."""
     cases = list(manifest.get("cases") or [])
     case_by_label = {c.get("label"): c for c in cases}
-    got = together(
-        # the deliveries' bounds from frames.sources (which filling the deliveries' cache computed), not
-        # a third pass over the history; the control events' from their collected rows
-        sources=lambda: collect(
-            frames.sources.join(frames.unit_ids(), "uid")
-            .groupBy(*UNIT)
-            .agg(
-                F.min("t_first").alias("t_first"),
-                F.max("t_last").alias("t_last"),
-                F.sum("events").alias("events"),
-            )
-        ),
-        control=control.rows,
-    )
+    rows = control.rows()
     bounds: dict[UnitKey, dict[str, Any]] = {}
-    for k, rows in got["control"].items():
-        ts = [e["ts_ns"] for e in rows if e["ts_ns"] is not None]
-        bounds[k] = {"t_first": min(ts, default=None), "t_last": max(ts, default=None), "events": len(rows)}
-    for r in got["sources"]:
-        b = bounds.setdefault(unit_key(r), {"t_first": None, "t_last": None, "events": 0})
+    for k, events in rows.items():
+        ts = [e["ts_ns"] for e in events if e["ts_ns"] is not None]
+        bounds[k] = {"t_first": min(ts, default=None), "t_last": max(ts, default=None), "events": len(events)}
+    # the deliveries' bounds from frames.sources (which filling the deliveries' cache computed), not a
+    # third pass over the history
+    for r in frames.source_rows:
+        if r["uid"] not in frames.units_by_id:  # a unit none of whose sources is named (cannot be)
+            continue
+        b = bounds.setdefault(frames.units_by_id[r["uid"]], {"t_first": None, "t_last": None, "events": 0})
         b["t_first"] = min((t for t in (b["t_first"], r["t_first"]) if t is not None), default=None)
         b["t_last"] = max((t for t in (b["t_last"], r["t_last"]) if t is not None), default=None)
         b["events"] += r["events"]
-    marks = {k: _marks(rows) for k, rows in got["control"].items()}
+    marks = {k: _marks(events) for k, events in rows.items()}
     units: dict[UnitKey, dict[str, Any]] = {}
     for k, b in bounds.items():
         m = marks.get(k, {})
@@ -127,9 +117,7 @@ def unit_table(frames: Frames, control: Control, manifest: dict[str, Any]) -> di
         if mu.get("broker_config"):
             units[k]["broker_config"] = mu["broker_config"]
     libraries = {
-        k: min(libs)
-        for k, rows in got["control"].items()
-        if (libs := [e["library"] for e in rows if _library(e)])
+        k: min(libs) for k, events in rows.items() if (libs := [e["library"] for e in events if _library(e)])
     }
     for k, u in units.items():
         case = case_by_label.get(k[0]) or {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis import health, herd, startup, steady
-from harness.analysis.control import COLUMNS
+from harness.analysis.frames import CONTROL_COLUMNS
 
 UNIT = ("herd", "legacy_zk", 0)
 S = 1_000_000_000
@@ -14,7 +14,7 @@ S = 1_000_000_000
 
 def ev(ts: int, role: str, kind: str, **kw: Any) -> dict[str, Any]:
     """One collected control event of :data:`UNIT` (every column of the collection, unset ones None)."""
-    e: dict[str, Any] = dict.fromkeys(COLUMNS)
+    e: dict[str, Any] = dict.fromkeys(CONTROL_COLUMNS)
     e.update(case=UNIT[0], impl=UNIT[1], repetition=UNIT[2], ts_ns=ts, role=role, kind=kind, **kw)
     return e
 
