@@ -118,6 +118,12 @@ class Frames:
     source_rows: list[dict[str, Any]]
     #: every unit by its hash (``uid``)
     units_by_id: dict[int, UnitKey]
+    #: every named source's hash (``mid``) by its name
+    member_ids: dict[str, int]
+
+    def unit_hashes(self) -> dict[UnitKey, int]:
+        """Every unit's hash (``uid``) by the unit."""
+        return {k: uid for uid, k in self.units_by_id.items()}
 
     def unit_ids(self) -> DataFrame:
         """Every unit with events and its hash: case, impl, repetition, ``uid`` (from ``names``): how
@@ -219,6 +225,7 @@ def prepare(spark: SparkSession, history: str, wide: int = 0, schema: pa.Schema 
         events=events,
         source_rows=source_rows,
         units_by_id={r[3]: (r[0], r[1], r[2]) for r in name_rows},
+        member_ids={r[4]: r[5] for r in name_rows if r[4] is not None},
     )
 
 

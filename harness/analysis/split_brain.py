@@ -43,7 +43,6 @@ from harness.analysis.frames import (
     local_frame,
     member_id,
     pin,
-    unit_id,
     unit_key,
 )
 
@@ -67,22 +66,11 @@ def segments(facts: Facts, frames: Frames, gaps: DataFrame) -> DataFrame:
     # keyed by the unit's and the member's hashes (frames.hashed): no string in the jobs over every record
     key = ["uid", "mid", "p"]
     rec = frames.hashed.where(~F.col("is_prod")).select("uid", "mid", F.col("partition").alias("p"), "ts_ns")
-    closes = facts.of("close").select(
-        unit_id().alias("uid"), member_id().alias("mid"), "p", F.col("start").alias("ts_ns")
+    bounds = local_frame(
+        frames.control.sparkSession,
+        span_bounds(facts, frames),
+        "uid long, mid long, p int, seg int, hi long, lo long",
     )
-    # the partitions each member processed: from frames.sources (no pass over every record)
-    pairs = (
-        frames.sources.where(~F.col("is_prod")).select("uid", "mid", F.col("partition").alias("p")).distinct()
-    )
-    every = closes.where(F.col("p") < 0).drop("p").join(pairs, ["uid", "mid"])
-    closes = closes.where(F.col("p") >= 0).unionByName(every.select(*key, "ts_ns"))
-    k = F.row_number().over(Window.partitionBy(*key).orderBy("ts_ns"))
-    numbered = closes.withColumn("k", k)
-    # span k - 1 ends at the k-th close (hi); span k starts after it (lo); the first has no lo,
-    # the last no hi
-    his = numbered.select(*key, (F.col("k") - 1).alias("seg"), F.col("ts_ns").alias("hi"))
-    los = numbered.select(*key, F.col("k").alias("seg"), F.col("ts_ns").alias("lo"))
-    bounds = pin(his.join(los, [*key, "seg"], "full"))
     cond = (F.col("r_lo").isNull() | (F.col("ts_ns") > F.col("r_lo"))) & (
         F.col("r_hi").isNull() | (F.col("ts_ns") <= F.col("r_hi"))
     )
@@ -128,12 +116,37 @@ def segments(facts: Facts, frames: Frames, gaps: DataFrame) -> DataFrame:
     return pin(named.select(*UNIT, "ident", "p", "seg", "start", "end", "n"))
 
 
+def span_bounds(facts: Facts, frames: Frames) -> list[tuple[int, int, int, int, int | None, int | None]]:
+    """The spans of :func:`segments`, computed in the driver from the fold's closes and the partitions
+    each member processed (:attr:`.frames.Frames.source_rows`): (uid, mid, p, seg, hi, lo) per member
+    and partition with a close, span ``seg`` holding the records after ``lo`` (the seg-th close; None
+    for the first span) and at or before ``hi`` (the next close; None for the last)."""
+    uids = frames.unit_hashes()
+    processed: dict[tuple[int, int], set[int]] = {}
+    for r in frames.source_rows:
+        if not r["is_prod"]:
+            processed.setdefault((r["uid"], r["mid"]), set()).add(r["partition"])
+    closes: dict[tuple[int, int, int], list[int]] = {}
+    for c in facts.rows("close"):
+        uid, mid = uids.get(unit_key(c)), frames.member_ids.get(c["ident"])
+        if uid is None or mid is None or c["p"] is None:
+            continue
+        # a close with p < 0 closes every partition the member processed
+        for p in [c["p"]] if c["p"] >= 0 else sorted(processed.get((uid, mid), ())):
+            closes.setdefault((uid, mid, p), []).append(c["start"])
+    out: list[tuple[int, int, int, int, int | None, int | None]] = []
+    for (uid, mid, p), ts in closes.items():
+        ts.sort()
+        edges: list[int | None] = [None, *ts, None]
+        out.extend((uid, mid, p, seg, edges[seg + 1], edges[seg]) for seg in range(len(ts) + 1))
+    return out
+
+
 def gap_table(frames: Frames, units: dict[UnitKey, dict[str, Any]]) -> DataFrame:
     """(uid, gap_ns): each unit's processing gap bound (its ``processing_gap_s``) in ns, by unit hash."""
-    rows = [(*k, int(round(float(u["processing_gap_s"]) * NS))) for k, u in units.items()]
-    spark = frames.control.sparkSession
-    table = local_frame(spark, rows, "case string, impl string, repetition int, gap_ns long")
-    return pin(table.join(F.broadcast(frames.unit_ids()), UNIT).select("uid", "gap_ns"))
+    uids = frames.unit_hashes()
+    rows = [(uids[k], int(round(float(u["processing_gap_s"]) * NS))) for k, u in units.items() if k in uids]
+    return local_frame(frames.control.sparkSession, rows, "uid long, gap_ns long")
 
 
 def overlap_islands(segs: DataFrame, differ: str | None = None) -> DataFrame:
