@@ -3,8 +3,10 @@
 Contract
 --------
 * :func:`buckets`: records per 100 ms bucket (:data:`GAP_BUCKET_NS`) per unit (n, first, last):
-  the base of the gaps and of the rate series (:mod:`.series`). Pinned.
-* :func:`trigger_rows`: one collected row per trigger window: the fold's window
+  the base of the gaps and of the rate series (:mod:`.series`). Collected (a row per unit and
+  bucket with records).
+* :func:`trigger_rows`: one row per trigger window (``t_resumed`` from Spark, the rest in the driver):
+  the fold's window
   (:meth:`~harness.analysis.facts.Facts.windows`) with ``t_resumed`` (when every partition 0..P1-1
   had a record processed at or after t1, within the window; None if one got none or the trigger
   did not settle) and ``gap_start`` / ``gap_end`` (the longest pause in consumption overlapping
@@ -20,14 +22,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from harness.analysis.facts import Facts
-from harness.analysis.frames import UNIT, Frames, at_s, collect, dur_s, pin, unit_id
+from harness.analysis.frames import UNIT, Frames, UnitKey, at_s, collect, dur_s, unit_id, unit_key
 from harness.kernel.events import SETTLED
 
 GAP_BUCKET_NS = 100_000_000  # 100 ms buckets for consumption gaps (exact gaps between buckets)
+#: The fold's columns of a trigger row (:meth:`.facts.Facts.windows`, ``P1`` aside).
+WINDOW_COLUMNS = (
+    *UNIT,
+    "tid",
+    "action",
+    "targets",
+    "outcome",
+    "reason",
+    "invoke",
+    "t0",
+    "wend",
+    "t_react",
+    "t1",
+    "startup",
+)
 
 
 def resumed(facts: Facts, frames: Frames) -> DataFrame:
@@ -48,43 +65,53 @@ def resumed(facts: Facts, frames: Frames) -> DataFrame:
     )
 
 
-def buckets(frames: Frames) -> DataFrame:
-    """Records per 100 ms bucket per unit: n, first and last ts (the base of gaps and rates)."""
+#: Per unit, its consumption buckets (bucket, n, first, last), by bucket.
+Buckets = dict[UnitKey, list[tuple[int, int, int, int]]]
+
+
+def buckets(frames: Frames) -> Buckets:
+    """Records per 100 ms bucket per unit: n, first and last ts (the base of gaps and rates), collected."""
     rec = frames.hashed.where(~F.col("is_prod"))
     per = rec.groupBy("uid", F.floor(F.col("ts_ns") / GAP_BUCKET_NS).alias("bucket")).agg(
         F.count("*").alias("n"), F.min("ts_ns").alias("first"), F.max("ts_ns").alias("last")
     )
-    return pin(per.join(F.broadcast(frames.unit_ids()), "uid").select(*UNIT, "bucket", "n", "first", "last"))
+    out: Buckets = {}
+    for r in per.toArrow().to_pylist():
+        k = frames.units_by_id.get(r["uid"])
+        if k is not None:
+            out.setdefault(k, []).append((r["bucket"], r["n"], r["first"], r["last"]))
+    for rows in out.values():
+        rows.sort()
+    return out
 
 
-def trigger_gaps(facts: Facts, buckets: DataFrame, resumed: DataFrame) -> DataFrame:
-    """Per trigger: the longest pause in consumption overlapping [t0, resumed] (or the window)."""
-    w = Window.partitionBy(*UNIT).orderBy("bucket")
-    gaps = (
-        buckets.withColumn("gstart", F.lag("last").over(w))
-        .where(F.col("gstart").isNotNull())
-        .select(*UNIT, "gstart", F.col("first").alias("gend"))
-    )
-    t = (
-        facts.windows()
-        .join(resumed, [*UNIT, "tid"], "left")
-        .select(*UNIT, "tid", "t0", F.coalesce("t_resumed", "wend").alias("gwin_end"))
-    )
-    j = gaps.join(F.broadcast(t), UNIT).where(
-        (F.col("gend") > F.col("t0")) & (F.col("gstart") < F.col("gwin_end"))
-    )
-    return (
-        j.groupBy(*UNIT, "tid")
-        .agg(F.max_by(F.struct("gstart", "gend"), F.col("gend") - F.col("gstart")).alias("g"))
-        .select(*UNIT, "tid", F.col("g.gstart").alias("gap_start"), F.col("g.gend").alias("gap_end"))
-    )
+def trigger_gap(unit_buckets: list[tuple[int, int, int, int]], t0: int, end: int) -> tuple[int, int] | None:
+    """The longest pause in consumption overlapping [t0, end]: of the pauses between consecutive
+    non-empty buckets (a bucket's last record to the next one's first), the longest with its end after
+    t0 and its start before ``end``; None if there is none."""
+    best: tuple[int, int] | None = None
+    for (_, _, _, last), (_, _, first, _) in zip(unit_buckets, unit_buckets[1:], strict=False):
+        if first > t0 and last < end and (best is None or first - last > best[1] - best[0]):
+            best = (last, first)
+    return best
 
 
-def trigger_rows(facts: Facts, frames: Frames, buckets: DataFrame) -> list[dict[str, Any]]:
-    """Every trigger window of the run with its resume time and longest gap (collected)."""
-    res = resumed(facts, frames)
-    tgap = trigger_gaps(facts, buckets, res)
-    return collect(facts.windows().join(res, [*UNIT, "tid"], "left").join(tgap, [*UNIT, "tid"], "left"))
+def trigger_rows(facts: Facts, frames: Frames, buckets: Buckets) -> list[dict[str, Any]]:
+    """Every trigger window of the run with its resume time and longest gap (see the module contract)."""
+    res = {(*unit_key(r), r["tid"]): r["t_resumed"] for r in collect(resumed(facts, frames))}
+    out = []
+    for t in facts.rows("trigger"):
+        k = unit_key(t)
+        r = {c: t.get(c) for c in WINDOW_COLUMNS}
+        r["P1"] = t.get("nparts")
+        r["t_resumed"] = res.get((*k, t["tid"]))
+        end = r["t_resumed"] if r["t_resumed"] is not None else t["wend"]
+        gap = None
+        if t["t0"] is not None and end is not None:
+            gap = trigger_gap(buckets.get(k, []), t["t0"], end)
+        r["gap_start"], r["gap_end"] = gap if gap is not None else (None, None)
+        out.append(r)
+    return out
 
 
 def window_fields(r: dict[str, Any], origin: int) -> dict[str, Any]:

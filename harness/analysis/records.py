@@ -10,7 +10,8 @@ Contract
   and processed); lost (acknowledged, never processed, below ``top``: a skip); not_drained
   (acknowledged, never processed, above ``top`` or on a partition with none processed: an
   unconsumed tail); phantom (processed, never acknowledged); duplicates, duplicate_deliveries
-  (the extra deliveries) and duplicates_cross_member; produce_errors (the producer's).
+  (the extra deliveries) and duplicates_cross_member. :func:`produce_errors`: per unit, the
+  producer's errors.
 * :func:`phase_values`: duplicates per phase (unit, tid, key, value), each attributed to the phase
   of its last delivery (:func:`harness.analysis.facts.to_phase`).
 * :func:`lost_samples`: per unit with lost records, the first :data:`LOST_SAMPLE` of them as
@@ -25,6 +26,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from harness.analysis.control import Control, UnitValues
 from harness.analysis.facts import per_phase, to_phase
 from harness.analysis.frames import UNIT, Frames, UnitKey, collect, local_frame, long_values, unit_key
 from harness.kernel.events import Kind
@@ -45,7 +47,7 @@ def record_keys(frames: Frames) -> DataFrame:
     string in the cached table (the families that read all its rows, such as the end-to-end latency,
     read ``uid``); the returned frame joins the unit's columns back (:meth:`.frames.Frames.unit_ids`)
     as it is read. ``top`` comes from :attr:`.frames.Frames.sources` (no further pass over the
-    deliveries), collected here in one small job. The cache is filled by the first action on the
+    deliveries; its rows collected by :func:`.frames.prepare`). The cache is filled by the first action on the
     frame (the caller's ``count()``) and emptied by ``spark.catalog.clearCache()``."""
     table = frames.unit_ids()
     d = frames.hashed
@@ -68,16 +70,15 @@ def record_keys(frames: Frames) -> DataFrame:
         )
     )
     # the partition's highest processed offset: from the per-member maxima that filling the
-    # deliveries' cache computed (frames.sources), not a window over the keys (a sort of all of them)
-    # nor another pass over every delivery; collected (a few rows per unit) so that the cached plan
+    # deliveries' cache computed (frames.sources, collected), not a window over the keys (a sort of all
+    # of them) nor another pass over every delivery; a table of Python rows, so that the cached plan
     # holds no checkpointed RDD (with one, a later job's lookup of the cache recomputed the keys)
-    top_rows = (
-        frames.sources.where(~F.col("is_prod"))
-        .groupBy("uid", "partition")
-        .agg(F.max("top").alias("top"))
-        .collect()
-    )
-    top = local_frame(d.sparkSession, top_rows, "uid long, partition int, top long")
+    tops: dict[tuple[int, int], int] = {}
+    for r in frames.source_rows:
+        if not r["is_prod"] and r["top"] is not None:
+            k = (r["uid"], r["partition"])
+            tops[k] = max(tops.get(k, r["top"]), r["top"])
+    top = local_frame(d.sparkSession, [(*k, v) for k, v in tops.items()], "uid long, partition int, top long")
     cached = keyed.join(F.broadcast(top), ["uid", "partition"], "left").cache()
     return cached.join(F.broadcast(table), "uid")
 
@@ -120,12 +121,16 @@ def unit_values(keys: DataFrame, frames: Frames) -> DataFrame:
     ]
     by_uid = keys.groupBy("uid").agg(*(a.alias(n) for n, a in aggs))
     counted = by_uid.join(F.broadcast(frames.unit_ids()), "uid")
-    errors = frames.control.groupBy(*UNIT).agg(
-        F.sum(F.when(F.col("kind") == Kind.PRODUCE_ERROR, 1).otherwise(0)).alias("produce_errors")
-    )
-    return long_values(counted, UNIT, [n for n, _ in aggs]).unionByName(
-        long_values(errors, UNIT, ["produce_errors"])
-    )
+    return long_values(counted, UNIT, [n for n, _ in aggs])
+
+
+def produce_errors(control: Control) -> UnitValues:
+    """Per unit, ``produce_errors``: the producer's ``produce_error`` events (from the collected control
+    events)."""
+    return {
+        k: {"produce_errors": float(sum(1 for e in rows if e["kind"] == Kind.PRODUCE_ERROR))}
+        for k, rows in control.rows().items()
+    }
 
 
 def phase_values(keys: DataFrame, phases: DataFrame) -> DataFrame:

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from harness.analysis.facts import Facts
 from harness.analysis.frames import UNIT, UnitKey, collect, local_frame, together, unit_key
-from harness.analysis.latency import GAP_BUCKET_NS
+from harness.analysis.latency import GAP_BUCKET_NS, Buckets
 
 MAX_TIMELINES = 12
 MAX_TIMELINE_PARTITIONS = 64
@@ -36,7 +36,7 @@ RATE_BIN_BUCKETS = 2  # rate series bins = 2 gap buckets = 0.2 s
 def fill_series(
     spark: SparkSession,
     facts: Facts,
-    buckets: DataFrame,
+    buckets: Buckets,
     islands: DataFrame,
     units: dict[UnitKey, dict[str, Any]],
     series: dict[str, list[Any]],
@@ -53,20 +53,21 @@ def _trigger_marks(u: dict[str, Any]) -> list[list[Any]]:
     return [[tr["t0_s"], tr["key"], tr["t1_s"]] for tr in u.get("triggers", [])]
 
 
-def rate_series(buckets: DataFrame, units: dict[UnitKey, dict[str, Any]]) -> list[dict[str, Any]]:
+def rate_series(buckets: Buckets, units: dict[UnitKey, dict[str, Any]]) -> list[dict[str, Any]]:
     """The consumption rate of every unit with records, by unit."""
     longest = max((u["t_last"] - u["t_first"]) / 1e9 for u in units.values())
     factor = max(RATE_BIN_BUCKETS, math.ceil(longest / 0.1 / MAX_RATE_POINTS))
     bin_s = factor * GAP_BUCKET_NS / 1e9
-    rates: dict[UnitKey, list[tuple[int, int]]] = {}
-    for r in collect(
-        buckets.groupBy(*UNIT, F.floor(F.col("bucket") / factor).alias("bin")).agg(F.sum("n").alias("n"))
-    ):
-        rates.setdefault(unit_key(r), []).append((r["bin"], r["n"]))
+    rates: dict[UnitKey, dict[int, int]] = {}
+    for k, rows in buckets.items():
+        bins = rates.setdefault(k, {})
+        for bucket, n, _, _ in rows:
+            b = math.floor(bucket / factor)
+            bins[b] = bins.get(b, 0) + n
     out = []
     for k in sorted(rates):
         u = units[k]
-        pts = sorted(rates[k])
+        pts = sorted(rates[k].items())
         lo, hi = pts[0][0], pts[-1][0]
         dense = dict(pts)
         out.append(

@@ -254,7 +254,7 @@ def assemble(
     judged = commits.commits(facts, control)
     control_values = _merged(
         _merged(steady.unit_values(facts, control), health.unit_values(facts, control)),
-        herd.unit_values(control),
+        _merged(herd.unit_values(control), records.produce_errors(control)),
     )
     b = together(
         segs=lambda: split_brain.segments(facts, frames, split_brain.gap_table(frames, units)),
