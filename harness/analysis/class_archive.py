@@ -13,7 +13,8 @@ loading them. Measured on this machine (2 cores, ``herdlab bench analysis`` chil
   ``<cache>/spark-classes-<key>.jsa`` with ``<cache>`` ``$HERDLAB_CACHE_DIR``, else
   ``$XDG_CACHE_HOME/herdlab``, else ``~/.cache/herdlab``. The key hashes what the archive depends on
   (:func:`archive_key`): the Java that ``spark-submit`` runs (its home and its module image's size
-  and time) and Spark's jars (their directory, names and sizes: each virtual environment has its own). A change of either gives another path; the JVM also
+  and time) and Spark's jars (their directory, names, sizes and modification times: each virtual
+  environment, and each reinstall into one, has its own). A change of either gives another path; the JVM also
   checks an archive against its own build and its class path and ignores one that does not match.
 * :func:`use_options`: the driver JVM's options to map the archive; none when there is no valid
   archive (a ``SharedArchiveFile`` that does not exist turns off even the JDK's own archive) or when
@@ -81,7 +82,7 @@ def spark_home() -> Path:
 
 def archive_key(java: Path, spark: Path) -> str:
     """16 hex digits that change when the Java at ``java`` or the jars of ``spark`` (where they are,
-    which, how large) change. Pure but for reading the file system's sizes and times."""
+    which, how large, when written) change. Pure but for reading the file system's sizes and times."""
     h = hashlib.sha256()
     h.update(str(java.resolve()).encode())
     modules = java / "lib" / "modules"
@@ -91,7 +92,10 @@ def archive_key(java: Path, spark: Path) -> str:
     h.update(f"|{spark.resolve()}".encode())  # the JVM checks the class path's jars by their paths
     jars = spark / "jars"
     for jar in sorted(jars.glob("*.jar")) if jars.is_dir() else []:
-        h.update(f"|{jar.name}:{jar.stat().st_size}".encode())
+        # the JVM ignores an archive whose class path jars differ in size or modification time from
+        # those it was written with: a reinstall of the same pyspark (new mtimes) needs a new one
+        st = jar.stat()
+        h.update(f"|{jar.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return h.hexdigest()[:16]
 
 

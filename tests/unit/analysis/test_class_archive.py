@@ -3,6 +3,7 @@ here (building and mapping one: tests/integration/analysis/test_class_archive.py
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,11 @@ def test_the_key_changes_with_the_jars_and_the_java_and_only_with_them(tmp_path:
     assert class_archive.archive_key(java, spark) not in {key, changed_jar, added}
     other_java = _java(tmp_path / "java2", b"other modules")
     assert class_archive.archive_key(other_java, spark) != class_archive.archive_key(java, spark)
+    # the same jars written again (pyspark reinstalled): the JVM checks their modification times too
+    before = class_archive.archive_key(java, spark)
+    st = (spark / "jars" / "a.jar").stat()
+    os.utime(spark / "jars" / "a.jar", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert class_archive.archive_key(java, spark) != before
     # the same jars in another virtual environment: the JVM checks the class path by its paths
     copy = _spark(tmp_path / "venv2" / "spark", {"a.jar": 3, "b.jar": 6, "c.jar": 0})
     assert class_archive.archive_key(java, copy) != class_archive.archive_key(java, spark)
