@@ -19,6 +19,10 @@ collisions; ``sources`` is, per
 unit, source hash, ``is_prod`` and partition, the deliveries' first and last ts, count and highest
 offset (the job that fills the cache computes it, so the unit table's bounds, the partitions' highest
 processed offsets and the members' processed partitions need no further pass over every delivery).
+Both small tables also come into the driver once: the control events (:data:`CONTROL_COLUMNS` with
+their ``uid`` and ``mid``, :attr:`Frames.events`, which :mod:`.control` serves to the families computed
+in Python) and ``sources`` (:attr:`Frames.source_rows`); ``names`` is made from them there and handed
+back to Spark as Arrow.
 
 Every job's results are keyed by :data:`UNIT` (case, impl, repetition; the jobs over every delivery
 by its hash, mapped back through ``names``); all times are integer nanoseconds

@@ -2,7 +2,8 @@
 
 Contract
 --------
-* :func:`unit_table`: every unit with events in the history or listed in the manifest, keyed by
+* :func:`unit_table`: every unit with events in the history or listed in the manifest (from the
+  collected control events and the deliveries' per-source figures), keyed by
   (case, impl, repetition): events, partitions (unit_start's, else the case's), the first and last
   event and the origin (its ``stable`` event, else ``unit_start``, else its first event; all in ns),
   ``topic`` (unit_start's),
@@ -18,15 +19,17 @@ Contract
   members' records, :func:`.split_brain.episodes_by_unit`) and, for a unit whose members were switched
   between kinds, ``migration`` (:mod:`.migration`), and for a unit with a coordinator or
   ZooKeeper-leader fault, ``failover`` (:mod:`.failover`); the end-to-end latency of each unit and
-  trigger window and its series (:mod:`.e2e`); then the series (:mod:`.series`). The
-  per-unit values of the families are collected in two Spark jobs (one without the judged
-  commits, one of them), the per-phase values in two (the undisturbed partitions, the rest).
-  Independent jobs run at once (:func:`.frames.together`), in three rounds: the fold, the record
-  buckets and keys and the mntr samples; then what reads the fold or the keys (processing
-  intervals, judged commits, phases, trigger rows, herd counts, end-to-end latency counts, the
-  per-unit values but the commits', the undisturbed partitions); then what reads those (the other
-  per-phase values, the commits' per-unit values, the migration proof). The unit table's three
-  small jobs also run at once.
+  trigger window and its series (:mod:`.e2e`); then the series (:mod:`.series`).
+
+Where each part runs: the unit table and every family whose input is the control events and the
+fold's facts (herd counts and flags, mntr samples, steady traffic, session failures and start-up,
+judged commits and their per-phase values, produce errors, the phases) run in the driver over the
+control events :func:`.frames.prepare` collected (:mod:`.control`). Spark runs what reads the
+deliveries, its independent queries at once (:func:`.frames.together`) in three rounds: the fold's
+table, the consumption buckets and the record keys' cache; then what reads those (processing
+intervals, trigger rows, end-to-end latency counts, completeness per unit, undisturbed partitions);
+then what reads the processing intervals (the overlap episodes and per-phase values, duplicates per
+phase, the migration proof).
 """
 
 from __future__ import annotations
