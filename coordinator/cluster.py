@@ -13,7 +13,7 @@ Contract
 * This broker's own address is not stored: it is whatever address the client connected through,
   passed in per request (``self_host`` / ``self_port``).
 
-Replicated mode (``replicated=True``, issue 14; the ZooKeeper shell feeds it on the event loop thread):
+Replicated mode (``replicated=True``; the ZooKeeper shell feeds it on the event loop thread):
 
 * :meth:`ClusterView.set_partition_info` receives every partition state the shell reads from
   ``/brokers/topics/<t>/partitions/<p>/state`` (all topics, ``__consumer_offsets`` included) with the replica

@@ -16,18 +16,18 @@ DEFAULT_MAX_REQUEST_BYTES = 104_857_600
 
 @dataclass(frozen=True, slots=True)
 class ReplicationConfig:
-    """Replication and controller settings (issue 14), Kafka's names and 0.9.0.1 defaults unless said.
+    """Replication and controller settings, Kafka's names and 0.9.0.1 defaults unless said.
 
     * ``enabled``: run the 0.9 replication design: a controller elected through ``/controller``, partition
       state znodes, leaders and followers, the group coordinator following ``__consumer_offsets``
       leadership. Off (the default) keeps the single-broker design: every broker leads what it creates.
       Needs ``zookeeper``.
     * ``default_replication_factor``: ``default.replication.factor`` of auto-created and CreateTopics(-1)
-      topics; ``None`` (herdlab's default) means min(3, live brokers), as the issue asks (Kafka's is 1).
+      topics; ``None`` (herdlab's default) means min(3, live brokers) (Kafka's is 1).
     * ``offsets_topic_replication_factor``: ``offsets.topic.replication.factor`` (3); fewer live brokers at
       creation give min(3, live), as 0.9's ``GroupCoordinator`` does.
     * ``replica_lag_time_max_ms`` (10000), ``min_insync_replicas`` (1), ``unclean_leader_election``
-      (``unclean.leader.election.enable``: off here, as the issue asks; 0.9's default was on),
+      (``unclean.leader.election.enable``: off here; 0.9's default was on),
       ``replica_fetch_wait_max_ms`` (500), ``replica_fetch_max_bytes`` (1 MiB),
       ``offsets_commit_required_acks`` (-1), ``offsets_commit_timeout_ms`` (5000),
       ``controller_socket_timeout_ms`` (30000).

@@ -1,4 +1,4 @@
-"""The controller (issue 14, item 1): elected through ``/controller``, it writes every partition's state znode.
+"""The controller: elected through ``/controller``, it writes every partition's state znode.
 
 Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``):
 
@@ -334,7 +334,7 @@ class Controller:
         """Whether a state write of term ``generation`` may go out now: the term is current *and* the client is
         still on the session the broker was elected under. A session lost in the middle of a decision is only
         seen by the worker after it (its resignation is queued behind the decision), and kazoo then writes on the
-        new session; 0.9 has the same hole (review finding 7). Checked before every write; a session lost between
+        new session; 0.9 has the same hole. Checked before every write; a session lost between
         the check and the write is not covered (a ZooKeeper multi with a check of ``/controller_epoch``'s
         zkVersion, as later Kafka versions do, would close it)."""
         session = self.client.client_id

@@ -26,7 +26,7 @@ Served versions (also what ApiVersions advertises, see :data:`DATA_VERSIONS`) an
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Producer ids are unique across restarts and brokers.
 * DescribeCluster v1-2 (v0 trips a kafka-python bug, so it is not advertised).
 
-Replicated mode (issue 14; :attr:`DataPlane.replicas` set, ``replication.enabled``), everything else unchanged:
+Replicated mode (:attr:`DataPlane.replicas` set, ``replication.enabled``), everything else unchanged:
 
 * Produce goes through the :class:`~coordinator.replica_manager.ReplicaManager` per partition (leader check,
   ``min.insync.replicas``, acks=-1 waiting for the ISR up to the request's timeout); the manager emits

@@ -40,7 +40,7 @@ Contract
 * Loading: :meth:`GroupRunner.load` replays the group log into the machine between
   ``begin_loading`` and ``finish_loading``, yielding to the event loop between chunks, so requests
   arriving meanwhile are answered by the machine (COORDINATOR_LOAD_IN_PROGRESS).
-* Replicated mode (issue 14): the runner is the ``__consumer_offsets``
+* Replicated mode: the runner is the ``__consumer_offsets``
   :class:`~coordinator.ports.LeadershipListener`. :meth:`GroupRunner.on_became_leader` loads the partition's
   committed records in the background (events ``coordinator_load`` begin, then end with groups, offsets,
   duration_ms); :meth:`GroupRunner.on_resigned` cancels a load in progress and unloads the partition
@@ -597,8 +597,8 @@ class GroupRunner:
         holds every acknowledged entry). If the barrier fails (too few in-sync replicas, timeout, deposed, an
         exception) the partition stays loading (COORDINATOR_LOAD_IN_PROGRESS) and the barrier is appended again
         after :attr:`barrier_retry_s`, until it is acknowledged or the partition is resigned (which cancels
-        this task): loading below a high watermark the barrier did not move would hide acknowledged commits
-        (review finding 2 of issue 14)."""
+        this task): loading below a high watermark the barrier did not move would hide acknowledged
+        commits."""
         store = self.store
         assert store is not None
         tally = _Tally()

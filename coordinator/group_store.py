@@ -3,7 +3,7 @@
 
 * **File store** (single-broker mode, the default): :class:`~coordinator.group_log.GroupLog`, this broker's
   ``__consumer_offsets`` as a JSON-lines file, written synchronously; every write is acknowledged at once.
-* **Topic store** (replicated mode, issue 14): :class:`TopicGroupStore`, the records as entries of the replicated
+* **Topic store** (replicated mode): :class:`TopicGroupStore`, the records as entries of the replicated
   ``__consumer_offsets`` topic through a :class:`~coordinator.ports.ReplicatedLog`, as Kafka does: key = the
   group id (UTF-8), value = :func:`~coordinator.group.records.encode_record`; a group's records go to partition
   ``partitionFor(group)``; appends wait as ``offsets.commit.required.acks`` says, at most

@@ -8,7 +8,7 @@ Contract
   response into a kio response of the request's version, and returns what the runner gives: the response, or a
   future of it for a parked JoinGroup / SyncGroup. Reads (OffsetFetch, DescribeGroups, ListGroups) ask the
   machine directly. Effects, timers, the group log and failures are the runner's business.
-* Replicated mode (``replicated=``, issue 14): the machine owns groups per ``__consumer_offsets`` partition
+* Replicated mode (``replicated=``): the machine owns groups per ``__consumer_offsets`` partition
   this broker leads and answers COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR itself (Kafka 3.7
   ``validateGroupStatus`` order); the ClusterView's hash is not consulted for that (FindCoordinator still asks
   the view, whose ``coordinator_id`` is then the partition's leader).

@@ -6,7 +6,7 @@ Contract
   :attr:`PartitionLog.end_offset` (the next offset to assign, the log end offset, LEO).
 * :attr:`PartitionLog.hw` is the high watermark, consumers read below it. Unreplicated (the default,
   :attr:`high_watermark` None) it is the end offset: everything appended is committed. A replicated log
-  (issue 14) keeps it as a separate value the replica manager sets with :meth:`set_high_watermark`; it is
+  keeps it as a separate value the replica manager sets with :meth:`set_high_watermark`; it is
   never above the end offset (a truncation lowers it with the end).
 * :meth:`PartitionLog.append` takes batches already validated by :func:`coordinator.records.split_batches`,
   gives each the next offsets by rewriting its base offset, stores the bytes and returns the base

@@ -1,5 +1,5 @@
 # pyright: strict
-"""The seams between the broker's parts with several brokers (issue 14): who calls whom, with what.
+"""The seams between the broker's parts with several brokers: who calls whom, with what.
 
 Three parts meet here; each side is written against these protocols only:
 

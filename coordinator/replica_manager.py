@@ -21,7 +21,7 @@ Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
   nothing (0.9 makes no follower of an unavailable leader, see ``Partition.become_follower``). A newly assigned partition gets its local log created in the
   :class:`~coordinator.topics.TopicStore` (``getOrCreatePartition`` / ``getOrCreateReplica``), its high
   watermark read from the checkpoint (``Replica`` initialised from ``highWatermarkCheckpoints``).
-  **Deviation (decided for issue 14)**: there is no LeaderAndIsr request; every broker watches the state
+  **Deviation**: there is no LeaderAndIsr request; every broker watches the state
   znodes. So it also sees the states its own ISR writes produce (same leader, same leader epoch, a new
   zkVersion): such a state is not a new leadership and is acknowledged (0) without any change, where 0.9's
   broker simply never receives it.
@@ -62,7 +62,7 @@ none in its message format).
 
 History events (``harness/kernel/events.py``, "Failover fields"): ``leadership`` per applied state,
 ``produce_ack`` per acknowledged partition of a produce, ``fenced`` for refused produces (what=``produce``) and
-fetches (``fetch``). Each event is emitted by one layer only (review finding 3 of issue 14): ``isr_change`` and
+fetches (``fetch``). Each event is emitted by one layer only, so none is emitted twice: ``isr_change`` and
 ``fenced`` what=``isr_write`` come from the :class:`~coordinator.ports.IsrWriter` and ``fenced`` what=``state``
 from the caller of :meth:`ReplicaManager.apply_state` with its return code -- both the ZooKeeper shell
 (:mod:`coordinator.zk_states`), which alone can tell a lost write from one not made at shutdown (no event).

@@ -40,7 +40,7 @@ Contract
   refused, by reason; ``group_failure`` counts groups reset after an internal error, see
   :mod:`coordinator.group_runner`). Nothing is written for an interval without requests. Cheap: two counter
   increments per request.
-* **Replication** (``replication.enabled``, issue 14): the broker runs a
+* **Replication** (``replication.enabled``): the broker runs a
   :class:`~coordinator.replica_manager.ReplicaManager` (the data path of every partition: leader or follower)
   with its :class:`~coordinator.replica_fetcher.FetcherManager`; the ZooKeeper registration is built with the
   manager as its partition-state sink and the history, and is the manager's ISR writer and the dataplane's
@@ -327,7 +327,7 @@ class Broker:
         self._last_report = time.monotonic()
         self.zk: Any = None
         #: Runs the ZooKeeper shell's blocking calls (start, create_topic), never the loop's default executor: while
-        #: ZooKeeper is unreachable they wait until the shell's session is closed (review finding 8).
+        #: ZooKeeper is unreachable they wait until the shell's session is closed.
         self._zk_executor: concurrent.futures.ThreadPoolExecutor | None = None
         self.port = config.port
         self._server: asyncio.Server | None = None

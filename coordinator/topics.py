@@ -203,7 +203,7 @@ class TopicStore:
     def ensure_partition(self, name: str, index: int) -> PartitionLog:
         """The log of partition ``index`` of ``name``, creating the topic and partitions up to it as needed.
 
-        For the replica manager (issue 14): a broker assigned a replica creates its local log when it learns
+        For the replica manager: a broker assigned a replica creates its local log when it learns
         the partition state. Unlike :meth:`create` it calls no ``listeners`` (the topic's znode is the
         controller's business in replicated mode, not this broker's)."""
         validate_topic_name(name)

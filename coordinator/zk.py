@@ -29,7 +29,7 @@ Contract
   ZooKeeper is unreachable: the ZooKeeper thread is not waited for before the session is closed (closing it fails
   the request that thread waits on), only after; queued writes still land first while connected.
 
-Replicated mode (``config.replication.enabled``, issue 14; everything above stays as it is without it):
+Replicated mode (``config.replication.enabled``; everything above stays as it is without it):
 
 * the broker registers as above, then runs for controller (:class:`coordinator.controller.Controller`: the 0.9
   ``/controller`` + ``/controller_epoch`` election and, while it holds it, the controller's partition state
@@ -198,8 +198,8 @@ class ZkRegistration:
         log.info("closed the ZooKeeper session of broker %d", self.config.broker_id)
 
     def _drain_writer(self) -> None:
-        """Let the writes queued on the ZooKeeper thread land before the session closes (as before issue 14's
-        review), but only while connected and for at most :data:`SESSION_TIMEOUT_S`: a request waiting on an
+        """Let the writes queued on the ZooKeeper thread land before the session closes, but only
+        while connected and for at most :data:`SESSION_TIMEOUT_S`: a request waiting on an
         unreachable ZooKeeper fails when :meth:`stop` then closes the session."""
         try:
             drained = self._writer.submit(lambda: None)

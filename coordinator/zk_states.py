@@ -1,4 +1,4 @@
-"""Every broker's view of the partition state znodes (issue 14): the ClusterView, its sink, and its ISR writes.
+"""Every broker's view of the partition state znodes: the ClusterView, its sink, and its ISR writes.
 
 DECIDED deviation from 0.9 (kio 0.6.5 has no LeaderAndIsr / UpdateMetadata schemas): instead of receiving
 LeaderAndIsr and UpdateMetadata requests from the controller, every broker watches
@@ -29,7 +29,7 @@ zkVersion; on BadVersion the write still counts when the znode already holds exa
 emits ``isr_change`` (``ok``, ``zk_version`` = the expected version) and, for a lost write, ``fenced`` (``what``
 ``isr_write``, ``error`` ``NOT_LEADER_OR_FOLLOWER``: what a deposed 0.9 leader answers from then on). The caller
 (the replica manager) therefore does not emit these two itself, nor ``fenced`` what=``state`` (emitted here
-from the sink's answer): each event is emitted by this one layer (review finding 3 of issue 14). A write not
+from the sink's answer): each event is emitted by this one layer, so none is emitted twice. A write not
 made because this broker is stopping (the executor shut, or the connection lost while stopping) answers a lost
 result and emits nothing: it is neither an ISR change nor a fencing.
 

@@ -29,7 +29,7 @@ The shell answers what the machine does not model: FindCoordinator (``harness.ke
 NOT_COORDINATOR for groups another broker owns (single-broker mode), authorization, UNKNOWN_TOPIC_OR_PARTITION for
 commits to unknown topics, and version-specific response shapes.
 
-Replicated mode (issue 14): ``own_by_partition(n)`` once, then per ``__consumer_offsets`` partition ``p`` this
+Replicated mode: ``own_by_partition(n)`` once, then per ``__consumer_offsets`` partition ``p`` this
 broker leads: ``begin_loading(p)``, ``load(record)`` for each of its committed records, ``finish_loading(now_ms,
 p)``; when it resigns ``unload(p, now_ms)``. Persist effects with a ``write`` id are appended as one batch and
 their outcome reported with ``persisted(write, error, now_ms, leader_epoch)``; the machine answers NOT_COORDINATOR

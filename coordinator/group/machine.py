@@ -21,7 +21,7 @@ Deviations from Kafka (each also noted where it happens):
   and a member removed while its SyncGroup is parked gets UNKNOWN_MEMBER_ID (Kafka never answers it). Both keep
   the shell from holding tokens that are never answered.
 * Single-broker mode: store writes never fail (see :class:`~coordinator.group.api.Persist`). Replicated mode
-  (:meth:`GroupCoordinator.own_by_partition`, issue 14) writes commits and SyncGroup's group record in two phases
+  (:meth:`GroupCoordinator.own_by_partition`) writes commits and SyncGroup's group record in two phases
   (:meth:`GroupCoordinator.persisted`, with Kafka's error paths); the other group records (the static-member
   replacement, an Empty group after a join phase, tombstones, a reset) are fire-and-forget there: Kafka 3.7
   reverts a static replacement whose write fails, we do not (the shell logs the failure).
@@ -199,7 +199,7 @@ class GroupCoordinator:
         return self._ownership is not None
 
     def own_by_partition(self, offsets_partitions: int) -> None:
-        """Switch to replicated mode (issue 14), before any group exists: the machine owns only the offsets
+        """Switch to replicated mode, before any group exists: the machine owns only the offsets
         partitions loaded with ``begin_loading(p)`` ... ``finish_loading(now_ms, p)`` (of ``offsets_partitions``)
         and persists commits and SyncGroup's group record in two phases (:class:`~coordinator.group.api.Persist`
         with a ``write`` id, then :meth:`persisted`). Raises ``ValueError`` if groups exist or it is on already."""

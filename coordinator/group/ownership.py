@@ -1,6 +1,6 @@
 # pyright: strict
 """Which ``__consumer_offsets`` partitions this coordinator serves, and how an append's outcome becomes a group
-API error (issue 14, replicated mode).
+API error (replicated mode).
 
 Ownership (Kafka 3.7 ``GroupMetadataManager``: ``ownedPartitions`` / ``loadingPartitions``,
 ``isGroupLocal`` / ``isGroupLoading``; 0.9 ``handleGroupImmigration`` / ``handleGroupEmigration``): a group

@@ -1,5 +1,5 @@
 # pyright: strict
-"""The replication and controller rules of Kafka 0.9 (issue 14, items 1-2), as a pure core.
+"""The replication and controller rules of Kafka 0.9, as a pure core.
 
 No sockets, threads, clocks or ZooKeeper client: time is passed in and ZooKeeper writes are returned for the
 caller to make. The ZooKeeper shell (:mod:`coordinator.zk`, :mod:`coordinator.controller`,

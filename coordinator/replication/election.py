@@ -7,7 +7,7 @@ Sources (apache/kafka 0.9.0.1):
   the live ISR members are ``isr`` filtered by ``live`` (in ISR order); when one exists the leader is the
   first *assigned* replica (assignment order) that is in the live ISR, and the new ISR is the live ISR.
   When none is alive: with unclean election off (``unclean.leader.election.enable=false``; 0.9's default
-  is *true*, herdlab's default is off as issue 14 asks) it raises :class:`NoReplicaOnline`; with it on the
+  is *true*, herdlab's default is off) it raises :class:`NoReplicaOnline`; with it on the
   leader is the first live assigned replica and the new ISR is that leader alone (possible data loss); with
   no live assigned replica at all it raises :class:`NoReplicaOnline` either way.
 * :func:`next_partition_state` is what ``PartitionStateMachine.electLeaderForPartition`` writes: leader

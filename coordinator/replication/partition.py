@@ -50,7 +50,7 @@ The controller epoch is checked per partition (a deviation, with the decided no-
 new controller resends every partition's state with its own epoch. Here states are read from the state znodes,
 and each carries the epoch of the controller that last wrote *that* znode; a new controller rewrites only the
 partitions it changes, so a broker-wide gate would refuse valid states of untouched partitions after a
-controller failover (review finding 5 of issue 14). Per partition, an older controller's state is still
+controller failover. Per partition, an older controller's state is still
 refused, and the zkVersion orders the reads of one znode.
 
 One deliberate difference from 0.9: on becoming the new leader, 0.9 resets the remote replicas' LEO to unknown

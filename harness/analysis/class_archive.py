@@ -6,8 +6,8 @@ A cold JVM reads, parses, verifies and links every class it loads, and the analy
 twenty thousand from the pyspark distribution's jars, most of them while it plans its first jobs. A
 *dynamic CDS archive* holds the classes a JVM loaded as that JVM left them (``-XX:ArchiveClassesAtExit``
 writes it when the JVM exits); a JVM started with ``-XX:SharedArchiveFile`` maps them instead of
-loading them. Measured on this machine (2 cores, ``herdlab bench analysis`` children, interleaved,
-27 Nov): Spark's start 5.8-6.9 s without, 3.7-4.0 s with; the analysis of 10^7 events about 3 s less.
+loading them, which shortens Spark's start and so every analysis (measured in
+docs/validation/analysis-speed.md).
 
 * :func:`archive_path`: where the archive for this Java and this Spark lives,
   ``<cache>/spark-classes-<key>.jsa`` with ``<cache>`` ``$HERDLAB_CACHE_DIR``, else

@@ -1,4 +1,4 @@
-"""Coordinator failover figures (issue 14): per fault on the coordinator or on the ZooKeeper leader,
+"""Coordinator failover figures: per fault on the coordinator or on the ZooKeeper leader,
 how long the group went unserved and in which steps, what the new coordinator lost, and whether a
 deposed broker still acknowledged anything. The definitions are stated once, in
 :mod:`harness.analysis.failover_verdict` (the pure part that computes each figure); this module

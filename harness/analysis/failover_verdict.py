@@ -3,7 +3,7 @@ deposed acceptances and double-coordinator time, the run's summary and its alert
 :mod:`harness.analysis.failover` collects the inputs from the history).
 
 Inputs are events as dicts with ``ts_ns`` and the fields of the event contract
-(:mod:`harness.kernel.events`, "Failover fields (issue 14)"). Times in the results are seconds.
+(:mod:`harness.kernel.events`, "Failover fields"). Times in the results are seconds.
 
 Definitions (t0 = the fault's ``complete``; for every coordinator fault F: the complete of a
 ``kill_coordinator`` / ``pause_coordinator`` / ``cut_coordinator`` on broker B, offsets partition p,

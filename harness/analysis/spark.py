@@ -56,19 +56,13 @@ log = logging.getLogger("harness.analysis.spark")
 
 DEFAULT_MASTER = "local[2]"
 
-#: The driver JVM's just-in-time compiler (in local mode also the executor's): C2 compiles a method only
-#: after ten times HotSpot's default invocations and loop iterations. The analysis is ~150 short stages,
-#: each with classes of its own generated code, and the JIT compiler threads took 34 of the JVM's 52 CPU
-#: seconds of a 10^6-event analysis on 2 cores (per-thread CPU, 26 Nov), a core the tasks then lacked;
-#: the per-row loops of a large history still reach C2 at once. 10^7 events: 68.0 s against 77.3-84.9 s
-#: with the defaults the same evening (``herdlab bench analysis``); C1 alone (TieredStopAtLevel=1) was
-#: slower at 10^7 (97 s), thirty times the thresholds too (73 s).
-#:
-#: The code that only plans and ships the jobs (Janino compiling the generated classes, Catalyst's
-#: trees and rules, the closure cleaner's ASM, the SQL parser, py4j's pickler) is hot enough to
-#: reach C2 anyway and is gone with the JVM: its thresholds are ten times higher again
-#: (:data:`PLANNING_CODE`). C2's CPU time of a 10^7-event analysis (JFR's compilations and per-thread
-#: CPU, 27 Nov): 21.3-23.1 s without, 16.3-20.9 s with.
+#: The driver JVM's just-in-time compiler (in local mode also the executor's; :data:`DRIVER_JIT_OPTIONS`):
+#: C2 compiles a method only after ten times HotSpot's default invocations and loop iterations, since
+#: compiling the generated classes of the analysis's ~150 short stages otherwise takes a core the tasks
+#: lack; the per-row loops of a large history still reach C2 at once. The code that only plans and ships
+#: the jobs (Janino, Catalyst's trees and rules, the closure cleaner's ASM, the SQL parser, py4j's
+#: pickler) gets thresholds ten times higher again: it reaches C2 anyway and is gone with the JVM. Both
+#: are measured in docs/validation/analysis-speed.md.
 PLANNING_CODE = (
     "org/codehaus/janino/",
     "org/apache/xbean/",
@@ -89,16 +83,11 @@ DRIVER_JIT_OPTIONS = (
     *(f"-XX:CompileCommand=CompileThresholdScaling,{package}*.*,10.0" for package in PLANNING_CODE),
 )
 
-#: The driver JVM's garbage collector: the throughput collector. The analysis is a batch job whose
-#: pauses nobody waits on, and G1's concurrent threads and write barriers cost the tasks CPU on two
-#: cores: 10^7 events, interleaved runs in one hour (27 Nov): 54.6 / 55.9 / 56.4 s against G1's
-#: 55.5 / 62.3 / 62.9 s, the JVM's CPU time 97-103 s against 101-114 s. Its generations keep
-#: the collector's default sizes (a third of the heap young): a young generation of half the heap
-#: (``-XX:NewRatio=1``) was faster (10^7 events, six interleaved pairs on 27 Nov 23:03-23:16 UTC:
-#: 45.7-55.9 s, median 50.1, against 48.9-58.0 s, median 55.0), but it caps the old generation at half
-#: the heap, below what Spark may cache there (its unified memory, 60 % of the heap less 300 MB: 2.28
-#: GB at ``--driver-memory 4g`` against an old generation of 2 GB; 1.67 GB was live after a 10^7-event
-#: analysis), so a larger history would make the JVM collect in vain instead of Spark spilling to disk.
+#: The driver JVM's garbage collector: the throughput collector, since the analysis is a batch job whose
+#: pauses nobody waits on and G1's concurrent work costs the tasks CPU (docs/validation/analysis-speed.md).
+#: The generations keep the default sizes: a young half of the heap (``-XX:NewRatio=1``) would cap the
+#: old generation below what Spark may cache there (60 % of the heap less 300 MB), so a large history
+#: would make the JVM collect in vain instead of Spark spilling to disk.
 DRIVER_GC = "-XX:+UseParallelGC"
 
 #: Environment variables this module set itself (not the user), so a later cluster session drops them.

@@ -1,4 +1,4 @@
-"""``herdlab bench replication``: what replication costs a broker (issue 14): produce throughput with
+"""``herdlab bench replication``: what replication costs a broker: produce throughput with
 ``acks=all`` and broker memory, three replicating brokers against one broker without replication.
 
 Contract: for each configuration the bench starts a local cluster of its own (a real ZooKeeper, broker

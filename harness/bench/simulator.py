@@ -1,4 +1,4 @@
-"""``herdlab bench simulator``: the simulator's validation (issue 16 part 5) and its reach (part 6).
+"""``herdlab bench simulator``: the simulator's validation and its reach.
 
 Contract
 --------

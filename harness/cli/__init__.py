@@ -42,7 +42,7 @@ def member() -> None:
 
 
 def _register(group: click.Group, module: str, attr: str) -> None:
-    """Add ``module.attr`` to ``group`` if that module exists (parts land one issue at a time)."""
+    """Add ``module.attr`` to ``group`` if that module exists (else the command is left out)."""
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as e:

@@ -147,8 +147,9 @@ def publish_metrics(
     "--stat",
     type=click.Choice(["p50", "p95", "p99", "max", "mean"]),
     default=None,
-    help="Instead of the test: compare this one statistic over repetitions (the check before issue 17; "
-    "a mean with a never in its sample reads never). Below --min-repetitions a pass is still inconclusive.",
+    help="Instead of the test: compare this one statistic over repetitions (the check older herdlab "
+    "versions made; a mean with a never in its sample reads never). Below --min-repetitions a pass is "
+    "still inconclusive.",
 )
 @click.option(
     "--store",

@@ -5,7 +5,7 @@ a :class:`~harness.cluster.zookeeper_ensemble.ZooKeeperEnsemble`, exposed as ``z
 the nemesis; None with one server) then the brokers on free loopback ports and returns when all are
 ready; ``stop()`` stops them in reverse order and is idempotent.
 
-Broker faults (issue 14; broker ids are the brokers' indexes 0..n-1): :meth:`LocalCluster.kill_broker`
+Broker faults (broker ids are the brokers' indexes 0..n-1): :meth:`LocalCluster.kill_broker`
 (SIGKILL, returns once the process is gone), :meth:`~LocalCluster.pause_broker` /
 :meth:`~LocalCluster.resume_broker` (SIGSTOP / SIGCONT, returns once the process is seen stopped /
 running), :meth:`~LocalCluster.start_broker` (same id, port and data directory; returns once it serves)

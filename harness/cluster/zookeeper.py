@@ -31,7 +31,7 @@ from harness.cluster.service import ProcessService, address, on_free_port
 from harness.procs import free_port
 
 log = logging.getLogger("harness.zookeeper")
-#: ``mntr`` counters that only grow during a process's life, carried over a restart (issue 17's restart_zk).
+#: ``mntr`` counters that only grow during a process's life, carried over a restart (``restart_zk``).
 _CARRIED = "zk_packets_"
 
 _LOG4J2 = """\
@@ -253,7 +253,7 @@ class ZooKeeperServer(ProcessService):
 
     def stop_server(self, index: int = 0) -> None:
         """Stop the server process (SIGTERM, then SIGKILL) keeping its port and work directory, for
-        :meth:`start_server` (issue 17's ``restart_zk``; ``index`` must be 0: one server)."""
+        :meth:`start_server` (``restart_zk``; ``index`` must be 0: one server)."""
         if index != 0:
             raise ValueError(f"a standalone ZooKeeper has server 0 only (not {index})")
         # the counters restart at 0 with the process: carry what it counted (as the ensemble does)

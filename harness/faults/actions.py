@@ -508,7 +508,7 @@ class HealCoordinator(CoordinatorFault):
         return {}
 
 
-# -- issue 17: degraded networks, ZooKeeper restarts, broker-ZooKeeper cuts -----------------------------
+# -- degraded networks, ZooKeeper restarts, broker-ZooKeeper cuts ---------------------------------------
 class ToxicFault(Cut):
     """Put the step's toxic (``extra`` ``toxic``) on each target's proxy to ``target``; complete once it
     is on every one of them. Skipped where a cut of that target is (see :class:`Cut`)."""

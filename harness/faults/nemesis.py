@@ -166,7 +166,7 @@ class ProxyControl(Protocol):
 
 
 class ToxicControl(ProxyControl, Protocol):
-    """The degraded-network part of :class:`harness.faults.proxy.ProxyHost` (issue 17)."""
+    """The degraded-network part of :class:`harness.faults.proxy.ProxyHost`."""
 
     def add_toxic(self, name: str, toxic: Toxic) -> None: ...
 
@@ -271,7 +271,7 @@ class ActionPair:
             "trigger": s.trigger,
             "partitions": int(s.value) if s.kind == "add_partitions" and s.value else None,
             **{k: v for k, v in migration.items() if v is not None},
-            **dict(s.extra),  # issue 17: toxic, server, broker_id
+            **dict(s.extra),  # toxic, server, broker_id
             **self.context,
         }
 

@@ -20,7 +20,7 @@ Contract
   ``group`` name (one per ZooKeeper server of an ensemble, say): ``cut(name)`` / ``restore(name)`` act on
   the proxy named ``name`` and on every proxy of the group ``name``; a name that is neither is a
   :class:`KeyError`.
-* Degraded networks (issue 17): :meth:`TcpProxy.add_toxic` / :meth:`~TcpProxy.remove_toxic` put a
+* Degraded networks: :meth:`TcpProxy.add_toxic` / :meth:`~TcpProxy.remove_toxic` put a
   :class:`~harness.faults.toxics.Toxic` (latency, bandwidth, reset_peer, slow_close, timeout, limit_data,
   as toxiproxy names them) on every connection of the proxy, open or new, until removed;
   ``ProxyHost.add_toxic(name, toxic)`` / ``remove_toxic(name, kind)`` do it for the proxies ``named``.

@@ -19,7 +19,7 @@ shares ``action_id`` (a number unique within the unit) and carries ``action``, `
 trigger window from it). A ``complete`` of a ``join`` / ``start_member`` also carries
 ``ready_ns`` per target: when the new process was ready to join (its ``ready`` event).
 
-Migration fields (issue 13):
+Migration fields:
 
 * every member writes ``impl`` (``legacy_zk`` | ``coordinator``) on its events, ``ready`` and
   ``started`` included: the kind of member, so one unit can hold members of both kinds;
@@ -47,7 +47,7 @@ Migration fields (issue 13):
   that action among the unit's migration actions). The action names stay ``stop_member`` /
   ``start_member``, so trigger windows and live members apply unchanged.
 
-Failover fields (issue 14). With several brokers every broker event carries ``broker_id``, and:
+Failover fields. With several brokers every broker event carries ``broker_id``, and:
 
 * ``controller`` (the broker that won or lost ``/controller``): ``phase`` (``elected`` | ``resigned``),
   ``controller_epoch``;
@@ -58,7 +58,7 @@ Failover fields (issue 14). With several brokers every broker event carries ``br
   ``zk_version`` (after the write), ``reason`` (``new_partition`` | ``offline`` | ``broker_startup`` |
   ``controlled_shutdown`` | ``unclean``);
 * ``leadership`` (a broker applied a partition state it learnt): ``topic``, ``partition``,
-  ``replica_role`` (``leader`` | ``follower``; it was ``role`` before issue 16, which overwrote the event's
+  ``replica_role`` (``leader`` | ``follower``; it was ``role`` in older histories, which overwrote the event's
   ``role``), ``leader``, ``leader_epoch``, ``controller_epoch``, ``isr``;
 * ``isr_change`` (a leader's own conditional ISR write): ``topic``, ``partition``, ``isr``,
   ``leader_epoch``, ``zk_version`` (expected), ``ok`` (false: the write lost on its zkVersion, i.e. the
@@ -96,7 +96,7 @@ ZooKeeper leader's fault). Added by the harness slice: a ``skipped`` pair carrie
 ``offsets_partition`` too (``broker_id`` null: no target was resolved), and the ``complete`` of a
 ``restart_coordinator`` carries ``rejoined_s`` (seconds from the start until the broker served again).
 
-Issue 15 (clients, assignors, third-party brokers): every coordinator member event carries ``library``
+Clients, assignors, third-party brokers: every coordinator member event carries ``library``
 (its client library, one of :data:`CLIENTS`; not ``client``, which on broker events is the Kafka client id); ``commit_rejected`` carries ``partition``, ``offset`` and ``code`` (the Kafka error code
 when the client gives one). ``group_request`` carries ``member`` and ``generation`` when the request has
 them (JoinGroup, SyncGroup, Heartbeat, LeaveGroup v0-2, OffsetCommit): the SyncGroup generations of a
@@ -104,7 +104,7 @@ window are its rebalance rounds. With a third-party broker (``cluster.broker = "
 ``group_request`` and ``broker_request`` events come from the harness's Kafka tap in front of it
 (``source`` ``tap``, ``role`` broker, ``observed`` ``"tap"``): the same requests, counted on the wire.
 
-Issue 17 (nemesis vocabulary): a degraded-network step (``latency``, ``bandwidth``, ``reset_peer``,
+Nemesis vocabulary: a degraded-network step (``latency``, ``bandwidth``, ``reset_peer``,
 ``slow_close``, ``timeout``, ``limit_data``: a trigger; ``remove_toxic``: its end) carries ``toxic``
 (object: ``kind``, ``stream`` and the toxic's attributes in toxiproxy's names and units) besides
 ``targets`` / ``target`` as a cut does; its ``complete`` is written once the toxic is on every target's
@@ -165,7 +165,7 @@ class Kind(StrEnum):
     GROUP_STATE = "group_state"  # a group changed state (from_state, to_state, generation)
     GROUP_REQUEST = "group_request"  # one coordination request (api), counted exactly per window
     BROKER_REQUEST = "broker_request"  # counters of all requests over interval_s (steady-state rates)
-    # broker, issue 14 (replication, controller, coordinator failover; fields in the module docstring)
+    # broker (replication, controller, coordinator failover; fields in the module docstring)
     CONTROLLER = "controller"
     BROKER_CHANGE = "broker_change"
     PARTITION_STATE = "partition_state"
@@ -188,7 +188,7 @@ class Kind(StrEnum):
     SETTLING_END = "settling_end"  # end of the settling phase: nothing later belongs to a trigger
     DRAINED = "drained"  # end of the drain phase (``complete``: every produced record processed)
     ZK_MNTR = "zk_mntr"  # ZooKeeper's mntr counters (``label`` names the moment)
-    OFFSETS_SNAPSHOT = "offsets_snapshot"  # issue 14: what the group's coordinator returns (OffsetFetch)
+    OFFSETS_SNAPSHOT = "offsets_snapshot"  # what the group's coordinator returns (OffsetFetch)
 
 
 #: ``rebalance_end`` outcomes that are not failed attempts (one definition: the analysis, the runner
@@ -215,19 +215,19 @@ ACTIONS = (
     "start_member",
     "add_partitions",
     "restart_broker",
-    # issue 14: the ZooKeeper ensemble's leader as a fault target (triggers), and the end of each fault
+    # the ZooKeeper ensemble's leader as a fault target (triggers), and the end of each fault
     "kill_zk_leader",
     "restart_zk_server",
     "pause_zk_leader",
     "resume_zk_server",
-    # issue 14: the broker that coordinates the group as a fault target (triggers), and each fault's end
+    # the broker that coordinates the group as a fault target (triggers), and each fault's end
     "kill_coordinator",
     "restart_coordinator",
     "pause_coordinator",
     "resume_coordinator",
     "cut_coordinator",
     "heal_coordinator",
-    # issue 17: degraded networks on members' proxies (toxiproxy's toxic names; ``toxic`` field) and their end
+    # degraded networks on members' proxies (toxiproxy's toxic names; ``toxic`` field) and their end
     "latency",
     "bandwidth",
     "reset_peer",
@@ -235,12 +235,12 @@ ACTIONS = (
     "timeout",
     "limit_data",
     "remove_toxic",
-    # issue 17: a ZooKeeper server restarted (``server``), a broker cut from ZooKeeper (``broker_id``) and healed
+    # a ZooKeeper server restarted (``server``), a broker cut from ZooKeeper (``broker_id``) and healed
     "restart_zk",
     "cut_broker_zk",
     "heal_broker_zk",
 )
-#: The coordinator-side faults (triggers) and the steps that end them (issue 14).
+#: The coordinator-side faults (triggers) and the steps that end them.
 COORDINATOR_FAULT_ACTIONS = ("kill_coordinator", "pause_coordinator", "cut_coordinator")
 COORDINATOR_END_ACTIONS = ("restart_coordinator", "resume_coordinator", "heal_coordinator")
 JOIN_ACTIONS = ("join", "start_member")  # t0 is the new process's ``ready``

@@ -11,7 +11,7 @@ start-up (interpreter, the member's modules, the client libraries: a coordinator
 :data:`CLIENT_LIBRARIES`; a legacy member's kazoo and the kafka-python its fetcher and Kafka offset storage
 use), so the member's ``ready``
 (the join's t0) follows the join's ``invoke`` by milliseconds rather than by a process start-up that
-a loaded machine stretches to tens of seconds (100 coordinator members: 21-39 s on 28 Nov). Until it is
+a loaded machine stretches to tens of seconds when many members start at once. Until it is
 released the member has written no event and opened no connection; a signal ends it like any process
 (the member's own handlers are installed after the release).
 """

@@ -7,7 +7,7 @@ Contract
 ``regression`` if any check regressed, else ``inconclusive`` if any check was inconclusive, else
 ``pass``, and ``herdlab compare`` exits 1, 3 or 0 accordingly (2 on usage and configuration errors).
 
-Hard checks (regressions whatever the statistics say, as before issue 17):
+Hard checks (regressions whatever the statistics say, in both modes):
 
 * ``lost`` / ``not_drained``: any unit of CURRENT with a lost record (a skip) or an undrained tail,
   whatever the baseline says;
@@ -40,9 +40,9 @@ metrics per trigger key, whole-unit metrics under the trigger ``unit`` as ``unit
   either side the check is **inconclusive**, never a pass (with 5 against 5 the smallest two-sided
   p is 2/252 = 0.008; with 3 against 3 it is 0.1: no test at 0.05 could ever decide). Both samples
   constant and equal (p undefined) is a pass.
-* ``--stat P`` (``stat=``): the single-statistic check of issue 10, kept for runs too short for a
-  test (one or two repetitions) and for scripts that used it: the chosen statistic of the aggregate
-  row (via :func:`harness.analysis.stats.statistic`) against ``baseline * (1 + rel) + abs``; a
+* ``--stat P`` (``stat=``): the single-statistic check older herdlab versions made, kept for runs too
+  short for a test (one or two repetitions) and for scripts that used it: the chosen statistic of the
+  aggregate row (via :func:`harness.analysis.stats.statistic`) against ``baseline * (1 + rel) + abs``; a
   statistic that reads never is +infinity (finite -> never is a regression); ``mean`` reads never
   when its row left any never out. Why kept rather than removed: removing it would break existing
   CI scripts for no gain, and the rule that matters is kept in both modes: **below

@@ -4,7 +4,7 @@
 versions of herdlab, kafka-python, kazoo, kio, pyspark and ZooKeeper, the git commit of the checkout
 (if any), and the machine (platform, CPUs, memory, Python and Java versions).
 
-Issue 17: ``drawn_timeline`` lists the timeline entries a ``[[nemesis]] kind = "random"`` schedule drew
+``drawn_timeline`` lists the timeline entries a ``[[nemesis]] kind = "random"`` schedule drew
 (empty without one), and ``replay_scenario`` is the scenario as run, its random schedules drawn and
 merged into the timeline (:func:`harness.scenario.random_nemesis.replay_data`): :func:`replay_scenario`
 reads it back and ``herdlab run --replay RUN_DIR`` runs it again, the same steps on the same members.
@@ -94,8 +94,8 @@ def write_manifest(path: str | os.PathLike[str], **fields: Any) -> dict[str, Any
 
 def replay_scenario(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``replay_scenario`` of ``run_dir``'s ``manifest.json`` (see the module docstring); a
-    :class:`~harness.kernel.errors.ConfigError` when there is no manifest or it has none (a run from
-    before issue 17)."""
+    :class:`~harness.kernel.errors.ConfigError` when there is no manifest or it has none (a run
+    recorded by an older herdlab)."""
     path = Path(run_dir) / "manifest.json"
     try:
         manifest = json.loads(path.read_text())
@@ -106,6 +106,6 @@ def replay_scenario(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     data = manifest.get("replay_scenario")
     if not isinstance(data, dict):
         raise ConfigError(
-            f"--replay {run_dir}: manifest.json has no replay_scenario (a run from before issue 17)"
+            f"--replay {run_dir}: manifest.json has no replay_scenario (a run recorded by an older herdlab)"
         )
     return cast(dict[str, Any], data)

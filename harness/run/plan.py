@@ -83,7 +83,7 @@ class Step:
     ``migration`` (set_property, switch or rollback), ``migration_step`` (1-based) and, for a switch
     or rollback, its ``mode``.
 
-    Issue 17: a degraded network is a trigger step named after its toxic (``latency``, ``bandwidth``,
+    A degraded network is a trigger step named after its toxic (``latency``, ``bandwidth``,
     ``reset_peer``, ``slow_close``, ``timeout``, ``limit_data``) on the chosen members' proxies to
     ``target`` (members chosen as for a cut) and, ``duration`` later, a ``remove_toxic`` step (not a
     trigger); both carry ``extra`` ``toxic`` (kind, stream and attributes). ``restart_zk`` is one
@@ -103,7 +103,7 @@ class Step:
     migration: str | None = None
     migration_step: int | None = None
     mode: str | None = None  # a switch's or rollback's mode (all_at_once | rolling)
-    # issue 17: fields both events of the step's pair carry (``toxic``, ``server``, ``broker_id``)
+    # fields both events of the step's pair carry (``toxic``, ``server``, ``broker_id``)
     extra: tuple[tuple[str, Any], ...] = ()
 
 

@@ -453,7 +453,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
         raise ConfigError(f"cluster brokers > 1 needs --backend local (not {options.backend}) for now")
     if options.backend == "containers":
         preflight(options.containers)
-    scenario, drawn = resolve_random(scenario)  # issue 17: random schedules drawn into the timeline
+    scenario, drawn = resolve_random(scenario)  # random schedules drawn into the timeline
     cases = planned_cases(scenario)
     impls = unit_columns(scenario, options)
     run_id = new_run_id()
@@ -526,7 +526,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
             # CPU of the harness process itself (not its children): it must not starve the members.
             harness_cpu_s=round(_cpu_since(cpu0), 2),
             wall_s=round(time.monotonic() - wall0, 2),
-            # issue 17: what a random schedule drew, and what `herdlab run --replay` runs again
+            # what a random schedule drew, and what `herdlab run --replay` runs again
             drawn_timeline=drawn,
             replay_scenario=replay_data(scenario),
         )

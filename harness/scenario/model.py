@@ -73,8 +73,8 @@ class Topic(Strict):
     )
 
 
-#: The offset-storage properties of 0.8.2.2's ConsumerConfig that the legacy member learns with issue 13
-#: (accepted here before :data:`legacy_zk.config.PROPERTIES` lists them, so scenarios load either way).
+#: The offset-storage properties of 0.8.2.2's ConsumerConfig that the legacy member takes
+#: (accepted here even before :data:`legacy_zk.config.PROPERTIES` lists them, so scenarios load either way).
 PENDING_PROPERTIES: dict[str, type] = {
     "dual.commit.enabled": bool,
     "offsets.commit.max.retries": int,
@@ -398,7 +398,7 @@ class CutCoordinator(_Action):
 #: The coordinator-side faults of the timeline (each is one trigger and, later, the step that ends it).
 COORDINATOR_FAULTS = ("kill_coordinator", "pause_coordinator", "cut_coordinator")
 
-# -- issue 17: degraded networks (toxiproxy's toxics), ZooKeeper restarts, broker-ZooKeeper cuts --------
+# -- degraded networks (toxiproxy's toxics), ZooKeeper restarts, broker-ZooKeeper cuts ------------------
 Stream = Literal["upstream", "downstream", "both"]
 
 
@@ -751,7 +751,7 @@ def _check_coordinator_faults(timeline: list[Action], brokers: int) -> None:
 
 
 def _check_network_faults(s: Scenario) -> None:
-    """Issue 17's faults: a ``restart_zk`` server and a ``cut_broker_zk`` broker that exist, a ZooKeeper
+    """The cluster faults: a ``restart_zk`` server and a ``cut_broker_zk`` broker that exist, a ZooKeeper
     restart never while another ZooKeeper fault is on (one server out at a time), one broker-ZooKeeper
     cut at a time and never during a ``cut_coordinator``, and both only with herdlab's broker (they need
     the local backend's processes and proxies). ValueError naming the action."""

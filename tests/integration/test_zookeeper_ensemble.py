@@ -1,5 +1,5 @@
 """A real 3-server ZooKeeper ensemble: one leader, a leader kill or pause elects another, clients and
-legacy members stay registered (issue 14).
+legacy members stay registered.
 
 The default run keeps the ensemble's own checks (it serves, replicates and stops cleanly); the leader
 faults (a kill, a pause, about 7 s each) are marked ``failover`` and run with the scenario runs under

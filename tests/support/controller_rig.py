@@ -1,4 +1,4 @@
-"""The controller rig of the integration tests (issue 14): several replicated-mode ``ZkRegistration`` shells in
+"""The controller rig of the integration tests: several replicated-mode ``ZkRegistration`` shells in
 one process against a real ZooKeeper, each with its own asyncio loop thread, a recording sink (0.9's epoch
 refusals) and a recording history, under a ZooKeeper chroot of their own (``make_rig``). Closing a shell closes
 its ZooKeeper session, which is how a broker death reaches the controller. Used by

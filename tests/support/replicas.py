@@ -1,4 +1,4 @@
-"""Stand-ins for the ZooKeeper shell in replica-manager tests (issue 14): partition state znodes as a dict of
+"""Stand-ins for the ZooKeeper shell in replica-manager tests: partition state znodes as a dict of
 versioned states with ZooKeeper's conditional write, and a history that keeps its events."""
 
 from __future__ import annotations

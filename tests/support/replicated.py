@@ -1,9 +1,9 @@
 """A fake :class:`~coordinator.ports.ReplicatedLog`, a recording history and an in-process broker whose group
-APIs run in replicated mode over that fake (issue 14), for the coordinator's replicated-mode tests.
+APIs run in replicated mode over that fake, for the coordinator's replicated-mode tests.
 
 The broker is a single-broker :class:`~coordinator.server.Broker` whose group APIs are replaced by
 ``GroupApis(..., replicated=fake)``: what ``server.py`` does when replication is enabled (wired by the replica
-manager's part of issue 14); the data plane stays the single broker's.
+manager); the data plane stays the single broker's.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Produce throughput and broker memory, 3 replicated brokers against 1 broker without replication (issue 14).
+"""Produce throughput and broker memory, 3 replicated brokers against 1 broker without replication.
 
     .venv/bin/python -m tests.support.replication_bench [--records 20000] [--size 100] [--repeat 1]
 

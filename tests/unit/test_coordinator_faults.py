@@ -1,4 +1,4 @@
-"""The coordinator as a fault target (issue 14): the ``[cluster]`` keys, the coordinator actions, their
+"""The coordinator as a fault target: the ``[cluster]`` keys, the coordinator actions, their
 validation and plan, and the nemesis classes driven with a fake cluster (real processes:
 ``tests/integration/harness/test_coordinator_faults.py``)."""
 

@@ -356,7 +356,7 @@ def test_a_plain_restart_leaves_kind_and_props_to_the_rig_and_its_events_carry_n
     assert "member_kind" not in stop[0] and "props" not in stop[0]
 
 
-# -- the ZooKeeper-leader faults (issue 14) on a fake ensemble ------------------------------------------
+# -- the ZooKeeper-leader faults on a fake ensemble -----------------------------------------------------
 @dataclass
 class FakeEnsemble:
     """Three servers; ``elect_after`` polls after the leader is lost, ``successor`` becomes the leader."""

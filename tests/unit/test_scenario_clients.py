@@ -1,4 +1,4 @@
-"""Issue 15's scenario keys: the client library, its assignors and Kafka properties, the broker axis."""
+"""The clients' scenario keys: the client library, its assignors and Kafka properties, the broker axis."""
 
 from __future__ import annotations
 

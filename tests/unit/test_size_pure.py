@@ -1,4 +1,4 @@
-"""Runs at size (issue 16 part 3), the pure parts: per-implementation member counts, who shares a gevent
+"""Runs at size, the pure parts: per-implementation member counts, who shares a gevent
 host, the start-up figure's entry and line, the host command line."""
 
 from __future__ import annotations

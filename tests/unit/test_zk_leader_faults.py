@@ -1,4 +1,4 @@
-"""The ZooKeeper-leader faults (issue 14): the ``[zookeeper]`` key, the timeline actions, their plan and
+"""The ZooKeeper-leader faults: the ``[zookeeper]`` key, the timeline actions, their plan and
 the cluster spec's backend rule (the nemesis classes are tested in ``test_nemesis.py``)."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_three_zookeeper_servers_make_a_local_ensemble_and_one_stays_a_single_se
     assert one.zookeeper_ensemble is None
 
 
-@pytest.mark.parametrize("backend", ["external"])  # containers runs an ensemble too (issue 14)
+@pytest.mark.parametrize("backend", ["external"])  # containers runs an ensemble too
 def test_three_zookeeper_servers_on_another_backend_are_a_one_line_config_error(backend: str) -> None:
     with pytest.raises(ConfigError) as info:
         make_cluster(ClusterSpec(backend=backend, zookeeper_servers=3))
@@ -108,7 +108,7 @@ def test_three_zookeeper_servers_on_another_backend_are_a_one_line_config_error(
 
 @pytest.mark.parametrize(
     ("backend", "more"),
-    [  # the containers backend runs an ensemble too (issue 14)
+    [  # the containers backend runs an ensemble too
         ("external", ["zookeeper.servers=3"]),
         ("external", ['matrix={"zookeeper.servers"=[1, 3]}']),
     ],

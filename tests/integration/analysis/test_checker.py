@@ -591,7 +591,7 @@ def test_corrupt_history_is_a_one_line_error(tmp_path: Path) -> None:
     assert "\n" not in str(e.value)
 
 
-# -- the published schema (issue 17): this real document, as metrics.json holds it, conforms ---------
+# -- the published schema: this real document, as metrics.json holds it, conforms --------------------
 def test_the_document_conforms_to_the_metrics_schema(analysed: dict[str, Any]) -> None:
     import json
 

@@ -1,5 +1,5 @@
 """``herdlab compare`` as a user runs it: the real command in its own process, on metrics.json files
-written to disk, with its exit status, its messages and its JUnit XML. The four cases of issue 10
+written to disk, with its exit status, its messages and its JUnit XML. The four cases
 that statistics alone would let through: a rising never count, a failed unit, fewer repetitions and a
 mean that hides a never (the unit-level rules are in tests/unit/report/test_compare.py)."""
 

@@ -1,4 +1,4 @@
-"""A ZooKeeper ensemble of three containers on a real Docker engine (issue 14, item 4): one leader, a
+"""A ZooKeeper ensemble of three containers on a real Docker engine: one leader, a
 leader kill or pause elects another while a client keeps its session, the nemesis's ZooKeeper-leader
 actions work on the containers cluster unchanged, and nothing is left behind (after a failed or an
 interrupted start too)."""

@@ -1,4 +1,4 @@
-"""A broker's stop while its ZooKeeper calls hang (issue 14 review finding 8), on a real in-process broker.
+"""A broker's stop while its ZooKeeper calls hang, on a real in-process broker.
 
 The ZooKeeper shell is the fake of :mod:`tests.support.replicas` whose ``create_topic`` waits, as a request to an
 unreachable ZooKeeper does, until the shell's ``stop`` closes its session (which fails the waiting requests). More

@@ -1,4 +1,4 @@
-"""The controller and the ZooKeeper shell in replicated mode (issue 14, item 1) against a real ZooKeeper.
+"""The controller and the ZooKeeper shell in replicated mode against a real ZooKeeper.
 
 No broker processes: several replicated-mode ``ZkRegistration`` shells run in this process, each with its own
 asyncio loop thread, a recording sink (0.9's epoch refusals) and a recording history. Each test's rig lives

@@ -1,4 +1,4 @@
-"""Coordinator failover on real processes (issue 14): three replicating broker processes, a real ZooKeeper,
+"""Coordinator failover on real processes: three replicating broker processes, a real ZooKeeper,
 unmodified kafka-python clients.
 
 * a group commits offsets (acknowledged with ``offsets.commit.required.acks = -1``), its coordinator is killed

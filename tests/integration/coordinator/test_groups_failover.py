@@ -1,7 +1,7 @@
-"""An unmodified kafka-python consumer keeps consuming while its coordinator resigns and is elected again
-(issue 14, item 3), against an in-process broker listening on 127.0.0.1 whose group APIs run in replicated mode
-over a fake ReplicatedLog (:mod:`tests.support.replicated`; the real replica manager is another part of the
-issue). The broker runs on its own event-loop thread; the test drives leadership on that thread.
+"""An unmodified kafka-python consumer keeps consuming while its coordinator resigns and is elected again,
+against an in-process broker listening on 127.0.0.1 whose group APIs run in replicated mode
+over a fake ReplicatedLog (:mod:`tests.support.replicated`; the real replica manager is not in this
+test). The broker runs on its own event-loop thread; the test drives leadership on that thread.
 
 Group ``"g1"`` lives in offsets partition 42 (Java ``"g1".hashCode()`` = 103 * 31 + 49 = 3242; 3242 % 50 = 42).
 """

@@ -1,4 +1,4 @@
-"""Replication on real sockets (issue 14, item 2): three in-process brokers with replication on, partition
+"""Replication on real sockets: three in-process brokers with replication on, partition
 states injected by the test through a fake ZooKeeper shell (the state znodes and their conditional ISR writes
 in memory, delivered to every broker as the real watches would), unmodified kafka-python clients.
 

@@ -1,4 +1,4 @@
-"""The replicated data path with the real ZooKeeper shell (issue 14): three in-process brokers on real sockets,
+"""The replicated data path with the real ZooKeeper shell: three in-process brokers on real sockets,
 a real ZooKeeper server, the controller's elections, unmodified kafka-python. A topic with replication factor 3
 takes acks=all produces; its leader stops (its session closes, the controller elects a new leader from the
 ISR) and every acknowledged record is still there, the new ones after them.

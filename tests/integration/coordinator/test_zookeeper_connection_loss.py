@@ -1,4 +1,4 @@
-"""The ZooKeeper shell under lost connections (issue 14 review findings 4, 6 and 8), against a real ZooKeeper.
+"""The ZooKeeper shell under lost connections, against a real ZooKeeper.
 
 A lost connection is provoked in two ways: :class:`FlakyClient`, a thin wrapper around the real kazoo client that
 raises ``ConnectionLoss`` on chosen calls, either before sending the request (it did not land) or after it
@@ -122,7 +122,7 @@ def assert_sole_controller_of_epoch_1(rig: Rig, controller: Controller, history:
 def test_a_connection_loss_while_creating_the_controller_znode_still_ends_with_a_controller(
     rig: Rig, controller_client: FlakyClient, mode: str
 ) -> None:
-    # finding 4: BEFORE, nothing landed and no watch fires again; AFTER, /controller is ours but no epoch was
+    # BEFORE, nothing landed and no watch fires again; AFTER, /controller is ours but no epoch was
     # taken. Either way the broker must end as the controller of epoch 1 (0.9 elect: catch, resign, re-elect).
     controller_client.faults[("create", "/controller")] = [mode]
     history = RecordingHistory(stamp=True)
@@ -159,7 +159,7 @@ def make_shell(connect: str, broker_id: int, replicated: bool) -> tuple[ZkRegist
 
 @pytest.mark.parametrize("replicated", [False, True])
 def test_a_reregistration_that_loses_its_connection_is_retried(rig: Rig, replicated: bool) -> None:
-    # finding 6: after a session expiry, the re-registration's create fails twice with ConnectionLoss; the broker
+    # after a session expiry, the re-registration's create fails twice with ConnectionLoss; the broker
     # must still end registered (0.9 ZkClient.retryUntilConnected)
     zk, loop = make_shell(rig.connect, 7, replicated)
     flaky = FlakyClient(zk.client)
@@ -218,7 +218,7 @@ def _behind_a_proxy(zookeeper: ZooKeeperServer, broker_id: int, replicated: bool
 def test_stop_returns_while_zookeeper_is_unreachable_with_a_request_pending(
     zookeeper: ZooKeeperServer,
 ) -> None:
-    # finding 8: ZooKeeper cut off (connections dropped, reconnects refused) while the shell's ZooKeeper thread
+    # ZooKeeper cut off (connections dropped, reconnects refused) while the shell's ZooKeeper thread
     # waits on a request; stop must still return, failing that request
     with _behind_a_proxy(zookeeper, 8, replicated=True) as c:
         zk = c.zk
@@ -240,7 +240,7 @@ def test_stop_returns_while_zookeeper_is_unreachable_with_a_request_pending(
 def test_a_controller_whose_session_expires_mid_decision_writes_nothing_under_the_new_session(
     rig: Rig, controller_client: FlakyClient
 ) -> None:
-    # finding 7: the session expires between the read and the write of a decision; the resignation is queued
+    # the session expires between the read and the write of a decision; the resignation is queued
     # behind the decision, and kazoo would send the write on its new session: nothing of epoch 1 may be written
     real = controller_client._real  # noqa: SLF001
     real.create(

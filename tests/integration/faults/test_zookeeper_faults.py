@@ -1,4 +1,5 @@
-"""Issue 17's cluster faults on the real local cluster, performed by their nemesis as a run performs them:
+"""The ZooKeeper restart and the broker-ZooKeeper cut on the real local cluster, performed by their nemesis
+as a run performs them:
 ``restart_zk`` (a kazoo client reconnects to the restarted server, its session and the data survive) and
 ``cut_broker_zk`` (the broker's registration goes when its session expires behind the cut, and comes back
 once healed)."""

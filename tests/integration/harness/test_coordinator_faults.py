@@ -1,4 +1,4 @@
-"""The coordinator as a fault target on real processes (issue 14): a local cluster of three brokers (no
+"""The coordinator as a fault target on real processes: a local cluster of three brokers (no
 replication: FindCoordinator answers offsets partition p mod live brokers), the nemesis classes run as
 the runner runs them, the effect checked from outside (the process, ZooKeeper's ``/brokers/ids``, the
 Kafka protocol)."""

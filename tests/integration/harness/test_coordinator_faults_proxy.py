@@ -1,4 +1,4 @@
-"""Cuts for several ZooKeeper servers (issue 14): a proxy group cut as one, a dropping cut (a broker cut
+"""Cuts for several ZooKeeper servers: a proxy group cut as one, a dropping cut (a broker cut
 from ZooKeeper), and a member behind proxies of every server of a 3-server ensemble losing its session."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A run of the ``size`` scenario shrunk to 20 legacy members (gevent hosts of 8) and 10 coordinator
 members: the hosts run the untargeted members, every member is ready before the group is stable, and the
-start-up line of each unit says so in the reports (issue 16 part 3; the full size is ``herdlab bench size``)."""
+start-up line of each unit says so in the reports (the full size is ``herdlab bench size``)."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def test_a_group_of_3_forms_on_tansu_through_the_tap_and_no_process_is_left(tmp_
 
 @pytest.mark.long  # about 100 s (with the Spark analysis): opt-in (CI runs it), the default run stays under 12 minutes
 def test_a_small_herd_run_on_tansu_is_valid_and_counted_by_the_tap(tmp_path: Path) -> None:
-    # tansu takes 4-6.5 s per join into a stable group (issue 15): the triggers are 12 s apart
+    # tansu takes 4-6.5 s per join into a stable group: the triggers are 12 s apart
     timeline = 'timeline=[{at="2s",action="join"},{at="14s",action="leave"},{at="26s",action="crash"}]'
     s = load_scenario(
         "herd-small",

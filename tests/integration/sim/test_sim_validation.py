@@ -1,4 +1,4 @@
-"""The simulator against a real run (issue 16 part 5): a 10-member legacy_zk group on a real ZooKeeper and
+"""The simulator against a real run: a 10-member legacy_zk group on a real ZooKeeper and
 broker, one join, then the same scenario simulated; the join's herd counts must be equal exactly.
 
 Worked out by hand for N = 10 members over 10 partitions (range): the joiner's consumer id sorts after

@@ -1,4 +1,4 @@
-"""Replicated mode of the pure coordinator (issue 14): ownership per offsets partition and two-phase writes.
+"""Replicated mode of the pure coordinator: ownership per offsets partition and two-phase writes.
 
 Group names and their offsets partitions (50 partitions), worked out by hand with Java's ``String.hashCode``:
 ``"g1"`` = 103 * 31 + 49 = 3242 -> 3242 % 50 = 42; ``"g2"`` = 3243 -> 43; ``"h1"`` = 104 * 31 + 49 = 3273 -> 23.

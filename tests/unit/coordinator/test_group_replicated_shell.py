@@ -1,8 +1,8 @@
-"""The coordinator shell in replicated mode (issue 14) over a fake ReplicatedLog, on a real asyncio loop.
+"""The coordinator shell in replicated mode over a fake ReplicatedLog, on a real asyncio loop.
 
 The broker here is an in-process :class:`~coordinator.server.Broker` whose group APIs are replaced by
-``GroupApis(..., replicated=fake)`` (what ``server.py`` does when replication is enabled; wired by another part
-of issue 14). Clients send kafka-python request objects through :class:`~coordinator.inprocess.InProcessClient`.
+``GroupApis(..., replicated=fake)`` (what ``server.py`` does when replication is enabled; wired by the replica
+manager). Clients send kafka-python request objects through :class:`~coordinator.inprocess.InProcessClient`.
 
 Groups and their offsets partitions (50 partitions, Java ``String.hashCode`` by hand): ``"g1"`` = 103 * 31 + 49 =
 3242 -> 42; ``"h1"`` = 104 * 31 + 49 = 3273 -> 23.
@@ -354,7 +354,7 @@ def test_the_load_waits_for_its_barrier_so_commits_the_old_leader_acknowledged_a
 
 
 def test_a_failed_barrier_keeps_the_partition_loading_and_is_retried_until_acknowledged() -> None:
-    """Review finding 2: loading below a high watermark the barrier did not move can miss a commit the old
+    """Loading below a high watermark the barrier did not move can miss a commit the old
     leader acknowledged; so the partition stays in CatchUp (COORDINATOR_LOAD_IN_PROGRESS) and the barrier is
     appended again until it is acknowledged."""
 

@@ -1,4 +1,4 @@
-"""PartitionLog as a replica (issue 14): follower appends keep the leader's offsets, truncation (memory and
+"""PartitionLog as a replica: follower appends keep the leader's offsets, truncation (memory and
 file), the separate high watermark consumers read below, and the 0.9 high-watermark checkpoint file."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The replica manager over the pure replication core (issue 14, item 2), without sockets: states injected as
+"""The replica manager over the pure replication core, without sockets: states injected as
 the ZooKeeper shell would, the ISR writes going to an in-memory znode dict, time from a fake clock (the acks
 timeout alone is a real, short timer)."""
 
@@ -155,8 +155,8 @@ def test_stale_states_are_refused_and_change_nothing() -> None:
         assert _inject(rm, states, PartitionState(2, 2, (2,), 5), assigned=(1, 2)) == FENCED_LEADER_EPOCH
         core = rm.partition(T, 0)
         assert core.is_leader and core.leader_epoch == 3
-        # the refusals are the ZooKeeper shell's to emit (fenced what=state, from these return codes; review
-        # finding 3: once, by one layer), tested in tests/integration/coordinator/test_controller.py
+        # the refusals are the ZooKeeper shell's to emit (fenced what=state, from these return codes; each
+        # once, by one layer), tested in tests/integration/coordinator/test_controller.py
         assert history.of("fenced") == []
         # the same leadership seen again with a newer zkVersion (an ISR write's echo) is no new state
         assert _inject(rm, states, PartitionState(1, 3, (1,), 5), assigned=(1, 2)) == 0
@@ -362,7 +362,7 @@ def test_a_fetch_naming_another_leader_epoch_is_refused() -> None:
 
 
 def test_a_restarted_broker_reading_no_leader_first_keeps_its_acknowledged_records(tmp_path: Path) -> None:
-    """Review finding 1: ISR shrank to [1]; 1 acknowledged records its checkpoint (5 s periodic) does not cover
+    """ISR shrank to [1]; 1 acknowledged records its checkpoint (5 s periodic) does not cover
     yet; 1 dies; the controller writes leader -1 ISR [1]; 1 restarts and reads that before being elected. It
     must not cut its log to the checkpoint (it is then elected with exactly that log)."""
 
@@ -389,7 +389,7 @@ def test_a_restarted_broker_reading_no_leader_first_keeps_its_acknowledged_recor
 
 
 def test_an_older_controllers_state_of_another_partition_is_applied_after_a_controller_failover() -> None:
-    """Review finding 5: controller 2 wrote partition 0's state; controller 3 (after a failover) rewrote only
+    """Controller 2 wrote partition 0's state; controller 3 (after a failover) rewrote only
     partition 1's. A broker reading partition 1 first must still apply partition 0's valid state: the controller
     epoch is compared per partition (0.9 compares the request's epoch; a znode carries the epoch of the
     controller that last wrote *it*). An older controller's state of the *same* partition stays refused."""
@@ -408,7 +408,7 @@ def test_an_older_controllers_state_of_another_partition_is_applied_after_a_cont
 
 
 def test_an_isr_write_lost_at_shutdown_emits_nothing() -> None:
-    """Review finding 3: the ZooKeeper shell answers an ISR write it could not make because the broker is
+    """The ZooKeeper shell answers an ISR write it could not make because the broker is
     stopping with a lost result; that is no fencing and no ISR change, and this layer emits neither anyway."""
 
     class StoppingWriter(FakeStates):

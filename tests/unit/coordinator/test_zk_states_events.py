@@ -1,4 +1,4 @@
-"""The ZooKeeper shell's ISR-write events (review finding 3 of issue 14): ``isr_change`` and ``fenced``
+"""The ZooKeeper shell's ISR-write events: ``isr_change`` and ``fenced``
 what=isr_write are emitted once, by :class:`coordinator.zk_states.StateFollower.write_isr`, and not at all for a
 write that was not made because the broker is stopping. The kazoo client is a stand-in (only ``set``/``get``)."""
 

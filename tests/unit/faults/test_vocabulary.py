@@ -1,4 +1,4 @@
-"""Issue 17's timeline actions: degraded networks (toxics), ZooKeeper restarts, broker-ZooKeeper cuts, from
+"""The nemesis's timeline actions: degraded networks (toxics), ZooKeeper restarts, broker-ZooKeeper cuts, from
 the scenario through the plan to the nemesis's invoke / complete pair (fake cluster and proxies)."""
 
 from __future__ import annotations

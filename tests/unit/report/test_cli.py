@@ -21,7 +21,7 @@ def _write(d: Path, m: dict) -> Path:
 
 def test_compare_passes_against_itself(tmp_path: Path) -> None:
     run = _write(tmp_path / "run", metrics())
-    # 3 repetitions: below the default minimum of 5 no comparison is a pass (issue 17): inconclusive
+    # 3 repetitions: below the default minimum of 5 no comparison is a pass: inconclusive
     r = CliRunner().invoke(compare, [str(run), str(run)])
     assert r.exit_code == 3, r.output
     assert "inconclusive" in r.output

@@ -1,4 +1,4 @@
-"""``herdlab compare``'s default rule (issue 17): the repetitions of each metric by a two-sided
+"""``herdlab compare``'s default rule: the repetitions of each metric by a two-sided
 Mann-Whitney U test AND a change of the medians beyond the tolerance; too few repetitions is
 inconclusive, never a pass. Hand-made metrics of one implementation and case (coordinator
 ``members=3``, one crash trigger) with the latencies of each repetition given; every other figure

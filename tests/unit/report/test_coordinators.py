@@ -146,7 +146,7 @@ def test_columns_are_labelled_by_client_broker_and_assignor_only_when_they_vary(
         ]
     )
     assert varying(two_clients) == ("client", "broker")
-    # one client and one broker (every run before issue 15): today's labels
+    # one client and one broker (every run of an older herdlab): today's labels
     plain = build([unit("coordinator", "members=3", 0, [trigger(impl="coordinator")], client="kafka-python")])
     assert varying(plain) == ()
     assert side_by_side(plain)[0].label("coordinator") == "coordinator"
