@@ -19,66 +19,22 @@ repetitions") and implemented once, in :func:`harness.analysis.stats.describe`.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from typing import Any
 
-from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, Metric
+from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS
 from harness.analysis.migration_verdict import alert_lines as migration_alerts
+from harness.analysis.samples import (
+    BREAKDOWNS,
+    breakdown_metric,
+    case_order,
+    outcome,
+    trigger_sample,
+    unit_name,
+)
 from harness.analysis.stats import describe
-from harness.kernel.events import NEVER, NO_EFFECT, SETTLED, SKIPPED
-
-#: Per-operation / per-API maps of a trigger, and the metric whose breakdown each is.
-BREAKDOWNS = (("zk_requests_by_op", "zk_requests"), ("broker_requests_by_api", "broker_group_requests"))
-
-
-def breakdown_metric(parent: str, op: str) -> str:
-    """The aggregate row name of one operation of a breakdown: ``broker_group_requests[JoinGroup]``."""
-    return f"{parent}[{op}]"
-
-
-def breakdown_op(name: str, parent: str) -> str | None:
-    """The operation of a :func:`breakdown_metric` row name of ``parent``; None for any other name."""
-    prefix = parent + "["
-    return name[len(prefix) : -1] if name.startswith(prefix) and name.endswith("]") else None
-
-
-def case_order(label: str, cases: list[dict[str, Any]]) -> int:
-    """A case's position in the scenario (unknown labels last)."""
-    for c in cases:
-        if c.get("label") == label:
-            return int(c.get("index") or 0)
-    return 10**6
-
-
-def outcome(t: dict[str, Any]) -> str:
-    """A trigger's outcome (``settled`` | ``never`` | ``no_effect`` | ``skipped``); a trigger dict
-    without one (an older checker) is settled when ``settled`` is true, else never."""
-    o = t.get("outcome")
-    if o in (SETTLED, NEVER, NO_EFFECT, SKIPPED):
-        return str(o)
-    return SETTLED if t.get("settled") else NEVER
-
-
-def trigger_sample(m: Metric, triggers: list[dict[str, Any]], name: str | None = None) -> list[float]:
-    """The sample of metric ``m`` (value under ``name``, default ``m.name``) over one trigger's
-    repetitions: skipped triggers never count; for censored (latency) metrics no_effect ones do not
-    either, and never (or a missing value) counts as +infinity; for other metrics missing values
-    (not measured) are left out."""
-    key = name or m.name
-    out: list[float] = []
-    for t in triggers:
-        o = outcome(t)
-        if o == SKIPPED:
-            continue
-        v = t.get(key)
-        if m.censored:
-            if o == NO_EFFECT:
-                continue
-            out.append(math.inf if o == NEVER or v is None else float(v))
-        elif v is not None:
-            out.append(float(v))
-    return out
+from harness.analysis.verdict import verdict
+from harness.kernel.events import NEVER, NO_EFFECT, SKIPPED
 
 
 def _row(
@@ -167,15 +123,8 @@ def aggregate_units(units: list[dict[str, Any]], cases: list[dict[str, Any]]) ->
 
 def aggregate(out: dict[str, Any]) -> None:
     """Fill ``out["aggregates"]`` and ``out["verdict"]`` from ``out["units"]`` (pure Python)."""
-    from harness.analysis.verdict import verdict
-
     out["aggregates"] = aggregate_units(out.get("units") or [], out.get("cases") or [])
     out["verdict"] = verdict(out)
-
-
-def unit_name(u: dict[str, Any]) -> str:
-    """``legacy_zk members=4 rep 0``."""
-    return f"{u['impl']} {u['case']} rep {u['repetition']}"
 
 
 def alerts(out: dict[str, Any]) -> None:

@@ -28,8 +28,8 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from harness.analysis.aggregate import breakdown_op, trigger_sample
 from harness.analysis.definitions import metric
+from harness.analysis.samples import breakdown_op, trigger_sample
 from harness.analysis.stats import ratio_of_means
 
 #: The broker every ratio has as numerator.
@@ -134,7 +134,7 @@ def summary(units: list[dict[str, Any]], aggregates: list[dict[str, Any]]) -> di
 
 def _latency_samples(units: list[dict[str, Any]]) -> dict[tuple[str, str, str, str, str], list[float]]:
     """(impl, trigger key, client, assignor, broker) -> the latency sample over the repetitions of the
-    live units with that column (:func:`harness.analysis.aggregate.trigger_sample`)."""
+    live units with that column (:func:`harness.analysis.samples.trigger_sample`)."""
     by: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for u in units:
         if u.get("failed") or not u.get("broker"):

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.aggregate import aggregate, alerts, case_order
+from harness.analysis.aggregate import aggregate, alerts
 from harness.analysis.coordinators import summary as coordinators_summary
 from harness.analysis.definitions import (
     DEFINITIONS,
@@ -47,6 +47,7 @@ from harness.analysis.failover_verdict import alert_lines as failover_alerts
 from harness.analysis.failover_verdict import summary as failover_summary
 from harness.analysis.load import RunInputs
 from harness.analysis.migration_verdict import summary as migration_summary
+from harness.analysis.samples import case_order
 from harness.analysis.startup import DEFINITION as STARTUP_DEFINITION
 
 FORMAT = "herdlab-metrics/2"

@@ -46,8 +46,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.aggregate import case_order, trigger_sample, unit_name
 from harness.analysis.definitions import metric
+from harness.analysis.samples import case_order, trigger_sample, unit_name
 from harness.analysis.stats import ratio_of_means
 
 LEGACY = "legacy_zk"

@@ -27,7 +27,7 @@ metrics per trigger key, whole-unit metrics under the trigger ``unit`` as ``unit
 * **default: the repetitions, by a two-sided Mann-Whitney U test** (:data:`TEST`,
   ``scipy.stats.mannwhitneyu``, ``alternative="two-sided"``) of CURRENT's per-repetition values
   against BASELINE's, read from the units of ``metrics.json`` (:func:`samples`: the same sample the
-  aggregate rows describe, :func:`harness.analysis.aggregate.trigger_sample`; failed units and
+  aggregate rows describe, :func:`harness.analysis.samples.trigger_sample`; failed units and
   skipped triggers left out; for latency metrics a repetition that never settled is +infinity, one
   with no effect is left out). +infinity needs no stand-in: the U statistic depends only on ranks,
   and +infinity ranks above every finite value (ties among nevers share their mean rank). A metric
@@ -63,8 +63,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.aggregate import trigger_sample
 from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, metric
+from harness.analysis.samples import trigger_sample
 from harness.analysis.stats import STATISTICS, statistic
 from harness.kernel.errors import ConfigError
 from harness.report.junit import Case, write_junit

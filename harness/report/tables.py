@@ -352,7 +352,7 @@ def unit_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     one), a row per trigger (``cells`` under :data:`UNIT_COLUMNS`), then a ``totals`` row (``text``);
     a failed unit gets a ``failed`` row. A latency of a trigger
     that did not settle reads its outcome, never a number."""
-    from harness.analysis.aggregate import outcome
+    from harness.analysis.samples import outcome
 
     out: list[dict[str, Any]] = []
     vary = varying(metrics)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.aggregate import unit_name
+from harness.analysis.samples import unit_name
 
 
 def unit_dir(case_index: int, impl: str, repetition: int) -> str:
