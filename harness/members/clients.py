@@ -2,7 +2,8 @@
 
 Contract
 --------
-* :class:`ClientMember` is what ``herdlab member coordinator`` runs: :meth:`run` joins and consumes until
+* :class:`~harness.members.interface.ClientMember` (in :mod:`harness.members.interface`, which the
+  adapters import, so that this registry may import them) is what ``herdlab member coordinator`` runs: :meth:`run` joins and consumes until
   :meth:`stop` (``clean``: commit what the policy says, leave the group as the client does on close;
   otherwise just return), ``stopping`` says whether stop was called. Every adapter records through
   :class:`harness.members.recorder.MemberRecorder` and commits by
@@ -15,24 +16,11 @@ Contract
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
-
 from harness.history.writer import History
+from harness.members.interface import ClientMember, OnChange
 from harness.members.recorder import MemberConfig
 
-OnChange = Callable[[str, list[int], int], None]
-
-
-class ClientMember(Protocol):
-    """One group member on one client library (see the module contract)."""
-
-    def run(self) -> None: ...
-
-    def stop(self, clean: bool = True) -> None: ...
-
-    @property
-    def stopping(self) -> bool: ...
+__all__ = ["ClientMember", "OnChange", "make_member"]
 
 
 def make_member(config: MemberConfig, history: History, on_change: OnChange | None = None) -> ClientMember:

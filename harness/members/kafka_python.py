@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.history.writer import History
-from harness.members.clients import OnChange
+from harness.members.interface import OnChange
 from harness.members.python_clients import ASSIGNOR
 from harness.members.python_clients import consumer_kwargs as python_consumer_kwargs
 from harness.members.recorder import MemberBase, MemberConfig

@@ -3,7 +3,7 @@
 
 Contract
 --------
-* :class:`LibrdkafkaMember` implements :class:`harness.members.clients.ClientMember`. Kafka properties
+* :class:`LibrdkafkaMember` implements :class:`harness.members.interface.ClientMember`. Kafka properties
   (:attr:`MemberConfig.properties`, Kafka's dotted names) go to librdkafka as they are, except the commit
   policy's (``enable.auto.commit``, ``auto.commit.interval.ms``): the member carries those out itself
   (:class:`~harness.members.recorder.CommitPolicy`) and sets ``enable.auto.commit=false`` and
@@ -62,7 +62,7 @@ import time
 from typing import Any
 
 from harness.history.writer import History
-from harness.members.clients import OnChange
+from harness.members.interface import OnChange
 from harness.members.recorder import MemberBase, MemberConfig
 from harness.scenario.properties import ASSIGNORS, MEMBER_POLICY_PROPERTIES
 

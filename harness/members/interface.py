@@ -1,0 +1,27 @@
+"""What every coordinator member adapter is, whatever its client library: the interface the registry
+(:mod:`harness.members.clients`) hands out and the adapters implement (they import it from here, the
+registry imports them).
+
+* :class:`ClientMember`: :meth:`~ClientMember.run` joins and consumes until :meth:`~ClientMember.stop`
+  (``clean``: commit what the policy says and leave the group as the client does on close; otherwise just
+  return); :attr:`~ClientMember.stopping` says whether stop was called.
+* :data:`OnChange`: ``on_change(what, partitions, generation)``, called after each assignment change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+OnChange = Callable[[str, list[int], int], None]
+
+
+class ClientMember(Protocol):
+    """One group member on one client library (see the module contract)."""
+
+    def run(self) -> None: ...
+
+    def stop(self, clean: bool = True) -> None: ...
+
+    @property
+    def stopping(self) -> bool: ...
