@@ -19,6 +19,8 @@ Contract
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from itertools import accumulate
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -72,6 +74,8 @@ def commits(facts: Facts, control: Control) -> list[Judged]:
                 or (e["role"] == Role.MEMBER and e["kind"] == Kind.ASSIGNED)
             )
         )
+        gen_ts = [gts for gts, _ in gens]
+        highest = list(accumulate((cg for _, cg in gens), max))
         for e in kinds:
             if (e["role"] == Role.BROKER) != bside or e["role"] not in (Role.BROKER, Role.MEMBER):
                 continue
@@ -85,8 +89,9 @@ def commits(facts: Facts, control: Control) -> list[Judged]:
                 g = e["generation"]
                 stale = None
                 if g is not None and g >= 0:
-                    current = max((cg for gts, cg in gens if ts is not None and gts <= ts), default=None)
-                    stale = current is not None and g < current
+                    # the latest generation at ts: the highest of those written at or before it
+                    n = 0 if ts is None else bisect_right(gen_ts, ts)
+                    stale = n > 0 and g < highest[n - 1]
                 non_owner = owner is None or committer is None or owner != committer
                 out.append((k, ts, False, non_owner, stale))
     return out

@@ -57,6 +57,21 @@ FOLD_KINDS = (
     Kind.STABLE,
     Kind.SETTLING_END,
 )
+#: The columns of a trigger window (:meth:`Facts.windows`, ``P1`` aside).
+WINDOW_COLUMNS = (
+    *UNIT,
+    "tid",
+    "action",
+    "targets",
+    "outcome",
+    "reason",
+    "invoke",
+    "t0",
+    "wend",
+    "t_react",
+    "t1",
+    "startup",
+)
 #: The columns of the fold's events.
 FOLD_COLUMNS = (
     *UNIT,
@@ -211,21 +226,13 @@ class Facts:
 
     def windows(self) -> DataFrame:
         """Per trigger: tid, action, targets, outcome, t0, wend (window end), t_react, t1, P1."""
-        return self.of("trigger").select(
-            *UNIT,
-            "tid",
-            "action",
-            "targets",
-            "outcome",
-            "reason",
-            "invoke",
-            "t0",
-            "wend",
-            "t_react",
-            "t1",
-            "startup",
-            F.col("nparts").alias("P1"),
-        )
+        return self.of("trigger").select(*WINDOW_COLUMNS, F.col("nparts").alias("P1"))
+
+    def window_rows(self) -> list[dict[str, Any]]:
+        """:meth:`windows` as Python rows (the same columns)."""
+        return [
+            {**{c: t.get(c) for c in WINDOW_COLUMNS}, "P1": t.get("nparts")} for t in self.rows("trigger")
+        ]
 
     def at_invoke(self) -> DataFrame:
         """Per trigger: tid, ``members`` (live just before its invoke) and ``partitions`` (P then)."""

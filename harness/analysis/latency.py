@@ -30,21 +30,6 @@ from harness.analysis.frames import UNIT, Frames, UnitKey, at_s, collect, dur_s,
 from harness.kernel.events import SETTLED
 
 GAP_BUCKET_NS = 100_000_000  # 100 ms buckets for consumption gaps (exact gaps between buckets)
-#: The fold's columns of a trigger row (:meth:`.facts.Facts.windows`, ``P1`` aside).
-WINDOW_COLUMNS = (
-    *UNIT,
-    "tid",
-    "action",
-    "targets",
-    "outcome",
-    "reason",
-    "invoke",
-    "t0",
-    "wend",
-    "t_react",
-    "t1",
-    "startup",
-)
 
 
 def resumed(facts: Facts, frames: Frames) -> DataFrame:
@@ -100,15 +85,13 @@ def trigger_rows(facts: Facts, frames: Frames, buckets: Buckets) -> list[dict[st
     """Every trigger window of the run with its resume time and longest gap (see the module contract)."""
     res = {(*unit_key(r), r["tid"]): r["t_resumed"] for r in collect(resumed(facts, frames))}
     out = []
-    for t in facts.rows("trigger"):
-        k = unit_key(t)
-        r = {c: t.get(c) for c in WINDOW_COLUMNS}
-        r["P1"] = t.get("nparts")
-        r["t_resumed"] = res.get((*k, t["tid"]))
-        end = r["t_resumed"] if r["t_resumed"] is not None else t["wend"]
+    for r in facts.window_rows():
+        k = unit_key(r)
+        r["t_resumed"] = res.get((*k, r["tid"]))
+        end = r["t_resumed"] if r["t_resumed"] is not None else r["wend"]
         gap = None
-        if t["t0"] is not None and end is not None:
-            gap = trigger_gap(buckets.get(k, []), t["t0"], end)
+        if r["t0"] is not None and end is not None:
+            gap = trigger_gap(buckets.get(k, []), r["t0"], end)
         r["gap_start"], r["gap_end"] = gap if gap is not None else (None, None)
         out.append(r)
     return out
