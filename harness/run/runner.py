@@ -58,6 +58,7 @@ from harness.kernel.errors import ConfigError, HerdlabError, Unreachable
 from harness.kernel.events import COORDINATOR_END_ACTIONS, COORDINATOR_FAULT_ACTIONS, Kind, Role
 from harness.run.clock import Clock, SystemClock
 from harness.run.context import UnitContext
+from harness.run.interpreter import Stage, Timing, detection_s, interpret
 from harness.run.manifest import write_manifest
 from harness.run.observe import Progress, Waiter
 from harness.run.plan import Plan, Step, check_spacing, make_plan
@@ -137,7 +138,7 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
-class UnitRunner:
+class UnitRunner(Stage):
     """Runs one unit (see the module contract): an interpreter of its plan. Everything it starts goes
     through ``rig`` and is stopped by :meth:`close`; ``rig`` and ``clock`` default to the real ones."""
 
@@ -206,6 +207,8 @@ class UnitRunner:
             group=self.group,
         )
         self.stable_at: float | None = None
+        # the offsets snapshot due once the group settled after a coordinator fault's end step
+        self._pending: str | None = None
         self.outcome: dict[str, Any] = {"unit": unit.key, **unit.context}
         self.snapshots: OffsetsSnapshots | None = None
         if unit.impl != "legacy_zk" and any(st.kind in COORDINATOR_FAULT_ACTIONS for st in self.plan.steps):
@@ -237,10 +240,21 @@ class UnitRunner:
     def _phase(self, phase: str) -> None:
         self.progress.phase = phase
 
-    # -- the unit ------------------------------------------------------------------------------
+    # -- the unit: the interpreter's stage ------------------------------------------------------
+    @property
+    def unit_key(self) -> str:
+        return self.unit.key
+
     def run(self) -> dict[str, Any]:
-        s = self.s
-        clock = self.clock
+        """Run the unit (:func:`harness.run.interpreter.interpret` on this stage); its outcome."""
+        s = self.s  # the phases' bounds: the scenario's; the detection time: the case's session timeouts
+        detect_s = detection_s(self.unit.case.scenario, self.unit.impl, self.plan)
+        ending = interpret(self, Timing(s.stable_timeout, s.settle_window, s.drain, detect_s))
+        self.outcome.update(settled_at_end=ending.settled, drained=ending.drained)
+        self._phase("stopping")
+        return self.outcome
+
+    def start(self) -> None:
         self._phase("cluster")
         self.rig.start()
         self.outcome["broker_config"] = self.rig.broker_config()
@@ -264,102 +278,72 @@ class UnitRunner:
             if step.kind == "join":
                 for name in step.targets:
                     self.rig.prestart_member(name, step.member_kind, dict(step.props) or None)
-        self._phase("joining")
-        view = self.view
-        initial = set(self.plan.initial)
+
+    def wait(self, timeout_s: float, condition: Callable[[], bool] | None) -> bool:
+        return self.waiter.wait(timeout_s, condition)
+
+    def mark(self, kind: str, **fields: Any) -> None:
+        self._mark(kind, **fields)
+
+    def phase(self, name: str) -> None:
+        self._phase(name)
+
+    def sample(self, label: str) -> None:
+        self._sample_zk(label)
+
+    def start_failure(self) -> str | None:
+        """An initial member whose process ended before the group was stable (a member refused by its
+        client, say): the unit cannot become stable, so it fails now, not after stable_timeout."""
         members = self.rig.members
-
-        def exited() -> list[str]:
-            """Initial members whose process ended before the group was stable (a member refused by its
-            client, say): the unit cannot become stable, so it fails now, not after stable_timeout."""
-            return [n for n in self.plan.initial if n in members and not members[n].alive()]
-
-        if (
-            not self.waiter.wait(
-                s.stable_timeout,
-                lambda: (
-                    bool(exited())
-                    or (
-                        initial <= view.live
-                        and not (initial & view.rebalancing)
-                        and view.settled(clock.time_ns(), s.settle_window)
-                    )
-                ),
-            )
-            or exited()
-        ):
-            gone = exited()
-            if gone:
-                raise UnitFailed(
-                    f"{self.unit.key}: member {gone[0]} exited before the group was stable: "
-                    f"{_last_line(self.logs_dir / f'{gone[0]}.log')} (see {self.logs_dir})"
-                )
-            raise UnitFailed(
-                f"{self.unit.key}: group not stable after {s.stable_timeout:g}s ({view.summary()}); see {self.logs_dir}"
-            )
-        self.stable_at = clock.monotonic()
-        self._mark(Kind.STABLE)
-        self._sample_zk("stable")
-        self._phase("timeline")
-        pending: str | None = None  # the offsets snapshot due once the group settled after a fault's end
-        for step in self.plan.steps:
-            due = self.stable_at + step.at
-            if pending is not None:
-                self._snapshot_when_settled(pending, due)
-                pending = None
-            self.waiter.wait(max(0.0, due - clock.monotonic()))
-            self._perform(step)
-            if self.snapshots is not None and step.kind in COORDINATOR_END_ACTIONS:
-                pending = f"after:{self.action_ids}"
-        self._phase("settling")
-        # A fault's effect can lag by up to one session timeout (an expiry noticed on the next
-        # request, a crash noticed when the session ends): look no earlier than that after the last step.
-        detect_s = self._detection_s()
-        earliest = clock.monotonic() + (detect_s if self.plan.steps else 0.0)
-        settled = self.waiter.wait(
-            s.stable_timeout + detect_s,
-            lambda: clock.monotonic() >= earliest and view.settled(clock.time_ns(), s.settle_window),
+        gone = [n for n in self.plan.initial if n in members and not members[n].alive()]
+        if not gone:
+            return None
+        return (
+            f"{self.unit.key}: member {gone[0]} exited before the group was stable: "
+            f"{_last_line(self.logs_dir / f'{gone[0]}.log')} (see {self.logs_dir})"
         )
-        self._sample_zk("settling_end")
-        self._mark(Kind.SETTLING_END, settled=settled)
-        if pending is not None and self.snapshots is not None:
-            self.snapshots.take(pending)
-        self._phase("draining")
+
+    def not_stable(self, timeout_s: float) -> str:
+        return f"{self.unit.key}: group not stable after {timeout_s:g}s ({self.view.summary()}); see {self.logs_dir}"
+
+    def stable(self, at: float) -> None:
+        self.stable_at = at
+
+    def before_wait(self, step: Step, due: float) -> None:
+        """The offsets snapshot due once the group settled after a coordinator fault's end."""
+        if self._pending is not None:
+            self._snapshot_when_settled(self._pending, due)
+            self._pending = None
+
+    def after_step(self, step: Step) -> None:
+        if self.snapshots is not None and step.kind in COORDINATOR_END_ACTIONS:
+            self._pending = f"after:{self.action_ids}"
+
+    def settled(self) -> None:
+        if self._pending is not None and self.snapshots is not None:
+            self.snapshots.take(self._pending)
+
+    def stop_producer(self) -> None:
         self.rig.stop_producer()
-        watch = self.watch
-        drained = self.waiter.wait(s.drain, lambda: watch.produced <= watch.processed)
-        watch.observe()
-        self._mark(Kind.DRAINED, all_processed=drained)
+
+    def drained(self) -> None:
         if self.snapshots is not None:
             self.snapshots.take("end")
             self.snapshots.join()
-        self.outcome.update(settled_at_end=settled, drained=drained)
-        self._phase("stopping")
-        return self.outcome
-
-    def _detection_s(self) -> float:
-        """How long a fault's effect can lag: the session timeout of the members' kind. After a
-        migration the group may end with either kind (or both): the larger session timeout among the
-        kinds present after the last step (the unit's implementation when none is left)."""
-        g = self.unit.case.scenario.group
-        timeout_ms = {"legacy_zk": g.legacy_zk.zookeeper_session_timeout_ms}
-        default = "legacy_zk" if self.unit.impl == "legacy_zk" else "coordinator"
-        kinds = {k or default for k in self.plan.final_kinds.values()} or {default}
-        return max(timeout_ms.get(k, g.coordinator.session_timeout_ms) for k in kinds) / 1000
 
     def _snapshot_when_settled(self, label: str, due: float) -> None:
         """Wait until the group settled again after a fault's end (no earlier than one session timeout
         later, no later than ``due``, the next step's time), then start the snapshot ``label``."""
         assert self.snapshots is not None
         clock, view, window = self.clock, self.view, self.s.settle_window
-        earliest = clock.monotonic() + self._detection_s()
+        earliest = clock.monotonic() + detection_s(self.unit.case.scenario, self.unit.impl, self.plan)
         self.waiter.wait(
             max(0.0, due - clock.monotonic()),
             lambda: clock.monotonic() >= earliest and view.settled(clock.time_ns(), window),
         )
         self.snapshots.take(label)
 
-    def _perform(self, step: Step) -> None:
+    def perform(self, step: Step) -> None:
         """One step: its nemesis, a mntr sample before a trigger (a window edge), then the nemesis's
         ``invoke`` / ``complete`` | ``skipped`` pair."""
         nemesis = nemesis_for(step)

@@ -2,7 +2,8 @@
 
 Contract
 --------
-:class:`SimUnitRunner` runs one :class:`harness.run.runner.Unit` (same plan, members and seed as a real
+:class:`SimUnitRunner` is a :class:`harness.run.interpreter.Stage`: the one interpreter of a unit's
+plan (:func:`harness.run.interpreter.interpret`, as real runs use it) drives it in virtual time. It runs one :class:`harness.run.runner.Unit` (same plan, members and seed as a real
 run: :func:`harness.run.plan.make_plan`) on a fresh :class:`~harness.sim.clock.VirtualScheduler`:
 
 1. writes ``unit_start`` (topic, group, partitions, members), starts the producer
@@ -40,14 +41,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 from harness.faults.nemesis import ActionPair
 from harness.kernel.events import DOWN_ACTIONS, JOIN_ACTIONS, Kind, Role
 from harness.kernel.history import History
+from harness.run.interpreter import Stage, Timing, interpret
 from harness.run.plan import Plan, Step, make_plan
-from harness.run.runner import Unit, UnitFailed, UnitRunner
+from harness.run.runner import Unit, UnitFailed
 from harness.run.tail import GroupWatch
 from harness.scenario.model import Scenario
 from harness.sim.clock import NS_PER_S, Task, VirtualScheduler
@@ -138,7 +139,7 @@ class UnitProgress:
     extra: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
-class SimUnitRunner:
+class SimUnitRunner(Stage):
     """Runs one unit in virtual time (see the module contract)."""
 
     def __init__(
@@ -245,7 +246,18 @@ class SimUnitRunner:
         return None
 
     def _drive_unit(self) -> None:
-        s, view, clock = self.s, self.watch.view, self.clock
+        timing = Timing.of(
+            self.s, self.unit.impl, self.plan, wait_settled=bool(self.ctx.options.get("wait_settled", 0))
+        )
+        ending = interpret(self, timing)
+        self.outcome.update(settled_at_end=ending.settled, drained=ending.drained)
+
+    # -- the interpreter's stage ------------------------------------------------------------------
+    @property
+    def unit_key(self) -> str:
+        return self.unit.key
+
+    def start(self) -> None:
         self._mark(
             Kind.UNIT_START,
             topic=self.s.topic.name,
@@ -261,60 +273,27 @@ class SimUnitRunner:
                 self.sched.call_later(self._uniform_s(spread), self.group.start_member, name)
             else:
                 self.group.start_member(name)
-        self._phase("joining")
-        initial = set(self.plan.initial)
-        if not self._until(
-            lambda: (
-                initial <= view.live
-                and not (initial & view.rebalancing)
-                and view.settled(clock.time_ns(), s.settle_window)
-            ),
-            s.stable_timeout,
-        ):
-            raise UnitFailed(
-                f"{self.unit.key}: group not stable after {s.stable_timeout:g}s ({view.summary()})"
-            )
-        self.stable_at = clock.monotonic()
-        self.outcome["stable_virtual_s"] = round(self.stable_at, 3)
-        self._mark(Kind.STABLE)
-        self._phase("timeline")
-        detect_s = UnitRunner._detection_s(SimpleNamespace(unit=self.unit, plan=self.plan))  # type: ignore[arg-type]
-        wait_settled = bool(self.ctx.options.get("wait_settled", 0))
-        last: float | None = None
-        for step in self.plan.steps:
-            due = self.stable_at + step.at + self._step_late_s()
-            self._until(None, max(0.0, due - clock.monotonic()))
-            if wait_settled and last is not None:
-                # option wait_settled: never into an unsettled group (a change at 10^4 legacy members
-                # takes hours of virtual time, at 10^4 coordinator members a second)
-                since = last + detect_s
-                if not self._until(
-                    lambda since=since: (
-                        clock.monotonic() >= since
-                        and not view.rebalancing
-                        and view.settled(clock.time_ns(), s.settle_window)
-                    ),
-                    s.stable_timeout + detect_s,
-                ):
-                    raise UnitFailed(
-                        f"{self.unit.key}: not settled {s.stable_timeout:g}s after the step at {last:g}s"
-                    )
-            last = clock.monotonic()
-            self._perform(step)
-        self._phase("settling")
-        earliest = clock.monotonic() + (detect_s if self.plan.steps else 0.0)
-        settled = self._until(
-            lambda: clock.monotonic() >= earliest and view.settled(clock.time_ns(), s.settle_window),
-            s.stable_timeout + detect_s,
-        )
-        self._mark(Kind.SETTLING_END, settled=settled)
-        self._phase("draining")
+
+    def wait(self, timeout_s: float, condition: Callable[[], bool] | None) -> bool:
+        return self._until(condition, timeout_s)
+
+    def mark(self, kind: str, **fields: Any) -> None:
+        self._mark(kind, **fields)
+
+    def phase(self, name: str) -> None:
+        self._phase(name)
+
+    def stable(self, at: float) -> None:
+        self.stable_at = at
+        self.outcome["stable_virtual_s"] = round(at, 3)
+
+    def step_late_s(self) -> float:
+        """How late the runner performs a step (virtual seconds): ``runner_step_late_*`` of the model."""
+        d = self.delays
+        return self._drawn(d.runner_step_late_s, d.runner_step_late_per_member_s, d.runner_step_late_cv)
+
+    def stop_producer(self) -> None:
         self.producer.stop()
-        watch = self.watch
-        drained = self._until(lambda: watch.produced <= watch.processed, s.drain)
-        watch.observe()
-        self._mark(Kind.DRAINED, all_processed=drained)
-        self.outcome.update(settled_at_end=settled, drained=drained)
 
     def _uniform_s(self, upper_s: float) -> float:
         """A time uniform over ``[0, upper_s]`` from the unit's random source; 0 and no draw when
@@ -326,11 +305,6 @@ class SimUnitRunner:
         d = self.delays
         return self._drawn(d.member_boot_s, d.member_boot_per_member_s, d.member_boot_cv)
 
-    def _step_late_s(self) -> float:
-        """How late the runner performs a step (virtual seconds): ``runner_step_late_*`` of the model."""
-        d = self.delays
-        return self._drawn(d.runner_step_late_s, d.runner_step_late_per_member_s, d.runner_step_late_cv)
-
     def _drawn(self, base_s: float, per_member_s: float, cv: float) -> float:
         """A time drawn from the unit's random source: gamma of mean ``base_s`` + ``per_member_s`` times the
         live members per client core (1 with ``client_cores`` 0) and coefficient of variation ``cv``
@@ -338,7 +312,7 @@ class SimUnitRunner:
         per_core = self.delays.per_core(len(self.group.members()))
         return gamma_draw(self.ctx.rng, base_s + per_member_s * per_core, cv)
 
-    def _perform(self, step: Step) -> None:
+    def perform(self, step: Step) -> None:
         """One step: the nemesis pair around the simulated action (module contract)."""
         self.action_ids += 1
         pair = ActionPair(step, self.action_ids, self.history, self.clock.time_ns, self.unit.context)
