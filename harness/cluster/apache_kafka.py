@@ -52,6 +52,7 @@ from harness.cluster.kafka_tap import KafkaTap
 from harness.cluster.probe import check_bootstrap
 from harness.cluster.service import ProcessService
 from harness.cluster.zookeeper import ZooKeeperServer
+from harness.faults.nemesis import FaultControls
 from harness.history.writer import HistoryWriter
 from harness.images import ImageNames
 from harness.kernel.errors import EnvironmentProblem, HerdlabError, Unreachable
@@ -519,6 +520,11 @@ class ApacheKafkaCluster:
     def ready_seconds(self) -> float | None:
         """How long the broker took from its process start to its first bootstrap."""
         return self.broker.ready_seconds if self.broker is not None else None
+
+    def fault_controls(self) -> FaultControls:
+        """A restart of its ZooKeeper server when that runs on the host; no broker or ensemble faults."""
+        zk = self.zookeeper
+        return FaultControls(zookeeper_restart=zk if isinstance(zk, ZooKeeperServer) else None)
 
     def zk_mntr(self) -> dict[str, Any] | None:
         """ZooKeeper's ``mntr`` counters now (None for KRaft, or when it does not answer)."""

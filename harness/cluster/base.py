@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.faults.nemesis import FaultControls
 from harness.kernel.errors import ConfigError
 
 __all__ = ["BACKENDS", "Cluster", "ClusterSpec", "Launcher", "make_cluster"]
@@ -50,6 +51,10 @@ class Cluster(Protocol):
 
     def stop(self) -> None:
         """Stop every component the cluster started (idempotent)."""
+        ...
+
+    def fault_controls(self) -> FaultControls:
+        """The faults the cluster can do (:class:`harness.faults.nemesis.FaultControls`)."""
         ...
 
     def zk_mntr(self) -> dict[str, Any] | None:

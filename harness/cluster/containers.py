@@ -53,6 +53,7 @@ from harness.cluster.engine import (
 )
 from harness.cluster.local import ComponentHealth
 from harness.cluster.service import ServiceStack
+from harness.faults.nemesis import FaultControls
 from harness.images import LABEL_SOURCE, ImageNames, docker_client, image_labels, image_names, source_digest
 from harness.kernel.errors import EnvironmentProblem
 
@@ -232,6 +233,12 @@ class ContainersCluster:
     @property
     def zookeeper_connect(self) -> str:
         return self.zookeeper.connect_string if self.zookeeper else ""
+
+    def fault_controls(self) -> FaultControls:
+        """With a ZooKeeper ensemble (after start): its leader faults and a server's restart; no broker
+        faults."""
+        ensemble = self.zookeeper_ensemble
+        return FaultControls(ensemble=ensemble, zookeeper_restart=ensemble)
 
     @property
     def zookeeper_ensemble(self) -> ZooKeeperEnsembleContainers | None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.cluster.probe import Probe, check_bootstrap, check_zookeeper
 from harness.cluster.zookeeper import four_letter, parse_mntr
+from harness.faults.nemesis import FaultControls
 from harness.kernel.errors import ConfigError
 
 #: Upper bound of the whole address check, however many addresses are given.
@@ -53,6 +54,10 @@ class ExternalCluster:
 
     def stop(self) -> None:
         return None
+
+    def fault_controls(self) -> FaultControls:
+        """None: herdlab does not own an external cluster's processes."""
+        return FaultControls()
 
     def zk_mntr(self) -> dict[str, Any] | None:
         if not self.zookeeper_connect:

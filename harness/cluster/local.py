@@ -30,6 +30,7 @@ from typing import Any
 from harness.cluster.service import ServiceStack
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.cluster.zookeeper_ensemble import ZooKeeperEnsemble
+from harness.faults.nemesis import FaultControls
 from harness.faults.proxy import ProxyHost
 
 log = logging.getLogger("harness.cluster")
@@ -123,6 +124,11 @@ class LocalCluster:
     @property
     def zookeeper_connect(self) -> str:
         return self.zookeeper.connect_string
+
+    def fault_controls(self) -> FaultControls:
+        """Every fault: the brokers' (kill, pause, cut from ZooKeeper), a ZooKeeper server's restart,
+        and with three servers the ensemble's leader faults."""
+        return FaultControls(brokers=self, ensemble=self.zookeeper_ensemble, zookeeper_restart=self.zookeeper)
 
     @property
     def zookeeper_ensemble(self) -> ZooKeeperEnsemble | None:

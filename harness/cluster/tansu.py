@@ -29,6 +29,7 @@ from typing import Any
 from harness.cluster.kafka_tap import KafkaTap
 from harness.cluster.probe import check_bootstrap
 from harness.cluster.service import ProcessService
+from harness.faults.nemesis import FaultControls
 from harness.history.writer import HistoryWriter
 from harness.kernel.errors import ConfigError, HerdlabError, Unreachable
 from harness.kernel.events import Role
@@ -167,6 +168,10 @@ class TansuCluster:
         if self.broker is None or self.broker.process is None:
             return None
         return self.broker.process.pid
+
+    def fault_controls(self) -> FaultControls:
+        """None beyond a clean broker restart."""
+        return FaultControls()
 
     def zk_mntr(self) -> dict[str, Any] | None:
         return None

@@ -92,15 +92,12 @@ from harness.faults.nemesis import (
     BrokerControl,
     Nemesis,
     NemesisContext,
-    PlannedStep,
     ProxyControl,
     Skip,
     ToxicControl,
     ZooKeeperControl,
-    broker_control,
-    zookeeper_ensemble,
-    zookeeper_restart,
 )
+from harness.faults.steps import Step
 from harness.faults.toxics import Toxic, toxic_from
 from harness.kernel.errors import ConfigError, HerdlabError
 from harness.kernel.javacompat import partition_for
@@ -113,7 +110,7 @@ class Join(Action):
 
     action = "join"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         since = ctx.time_ns()
         props = dict(step.props) if step.props else None
         for n in step.targets:
@@ -137,7 +134,7 @@ class Leave(Action):
 
     action = "leave"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         targets = [ctx.members[n] for n in step.targets if n in ctx.members]
         for p in targets:
             p.signal(signal.SIGTERM, group=False)
@@ -158,7 +155,7 @@ class Crash(Action):
 
     action = "crash"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         targets = [ctx.members[n] for n in step.targets if n in ctx.members]
         for p in targets:
             p.signal(signal.SIGKILL)
@@ -173,7 +170,7 @@ class Pause(Action):
     action = "pause"
     freeze = True
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         targets = [ctx.members[n] for n in step.targets if n in ctx.members]
         for p in targets:
             p.signal(signal.SIGSTOP if self.freeze else signal.SIGCONT)
@@ -214,7 +211,7 @@ class Cut(Action):
             return "coordinator members do not use ZooKeeper"
         return None
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         proxies = ctx.proxies
         assert proxies is not None, "a cut member runs behind proxies (Plan.proxied)"
         for n in step.targets:
@@ -242,7 +239,7 @@ class Expire(Action):
     def applicable(self, impl: str) -> str | None:
         return None if impl == LEGACY_ZK else "ZooKeeper sessions exist only on the legacy side"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         for n in step.targets:
             self.expire(n, ctx)
         return {}
@@ -270,7 +267,7 @@ class AddPartitions(Action):
 
     action = "add_partitions"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         from kafka.admin import KafkaAdminClient, NewPartitions
 
         admin = KafkaAdminClient(
@@ -289,7 +286,7 @@ class RestartBroker(Action):
 
     action = "restart_broker"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         ctx.cluster.stop_broker(0)
         ctx.wait(step.value or 0.0)
         ctx.cluster.start_broker(0)
@@ -302,7 +299,7 @@ NEEDS_ENSEMBLE = "needs zookeeper servers = 3"
 
 
 def _ensemble(ctx: NemesisContext) -> ZooKeeperControl:
-    ensemble = zookeeper_ensemble(ctx.cluster)
+    ensemble = ctx.cluster.fault_controls().ensemble
     if ensemble is None:
         raise Skip(NEEDS_ENSEMBLE)
     return ensemble
@@ -313,7 +310,7 @@ class KillZkLeader(Action):
 
     action = "kill_zk_leader"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         ensemble = _ensemble(ctx)
         # the leader now (an ensemble still electing after an earlier fault gets the time to finish)
         if not ctx.wait(ZK_ELECTION_TIMEOUT_S, lambda: ensemble.leader() is not None):
@@ -348,7 +345,7 @@ class RestartZkServer(Action):
 
     action = "restart_zk_server"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         ensemble = _ensemble(ctx)
         if not ensemble.down:
             raise Skip("no ZooKeeper server is down")
@@ -361,7 +358,7 @@ class ResumeZkServer(Action):
 
     action = "resume_zk_server"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         ensemble = _ensemble(ctx)
         if not ensemble.paused:
             raise Skip("no ZooKeeper server is paused")
@@ -409,7 +406,7 @@ class CoordinatorFault(Action):
         }
         pair.context = {**pair.context, **target}
         reason = self.applicable(ctx.impl)
-        brokers = broker_control(ctx.cluster)
+        brokers = ctx.cluster.fault_controls().brokers
         if reason is None and brokers is None:
             reason = NEEDS_BROKER_FAULTS
         if reason is not None or brokers is None:
@@ -513,7 +510,7 @@ class ToxicFault(Cut):
     """Put the step's toxic (``extra`` ``toxic``) on each target's proxy to ``target``; complete once it
     is on every one of them. Skipped where a cut of that target is (see :class:`Cut`)."""
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         proxies = ctx.proxies
         assert proxies is not None, "a degraded member runs behind proxies (Plan.proxied)"
         toxic = toxic_from(dict(step.extra)["toxic"])
@@ -571,11 +568,11 @@ class RestartZk(Action):
 
     action = "restart_zk"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
-        zk = zookeeper_restart(ctx.cluster)
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
+        zk = ctx.cluster.fault_controls().zookeeper_restart
         if zk is None:
             raise Skip(NEEDS_LOCAL_ZOOKEEPER)
-        ensemble = zookeeper_ensemble(ctx.cluster)
+        ensemble = ctx.cluster.fault_controls().ensemble
         if ensemble is not None and (ensemble.down or ensemble.paused):
             raise Skip("another ZooKeeper server is out")
         server = int(dict(step.extra).get("server", 0))
@@ -598,8 +595,8 @@ class CutBrokerZk(Action):
 
     action = "cut_broker_zk"
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
-        brokers = broker_control(ctx.cluster)
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
+        brokers = ctx.cluster.fault_controls().brokers
         if brokers is None:
             raise Skip(NEEDS_BROKER_FAULTS)
         broker = int(dict(step.extra).get("broker_id", 0))
@@ -662,7 +659,7 @@ REGISTRY: dict[str, type[Action]] = {
 }
 
 
-def nemesis_for(step: PlannedStep) -> Nemesis:
+def nemesis_for(step: Step) -> Nemesis:
     """The nemesis that performs ``step``; a :class:`ConfigError` for an unknown action."""
     cls = REGISTRY.get(step.kind)
     if cls is None:

@@ -25,8 +25,9 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Protocol
 
+from harness.faults.steps import Step
 from harness.faults.toxics import Toxic
 from harness.kernel.errors import HerdlabError
 from harness.kernel.events import Kind
@@ -46,35 +47,6 @@ class ActionFailed(HerdlabError):
     """The action's effect did not take place (e.g. a joiner never became ready): the unit fails."""
 
 
-class PlannedStep(Protocol):
-    """One planned action as a nemesis reads it (:class:`harness.run.plan.Step` is one)."""
-
-    @property
-    def at(self) -> float: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def targets(self) -> tuple[str, ...]: ...
-    @property
-    def target(self) -> str | None: ...
-    @property
-    def value(self) -> float | None: ...
-    @property
-    def trigger(self) -> bool: ...
-    @property
-    def member_kind(self) -> str | None: ...
-    @property
-    def props(self) -> tuple[tuple[str, str], ...]: ...
-    @property
-    def migration(self) -> str | None: ...
-    @property
-    def migration_step(self) -> int | None: ...
-    @property
-    def mode(self) -> str | None: ...
-    @property
-    def extra(self) -> tuple[tuple[str, Any], ...]: ...
-
-
 class MemberProcess(Protocol):
     """A running member as a nemesis drives it (:class:`harness.run.launch.MemberHandle`)."""
 
@@ -88,7 +60,8 @@ class MemberProcess(Protocol):
 
 
 class ClusterControl(Protocol):
-    """The part of :class:`harness.cluster.base.Cluster` a nemesis uses."""
+    """The part of :class:`harness.cluster.base.Cluster` a nemesis uses; the faults beyond a broker's
+    clean restart are what the cluster declares in :meth:`fault_controls`."""
 
     @property
     def zookeeper_connect(self) -> str: ...
@@ -98,6 +71,8 @@ class ClusterControl(Protocol):
     def stop_broker(self, index: int = 0) -> None: ...
 
     def start_broker(self, index: int = 0) -> None: ...
+
+    def fault_controls(self) -> FaultControls: ...
 
 
 class ZooKeeperControl(Protocol):
@@ -143,20 +118,6 @@ class BrokerControl(Protocol):
     def heal_broker_zookeeper(self, broker_id: int) -> None: ...
 
 
-def broker_control(cluster: ClusterControl) -> BrokerControl | None:
-    """The cluster's broker faults (a cluster with ``kill_broker``: the local backend); None otherwise."""
-    if not callable(getattr(cluster, "kill_broker", None)):
-        return None
-    return cast(BrokerControl, cluster)
-
-
-def zookeeper_ensemble(cluster: ClusterControl) -> ZooKeeperControl | None:
-    """The cluster's ZooKeeper ensemble (its ``zookeeper_ensemble`` attribute: the local backend with
-    ``zookeeper servers = 3``); None when it runs one server or has no such attribute."""
-    ensemble: ZooKeeperControl | None = getattr(cluster, "zookeeper_ensemble", None)
-    return ensemble
-
-
 class ProxyControl(Protocol):
     """The part of :class:`harness.faults.proxy.ProxyHost` a nemesis uses: proxies by name."""
 
@@ -183,13 +144,15 @@ class ZooKeeperRestart(Protocol):
     def start_server(self, index: int, timeout: float = ...) -> float: ...
 
 
-def zookeeper_restart(cluster: ClusterControl) -> ZooKeeperRestart | None:
-    """The cluster's ZooKeeper when it can restart a server (its ``zookeeper`` attribute has
-    ``stop_server``: the local backend); None otherwise."""
-    zk = getattr(cluster, "zookeeper", None)
-    if zk is None or not callable(getattr(zk, "stop_server", None)):
-        return None
-    return cast(ZooKeeperRestart, zk)
+@dataclass(frozen=True)
+class FaultControls:
+    """The faults a cluster can do, as it declares them (:meth:`ClusterControl.fault_controls`), each
+    None when it cannot: its brokers' faults (the local backend's brokers), its ZooKeeper ensemble's
+    leader faults (three servers), a restart of one ZooKeeper server on the same data and ports."""
+
+    brokers: BrokerControl | None = None
+    ensemble: ZooKeeperControl | None = None
+    zookeeper_restart: ZooKeeperRestart | None = None
 
 
 class NemesisContext(Protocol):
@@ -243,7 +206,7 @@ class NemesisContext(Protocol):
 class ActionPair:
     """The ``invoke`` / ``complete`` | ``skipped`` events of one step (one ``action_id``)."""
 
-    step: PlannedStep
+    step: Step
     action_id: int
     history: History
     now_ns: Callable[[], int]
@@ -311,7 +274,7 @@ class Action:
         """Applies everywhere unless a subclass says otherwise."""
         return None
 
-    def act(self, step: PlannedStep, ctx: NemesisContext) -> dict[str, Any]:
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
         """Carry out ``step``; return once it took effect, with the ``complete`` event's extra fields.
         Raise :class:`Skip` when it turns out not to apply, :class:`ActionFailed` when it never takes
         effect."""

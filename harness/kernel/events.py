@@ -120,6 +120,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from harness.kernel import actions
+
 
 class Role(StrEnum):
     """Who writes an event (the ``role`` column)."""
@@ -201,48 +203,11 @@ def failed_attempt(kind: str | None, outcome: str | None) -> bool:
     return kind == Kind.REBALANCE_END and outcome is not None and outcome not in OK_OUTCOMES
 
 
-#: Nemesis actions. Membership and topic changes are triggers; resume / heal end a fault.
-ACTIONS = (
-    "join",
-    "leave",
-    "crash",
-    "pause",
-    "resume",
-    "cut",
-    "heal",
-    "expire",
-    "stop_member",
-    "start_member",
-    "add_partitions",
-    "restart_broker",
-    # the ZooKeeper ensemble's leader as a fault target (triggers), and the end of each fault
-    "kill_zk_leader",
-    "restart_zk_server",
-    "pause_zk_leader",
-    "resume_zk_server",
-    # the broker that coordinates the group as a fault target (triggers), and each fault's end
-    "kill_coordinator",
-    "restart_coordinator",
-    "pause_coordinator",
-    "resume_coordinator",
-    "cut_coordinator",
-    "heal_coordinator",
-    # degraded networks on members' proxies (toxiproxy's toxic names; ``toxic`` field) and their end
-    "latency",
-    "bandwidth",
-    "reset_peer",
-    "slow_close",
-    "timeout",
-    "limit_data",
-    "remove_toxic",
-    # a ZooKeeper server restarted (``server``), a broker cut from ZooKeeper (``broker_id``) and healed
-    "restart_zk",
-    "cut_broker_zk",
-    "heal_broker_zk",
-)
-#: The coordinator-side faults (triggers) and the steps that end them.
-COORDINATOR_FAULT_ACTIONS = ("kill_coordinator", "pause_coordinator", "cut_coordinator")
-COORDINATOR_END_ACTIONS = ("restart_coordinator", "resume_coordinator", "heal_coordinator")
+#: Nemesis actions (``action`` of invoke / complete / skipped) and their groups: the registry
+#: :mod:`harness.kernel.actions` (membership and topic changes are triggers; resume / heal end a fault).
+ACTIONS = actions.ACTIONS
+COORDINATOR_FAULT_ACTIONS = actions.COORDINATOR_FAULT_ACTIONS
+COORDINATOR_END_ACTIONS = actions.COORDINATOR_END_ACTIONS
 JOIN_ACTIONS = ("join", "start_member")  # t0 is the new process's ``ready``
 #: Actions after whose ``complete`` a target no longer acts for the group (not live).
 DOWN_ACTIONS = ("crash", "leave", "stop_member")
@@ -257,7 +222,7 @@ MEMBER_KINDS = ("legacy_zk", "coordinator")
 CLIENTS = ("kafka-python", "librdkafka", "aiokafka")
 BROKERS = ("herdlab", "tansu", "apache-kafka", "external")
 #: Timeline actions of a migration (the ``migration`` field of nemesis events).
-MIGRATION_ACTIONS = ("set_property", "switch", "rollback")
+MIGRATION_ACTIONS = actions.MIGRATION_ACTIONS
 
 
 def commit_store(store: str | None, impl: str | None) -> str:

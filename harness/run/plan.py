@@ -29,8 +29,18 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
 
+from harness.faults.steps import (
+    CoordinatorFault,
+    CutFault,
+    Label,
+    Membership,
+    ProcessFault,
+    Step,
+    TopicChange,
+    ToxicFault,
+    ZooKeeperFault,
+)
 from harness.scenario.model import (
     AddPartitions,
     Crash,
@@ -57,54 +67,6 @@ from harness.scenario.model import (
 )
 
 LEGACY, COORDINATOR = "legacy_zk", "coordinator"
-
-
-@dataclass(frozen=True)
-class Label:
-    """The migration action a step belongs to: its name and 1-based index among the unit's."""
-
-    name: str
-    step: int
-
-
-@dataclass(frozen=True)
-class Step:
-    """One nemesis action at ``at`` seconds after the group first became stable.
-
-    ``kind`` is one of join, leave, crash, pause, resume, cut, heal, expire, stop_member,
-    start_member, add_partitions, restart_broker, kill_zk_leader, restart_zk_server, pause_zk_leader,
-    resume_zk_server, kill_coordinator, restart_coordinator, pause_coordinator, resume_coordinator,
-    cut_coordinator, heal_coordinator (no targets: a ZooKeeper-leader or coordinator fault is one step,
-    its end ``value`` seconds later a second, non-trigger step). ``targets`` are member names; ``target`` says what
-    a cut separates the member from (``zookeeper`` or ``broker``); ``value`` carries a partition count
-    or a downtime. Migration steps also carry ``member_kind`` (the kind of the members a start_member
-    starts; None = the unit's implementation, or what the member was before), ``props`` ((0.8 property,
-    string value) pairs the started legacy members get on top of the scenario's; empty = none),
-    ``migration`` (set_property, switch or rollback), ``migration_step`` (1-based) and, for a switch
-    or rollback, its ``mode``.
-
-    A degraded network is a trigger step named after its toxic (``latency``, ``bandwidth``,
-    ``reset_peer``, ``slow_close``, ``timeout``, ``limit_data``) on the chosen members' proxies to
-    ``target`` (members chosen as for a cut) and, ``duration`` later, a ``remove_toxic`` step (not a
-    trigger); both carry ``extra`` ``toxic`` (kind, stream and attributes). ``restart_zk`` is one
-    trigger step (``value``: the downtime; ``extra`` ``server``: the index, a ``random`` one drawn
-    here from the seed); ``cut_broker_zk`` a trigger and ``duration`` later ``heal_broker_zk`` (``extra``
-    ``broker_id``).
-    """
-
-    at: float
-    kind: str
-    targets: tuple[str, ...] = ()
-    target: str | None = None
-    value: float | None = None
-    trigger: bool = True  # a membership/topic change the analysis measures from
-    member_kind: str | None = None
-    props: tuple[tuple[str, str], ...] = ()
-    migration: str | None = None
-    migration_step: int | None = None
-    mode: str | None = None  # a switch's or rollback's mode (all_at_once | rolling)
-    # fields both events of the step's pair carry (``toxic``, ``server``, ``broker_id``)
-    extra: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass
@@ -171,7 +133,7 @@ def make_plan(
             raise ValueError(f"{action.action} at {action.at:g}s: no {old} member is present to replace")
         names = tuple(f"{prefix}{replaced[prefix] + i}" for i in range(len(going)))
         replaced[prefix] += len(going)
-        label = Label(action.action, step)
+        label = Label(action.action, step, action.mode)
         new_props = tuple(props_of_new.items()) if new == LEGACY else ()
         pairs = (
             [(tuple(going), names)]
@@ -181,28 +143,9 @@ def make_plan(
         t = action.at
         for stopped, started in pairs:
             plan.isolated.update(stopped)
+            plan.steps.append(Step(t, Membership("stop_member", stopped, migration=label)))
             plan.steps.append(
-                Step(
-                    t,
-                    "stop_member",
-                    stopped,
-                    migration=label.name,
-                    migration_step=label.step,
-                    mode=action.mode,
-                )
-            )
-            plan.steps.append(
-                Step(
-                    t + action.downtime,
-                    "start_member",
-                    started,
-                    trigger=False,
-                    member_kind=new,
-                    props=new_props,
-                    migration=label.name,
-                    migration_step=label.step,
-                    mode=action.mode,
-                )
+                Step(t + action.downtime, Membership("start_member", started, new, new_props, label))
             )
             t += action.interval
         for n in going:
@@ -231,89 +174,82 @@ def make_plan(
             present.extend(names)
             kinds.update(dict.fromkeys(names))
             plan.joiners.extend(names)
-            plan.steps.append(Step(at, "join", names))
+            plan.steps.append(Step(at, Membership("join", names)))
         elif isinstance(action, Leave):
             names = choose(action.count, action.select, at)
             for n in names:
                 present.remove(n)
                 del kinds[n]
-            plan.steps.append(Step(at, "leave", names))
+            plan.steps.append(Step(at, Membership("leave", names)))
         elif isinstance(action, Crash):
             names = choose(action.count, action.select, at)
             for n in names:
                 present.remove(n)
                 del kinds[n]
             plan.isolated.update(names)
-            plan.steps.append(Step(at, "crash", names))
+            plan.steps.append(Step(at, Membership("crash", names)))
         elif isinstance(action, Pause):
             names = choose(action.count, action.select, at)
             plan.isolated.update(names)
-            plan.steps.append(Step(at, "pause", names, value=action.duration))
-            plan.steps.append(Step(at + action.duration, "resume", names, trigger=False))
+            plan.steps.append(Step(at, ProcessFault("pause", names, action.duration)))
+            plan.steps.append(Step(at + action.duration, ProcessFault("resume", names)))
         elif isinstance(action, Cut):
             names = choose(action.count, action.select, at)
             plan.isolated.update(names)
             for n in names:
                 plan.proxied.setdefault(n, set()).add(action.target)
-            plan.steps.append(Step(at, "cut", names, target=action.target, value=action.duration))
-            plan.steps.append(Step(at + action.duration, "heal", names, target=action.target, trigger=False))
+            plan.steps.append(Step(at, CutFault("cut", names, action.target, action.duration)))
+            plan.steps.append(Step(at + action.duration, CutFault("heal", names, action.target)))
         elif isinstance(action, Expire):
             names = choose(action.count, action.select, at)
-            plan.steps.append(Step(at, "expire", names))
+            plan.steps.append(Step(at, ProcessFault("expire", names)))
         elif isinstance(action, RollingRestart):
             t = at
             for n in list(present):
                 plan.isolated.add(n)
-                plan.steps.append(Step(t, "stop_member", (n,)))
+                plan.steps.append(Step(t, Membership("stop_member", (n,))))
                 # the restart is the second half of a compound window that the stop opened
-                plan.steps.append(Step(t + action.downtime, "start_member", (n,), trigger=False))
+                plan.steps.append(Step(t + action.downtime, Membership("start_member", (n,))))
                 t += action.interval
         elif isinstance(action, AddPartitions):
-            plan.steps.append(Step(at, "add_partitions", value=float(action.to)))
+            plan.steps.append(Step(at, TopicChange("add_partitions", action.to)))
         elif isinstance(action, RestartBroker):
-            plan.steps.append(Step(at, "restart_broker", value=action.downtime))
+            plan.steps.append(Step(at, CoordinatorFault("restart_broker", action.downtime)))
         elif isinstance(action, KillZkLeader):
-            plan.steps.append(Step(at, "kill_zk_leader", value=action.downtime))
-            plan.steps.append(Step(at + action.downtime, "restart_zk_server", trigger=False))
+            plan.steps.append(Step(at, ZooKeeperFault("kill_zk_leader", action.downtime)))
+            plan.steps.append(Step(at + action.downtime, ZooKeeperFault("restart_zk_server")))
         elif isinstance(action, PauseZkLeader):
-            plan.steps.append(Step(at, "pause_zk_leader", value=action.duration))
-            plan.steps.append(Step(at + action.duration, "resume_zk_server", trigger=False))
+            plan.steps.append(Step(at, ZooKeeperFault("pause_zk_leader", action.duration)))
+            plan.steps.append(Step(at + action.duration, ZooKeeperFault("resume_zk_server")))
         elif isinstance(action, KillCoordinator):
-            plan.steps.append(Step(at, "kill_coordinator", value=action.downtime))
-            plan.steps.append(Step(at + action.downtime, "restart_coordinator", trigger=False))
+            plan.steps.append(Step(at, CoordinatorFault("kill_coordinator", action.downtime)))
+            plan.steps.append(Step(at + action.downtime, CoordinatorFault("restart_coordinator")))
         elif isinstance(action, PauseCoordinator):
-            plan.steps.append(Step(at, "pause_coordinator", value=action.duration))
-            plan.steps.append(Step(at + action.duration, "resume_coordinator", trigger=False))
+            plan.steps.append(Step(at, CoordinatorFault("pause_coordinator", action.duration)))
+            plan.steps.append(Step(at + action.duration, CoordinatorFault("resume_coordinator")))
         elif isinstance(action, CutCoordinator):
-            plan.steps.append(Step(at, "cut_coordinator", value=action.duration))
-            plan.steps.append(Step(at + action.duration, "heal_coordinator", trigger=False))
+            plan.steps.append(Step(at, CoordinatorFault("cut_coordinator", action.duration)))
+            plan.steps.append(Step(at + action.duration, CoordinatorFault("heal_coordinator")))
         elif isinstance(action, ToxicAction):
             names = choose(action.count, action.select, at)
             plan.isolated.update(names)
             for n in names:
                 plan.proxied.setdefault(n, set()).add(action.target)
-            toxic = (("toxic", action.toxic_attributes()),)
+            toxic = action.toxic_attributes()
             plan.steps.append(
-                Step(at, action.action, names, target=action.target, value=action.duration, extra=toxic)
+                Step(at, ToxicFault(action.action, names, action.target, toxic, action.duration))
             )
             plan.steps.append(
-                Step(
-                    at + action.duration,
-                    "remove_toxic",
-                    names,
-                    target=action.target,
-                    trigger=False,
-                    extra=toxic,
-                )
+                Step(at + action.duration, ToxicFault("remove_toxic", names, action.target, toxic))
             )
         elif isinstance(action, RestartZk):
             servers = scenario.zookeeper.servers
             server = rng.randrange(servers) if action.server == "random" else action.server
-            plan.steps.append(Step(at, "restart_zk", value=action.downtime, extra=(("server", server),)))
+            plan.steps.append(Step(at, ZooKeeperFault("restart_zk", action.downtime, server=server)))
         elif isinstance(action, CutBrokerZk):
-            broker = (("broker_id", action.broker),)
-            plan.steps.append(Step(at, "cut_broker_zk", value=action.duration, extra=broker))
-            plan.steps.append(Step(at + action.duration, "heal_broker_zk", trigger=False, extra=broker))
+            broker = action.broker
+            plan.steps.append(Step(at, ZooKeeperFault("cut_broker_zk", action.duration, broker_id=broker)))
+            plan.steps.append(Step(at + action.duration, ZooKeeperFault("heal_broker_zk", broker_id=broker)))
         elif isinstance(action, SetProperty):
             migrations += 1
             going = of_kind(LEGACY)
@@ -324,21 +260,9 @@ def make_plan(
             t = at
             for n in going:
                 plan.isolated.add(n)
-                plan.steps.append(
-                    Step(t, "stop_member", (n,), migration=label.name, migration_step=label.step)
-                )
-                plan.steps.append(
-                    Step(
-                        t + action.downtime,
-                        "start_member",
-                        (n,),
-                        trigger=False,
-                        member_kind=LEGACY,
-                        props=tuple(props.items()),
-                        migration=label.name,
-                        migration_step=label.step,
-                    )
-                )
+                plan.steps.append(Step(t, Membership("stop_member", (n,), migration=label)))
+                start = Membership("start_member", (n,), LEGACY, tuple(props.items()), label)
+                plan.steps.append(Step(t + action.downtime, start))
                 t += action.interval
         elif isinstance(action, Switch):
             migrations += 1

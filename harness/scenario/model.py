@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from harness.kernel import actions
 from harness.scenario.properties import KAFKA_METADATA_MAX_AGE_MS
 
 IMPLEMENTATIONS = ("legacy_zk", "coordinator")
@@ -460,8 +461,8 @@ class LimitData(ToxicAction):
     bytes: int = Field(default=0, ge=0, description="bytes through a connection before it is closed")
 
 
-#: The degraded-network actions of the timeline (toxiproxy's toxic names).
-TOXIC_ACTIONS = ("latency", "bandwidth", "reset_peer", "slow_close", "timeout", "limit_data")
+#: The degraded-network actions of the timeline (toxiproxy's toxic names; the registry's).
+TOXIC_ACTIONS = actions.TOXIC_ACTIONS
 
 
 class RestartZk(_Action):
@@ -489,24 +490,9 @@ class CutBrokerZk(_Action):
     duration: Duration
 
 
-#: Actions a ``[[nemesis]] kind = "random"`` schedule may draw (each with count 1, select random).
-RANDOM_ACTIONS = (
-    "join",
-    "leave",
-    "crash",
-    "pause",
-    "cut",
-    "expire",
-    *TOXIC_ACTIONS,
-    "restart_broker",
-    "restart_zk",
-    "cut_broker_zk",
-    "kill_zk_leader",
-    "pause_zk_leader",
-    "kill_coordinator",
-    "pause_coordinator",
-    "cut_coordinator",
-)
+#: Actions a ``[[nemesis]] kind = "random"`` schedule may draw (each with count 1, select random):
+#: the registry's (:mod:`harness.kernel.actions`); :data:`RandomAction` is their typed form.
+RANDOM_ACTIONS = actions.RANDOM_ACTIONS
 RandomAction = Literal[
     "join",
     "leave",
@@ -608,7 +594,7 @@ class Rollback(_Action):
     )
 
 
-MIGRATION_ACTIONS = ("set_property", "switch", "rollback")
+MIGRATION_ACTIONS = actions.MIGRATION_ACTIONS
 
 
 #: What serves the Kafka protocol (``cluster.broker``): herdlab's broker, tansu (a third-party broker with

@@ -30,21 +30,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harness.kernel import actions
 from harness.kernel.errors import ConfigError
-from harness.scenario.model import TOXIC_ACTIONS, RandomNemesis, Scenario
+from harness.scenario.model import RandomNemesis, Scenario
 
-#: Drawn actions whose length is a ``duration``, and those whose length is a ``downtime``.
-_WITH_DURATION = (
-    "pause",
-    "cut",
-    *TOXIC_ACTIONS,
-    "cut_broker_zk",
-    "pause_zk_leader",
-    "pause_coordinator",
-    "cut_coordinator",
-)
-_WITH_DOWNTIME = ("restart_broker", "restart_zk", "kill_zk_leader", "kill_coordinator")
-_MEMBERS = ("leave", "crash", "pause", "cut", "expire", *TOXIC_ACTIONS)
+#: Drawn actions whose length is a ``duration``, those whose length is a ``downtime``, those that hit
+#: chosen members, and those with a ``target``: the registry's (:mod:`harness.kernel.actions`).
+_WITH_DURATION = tuple(s.name for s in actions.SPECS if s.length == "duration")
+_WITH_DOWNTIME = tuple(s.name for s in actions.SPECS if s.length == "downtime")
+_MEMBERS = tuple(s.name for s in actions.SPECS if s.chooses)
+_WITH_TARGET = tuple(s.name for s in actions.SPECS if s.timeline and s.family in ("cut", "toxic"))
 
 
 def draw(spec: RandomNemesis, scenario: Scenario) -> list[dict[str, Any]]:
@@ -64,7 +59,7 @@ def draw(spec: RandomNemesis, scenario: Scenario) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"action": action, "at": at}
         if action in _MEMBERS:
             entry.update(count=1, select="random")
-        if action in ("cut", *TOXIC_ACTIONS):
+        if action in _WITH_TARGET:
             entry["target"] = rng.choice(spec.targets)
         if action in _WITH_DURATION:
             entry["duration"] = length

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.faults.nemesis import ActionPair
+from harness.kernel import actions
 from harness.kernel.events import DOWN_ACTIONS, JOIN_ACTIONS, Kind, Role
 from harness.kernel.history import History
 from harness.run.interpreter import Stage, Timing, interpret
@@ -62,8 +63,8 @@ __all__ = ["NOT_SIMULATED", "SIMULATED_ACTIONS", "GroupFactory", "SimClock", "Si
 
 #: The reason of a ``skipped`` pair for an action the simulator does not model.
 NOT_SIMULATED = "not simulated"
-#: The actions the simulator performs (every other one is skipped, NOT_SIMULATED).
-SIMULATED_ACTIONS = ("join", "start_member", "leave", "stop_member", "crash")
+#: The actions the simulator performs (every other one is skipped, NOT_SIMULATED): the registry's.
+SIMULATED_ACTIONS = actions.SIMULATED_ACTIONS
 #: How long (virtual seconds) a clean stop may take before the step fails, as the real Leave waits.
 STOP_TIMEOUT_S = 30.0
 #: After the run: how long (virtual seconds) the members may take to stop.

@@ -18,7 +18,7 @@ from harness.faults.actions import (
     REGISTRY,
     nemesis_for,
 )
-from harness.faults.nemesis import ActionFailed, ActionPair
+from harness.faults.nemesis import ActionFailed, ActionPair, FaultControls
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import ACTIONS, COORDINATOR_END_ACTIONS, COORDINATOR_FAULT_ACTIONS
 from harness.run.plan import Step, check_spacing, make_plan
@@ -233,6 +233,9 @@ class FakeBrokers:
         self.calls.append(f"heal {broker_id}")
         self.brokers_cut.discard(broker_id)
 
+    def fault_controls(self) -> FaultControls:
+        return FaultControls(brokers=self)
+
 
 @dataclass
 class PlainCluster:
@@ -244,6 +247,9 @@ class PlainCluster:
     def stop_broker(self, index: int = 0) -> None: ...
 
     def start_broker(self, index: int = 0) -> None: ...
+
+    def fault_controls(self) -> FaultControls:
+        return FaultControls()
 
 
 @dataclass
@@ -287,7 +293,7 @@ class FakeContext:
 
 
 def _perform(kind: str, ctx: FakeContext, value: float | None = None) -> list[dict[str, Any]]:
-    step = Step(10.0, kind, value=value, trigger=kind in COORDINATOR_FAULT_ACTIONS)
+    step = Step.of(10.0, kind, value=value)
     history = Recorded()
     nemesis_for(step).run(ActionPair(step, 7, history, ctx.time_ns, {"impl": ctx.impl}), ctx)
     return history.events
@@ -336,7 +342,7 @@ def test_coordinator_actions_are_skipped_for_legacy_zk_with_the_reason_and_touch
 
 
 def nemesis_for_kind(action: str) -> Any:
-    return nemesis_for(Step(0.0, action))
+    return nemesis_for(Step.of(0.0, action))
 
 
 @pytest.mark.parametrize(
@@ -360,7 +366,7 @@ def test_a_cluster_without_broker_faults_skips_them() -> None:
 def test_no_coordinator_named_fails_the_unit_before_any_event() -> None:
     ctx = FakeContext(coordinator_now=None)
     history = Recorded()
-    step = Step(10.0, "kill_coordinator", value=5.0)
+    step = Step.of(10.0, "kill_coordinator", value=5.0)
     with pytest.raises(ActionFailed, match="no broker named a coordinator of a within 30s"):
         nemesis_for(step).run(ActionPair(step, 7, history, ctx.time_ns, {}), ctx)
     assert history.events == [] and ctx.cluster.calls == []
@@ -369,7 +375,7 @@ def test_no_coordinator_named_fails_the_unit_before_any_event() -> None:
 def test_a_pause_that_never_takes_effect_fails_the_unit_with_the_invoke_left_open() -> None:
     ctx = FakeContext(cluster=FakeBrokers(fail=True))
     history = Recorded()
-    step = Step(10.0, "pause_coordinator", value=8.0)
+    step = Step.of(10.0, "pause_coordinator", value=8.0)
     with pytest.raises(ActionFailed, match="pause_coordinator of broker 2: broker 2 not stopped"):
         nemesis_for(step).run(ActionPair(step, 7, history, ctx.time_ns, {}), ctx)
     assert [e["kind"] for e in history.events] == ["invoke"]

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from harness.faults.actions import NEEDS_ENSEMBLE, REGISTRY, nemesis_for
-from harness.faults.nemesis import ActionFailed, ActionPair
+from harness.faults.nemesis import ActionFailed, ActionPair, FaultControls
+from harness.faults.steps import Membership
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import ACTIONS
 from harness.run.plan import Step
@@ -68,6 +69,9 @@ class FakeCluster:
 
     def start_broker(self, index: int = 0) -> None:
         self.calls.append(f"start {index}")
+
+    def fault_controls(self) -> FaultControls:
+        return FaultControls()
 
 
 @dataclass
@@ -132,12 +136,12 @@ def _perform(step: Step, ctx: FakeContext) -> list[dict[str, Any]]:
 def test_every_action_of_the_event_contract_has_exactly_one_nemesis() -> None:
     assert sorted(REGISTRY) == sorted(ACTIONS)
     for action in ACTIONS:
-        assert nemesis_for(Step(0.0, action)).action == action
+        assert nemesis_for(Step.of(0.0, action)).action == action
 
 
 def test_an_unknown_action_is_a_config_error_naming_it() -> None:
     with pytest.raises(ConfigError, match="unknown nemesis action 'explode'"):
-        nemesis_for(Step(0.0, "explode"))
+        nemesis_for(Step(0.0, Membership("explode", ())))
 
 
 @pytest.mark.parametrize(
@@ -154,7 +158,7 @@ def test_an_unknown_action_is_a_config_error_naming_it() -> None:
     ],
 )
 def test_skip_rules(action: str, target: str | None, expected: dict[str, str | None]) -> None:
-    nemesis = nemesis_for(Step(0.0, action, ("m0",), target=target))
+    nemesis = nemesis_for(Step.of(0.0, action, ("m0",), target=target))
     assert {impl: nemesis.applicable(impl) for impl in IMPLS} == expected
 
 
@@ -173,14 +177,14 @@ def test_skip_rules(action: str, target: str | None, expected: dict[str, str | N
     ],
 )
 def test_membership_process_and_topic_actions_apply_to_every_implementation(action: str) -> None:
-    nemesis = nemesis_for(Step(0.0, action, ("m0",)))
+    nemesis = nemesis_for(Step.of(0.0, action, ("m0",)))
     assert [nemesis.applicable(impl) for impl in IMPLS] == [None, None]
 
 
 # -- what each writes and does ----------------------------------------------------------------------------
 def test_a_zookeeper_cut_on_the_coordinator_is_invoked_then_skipped_and_touches_no_proxy() -> None:
     ctx = FakeContext(impl="coordinator", unit_key="c0-coordinator-r0")
-    events = _perform(Step(35.0, "cut", ("m0",), target="zookeeper", value=10.0), ctx)
+    events = _perform(Step.of(35.0, "cut", ("m0",), target="zookeeper", value=10.0), ctx)
     assert [e["kind"] for e in events] == ["invoke", "skipped"]
     invoke, skipped = events
     assert skipped["reason"] == NO_ZK
@@ -202,8 +206,8 @@ def test_a_zookeeper_cut_on_the_coordinator_is_invoked_then_skipped_and_touches_
 
 def test_cut_and_heal_work_the_targets_proxies_to_that_target() -> None:
     ctx = FakeContext()
-    cut = _perform(Step(1.0, "cut", ("m0", "m2"), target="zookeeper", value=8.0), ctx)
-    heal = _perform(Step(9.0, "heal", ("m0", "m2"), target="zookeeper", trigger=False), ctx)
+    cut = _perform(Step.of(1.0, "cut", ("m0", "m2"), target="zookeeper", value=8.0), ctx)
+    heal = _perform(Step.of(9.0, "heal", ("m0", "m2"), target="zookeeper"), ctx)
     assert [e["kind"] for e in cut + heal] == ["invoke", "complete", "invoke", "complete"]
     assert ctx.proxies is not None
     assert ctx.proxies.calls == [
@@ -215,7 +219,7 @@ def test_cut_and_heal_work_the_targets_proxies_to_that_target() -> None:
 
 
 def test_expiring_a_member_without_a_registered_session_is_skipped_with_its_name() -> None:
-    events = _perform(Step(1.0, "expire", ("m1",)), FakeContext())
+    events = _perform(Step.of(1.0, "expire", ("m1",)), FakeContext())
     assert [e["kind"] for e in events] == ["invoke", "skipped"]
     assert events[1]["reason"] == "m1 has no ZooKeeper session registered yet"
 
@@ -232,7 +236,7 @@ def test_join_completes_when_every_joiner_wrote_ready_since_the_invoke() -> None
             c.ready["j1"] = c.now_ns
 
     ctx.on_poll = boot
-    events = _perform(Step(5.0, "join", ("j0", "j1")), ctx)
+    events = _perform(Step.of(5.0, "join", ("j0", "j1")), ctx)
     assert ctx.started == ["j0", "j1"]
     assert [e["kind"] for e in events] == ["invoke", "complete"]
     assert events[0]["ts_ns"] == t0
@@ -244,14 +248,14 @@ def test_a_joiner_that_never_becomes_ready_fails_the_unit_after_the_stable_timeo
     ctx = FakeContext(stable_timeout=2.0, logs_dir=Path("/run/logs"))
     t0 = ctx.now_ns
     with pytest.raises(ActionFailed, match=r"^c0-legacy_zk-r0: j0 not ready to join; see /run/logs$"):
-        _perform(Step(5.0, "join", ("j0",)), ctx)
+        _perform(Step.of(5.0, "join", ("j0",)), ctx)
     assert ctx.now_ns - t0 == 2_000_000_000
 
 
 def test_leave_terminates_the_process_itself_and_crash_kills_its_group() -> None:
     ctx = FakeContext(members={"m0": FakeProcess(), "m1": FakeProcess()})
-    _perform(Step(1.0, "leave", ("m0",)), ctx)
-    _perform(Step(5.0, "crash", ("m1",)), ctx)
+    _perform(Step.of(1.0, "leave", ("m0",)), ctx)
+    _perform(Step.of(5.0, "crash", ("m1",)), ctx)
     m0, m1 = ctx.members["m0"], ctx.members["m1"]
     assert (m0.signals, m0.waits, m0.stopped) == ([(signal.SIGTERM, False)], [30], True)
     assert (m1.signals, m1.waits, m1.stopped) == ([(signal.SIGKILL, True)], [10], False)
@@ -266,7 +270,7 @@ def test_pause_completes_only_once_the_target_is_seen_frozen() -> None:
             c.members["m0"].frozen = True
 
     ctx.on_poll = freeze_late
-    events = _perform(Step(1.0, "pause", ("m0",), value=8.0), ctx)
+    events = _perform(Step.of(1.0, "pause", ("m0",), value=8.0), ctx)
     assert ctx.members["m0"].signals == [(signal.SIGSTOP, True)]
     assert events[1]["kind"] == "complete" and events[1]["ts_ns"] == t0 + 200_000_000
 
@@ -274,14 +278,14 @@ def test_pause_completes_only_once_the_target_is_seen_frozen() -> None:
 def test_a_pause_that_never_takes_effect_fails_after_ten_seconds() -> None:
     ctx = FakeContext(members={"m0": FakeProcess()})
     with pytest.raises(ActionFailed, match="pause of m0 did not take effect"):
-        _perform(Step(1.0, "pause", ("m0",), value=8.0), ctx)
+        _perform(Step.of(1.0, "pause", ("m0",), value=8.0), ctx)
     assert ctx.waited == [10]
 
 
 def test_resume_sends_sigcont_and_waits_for_the_target_to_run() -> None:
     ctx = FakeContext(members={"m0": FakeProcess(frozen=True)})
     ctx.on_poll = lambda c: setattr(c.members["m0"], "frozen", False)
-    events = _perform(Step(9.0, "resume", ("m0",), trigger=False), ctx)
+    events = _perform(Step.of(9.0, "resume", ("m0",)), ctx)
     assert ctx.members["m0"].signals == [(signal.SIGCONT, True)]
     assert [e["kind"] for e in events] == ["invoke", "complete"] and events[0]["trigger"] is False
 
@@ -289,16 +293,16 @@ def test_resume_sends_sigcont_and_waits_for_the_target_to_run() -> None:
 def test_restart_broker_keeps_broker_zero_down_for_the_downtime() -> None:
     ctx = FakeContext()
     t0 = ctx.now_ns
-    events = _perform(Step(1.0, "restart_broker", value=1.5), ctx)
+    events = _perform(Step.of(1.0, "restart_broker", value=1.5), ctx)
     assert ctx.cluster.calls == ["stop 0", "start 0"]
     assert ctx.waited == [1.5]
     assert events[1]["ts_ns"] - t0 == 1_500_000_000
 
 
 def test_add_partitions_pairs_carry_the_new_partition_count() -> None:
-    pair = ActionPair(Step(1.0, "add_partitions", value=6.0), 1, Recorded(), lambda: 0)
+    pair = ActionPair(Step.of(1.0, "add_partitions", value=6.0), 1, Recorded(), lambda: 0)
     assert pair.fields["partitions"] == 6
-    assert ActionPair(Step(1.0, "crash", ("m0",)), 2, Recorded(), lambda: 0).fields["partitions"] is None
+    assert ActionPair(Step.of(1.0, "crash", ("m0",)), 2, Recorded(), lambda: 0).fields["partitions"] is None
 
 
 def test_a_migration_start_passes_its_kind_and_props_and_both_events_carry_the_migration_fields() -> None:
@@ -311,11 +315,10 @@ def test_a_migration_start_passes_its_kind_and_props_and_both_events_carry_the_m
 
     ctx.on_poll = boot
     props = (("offsets.storage", "kafka"), ("dual.commit.enabled", "true"))
-    step = Step(
+    step = Step.of(
         9.5,
         "start_member",
         ("r0", "r1"),
-        trigger=False,
         member_kind="legacy_zk",
         props=props,
         migration="rollback",
@@ -342,12 +345,12 @@ def test_a_plain_restart_leaves_kind_and_props_to_the_rig_and_its_events_carry_n
         c.ready.setdefault("m1", c.now_ns)
 
     ctx.on_poll = boot
-    events = _perform(Step(7.0, "start_member", ("m1",), trigger=False), ctx)
+    events = _perform(Step.of(7.0, "start_member", ("m1",)), ctx)
     assert ctx.started_as == [("m1", None, None)]  # the rig keeps what m1 was started as
     for e in events:
         assert not {"member_kind", "props", "migration", "migration_step", "mode"} & set(e)
     stop = _perform(
-        Step(5.0, "stop_member", ("m1",), migration="switch", migration_step=1, mode="rolling"), ctx
+        Step.of(5.0, "stop_member", ("m1",), migration="switch", migration_step=1, mode="rolling"), ctx
     )
     assert [(e["kind"], e["migration"], e["migration_step"], e["mode"]) for e in stop] == [
         ("invoke", "switch", 1, "rolling"),
@@ -400,13 +403,16 @@ class FakeEnsemble:
 class EnsembleCluster(FakeCluster):
     zookeeper_ensemble: FakeEnsemble | None = field(default_factory=FakeEnsemble)
 
+    def fault_controls(self) -> FaultControls:
+        return FaultControls(ensemble=self.zookeeper_ensemble)
+
 
 @pytest.mark.parametrize("impl", ["legacy_zk", "coordinator"])
 def test_kill_zk_leader_kills_the_leader_and_completes_once_another_leads(impl: str) -> None:
     ctx = FakeContext(impl=impl, cluster=EnsembleCluster())
     ensemble = ctx.cluster.zookeeper_ensemble
     t0 = ctx.now_ns
-    events = _perform(Step(10.0, "kill_zk_leader", value=3.0), ctx)
+    events = _perform(Step.of(10.0, "kill_zk_leader", value=3.0), ctx)
     assert ensemble.calls == ["kill 1"]
     assert [e["kind"] for e in events] == ["invoke", "complete"]
     done = events[1]
@@ -418,8 +424,8 @@ def test_kill_zk_leader_kills_the_leader_and_completes_once_another_leads(impl: 
 def test_pause_zk_leader_then_resume_zk_server_resumes_that_same_server() -> None:
     ctx = FakeContext(cluster=EnsembleCluster())
     ensemble = ctx.cluster.zookeeper_ensemble
-    paused = _perform(Step(20.0, "pause_zk_leader", value=2.0), ctx)
-    resumed = _perform(Step(22.0, "resume_zk_server", trigger=False), ctx)
+    paused = _perform(Step.of(20.0, "pause_zk_leader", value=2.0), ctx)
+    resumed = _perform(Step.of(22.0, "resume_zk_server"), ctx)
     assert ensemble.calls == ["pause 1", "resume 1"]
     assert paused[1]["kind"] == "complete" and (paused[1]["old_leader"], paused[1]["new_leader"]) == (1, 2)
     assert resumed[1]["kind"] == "complete" and resumed[1]["server"] == 1 and not ensemble.paused
@@ -428,8 +434,8 @@ def test_pause_zk_leader_then_resume_zk_server_resumes_that_same_server() -> Non
 def test_restart_zk_server_starts_the_killed_server() -> None:
     ctx = FakeContext(cluster=EnsembleCluster())
     ensemble = ctx.cluster.zookeeper_ensemble
-    _perform(Step(10.0, "kill_zk_leader", value=3.0), ctx)
-    events = _perform(Step(13.0, "restart_zk_server", trigger=False), ctx)
+    _perform(Step.of(10.0, "kill_zk_leader", value=3.0), ctx)
+    events = _perform(Step.of(13.0, "restart_zk_server"), ctx)
     assert ensemble.calls == ["kill 1", "start 1"]
     assert events[1]["kind"] == "complete" and events[1]["server"] == 1 and events[1]["rejoined_s"] == 0.8
 
@@ -437,7 +443,7 @@ def test_restart_zk_server_starts_the_killed_server() -> None:
 def test_a_leader_that_is_never_replaced_fails_the_unit() -> None:
     ctx = FakeContext(cluster=EnsembleCluster(zookeeper_ensemble=FakeEnsemble(elect_after=10**9)))
     with pytest.raises(ActionFailed, match="no new ZooKeeper leader"):
-        _perform(Step(10.0, "kill_zk_leader", value=3.0), ctx)
+        _perform(Step.of(10.0, "kill_zk_leader", value=3.0), ctx)
 
 
 @pytest.mark.parametrize(
@@ -445,6 +451,6 @@ def test_a_leader_that_is_never_replaced_fails_the_unit() -> None:
 )
 def test_zk_actions_on_one_zookeeper_server_are_skipped_with_the_reason(action: str) -> None:
     for cluster in (FakeCluster(), EnsembleCluster(zookeeper_ensemble=None)):
-        events = _perform(Step(10.0, action), FakeContext(cluster=cluster))
+        events = _perform(Step.of(10.0, action), FakeContext(cluster=cluster))
         assert [e["kind"] for e in events] == ["invoke", "skipped"]
         assert events[1]["reason"] == NEEDS_ENSEMBLE

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from harness.faults.kafka_probe import OffsetsAnswer
+from harness.faults.nemesis import FaultControls
 from harness.history.writer import HistoryWriter, read_events
 from harness.run.plan import make_plan
 from harness.run.rig import UnitFailed
@@ -86,6 +87,9 @@ class FakeCluster:
 
     def start_broker(self, index: int = 0) -> None:
         self.calls.append("start_broker")
+
+    def fault_controls(self) -> FaultControls:
+        return FaultControls()
 
 
 class FakeRig:

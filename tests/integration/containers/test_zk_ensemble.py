@@ -319,16 +319,16 @@ def test_a_containers_cluster_of_three_zookeeper_servers_takes_the_zk_leader_fau
             wait_until(lambda: c.exists("/brokers/ids/0") is not None, 15, what="the broker registered")
             owner = c.exists("/brokers/ids/0").ephemeralOwner
             ctx = _Context(cluster)
-            killed = _perform(Step(1.0, "kill_zk_leader", value=2.0), ctx)
+            killed = _perform(Step.of(1.0, "kill_zk_leader", value=2.0), ctx)
             assert killed["old_leader"] != killed["new_leader"] == ensemble.leader()
             assert ensemble.peers[killed["old_leader"]].status() == "exited"
-            restarted = _perform(Step(3.0, "restart_zk_server", trigger=False), ctx)
+            restarted = _perform(Step.of(3.0, "restart_zk_server"), ctx)
             assert restarted["server"] == killed["old_leader"] and not ensemble.down
-            paused = _perform(Step(5.0, "pause_zk_leader", value=2.0), ctx)
+            paused = _perform(Step.of(5.0, "pause_zk_leader", value=2.0), ctx)
             assert paused["old_leader"] == killed["new_leader"] != paused["new_leader"]
             down = [h for h in cluster.describe() if h.name == f"u0-zookeeper-{paused['old_leader']}"]
             assert [(h.extra["mode"], h.healthy) for h in down] == [("paused", False)]
-            resumed = _perform(Step(7.0, "resume_zk_server", trigger=False), ctx)
+            resumed = _perform(Step.of(7.0, "resume_zk_server"), ctx)
             assert resumed["server"] == paused["old_leader"] and not ensemble.paused
             # the broker's ZooKeeper session outlived both leader faults: the same registration
             # the test's own client may be reconnecting after the resumed leader (ConnectionLoss): kazoo's

@@ -87,7 +87,7 @@ def test_restart_zk_restarts_a_standalone_server_and_a_client_keeps_its_session_
         port = server.port
         before = server.mntr()["zk_packets_received"]
         ctx = RealContext(zookeeper_only)
-        invoke, complete = _perform(Step(0.0, "restart_zk", value=0.5, extra=(("server", 0),)), ctx)
+        invoke, complete = _perform(Step.of(0.0, "restart_zk", value=0.5, extra={"server": 0}), ctx)
         assert (invoke["kind"], complete["kind"], complete["server"]) == ("invoke", "complete", 0)
         assert complete["restarted_s"] >= 0.5  # down for the downtime at least, then served again
         assert server.port == port  # the same port
@@ -114,7 +114,7 @@ def test_restart_zk_restarts_one_server_of_an_ensemble(tmp_path: Path, client_st
             ensemble = cluster.zookeeper_ensemble
             assert ensemble is not None
             _, complete = _perform(
-                Step(0.0, "restart_zk", value=0.5, extra=(("server", 1),)), RealContext(cluster)
+                Step.of(0.0, "restart_zk", value=0.5, extra={"server": 1}), RealContext(cluster)
             )
             assert (complete["kind"], complete["server"]) == ("complete", 1)
             assert ensemble.down == set() and ensemble.peers[1].ready()  # serving again
@@ -137,12 +137,12 @@ def test_cut_broker_zk_takes_the_brokers_registration_away_until_healed(tmp_path
                 lambda: zk.get_children("/brokers/ids") == ["0"], timeout=20, what="broker 0 registered"
             )
             ctx = RealContext(cluster)
-            cut = _perform(Step(0.0, "cut_broker_zk", value=10.0, extra=(("broker_id", 0),)), ctx)
+            cut = _perform(Step.of(0.0, "cut_broker_zk", value=10.0, extra={"broker_id": 0}), ctx)
             assert [e["kind"] for e in cut] == ["invoke", "complete"] and cut[1]["broker_id"] == 0
             assert cluster.brokers_cut == {0}
             # the broker's session (6 s) expires behind the cut: its ephemeral registration goes
             wait_until(lambda: zk.get_children("/brokers/ids") == [], timeout=30, what="registration gone")
-            heal = _perform(Step(10.0, "heal_broker_zk", trigger=False, extra=(("broker_id", 0),)), ctx)
+            heal = _perform(Step.of(10.0, "heal_broker_zk", extra={"broker_id": 0}), ctx)
             assert [e["kind"] for e in heal] == ["invoke", "complete"]
             assert cluster.brokers_cut == set()
             # it re-registers on a new session

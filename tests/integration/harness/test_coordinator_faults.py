@@ -76,7 +76,7 @@ class LiveContext:
 
 
 def _perform(kind: str, ctx: LiveContext, value: float | None = None) -> list[dict[str, Any]]:
-    step = Step(0.0, kind, value=value, trigger=kind.split("_")[0] in ("kill", "pause", "cut"))
+    step = Step.of(0.0, kind, value=value)
     history = Recorded()
     nemesis_for(step).run(ActionPair(step, 1, history, ctx.time_ns, {"impl": ctx.impl}), ctx)
     assert [e["kind"] for e in history.events] == ["invoke", "complete"], history.events

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.faults.actions import nemesis_for
-from harness.faults.nemesis import ActionPair
+from harness.faults.nemesis import ActionPair, FaultControls
 from harness.faults.toxics import Toxic
 from harness.run.plan import Step, make_plan
 from harness.scenario.model import Scenario
@@ -174,6 +174,10 @@ class FakeCluster:
     def heal_broker_zookeeper(self, broker_id: int) -> None:
         self.calls.append(f"heal {broker_id}")
 
+    def fault_controls(self) -> FaultControls:
+        """Broker faults and a restartable ZooKeeper server (the local backend's)."""
+        return FaultControls(brokers=self, zookeeper_restart=self.zookeeper)  # type: ignore[arg-type]
+
 
 @dataclass
 class FakeContext:
@@ -208,30 +212,28 @@ def test_a_toxic_goes_on_each_targets_proxy_and_both_events_carry_it() -> None:
     toxic = {"kind": "latency", "stream": "both", "latency": 200, "jitter": 10}
     ctx = FakeContext()
     events = _perform(
-        Step(5.0, "latency", ("m0", "m2"), target="zookeeper", value=8.0, extra=(("toxic", toxic),)), ctx
+        Step.of(5.0, "latency", ("m0", "m2"), target="zookeeper", value=8.0, extra={"toxic": toxic}), ctx
     )
     assert [e["kind"] for e in events] == ["invoke", "complete"]
     assert all(e["toxic"] == toxic and e["targets"] == ["m0", "m2"] for e in events)
     t = Toxic("latency", stream="both", latency=200, jitter=10)
     assert ctx.proxies is not None
     assert ctx.proxies.calls == [("add", "m0-zookeeper", t), ("add", "m2-zookeeper", t)]
-    _perform(
-        Step(13.0, "remove_toxic", ("m0",), target="zookeeper", trigger=False, extra=(("toxic", toxic),)), ctx
-    )
+    _perform(Step.of(13.0, "remove_toxic", ("m0",), target="zookeeper", extra={"toxic": toxic}), ctx)
     assert ctx.proxies.calls[-1] == ("remove", "m0-zookeeper", "latency")
 
 
 def test_a_zookeeper_toxic_on_the_coordinator_is_skipped_as_a_cut_is() -> None:
     ctx = FakeContext(impl="coordinator")
     toxic = {"kind": "reset_peer", "stream": "downstream", "timeout": 0}
-    events = _perform(Step(5.0, "reset_peer", ("m0",), target="zookeeper", extra=(("toxic", toxic),)), ctx)
+    events = _perform(Step.of(5.0, "reset_peer", ("m0",), target="zookeeper", extra={"toxic": toxic}), ctx)
     assert [e["kind"] for e in events] == ["invoke", "skipped"]
     assert ctx.proxies is not None and ctx.proxies.calls == []
 
 
 def test_restart_zk_stops_waits_and_starts_the_server_then_completes() -> None:
     ctx = FakeContext()
-    events = _perform(Step(5.0, "restart_zk", value=2.0, extra=(("server", 0),)), ctx)
+    events = _perform(Step.of(5.0, "restart_zk", value=2.0, extra={"server": 0}), ctx)
     assert ctx.cluster.zookeeper.calls == ["stop 0", "start 0"]
     assert ctx.waited == [2.0]
     invoke, complete = events
@@ -246,7 +248,7 @@ def test_restart_zk_stops_waits_and_starts_the_server_then_completes() -> None:
 
 def test_restart_zk_without_a_local_zookeeper_is_skipped() -> None:
     ctx = FakeContext(cluster=FakeCluster(zookeeper=None))
-    events = _perform(Step(5.0, "restart_zk", value=1.0, extra=(("server", 0),)), ctx)
+    events = _perform(Step.of(5.0, "restart_zk", value=1.0, extra={"server": 0}), ctx)
     assert [e["kind"] for e in events] == ["invoke", "skipped"]
     assert events[1]["reason"] == "needs the local backend's ZooKeeper"
 
@@ -254,8 +256,8 @@ def test_restart_zk_without_a_local_zookeeper_is_skipped() -> None:
 @pytest.mark.parametrize("impl", ["legacy_zk", "coordinator"])
 def test_cut_broker_zk_cuts_and_heals_the_named_broker_on_both_sides(impl: str) -> None:
     ctx = FakeContext(impl=impl)
-    cut = _perform(Step(5.0, "cut_broker_zk", value=9.0, extra=(("broker_id", 1),)), ctx)
-    heal = _perform(Step(14.0, "heal_broker_zk", trigger=False, extra=(("broker_id", 1),)), ctx)
+    cut = _perform(Step.of(5.0, "cut_broker_zk", value=9.0, extra={"broker_id": 1}), ctx)
+    heal = _perform(Step.of(14.0, "heal_broker_zk", extra={"broker_id": 1}), ctx)
     assert ctx.cluster.calls == ["cut 1", "heal 1"]
     assert [e["kind"] for e in cut + heal] == ["invoke", "complete", "invoke", "complete"]
     assert {e["broker_id"] for e in cut + heal} == {1}

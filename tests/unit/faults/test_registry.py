@@ -1,0 +1,96 @@
+"""The one registry of actions (harness.kernel.actions) against everything that speaks the vocabulary: the
+nemesis classes, the scenario model's typed entries and the random nemesis's typed names, and the plan's steps."""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, get_args
+
+import pytest
+
+from harness.faults.actions import REGISTRY
+from harness.kernel import actions
+from harness.kernel.actions import SPECS, spec
+from harness.run.plan import make_plan
+from harness.scenario import model
+from harness.scenario.model import Scenario
+
+
+def _timeline_classes() -> dict[str, type[Any]]:
+    """The scenario model's timeline entry classes by their ``action`` tag."""
+    union = get_args(model.Action)[0]
+    out: dict[str, type[Any]] = {}
+    for cls in get_args(union):
+        (tag,) = get_args(cls.model_fields["action"].annotation)
+        out[tag] = cls
+    return out
+
+
+def test_every_step_action_has_one_nemesis_class_and_no_class_is_outside_the_registry() -> None:
+    assert set(REGISTRY) == {s.name for s in SPECS if s.step}
+    assert all(cls.action == name for name, cls in REGISTRY.items())
+
+
+def test_the_scenario_models_timeline_entries_are_the_registrys_timeline_actions() -> None:
+    assert set(_timeline_classes()) == set(actions.TIMELINE_ACTIONS)
+
+
+def test_the_random_nemesis_names_are_the_registrys_random_actions() -> None:
+    assert set(typing.get_args(model.RandomAction)) == set(actions.RANDOM_ACTIONS)
+
+
+@pytest.mark.parametrize("name", [s.name for s in SPECS if s.timeline])
+def test_an_entrys_keys_are_what_its_spec_says(name: str) -> None:
+    fields = set(_timeline_classes()[name].model_fields)
+    s = spec(name)
+    assert ({"count", "select"} <= fields) == s.chooses
+    assert ("duration" in fields) == (s.length == "duration")
+    assert ("downtime" in fields) == (s.length == "downtime")
+
+
+@pytest.mark.parametrize("impl", ["legacy_zk", "coordinator"])
+def test_a_nemesis_applies_exactly_where_its_spec_says(impl: str) -> None:
+    for name, cls in REGISTRY.items():
+        applies = cls(target="broker").applicable(impl) is None
+        assert applies == (impl in spec(name).applies_to), name
+
+
+def test_every_fault_is_ended_by_a_step_that_is_not_a_trigger() -> None:
+    for s in SPECS:
+        if s.ended_by is not None:
+            end = spec(s.ended_by)
+            assert s.trigger and end.step and not end.trigger, s.name
+
+
+def test_a_plans_steps_take_their_trigger_from_the_registry() -> None:
+    scenario = Scenario.model_validate(
+        {
+            "name": "t",
+            "group": {"members": 3},
+            "timeline": [
+                {"action": "pause", "at": "5s", "duration": "3s"},
+                {"action": "cut", "at": "20s", "target": "broker", "duration": "2s"},
+                {"action": "rolling_restart", "at": "40s", "interval": "10s", "downtime": "1s"},
+            ],
+        }
+    )
+    plan = make_plan(scenario, 3)
+    # worked out by hand: pause 5 / resume 8, cut 20 / heal 22, per member a stop (trigger) and its start
+    # one second later, ten seconds apart
+    assert [(st.at, st.kind, st.trigger) for st in plan.steps] == [
+        (5.0, "pause", True),
+        (8.0, "resume", False),
+        (20.0, "cut", True),
+        (22.0, "heal", False),
+        (40.0, "stop_member", True),
+        (41.0, "start_member", False),
+        (50.0, "stop_member", True),
+        (51.0, "start_member", False),
+        (60.0, "stop_member", True),
+        (61.0, "start_member", False),
+    ]
+
+
+def test_an_unknown_action_is_a_key_error_naming_it() -> None:
+    with pytest.raises(KeyError, match="unknown nemesis action 'explode'"):
+        spec("explode")
