@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 from harness.history.writer import History
+from harness.members.interface import MemberFatal
 from harness.members.recorder import MemberRecorder
 from harness.members.template import MemberTemplate
 
@@ -79,7 +80,7 @@ class ChildProtocolError(RuntimeError):
     """The child printed a line that is not an event of its kind (the message quotes it)."""
 
 
-class ChildExited(RuntimeError):
+class ChildExited(MemberFatal):
     """The child ended by itself with a non-zero exit status (the message names it)."""
 
 

@@ -63,7 +63,7 @@ from typing import Any
 
 from harness.history.writer import History
 from harness.members.clients.base import ClientMemberBase, Polled
-from harness.members.interface import OnChange
+from harness.members.interface import MemberFatal, OnChange
 from harness.members.recorder import MemberConfig
 from harness.scenario.properties import ASSIGNORS, MEMBER_POLICY_PROPERTIES
 
@@ -105,7 +105,7 @@ def generation_of(metadata: object, group: str, member_id: str) -> int:
     return generation
 
 
-class LibrdkafkaFatal(RuntimeError):
+class LibrdkafkaFatal(MemberFatal):
     """librdkafka reported a fatal error: the member cannot go on (the message names the error)."""
 
 
