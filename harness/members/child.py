@@ -16,7 +16,7 @@ Contract
   :mod:`harness.members.release` says, so that its runtime has started before it is released).
 * What a child prints: on stdout one JSON object per line, each flushed at once, nothing else (its logs
   go to stderr). Each object has ``kind`` and the fields of that kind in the member kind's vocabulary
-  (the sink's :attr:`~EventSink.kinds`); the child prints no ``ts_ns``, ``source``, ``role`` or header
+  (:meth:`EventSink.accepts`); the child prints no ``ts_ns``, ``source``, ``role`` or header
   fields: the sink adds them, so that every event has exactly the fields, in the same order, as the
   Python members' (:mod:`harness.kernel.events`). An event is stamped when the adapter reads its line
   (the lines are read as they come). A line that is not such an object ends the member with a
@@ -33,8 +33,10 @@ Contract
     The child commits by :class:`~harness.members.recorder.CommitPolicy`'s rules itself
     (:mod:`harness.scenario.properties`: its client's auto-commit off).
   - legacy_zk kind (:class:`LegacySink`): the events of a legacy member (``ready``, ``started``,
-    ``registered``, ``rebalance_begin`` ...), each with ``member`` (its consumer id) and its own fields;
-    the sink adds ``source``, ``impl`` and ``group`` as :mod:`legacy_zk.member` writes them.
+    ``registered``, ``rebalance_begin``, ``zk_request`` ...: any kind written as a lower-case name, as
+    the Python legacy member's own vocabulary is open), each with ``member`` (its consumer id, kept
+    from the last line that named it) and its own fields; the sink adds ``source``, ``impl`` and
+    ``group`` where :mod:`legacy_zk.member` writes them.
 
 * Signals, as the runner and the nemesis use them on a member process:
 
@@ -95,11 +97,12 @@ class ChildSpec:
 class EventSink(Protocol):
     """Turns a child's lines into the history events of its member kind (see the module contract)."""
 
-    #: the ``kind`` values a child of this member kind may print
-    kinds: frozenset[str]
+    def accepts(self, kind: str) -> bool:
+        """Whether a child of this member kind may print ``kind``."""
+        ...
 
     def apply(self, kind: str, fields: dict[str, Any]) -> None:
-        """Write the event(s) of one line (``kind`` is one of :attr:`kinds`; ``fields`` the rest)."""
+        """Write the event(s) of one line (``kind`` accepted; ``fields`` the rest of the line)."""
         ...
 
     def stopped(self, clean: bool, **fields: Any) -> None:
@@ -126,6 +129,9 @@ class CoordinatorSink:
 
     def __init__(self, rec: MemberRecorder) -> None:
         self.rec = rec
+
+    def accepts(self, kind: str) -> bool:
+        return kind in self.kinds
 
     def apply(self, kind: str, fields: dict[str, Any]) -> None:
         r = self.rec
@@ -167,34 +173,14 @@ class LegacySink:
     """The legacy_zk kind's lines written as a legacy member writes its events (``source``, ``impl``,
     ``group``, ``member``, then the line's fields)."""
 
-    kinds = frozenset(
-        {
-            "ready",
-            "started",
-            "registered",
-            "rebalance_begin",
-            "rebalance_end",
-            "assigned",
-            "revoked",
-            "record",
-            "commit",
-            "commit_rejected",
-            "offset_fetch",
-            "watch",
-            "zk_request",
-            "zk_state",
-            "conflict",
-            "zk_retry",
-            "takeover_reread",
-            "stopped",
-        }
-    )
-
     def __init__(self, history: History, name: str, group: str) -> None:
         self.history = history
         self.name = name
         self.group = group
         self.member = ""
+
+    def accepts(self, kind: str) -> bool:
+        return kind.isidentifier() and kind.islower()
 
     def apply(self, kind: str, fields: dict[str, Any]) -> None:
         self.member = str(fields.pop("member", self.member))
@@ -237,7 +223,7 @@ class ChildMember(MemberTemplate):
         except ValueError:
             event = None
         kind = event.get("kind") if isinstance(event, dict) else None
-        if not isinstance(event, dict) or kind not in self.sink.kinds:
+        if not isinstance(event, dict) or not isinstance(kind, str) or not self.sink.accepts(kind):
             raise ChildProtocolError(f"the child printed {line[:200]!r}, not an event of its kind")
         fields: dict[str, Any] = {k: v for k, v in event.items() if k != "kind"}  # pyright: ignore[reportUnknownVariableType]
         self.sink.apply(kind, fields)

@@ -1,5 +1,6 @@
 """The subprocess adapter (harness.members.child) with a Python child that prints the coordinator kind's
-JSON lines: the events are the recorder's, field by field; a clean stop is SIGTERM to the child, whose
+JSON lines: the events are the recorder's, field by field (a legacy child's: the legacy member's header, then
+its fields); a clean stop is SIGTERM to the child, whose
 final lines are recorded; a child that exits by itself or prints a bad line ends the member."""
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from harness.members.child import ChildExited, ChildMember, ChildProtocolError, ChildSpec, CoordinatorSink
+from harness.members.child import (
+    ChildExited,
+    ChildMember,
+    ChildProtocolError,
+    ChildSpec,
+    CoordinatorSink,
+    LegacySink,
+)
 from harness.members.recorder import MemberConfig, MemberRecorder
 from tests.support.recording import RecordingHistory
 from tests.support.waiting import wait_until
@@ -107,3 +115,22 @@ def test_a_line_that_is_no_event_ends_the_member_and_kills_the_child() -> None:
         member.run()
     assert _items(history)[-1] == [("kind", "stopped"), *JOINED.items(), ("clean", False), ("records", 1)]
     assert member.consumer.returncode == -9  # SIGKILL
+
+
+LEGACY_CHILD = """
+import json
+for e in ({"kind": "ready", "member": "c-1"}, {"kind": "zk_request", "op": "create", "path": "/x"}):
+    print(json.dumps(e), flush=True)
+"""
+
+
+def test_a_legacy_child_s_lines_get_the_legacy_member_s_header_and_its_ending_an_unclean_stopped() -> None:
+    history = RecordingHistory()
+    member = ChildMember(ChildSpec([sys.executable, "-c", LEGACY_CHILD]), LegacySink(history, "m0", "g"))  # pyright: ignore[reportArgumentType]
+    member.run()  # the child exits 0 after its lines: the member ends, unclean
+    head = [("source", "m0"), ("impl", "legacy_zk"), ("group", "g"), ("member", "c-1")]
+    assert _items(history) == [
+        [("kind", "ready"), *head],
+        [("kind", "zk_request"), *head, ("op", "create"), ("path", "/x")],
+        [("kind", "stopped"), *head, ("clean", False)],
+    ]
