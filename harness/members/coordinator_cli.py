@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from harness.history.writer import open_history
-from harness.members.clients import make_member
+from harness.members.clients.registry import make_member
+from harness.members.interface import MemberFatal
 from harness.members.recorder import MemberConfig
 from harness.members.release import hold_option, preload_client, wait_for_release
 from harness.scenario.properties import (
@@ -178,8 +179,6 @@ def coordinator(
 
 def _client_error(e: BaseException) -> bool:
     """Whether ``e`` is a client library's own error (kafka-python, aiokafka, confluent-kafka) or a fatal
-    error a member reported (:class:`~harness.members.librdkafka.LibrdkafkaFatal`)."""
-    from harness.members.librdkafka import LibrdkafkaFatal
-
+    error a member reported (:class:`~harness.members.interface.MemberFatal`)."""
     module = type(e).__module__.split(".")[0]
-    return isinstance(e, LibrdkafkaFatal) or module in ("kafka", "aiokafka", "confluent_kafka", "cimpl")
+    return isinstance(e, MemberFatal) or module in ("kafka", "aiokafka", "confluent_kafka", "cimpl")

@@ -32,15 +32,13 @@ Contract
   :meth:`~CommitPolicy.pending` gives the offsets to commit (next offset to read, Kafka's convention)
   for the partitions asked, only those not yet committed at that position; :meth:`~CommitPolicy.done`
   records a commit's success; :meth:`~CommitPolicy.forget` drops revoked partitions.
-* :class:`MemberBase` is what every client adapter shares: the config, the recorder, the policy, the
-  stop flag and :meth:`~MemberBase.stop` / ``stopping``.
+* The member template of the coordinator kind, which every client's member runs and which uses these, is
+  :class:`harness.members.clients.base.ClientMemberBase`.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -228,45 +226,3 @@ class CommitPolicy:
         for p in partitions:
             self._position.pop(p, None)
             self._committed.pop(p, None)
-
-
-class MemberBase:
-    """What every client adapter shares (see :mod:`harness.members.clients`): its config, its
-    :class:`MemberRecorder` ``rec``, its :class:`CommitPolicy` ``policy`` (started now), the consumer
-    (None until :meth:`run` makes it) and the stop flag. :meth:`stop` may be called from any thread
-    (the CLI's signal handler): ``run`` returns after the current poll; ``clean`` commits and closes
-    (a dynamic member leaves the group), otherwise it just returns."""
-
-    def __init__(self, config: MemberConfig, history: History, on_change: Any = None) -> None:
-        self.config = config
-        self.rec = MemberRecorder(config, history)
-        self.on_change = on_change
-        self.policy = CommitPolicy(
-            config.auto_commit_interval_s, enabled=config.auto_commit, now=time.monotonic()
-        )
-        self.consumer: Any = None
-        self._stop = threading.Event()
-        self._clean = True
-
-    def record_commit(self, pending: Mapping[int, int], error: BaseException | None) -> None:
-        """One commit attempt of ``pending`` (partition -> offset) that succeeded or failed as a whole
-        (``error``, its Kafka error name and code from :func:`error_of`): every partition's outcome, and
-        the policy told of a success."""
-        if error is None:
-            for p, o in pending.items():
-                self.rec.commit_result(p, o)
-            self.policy.done(pending)
-            return
-        name, code = error_of(error)
-        for p, o in pending.items():
-            self.rec.commit_result(p, o, error=name, code=code)
-
-    @property
-    def stopping(self) -> bool:
-        """Whether :meth:`stop` was called."""
-        return self._stop.is_set()
-
-    def stop(self, clean: bool = True) -> None:
-        """Ask ``run`` to return after the current poll (any thread); ``clean`` commits and closes."""
-        self._clean = clean
-        self._stop.set()

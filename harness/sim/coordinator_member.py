@@ -4,7 +4,7 @@ Contract
 --------
 :class:`SimConsumer` sends the requests the real member sends, in the same order (kafka-python 3.0.12
 ``kafka/coordinator/base.py``, ``consumer.py``, ``heartbeat.py``; herdlab's
-``harness/members/kafka_python.py``), each costing ``kafka_client_s`` on the client before it leaves:
+``harness/members/clients/kafka_python.py``), each costing ``kafka_client_s`` on the client before it leaves:
 
 1. start: ``ready``; Metadata (the client's bootstrap); ``started``; Metadata (``consumer.topics()`` after
    subscribing); then metadata refreshes every ``metadata.max.age.ms`` after the last one;

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from harness.members.librdkafka import generation_of
+from harness.members.clients.librdkafka import generation_of
 
 
 def _cgmd(generation: int, group: bytes, member: bytes, instance: bytes | None = None) -> bytes:

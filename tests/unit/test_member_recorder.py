@@ -10,9 +10,9 @@ import aiokafka.errors as aioerrors
 import kafka.errors as kerrors
 import pytest
 
-from harness.members.aiokafka_member import consumer_kwargs as aiokafka_kwargs
-from harness.members.kafka_python import consumer_kwargs as kafka_python_kwargs
-from harness.members.kafka_python import effective_config
+from harness.members.clients.aiokafka import consumer_kwargs as aiokafka_kwargs
+from harness.members.clients.kafka_python import consumer_kwargs as kafka_python_kwargs
+from harness.members.clients.kafka_python import effective_config
 from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder, error_of
 from harness.workload.producer import ProducerConfig, producer_kwargs
 from tests.support.recording import RecordingHistory

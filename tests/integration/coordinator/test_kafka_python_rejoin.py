@@ -11,7 +11,7 @@ the silent member while the client keeps fetching the partitions of the previous
 The test drives that order deterministically with ``poll(timeout_ms=0)``, a common way to call
 ``poll()``. When a kafka-python release fixes the bug, this test fails: then the workarounds that
 give a consumer its topic's metadata before its first poll (``test_observability``,
-``harness/members/kafka_python.py``) can go.
+``harness/members/clients/kafka_python.py``) can go.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from harness.history.writer import HistoryWriter, read_events
-from harness.members.clients import make_member
+from harness.members.clients.registry import make_member
 from harness.members.recorder import MemberConfig
 from harness.run.launch import PY
 from harness.workload.producer import Producer, ProducerConfig
@@ -351,7 +351,7 @@ def test_stop_during_a_broker_outage_ends_within_the_request_timeout(
     the consumer is closing, so without the member's bound it never ended while the broker was away;
     kafka-python bounds its blocking commit itself and may try twice: at stop, then in the revoke of its
     close. librdkafka is not here: its synchronous commit waits for a coordinator until its session
-    times out, see harness/members/librdkafka.py.)"""
+    times out, see harness/members/clients/librdkafka.py.)"""
     broker = broker_factory(extra_args=FAST_BROKER)
     create_topic(broker, "t", 2)
     history = RecordingHistory()

@@ -1,4 +1,5 @@
-"""The kafka-python member: an unmodified kafka-python ``KafkaConsumer`` recording through
+"""The kafka-python member: an unmodified kafka-python ``KafkaConsumer`` in the member template
+(:class:`~harness.members.clients.base.ClientMemberBase`), recording through
 :class:`~harness.members.recorder.MemberRecorder` and committing by
 :class:`~harness.members.recorder.CommitPolicy`.
 
@@ -42,16 +43,16 @@ Contract
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from harness.history.writer import History
+from harness.members.clients.base import ClientMemberBase, Polled
+from harness.members.clients.python_config import ASSIGNOR
+from harness.members.clients.python_config import consumer_kwargs as python_consumer_kwargs
 from harness.members.interface import OnChange
-from harness.members.python_clients import ASSIGNOR
-from harness.members.python_clients import consumer_kwargs as python_consumer_kwargs
-from harness.members.recorder import MemberBase, MemberConfig
+from harness.members.recorder import MemberConfig
 from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, snake
 
 log = logging.getLogger("harness.member.kafka_python")
@@ -102,17 +103,14 @@ def effective_config(config: Mapping[str, Any], props: Mapping[str, str]) -> dic
     return out
 
 
-class KafkaPythonMember(MemberBase):
-    """One kafka-python consumer in a group (see the module contract)."""
+class KafkaPythonMember(ClientMemberBase):
+    """One kafka-python consumer in a group (see the module contract). The listener and commit callbacks
+    run on kafka-python's IO thread: they use the recorder and the policy under the base's lock."""
 
     def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
         #: the client's keyword arguments, checked now: a bad property is a ValueError from the constructor
         self.kwargs = consumer_kwargs(config.properties)
         super().__init__(config, history, on_change)
-        #: The listener and commit callbacks run on kafka-python's IO thread: the recorder and the
-        #: policy are used under this lock (re-entrant: a callback may run inside commit_async), never
-        #: held across a blocking client call.
-        self._lock = threading.RLock()
 
     # -- commits -------------------------------------------------------------------------------
     def _offsets(self, pending: Mapping[int, int]) -> dict[Any, Any]:
@@ -122,21 +120,18 @@ class KafkaPythonMember(MemberBase):
             TopicPartition(self.config.topic, p): OffsetAndMetadata(o, "", -1) for p, o in pending.items()
         }
 
-    def _record_commit(self, pending: Mapping[int, int], error: BaseException | None) -> None:
-        with self._lock:
-            self.record_commit(pending, error)
-
-    def _commit_async(self) -> None:
+    def commit_interval(self) -> None:
+        """``commit_async`` with a callback (called under the lock: it only schedules)."""
         pending = self.policy.pending()
         if not pending:
             return
 
         def callback(_offsets: Any, response: Any) -> None:
-            self._record_commit(pending, response if isinstance(response, BaseException) else None)
+            self.record_commit(pending, response if isinstance(response, BaseException) else None)
 
         self.consumer.commit_async(self._offsets(pending), callback=callback)
 
-    def _commit_sync(self) -> None:
+    def final_commit(self) -> None:
         with self._lock:
             pending = self.policy.pending()
         if not pending:
@@ -144,9 +139,9 @@ class KafkaPythonMember(MemberBase):
         try:
             self.consumer.commit(self._offsets(pending))
         except Exception as e:  # the commit's outcome: recorded, the member goes on
-            self._record_commit(pending, e)
+            self.record_commit(pending, e)
         else:
-            self._record_commit(pending, None)
+            self.record_commit(pending, None)
 
     # -- rebalance listener (runs on kafka-python's IO thread) ----------------------------------
     def _listener(self) -> Any:
@@ -175,24 +170,22 @@ class KafkaPythonMember(MemberBase):
             try:
                 value = await self.consumer.commit_async(self._offsets(pending))
             except Exception as e:
-                self._record_commit(pending, e)
+                self.record_commit(pending, e)
             else:
                 if value is None:  # else: the coordinator lookup's future (see the module contract)
-                    self._record_commit(pending, None)
+                    self.record_commit(pending, None)
         self._revoke(ps, lost=False)
 
     def _revoke(self, ps: list[int], lost: bool) -> None:
-        with self._lock:
-            self.rec.revoked(ps, lost=lost)
-            self.policy.forget(ps)
-        if self.on_change and ps:
-            self.on_change("revoked", ps, self.rec.generation)
+        self.note_revoked(ps, lost=lost)
+        if ps:
+            self.announce("revoked", ps)  # (lost ones too: this member's CLI line says "revoked")
 
     def _on_assigned(self, assigned: Any) -> None:
         meta = self.consumer.group_metadata()
         with self._lock:
-            self.rec.joined(meta.generation_id, meta.member_id)
-            added = self.rec.assigned(tp.partition for tp in assigned)
+            self.joined(meta.generation_id, meta.member_id)
+            added = self.note_assigned(tp.partition for tp in assigned)
         log.info(
             "group=%s generation=%d member=%s (%s) assigned %s",
             self.config.group,
@@ -201,8 +194,7 @@ class KafkaPythonMember(MemberBase):
             self.config.name,
             added,
         )
-        if self.on_change:
-            self.on_change("assigned", added, self.rec.generation)
+        self.announce("assigned", added)
 
     def _note_quiet_join(self) -> None:
         """Cooperative-sticky: a join that completed without a listener call (nothing of this member's
@@ -219,8 +211,8 @@ class KafkaPythonMember(MemberBase):
         with self._lock:
             if meta.generation_id <= self.rec.generation and meta.member_id == self.rec.member_id:
                 return
-            self.rec.joined(meta.generation_id, meta.member_id)
-            self.rec.assigned(())
+            self.joined(meta.generation_id, meta.member_id)
+            self.note_assigned(())
         log.info(
             "group=%s generation=%d member=%s (%s) joined; assignment unchanged",
             self.config.group,
@@ -230,6 +222,25 @@ class KafkaPythonMember(MemberBase):
         )
 
     # -- life cycle ----------------------------------------------------------------------------
+    def construct(self) -> Any:
+        from kafka import KafkaConsumer
+
+        c = self.config
+        return KafkaConsumer(
+            bootstrap_servers=c.bootstrap.split(","),
+            group_id=c.group,
+            client_id=c.name,
+            group_instance_id=c.group_instance_id,
+            **self.kwargs,
+        )
+
+    def started_fields(self) -> dict[str, Any]:
+        return {"effective": effective_config(self.consumer.config, self.config.properties)}
+
+    def subscribe(self) -> None:
+        self.consumer.subscribe([self.config.topic], listener=self._listener())
+        self._await_topic_metadata()
+
     def _await_topic_metadata(self, timeout_s: float = 30.0) -> None:
         """Before the first poll (so before the first JoinGroup): refresh metadata now that the topic is
         subscribed and wait until it names the topic's partitions (at most ``timeout_s``, or until stop).
@@ -250,7 +261,7 @@ class KafkaPythonMember(MemberBase):
                 return  # join as before: the topic may yet be created
             self._stop.wait(0.1)  # polling the client's metadata cache
 
-    def _poll_once(self) -> None:
+    def poll(self) -> list[Polled] | None:
         from kafka.errors import KafkaError
 
         c = self.config
@@ -263,43 +274,10 @@ class KafkaPythonMember(MemberBase):
             # (Java's consumer retries inside poll): a broker outage must not end the member.
             log.warning("%s: poll failed (%s), polling again", c.name, e)
             self._stop.wait(c.poll_timeout_ms / 1000)  # a poll's worth of backoff
-            return
+            return None
         if self.config.assignor == "cooperative-sticky":
             self._note_quiet_join()
-        with self._lock:  # commit_async only schedules: never held while waiting on the IO thread
-            for tp, records in batches.items():
-                for r in records:
-                    self.rec.record(tp.partition, r.offset, r.value)
-                    self.policy.processed(tp.partition, r.offset)
-            if self.policy.due(time.monotonic()):
-                self._commit_async()
+        return [(tp.partition, r.offset, r.value) for tp, records in batches.items() for r in records]
 
-    def run(self) -> None:
-        """Join and consume until :meth:`stop`; then commit and leave (clean) or just return."""
-        from kafka import KafkaConsumer
-
-        c = self.config
-        try:
-            self.rec.ready()  # booted, about to connect: t0 of a join (harness.kernel.events)
-            self.consumer = KafkaConsumer(
-                bootstrap_servers=c.bootstrap.split(","),
-                group_id=c.group,
-                client_id=c.name,
-                group_instance_id=c.group_instance_id,
-                **self.kwargs,
-            )
-            self.rec.started(effective=effective_config(self.consumer.config, c.properties))
-            self.consumer.subscribe([c.topic], listener=self._listener())
-            self._await_topic_metadata()
-            while not self._stop.is_set():
-                self._poll_once()
-        finally:
-            if self.consumer is not None and self._clean:
-                t0 = time.monotonic()
-                try:
-                    self._commit_sync()
-                    self.consumer.close()
-                finally:
-                    self.rec.stopped(clean=True, close_ms=(time.monotonic() - t0) * 1e3)
-            else:
-                self.rec.stopped(clean=False)
+    def close(self) -> None:
+        self.consumer.close()

@@ -1,5 +1,6 @@
-"""The aiokafka member: an unmodified ``AIOKafkaConsumer`` on an asyncio loop in the member's thread,
-recording through :class:`~harness.members.recorder.MemberRecorder` and committing by
+"""The aiokafka member: an unmodified ``AIOKafkaConsumer`` on an asyncio loop in the member's thread, in
+the member template (:class:`~harness.members.clients.base.ClientMemberBase`), recording through
+:class:`~harness.members.recorder.MemberRecorder` and committing by
 :class:`~harness.members.recorder.CommitPolicy`.
 
 Contract
@@ -39,6 +40,10 @@ Contract
   accepts it, so a process that owns nothing committed.)
 * Heartbeat errors: aiokafka has no callback or result for a failed heartbeat (it logs and rejoins), so
   this member writes no ``heartbeat_error``.
+* The loop: one :class:`asyncio.Runner` per member; each step of the template that talks to the client
+  (construct and start, subscribe, each poll, the final commit, the close) runs on it, and it is closed
+  (remaining tasks cancelled, as :func:`asyncio.run` does) before ``stopped`` is written. The client's
+  own tasks (heartbeat, fetcher, the rebalance listener, interval commits) run whenever a step does.
 * :meth:`stop` may be called from any thread (or a signal handler): the loop polls with
   ``getmany(timeout_ms=poll_timeout_ms)`` and checks the stop flag between polls. ``clean=True`` commits
   and stops the consumer (LeaveGroup for a dynamic member); ``clean=False`` returns without leaving.
@@ -48,15 +53,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from harness.history.writer import History
+from harness.members.clients.base import ClientMemberBase, Polled
+from harness.members.clients.python_config import ASSIGNOR
+from harness.members.clients.python_config import consumer_kwargs as python_consumer_kwargs
 from harness.members.interface import OnChange
-from harness.members.python_clients import ASSIGNOR
-from harness.members.python_clients import consumer_kwargs as python_consumer_kwargs
-from harness.members.recorder import MemberBase, MemberConfig
+from harness.members.recorder import MemberConfig
 from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, snake
 
 log = logging.getLogger("harness.member.aiokafka")
@@ -105,19 +110,22 @@ def effective_config(consumer: Any, props: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-class AiokafkaMember(MemberBase):
+class AiokafkaMember(ClientMemberBase):
     """One aiokafka consumer in a group (see the module contract)."""
+
+    #: a close that raised is not a clean stop
+    close_must_return = True
 
     def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
         #: the client's keyword arguments, checked now: a bad property is a ValueError from the constructor
         self.kwargs = consumer_kwargs(config.properties)
         super().__init__(config, history, on_change)
+        self._runner = asyncio.Runner()
         self._tasks: set[asyncio.Task[None]] = set()
         #: how long a commit may take (see the module contract)
         self.commit_timeout_s = (
             int(config.prop("request.timeout.ms", str(_defaults()["request_timeout_ms"]))) / 1000
         )
-        self._close_ms: float | None = None
 
     # -- commits -------------------------------------------------------------------------------
     def _offsets(self, pending: Mapping[int, int]) -> dict[Any, int]:
@@ -136,12 +144,21 @@ class AiokafkaMember(MemberBase):
         else:
             self.record_commit(pending, None)
 
-    def _commit_in_task(self) -> None:
+    def commit_interval(self) -> None:
+        """A task on the member's loop (it runs with the next poll)."""
         pending = self.policy.pending()
         if pending:
-            task = asyncio.get_running_loop().create_task(self._commit(pending))
+            task = self._runner.get_loop().create_task(self._commit(pending))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    async def _final_commit(self) -> None:
+        if self._tasks:
+            await asyncio.wait(self._tasks)
+        await self._commit(self.policy.pending())
+
+    def final_commit(self) -> None:
+        self._runner.run(self._final_commit())
 
     # -- rebalance listener ----------------------------------------------------------------------
     def _listener(self) -> Any:
@@ -155,60 +172,64 @@ class AiokafkaMember(MemberBase):
                 lost = bool(ps) and member.consumer._coordinator.generation < 0  # reset: membership lost
                 if not lost:
                     await member._commit(member.policy.pending(ps))
-                member.rec.revoked(ps, lost=lost)
-                member.policy.forget(ps)
-                if member.on_change and ps:
-                    member.on_change("lost" if lost else "revoked", ps, member.rec.generation)
+                member.note_revoked(ps, lost=lost)
+                if ps:
+                    member.announce("lost" if lost else "revoked", ps)
 
             async def on_partitions_assigned(self, assigned: Any) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
                 coordinator = member.consumer._coordinator  # no public identity (see the module contract)
-                member.rec.joined(coordinator.generation, coordinator.member_id)
-                added = member.rec.assigned(tp.partition for tp in assigned)
-                if member.on_change:
-                    member.on_change("assigned", added, member.rec.generation)
+                member.joined(coordinator.generation, coordinator.member_id)
+                member.announce("assigned", member.note_assigned(tp.partition for tp in assigned))
 
         return Listener()
 
     # -- life cycle ----------------------------------------------------------------------------
-    async def _main(self) -> None:
+    async def _construct(self) -> Any:
         from aiokafka import AIOKafkaConsumer
-        from aiokafka.errors import KafkaError
 
         c = self.config
-        self.consumer = AIOKafkaConsumer(
+        consumer = AIOKafkaConsumer(
             bootstrap_servers=c.bootstrap,  # aiokafka splits a comma list itself
             group_id=c.group,
             client_id=c.name,
             group_instance_id=c.group_instance_id,
             **self.kwargs,
         )
-        await self.consumer.start()
+        await consumer.start()
+        return consumer
+
+    def construct(self) -> Any:
+        """The consumer, started (connected to the bootstrap brokers)."""
+        return self._runner.run(self._construct())
+
+    def started_fields(self) -> dict[str, Any]:
+        return {"effective": effective_config(self.consumer, self.config.properties)}
+
+    async def _subscribe(self) -> None:
+        self.consumer.subscribe([self.config.topic], listener=self._listener())
+
+    def subscribe(self) -> None:
+        self._runner.run(self._subscribe())
+
+    async def _poll(self) -> list[Polled] | None:
+        from aiokafka.errors import KafkaError
+
+        c = self.config
         try:
-            self.rec.started(effective=effective_config(self.consumer, c.properties))
-            self.consumer.subscribe([c.topic], listener=self._listener())
-            while not self._stop.is_set():
-                try:
-                    batches = await self.consumer.getmany(timeout_ms=c.poll_timeout_ms)
-                except KafkaError as e:
-                    if not e.retriable:
-                        raise
-                    log.warning("%s: poll failed (%s), polling again", c.name, e)
-                    await asyncio.sleep(c.poll_timeout_ms / 1000)  # a poll's worth of backoff
-                    continue
-                for tp, records in batches.items():
-                    for r in records:
-                        self.rec.record(tp.partition, r.offset, r.value)
-                        self.policy.processed(tp.partition, r.offset)
-                if self.policy.due(time.monotonic()):
-                    self._commit_in_task()
-        finally:
-            if self._clean:
-                t0 = time.monotonic()
-                if self._tasks:
-                    await asyncio.wait(self._tasks)
-                await self._commit(self.policy.pending())
-                await self._stop_consumer()
-                self._close_ms = (time.monotonic() - t0) * 1e3
+            batches = await self.consumer.getmany(timeout_ms=c.poll_timeout_ms)
+        except KafkaError as e:
+            if not e.retriable:
+                raise
+            log.warning("%s: poll failed (%s), polling again", c.name, e)
+            await asyncio.sleep(c.poll_timeout_ms / 1000)  # a poll's worth of backoff
+            return None
+        return [(tp.partition, r.offset, r.value) for tp, records in batches.items() for r in records]
+
+    def poll(self) -> list[Polled] | None:
+        return self._runner.run(self._poll())
+
+    def close(self) -> None:
+        self._runner.run(self._stop_consumer())
 
     async def _stop_consumer(self) -> None:
         """``consumer.stop()`` (commit hooks, LeaveGroup, then the fetcher and the client). aiokafka 0.14's
@@ -224,13 +245,6 @@ class AiokafkaMember(MemberBase):
                 raise
             log.warning("%s: aiokafka's close ended on a cancelled fetch request", self.config.name)
 
-    def run(self) -> None:
-        """Join and consume until :meth:`stop`; then commit and leave (clean) or just return."""
-        self.rec.ready()  # booted, about to connect: t0 of a join (harness.kernel.events)
-        try:
-            asyncio.run(self._main())
-        finally:
-            if self._close_ms is None:
-                self.rec.stopped(clean=False)
-            else:
-                self.rec.stopped(clean=True, close_ms=self._close_ms)
+    def release(self) -> None:
+        """Close the loop (what :func:`asyncio.run` does at its end)."""
+        self._runner.close()

@@ -1,4 +1,5 @@
-"""The librdkafka member: an unmodified confluent-kafka ``Consumer`` recording through
+"""The librdkafka member: an unmodified confluent-kafka ``Consumer`` in the member template
+(:class:`~harness.members.clients.base.ClientMemberBase`), recording through
 :class:`~harness.members.recorder.MemberRecorder`.
 
 Contract
@@ -58,12 +59,12 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from typing import Any
 
 from harness.history.writer import History
-from harness.members.interface import OnChange
-from harness.members.recorder import MemberBase, MemberConfig
+from harness.members.clients.base import ClientMemberBase, Polled
+from harness.members.interface import MemberFatal, OnChange
+from harness.members.recorder import MemberConfig
 from harness.scenario.properties import ASSIGNORS, MEMBER_POLICY_PROPERTIES
 
 log = logging.getLogger("harness.member.librdkafka")
@@ -104,12 +105,13 @@ def generation_of(metadata: object, group: str, member_id: str) -> int:
     return generation
 
 
-class LibrdkafkaFatal(RuntimeError):
+class LibrdkafkaFatal(MemberFatal):
     """librdkafka reported a fatal error: the member cannot go on (the message names the error)."""
 
 
-class LibrdkafkaMember(MemberBase):
-    """One confluent-kafka consumer in a group (see the module contract)."""
+class LibrdkafkaMember(ClientMemberBase):
+    """One confluent-kafka consumer in a group (see the module contract). Its callbacks are all served
+    from ``poll()`` / ``close()`` on the member's thread."""
 
     def __init__(self, config: MemberConfig, history: History, on_change: OnChange | None = None) -> None:
         if config.assignor not in ASSIGNORS["librdkafka"]:
@@ -141,10 +143,10 @@ class LibrdkafkaMember(MemberBase):
             conf["group.instance.id"] = c.group_instance_id
         return conf
 
-    # -- callbacks (all served from poll() / close() on the member's thread) ---------------------
+    # -- rebalance callbacks ---------------------------------------------------------------------
     def _identity(self, consumer: Any) -> None:
         member_id = consumer.memberid() or ""
-        self.rec.joined(
+        self.joined(
             generation_of(consumer.consumer_group_metadata(), self.config.group, member_id), member_id
         )
 
@@ -154,12 +156,11 @@ class LibrdkafkaMember(MemberBase):
             consumer.incremental_assign(partitions)
         else:
             consumer.assign(partitions)
-        added = self.rec.assigned(tp.partition for tp in partitions)
+        added = self.note_assigned(tp.partition for tp in partitions)
         self.logger.info(
             "member=%s assigned %s (now %s)", self.rec.member_id, added, sorted(self.rec.assignment)
         )
-        if self.on_change:
-            self.on_change("assigned", added, self.rec.generation)
+        self.announce("assigned", added)
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self._revoke(consumer, partitions, lost=False)
@@ -172,31 +173,16 @@ class LibrdkafkaMember(MemberBase):
         ps = sorted(tp.partition for tp in partitions)
         if not lost:
             self._commit_sync(ps)  # before the partitions go: the next owner starts from here
-        self.rec.revoked(ps, lost=lost)
-        self.policy.forget(ps)
+        self.note_revoked(ps, lost=lost)
         if self.cooperative:
             consumer.incremental_unassign(partitions)
         else:
             consumer.unassign()
         self.logger.info("member=%s %s %s", self.rec.member_id, "lost" if lost else "revoked", ps)
-        if self.on_change and ps:
-            self.on_change("lost" if lost else "revoked", ps, self.rec.generation)
+        if ps:
+            self.announce("lost" if lost else "revoked", ps)
 
-    def _on_commit(self, err: Any, partitions: list[Any]) -> None:
-        offsets = {tp.partition: tp.offset for tp in partitions}
-        if offsets not in self._async_commits:
-            return  # the echo of a synchronous commit, recorded from its return value
-        self._async_commits.remove(offsets)
-        done: dict[int, int] = {}
-        for tp in partitions:
-            e = tp.error or err
-            if e is None:
-                done[tp.partition] = tp.offset
-                self.rec.commit_result(tp.partition, tp.offset)
-            else:
-                self.rec.commit_result(tp.partition, tp.offset, error=e.str(), code=e.code())
-        self.policy.done(done)
-
+    # -- errors ----------------------------------------------------------------------------------
     def _on_error(self, err: Any) -> None:
         from confluent_kafka import KafkaError
 
@@ -220,11 +206,21 @@ class LibrdkafkaMember(MemberBase):
 
         return [TopicPartition(self.config.topic, p, o) for p, o in offsets.items()]
 
-    def _commit_async(self) -> None:
+    def _on_commit(self, err: Any, partitions: list[Any]) -> None:
+        offsets = {tp.partition: tp.offset for tp in partitions}
+        if offsets not in self._async_commits:
+            return  # the echo of a synchronous commit, recorded from its return value
+        self._async_commits.remove(offsets)
+        self.record_outcomes(_outcome(tp, tp.error or err) for tp in partitions)
+
+    def commit_interval(self) -> None:
         offsets = self.policy.pending()
         if offsets:
             self._async_commits.append(offsets)
             self.consumer.commit(offsets=self._tps(offsets), asynchronous=True)
+
+    def final_commit(self) -> None:
+        self._commit_sync()
 
     def _commit_sync(self, partitions: list[int] | None = None) -> None:
         from confluent_kafka import KafkaException
@@ -236,70 +232,65 @@ class LibrdkafkaMember(MemberBase):
             result = self.consumer.commit(offsets=self._tps(offsets), asynchronous=False)
         except KafkaException as e:
             err = e.args[0]
-            for p, o in offsets.items():
-                self.rec.commit_result(p, o, error=err.str(), code=err.code())
+            self.record_outcomes((p, o, err.str(), err.code()) for p, o in offsets.items())
             return
-        done: dict[int, int] = {}
-        for tp in result or []:
-            if tp.error is None:
-                done[tp.partition] = tp.offset
-                self.rec.commit_result(tp.partition, tp.offset)
-            else:
-                self.rec.commit_result(tp.partition, tp.offset, error=tp.error.str(), code=tp.error.code())
-        self.policy.done(done)
+        self.record_outcomes(_outcome(tp, tp.error) for tp in result or [])
 
     # -- life cycle ------------------------------------------------------------------------------
-    def run(self) -> None:
-        """Join and consume until :meth:`stop` (or a fatal error: :class:`LibrdkafkaFatal`)."""
-        from confluent_kafka import Consumer, KafkaError
+    def construct(self) -> Any:
+        from confluent_kafka import Consumer
 
-        c = self.config
         conf: dict[str, Any] = dict(self.effective_config())
         conf.update({"on_commit": self._on_commit, "error_cb": self._on_error, "logger": self.logger})
-        clean = False
-        try:
-            self.rec.ready()
-            self.consumer = Consumer(conf)
-            self.rec.started(effective=self.effective_config(), cooperative=self.cooperative)
-            self.consumer.subscribe(
-                [c.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
-            )
-            timeout = c.poll_timeout_ms / 1000
-            while not self._stop.is_set():
-                msg = self.consumer.poll(timeout)
-                if msg is not None:
-                    err = msg.error()
-                    if err is None:
-                        self.rec.record(msg.partition(), msg.offset(), msg.value())
-                        self.policy.processed(msg.partition(), msg.offset())
-                    elif err.code() == KafkaError._PARTITION_EOF:
-                        pass  # the end of a partition for now: not an error
-                    elif err.fatal() or err.code() == KafkaError._FATAL:
-                        # librdkafka signals a fatal error as a message error _FATAL whose fatal() is false
-                        self._fatal_error(err)
-                        break
-                    elif err.name() in GROUP_ERRORS:  # e.g. a JoinGroup the broker refused
-                        self.rec.heartbeat_error(err.str(), code=err.code())
-                    else:
-                        self.logger.warning("poll error %s: %s", err.name(), err.str())
-                if self.policy.due(time.monotonic()):
-                    self._commit_async()
-            clean = self._clean and self._fatal is None
-        finally:
-            self._finish(clean)
-        if self._fatal is not None:
-            raise LibrdkafkaFatal(f"{c.name}: librdkafka fatal error {self._fatal}")
+        return Consumer(conf)
 
-    def _finish(self, clean: bool) -> None:
-        if self.consumer is None:
-            self.rec.stopped(clean=False)
-            return
-        if not clean:
-            self.rec.stopped(clean=False, fatal=self._fatal)
-            return
-        t0 = time.monotonic()
-        try:
-            self._commit_sync()
-            self.consumer.close()  # serves the final callbacks (eager: on_revoke), then LeaveGroup
-        finally:
-            self.rec.stopped(clean=True, close_ms=(time.monotonic() - t0) * 1e3)
+    def started_fields(self) -> dict[str, Any]:
+        return {"effective": self.effective_config(), "cooperative": self.cooperative}
+
+    def subscribe(self) -> None:
+        self.consumer.subscribe(
+            [self.config.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+        )
+
+    def poll(self) -> list[Polled] | None:
+        from confluent_kafka import KafkaError
+
+        msg = self.consumer.poll(self.config.poll_timeout_ms / 1000)
+        if msg is None:
+            return []
+        err = msg.error()
+        if err is None:
+            return [(msg.partition(), msg.offset(), msg.value())]
+        if err.code() == KafkaError._PARTITION_EOF:
+            pass  # the end of a partition for now: not an error
+        elif err.fatal() or err.code() == KafkaError._FATAL:
+            # librdkafka signals a fatal error as a message error _FATAL whose fatal() is false
+            self._fatal_error(err)
+            return None  # stopping: no commit
+        elif err.name() in GROUP_ERRORS:  # e.g. a JoinGroup the broker refused
+            self.rec.heartbeat_error(err.str(), code=err.code())
+        else:
+            self.logger.warning("poll error %s: %s", err.name(), err.str())
+        return []
+
+    def close(self) -> None:
+        self.consumer.close()  # serves the final callbacks (eager: on_revoke), then LeaveGroup
+
+    def may_close(self, completed: bool) -> bool:
+        """Only after a normal end of the poll loop without a fatal error (librdkafka forbids further
+        group operations then)."""
+        return completed and self._fatal is None
+
+    def unclean_fields(self) -> dict[str, Any]:
+        return {"fatal": self._fatal}
+
+    def after_run(self) -> None:
+        if self._fatal is not None:
+            raise LibrdkafkaFatal(f"{self.config.name}: librdkafka fatal error {self._fatal}")
+
+
+def _outcome(tp: Any, error: Any) -> tuple[int, int, str | None, int | None]:
+    """A committed ``TopicPartition``'s outcome with its error (a ``KafkaError`` or None)."""
+    if error is None:
+        return tp.partition, tp.offset, None, None
+    return tp.partition, tp.offset, error.str(), error.code()

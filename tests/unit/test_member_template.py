@@ -1,0 +1,159 @@
+"""The member template's life cycle (harness.members.template) with a fake client that notes each hook:
+the order of the steps on each way a member ends, and the registry of the coordinator members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.kernel.events import CLIENTS
+from harness.members.clients.registry import make_member, member_class
+from harness.members.recorder import MemberConfig
+from harness.members.template import MemberTemplate
+from tests.support.recording import RecordingHistory
+
+
+class Fake(MemberTemplate):
+    """Polls ``polls`` times, then stops itself with ``clean``; ``fail`` names a hook that raises."""
+
+    def __init__(self, polls: int = 2, clean: bool = True, fail: str = "", closes: bool = True) -> None:
+        super().__init__()
+        self.calls: list[Any] = []
+        self.polls, self.clean, self.fail, self.closes = polls, clean, fail, closes
+
+    def _note(self, call: Any) -> None:
+        self.calls.append(call)
+        if self.fail == (call if isinstance(call, str) else call[0]):
+            raise RuntimeError(self.fail)
+
+    def announce_ready(self) -> None:
+        self._note("ready")
+
+    def construct(self) -> Any:
+        self._note("construct")
+        return "client"
+
+    def announce_started(self) -> None:
+        self._note("started")
+
+    def subscribe(self) -> None:
+        self._note("subscribe")
+
+    def poll_once(self) -> None:
+        self._note("poll")
+        self.polls -= 1
+        if self.polls == 0:
+            self.stop(clean=self.clean)
+
+    def final_commit(self) -> None:
+        self._note("final_commit")
+
+    def close(self) -> None:
+        self._note("close")
+
+    def announce_stopped(self, clean: bool, **fields: Any) -> None:
+        self._note(("stopped", clean, sorted(fields)))
+
+    def may_close(self, completed: bool) -> bool:
+        self._note(("may_close", completed))
+        return self.closes
+
+    def unclean_fields(self) -> dict[str, Any]:
+        return {"fatal": None}
+
+    def release(self) -> None:
+        self._note("release")
+
+    def after_run(self) -> None:
+        self._note("after_run")
+
+
+class MustReturn(Fake):
+    close_must_return = True
+
+
+START = ["ready", "construct", "started", "subscribe"]
+
+
+def test_a_clean_stop_commits_closes_releases_then_writes_stopped_with_the_close_time() -> None:
+    m = Fake(polls=2)
+    m.run()
+    assert m.calls == [
+        *START,
+        "poll",
+        "poll",
+        ("may_close", True),
+        "final_commit",
+        "close",
+        "release",
+        ("stopped", True, ["close_ms"]),
+        "after_run",
+    ]
+    assert m.stopping and m.consumer == "client"
+
+
+def test_an_unclean_stop_neither_commits_nor_closes() -> None:
+    m = Fake(polls=1, clean=False)
+    m.run()
+    assert m.calls == [*START, "poll", "release", ("stopped", False, ["fatal"]), "after_run"]
+
+
+def test_a_client_that_may_not_close_ends_unclean() -> None:
+    m = Fake(polls=1, closes=False)
+    m.run()
+    assert m.calls == [
+        *START,
+        "poll",
+        ("may_close", True),
+        "release",
+        ("stopped", False, ["fatal"]),
+        "after_run",
+    ]
+
+
+def test_a_construct_that_fails_writes_an_unclean_stopped_without_client_fields_and_raises() -> None:
+    m = Fake(fail="construct")
+    with pytest.raises(RuntimeError, match="construct"):
+        m.run()
+    assert m.calls == ["ready", "construct", "release", ("stopped", False, [])]
+    assert m.consumer is None
+
+
+def test_a_poll_that_raises_still_closes_cleanly_then_raises() -> None:
+    m = Fake(fail="poll")
+    with pytest.raises(RuntimeError, match="poll"):
+        m.run()
+    assert m.calls == [
+        *START,
+        "poll",
+        ("may_close", False),
+        "final_commit",
+        "close",
+        "release",
+        ("stopped", True, ["close_ms"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("must_return", "stopped"), [(False, ("stopped", True, ["close_ms"])), (True, ("stopped", False, []))]
+)
+def test_a_close_that_raises_is_clean_unless_the_close_must_return(must_return: bool, stopped: Any) -> None:
+    m = (MustReturn if must_return else Fake)(polls=1, fail="close")
+    with pytest.raises(RuntimeError, match="close"):
+        m.run()
+    assert m.calls == [*START, "poll", ("may_close", True), "final_commit", "close", "release", stopped]
+
+
+def test_the_registry_has_a_member_of_every_client_and_names_an_unknown_one() -> None:
+    names = {c: member_class(c).__name__ for c in CLIENTS}
+    assert names == {
+        "kafka-python": "KafkaPythonMember",
+        "librdkafka": "LibrdkafkaMember",
+        "aiokafka": "AiokafkaMember",
+    }
+    config = MemberConfig(bootstrap="127.0.0.1:1", group="g", topic="t", name="m0", client="nope")
+    with pytest.raises(
+        ValueError, match="unknown client 'nope' \\(known: kafka-python, librdkafka, aiokafka\\)"
+    ):
+        make_member(config, RecordingHistory())  # pyright: ignore[reportArgumentType]
