@@ -43,8 +43,8 @@ Contract
 * **Replication** (``replication.enabled``): the broker runs a
   :class:`~coordinator.replica_manager.ReplicaManager` (the data path of every partition: leader or follower)
   with its :class:`~coordinator.replica_fetcher.FetcherManager`; the ZooKeeper registration is built with the
-  manager as its partition-state sink and the history, and is the manager's ISR writer and the dataplane's
-  topic creator; the group coordinator gets the manager as its replicated log. :meth:`Broker.stop` stops the
+  manager as its partition-state sink and the history, and is the manager's ISR writer and the data
+  plane's topic creator; the group coordinator gets the manager as its replicated log. :meth:`Broker.stop` stops the
   fetchers, then the manager (led partitions resigned: leadership listeners told ``on_resigned``, parked
   produces answered; the high-watermark checkpoint written), then the registration.
 """
@@ -75,6 +75,8 @@ from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
 from coordinator.context import RequestContext
 from coordinator.dataplane import DATA_VERSIONS, DataPlane
+from coordinator.dataplane.local import LocalBackend
+from coordinator.dataplane.replicated import ReplicatedBackend
 from coordinator.group.machine import GroupCoordinator
 from coordinator.group_log import GroupLog
 from coordinator.group_runner import GroupFailure
@@ -289,15 +291,18 @@ class Broker:
                 cluster = ClusterView(config.broker_id, config.offsets_partitions)
         self.cluster = cluster
         self._zk_factory = zk_factory
-        self.data = DataPlane(config, self.store, self.cluster)
         self.replicas: ReplicaManager | None = None
         self.fetchers: FetcherManager | None = None
         group_extra: dict[str, Any] = {}
+        self.partitions: LocalBackend | ReplicatedBackend
         if replicated:
             self.replicas = ReplicaManager(config, self.store, self.cluster, self.history)
             self.fetchers = FetcherManager(config, self.replicas, self.cluster)
-            self.data.replicas = self.replicas
+            self.partitions = ReplicatedBackend(config, self.store, self.cluster, self.replicas)
             group_extra = {"replicated": self.replicas, "replication": config.replication}
+        else:
+            self.partitions = LocalBackend(config, self.store, self.cluster)
+        self.data = DataPlane(config, self.store, self.cluster, self.partitions)
         self.group_log = GroupLog(data_dir / "groups") if data_dir is not None else None
         self.machine = machine or GroupCoordinator(config.group)
         self.rejected: Counter[str] = Counter()
@@ -465,14 +470,11 @@ class Broker:
             else:
                 zk = factory(cfg, self.store, self.cluster, self.port, loop)
             self._zk_executor = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="zk-calls")
-            self.data.zookeeper_executor = self._zk_executor
             await loop.run_in_executor(self._zk_executor, zk.start)
             self.zk = zk
             if self.replicas is not None:
                 self.replicas.isr_writer = zk
-                self.data.create_topic = zk.create_topic
-            else:
-                self.data.claim_topic = zk.claim_topic
+            self.partitions.attach(zk, self._zk_executor)
         if cfg.metrics_interval_s > 0:
             self._spawn(self._report_loop())
         self.history.emit(
