@@ -111,7 +111,7 @@ class Read:
 
 
 class TopicRegistry(Protocol):
-    """The ZooKeeper shell's topic calls (see :mod:`coordinator.zk`); both block, so they run off the loop or
+    """The ZooKeeper shell's topic calls (see :mod:`coordinator.zookeeper.registration`); both block, so they run off the loop or
     briefly on it, as each backend says."""
 
     def claim_topic(self, name: str, partitions: int) -> bool:

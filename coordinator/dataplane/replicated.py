@@ -1,7 +1,7 @@
 """The replicated partition backend (``replication.enabled``): partitions through the replica manager, topics
 through the ZooKeeper shell.
 
-* Produce goes through the :class:`~coordinator.replica_manager.ReplicaManager` per partition (leader check,
+* Produce goes through the :class:`~coordinator.replicas.manager.ReplicaManager` per partition (leader check,
   ``min.insync.replicas``, acks=-1 waiting for the ISR up to the request's timeout); the manager emits
   ``produce_ack`` per acknowledged partition and ``fenced`` (what=``produce``) per refused one. An acknowledged
   partition reports log start 0.
@@ -32,6 +32,7 @@ from kio.schema.errors import ErrorCode
 
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
+from coordinator.core.replication.errors import InvalidReplicationFactor
 from coordinator.dataplane.backend import (
     ZERO_UUID,
     CreatedTopic,
@@ -46,8 +47,7 @@ from coordinator.dataplane.backend import (
 from coordinator.dataplane.local import LocalBackend
 from coordinator.partition_log import PartitionLog
 from coordinator.ports import OFFSETS_TOPIC
-from coordinator.replica_manager import ProduceResult, ReplicaManager
-from coordinator.replication.errors import InvalidReplicationFactor
+from coordinator.replicas.manager import ProduceResult, ReplicaManager
 from coordinator.topics import (
     InvalidPartitions,
     InvalidTopic,

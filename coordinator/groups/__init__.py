@@ -3,7 +3,7 @@
 * :mod:`~coordinator.groups.types` -- what a group type serves (:class:`~coordinator.groups.types.GroupType`) and
   the dispatch of the shared APIs to the type holding a group;
 * :mod:`~coordinator.groups.classic` -- the classic type: JoinGroup, SyncGroup, Heartbeat, LeaveGroup over the
-  pure machine (:mod:`coordinator.group`) and its runner (:mod:`coordinator.group_runner`: timers, durable log,
+  pure machine (:mod:`coordinator.core.group`) and its runner (:mod:`coordinator.groups.runner`: timers, durable log,
   responses, history events, loud failures);
 * :mod:`~coordinator.groups.offsets` -- OffsetCommit, OffsetFetch; :mod:`~coordinator.groups.admin` --
   DescribeGroups, ListGroups, DeleteGroups; :mod:`~coordinator.groups.find_coordinator` -- FindCoordinator (from
@@ -13,7 +13,7 @@
   owns).
 
 Each handler turns the kio request (any served version) into the group type's version-neutral request
-(:mod:`coordinator.group.api`) and returns the kio response of the request's version, or a future of it for a
+(:mod:`coordinator.core.group.api`) and returns the kio response of the request's version, or a future of it for a
 parked JoinGroup / SyncGroup. Effects, timers, the group log and failures are the runner's business.
 """
 
@@ -25,15 +25,15 @@ from collections.abc import Callable
 from coordinator.api_keys import ApiKey
 from coordinator.cluster import ClusterView
 from coordinator.config import ReplicationConfig
-from coordinator.group.machine import GroupCoordinator
-from coordinator.group_log import GroupLog
-from coordinator.group_runner import GroupRunner, now_ms
+from coordinator.core.group.machine import GroupCoordinator
 from coordinator.groups.admin import DeleteGroupsApi, DescribeGroupsApi, ListGroupsApi
 from coordinator.groups.classic import ClassicGroups
 from coordinator.groups.codec import kio_error
 from coordinator.groups.find_coordinator import FindCoordinatorApi
+from coordinator.groups.log import GroupLog
 from coordinator.groups.offsets import OffsetCommitApi, OffsetFetchApi
 from coordinator.groups.routing import HashRouting, OwnedRouting, Routing
+from coordinator.groups.runner import GroupRunner, now_ms
 from coordinator.groups.types import GroupTypes, Handler
 from coordinator.ports import ReplicatedLog
 from coordinator.topics import TopicStore

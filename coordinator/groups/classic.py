@@ -1,5 +1,5 @@
 """The classic group type: Kafka's classic consumer-group protocol over the pure
-:class:`~coordinator.group.machine.GroupCoordinator` and its :class:`~coordinator.group_runner.GroupRunner`.
+:class:`~coordinator.core.group.machine.GroupCoordinator` and its :class:`~coordinator.groups.runner.GroupRunner`.
 
 Its own APIs are JoinGroup, SyncGroup, Heartbeat and LeaveGroup (kio in, machine request, kio out); a SyncGroup
 v5+ without protocol type or name is INCONSISTENT_GROUP_PROTOCOL before anything else
@@ -19,14 +19,14 @@ from typing import Any
 from coordinator.api_keys import ApiKey
 from coordinator.config import ReplicationConfig
 from coordinator.context import RequestContext
-from coordinator.group import api as g
-from coordinator.group.errors import ErrorCode
-from coordinator.group.machine import GroupCoordinator
-from coordinator.group_log import GroupLog
-from coordinator.group_runner import GroupRunner, Token, now_ms
-from coordinator.group_store import TopicGroupStore
+from coordinator.core.group import api as g
+from coordinator.core.group.errors import ErrorCode
+from coordinator.core.group.machine import GroupCoordinator
 from coordinator.groups.codec import kio_error
+from coordinator.groups.log import GroupLog
 from coordinator.groups.routing import Routing, other_coordinates
+from coordinator.groups.runner import GroupRunner, Token, now_ms
+from coordinator.groups.store import TopicGroupStore
 from coordinator.groups.types import Handler
 from coordinator.ports import OFFSETS_TOPIC, ReplicatedLog
 from coordinator.wire import ZERO_TD, make, nested, response_class
@@ -56,7 +56,7 @@ class ClassicGroups:
     ) -> None:
         """``replicated`` (a :class:`~coordinator.ports.ReplicatedLog`) switches to replicated mode: the machine
         owns groups per ``__consumer_offsets`` partition (``offsets_partitions`` of them) and keeps its records in
-        that topic (:class:`~coordinator.group_store.TopicGroupStore`, acks and timeout from ``replication``);
+        that topic (:class:`~coordinator.groups.store.TopicGroupStore`, acks and timeout from ``replication``);
         ``group_log`` is then unused and :meth:`load` registers the runner as the topic's leadership listener.
         Without it (the default) everything is as in the single-broker design."""
         self.machine = machine

@@ -13,8 +13,8 @@ from typing import Any
 
 from coordinator.api_keys import ApiKey
 from coordinator.context import RequestContext
-from coordinator.group import api as g
-from coordinator.group.errors import ErrorCode
+from coordinator.core.group import api as g
+from coordinator.core.group.errors import ErrorCode
 from coordinator.groups.codec import kio_error
 from coordinator.groups.routing import Routing
 from coordinator.groups.types import GroupTypes

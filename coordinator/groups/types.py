@@ -3,7 +3,7 @@ beside the others, and the group APIs that every type shares are dispatched to t
 
 A :class:`GroupType` serves its own protocol's APIs (:meth:`GroupType.handlers`: the classic type's JoinGroup,
 SyncGroup, Heartbeat, LeaveGroup) and its groups' part of the shared ones (OffsetCommit, OffsetFetch,
-DescribeGroups, ListGroups, DeleteGroups) in the version-neutral terms of :mod:`coordinator.group.api`; the shared
+DescribeGroups, ListGroups, DeleteGroups) in the version-neutral terms of :mod:`coordinator.core.group.api`; the shared
 adapters (:mod:`coordinator.groups.offsets`, :mod:`coordinator.groups.admin`) turn kio requests into those terms
 and back. :class:`GroupTypes` holds the types of one broker, in order; the first is the default, which takes a
 group no type holds (Kafka creates a classic group for an OffsetCommit outside group management).
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from coordinator.context import RequestContext
-from coordinator.group import api as g
+from coordinator.core.group import api as g
 
 __all__ = ["GroupType", "GroupTypes", "Handler"]
 

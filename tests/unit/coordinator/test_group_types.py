@@ -12,9 +12,9 @@ from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, Lis
 from kafka.protocol.consumer import OffsetFetchRequest
 
 from coordinator.config import BrokerConfig
-from coordinator.group import api as g
-from coordinator.group.errors import ErrorCode
-from coordinator.group.machine import GroupCoordinator
+from coordinator.core.group import api as g
+from coordinator.core.group.errors import ErrorCode
+from coordinator.core.group.machine import GroupCoordinator
 from coordinator.groups.types import GroupTypes, Handler
 from coordinator.inprocess import InProcessClient
 from coordinator.server import Broker

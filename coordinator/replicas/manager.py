@@ -3,16 +3,16 @@
 It is the :class:`~coordinator.ports.PartitionStateSink` (the ZooKeeper shell feeds it the partition states it
 reads) and the :class:`~coordinator.ports.ReplicatedLog` (the group coordinator keeps ``__consumer_offsets`` in
 it); the dataplane sends Produce and Fetch through it in replicated mode. Every method runs on the broker's
-event loop. The rules (epochs, ISR, high watermark, acks) are :class:`coordinator.replication.Partition`'s; this
+event loop. The rules (epochs, ISR, high watermark, acks) are :class:`coordinator.core.replication.Partition`'s; this
 module only does the IO around them: the local :class:`~coordinator.partition_log.PartitionLog`, parked acks=-1
-produces, the ISR writes, the fetchers (:mod:`coordinator.replica_fetcher`), the HW checkpoint.
+produces, the ISR writes, the fetchers (:mod:`coordinator.replicas.fetcher`), the HW checkpoint.
 
 Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
 
 * :meth:`ReplicaManager.apply_state` is ``server/ReplicaManager.becomeLeaderOrFollower`` for one partition: the
   core's per-partition checks (a controller epoch older than the one this partition last applied: refused
   STALE_CONTROLLER_EPOCH, nothing changes -- per partition, not broker-wide as 0.9's request check, because a
-  znode carries the epoch of the controller that last wrote it, see :mod:`coordinator.replication.partition`;
+  znode carries the epoch of the controller that last wrote it, see :mod:`coordinator.core.replication.partition`;
   leader epoch not newer: refused, answered 74 FENCED_LEADER_EPOCH as the port
   says -- 0.9's code 13 STALE_LEADER_EPOCH is another error in today's protocol); ``makeLeaders`` (stop
   fetching, the ISR from the state) or ``makeFollowers`` (a changed leader: truncate the log to the high
@@ -53,7 +53,7 @@ Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
   fetch or check). A lost write (zkVersion moved: deposed) changes nothing (``Partition.updateIsr``: "Cached
   zkVersion not equal to that in zookeeper, skip updating ISR") and the broker keeps serving until the newer
   state arrives, as 0.9 does; the writer emits ``isr_change`` ok false and ``fenced`` what=``isr_write``.
-* The high-watermark checkpoint (:mod:`coordinator.replica_checkpoint`) is written every 5 s and at stop.
+* The high-watermark checkpoint (:mod:`coordinator.replicas.checkpoint`) is written every 5 s and at stop.
 
 Limits: a follower whose log diverged from the leader's inside a batch (possible only after an unclean
 election: replicas otherwise hold the leader's batches unchanged) cannot append and backs off; 0.9 truncates
@@ -65,7 +65,7 @@ History events (``harness/kernel/events.py``, "Failover fields"): ``leadership``
 fetches (``fetch``). Each event is emitted by one layer only, so none is emitted twice: ``isr_change`` and
 ``fenced`` what=``isr_write`` come from the :class:`~coordinator.ports.IsrWriter` and ``fenced`` what=``state``
 from the caller of :meth:`ReplicaManager.apply_state` with its return code -- both the ZooKeeper shell
-(:mod:`coordinator.zk_states`), which alone can tell a lost write from one not made at shutdown (no event).
+(:mod:`coordinator.zookeeper.states`), which alone can tell a lost write from one not made at shutdown (no event).
 """
 
 from __future__ import annotations
@@ -80,16 +80,7 @@ from typing import Any
 
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
-from coordinator.partition_log import NonContiguous, PartitionLog
-from coordinator.ports import AppendResult, IsrWriter, LeadershipListener
-from coordinator.records import BatchInfo, InvalidRecords, decode_records, encode_batch, split_batches
-from coordinator.replica_checkpoint import (
-    CHECKPOINT_INTERVAL_MS,
-    CHECKPOINT_NAME,
-    read_checkpoint,
-    write_checkpoint,
-)
-from coordinator.replication.errors import (
+from coordinator.core.replication.errors import (
     NONE,
     NOT_ENOUGH_REPLICAS,
     NOT_LEADER_FOR_PARTITION,
@@ -100,8 +91,17 @@ from coordinator.replication.errors import (
     NotAssignedReplica,
     ReplicationError,
 )
-from coordinator.replication.partition import IsrChange, Partition
-from coordinator.replication.state import PartitionState
+from coordinator.core.replication.partition import IsrChange, Partition
+from coordinator.core.replication.state import PartitionState
+from coordinator.partition_log import NonContiguous, PartitionLog
+from coordinator.ports import AppendResult, IsrWriter, LeadershipListener
+from coordinator.records import BatchInfo, InvalidRecords, decode_records, encode_batch, split_batches
+from coordinator.replicas.checkpoint import (
+    CHECKPOINT_INTERVAL_MS,
+    CHECKPOINT_NAME,
+    read_checkpoint,
+    write_checkpoint,
+)
 from coordinator.topics import TopicStore
 from harness.kernel.history import History, NullHistory
 
@@ -189,7 +189,7 @@ class ReplicaManager:
 
     ``isr_writer`` may be set after construction (the ZooKeeper shell is built after the manager); without one
     no ISR change is written (and none takes effect). ``on_follow`` / ``on_unfollow`` are called with
-    (leader id, topic, partition) to start and stop fetching; :mod:`coordinator.replica_fetcher` installs them.
+    (leader id, topic, partition) to start and stop fetching; :mod:`coordinator.replicas.fetcher` installs them.
     """
 
     def __init__(

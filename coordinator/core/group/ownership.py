@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from coordinator.group.errors import ErrorCode
+from coordinator.core.group.errors import ErrorCode
 from harness.kernel.javacompat import partition_for
 
 __all__ = ["Ownership", "commit_error", "group_write_error"]

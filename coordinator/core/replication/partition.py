@@ -65,8 +65,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coordinator.replication.election import stale_controller_epoch, stale_leader_epoch
-from coordinator.replication.errors import (
+from coordinator.core.replication.election import stale_controller_epoch, stale_leader_epoch
+from coordinator.core.replication.errors import (
     NONE,
     NOT_ENOUGH_REPLICAS,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND,
@@ -78,7 +78,7 @@ from coordinator.replication.errors import (
     NotAssignedReplica,
     ReplicationError,
 )
-from coordinator.replication.state import INITIAL_CONTROLLER_EPOCH, ConditionalResult, PartitionState
+from coordinator.core.replication.state import INITIAL_CONTROLLER_EPOCH, ConditionalResult, PartitionState
 
 __all__ = ["UNKNOWN_OFFSET", "AcksCheck", "Append", "IsrChange", "Partition", "Transition"]
 

@@ -4,15 +4,15 @@
 
 :func:`load_record` replays one record into the machine's group table; :func:`group_record` is the inverse for a
 group's membership. The machine's ``begin_loading`` / ``finish_loading`` (Kafka ``onGroupUnloaded`` /
-``onGroupLoaded``) stay in :class:`~coordinator.group.machine.GroupCoordinator`: they produce effects.
+``onGroupLoaded``) stay in :class:`~coordinator.core.group.machine.GroupCoordinator`: they produce effects.
 """
 
 from __future__ import annotations
 
-from coordinator.group.api import GroupState
-from coordinator.group.group import Group, OffsetEntry
-from coordinator.group.member import Member
-from coordinator.group.records import (
+from coordinator.core.group.api import GroupState
+from coordinator.core.group.group import Group, OffsetEntry
+from coordinator.core.group.member import Member
+from coordinator.core.group.records import (
     GroupMetadataRecord,
     GroupTombstoneRecord,
     MemberRecord,

@@ -3,8 +3,8 @@
 
 Semantics follow Kafka 3.7's Scala ``GroupCoordinator`` (spec PART 2); names of private methods mirror Kafka's
 (``_prepare_rebalance`` = ``prepareRebalance``, ``_on_complete_join`` = ``onCompleteJoin`` ...) so the two can
-be read side by side. Offsets (:mod:`~coordinator.group.offsets`), the admin requests
-(:mod:`~coordinator.group.admin`) and loading from the group log (:mod:`~coordinator.group.loading`) live in
+be read side by side. Offsets (:mod:`~coordinator.core.group.offsets`), the admin requests
+(:mod:`~coordinator.core.group.admin`) and loading from the group log (:mod:`~coordinator.core.group.loading`) live in
 modules of their own; the machine delegates to them. Kafka's purgatories become timers:
 
 * ``DelayedHeartbeat`` -> ``("heartbeat", group, member)`` (one per member; re-armed on every liveness signal);
@@ -20,7 +20,7 @@ Deviations from Kafka (each also noted where it happens):
   REBALANCE_IN_PROGRESS (Kafka silently drops the old callback; the client has long given up on that request),
   and a member removed while its SyncGroup is parked gets UNKNOWN_MEMBER_ID (Kafka never answers it). Both keep
   the shell from holding tokens that are never answered.
-* Single-broker mode: store writes never fail (see :class:`~coordinator.group.api.Persist`). Replicated mode
+* Single-broker mode: store writes never fail (see :class:`~coordinator.core.group.api.Persist`). Replicated mode
   (:meth:`GroupCoordinator.own_by_partition`) writes commits and SyncGroup's group record in two phases
   (:meth:`GroupCoordinator.persisted`, with Kafka's error paths); the other group records (the static-member
   replacement, an Empty group after a join phase, tombstones, a reset) are fire-and-forget there: Kafka 3.7
@@ -30,20 +30,20 @@ Deviations from Kafka (each also noted where it happens):
   (``begin_loading()`` / ``finish_loading(now_ms)``); NOT_COORDINATOR is the shell's business. Replicated mode
   owns, loads and unloads per ``__consumer_offsets`` partition (``begin_loading(p)``, ``load``,
   ``finish_loading(now_ms, p)``, ``unload(p, now_ms)``: Kafka 3.7 ``GroupMetadataManager`` owned / loading
-  partitions, ``onElection`` / ``onResignation``; see :mod:`~coordinator.group.ownership`) and answers
+  partitions, ``onElection`` / ``onResignation``; see :mod:`~coordinator.core.group.ownership`) and answers
   COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR itself. COORDINATOR_NOT_AVAILABLE (inactive broker) stays the
   shell's.
 * Transactional offset commits (TxnOffsetCommit) are not served, so ``require_stable`` never yields
   UNSTABLE_OFFSET_COMMIT.
 * A member that lists a protocol name twice counts once towards that protocol's support (see
-  :class:`~coordinator.group.group.Group`): Kafka counts entries, which wedges the group.
+  :class:`~coordinator.core.group.group.Group`): Kafka counts entries, which wedges the group.
 * :meth:`GroupCoordinator.reset_group` recovers a group after an internal error; Kafka has no such path.
 
 Decisions where the spec says UNVERIFIED or Kafka is arbitrary:
 
 * Kafka 4.x's Java classic-group code was not compared (spec PART 2 intro); we follow 3.7, the verified source.
 * Protocol-vote ties (Kafka: hash-map order) go to the protocol whose first vote came from the oldest member,
-  see :meth:`~coordinator.group.group.Group.select_protocol`: deterministic, independent of protocol names.
+  see :meth:`~coordinator.core.group.group.Group.select_protocol`: deterministic, independent of protocol names.
 * "Any member" choices (new leader after the leader leaves; re-elected leader when the leader does not rejoin)
   take the oldest member in join order, where Kafka iterates a hash map. A replaced static member keeps its place.
 * ``offset.metadata.max.bytes`` is compared with Java ``String.length()`` (UTF-16 code units), as Kafka does,
@@ -58,8 +58,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.group import admin, offsets
-from coordinator.group.api import (
+from coordinator.core.group import admin, offsets
+from coordinator.core.group.api import (
     EMIT_GROUP_STATE,
     EMIT_HEARTBEAT_ERROR,
     EMIT_MEMBER_ADDED,
@@ -103,14 +103,14 @@ from coordinator.group.api import (
     SyncGroupResponse,
     TimerKey,
 )
-from coordinator.group.config import GroupConfig
-from coordinator.group.errors import ErrorCode
-from coordinator.group.group import Group, OffsetEntry
-from coordinator.group.loading import group_record, load_record
-from coordinator.group.member import Member
-from coordinator.group.offsets import PreparedCommit
-from coordinator.group.ownership import Ownership, commit_error, group_write_error
-from coordinator.group.records import Record
+from coordinator.core.group.config import GroupConfig
+from coordinator.core.group.errors import ErrorCode
+from coordinator.core.group.group import Group, OffsetEntry
+from coordinator.core.group.loading import group_record, load_record
+from coordinator.core.group.member import Member
+from coordinator.core.group.offsets import PreparedCommit
+from coordinator.core.group.ownership import Ownership, commit_error, group_write_error
+from coordinator.core.group.records import Record
 
 __all__ = ["GroupCoordinator", "REMOVED_GROUP_MAX_SIZE"]
 
@@ -153,11 +153,11 @@ class GroupCoordinator:
 
     Every request method takes ``now_ms`` (coordinator time, monotonic, in ms) and, for requests that may be
     answered later, the shell's opaque ``token``; it returns the list of effects to apply in order (see
-    :mod:`coordinator.group.api`). Read-only requests (OffsetFetch, DescribeGroups, ListGroups) return their
+    :mod:`coordinator.core.group.api`). Read-only requests (OffsetFetch, DescribeGroups, ListGroups) return their
     response directly.
 
     ``new_uuid`` produces the random part of member ids (``<client_id or instance id>-<uuid>``); inject a counter
-    for deterministic tests. ``emit_events=False`` suppresses :class:`~coordinator.group.api.Emit` effects (for
+    for deterministic tests. ``emit_events=False`` suppresses :class:`~coordinator.core.group.api.Emit` effects (for
     simulations that do not record a history).
 
     The machine is not thread-safe; the shell calls it from one thread / event loop.
@@ -201,7 +201,7 @@ class GroupCoordinator:
     def own_by_partition(self, offsets_partitions: int) -> None:
         """Switch to replicated mode, before any group exists: the machine owns only the offsets
         partitions loaded with ``begin_loading(p)`` ... ``finish_loading(now_ms, p)`` (of ``offsets_partitions``)
-        and persists commits and SyncGroup's group record in two phases (:class:`~coordinator.group.api.Persist`
+        and persists commits and SyncGroup's group record in two phases (:class:`~coordinator.core.group.api.Persist`
         with a ``write`` id, then :meth:`persisted`). Raises ``ValueError`` if groups exist or it is on already."""
         if self._ownership is not None or self._groups or self._loading:
             raise ValueError("replicated mode must be chosen before anything is loaded")
@@ -1110,7 +1110,7 @@ class GroupCoordinator:
 
     def offset_commit(self, now_ms: int, token: Any, req: OffsetCommitRequest) -> list[Effect]:
         """Handle an OffsetCommit (``handleCommitOffsets``); always answered in this call. Accepted offsets are
-        persisted (one :class:`~coordinator.group.records.OffsetCommitRecord` each) before the answer."""
+        persisted (one :class:`~coordinator.core.group.records.OffsetCommitRecord` each) before the answer."""
         out: list[Effect] = []
         status = self._status(req.group_id)
         if status is not None:
@@ -1160,7 +1160,7 @@ class GroupCoordinator:
     def offset_fetch(self, now_ms: int, req: OffsetFetchRequest) -> OffsetFetchResponse:
         """Handle an OffsetFetch: no generation or member check; ``partitions=None`` means all stored ones
         (sorted by topic, partition). Unknown partitions come back as offset -1, error NONE
-        (:func:`~coordinator.group.offsets.fetch_offsets`)."""
+        (:func:`~coordinator.core.group.offsets.fetch_offsets`)."""
         status = self._status(req.group_id)
         if status is not None:
             return OffsetFetchResponse(status)
@@ -1170,7 +1170,7 @@ class GroupCoordinator:
 
     def describe_groups(self, now_ms: int, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
         """Describe groups; an unknown group is ``Dead`` with no members and no error
-        (:func:`~coordinator.group.admin.describe_groups`)."""
+        (:func:`~coordinator.core.group.admin.describe_groups`)."""
         return admin.describe_groups(self._groups, self._status, req)
 
     def list_groups(self, now_ms: int, req: ListGroupsRequest) -> ListGroupsResponse:
@@ -1180,13 +1180,13 @@ class GroupCoordinator:
 
     def delete_groups(self, now_ms: int, token: Any, req: DeleteGroupsRequest) -> list[Effect]:
         """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, a tombstone is persisted, offsets go
-        (:func:`~coordinator.group.admin.delete_groups`)."""
+        (:func:`~coordinator.core.group.admin.delete_groups`)."""
         return admin.delete_groups(self._groups, self._status, now_ms, token, req, self._transition)
 
     # ============================================================================================ timers
 
     def on_timer(self, now_ms: int, key: TimerKey) -> list[Effect]:
-        """A timer armed by :class:`~coordinator.group.api.SetTimer` fired. Stale or unknown keys are ignored."""
+        """A timer armed by :class:`~coordinator.core.group.api.SetTimer` fired. Stale or unknown keys are ignored."""
         out: list[Effect] = []
         if self._loading or len(key) < 2:
             return out
@@ -1432,7 +1432,7 @@ class GroupCoordinator:
         """Replay one persisted record (in log order). Offsets are last-writer-wins; the last group record of a
         group replaces its membership (loaded as Stable, or Empty if it has no members); a tombstone drops the
         group and its offsets. Raises (changing nothing) for a record that cannot be a group's state: a member id
-        twice, a static instance id twice (:func:`~coordinator.group.loading.load_record`); in replicated mode
+        twice, a static instance id twice (:func:`~coordinator.core.group.loading.load_record`); in replicated mode
         ``ValueError`` for a record of a group whose offsets partition is not loading."""
         own = self._ownership
         if own is not None:
@@ -1509,7 +1509,7 @@ class GroupCoordinator:
         return out
 
     def persisted(self, write: int, error: int, now_ms: int, leader_epoch: int = -1) -> list[Effect]:
-        """The outcome of two-phase write ``write`` (a :class:`~coordinator.group.api.Persist` ``write`` id):
+        """The outcome of two-phase write ``write`` (a :class:`~coordinator.core.group.api.Persist` ``write`` id):
         ``error`` is the append's error code (0: acknowledged as ``offsets.commit.required.acks`` asks),
         ``leader_epoch`` the offsets partition's leader epoch it was appended under (for the ``commit`` events).
 
@@ -1518,11 +1518,11 @@ class GroupCoordinator:
           next load reads it; see :meth:`_acked_offsets_target` for a reload in between) and ``commit`` events
           are emitted (with
           ``offsets_partition`` and ``leader_epoch``); on failure nothing becomes visible, every partition of it
-          is answered :func:`~coordinator.group.ownership.commit_error` and ``commit_rejected`` events emitted;
+          is answered :func:`~coordinator.core.group.ownership.commit_error` and ``commit_rejected`` events emitted;
         * a SyncGroup group record (3.7 ``doSyncGroup``'s ``storeGroup`` callback): only if the group is still
           the same, in CompletingRebalance, of the same generation: on success it goes Stable and the parked
           SyncGroups get their assignments; on failure they get
-          :func:`~coordinator.group.ownership.group_write_error` and the group rebalances
+          :func:`~coordinator.core.group.ownership.group_write_error` and the group rebalances
           (``resetAndPropagateAssignmentError`` + ``maybePrepareRebalance``).
 
         An unknown ``write`` (answered already) changes nothing."""

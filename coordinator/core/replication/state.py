@@ -10,7 +10,7 @@ Sources (apache/kafka 0.9.0.1):
   zkVersion is not in the payload: it is the znode's ``Stat`` version, kept beside the state.
   ``ReplicationUtils.parseLeaderAndIsr`` reads ``leader``, ``leader_epoch``, ``isr`` and ``controller_epoch``;
   :func:`decode_partition_state` requires those and ``version`` 1, and refuses anything else with
-  :class:`~coordinator.replication.errors.MalformedState` naming the path.
+  :class:`~coordinator.core.replication.errors.MalformedState` naming the path.
 * ``/controller`` (``ZookeeperLeaderElector.elect``) is an ephemeral znode holding
   ``{"version":1,"brokerid":B,"timestamp":"<ms>"}`` (a three-entry Scala map keeps insertion order).
   ``KafkaController.parseControllerId`` reads ``brokerid`` and, failing JSON, a bare integer (the pre-0.8.2
@@ -33,7 +33,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.replication.errors import MalformedState
+from coordinator.core.replication.errors import MalformedState
 
 __all__ = [
     "CONTROLLER_EPOCH_PATH",

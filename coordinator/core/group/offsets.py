@@ -2,10 +2,10 @@
 """Offsets of the classic group coordinator: commit validation, storage, fetch (Kafka's ``GroupMetadataManager``
 ``storeOffsets`` / ``getOffsets`` and ``GroupCoordinator.validateOffsetCommit``).
 
-The :class:`~coordinator.group.machine.GroupCoordinator` runs ``handleCommitOffsets`` (loading, group creation,
+The :class:`~coordinator.core.group.machine.GroupCoordinator` runs ``handleCommitOffsets`` (loading, group creation,
 liveness) and delegates here: :func:`store_offsets` in single-broker mode (written synchronously, visible at once),
 :func:`prepare_offsets` then :func:`complete_offsets` in replicated mode (visible only once the append is
-acknowledged, as 0.9 ``prepareStoreOffsets`` and 3.7 ``storeOffsets`` do); these functions read and change one :class:`~coordinator.group.group.Group` and
+acknowledged, as 0.9 ``prepareStoreOffsets`` and 3.7 ``storeOffsets`` do); these functions read and change one :class:`~coordinator.core.group.group.Group` and
 append effects, nothing else. Offsets never expire (no ``offsets.retention.minutes``): there is no expiry here.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.group.api import (
+from coordinator.core.group.api import (
     EMIT_COMMIT,
     EMIT_COMMIT_REJECTED,
     Effect,
@@ -32,9 +32,9 @@ from coordinator.group.api import (
     Persist,
     Respond,
 )
-from coordinator.group.errors import ErrorCode
-from coordinator.group.group import Group, OffsetEntry
-from coordinator.group.records import OffsetCommitRecord
+from coordinator.core.group.errors import ErrorCode
+from coordinator.core.group.group import Group, OffsetEntry
+from coordinator.core.group.records import OffsetCommitRecord
 
 __all__ = [
     "PreparedCommit",
@@ -91,7 +91,7 @@ def store_offsets(
     emit: bool,
 ) -> None:
     """``storeOffsets``: keep every offset whose metadata fits ``max_bytes`` (Java length), persist one
-    :class:`~coordinator.group.records.OffsetCommitRecord` each, then answer ``token`` (per-partition errors:
+    :class:`~coordinator.core.group.records.OffsetCommitRecord` each, then answer ``token`` (per-partition errors:
     OFFSET_METADATA_TOO_LARGE for the rest). ``emit`` adds ``commit`` / ``commit_rejected`` events."""
     group_id = group.group_id
     results: list[OffsetCommitPartitionResult] = []
@@ -141,7 +141,7 @@ def prepare_offsets(
     *,
     max_bytes: int,
 ) -> PreparedCommit | None:
-    """Replicated mode's first phase of ``storeOffsets``: one :class:`~coordinator.group.api.Persist` with
+    """Replicated mode's first phase of ``storeOffsets``: one :class:`~coordinator.core.group.api.Persist` with
     ``write`` per offset whose metadata fits ``max_bytes``; nothing enters the cache and nothing is answered.
     Returns what :func:`complete_offsets` needs, or None (answered already) when no offset fits (Kafka answers
     OFFSET_METADATA_TOO_LARGE for all without appending)."""

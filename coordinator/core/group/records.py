@@ -1,5 +1,5 @@
 # pyright: strict
-"""Durable records: what a shell appends to its log for every :class:`~coordinator.group.api.Persist` effect.
+"""Durable records: what a shell appends to its log for every :class:`~coordinator.core.group.api.Persist` effect.
 
 Three record types, mirroring Kafka's ``__consumer_offsets`` payloads (``GroupMetadataManager``):
 

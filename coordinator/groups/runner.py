@@ -1,5 +1,5 @@
 # pyright: strict
-"""The effect runner: the asyncio shell that runs the pure :class:`~coordinator.group.machine.GroupCoordinator`.
+"""The effect runner: the asyncio shell that runs the pure :class:`~coordinator.core.group.machine.GroupCoordinator`.
 
 The kio adapters (:mod:`coordinator.groups`) turn requests into machine calls; this module runs those calls and
 applies the effects the machine returns. It knows nothing of the wire.
@@ -9,18 +9,18 @@ Contract
 * :meth:`GroupRunner.call` runs one machine request (tagged by a :class:`Token` that carries the adapter's
   conversion of the machine's response) and applies the returned effects in order:
 
-  - :class:`~coordinator.group.api.Respond` for the call's own token during the same call gives the converted
+  - :class:`~coordinator.core.group.api.Respond` for the call's own token during the same call gives the converted
     response directly (Heartbeat, most errors); otherwise ``call`` returns a future that a later Respond
     completes (a parked JoinGroup or SyncGroup);
   - ``SetTimer`` / ``CancelTimer`` keep one asyncio timer per key; a timer fires
     ``on_timer(now_ms, key)`` with ``now_ms >= deadline``. Re-arming a timer to a later deadline
     (every heartbeat) only records the new deadline: the armed handle re-arms itself when it fires
     early, so a heartbeat costs no timer-heap work;
-  - ``Persist`` records go to the :class:`~coordinator.group_log.GroupLog` (if any), written before
+  - ``Persist`` records go to the :class:`~coordinator.groups.log.GroupLog` (if any), written before
     any later Respond of the same effect list is delivered. Replicated mode (a
-    :class:`~coordinator.group_store.TopicGroupStore`): a two-phase write (``Persist.write``) is appended as
+    :class:`~coordinator.groups.store.TopicGroupStore`): a two-phase write (``Persist.write``) is appended as
     one batch in the background and its outcome goes back to the machine
-    (:meth:`~coordinator.group.machine.GroupCoordinator.persisted`), which answers the request behind it; a
+    (:meth:`~coordinator.core.group.machine.GroupCoordinator.persisted`), which answers the request behind it; a
     commit refused by its append also gives a ``fenced`` event (what ``commit``, the append's error name).
     Other records are appended in the background per offsets partition and a failure is only logged;
   - ``Emit`` events go to the history with ``impl="coordinator"`` and the broker id; group state
@@ -30,7 +30,7 @@ Contract
   :meth:`GroupRunner.run`: if the machine raises, if applying an effect fails (a group-log write, a
   timer), or if afterwards a group is in PreparingRebalance without an armed join timer, the runner
   logs the error with its traceback, counts it (``group_failure`` in the broker's ``rejected``
-  counters), and resets the group (:meth:`~coordinator.group.machine.GroupCoordinator.reset_group`):
+  counters), and resets the group (:meth:`~coordinator.core.group.machine.GroupCoordinator.reset_group`):
   every parked JoinGroup / SyncGroup of it is answered (UNKNOWN_MEMBER_ID, or UNKNOWN_SERVER_ERROR
   when its answer was lost in the failure), its timers go, and it continues Empty with its offsets,
   so members simply join again. The request that hit the failure is answered UNKNOWN_SERVER_ERROR
@@ -63,12 +63,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from coordinator.group import api as g
-from coordinator.group.errors import ErrorCode
-from coordinator.group.machine import GroupCoordinator
-from coordinator.group.records import OffsetCommitRecord, Record
-from coordinator.group_log import GroupLog
-from coordinator.group_store import TopicGroupStore
+from coordinator.core.group import api as g
+from coordinator.core.group.errors import ErrorCode
+from coordinator.core.group.machine import GroupCoordinator
+from coordinator.core.group.records import OffsetCommitRecord, Record
+from coordinator.groups.log import GroupLog
+from coordinator.groups.store import TopicGroupStore
 from coordinator.ports import OFFSETS_TOPIC
 from harness.kernel.history import History
 from harness.kernel.javacompat import partition_for
@@ -489,7 +489,7 @@ class GroupRunner:
     async def load(self) -> tuple[int, int]:
         """Replay the group log into the machine; ``(records loaded, records skipped)``.
 
-        A line that does not decode (see :class:`~coordinator.group_log.GroupLog`) or a record the machine
+        A line that does not decode (see :class:`~coordinator.groups.log.GroupLog`) or a record the machine
         rejects is skipped with a warning naming its line; everything else is loaded. If reading the log
         itself fails, the error propagates, and the groups loaded until then are served (Kafka's
         ``loadGroupsAndOffsets`` logs the error and owns the partition all the same): loading always ends.

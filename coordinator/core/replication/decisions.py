@@ -36,9 +36,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from coordinator.replication.election import StateChangeFailed, elect_leader, next_partition_state
-from coordinator.replication.errors import NoReplicaOnline
-from coordinator.replication.state import PartitionState
+from coordinator.core.replication.election import StateChangeFailed, elect_leader, next_partition_state
+from coordinator.core.replication.errors import NoReplicaOnline
+from coordinator.core.replication.state import PartitionState
 
 __all__ = ["NO_LEADER", "Decision", "after_broker_change", "initial_state"]
 

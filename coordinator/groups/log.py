@@ -2,7 +2,7 @@
 
 Contract
 --------
-* One record per line, encoded with :func:`coordinator.group.records.encode_record` (group metadata
+* One record per line, encoded with :func:`coordinator.core.group.records.encode_record` (group metadata
   or one committed offset). :meth:`GroupLog.append` writes whole lines with one ``write`` call per
   batch, so a killed broker leaves at most one torn line at the end, which :meth:`GroupLog.replay`
   drops (and cuts from the file).
@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from coordinator.group.records import (
+from coordinator.core.group.records import (
     GroupMetadataRecord,
     GroupTombstoneRecord,
     OffsetCommitRecord,

@@ -25,7 +25,7 @@ every topic itself:
 :meth:`StateFollower.write_isr` is the :class:`~coordinator.ports.IsrWriter` port: the leader's conditional ISR
 write, as 0.9 ``Partition.updateIsr`` via ``ReplicationUtils.updateLeaderAndIsr``: ``setData`` with the expected
 zkVersion; on BadVersion the write still counts when the znode already holds exactly the state written
-(:func:`coordinator.replication.state.update_leader_and_isr`); otherwise it lost (the leader was deposed). It
+(:func:`coordinator.core.replication.state.update_leader_and_isr`); otherwise it lost (the leader was deposed). It
 emits ``isr_change`` (``ok``, ``zk_version`` = the expected version) and, for a lost write, ``fenced`` (``what``
 ``isr_write``, ``error`` ``NOT_LEADER_OR_FOLLOWER``: what a deposed 0.9 leader answers from then on). The caller
 (the replica manager) therefore does not emit these two itself, nor ``fenced`` what=``state`` (emitted here
@@ -51,9 +51,8 @@ from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, No
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.cluster import ClusterView, PartitionInfo
-from coordinator.ports import PartitionStateSink
-from coordinator.replication.errors import MalformedState
-from coordinator.replication.state import (
+from coordinator.core.replication.errors import MalformedState
+from coordinator.core.replication.state import (
     ConditionalResult,
     PartitionState,
     decode_partition_state,
@@ -61,6 +60,7 @@ from coordinator.replication.state import (
     partition_state_path,
     update_leader_and_isr,
 )
+from coordinator.ports import PartitionStateSink
 from harness.kernel.history import History
 from legacy_zk.paths import BROKER_TOPICS, MalformedZnode, decode_topic_replicas, topic_path
 

@@ -33,17 +33,17 @@ Replicated mode: ``own_by_partition(n)`` once, then per ``__consumer_offsets`` p
 broker leads: ``begin_loading(p)``, ``load(record)`` for each of its committed records, ``finish_loading(now_ms,
 p)``; when it resigns ``unload(p, now_ms)``. Persist effects with a ``write`` id are appended as one batch and
 their outcome reported with ``persisted(write, error, now_ms, leader_epoch)``; the machine answers NOT_COORDINATOR
-/ COORDINATOR_LOAD_IN_PROGRESS from its own ownership (:mod:`~coordinator.group.ownership`).
+/ COORDINATOR_LOAD_IN_PROGRESS from its own ownership (:mod:`~coordinator.core.group.ownership`).
 
-Modules: :mod:`~coordinator.group.api` (requests, responses, effects), :mod:`~coordinator.group.errors`,
-:mod:`~coordinator.group.config`, :mod:`~coordinator.group.records` (durable records),
-:mod:`~coordinator.group.machine` (the coordinator), which delegates to :mod:`~coordinator.group.offsets`
-(commit validation, storage, fetch), :mod:`~coordinator.group.admin` (describe, list, delete groups) and
-:mod:`~coordinator.group.loading` (replay of the group log, the group record), :mod:`~coordinator.group.group` and
-:mod:`~coordinator.group.member` (internal state).
+Modules: :mod:`~coordinator.core.group.api` (requests, responses, effects), :mod:`~coordinator.core.group.errors`,
+:mod:`~coordinator.core.group.config`, :mod:`~coordinator.core.group.records` (durable records),
+:mod:`~coordinator.core.group.machine` (the coordinator), which delegates to :mod:`~coordinator.core.group.offsets`
+(commit validation, storage, fetch), :mod:`~coordinator.core.group.admin` (describe, list, delete groups) and
+:mod:`~coordinator.core.group.loading` (replay of the group log, the group record), :mod:`~coordinator.core.group.group` and
+:mod:`~coordinator.core.group.member` (internal state).
 """
 
-from coordinator.group.api import (
+from coordinator.core.group.api import (
     EMIT_COMMIT,
     EMIT_COMMIT_REJECTED,
     EMIT_GROUP_STATE,
@@ -100,10 +100,10 @@ from coordinator.group.api import (
     SyncGroupResponse,
     TimerKey,
 )
-from coordinator.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
-from coordinator.group.errors import ErrorCode
-from coordinator.group.machine import REMOVED_GROUP_MAX_SIZE, GroupCoordinator
-from coordinator.group.records import (
+from coordinator.core.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
+from coordinator.core.group.errors import ErrorCode
+from coordinator.core.group.machine import REMOVED_GROUP_MAX_SIZE, GroupCoordinator
+from coordinator.core.group.records import (
     GroupMetadataRecord,
     GroupTombstoneRecord,
     MemberRecord,

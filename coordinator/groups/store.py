@@ -1,11 +1,11 @@
 # pyright: strict
 """Where the group coordinator keeps its records: the seam between the runner and the two stores.
 
-* **File store** (single-broker mode, the default): :class:`~coordinator.group_log.GroupLog`, this broker's
+* **File store** (single-broker mode, the default): :class:`~coordinator.groups.log.GroupLog`, this broker's
   ``__consumer_offsets`` as a JSON-lines file, written synchronously; every write is acknowledged at once.
 * **Topic store** (replicated mode): :class:`TopicGroupStore`, the records as entries of the replicated
   ``__consumer_offsets`` topic through a :class:`~coordinator.ports.ReplicatedLog`, as Kafka does: key = the
-  group id (UTF-8), value = :func:`~coordinator.group.records.encode_record`; a group's records go to partition
+  group id (UTF-8), value = :func:`~coordinator.core.group.records.encode_record`; a group's records go to partition
   ``partitionFor(group)``; appends wait as ``offsets.commit.required.acks`` says, at most
   ``offsets.commit.timeout.ms`` (0.9 ``GroupMetadataManager.prepareStoreOffsets`` / ``storeGroup`` append with
   ``config.offsetCommitRequiredAcks`` and ``offsetCommitTimeoutMs``; 3.7 the same). Loading reads the entries
@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 from coordinator.config import ReplicationConfig
-from coordinator.group.records import Record, decode_record, encode_record
+from coordinator.core.group.records import Record, decode_record, encode_record
 from coordinator.ports import OFFSETS_TOPIC, AppendResult, ReplicatedLog
 from harness.kernel.javacompat import partition_for
 
@@ -59,7 +59,7 @@ class TopicGroupStore:
 
     async def barrier(self, partition: int) -> AppendResult:
         """Append one empty entry (no key, no value) with acks -1 and wait for it: once acknowledged, the high
-        watermark covers every entry the leader had when it appended it (see :mod:`coordinator.group_runner`,
+        watermark covers every entry the leader had when it appended it (see :mod:`coordinator.groups.runner`,
         loading). :meth:`read` skips it."""
         return await self.log.append(OFFSETS_TOPIC, partition, [(None, None)], -1, self.timeout_ms)
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from coordinator.replication.errors import STALE_CONTROLLER_EPOCH, NoReplicaOnline, ReplicationError
-from coordinator.replication.state import INITIAL_CONTROLLER_EPOCH, PartitionState, conditional_update
+from coordinator.core.replication.errors import STALE_CONTROLLER_EPOCH, NoReplicaOnline, ReplicationError
+from coordinator.core.replication.state import INITIAL_CONTROLLER_EPOCH, PartitionState, conditional_update
 
 __all__ = [
     "ControllerElection",
@@ -127,7 +127,7 @@ def stale_leader_epoch(request_epoch: int, current: int) -> bool:
 class ControllerEpochGate:
     """A broker's newest known controller epoch (``ReplicaManager.controllerEpoch``, starting at 0): 0.9's
     broker-wide check of a controller *request*. The replica manager does not use it for state znodes (each
-    carries its last writer's epoch; :class:`~coordinator.replication.partition.Partition` checks per partition)."""
+    carries its last writer's epoch; :class:`~coordinator.core.replication.partition.Partition` checks per partition)."""
 
     def __init__(self) -> None:
         self.epoch = INITIAL_CONTROLLER_EPOCH - 1

@@ -2,7 +2,7 @@
 """Version-neutral requests, responses and effects of the pure group coordinator.
 
 The shell (the asyncio broker, or a simulator) decodes a wire request of any version into one of the request
-dataclasses below, calls the matching :class:`~coordinator.group.machine.GroupCoordinator` method, and applies the
+dataclasses below, calls the matching :class:`~coordinator.core.group.machine.GroupCoordinator` method, and applies the
 returned **effects** in list order. Fields that a given wire version lacks are left at their defaults; the shell
 maps responses back to the version it answers with (e.g. LeaveGroup v0-2 takes the single member's error as the
 top-level error, OffsetFetch v0-1 copies a top-level error into every partition).
@@ -17,7 +17,7 @@ Effects
   it fires, call ``on_timer(now_ms, key)`` with ``now_ms >= deadline_ms``. A late or stale firing is harmless: the
   machine re-checks its own state and ignores a key it no longer cares about.
 * :class:`CancelTimer` ``(key)``: drop the timer ``key`` if armed (a no-op otherwise).
-* :class:`Persist` ``(record)``: append ``record`` (see :mod:`coordinator.group.records`) to the durable log.
+* :class:`Persist` ``(record)``: append ``record`` (see :mod:`coordinator.core.group.records`) to the durable log.
   The machine treats it as **written synchronously and successfully**: the shell must finish the append before it
   delivers any :class:`Respond` that comes *after* the Persist in the same effect list (a SyncGroup answer after
   the group record, an OffsetCommit answer after its offsets). Write failures are not modelled.
@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from coordinator.group.errors import ErrorCode
-from coordinator.group.records import Record
+from coordinator.core.group.errors import ErrorCode
+from coordinator.core.group.records import Record
 
 __all__ = [
     "EMIT_COMMIT",
@@ -452,7 +452,7 @@ class Persist:
 
     ``write`` is an id (replicated mode's two-phase writes: a commit's offsets, a SyncGroup's group record): every
     Persist of one effect list with the same id is one batch, appended together; the shell reports its outcome
-    with :meth:`~coordinator.group.machine.GroupCoordinator.persisted` (``write``, the append's error code). The
+    with :meth:`~coordinator.core.group.machine.GroupCoordinator.persisted` (``write``, the append's error code). The
     machine answers the request behind it and makes the records visible only then."""
 
     record: Record

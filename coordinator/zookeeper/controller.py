@@ -26,10 +26,10 @@ Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``):
     (also once at failover: ``dead`` are the brokers gone since the previous controller was seen, itself
     included, so the death of a controller is detected by its successor's event);
     ``onBrokerFailure`` and ``onBrokerStartup`` become one pass over every partition with
-    :func:`coordinator.replication.decisions.after_broker_change` (new leader from the live ISR, leader -1 when
+    :func:`coordinator.core.replication.decisions.after_broker_change` (new leader from the live ISR, leader -1 when
     none, dead followers out of the ISR, offline partitions elected again when a broker returns);
   - ``TopicChangeListener`` / ``PartitionModificationsListener``: a new topic or partition gets its first state
-    (:func:`~coordinator.replication.decisions.initial_state`), written with ``create`` (an existing znode: the
+    (:func:`~coordinator.core.replication.decisions.initial_state`), written with ``create`` (an existing znode: the
     state is decided from what is there instead, never overwritten blindly);
   - every write to an existing state znode is a ``set`` conditional on the zkVersion just read
     (``ReplicationUtils.updateLeaderAndIsr``); a lost write is re-read and decided again; a state written by a
@@ -38,9 +38,9 @@ Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``):
   - a decision writes nothing once its term is over or the client is on another session than the one the broker
     was elected under (a session lost mid-decision; 0.9 has that hole: :meth:`Controller._may_write`).
 
-DECIDED deviations (see also :mod:`coordinator.zk`): no LeaderAndIsr / UpdateMetadata requests (kio has no
+DECIDED deviations (see also :mod:`coordinator.zookeeper.registration`): no LeaderAndIsr / UpdateMetadata requests (kio has no
 schema for them): brokers watch the state znodes themselves. 0.9 makes one write per dead replica; this makes one
-per partition per broker change (same final state, :mod:`coordinator.replication.decisions`). No partition
+per partition per broker change (same final state, :mod:`coordinator.core.replication.decisions`). No partition
 reassignment, preferred replica election, controlled shutdown or topic deletion.
 
 Threads: all controller work runs in order on one worker thread of its own (ZooKeeper watch callbacks only hand
@@ -63,10 +63,10 @@ from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, No
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordinator.config import ReplicationConfig
-from coordinator.replication.decisions import after_broker_change, initial_state
-from coordinator.replication.election import ControllerMoved, StateChangeFailed
-from coordinator.replication.errors import MalformedState
-from coordinator.replication.state import (
+from coordinator.core.replication.decisions import after_broker_change, initial_state
+from coordinator.core.replication.election import ControllerMoved, StateChangeFailed
+from coordinator.core.replication.errors import MalformedState
+from coordinator.core.replication.state import (
     CONTROLLER_EPOCH_PATH,
     CONTROLLER_PATH,
     PartitionState,

@@ -31,9 +31,9 @@ Contract
 
 Replicated mode (``config.replication.enabled``; everything above stays as it is without it):
 
-* the broker registers as above, then runs for controller (:class:`coordinator.controller.Controller`: the 0.9
+* the broker registers as above, then runs for controller (:class:`coordinator.zookeeper.controller.Controller`: the 0.9
   ``/controller`` + ``/controller_epoch`` election and, while it holds it, the controller's partition state
-  writes), and follows every partition state znode (:class:`coordinator.zk_states.StateFollower`: the
+  writes), and follows every partition state znode (:class:`coordinator.zookeeper.states.StateFollower`: the
   ClusterView's ``set_partition_info`` for every topic, ``sink.apply_state`` for the partitions assigned to it,
   :meth:`write_isr` for the leader's ISR writes);
 * topics are created with a replica assignment over the live brokers (:meth:`create_topic`,
@@ -61,13 +61,13 @@ from kazoo.retry import KazooRetry
 
 from coordinator.cluster import ClusterView, Node
 from coordinator.config import BrokerConfig
-from coordinator.controller import Controller
+from coordinator.core.replication.assignment import assign_replicas
+from coordinator.core.replication.errors import InvalidReplicationFactor
+from coordinator.core.replication.state import ConditionalResult, PartitionState
 from coordinator.ports import OFFSETS_TOPIC, PartitionStateSink
-from coordinator.replication.assignment import assign_replicas
-from coordinator.replication.errors import InvalidReplicationFactor
-from coordinator.replication.state import ConditionalResult, PartitionState
 from coordinator.topics import Topic, TopicExists, TopicStore
-from coordinator.zk_states import StateFollower
+from coordinator.zookeeper.controller import Controller
+from coordinator.zookeeper.states import StateFollower
 from harness.kernel.errors import Unreachable
 from harness.kernel.history import History, NullHistory
 from legacy_zk.paths import (
@@ -427,7 +427,7 @@ class ZkRegistration:
 
         ``replication_factor`` None: ``replication.default_replication_factor``, or min(3, live brokers) when
         that is None. Raises :class:`~coordinator.topics.TopicExists` when the znode exists and
-        :class:`~coordinator.replication.errors.InvalidReplicationFactor` when the factor exceeds the live brokers.
+        :class:`~coordinator.core.replication.errors.InvalidReplicationFactor` when the factor exceeds the live brokers.
         """
         live = self.live_brokers()
         if replication_factor is None:
@@ -472,7 +472,7 @@ class ZkRegistration:
         self, topic: str, partition: int, state: PartitionState, expected_zk_version: int
     ) -> ConditionalResult:
         """The :class:`~coordinator.ports.IsrWriter` port (replicated mode only; see
-        :meth:`coordinator.zk_states.StateFollower.write_isr`)."""
+        :meth:`coordinator.zookeeper.states.StateFollower.write_isr`)."""
         if self.states is None:
             raise RuntimeError("write_isr needs replication enabled")
         return await self.states.write_isr(topic, partition, state, expected_zk_version)

@@ -3,15 +3,15 @@
 
 This module holds data and the invariants that are local to one group (counts, leader, protocol support,
 ``validPreviousStates``). Everything that produces effects (timers, responses, records) lives in
-:mod:`coordinator.group.machine` and the modules it delegates to.
+:mod:`coordinator.core.group.machine` and the modules it delegates to.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.group.api import GroupState
-from coordinator.group.member import Member
+from coordinator.core.group.api import GroupState
+from coordinator.core.group.member import Member
 
 __all__ = ["VALID_PREVIOUS_STATES", "Group", "IllegalTransition", "OffsetEntry"]
 

@@ -2,27 +2,27 @@
 """The replication and controller rules of Kafka 0.9, as a pure core.
 
 No sockets, threads, clocks or ZooKeeper client: time is passed in and ZooKeeper writes are returned for the
-caller to make. The ZooKeeper shell (:mod:`coordinator.zk`, :mod:`coordinator.controller`,
-:mod:`coordinator.zk_states`) makes those writes; the replica manager applies the partition rules.
+caller to make. The ZooKeeper shell (:mod:`coordinator.zookeeper.registration`, :mod:`coordinator.zookeeper.controller`,
+:mod:`coordinator.zookeeper.states`) makes those writes; the replica manager applies the partition rules.
 
 Modules (each docstring names its apache/kafka 0.9.0.1 sources):
 
-* :mod:`~coordinator.replication.partition` -- one partition on one broker: leader or follower, ISR
+* :mod:`~coordinator.core.replication.partition` -- one partition on one broker: leader or follower, ISR
   expansion and shrink (``replica.lag.time.max.ms``), log end offsets, the high watermark, acks=-1 and
   ``min.insync.replicas``, LeaderAndIsr with the leader-epoch check;
-* :mod:`~coordinator.replication.election` -- offline partition leader election (clean, or unclean as an
+* :mod:`~coordinator.core.replication.election` -- offline partition leader election (clean, or unclean as an
   option), the controller election through ``/controller`` and ``/controller_epoch``, epoch refusal rules;
-* :mod:`~coordinator.replication.state` -- the znode payloads (partition state, ``/controller``,
+* :mod:`~coordinator.core.replication.state` -- the znode payloads (partition state, ``/controller``,
   ``/controller_epoch``) and the zkVersion conditional update;
-* :mod:`~coordinator.replication.errors` -- Kafka error codes and exceptions;
-* :mod:`~coordinator.replication.assignment` -- ``AdminUtils.assignReplicasToBrokers`` (fixed start);
-* :mod:`~coordinator.replication.decisions` -- the controller's per-partition writes (new partition, broker
+* :mod:`~coordinator.core.replication.errors` -- Kafka error codes and exceptions;
+* :mod:`~coordinator.core.replication.assignment` -- ``AdminUtils.assignReplicasToBrokers`` (fixed start);
+* :mod:`~coordinator.core.replication.decisions` -- the controller's per-partition writes (new partition, broker
   failure and startup).
 """
 
-from coordinator.replication.assignment import assign_replicas
-from coordinator.replication.decisions import NO_LEADER, Decision, after_broker_change, initial_state
-from coordinator.replication.election import (
+from coordinator.core.replication.assignment import assign_replicas
+from coordinator.core.replication.decisions import NO_LEADER, Decision, after_broker_change, initial_state
+from coordinator.core.replication.election import (
     ControllerElection,
     ControllerEpochGate,
     ControllerMoved,
@@ -33,14 +33,14 @@ from coordinator.replication.election import (
     stale_controller_epoch,
     stale_leader_epoch,
 )
-from coordinator.replication.errors import (
+from coordinator.core.replication.errors import (
     InvalidReplicationFactor,
     MalformedState,
     NoReplicaOnline,
     NotAssignedReplica,
     ReplicationError,
 )
-from coordinator.replication.partition import (
+from coordinator.core.replication.partition import (
     UNKNOWN_OFFSET,
     AcksCheck,
     Append,
@@ -48,7 +48,7 @@ from coordinator.replication.partition import (
     Partition,
     Transition,
 )
-from coordinator.replication.state import (
+from coordinator.core.replication.state import (
     ConditionalResult,
     PartitionState,
     conditional_update,

@@ -8,7 +8,7 @@ Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/server/``): ``ReplicaF
 * a Fetch with ``replica_id`` = this broker's id, ``max_wait`` = ``replica.fetch.wait.max.ms``, ``min_bytes`` 1
   (``replica.fetch.min.bytes``), each partition at its log end offset with ``replica.fetch.max.bytes``;
 * each partition's answer goes to :meth:`ReplicaManager.follower_fetched
-  <coordinator.replica_manager.ReplicaManager.follower_fetched>` (append at the leader's offsets, HW = min(LEO,
+  <coordinator.replicas.manager.ReplicaManager.follower_fetched>` (append at the leader's offsets, HW = min(LEO,
   leader HW); offset out of range: truncate);
 * a partition error (e.g. NOT_LEADER_OR_FOLLOWER from a broker that is not, or not yet, the leader) or a
   connection failure backs the whole fetcher off for ``replica.fetch.backoff.ms`` (1000 in 0.9;
@@ -33,7 +33,7 @@ from kafka.protocol.consumer import FetchRequest
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
 from coordinator.rawclient import AsyncRawClient
-from coordinator.replica_manager import ReplicaManager
+from coordinator.replicas.manager import ReplicaManager
 
 __all__ = ["FETCH_VERSION", "FetcherManager", "REPLICA_FETCH_BACKOFF_MS"]
 

@@ -16,7 +16,7 @@ __all__ = ["ErrorCode"]
 class ErrorCode(IntEnum):
     """Wire error codes (spec 2.15). Retriable ones (14, 15, 16) are retried by clients. The produce errors
     (4, 6, 10, 18, 19, 20, 56) are outcomes of a replicated append that the coordinator maps (see
-    :mod:`coordinator.group.ownership`); they are never sent to a group client as they are."""
+    :mod:`coordinator.core.group.ownership`); they are never sent to a group client as they are."""
 
     UNKNOWN_SERVER_ERROR = -1
     NONE = 0

@@ -2,7 +2,7 @@
 """Admin requests of the classic group coordinator: DescribeGroups, ListGroups, DeleteGroups (Kafka
 ``GroupCoordinator.handleDescribeGroup`` / ``handleListGroups`` / ``handleDeleteGroups``).
 
-The :class:`~coordinator.group.machine.GroupCoordinator` delegates here with its group table and its ownership
+The :class:`~coordinator.core.group.machine.GroupCoordinator` delegates here with its group table and its ownership
 check (loading, not owned); DeleteGroups also gets the machine's state transition (which emits the ``group_state`` event).
 """
 
@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.group.api import (
+from coordinator.core.group.api import (
     TIMER_PENDING,
     CancelTimer,
     DeletedGroup,
@@ -30,9 +30,9 @@ from coordinator.group.api import (
     Persist,
     Respond,
 )
-from coordinator.group.errors import ErrorCode
-from coordinator.group.group import Group
-from coordinator.group.records import GroupTombstoneRecord
+from coordinator.core.group.errors import ErrorCode
+from coordinator.core.group.group import Group
+from coordinator.core.group.records import GroupTombstoneRecord
 
 __all__ = ["Status", "Transition", "delete_groups", "describe_groups", "list_groups"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from coordinator.replication.errors import InvalidReplicationFactor
+from coordinator.core.replication.errors import InvalidReplicationFactor
 
 __all__ = ["assign_replicas"]
 
