@@ -109,7 +109,7 @@ from coordinator.core.group.group import Group, OffsetEntry
 from coordinator.core.group.loading import group_record, load_record
 from coordinator.core.group.member import Member
 from coordinator.core.group.offsets import PreparedCommit
-from coordinator.core.group.ownership import Ownership, commit_error, group_write_error
+from coordinator.core.group.ownership import Ownership, WholeOwnership, commit_error, group_write_error
 from coordinator.core.group.records import Record
 
 __all__ = ["GroupCoordinator", "REMOVED_GROUP_MAX_SIZE"]
@@ -174,9 +174,9 @@ class GroupCoordinator:
         self._new_uuid: Callable[[], str] = new_uuid if new_uuid is not None else (lambda: str(uuid.uuid4()))
         self._emit_events = emit_events
         self._groups: dict[str, Group] = {}
-        self._loading = False
-        #: Replicated mode (:meth:`own_by_partition`): offsets partitions owned / loading; None: single broker.
-        self._ownership: Ownership | None = None
+        #: Which groups this machine serves and which load (single broker: all; replicated mode, after
+        #: :meth:`own_by_partition`: per offsets partition).
+        self._own: WholeOwnership | Ownership = WholeOwnership()
         #: Two-phase writes awaiting :meth:`persisted`, by write id.
         self._writes: dict[int, _PendingCommit | _PendingSync] = {}
         #: Offsets acknowledged while their partition loads, by partition and group: applied when it is loaded.
@@ -189,45 +189,35 @@ class GroupCoordinator:
     def loading(self) -> bool:
         """True between :meth:`begin_loading` and :meth:`finish_loading` (replicated mode: while any offsets
         partition loads)."""
-        if self._ownership is not None:
-            return bool(self._ownership.loading)
-        return self._loading
+        return self._own.any_loading
 
     @property
     def replicated(self) -> bool:
         """True once :meth:`own_by_partition` switched the machine to replicated mode."""
-        return self._ownership is not None
+        return isinstance(self._own, Ownership)
 
     def own_by_partition(self, offsets_partitions: int) -> None:
         """Switch to replicated mode, before any group exists: the machine owns only the offsets
         partitions loaded with ``begin_loading(p)`` ... ``finish_loading(now_ms, p)`` (of ``offsets_partitions``)
         and persists commits and SyncGroup's group record in two phases (:class:`~coordinator.core.group.api.Persist`
         with a ``write`` id, then :meth:`persisted`). Raises ``ValueError`` if groups exist or it is on already."""
-        if self._ownership is not None or self._groups or self._loading:
+        if self.replicated or self._groups or self._own.any_loading:
             raise ValueError("replicated mode must be chosen before anything is loaded")
-        self._ownership = Ownership(offsets_partitions)
+        self._own = Ownership(offsets_partitions)
 
     def partition_for(self, group_id: str) -> int | None:
         """The offsets partition of ``group_id`` in replicated mode; None in single-broker mode."""
-        return self._ownership.partition_for(group_id) if self._ownership is not None else None
+        return self._own.partition_for(group_id)
 
     def partition_status(self, partition: int) -> str:
         """``"owned"``, ``"loading"`` or ``"not_owned"`` (replicated mode; single-broker mode: ``"owned"``, or
         ``"loading"`` while loading)."""
-        own = self._ownership
-        if own is None:
-            return "loading" if self._loading else "owned"
-        if partition in own.loading:
-            return "loading"
-        return "owned" if partition in own.owned else "not_owned"
+        return self._own.partition_status(partition)
 
     def _status(self, group_id: str) -> ErrorCode | None:
         """Kafka 3.7 ``validateGroupStatus`` after the group id check: COORDINATOR_LOAD_IN_PROGRESS (the group's
         partition loads), NOT_COORDINATOR (replicated mode: not owned), None (served)."""
-        own = self._ownership
-        if own is None:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else None
-        return own.status(group_id)
+        return self._own.status(group_id)
 
     def group(self, group_id: str) -> Group | None:
         """The live group object, for inspection by tests and simulators. Do not mutate it."""
@@ -949,7 +939,7 @@ class GroupCoordinator:
             req.member_id,
             len(group.members),
         )
-        if self._ownership is not None:
+        if isinstance(self._own, Ownership):
             # Replicated mode: storeGroup's callback (persisted) moves the group on once the record is written.
             write = self._next_write
             self._next_write += 1
@@ -1137,7 +1127,8 @@ class GroupCoordinator:
             # Commits count as liveness. In PreparingRebalance the generation has not been bumped yet, so a
             # member of the previous generation may still commit.
             self._schedule_heartbeat(group.members[req.member_id], now_ms, out)
-        if self._ownership is None:
+        own = self._own
+        if not isinstance(own, Ownership):
             offsets.store_offsets(
                 group,
                 req,
@@ -1154,7 +1145,7 @@ class GroupCoordinator:
         )
         if pending is not None:
             self._next_write += 1
-            self._writes[write] = _PendingCommit(pending, self._ownership.partition_for(group.group_id))
+            self._writes[write] = _PendingCommit(pending, own.partition_for(group.group_id))
         return out
 
     def offset_fetch(self, now_ms: int, req: OffsetFetchRequest) -> OffsetFetchResponse:
@@ -1188,7 +1179,7 @@ class GroupCoordinator:
     def on_timer(self, now_ms: int, key: TimerKey) -> list[Effect]:
         """A timer armed by :class:`~coordinator.core.group.api.SetTimer` fired. Stale or unknown keys are ignored."""
         out: list[Effect] = []
-        if self._loading or len(key) < 2:
+        if len(key) < 2:
             return out
         kind, group_id = key[0], key[1]
         # Keys are the machine's own: group ids and member ids are str, generations int; anything else is stale.
@@ -1378,15 +1369,15 @@ class GroupCoordinator:
         ``finish_loading(now_ms, partition)``; other partitions are unaffected. A partition already loading or
         owned stays as it is (3.7: "Already loading"; an owned one is not reloaded) and nothing is returned.
         ``ValueError`` for a partition out of range, or for the wrong mode."""
-        own = self._ownership
-        if own is None:
+        own = self._own
+        if not isinstance(own, Ownership):
             if partition is not None:
                 raise ValueError("begin_loading(partition) needs replicated mode (own_by_partition)")
             out: list[Effect] = []
             for group in list(self._groups.values()):
                 self._unload_group(group, out)
             self._groups.clear()
-            self._loading = True
+            own.loading = True
             return out
         if partition is None:
             raise ValueError(
@@ -1434,8 +1425,8 @@ class GroupCoordinator:
         group and its offsets. Raises (changing nothing) for a record that cannot be a group's state: a member id
         twice, a static instance id twice (:func:`~coordinator.core.group.loading.load_record`); in replicated mode
         ``ValueError`` for a record of a group whose offsets partition is not loading."""
-        own = self._ownership
-        if own is not None:
+        own = self._own
+        if isinstance(own, Ownership):
             group_id = getattr(record, "group_id", None)
             if not isinstance(group_id, str) or own.partition_for(group_id) not in own.loading:
                 raise ValueError(f"record of group {group_id!r}: its offsets partition is not loading")
@@ -1447,11 +1438,11 @@ class GroupCoordinator:
         ``partition``, which becomes owned (Ready); nothing happens if it is not loading (its load was cancelled
         by :meth:`unload`)."""
         out: list[Effect] = []
-        own = self._ownership
-        if own is None:
+        own = self._own
+        if not isinstance(own, Ownership):
             if partition is not None:
                 raise ValueError("finish_loading(now_ms, partition) needs replicated mode (own_by_partition)")
-            self._loading = False
+            own.loading = False
             loaded = list(self._groups.values())
         else:
             if partition is None:
@@ -1491,8 +1482,8 @@ class GroupCoordinator:
         Its requests get NOT_COORDINATOR from now on. Two-phase writes still in flight are answered when their
         :meth:`persisted` comes (the write may have been replicated: Kafka answers from its callback too).
         ``now_ms`` stamps nothing today (Kafka's transition keeps the state timestamp) but is the input's clock."""
-        own = self._ownership
-        if own is None:
+        own = self._own
+        if not isinstance(own, Ownership):
             raise ValueError("unload(partition) needs replicated mode (own_by_partition)")
         own.check(partition)
         del now_ms
@@ -1586,8 +1577,8 @@ class GroupCoordinator:
         (the write is committed, but the load may have read the log before it was). Not owned: nowhere (the next
         load reads it from the log). Kafka applies it to the group object that accepted it, which a reload
         replaced: its loader reads up to the log end, ours below the high watermark, hence the difference."""
-        own = self._ownership
-        assert own is not None
+        own = self._own
+        assert isinstance(own, Ownership)
         group_id = pending.commit.group.group_id
         partition = pending.offsets_partition
         if partition in own.loading:

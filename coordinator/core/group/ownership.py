@@ -11,8 +11,10 @@ partition is *not owned*, *loading* (elected leader, its groups being read: Catc
 ``GroupCoordinator.validateGroupStatus``'s answer after the group id check: COORDINATOR_LOAD_IN_PROGRESS for a
 loading partition (checked first), NOT_COORDINATOR for one not owned, None for an owned one.
 
-Single-broker mode (``partitions`` None): no partitions; every group is owned, and the whole machine loads at
-once (``loading`` is the machine's own flag).
+Single-broker mode (:class:`WholeOwnership`): no partitions; every group is owned, and the whole machine loads at
+once. The machine asks either kind the same questions (:attr:`~Ownership.any_loading`, ``partition_for``,
+``partition_status``, ``status``), so only its durability steps (how it loads, and whether writes are two-phase)
+differ by mode.
 
 Error mapping of a failed append (the commit and group-record write callbacks):
 
@@ -36,7 +38,7 @@ from functools import lru_cache
 from coordinator.core.group.errors import ErrorCode
 from harness.kernel.javacompat import partition_for
 
-__all__ = ["Ownership", "commit_error", "group_write_error"]
+__all__ = ["Ownership", "WholeOwnership", "commit_error", "group_write_error"]
 
 _partition_for = lru_cache(maxsize=100_000)(partition_for)
 
@@ -77,6 +79,32 @@ def group_write_error(append_error: int) -> ErrorCode:
     return _E.UNKNOWN_SERVER_ERROR
 
 
+class WholeOwnership:
+    """Single-broker mode: every group is owned; ``loading`` between the machine's ``begin_loading()`` and
+    ``finish_loading(now_ms)`` (see the module docstring)."""
+
+    __slots__ = ("loading",)
+
+    def __init__(self) -> None:
+        self.loading = False
+
+    @property
+    def any_loading(self) -> bool:
+        return self.loading
+
+    def partition_for(self, group_id: str) -> int | None:
+        """None: there are no offsets partitions."""
+        return None
+
+    def partition_status(self, partition: int) -> str:
+        """``"loading"`` while loading, else ``"owned"`` (any partition number)."""
+        return "loading" if self.loading else "owned"
+
+    def status(self, group_id: str) -> ErrorCode | None:
+        """COORDINATOR_LOAD_IN_PROGRESS while loading, else None."""
+        return _E.COORDINATOR_LOAD_IN_PROGRESS if self.loading else None
+
+
 class Ownership:
     """The offsets partitions of one coordinator: not owned, loading, owned (see the module docstring)."""
 
@@ -92,6 +120,17 @@ class Ownership:
     def partition_for(self, group_id: str) -> int:
         """``partitionFor(group_id)``: the offsets partition that holds the group."""
         return _partition_for(group_id, self.partitions)
+
+    @property
+    def any_loading(self) -> bool:
+        """True while any partition loads."""
+        return bool(self.loading)
+
+    def partition_status(self, partition: int) -> str:
+        """``"loading"``, ``"owned"`` or ``"not_owned"``."""
+        if partition in self.loading:
+            return "loading"
+        return "owned" if partition in self.owned else "not_owned"
 
     def check(self, partition: int) -> None:
         """Raise ``ValueError`` for a partition number outside ``[0, partitions)``."""
