@@ -44,8 +44,8 @@ Contract
   :class:`~coordinator.replicas.manager.ReplicaManager` (the data path of every partition: leader or follower)
   with its :class:`~coordinator.replicas.fetcher.FetcherManager`; the ZooKeeper registration is built with the
   manager as its partition-state sink and the history, and is the manager's ISR writer and the data
-  plane's topic creator; the group coordinator gets the manager as its replicated log. :meth:`Broker.stop` stops the
-  fetchers, then the manager (led partitions resigned: leadership listeners told ``on_resigned``, parked
+  plane's topic creator; the group coordinator gets the manager as its replicated log. :meth:`Broker.stop`
+  stops the fetchers, then the manager (led partitions resigned: leadership listeners told ``on_resigned``, parked
   produces answered; the high-watermark checkpoint written), then the registration.
 """
 
@@ -276,9 +276,9 @@ class Broker:
         """``history`` receives ``broker_request`` counters and group events (the harness passes its
         writer, source ``broker-<id>``, role ``broker``); None drops them. The broker closes it at stop.
 
-        ``cluster`` and ``zk_factory`` (called as :class:`coordinator.zookeeper.registration.ZkRegistration` is) replace the
-        cluster view and the ZooKeeper registration: tests of the replicated data path feed partition states
-        themselves."""
+        ``cluster`` and ``zk_factory`` (called as :class:`coordinator.zookeeper.registration.ZkRegistration`
+        is) replace the cluster view and the ZooKeeper registration: tests of the replicated data path feed
+        partition states themselves."""
         self.config = config
         self.history: History = history if history is not None else NullHistory()
         data_dir = Path(config.data_dir) if config.data_dir is not None else None
