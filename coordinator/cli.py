@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from coordinator.config import DEFAULT_MAX_REQUEST_BYTES, BrokerConfig, ReplicationConfig
-from coordinator.group.config import GroupConfig
+from coordinator.core.group.config import GroupConfig
 from harness.kernel.errors import ConfigError, HerdlabError
 from harness.kernel.history import History
 

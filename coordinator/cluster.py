@@ -1,4 +1,4 @@
-"""Who is in the cluster and which broker coordinates which group. Pure; fed by :mod:`coordinator.zk`.
+"""Who is in the cluster and which broker coordinates which group. Pure; fed by :mod:`coordinator.zookeeper.registration`.
 
 Contract
 --------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coordinator.group.config import GroupConfig
+from coordinator.core.group.config import GroupConfig
 from harness.kernel.errors import ConfigError
 
 __all__ = ["BrokerConfig", "DEFAULT_MAX_REQUEST_BYTES", "ReplicationConfig"]

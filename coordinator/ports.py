@@ -3,11 +3,11 @@
 
 Three parts meet here; each side is written against these protocols only:
 
-* the **ZooKeeper shell** (:mod:`coordinator.zk`, :mod:`coordinator.controller`): the 0.9 layout, the
+* the **ZooKeeper shell** (:mod:`coordinator.zookeeper.registration`, :mod:`coordinator.zookeeper.controller`): the 0.9 layout, the
   controller, partition state znodes. It feeds partition states to a :class:`PartitionStateSink` and offers
   the leaders' conditional ISR writes as an :class:`IsrWriter`;
 * the **replica manager** (the data path: partition logs as leader or follower, followers fetching, the ISR and
-  high watermark rules of :mod:`coordinator.replication`): it is the :class:`PartitionStateSink` and the
+  high watermark rules of :mod:`coordinator.core.replication`): it is the :class:`PartitionStateSink` and the
   :class:`ReplicatedLog`;
 * the **group coordinator** (:mod:`coordinator.groups` and its runner): it keeps its groups and offsets in the
   ``__consumer_offsets`` partitions through a :class:`ReplicatedLog` and follows their leadership through a
@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from coordinator.replication.state import ConditionalResult, PartitionState
+from coordinator.core.replication.state import ConditionalResult, PartitionState
 
 __all__ = [
     "OFFSETS_TOPIC",

@@ -6,7 +6,7 @@ Contract
   ``host:port`` (port 0: any free port, see :attr:`Broker.port`), registers in ZooKeeper when
   configured, starts loading the group log in the background (group APIs answer
   COORDINATOR_LOAD_IN_PROGRESS until it is done; damaged lines are skipped, see
-  :mod:`coordinator.group_log`) and finally writes the ready file.
+  :mod:`coordinator.groups.log`) and finally writes the ready file.
 * Connections are served concurrently; each one serves **one request at a time**, as Kafka's muted
   channel does (spec 2.19): the next request of a connection is read and decoded only after the
   response to the previous one was written (or, for Produce with acks=0, found to be none). A
@@ -38,14 +38,14 @@ Contract
   "rejected": {"malformed": 1, ...}}`` (``handling_us``: summed synchronous handling time -- decode
   and handler, not the wait of a parked request; ``rejected``: connections closed or requests
   refused, by reason; ``group_failure`` counts groups reset after an internal error, see
-  :mod:`coordinator.group_runner`). Nothing is written for an interval without requests. Cheap: two counter
+  :mod:`coordinator.groups.runner`). Nothing is written for an interval without requests. Cheap: two counter
   increments per request.
 * **Replication** (``replication.enabled``): the broker runs a
-  :class:`~coordinator.replica_manager.ReplicaManager` (the data path of every partition: leader or follower)
-  with its :class:`~coordinator.replica_fetcher.FetcherManager`; the ZooKeeper registration is built with the
-  manager as its partition-state sink and the history, and is the manager's ISR writer and the dataplane's
-  topic creator; the group coordinator gets the manager as its replicated log. :meth:`Broker.stop` stops the
-  fetchers, then the manager (led partitions resigned: leadership listeners told ``on_resigned``, parked
+  :class:`~coordinator.replicas.manager.ReplicaManager` (the data path of every partition: leader or follower)
+  with its :class:`~coordinator.replicas.fetcher.FetcherManager`; the ZooKeeper registration is built with the
+  manager as its partition-state sink and the history, and is the manager's ISR writer and the data
+  plane's topic creator; the group coordinator gets the manager as its replicated log. :meth:`Broker.stop`
+  stops the fetchers, then the manager (led partitions resigned: leadership listeners told ``on_resigned``, parked
   produces answered; the high-watermark checkpoint written), then the registration.
 """
 
@@ -74,13 +74,15 @@ from coordinator.api_keys import ApiKey
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
 from coordinator.context import RequestContext
+from coordinator.core.group.machine import GroupCoordinator
 from coordinator.dataplane import DATA_VERSIONS, DataPlane
-from coordinator.group.machine import GroupCoordinator
-from coordinator.group_log import GroupLog
-from coordinator.group_runner import GroupFailure
+from coordinator.dataplane.local import LocalBackend
+from coordinator.dataplane.replicated import ReplicatedBackend
 from coordinator.groups import GROUP_VERSIONS, GroupApis
-from coordinator.replica_fetcher import FetcherManager
-from coordinator.replica_manager import ReplicaManager
+from coordinator.groups.log import GroupLog
+from coordinator.groups.runner import GroupFailure
+from coordinator.replicas.fetcher import FetcherManager
+from coordinator.replicas.manager import ReplicaManager
 from coordinator.topics import TopicStore
 from coordinator.wire import (
     ZERO_TD,
@@ -274,9 +276,9 @@ class Broker:
         """``history`` receives ``broker_request`` counters and group events (the harness passes its
         writer, source ``broker-<id>``, role ``broker``); None drops them. The broker closes it at stop.
 
-        ``cluster`` and ``zk_factory`` (called as :class:`coordinator.zk.ZkRegistration` is) replace the
-        cluster view and the ZooKeeper registration: tests of the replicated data path feed partition states
-        themselves."""
+        ``cluster`` and ``zk_factory`` (called as :class:`coordinator.zookeeper.registration.ZkRegistration`
+        is) replace the cluster view and the ZooKeeper registration: tests of the replicated data path feed
+        partition states themselves."""
         self.config = config
         self.history: History = history if history is not None else NullHistory()
         data_dir = Path(config.data_dir) if config.data_dir is not None else None
@@ -289,15 +291,18 @@ class Broker:
                 cluster = ClusterView(config.broker_id, config.offsets_partitions)
         self.cluster = cluster
         self._zk_factory = zk_factory
-        self.data = DataPlane(config, self.store, self.cluster)
         self.replicas: ReplicaManager | None = None
         self.fetchers: FetcherManager | None = None
         group_extra: dict[str, Any] = {}
+        self.partitions: LocalBackend | ReplicatedBackend
         if replicated:
             self.replicas = ReplicaManager(config, self.store, self.cluster, self.history)
             self.fetchers = FetcherManager(config, self.replicas, self.cluster)
-            self.data.replicas = self.replicas
+            self.partitions = ReplicatedBackend(config, self.store, self.cluster, self.replicas)
             group_extra = {"replicated": self.replicas, "replication": config.replication}
+        else:
+            self.partitions = LocalBackend(config, self.store, self.cluster)
+        self.data = DataPlane(config, self.store, self.cluster, self.partitions)
         self.group_log = GroupLog(data_dir / "groups") if data_dir is not None else None
         self.machine = machine or GroupCoordinator(config.group)
         self.rejected: Counter[str] = Counter()
@@ -454,7 +459,7 @@ class Broker:
             loop = asyncio.get_running_loop()
             factory: Callable[..., Any] | None = self._zk_factory
             if factory is None:
-                from coordinator.zk import ZkRegistration
+                from coordinator.zookeeper.registration import ZkRegistration
 
                 factory = ZkRegistration
             zk: Any
@@ -465,14 +470,11 @@ class Broker:
             else:
                 zk = factory(cfg, self.store, self.cluster, self.port, loop)
             self._zk_executor = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="zk-calls")
-            self.data.zookeeper_executor = self._zk_executor
             await loop.run_in_executor(self._zk_executor, zk.start)
             self.zk = zk
             if self.replicas is not None:
                 self.replicas.isr_writer = zk
-                self.data.create_topic = zk.create_topic
-            else:
-                self.data.claim_topic = zk.claim_topic
+            self.partitions.attach(zk, self._zk_executor)
         if cfg.metrics_interval_s > 0:
             self._spawn(self._report_loop())
         self.history.emit(

@@ -63,6 +63,7 @@ __all__ = [
     "encode_response",
     "error_response",
     "make",
+    "milliseconds",
     "nested",
     "peek_header",
 ]
@@ -72,6 +73,11 @@ MIN_FRAME = 8
 _PEEK = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 ZERO_TD = datetime.timedelta(0)
+
+
+def milliseconds(td: datetime.timedelta) -> int:
+    """A kio duration in whole milliseconds (rounded)."""
+    return round(td.total_seconds() * 1000)
 
 
 class CloseConnection(Exception):

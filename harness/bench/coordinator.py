@@ -74,7 +74,7 @@ async def _handling(members: int, heartbeats: int, rounds: int) -> dict[str, lis
     from kafka.protocol.consumer import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 
     from coordinator.config import BrokerConfig
-    from coordinator.group.config import GroupConfig
+    from coordinator.core.group.config import GroupConfig
     from coordinator.inprocess import InProcessClient
     from coordinator.server import Broker
     from coordinator.wire import encode_response

@@ -7,7 +7,7 @@ Contract
 unit. What is real and what is modelled:
 
 * **The broker** (:class:`~harness.sim.coordinator_broker.SimBroker`) runs THE SAME pure core as the real
-  broker, :class:`coordinator.group.machine.GroupCoordinator`, configured as the real rig configures it
+  broker, :class:`coordinator.core.group.machine.GroupCoordinator`, configured as the real rig configures it
   (``group.initial.rebalance.delay.ms``, ``group.min.session.timeout.ms`` from the scenario). Its shell
   is modelled: one event loop serving requests FIFO, ``broker_service_s`` each, ``network_one_way_s``
   each way; timers at their deadlines (no service cost). It writes the real broker's events (source

@@ -8,7 +8,7 @@ Contract
   writes one ``group_request`` event when it runs, as the real server does when it decodes one; every request
   is counted by API for the ``broker_request`` snapshots (every ``metrics_interval_s``, only when something
   was counted, and once at :meth:`close`).
-* The machine's effects are applied as :mod:`coordinator.group_runner` applies them: ``Respond`` delivers
+* The machine's effects are applied as :mod:`coordinator.groups.runner` applies them: ``Respond`` delivers
   the response to the request's reply callback ``network_one_way_s`` later; an answer to another, parked
   request (the answers a completing JoinGroup, SyncGroup or timer sends) first holds the loop for
   ``broker_response_s`` + ``broker_response_per_member_s`` times the answers sent together per client
@@ -32,9 +32,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.group import api as g
-from coordinator.group.config import GroupConfig
-from coordinator.group.machine import GroupCoordinator
+from coordinator.core.group import api as g
+from coordinator.core.group.config import GroupConfig
+from coordinator.core.group.machine import GroupCoordinator
 from harness.kernel.events import COORDINATION_APIS
 from harness.kernel.history import History
 from harness.kernel.javacompat import partition_for

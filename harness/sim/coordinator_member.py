@@ -62,8 +62,8 @@ from typing import Any
 
 from greenlet import getcurrent
 
-from coordinator.group import api as g
-from coordinator.group.errors import ErrorCode
+from coordinator.core.group import api as g
+from coordinator.core.group.errors import ErrorCode
 from harness.kernel.history import History
 from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder
 from harness.scenario.model import Scenario

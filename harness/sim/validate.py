@@ -119,7 +119,7 @@ def repeated_joins(syncs: Sequence[Sync]) -> Counter[str]:
       before it (the coordinator, stable with that member's protocols unchanged, answers the JoinGroup
       with the same generation): one JoinGroup and one SyncGroup;
     * the leader's: a leader's JoinGroup in Stable always rebalances (Kafka's ``GroupCoordinator``;
-      herdlab's :mod:`coordinator.group.machine`), so it is a whole round more: a generation with the same
+      herdlab's :mod:`coordinator.core.group.machine`), so it is a whole round more: a generation with the same
       members and the same leader as the generation before it in the window, that is every member's
       JoinGroup and SyncGroup once more and the leader's Metadata refresh after the round (no
       OffsetFetch: the same members get the same assignment).

@@ -18,14 +18,14 @@ from kazoo.client import KazooClient
 
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig, ReplicationConfig
-from coordinator.replication.election import ControllerEpochGate, stale_leader_epoch
-from coordinator.replication.state import (
+from coordinator.core.replication.election import ControllerEpochGate, stale_leader_epoch
+from coordinator.core.replication.state import (
     PartitionState,
     decode_partition_state,
     partition_state_path,
 )
 from coordinator.topics import TopicStore
-from coordinator.zk import ZkRegistration
+from coordinator.zookeeper.registration import ZkRegistration
 from tests.support.recording import RecordingHistory
 from tests.support.waiting import wait_until
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from coordinator.group import (
+from coordinator.core.group import (
     CancelTimer,
     Effect,
     Emit,

@@ -7,8 +7,8 @@ import asyncio
 from typing import Any
 
 from coordinator.cluster import ClusterView, Node, PartitionInfo
-from coordinator.replication.errors import InvalidReplicationFactor
-from coordinator.replication.state import ConditionalResult, PartitionState, conditional_update
+from coordinator.core.replication.errors import InvalidReplicationFactor
+from coordinator.core.replication.state import ConditionalResult, PartitionState, conditional_update
 from coordinator.topics import TopicExists
 
 

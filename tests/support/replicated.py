@@ -13,8 +13,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from coordinator.config import BrokerConfig, ReplicationConfig
-from coordinator.group import GroupConfig, encode_record
-from coordinator.group.machine import GroupCoordinator
+from coordinator.core.group import GroupConfig, encode_record
+from coordinator.core.group.machine import GroupCoordinator
 from coordinator.groups import GroupApis
 from coordinator.ports import OFFSETS_TOPIC, AppendResult, LeadershipListener
 from coordinator.server import Broker

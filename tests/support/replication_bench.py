@@ -44,7 +44,7 @@ class _StaticZk:
 
     def _deliver(self) -> None:
         from coordinator.cluster import Node, PartitionInfo
-        from coordinator.replication.state import PartitionState
+        from coordinator.core.replication.state import PartitionState
 
         self.cluster.set_peers({i: Node(i, "127.0.0.1", p) for i, p in self.ports.items()})
         replicas = tuple(sorted(self.ports))
@@ -59,7 +59,7 @@ class _StaticZk:
         return name == TOPIC
 
     async def write_isr(self, topic: str, partition: int, state: Any, expected: int) -> Any:
-        from coordinator.replication.state import conditional_update
+        from coordinator.core.replication.state import conditional_update
 
         result = conditional_update(self.version, expected)
         if result.succeeded:

@@ -17,8 +17,8 @@ from kazoo.client import KazooClient
 
 from coordinator.cluster import PartitionInfo
 from coordinator.config import ReplicationConfig
-from coordinator.replication.errors import InvalidReplicationFactor
-from coordinator.replication.state import (
+from coordinator.core.replication.errors import InvalidReplicationFactor
+from coordinator.core.replication.state import (
     ConditionalResult,
     PartitionState,
     encode_partition_state,

@@ -32,7 +32,7 @@ from kafka.protocol.consumer import (
 from kafka.protocol.metadata import MetadataRequest
 
 from coordinator.config import BrokerConfig
-from coordinator.group.config import GroupConfig
+from coordinator.core.group.config import GroupConfig
 from coordinator.rawclient import RawClient
 from coordinator.server import Broker
 from harness.cluster.broker import BrokerProcess

@@ -17,9 +17,9 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.protocol.producer import ProduceRequest
 
 from coordinator.config import BrokerConfig, ReplicationConfig
+from coordinator.core.replication.state import PartitionState
 from coordinator.inprocess import LoopThread
 from coordinator.rawclient import RawClient
-from coordinator.replication.state import PartitionState
 from coordinator.server import Broker
 from tests.support.batches import batch
 from tests.support.replicas import FakeZk, ListHistory, replicated_cluster

@@ -32,8 +32,13 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer import ProduceRequest
 from kafka.structs import TopicPartition
 
-from coordinator.group.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord, encode_record
-from coordinator.group_log import LOG_NAME
+from coordinator.core.group.records import (
+    GroupMetadataRecord,
+    MemberRecord,
+    OffsetCommitRecord,
+    encode_record,
+)
+from coordinator.groups.log import LOG_NAME
 from coordinator.rawclient import RawClient
 from harness.cluster.broker import BrokerProcess
 from harness.cluster.zookeeper import ZooKeeperServer

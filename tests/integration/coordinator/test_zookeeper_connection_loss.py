@@ -22,9 +22,9 @@ from kazoo.exceptions import ConnectionLoss
 
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig, ReplicationConfig
-from coordinator.controller import Controller
 from coordinator.topics import TopicStore
-from coordinator.zk import ZkRegistration
+from coordinator.zookeeper.controller import Controller
+from coordinator.zookeeper.registration import ZkRegistration
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.faults.proxy import ProxyHost, TcpProxy
 from tests.support.controller_rig import (
@@ -294,7 +294,7 @@ def test_a_broker_cut_from_zookeeper_tries_again_about_every_second_and_is_back_
     zookeeper: ZooKeeperServer,
 ) -> None:
     # Kafka's broker (ZooKeeper's Java client) tries again at most about a second apart however long the outage
-    # (coordinator.zk.RECONNECT_MAX_DELAY_S; kazoo's jitter makes a wait 0.6-1.4 times its delay). In a 10 s cut
+    # (coordinator.zookeeper.registration.RECONNECT_MAX_DELAY_S; kazoo's jitter makes a wait 0.6-1.4 times its delay). In a 10 s cut
     # that refuses every attempt: attempts after 0, 0.1, 0.2, 0.4 and 0.8 s of back-off (x 0.6-1.4: at most
     # 2.1 s), then every 0.6-1.4 s, so at least 10 (the proxy counts them). kazoo's default doubles its delay
     # without a bound below an hour: its 9th attempt comes at least 0.6 x 25.5 s = 15.3 s after the cut, so

@@ -26,8 +26,8 @@ from kafka.protocol.consumer import (
 
 from coordinator.cluster import Node
 from coordinator.config import BrokerConfig
-from coordinator.group.records import OffsetCommitRecord
-from coordinator.group_log import GroupLog
+from coordinator.core.group.records import OffsetCommitRecord
+from coordinator.groups.log import GroupLog
 from coordinator.inprocess import InProcessClient
 from coordinator.server import Broker
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.group import (
+from coordinator.core.group import (
     DescribeGroupsRequest,
     ErrorCode,
     GroupConfig,
@@ -119,7 +119,7 @@ def test_replay_keeps_static_replacement() -> None:
 
 
 def test_replay_of_tombstone_drops_group_and_offsets() -> None:
-    from coordinator.group import DeleteGroupsRequest
+    from coordinator.core.group import DeleteGroupsRequest
 
     d = Driver()
     d.commit(offsets=[("t", 0, 1)])

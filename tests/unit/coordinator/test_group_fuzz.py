@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from coordinator.group import ErrorCode, GroupConfig, GroupState
+from coordinator.core.group import ErrorCode, GroupConfig, GroupState
 from tests.support.group_driver import Driver, G
 
 S = GroupState

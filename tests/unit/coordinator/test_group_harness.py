@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group import (
+from coordinator.core.group import (
     ErrorCode,
     GroupConfig,
     GroupMetadataRecord,

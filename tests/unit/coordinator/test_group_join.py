@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group import ErrorCode, GroupConfig, GroupState, JoinGroupMember
+from coordinator.core.group import ErrorCode, GroupConfig, GroupState, JoinGroupMember
 from tests.support.group_driver import Driver, G
 
 S = GroupState

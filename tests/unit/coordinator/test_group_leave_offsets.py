@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group import (
+from coordinator.core.group import (
     DescribeGroupsRequest,
     ErrorCode,
     GroupState,
@@ -202,7 +202,7 @@ def test_offset_metadata_size_limit(length: int, error: ErrorCode) -> None:
 def test_offset_metadata_too_large_is_per_partition() -> None:
     d = Driver()
     tok = d.token()
-    from coordinator.group import OffsetCommitPartition, OffsetCommitRequest
+    from coordinator.core.group import OffsetCommitPartition, OffsetCommitRequest
 
     req = OffsetCommitRequest(
         G, [OffsetCommitPartition("t", 0, 5, "ok"), OffsetCommitPartition("t", 1, 6, "y" * 5000)]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.group import (
+from coordinator.core.group import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     Effect,
@@ -24,7 +24,7 @@ from coordinator.group import (
     Persist,
     Record,
 )
-from coordinator.group.ownership import commit_error, group_write_error
+from coordinator.core.group.ownership import commit_error, group_write_error
 from tests.support.group_driver import Driver
 
 S = GroupState

@@ -20,7 +20,7 @@ import pytest
 from kafka.protocol.consumer import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 
 from coordinator.config import BrokerConfig
-from coordinator.group import (
+from coordinator.core.group import (
     ErrorCode,
     GroupConfig,
     GroupMetadataRecord,
@@ -28,9 +28,9 @@ from coordinator.group import (
     JoinGroupResponse,
     OffsetFetchRequest,
 )
-from coordinator.group.group import Group
-from coordinator.group.machine import GroupCoordinator
-from coordinator.group_runner import GroupFailure
+from coordinator.core.group.group import Group
+from coordinator.core.group.machine import GroupCoordinator
+from coordinator.groups.runner import GroupFailure
 from coordinator.inprocess import InProcessClient
 from coordinator.server import Broker
 from harness.history.writer import HistoryWriter, read_events

@@ -24,14 +24,14 @@ from kafka.protocol.consumer import (
 )
 
 from coordinator.config import BrokerConfig, ReplicationConfig
-from coordinator.group import (
+from coordinator.core.group import (
     GroupMetadataRecord,
     OffsetCommitRecord,
     decode_record,
 )
-from coordinator.group.machine import GroupCoordinator
-from coordinator.group_runner import GroupRunner
-from coordinator.group_store import TopicGroupStore
+from coordinator.core.group.machine import GroupCoordinator
+from coordinator.groups.runner import GroupRunner
+from coordinator.groups.store import TopicGroupStore
 from coordinator.inprocess import InProcessClient
 from coordinator.ports import OFFSETS_TOPIC
 from coordinator.server import Broker

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.group import ErrorCode, GroupMetadataRecord, GroupState, JoinGroupMember
+from coordinator.core.group import ErrorCode, GroupMetadataRecord, GroupState, JoinGroupMember
 from tests.support.group_driver import Driver, G
 
 S = GroupState

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group import (
+from coordinator.core.group import (
     ErrorCode,
     GroupState,
     HeartbeatRequest,

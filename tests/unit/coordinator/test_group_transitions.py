@@ -6,14 +6,14 @@ from collections.abc import Callable
 
 import pytest
 
-from coordinator.group import (
+from coordinator.core.group import (
     DeleteGroupsRequest,
     ErrorCode,
     GroupMetadataRecord,
     GroupState,
     GroupTombstoneRecord,
 )
-from coordinator.group.group import VALID_PREVIOUS_STATES, Group, IllegalTransition
+from coordinator.core.group.group import VALID_PREVIOUS_STATES, Group, IllegalTransition
 from tests.support.group_driver import Driver, G
 
 S = GroupState

@@ -9,7 +9,7 @@ import pytest
 
 from coordinator.partition_log import SEGMENT_NAME, NonContiguous, PartitionLog
 from coordinator.records import decode_records, encode_batch, split_batches
-from coordinator.replica_checkpoint import read_checkpoint, write_checkpoint
+from coordinator.replicas.checkpoint import read_checkpoint, write_checkpoint
 from tests.support.batches import batch, read_back
 
 
@@ -119,7 +119,7 @@ def test_boundary_at_or_below_is_a_batch_end() -> None:
 
 
 def test_core_follower_truncate_lowers_leo_and_hw() -> None:
-    from coordinator.replication import Partition, PartitionState, ReplicationError
+    from coordinator.core.replication import Partition, PartitionState, ReplicationError
 
     core = Partition("t", 0, 2, now_ms=0, leo=5, hw=4)
     core.become_follower(PartitionState(1, 0, (1, 2), 1), 0, (1, 2), now_ms=0)  # truncates to HW 4

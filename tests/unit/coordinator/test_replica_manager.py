@@ -12,9 +12,9 @@ import pytest
 
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig, ReplicationConfig
+from coordinator.core.replication.state import ConditionalResult, PartitionState
 from coordinator.records import split_batches
-from coordinator.replica_manager import FENCED_LEADER_EPOCH, REQUEST_TIMED_OUT, ProduceResult, ReplicaManager
-from coordinator.replication.state import ConditionalResult, PartitionState
+from coordinator.replicas.manager import FENCED_LEADER_EPOCH, REQUEST_TIMED_OUT, ProduceResult, ReplicaManager
 from coordinator.topics import TopicStore
 from tests.support.batches import batch, read_back
 from tests.support.replicas import FakeStates, ListHistory

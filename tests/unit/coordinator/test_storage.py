@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.group.records import (
+from coordinator.core.group.records import (
     GroupMetadataRecord,
     GroupTombstoneRecord,
     MemberRecord,
     OffsetCommitRecord,
     encode_record,
 )
-from coordinator.group_log import LOG_NAME, GroupLog, live_records
+from coordinator.groups.log import LOG_NAME, GroupLog, live_records
 from coordinator.records import split_batches
 from coordinator.topics import InvalidPartitions, InvalidTopic, TopicExists, TopicStore, validate_topic_name
 from tests.support.batches import batch

@@ -10,8 +10,8 @@ import pytest
 from kafka.protocol.consumer import HeartbeatRequest, JoinGroupRequest, OffsetFetchRequest
 
 from coordinator.config import BrokerConfig
-from coordinator.group.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord
-from coordinator.group_log import LOG_NAME, GroupLog
+from coordinator.core.group.records import GroupMetadataRecord, MemberRecord, OffsetCommitRecord
+from coordinator.groups.log import LOG_NAME, GroupLog
 from coordinator.inprocess import InProcessClient
 from coordinator.server import Broker
 

@@ -37,7 +37,7 @@ from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from coordinator.api_keys import ApiKey
 from coordinator.config import BrokerConfig
-from coordinator.group.config import GroupConfig
+from coordinator.core.group.config import GroupConfig
 from coordinator.inprocess import InProcessClient, LoopbackPeer
 from coordinator.server import SERVED_VERSIONS, Broker
 from tests.support.batches import batch, read_back

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.zk import topic_payload
+from coordinator.zookeeper.registration import topic_payload
 from legacy_zk.paths import (
     MalformedZnode,
     decode_broker,

@@ -1,5 +1,5 @@
 """The ZooKeeper shell's ISR-write events: ``isr_change`` and ``fenced``
-what=isr_write are emitted once, by :class:`coordinator.zk_states.StateFollower.write_isr`, and not at all for a
+what=isr_write are emitted once, by :class:`coordinator.zookeeper.states.StateFollower.write_isr`, and not at all for a
 write that was not made because the broker is stopping. The kazoo client is a stand-in (only ``set``/``get``)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, ConnectionLoss
 
 from coordinator.cluster import ClusterView
-from coordinator.replication.state import ConditionalResult, PartitionState, encode_partition_state
-from coordinator.zk_states import StateFollower
+from coordinator.core.replication.state import ConditionalResult, PartitionState, encode_partition_state
+from coordinator.zookeeper.states import StateFollower
 from tests.support.replicas import ListHistory
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.group.api import GroupState
+from coordinator.core.group.api import GroupState
 from harness.scenario.loading import load_scenario
 from harness.scenario.model import Scenario
 from harness.sim.clock import NS_PER_S, VirtualScheduler
@@ -504,9 +504,9 @@ def test_a_join_found_done_is_sent_again_when_the_io_thread_runs_the_next_poll(t
 def _fail_j0s_first_sync(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Make the group machine answer j0's first SyncGroup REBALANCE_IN_PROGRESS at once (every other
     request as it would); the list it returns gets the machine's time of that answer."""
-    from coordinator.group import api as g
-    from coordinator.group.errors import ErrorCode
-    from coordinator.group.machine import GroupCoordinator
+    from coordinator.core.group import api as g
+    from coordinator.core.group.errors import ErrorCode
+    from coordinator.core.group.machine import GroupCoordinator
 
     real_sync = GroupCoordinator.sync_group
     failed: list[int] = []
@@ -762,7 +762,7 @@ def test_the_broker_sends_parked_answers_one_after_another_and_serves_the_next_r
     0.65 + 1.75 = 2.40, 4.15 and 5.90 ms and arrive 0.05 ms later; a request issued at 0.80 ms (arriving
     at 1.35, while the loop sends) is served after the last, at 5.90 + 0.1 = 6.00 ms. With none of that
     cost every answer arrives at 0.70 and the second request is served at 1.45."""
-    from coordinator.group import api as g
+    from coordinator.core.group import api as g
     from harness.sim.coordinator_broker import SimBroker
     from harness.sim.workload import SimTopic
 

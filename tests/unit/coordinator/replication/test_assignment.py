@@ -1,11 +1,11 @@
-"""0.9 replica assignment with a fixed start (coordinator.replication.assignment), worked out by hand."""
+"""0.9 replica assignment with a fixed start (coordinator.core.replication.assignment), worked out by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from coordinator.replication.assignment import assign_replicas
-from coordinator.replication.errors import InvalidReplicationFactor
+from coordinator.core.replication.assignment import assign_replicas
+from coordinator.core.replication.errors import InvalidReplicationFactor
 
 
 def test_three_brokers_factor_three_leaders_round_robin_and_followers_shift_after_each_round() -> None:

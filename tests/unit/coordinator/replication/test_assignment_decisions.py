@@ -1,12 +1,12 @@
-"""The controller's per-partition decisions (coordinator.replication.decisions), worked out by hand."""
+"""The controller's per-partition decisions (coordinator.core.replication.decisions), worked out by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from coordinator.replication.decisions import Decision, after_broker_change, initial_state
-from coordinator.replication.election import StateChangeFailed
-from coordinator.replication.state import PartitionState as S
+from coordinator.core.replication.decisions import Decision, after_broker_change, initial_state
+from coordinator.core.replication.election import StateChangeFailed
+from coordinator.core.replication.state import PartitionState as S
 
 
 def test_initial_state_leads_with_the_first_live_assigned_replica_and_the_live_ones_are_the_isr() -> None:

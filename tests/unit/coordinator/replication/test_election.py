@@ -1,10 +1,10 @@
-"""Offline partition leader election, the controller election and epoch refusal (coordinator.replication.election)."""
+"""Offline partition leader election, the controller election and epoch refusal (coordinator.core.replication.election)."""
 
 from __future__ import annotations
 
 import pytest
 
-from coordinator.replication.election import (
+from coordinator.core.replication.election import (
     ControllerElection,
     ControllerEpochGate,
     ControllerMoved,
@@ -15,8 +15,8 @@ from coordinator.replication.election import (
     stale_controller_epoch,
     stale_leader_epoch,
 )
-from coordinator.replication.errors import NoReplicaOnline
-from coordinator.replication.state import PartitionState
+from coordinator.core.replication.errors import NoReplicaOnline
+from coordinator.core.replication.state import PartitionState
 
 
 def test_the_leader_is_the_first_assigned_replica_in_the_live_isr_and_the_isr_is_the_live_isr() -> None:

@@ -1,4 +1,4 @@
-"""One partition's replication rules (coordinator.replication.partition), on a fake clock (``now_ms`` passed in).
+"""One partition's replication rules (coordinator.core.replication.partition), on a fake clock (``now_ms`` passed in).
 
 Broker 1 is local; the partition is assigned to brokers 1, 2, 3. Every expected value is worked out in the
 test's comments from the 0.9 rules: HW = min LEO over the ISR, never backwards; a follower is caught up when
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.replication.errors import (
+from coordinator.core.replication.errors import (
     NONE,
     NOT_ENOUGH_REPLICAS,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND,
@@ -21,8 +21,8 @@ from coordinator.replication.errors import (
     NotAssignedReplica,
     ReplicationError,
 )
-from coordinator.replication.partition import AcksCheck, Append, IsrChange, Partition, Transition
-from coordinator.replication.state import (
+from coordinator.core.replication.partition import AcksCheck, Append, IsrChange, Partition, Transition
+from coordinator.core.replication.state import (
     ConditionalResult,
     PartitionState,
     conditional_update,

@@ -1,11 +1,12 @@
-"""coordinator.replication is pure: no module of it imports sockets, threads, clocks, asyncio or ZooKeeper."""
+"""coordinator.core.replication is pure: no module of it imports sockets, threads, clocks, asyncio or ZooKeeper."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-import coordinator.replication
+import coordinator.core
+import coordinator.core.replication
 
 IMPURE = {
     "socket",
@@ -31,7 +32,7 @@ def imported_roots(path: Path) -> set[str]:
 
 
 def test_no_replication_module_imports_io_threads_clocks_or_zookeeper() -> None:
-    package = Path(coordinator.replication.__file__).parent
+    package = Path(coordinator.core.replication.__file__).parent
     modules = sorted(package.glob("*.py"))
     assert {m.name for m in modules} >= {
         "__init__.py",
@@ -43,3 +44,17 @@ def test_no_replication_module_imports_io_threads_clocks_or_zookeeper() -> None:
     for module in modules:
         assert imported_roots(module) & IMPURE == set(), module.name
         assert module.read_text().startswith("# pyright: strict\n"), module.name
+
+
+def test_no_core_module_imports_io_threads_clocks_or_zookeeper() -> None:
+    root = Path(coordinator.core.__file__).parent
+    modules = sorted(root.rglob("*.py"))
+    assert {m.relative_to(root).as_posix() for m in modules} >= {
+        "__init__.py",
+        "group/machine.py",
+        "group/api.py",
+        "replication/partition.py",
+    }
+    for module in modules:
+        assert imported_roots(module) & IMPURE == set(), module
+        assert module.read_text().startswith("# pyright: strict\n"), module

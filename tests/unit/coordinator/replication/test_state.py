@@ -1,11 +1,11 @@
-"""The 0.9 znode payloads of replication and the zkVersion conditional update (coordinator.replication.state)."""
+"""The 0.9 znode payloads of replication and the zkVersion conditional update (coordinator.core.replication.state)."""
 
 from __future__ import annotations
 
 import pytest
 
-from coordinator.replication.errors import MalformedState
-from coordinator.replication.state import (
+from coordinator.core.replication.errors import MalformedState
+from coordinator.core.replication.state import (
     ConditionalResult,
     PartitionState,
     conditional_update,

@@ -1,0 +1,10 @@
+# pyright: strict
+"""The broker's pure core: rules without IO, threads, sockets or clocks (time comes in as arguments).
+
+* :mod:`coordinator.core.group` -- the classic group coordinator as a state machine (requests in, effects out);
+* :mod:`coordinator.core.replication` -- Kafka 0.9's replication rules (partition states, elections, the ISR and
+  the high watermark, replica assignment).
+
+Nothing here imports the shells around it (sockets, timers, logs, persistence, ZooKeeper): an import contract in
+``pyproject.toml`` checks that.
+"""

@@ -1,0 +1,101 @@
+# pyright: strict
+"""Loading: groups and offsets from the durable group log, and the group record that goes into it (Kafka
+``GroupMetadataManager.loadGroupsAndOffsets`` / ``storeGroup``).
+
+:func:`load_record` replays one record into the machine's group table; :func:`group_record` is the inverse for a
+group's membership. The machine's ``begin_loading`` / ``finish_loading`` (Kafka ``onGroupUnloaded`` /
+``onGroupLoaded``) stay in :class:`~coordinator.core.group.machine.GroupCoordinator`: they produce effects.
+"""
+
+from __future__ import annotations
+
+from coordinator.core.group.api import GroupState
+from coordinator.core.group.group import Group, OffsetEntry
+from coordinator.core.group.member import Member
+from coordinator.core.group.records import (
+    GroupMetadataRecord,
+    GroupTombstoneRecord,
+    MemberRecord,
+    OffsetCommitRecord,
+    Record,
+)
+
+__all__ = ["group_record", "load_record"]
+
+
+def load_record(groups: dict[str, Group], record: Record | object) -> None:
+    """Replay one persisted record (in log order) into ``groups``. Offsets are last-writer-wins; the last group
+    record of a group replaces its membership (loaded as Stable, or Empty if it has no members) and keeps its
+    offsets; a tombstone drops the group and its offsets. Raises (changing nothing) for a record that cannot be a
+    group's state: a member id twice, a static instance id twice; and ``TypeError`` for a record of another kind.
+    """
+    if isinstance(record, OffsetCommitRecord):
+        group = groups.get(record.group_id)
+        if group is None:
+            group = Group(record.group_id, GroupState.EMPTY, record.commit_timestamp_ms)
+            groups[record.group_id] = group
+        group.offsets[(record.topic, record.partition)] = OffsetEntry(
+            record.offset, record.leader_epoch, record.metadata, record.commit_timestamp_ms
+        )
+    elif isinstance(record, GroupMetadataRecord):
+        if len({m.member_id for m in record.members}) != len(record.members):
+            raise ValueError(f"group {record.group_id}: a member id appears twice")
+        previous = groups.get(record.group_id)
+        group = Group(
+            record.group_id, GroupState.STABLE if record.members else GroupState.EMPTY, record.timestamp_ms
+        )
+        group.generation_id = record.generation_id
+        group.protocol_type = record.protocol_type or None
+        group.protocol_name = record.protocol_name
+        group.leader_id = record.leader_id
+        for m in record.members:
+            member = Member(
+                record.group_id,
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                record.protocol_type or "",
+                [(record.protocol_name or "", m.subscription)],
+                m.assignment,
+            )
+            group.add(member)
+        if previous is not None:
+            group.offsets = previous.offsets
+        groups[record.group_id] = group
+    elif isinstance(record, GroupTombstoneRecord):
+        groups.pop(record.group_id, None)
+    else:
+        raise TypeError(f"not a group coordinator record: {record!r}")
+
+
+def group_record(group: Group, now_ms: int) -> GroupMetadataRecord:
+    """``storeGroup``'s record: the group with the members' current assignments (no members when Empty)."""
+    protocol = group.protocol_name
+    members: tuple[MemberRecord, ...] = ()
+    if group.members:
+        assert protocol is not None
+        members = tuple(
+            MemberRecord(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata(protocol),
+                m.assignment,
+            )
+            for m in group.members.values()
+        )
+    return GroupMetadataRecord(
+        group.group_id,
+        group.generation_id,
+        group.protocol_type,
+        protocol,
+        group.leader_id if group.members else None,
+        now_ms,
+        members,
+    )

@@ -1,0 +1,716 @@
+# pyright: strict
+"""The effect runner: the asyncio shell that runs the pure :class:`~coordinator.core.group.machine.GroupCoordinator`.
+
+The kio adapters (:mod:`coordinator.groups`) turn requests into machine calls; this module runs those calls and
+applies the effects the machine returns. It knows nothing of the wire.
+
+Contract
+--------
+* :meth:`GroupRunner.call` runs one machine request (tagged by a :class:`Token` that carries the adapter's
+  conversion of the machine's response) and applies the returned effects in order:
+
+  - :class:`~coordinator.core.group.api.Respond` for the call's own token during the same call gives the converted
+    response directly (Heartbeat, most errors); otherwise ``call`` returns a future that a later Respond
+    completes (a parked JoinGroup or SyncGroup);
+  - ``SetTimer`` / ``CancelTimer`` keep one asyncio timer per key; a timer fires
+    ``on_timer(now_ms, key)`` with ``now_ms >= deadline``. Re-arming a timer to a later deadline
+    (every heartbeat) only records the new deadline: the armed handle re-arms itself when it fires
+    early, so a heartbeat costs no timer-heap work;
+  - ``Persist`` records go to the :class:`~coordinator.groups.log.GroupLog` (if any), written before
+    any later Respond of the same effect list is delivered. Replicated mode (a
+    :class:`~coordinator.groups.store.TopicGroupStore`): a two-phase write (``Persist.write``) is appended as
+    one batch in the background and its outcome goes back to the machine
+    (:meth:`~coordinator.core.group.machine.GroupCoordinator.persisted`), which answers the request behind it; a
+    commit refused by its append also gives a ``fenced`` event (what ``commit``, the append's error name).
+    Other records are appended in the background per offsets partition and a failure is only logged;
+  - ``Emit`` events go to the history with ``impl="coordinator"`` and the broker id; group state
+    transitions also get one INFO log line naming group, generation and members.
+
+* **Failures are loud, never a wedge.** Every machine call (a request or a timer) runs through
+  :meth:`GroupRunner.run`: if the machine raises, if applying an effect fails (a group-log write, a
+  timer), or if afterwards a group is in PreparingRebalance without an armed join timer, the runner
+  logs the error with its traceback, counts it (``group_failure`` in the broker's ``rejected``
+  counters), and resets the group (:meth:`~coordinator.core.group.machine.GroupCoordinator.reset_group`):
+  every parked JoinGroup / SyncGroup of it is answered (UNKNOWN_MEMBER_ID, or UNKNOWN_SERVER_ERROR
+  when its answer was lost in the failure), its timers go, and it continues Empty with its offsets,
+  so members simply join again. The request that hit the failure is answered UNKNOWN_SERVER_ERROR
+  (by the server, on :class:`GroupFailure`). A response that cannot be converted fails only that
+  request; an event that cannot be written to the history is logged.
+* Time is wall-clock milliseconds (record timestamps are meaningful across restarts).
+* Loading: :meth:`GroupRunner.load` replays the group log into the machine between
+  ``begin_loading`` and ``finish_loading``, yielding to the event loop between chunks, so requests
+  arriving meanwhile are answered by the machine (COORDINATOR_LOAD_IN_PROGRESS).
+* Replicated mode: the runner is the ``__consumer_offsets``
+  :class:`~coordinator.ports.LeadershipListener`. :meth:`GroupRunner.on_became_leader` loads the partition's
+  committed records in the background (events ``coordinator_load`` begin, then end with groups, offsets,
+  duration_ms); :meth:`GroupRunner.on_resigned` cancels a load in progress and unloads the partition
+  (``coordinator_load`` unload). An election older than the last epoch heard is ignored, and a partition
+  already loading or owned is not reloaded (Kafka 3.7 ``loadGroupsAndOffsets``). ``group_served`` is emitted for
+  the first answer without error to each group after its partition's load (:meth:`GroupRunner.maybe_served`).
+  ``commit`` / ``commit_rejected`` events carry ``offsets_partition`` and ``leader_epoch`` (-1 without
+  replication).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from coordinator.core.group import api as g
+from coordinator.core.group.errors import ErrorCode
+from coordinator.core.group.machine import GroupCoordinator
+from coordinator.core.group.records import OffsetCommitRecord, Record
+from coordinator.groups.log import GroupLog
+from coordinator.groups.store import TopicGroupStore
+from coordinator.ports import OFFSETS_TOPIC
+from harness.kernel.history import History
+from harness.kernel.javacompat import partition_for
+
+__all__ = ["GroupFailure", "GroupRunner", "Token", "now_ms"]
+
+log = logging.getLogger("coordinator")
+
+_LOAD_CHUNK = 2000
+
+
+@dataclass(slots=True)
+class _Tally:
+    """Records a load put into the machine and records it skipped."""
+
+    loaded: int = 0
+    skipped: int = 0
+
+
+_partition_for = lru_cache(maxsize=100_000)(partition_for)
+
+
+def _error_name(code: int) -> str:
+    """Kafka's name of a wire error code (the number itself when unknown)."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
+def now_ms() -> int:
+    """Wall-clock time in milliseconds (the runner's default clock)."""
+    return time.time_ns() // 1_000_000
+
+
+class GroupFailure(RuntimeError):
+    """A machine call or the application of its effects failed for a group; the group was reset."""
+
+
+class Token:
+    """Tags one request in the machine; carries where its answer goes.
+
+    ``convert`` turns the machine's response into what the caller answers (a kio response); it runs when the
+    machine responds, during the call or later. ``group`` / ``api`` name the request for ``group_served``."""
+
+    __slots__ = ("api", "convert", "error", "fut", "group", "response")
+
+    def __init__(self, convert: Callable[[Any], Any], group: str | None = None, api: str = "") -> None:
+        self.convert = convert
+        self.group = group
+        self.api = api
+        self.fut: asyncio.Future[Any] | None = None
+        self.response: Any = None
+        #: Set when ``convert`` failed for an answer given during the call itself.
+        self.error: BaseException | None = None
+
+
+class _Timer:
+    __slots__ = ("deadline_ms", "fires_ms", "handle")
+
+    def __init__(self, deadline_ms: int, fires_ms: int, handle: asyncio.TimerHandle) -> None:
+        self.deadline_ms = deadline_ms
+        self.fires_ms = fires_ms
+        self.handle = handle
+
+
+class GroupRunner:
+    """Runs machine calls and applies their effects: timers, group-log appends, responses, history events."""
+
+    def __init__(
+        self,
+        machine: GroupCoordinator,
+        history: History,
+        group_log: GroupLog | None = None,
+        *,
+        broker_id: int = 0,
+        clock: Callable[[], int] = now_ms,
+        rejected: Counter[str] | None = None,
+        store: TopicGroupStore | None = None,
+        offsets_partitions: int = 50,
+    ) -> None:
+        """``group_log`` is the file store (single-broker mode); ``store`` the topic store (replicated mode: the
+        machine must be in replicated mode too, and ``group_log`` is then not used)."""
+        if store is not None and not machine.replicated:
+            raise ValueError("a topic store needs the machine in replicated mode (own_by_partition)")
+        self.machine = machine
+        self.history = history
+        self.group_log = group_log if store is None else None
+        self.store = store
+        self.offsets_partitions = offsets_partitions
+        #: Replicated mode: the leader epoch last heard per offsets partition, the running loads, the groups
+        #: served since their partition's load ended (``group_served`` once per group per load), write tasks.
+        self.epochs: dict[int, int] = {}
+        self._loads: dict[int, asyncio.Task[None]] = {}
+        self._served: set[str] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        #: Seconds between two attempts of a load barrier that was not acknowledged.
+        self.barrier_retry_s = 0.1
+        self.broker_id = broker_id
+        self.clock = clock
+        #: Counters by reason; a group failure counts as ``group_failure`` (the broker reports them).
+        self.rejected: Counter[str] = rejected if rejected is not None else Counter()
+        self._timers: dict[Any, _Timer] = {}
+        #: Parked requests (JoinGroup / SyncGroup) by group, so that a failed group answers all of them.
+        self._waiting: dict[str, set[Token]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.loading = False
+
+    # ------------------------------------------------------------------ effects
+
+    def call(
+        self, token: Token, group_ids: Sequence[str], what: str, call: Callable[[], list[g.Effect]]
+    ) -> Any:
+        """Run a machine request for ``group_ids`` (see :meth:`run`); the handler's answer: the response, or a
+        future of it when the request is parked. Raises :class:`GroupFailure` (the request is then answered
+        UNKNOWN_SERVER_ERROR by the server) or the response conversion's error."""
+        self.run(group_ids, what, call)
+        if token.error is not None:
+            raise token.error
+        if token.response is not None:
+            return token.response
+        fut = asyncio.get_running_loop().create_future()
+        token.fut = fut
+        if group_ids:
+            waiting = self._waiting.setdefault(group_ids[0], set())
+            waiting.add(token)
+            fut.add_done_callback(lambda _f: waiting.discard(token))
+        return fut
+
+    def run(self, group_ids: Sequence[str], what: str, call: Callable[[], list[g.Effect]]) -> None:
+        """Call the machine and apply its effects; afterwards no group of ``group_ids`` may be wedged
+        (:meth:`GroupCoordinator.wedged`, or PreparingRebalance without an armed join timer).
+
+        Any exception -- in the machine, in applying an effect, or a wedged group -- is a loud failure: an ERROR
+        log line with the traceback, the ``group_failure`` counter, and every group of ``group_ids`` is reset
+        (:meth:`GroupCoordinator.reset_group`: parked requests answered, members rejoin). Then
+        :class:`GroupFailure` is raised.
+        """
+        try:
+            self.apply(call())
+            for group_id in group_ids:
+                why = self._wedged(group_id)
+                if why is not None:
+                    raise GroupFailure(f"group {group_id} is wedged after {what}: {why}")
+        except Exception as e:
+            self._fail(group_ids, what, e)
+            raise GroupFailure(f"{what} failed for group(s) {list(group_ids)}: {e}") from e
+
+    def _wedged(self, group_id: str) -> str | None:
+        why = self.machine.wedged(group_id)
+        if why is not None:
+            return why
+        group = self.machine.group(group_id)
+        if (
+            group is not None
+            and group.state is g.GroupState.PREPARING_REBALANCE
+            and group.join_key not in self._timers
+        ):
+            return "PreparingRebalance without an armed join timer"
+        return None
+
+    def _fail(self, group_ids: Sequence[str], what: str, error: BaseException) -> None:
+        self.rejected["group_failure"] += 1
+        log.error("group(s) %s: %s failed; resetting: %s", list(group_ids), what, error, exc_info=error)
+        for group_id in group_ids:
+            for key in [k for k in self._timers if len(k) > 1 and k[1] == group_id]:
+                self._timers.pop(key).handle.cancel()
+            try:
+                effects = self.machine.reset_group(self.clock(), group_id, f"{what} failed: {error}")
+            except Exception:
+                log.critical("group=%s cannot be reset; dropping it from memory", group_id, exc_info=True)
+                self.machine.drop_group(group_id)
+            else:
+                try:
+                    self.apply(effects)  # its one Persist comes last: a failed write loses only that
+                except Exception:
+                    log.error(
+                        "group=%s was reset, but its empty state was not written", group_id, exc_info=True
+                    )
+            for key in [k for k in self._timers if len(k) > 1 and k[1] == group_id]:
+                self._timers.pop(key).handle.cancel()
+            for token in list(self._waiting.pop(group_id, ())):
+                if token.fut is not None and not token.fut.done():
+                    token.fut.set_exception(GroupFailure(f"group {group_id}: {what} failed"))
+
+    def apply(self, effects: Iterable[g.Effect]) -> None:
+        """Apply machine effects in order (see the module docstring). A failing Persist or timer effect raises
+        (the caller resets the group); a response that cannot be converted fails that request only; a history
+        event that cannot be written is logged."""
+        pending: list[Record] = []
+        writes: dict[int, list[Record]] = {}
+        for effect in effects:
+            match effect:
+                case g.Respond():
+                    if pending:
+                        self._persist(pending)
+                        pending = []
+                    self._respond(effect.token, effect.response)
+                case g.SetTimer():
+                    self._set_timer(effect.key, effect.deadline_ms)
+                case g.CancelTimer():
+                    t = self._timers.pop(effect.key, None)
+                    if t is not None:
+                        t.handle.cancel()
+                case g.Persist():
+                    if effect.write is None:
+                        pending.append(effect.record)
+                    else:
+                        writes.setdefault(effect.write, []).append(effect.record)
+                case g.Emit():
+                    try:
+                        self._emit(effect)
+                    except Exception:
+                        log.exception("cannot record group event %s", effect.kind)
+        if pending:
+            self._persist(pending)
+        for write, records in writes.items():
+            self._persist_write(write, records)
+
+    def _persist(self, records: list[Record]) -> None:
+        """One-phase records: the file store writes them now; the topic store appends them in the background
+        per offsets partition and only logs a failure (Kafka 3.7 writes tombstones with acks 0 and only logs a
+        failed Empty-group record)."""
+        if self.store is None:
+            if self.group_log is not None:
+                self.group_log.append(records)
+            return
+        by_partition: dict[int, list[Record]] = {}
+        for r in records:
+            by_partition.setdefault(self.store.partition_for(r.group_id), []).append(r)
+        for partition, batch in by_partition.items():
+            self._spawn(self._append_logged(partition, batch))
+
+    def _persist_write(self, write: int, records: list[Record]) -> None:
+        """A two-phase write: the file store writes it and reports success at once; the topic store appends it
+        in the background and reports the outcome (:meth:`GroupCoordinator.persisted`) when it comes."""
+        if self.store is None:
+            if self.group_log is not None:
+                self.group_log.append(records)
+            self.apply(self.machine.persisted(write, 0, self.clock()))
+            return
+        self._spawn(self._append_write(write, records))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _append_logged(self, partition: int, records: list[Record]) -> None:
+        assert self.store is not None
+        try:
+            result = await self.store.append(partition, records)
+        except Exception:
+            log.exception("offsets_partition=%d: append of %d group records failed", partition, len(records))
+            return
+        if result.error != 0:
+            log.warning(
+                "offsets_partition=%d: %d group records (groups %s) not written: %s",
+                partition,
+                len(records),
+                sorted({r.group_id for r in records})[:5],
+                _error_name(result.error),
+            )
+
+    async def _append_write(self, write: int, records: list[Record]) -> None:
+        assert self.store is not None
+        group_id = records[0].group_id
+        partition = self.store.partition_for(group_id)
+        try:
+            result = await self.store.append(partition, records)
+            error, epoch = result.error, result.leader_epoch
+        except Exception:
+            log.exception("group=%s offsets_partition=%d: append failed", group_id, partition)
+            error, epoch = int(ErrorCode.UNKNOWN_SERVER_ERROR), self.epochs.get(partition, -1)
+        if error != 0 and isinstance(records[0], OffsetCommitRecord):
+            self._fenced_commit(group_id, partition, error, epoch)
+        with contextlib.suppress(GroupFailure):  # loud already (see run); the group was reset
+            self.run(
+                (group_id,),
+                f"write {write} outcome",
+                lambda: self.machine.persisted(write, error, self.clock(), epoch),
+            )
+
+    def _fenced_commit(self, group_id: str, partition: int, error: int, epoch: int) -> None:
+        name = _error_name(error)
+        group = self.machine.group(group_id)
+        log.warning(
+            "group=%s generation=%s offsets_partition=%d leader_epoch=%d: commit refused, its append failed: %s",
+            group_id,
+            group.generation_id if group is not None else "-",
+            partition,
+            epoch,
+            name,
+        )
+        try:
+            self.history.emit(
+                "fenced",
+                impl="coordinator",
+                broker_id=self.broker_id,
+                what="commit",
+                error=name,
+                group=group_id,
+                topic=OFFSETS_TOPIC,
+                partition=partition,
+            )
+        except Exception:
+            log.exception("cannot record a fenced event")
+
+    def _respond(self, token: Any, response: Any) -> None:
+        if not isinstance(token, Token):
+            return
+        if self.store is not None and token.group is not None:
+            self.maybe_served(token.group, token.api, response)
+        try:
+            converted = token.convert(response)
+        except Exception as e:
+            log.exception("cannot convert the answer %r", response)
+            if token.fut is None:
+                token.error = e
+            elif not token.fut.done():
+                token.fut.set_exception(e)
+            return
+        if token.fut is None:
+            token.response = converted
+        elif not token.fut.done():
+            token.fut.set_result(converted)
+
+    def _emit(self, effect: g.Emit) -> None:
+        fields = effect.fields
+        if effect.kind in (g.EMIT_COMMIT, g.EMIT_COMMIT_REJECTED) and "offsets_partition" not in fields:
+            # single-broker mode (and commits refused before any append): the contract's fields all the same
+            group = fields.get("group")
+            partition = _partition_for(group, self.offsets_partitions) if isinstance(group, str) else -1
+            epoch = self.epochs.get(partition, -1) if self.store is not None else -1
+            fields = {**fields, "offsets_partition": partition, "leader_epoch": epoch}
+        self.history.emit(effect.kind, impl="coordinator", broker_id=self.broker_id, **fields)
+        if effect.kind == g.EMIT_GROUP_STATE:
+            log.info(
+                "group=%s generation=%s state %s -> %s members=%s [%s]",
+                fields.get("group"),
+                fields.get("generation"),
+                fields.get("from_state"),
+                fields.get("to_state"),
+                fields.get("members"),
+                ",".join(self._member_ids(fields.get("group"))),
+            )
+        elif effect.kind == g.EMIT_MEMBER_REMOVED:
+            log.info(
+                "group=%s generation=%s member=%s removed (%s)",
+                fields.get("group"),
+                fields.get("generation"),
+                fields.get("member"),
+                fields.get("reason"),
+            )
+        elif effect.kind in (g.EMIT_REBALANCE_BEGIN, g.EMIT_REBALANCE_END, g.EMIT_MEMBER_ADDED):
+            log.debug("%s %s", effect.kind, fields)
+
+    def _member_ids(self, group: Any) -> list[str]:
+        if not isinstance(group, str):
+            return []
+        try:
+            described = self.machine.describe_groups(self.clock(), g.DescribeGroupsRequest([group]))
+        except Exception:  # a log line must never break the broker
+            return []
+        return [m.member_id for d in described.groups for m in d.members]
+
+    # ------------------------------------------------------------------ timers
+
+    def _set_timer(self, key: Any, deadline_ms: int) -> None:
+        t = self._timers.get(key)
+        if t is not None:
+            if t.fires_ms <= deadline_ms:
+                t.deadline_ms = deadline_ms  # the handle fires first and re-arms itself
+                return
+            t.handle.cancel()
+        self._arm(key, deadline_ms)
+
+    def _arm(self, key: Any, deadline_ms: int) -> None:
+        loop = self._loop or asyncio.get_running_loop()
+        self._loop = loop
+        delay = max(0.0, (deadline_ms - self.clock()) / 1000.0)
+        handle = loop.call_later(delay, self._fire, key)
+        self._timers[key] = _Timer(deadline_ms, deadline_ms, handle)
+
+    def _fire(self, key: Any) -> None:
+        t = self._timers.get(key)
+        if t is None:
+            return
+        now = self.clock()
+        if t.deadline_ms > now + 1:  # re-armed to a later deadline since this handle was set
+            self._arm(key, t.deadline_ms)
+            return
+        del self._timers[key]
+        group_id = key[1] if len(key) > 1 and isinstance(key[1], str) else None
+        due = max(now, t.deadline_ms)
+        with contextlib.suppress(GroupFailure):  # loud already (see run); the group was reset
+            self.run(
+                (group_id,) if group_id is not None else (),
+                f"timer {key}",
+                lambda: self.machine.on_timer(due, key),
+            )
+
+    def cancel_timers(self) -> None:
+        """Stop everything the runner has scheduled (the broker is stopping): timers, loads, appends."""
+        for t in self._timers.values():
+            t.handle.cancel()
+        self._timers.clear()
+        for task in [*self._loads.values(), *self._tasks]:
+            task.cancel()
+        self._loads.clear()
+
+    @property
+    def timer_count(self) -> int:
+        return len(self._timers)
+
+    # ------------------------------------------------------------------ loading
+
+    async def load(self) -> tuple[int, int]:
+        """Replay the group log into the machine; ``(records loaded, records skipped)``.
+
+        A line that does not decode (see :class:`~coordinator.groups.log.GroupLog`) or a record the machine
+        rejects is skipped with a warning naming its line; everything else is loaded. If reading the log
+        itself fails, the error propagates, and the groups loaded until then are served (Kafka's
+        ``loadGroupsAndOffsets`` logs the error and owns the partition all the same): loading always ends.
+        """
+        if self.store is not None:
+            raise RuntimeError(
+                "replicated mode loads per offsets partition, on leadership (on_became_leader)"
+            )
+        self.loading = True
+        self.apply(self.machine.begin_loading())
+        tally = _Tally()
+        try:
+            if self.group_log is not None:
+                path = self.group_log.path
+                await self._replay(
+                    ((f"group log {path} line {n}", r) for n, r in self.group_log.replay_lines()), tally
+                )
+                tally.skipped += self.group_log.skipped
+        finally:
+            self.apply(self.machine.finish_loading(self.clock()))
+            self.loading = False
+        return tally.loaded, tally.skipped
+
+    async def _replay(self, items: Iterable[tuple[str, Record]], tally: _Tally) -> None:
+        """Load each ``(where, record)`` into the machine in order, yielding to the loop every
+        ``_LOAD_CHUNK`` records; a record the machine rejects is skipped (counted in ``tally``) with a
+        warning naming ``where``."""
+        for where, record in items:
+            try:
+                self.machine.load(record)
+            except Exception as e:
+                tally.skipped += 1
+                log.warning("%s skipped: %s (%s: %s)", where, record, type(e).__name__, e)
+                continue
+            tally.loaded += 1
+            if tally.loaded % _LOAD_CHUNK == 0:
+                await asyncio.sleep(0)
+
+    # ------------------------------------------------------------------ replicated mode: leadership
+
+    def on_became_leader(self, partition: int, leader_epoch: int) -> None:
+        """:class:`~coordinator.ports.LeadershipListener`: this broker leads offsets partition ``partition``.
+        Loads its groups in the background (CatchUp: ``coordinator_load`` begin ... end); an epoch older than the
+        last one heard is refused, and a partition already loading or owned is not reloaded (Kafka 3.7
+        ``loadGroupsAndOffsets``: ``maybeUpdateCoordinatorEpoch``, "Already loading")."""
+        store = self.store
+        if store is None:
+            raise RuntimeError("leadership callbacks need the topic store (replicated mode)")
+        known = self.epochs.get(partition, -1)
+        if leader_epoch < known:
+            log.warning(
+                "offsets_partition=%d: leadership at epoch %d ignored, epoch %d already seen",
+                partition,
+                leader_epoch,
+                known,
+            )
+            return
+        self.epochs[partition] = leader_epoch
+        if self.machine.partition_status(partition) != "not_owned":
+            log.info(
+                "offsets_partition=%d: leader again at epoch %d, already served", partition, leader_epoch
+            )
+            return
+        self.apply(self.machine.begin_loading(partition))
+        log.info("offsets_partition=%d leader_epoch=%d: loading its groups", partition, leader_epoch)
+        self._emit_load("begin", partition, leader_epoch)
+        task = asyncio.ensure_future(self._load_partition(partition, leader_epoch, time.monotonic()))
+        self._loads[partition] = task
+        task.add_done_callback(
+            lambda t: self._loads.pop(partition, None) if self._loads.get(partition) is t else None
+        )
+
+    def on_resigned(self, partition: int, leader_epoch: int) -> None:
+        """:class:`~coordinator.ports.LeadershipListener`: this broker no longer leads ``partition``: a load in
+        progress is cancelled, its groups are unloaded (``coordinator_load`` unload; Kafka 3.7 ``onResignation``).
+        Nothing happens for a partition it neither loads nor owns."""
+        self.epochs[partition] = max(leader_epoch, self.epochs.get(partition, -1))
+        task = self._loads.pop(partition, None)
+        if task is not None:
+            task.cancel()
+        if self.machine.partition_status(partition) == "not_owned":
+            return
+        effects = self.machine.unload(partition, self.clock())
+        for key in [k for k in self._timers if len(k) > 1 and isinstance(k[1], str)]:
+            if self.machine.partition_for(key[1]) == partition:
+                self._timers.pop(key).handle.cancel()  # the machine cancels its own; nothing of it may fire
+        self.apply(effects)
+        self._served = {gid for gid in self._served if self.machine.partition_for(gid) != partition}
+        log.info(
+            "offsets_partition=%d leader_epoch=%d: resigned, its groups unloaded", partition, leader_epoch
+        )
+        self._emit_load("unload", partition, leader_epoch)
+
+    async def _load_partition(self, partition: int, leader_epoch: int, started: float) -> None:
+        """Read ``partition``'s committed records into the machine, yielding to the loop every chunk; then
+        Ready. A record the machine rejects is skipped with a warning; if reading fails the groups read so far
+        are served (as :meth:`load` and Kafka 3.7 do).
+
+        The load barrier (DECIDED, a deviation): 0.9 ``loadGroupsAndOffsets`` reads up to the high watermark,
+        3.7 ``doLoadGroupsAndOffsets`` up to the log end. A newly elected leader's high watermark may lag (it
+        learns the followers' positions only from their next fetches), so reading below it can miss commits
+        the previous leader acknowledged: offsets lost. The port offers only committed reads, so the loader
+        first appends an empty entry with acks -1 and waits for it (:meth:`TopicGroupStore.barrier`): then the
+        high watermark covers the whole log as it was at election, which is what 3.7 reads (a leader's log
+        holds every acknowledged entry). If the barrier fails (too few in-sync replicas, timeout, deposed, an
+        exception) the partition stays loading (COORDINATOR_LOAD_IN_PROGRESS) and the barrier is appended again
+        after :attr:`barrier_retry_s`, until it is acknowledged or the partition is resigned (which cancels
+        this task): loading below a high watermark the barrier did not move would hide acknowledged
+        commits."""
+        store = self.store
+        assert store is not None
+        tally = _Tally()
+        try:
+            await self._await_barrier(store, partition, leader_epoch)
+            await self._replay(
+                ((f"offsets_partition={partition}: record", r) for r in store.read(partition)), tally
+            )
+            tally.skipped += store.skipped
+        except asyncio.CancelledError:
+            log.info("offsets_partition=%d: load cancelled after %d records", partition, tally.loaded)
+            raise
+        except Exception:
+            log.exception(
+                "offsets_partition=%d: reading failed after %d records; serving them", partition, tally.loaded
+            )
+        if self.machine.partition_status(partition) != "loading":
+            return  # resigned meanwhile (the task was not cancelled in time)
+        groups = [
+            gr
+            for gid in self.machine.group_ids()
+            if self.machine.partition_for(gid) == partition
+            if (gr := self.machine.group(gid)) is not None
+        ]
+        offsets = sum(len(gr.offsets) for gr in groups)
+        self.apply(self.machine.finish_loading(self.clock(), partition))
+        duration_ms = round((time.monotonic() - started) * 1000)
+        log.info(
+            "offsets_partition=%d leader_epoch=%d: loaded %d groups, %d offsets (%d records, %d skipped) in %d ms",
+            partition,
+            leader_epoch,
+            len(groups),
+            offsets,
+            tally.loaded,
+            tally.skipped,
+            duration_ms,
+        )
+        self._emit_load(
+            "end", partition, leader_epoch, groups=len(groups), offsets=offsets, duration_ms=duration_ms
+        )
+
+    async def _await_barrier(self, store: TopicGroupStore, partition: int, leader_epoch: int) -> None:
+        """Append the load barrier until it is acknowledged (see :meth:`_load_partition`); only a cancellation
+        (resignation) ends it otherwise. A failure is logged the first time and every 50th retry."""
+        attempt = 0
+        while True:
+            try:
+                result = await store.barrier(partition)
+                if result.error == 0:
+                    return
+                why = _error_name(result.error)
+            except Exception as e:
+                why = f"{type(e).__name__}: {e}"
+            if attempt % 50 == 0:
+                log.warning(
+                    "offsets_partition=%d leader_epoch=%d: load barrier not acknowledged (%s, attempt %d); "
+                    "still loading, retrying",
+                    partition,
+                    leader_epoch,
+                    why,
+                    attempt + 1,
+                )
+            attempt += 1
+            await asyncio.sleep(self.barrier_retry_s)
+
+    def _emit_load(self, phase: str, partition: int, leader_epoch: int, **more: Any) -> None:
+        try:
+            self.history.emit(
+                "coordinator_load",
+                impl="coordinator",
+                broker_id=self.broker_id,
+                phase=phase,
+                offsets_partition=partition,
+                leader_epoch=leader_epoch,
+                **more,
+            )
+        except Exception:
+            log.exception("cannot record a coordinator_load event")
+
+    def maybe_served(self, group_id: str, api: str, response: Any) -> None:
+        """Replicated mode: emit ``group_served`` for the first answer without error to a request of
+        ``group_id`` since its partition's load ended (once per group per load)."""
+        if self.store is None or not group_id or group_id in self._served:
+            return
+        error = getattr(response, "error", None)
+        if error is None:
+            parts = getattr(response, "partitions", None)
+            if not parts:
+                return
+            error = max((abs(int(p.error)) for p in parts), default=0)
+        if int(error) != 0:
+            return
+        partition = self.machine.partition_for(group_id)
+        if partition is None or self.machine.partition_status(partition) != "owned":
+            return
+        self._served.add(group_id)
+        generation = getattr(response, "generation_id", None)
+        if not isinstance(generation, int) or generation < 0:
+            group = self.machine.group(group_id)
+            generation = group.generation_id if group is not None else -1
+        log.info(
+            "group=%s generation=%d offsets_partition=%d served (%s)", group_id, generation, partition, api
+        )
+        try:
+            self.history.emit(
+                "group_served",
+                impl="coordinator",
+                broker_id=self.broker_id,
+                group=group_id,
+                offsets_partition=partition,
+                api=api,
+                generation=generation,
+            )
+        except Exception:
+            log.exception("cannot record a group_served event")
