@@ -139,7 +139,7 @@ def test_split_brain_pause_moves_partitions_and_a_zombie_is_caught(
 
 
 @pytest.mark.slow
-@pytest.mark.long  # about 40 s each: opt-in, CI runs them (.ci/run), the default run stays under 12 minutes
+@pytest.mark.long  # about 30 s each: opt-in, CI runs them (.ci/run), the default run stays under 12 minutes
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
 def test_rolling_restart(tmp_path: Path, impl: str, static: bool) -> None:
