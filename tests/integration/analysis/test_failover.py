@@ -4,6 +4,11 @@ are worked out by hand here, exactly to the event contract (harness.kernel.event
 All units live in one run directory and are analysed once. Times are integer milliseconds; every
 unit's origin is its ``stable`` event at 1000 ms. Broker ``broker-N`` has broker id N; the group is
 ``g``, its offsets partition 7 of ``__consumer_offsets``. Settle window: 1 s.
+
+A run without a failover fault has no failover figures and no failover definitions: the regression
+fixture's real runs without one (herd-small, split-brain, migration, coordinators) compare every key and
+the definitions (test_regression_fixture.py); an untargeted session failure outside any fault window
+counts as before (test_checker.py, tests/unit/analysis/test_control_families.py).
 """
 
 from __future__ import annotations
@@ -391,30 +396,6 @@ def test_summary_and_alerts_do_not_invalidate(analysed: dict[str, Any]) -> None:
     assert "failover time and its parts" in terms and "deposed acceptances" in terms
     # the only reason the run is invalid is the kill unit's lost record, not a failover figure
     assert analysed["verdict"]["reasons"] == ["1 records lost in 1 unit (coordinator kill rep 0)"]
-
-
-def test_a_run_without_failover_faults_has_no_failover_figures(spark: Any, tmp_path: Path) -> None:
-    from harness.analysis.analyze import analyze
-    from harness.analysis.definitions import DEFINITIONS, FAILOVER_DEFINITIONS
-    from harness.analysis.load import load_run
-
-    u = UnitHistory("plain", partitions=1)
-    u.unit_start(0, ["a", "b"]).ready(0, "a").ready(0, "b")
-    u.joined(100, "a", 0).joined(100, "b")
-    u.stable(1000)
-    u.produced(0, range(10), 900, 100).records("a", 0, range(10), 1000, 100)
-    u.at(3000, "heartbeat_error", "b", error="timeout")
-    u.action(4000, "crash", ["a"], complete_ms=4100)
-    u.joined(5000, "b", 0)
-    u.settling_end(9000)
-    m = analyze(spark, load_run(write_run(tmp_path, [u])))
-    assert "failover" not in m
-    assert all("failover" not in x for x in m["units"])
-    terms = [tuple(d) for d in m["definitions"]]
-    # the metric definitions (and the start-up term: the unit has a start-up), no failover term
-    assert terms[: len(DEFINITIONS)] == list(DEFINITIONS)
-    assert not set(terms) & {tuple(d) for d in FAILOVER_DEFINITIONS}
-    assert unit(m, "plain")["session_failures"] == 1  # untargeted, no fault window: counted as before
 
 
 def test_the_report_renders_the_checkers_table(analysed: dict[str, Any], tmp_path: Path) -> None:

@@ -1,4 +1,6 @@
-"""A real split-brain run: the checker's overlap episodes equal an independent reading of the raw history.
+"""A real split-brain run: the checker's overlap episodes equal an independent reading of the raw history,
+and in each implementation the member cut off from what it coordinates through has its partitions taken
+over by the other member (and the legacy one keeps processing during the cut).
 
 legacy_zk: a member cut off from ZooKeeper keeps fetching while its session expires and the other
 member takes its partitions over (the ZooKeeper-era split brain). coordinator: the same ZooKeeper cut
@@ -132,3 +134,47 @@ def test_the_overlap_of_a_real_split_brain_run_is_what_its_raw_records_show(
     legacy = next(u for u in metrics["units"] if u["impl"] == "legacy_zk")
     assert legacy["triggers"][0]["overlap_episodes"] >= 1, legacy["triggers"][0]
     assert seen_overlap
+    for u in result.units:
+        mine = [
+            e
+            for e in events
+            if (e["case"], e["impl"], e["repetition"]) == (u["case"], u["impl"], u["repetition"])
+        ]
+        produced = {(e["partition"], e["offset"]) for e in mine if e["kind"] == "produced"}
+        processed = {(e["partition"], e["offset"]) for e in mine if e["kind"] == "record"}
+        assert produced and produced <= processed, f"{u['impl']}: {len(produced - processed)} never processed"
+        _assert_the_cut_off_members_partitions_were_taken_over(mine, u["impl"])
+        assert u["settled_at_end"], u
+
+
+def _assert_the_cut_off_members_partitions_were_taken_over(events: list[dict[str, Any]], impl: str) -> None:
+    """The cut that hits ``impl``'s members (legacy_zk: from ZooKeeper; coordinator: from the broker; the
+    other cut is skipped for the coordinator): every partition the victim owned before it was taken over
+    by the other member during the cut; a legacy member cut off from ZooKeeper went on processing records
+    during the cut (the 0.8 consumer keeps fetching: the split-brain ingredient)."""
+    target = "zookeeper" if impl == "legacy_zk" else "broker"
+    (cut,) = [
+        e for e in events if e["kind"] == "invoke" and e.get("action") == "cut" and e["target"] == target
+    ]
+    heal = next(
+        e for e in events if e["kind"] == "invoke" and e.get("action") == "heal" and e["ts_ns"] > cut["ts_ns"]
+    )
+    victim = cut["targets"][0]
+    victim_parts = {
+        e["partition"]
+        for e in events
+        if e["kind"] == "assigned" and e["source"] == victim and e["ts_ns"] < cut["ts_ns"]
+    }
+    taken = {
+        e["partition"]
+        for e in events
+        if e["kind"] == "assigned" and e["source"] != victim and cut["ts_ns"] < e["ts_ns"] < heal["ts_ns"]
+    }
+    assert victim_parts and victim_parts <= taken, (impl, victim_parts, taken)
+    if impl == "legacy_zk":
+        during = [
+            e
+            for e in events
+            if e["kind"] == "record" and e["source"] == victim and cut["ts_ns"] < e["ts_ns"] < heal["ts_ns"]
+        ]
+        assert during, "the cut-off legacy member processed nothing during the cut"

@@ -1,7 +1,8 @@
 """The coordinator as a fault target on real processes: a local cluster of three brokers (no
 replication: FindCoordinator answers offsets partition p mod live brokers), the nemesis classes run as
 the runner runs them, the effect checked from outside (the process, ZooKeeper's ``/brokers/ids``, the
-Kafka protocol)."""
+Kafka protocol). The tests share one cluster (each ends with its fault undone); the offsets tests come
+last, the one that reads no commit before the one that commits."""
 
 from __future__ import annotations
 
@@ -83,21 +84,30 @@ def _perform(kind: str, ctx: LiveContext, value: float | None = None) -> list[di
     return history.events
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    with LocalCluster(
-        brokers=3, tick_time_ms=200, workdir=tmp_path / "cluster", broker_zookeeper_proxies=True
-    ) as c:
-        # every broker sees the other two (FindCoordinator's modulus is the live broker count): each one
-        # names the same coordinator, whichever broker a client asks first
-        wait_until(lambda: _ids(c) == [0, 1, 2], 30, what="three registered brokers")
-        want = _expected_coordinator([0, 1, 2])
-        wait_until(
-            lambda: all(find_coordinator(b.bootstrap, GROUP, 2) == want for b in c.brokers),
-            30,
-            what="every broker to see the other two",
-        )
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One cluster for the module: each test undoes its fault (restart, resume, heal) before it ends,
+    and the ``cluster`` fixture waits until the three brokers serve as one again."""
+    workdir = tmp_path_factory.mktemp("coordinator-faults") / "cluster"
+    with LocalCluster(brokers=3, tick_time_ms=200, workdir=workdir, broker_zookeeper_proxies=True) as c:
         yield c
+
+
+@pytest.fixture
+def cluster(shared_cluster: LocalCluster) -> LocalCluster:
+    """The module's cluster with no fault in force and every broker seeing the other two (FindCoordinator's
+    modulus is the live broker count): each one names the same coordinator, whichever broker a client
+    asks first."""
+    c = shared_cluster
+    assert (c.brokers_down, c.brokers_paused, c.brokers_cut) == (set(), set(), set()), "a fault left in force"
+    wait_until(lambda: _ids(c) == [0, 1, 2], 30, what="three registered brokers")
+    want = _expected_coordinator([0, 1, 2])
+    wait_until(
+        lambda: all(find_coordinator(b.bootstrap, GROUP, 2) == want for b in c.brokers),
+        30,
+        what="every broker to see the other two",
+    )
+    return c
 
 
 def _ids(c: LocalCluster) -> list[int]:

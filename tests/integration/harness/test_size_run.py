@@ -1,4 +1,4 @@
-"""A run of the ``size`` scenario shrunk to 20 legacy members (gevent hosts of 8) and 10 coordinator
+"""A run of the ``size`` scenario shrunk to 9 legacy members (gevent hosts of 3) and 4 coordinator
 members: the hosts run the untargeted members, every member is ready before the group is stable, and the
 start-up line of each unit says so in the reports (the full size is ``herdlab bench size``)."""
 
@@ -17,7 +17,7 @@ from harness.run.session import analyse, render
 from harness.scenario import load_scenario
 from tests.support.runs import FAST
 
-LEGACY, COORDINATOR, PER_HOST = 20, 10, 8
+LEGACY, COORDINATOR, PER_HOST = 9, 4, 3
 
 
 @pytest.mark.long  # minutes with the Spark analysis (8 on the shared machine): opt-in, not the default run
@@ -40,14 +40,14 @@ def test_a_small_size_run_hosts_legacy_members_and_reports_each_units_start_up(t
     left = [p for p in psutil.Process().children(recursive=True) if p.is_running() and p.pid not in before]
     assert not left, left
     legacy_dir = next((result.run_dir / "units").glob("c0-legacy_zk-r0"))
-    # the leave's and the crash's targets alone, the 18 others in hosts of 8, 8 and 2
+    # the leave's and the crash's targets alone, the 7 others in hosts of 3, 3 and 1
     hosts = sorted(legacy_dir.glob("events/host*.jsonl"))
     assert [h.name for h in hosts] == ["host0.jsonl", "host1.jsonl", "host2.jsonl"]
     sources: dict[str, set[str]] = {}
     for h in hosts:
         events = [json.loads(line) for line in h.read_text().splitlines() if line.strip()]
         sources[h.stem] = {e["source"] for e in events if e.get("kind") == "ready"}
-    assert [len(sources[h]) for h in ("host0", "host1", "host2")] == [8, 8, 2]
+    assert [len(sources[h]) for h in ("host0", "host1", "host2")] == [3, 3, 1]
     singles = {p.stem for p in legacy_dir.glob("events/m*.jsonl")}
     assert len(singles) == 2 and not singles & set().union(*sources.values())
 
