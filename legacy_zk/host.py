@@ -13,9 +13,9 @@ Handlers:
 * ``threading`` (kazoo's default) — each member has its own threads and may fetch records with
   kafka-python. Use it for a member a fault will hit (alone in its process, so SIGSTOP/SIGKILL hit
   exactly that member) and for every member that consumes data.
-* ``gevent`` (``SequentialGeventHandler``) — many sessions in one process are cheap (measured here:
-  1,000 sessions at ~136 MB, notifications fanned out in ~0.65 s; the threading handler collapses
-  near 1,000). kafka-python is thread-based and does not mix with a gevent hub without monkey
+* ``gevent`` (``SequentialGeventHandler``) — many sessions in one process are cheap (a greenlet per
+  session where the threading handler needs threads per session, which do not scale to the sessions
+  of a large group). kafka-python is thread-based and does not mix with a gevent hub without monkey
   patching, so gevent-hosted members are **coordination-only** (``herdlab.fetch=false``): they
   register, watch, rebalance, claim and commit exactly as the others, without a record fetcher.
   The herd benchmark at N=200 uses them, and says so in its output.

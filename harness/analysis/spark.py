@@ -8,8 +8,7 @@ the web UI and console progress bars off, UTC session time zone, Spark's own log
 the driver JVM's C2 compiler held back to hot code (:data:`DRIVER_JIT_OPTIONS`), its throughput
 garbage collector (:data:`DRIVER_GC`), Spark's classes mapped from the class archive when one was
 written (:mod:`harness.analysis.class_archive`), and adaptive query execution off: the jobs run many small
-stages, where AQE's re-planning costs more than it saves (measured: 3-4x slower on a small
-history). The number of shuffle partitions of the record keys' shuffle (every delivery) is set per
+stages, where AQE's re-planning costs more than it saves. The number of shuffle partitions of the record keys' shuffle (every delivery) is set per
 analysis from the history's size (:func:`shuffle_partitions_for`), every other shuffle's to at most
 the cores (:func:`harness.analysis.analyze.analyze`). Calling it again returns the same session
 (Spark allows one per JVM); a different ``master`` than the running session's raises
