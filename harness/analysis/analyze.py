@@ -55,10 +55,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.load import RunInputs, load_run
+from harness.analysis.metrics_model import MetricsDocument
 from harness.analysis.spark import check_history, shuffle_partitions_for, spark_session
 
 
-def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> dict[str, Any]:
+def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> MetricsDocument:
     """Analyse one run directory (see the module contract)."""
     inputs = load_run(run_dir)
     t = time.monotonic()
@@ -69,7 +70,7 @@ def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> dict[st
     return metrics
 
 
-def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
+def analyze(spark: Any, inputs: RunInputs) -> MetricsDocument:
     """Run the analysis on an already running ``spark`` session (see :func:`analyze_run`)."""
     from harness.analysis.control import Control
     from harness.analysis.document import finish, new_document
@@ -100,6 +101,6 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     for k, u in units.items():  # units without events (failed before anything was recorded)
         if k not in analysed:
             u.setdefault("triggers", [])
-    finish(out, units, expect_of(inputs.manifest))
-    out["spark"]["analysis_s"] = round(time.monotonic() - t_start, 3)
-    return out
+    doc = finish(out, units, expect_of(inputs.manifest))
+    doc["spark"]["analysis_s"] = round(time.monotonic() - t_start, 3)
+    return doc

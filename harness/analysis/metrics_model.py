@@ -12,7 +12,8 @@ required key (not ``NotRequired``) is a required property. Every part is open
 (``extra_items=Any``): the analysis writes more keys than these (a unit's latency parts, herd counts,
 ...) and later formats of the same major version may add sections, so a script must ignore keys it does
 not know; in code such a key reads as ``Any``. A key typed ``Any`` is required but constrains nothing.
-:class:`DocumentDraft` is the document before its verdict is in (:mod:`harness.analysis.document`).
+:class:`DocumentDraft` is the document before its verdict is in (:mod:`harness.analysis.document`);
+:class:`DocumentSections` what both have.
 
 Schema keywords beyond the types (a pattern, a minimum, a description) ride on ``Annotated`` as
 :class:`Json`; the parts the schema names under ``$defs`` are :data:`DEFS`, with their own keywords. The
@@ -34,6 +35,7 @@ __all__ = [
     "Coordinators",
     "Count",
     "DocumentDraft",
+    "DocumentSections",
     "Json",
     "MetricInfo",
     "MetricsDocument",
@@ -277,9 +279,9 @@ class Coordinators(TypedDict, extra_items=Any):
     rows: list[CoordinatorRow]
 
 
-class _Sections(TypedDict):
-    """The document's sections but the verdict (the parts :class:`DocumentDraft` and
-    :class:`MetricsDocument` share)."""
+class DocumentSections(TypedDict):
+    """The document's sections but the verdict, which :class:`DocumentDraft` and :class:`MetricsDocument`
+    share: what a function that reads the document before or after its verdict takes."""
 
     format: Annotated[str, Json(pattern="^herdlab-metrics/2$")]
     run: RunHeader
@@ -306,11 +308,11 @@ class _Sections(TypedDict):
     ]
 
 
-class DocumentDraft(_Sections, extra_items=Any):
+class DocumentDraft(DocumentSections, extra_items=Any):
     """The document before its verdict is in: what :func:`harness.analysis.document.new_document` returns."""
 
 
-class MetricsDocument(_Sections, extra_items=Any):
+class MetricsDocument(DocumentSections, extra_items=Any):
     """``metrics.json``: the whole document (see :mod:`harness.analysis.analyze` for every section)."""
 
     verdict: Verdict
