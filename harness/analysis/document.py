@@ -24,8 +24,10 @@ the aggregates, verdict and alerts
 (:mod:`harness.analysis.aggregate`) and ``metric_info`` (label, unit, family, censored) of every
 metric of :data:`~harness.analysis.definitions.METRICS` and of every aggregated one.
 
-The document's whole shape is described in :mod:`harness.analysis.analyze`; its published JSON
-Schema is ``metrics.schema.json`` beside this module (:mod:`harness.analysis.metrics_schema`), whose
+The document's whole shape is described in :mod:`harness.analysis.analyze`; its typed model is
+:mod:`harness.analysis.metrics_model` (:class:`~harness.analysis.metrics_model.DocumentDraft` before the
+verdict, :class:`~harness.analysis.metrics_model.MetricsDocument` after), from which its published JSON
+Schema ``metrics.schema.json`` beside this module is generated (:mod:`harness.analysis.metrics_schema`), whose
 ``verdict.valid`` is true, false or "unknown" (rules in :mod:`harness.analysis.verdict`). This
 module does not import pyspark.
 """
