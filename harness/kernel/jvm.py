@@ -23,7 +23,7 @@ Not here: the options of Spark's class archive (``-XX:SharedArchiveFile``, ``-XX
 ``-Xshare:on``), which are the archive's mechanism rather than settings and which
 :mod:`harness.analysis.class_archive` appends after the ``spark`` kind's (``HERDLAB_SPARK_CLASS_ARCHIVE=off``
 drops them), and the ZooKeeper image's entry point (``harness/images/herdlab-zookeeper``), a shell
-script that passes the ``zookeeper`` kind's options by hand.
+script with its own copy of most of the ``zookeeper`` kind's options (its heap from ``ZK_HEAP_MB``).
 
 This module is pure data plus one lookup of the environment: it imports nothing of ours.
 """
