@@ -73,12 +73,12 @@ COMPLETENESS = (
 )
 
 
-def is_true(v: dict[str, Any]) -> bool:
+def is_true(v: Mapping[str, Any]) -> bool:
     """Whether verdict ``v`` is valid (``True``; not ``False``, not ``"unknown"``)."""
     return v.get("valid") is True
 
 
-def is_false(v: dict[str, Any]) -> bool:
+def is_false(v: Mapping[str, Any]) -> bool:
     """Whether verdict ``v`` is invalid (``False``; an old file's falsy value too)."""
     return v.get("valid") is not True and v.get("valid") != UNKNOWN
 

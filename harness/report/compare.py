@@ -193,7 +193,7 @@ def _check(base: Mapping[str, Any], cur: Mapping[str, Any]) -> None:
         raise ConfigError(f"incompatible baseline: scenario {bs!r} vs {cs!r}")
 
 
-def _unit(u: dict[str, Any]) -> str:
+def _unit(u: Mapping[str, Any]) -> str:
     return f"{u['impl']} {u['case']} rep {u['repetition']}"
 
 
