@@ -93,7 +93,7 @@ def _started(hosted: list[_Hosted], on_started: OnStarted | None) -> None:
     if failed:
         raise failed[0]
     if on_started is not None:
-        on_started([h.member.consumer for h in hosted])
+        on_started([h.member.consumer for h in hosted if h.member.consumer is not None])
 
 
 def _quiesce(hosted: list[_Hosted]) -> None:
