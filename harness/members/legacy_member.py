@@ -115,8 +115,11 @@ class LegacyMember(MemberTemplate):
 
     # -- control ---------------------------------------------------------------------------------
     def stop(self, clean: bool = True) -> None:
-        """Stop (see the module contract): the flag, the end of the poll's wait, a close while starting."""
+        """Stop (see the module contract): always a clean one, 0.8's shutdown being the only way to leave."""
         super().stop(clean=True)
+
+    def interrupt(self) -> None:
+        """End the poll's wait; close a consumer that is still starting (see the module contract)."""
         consumer: LegacyZkMember | None = self.consumer
         if consumer is None:
             return
