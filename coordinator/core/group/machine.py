@@ -3,9 +3,10 @@
 
 Semantics follow Kafka 3.7's Scala ``GroupCoordinator`` (spec PART 2); names of private methods mirror Kafka's
 (``_prepare_rebalance`` = ``prepareRebalance``, ``_on_complete_join`` = ``onCompleteJoin`` ...) so the two can
-be read side by side. Offsets (:mod:`~coordinator.core.group.offsets`), the admin requests
-(:mod:`~coordinator.core.group.admin`) and loading from the group log (:mod:`~coordinator.core.group.loading`) live in
-modules of their own; the machine delegates to them. Kafka's purgatories become timers:
+be read side by side. Committed offsets (:class:`~coordinator.core.group.offsets.OffsetManager`, which asks the
+group to validate a commit or fetch), the admin requests (:mod:`~coordinator.core.group.admin`) and loading from
+the group log (:mod:`~coordinator.core.group.loading`) live in modules of their own; the machine delegates to
+them. Kafka's purgatories become timers:
 
 * ``DelayedHeartbeat`` -> ``("heartbeat", group, member)`` (one per member; re-armed on every liveness signal);
 * pending-member expiry -> ``("pending", group, member)``;
@@ -58,7 +59,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.core.group import admin, offsets
+from coordinator.core.group import admin
 from coordinator.core.group.api import (
     EMIT_GROUP_STATE,
     EMIT_HEARTBEAT_ERROR,
@@ -105,10 +106,10 @@ from coordinator.core.group.api import (
 )
 from coordinator.core.group.config import GroupConfig
 from coordinator.core.group.errors import ErrorCode
-from coordinator.core.group.group import Group, OffsetEntry
+from coordinator.core.group.group import Group
 from coordinator.core.group.loading import group_record, load_record
 from coordinator.core.group.member import Member
-from coordinator.core.group.offsets import PreparedCommit
+from coordinator.core.group.offsets import OffsetEntry, OffsetManager, PreparedCommit
 from coordinator.core.group.ownership import Ownership, WholeOwnership, commit_error, group_write_error
 from coordinator.core.group.records import Record
 
@@ -158,7 +159,8 @@ class GroupCoordinator:
 
     ``new_uuid`` produces the random part of member ids (``<client_id or instance id>-<uuid>``); inject a counter
     for deterministic tests. ``emit_events=False`` suppresses :class:`~coordinator.core.group.api.Emit` effects (for
-    simulations that do not record a history).
+    simulations that do not record a history). ``offsets`` is where committed offsets are kept (by default a
+    manager of its own; a second group type's machine may share one).
 
     The machine is not thread-safe; the shell calls it from one thread / event loop.
     """
@@ -169,11 +171,20 @@ class GroupCoordinator:
         *,
         new_uuid: Callable[[], str] | None = None,
         emit_events: bool = True,
+        offsets: OffsetManager | None = None,
     ) -> None:
         self.config = config if config is not None else GroupConfig()
         self._new_uuid: Callable[[], str] = new_uuid if new_uuid is not None else (lambda: str(uuid.uuid4()))
         self._emit_events = emit_events
         self._groups: dict[str, Group] = {}
+        #: The committed offsets of every group this machine holds.
+        self.offsets = (
+            offsets
+            if offsets is not None
+            else OffsetManager(
+                max_metadata_bytes=self.config.offset_metadata_max_bytes, emit_events=emit_events
+            )
+        )
         #: Which groups this machine serves and which load (single broker: all; replicated mode, after
         #: :meth:`own_by_partition`: per offsets partition).
         self._own: WholeOwnership | Ownership = WholeOwnership()
@@ -392,7 +403,7 @@ class GroupCoordinator:
             out.append(CancelTimer((TIMER_PENDING, group.group_id, member_id)))
             self._add_member_and_rebalance(now_ms, token, group, req, protocols, rebalance, member_id, out)
             return
-        error = self._validate_current_member(group, member_id, req.group_instance_id)
+        error = group.validate_member(member_id, req.group_instance_id)
         if error is not None:
             self._respond_join_error(out, token, member_id, error)
             return
@@ -605,29 +616,6 @@ class GroupCoordinator:
                     old_token, JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id)
                 )
             )
-
-    def _validate_current_member(
-        self, group: Group, member_id: str, instance_id: str | None
-    ) -> ErrorCode | None:
-        """Kafka ``validateCurrentMember``: FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID, or ``None`` if valid."""
-        if instance_id is not None:
-            current = group.static_members.get(instance_id)
-            if current is None:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if current != member_id:
-                log.info(
-                    "group=%s generation=%d member=%s fenced: instance %s now belongs to %s",
-                    group.group_id,
-                    group.generation_id,
-                    member_id,
-                    instance_id,
-                    current,
-                )
-                return ErrorCode.FENCED_INSTANCE_ID
-            return None
-        if member_id not in group.members:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return None
 
     def _respond_join_error(self, out: list[Effect], token: Any, member_id: str, error: ErrorCode) -> None:
         out.append(Respond(token, JoinGroupResponse(error, member_id=member_id)))
@@ -902,7 +890,7 @@ class GroupCoordinator:
     def _validate_sync_group(self, group: Group, req: SyncGroupRequest) -> ErrorCode | None:
         if group.state is _DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+        error = group.validate_member(req.member_id, req.group_instance_id)
         if error is not None:
             return error
         if req.generation_id != group.generation_id:
@@ -989,7 +977,7 @@ class GroupCoordinator:
             elif group.state is _DEAD:
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
             else:
-                validation = self._validate_current_member(group, req.member_id, req.group_instance_id)
+                validation = group.validate_member(req.member_id, req.group_instance_id)
                 if validation is not None:
                     error = validation
                 elif req.generation_id != group.generation_id:
@@ -1073,7 +1061,7 @@ class GroupCoordinator:
                     self._check_join(group, now_ms, out)
                 error = ErrorCode.NONE
             else:
-                validation = self._validate_current_member(group, member_id, instance_id)
+                validation = group.validate_member(member_id, instance_id)
                 if validation is None:
                     self._remove_current_member(group, group.members[member_id], now_ms, out, req.reason)
                     error = ErrorCode.NONE
@@ -1104,24 +1092,17 @@ class GroupCoordinator:
         out: list[Effect] = []
         status = self._status(req.group_id)
         if status is not None:
-            offsets.reject_commit(out, token, req, status, None, emit=self._emit_events)
+            self.offsets.reject_commit(out, token, req, status, None)
             return out
         group = self._groups.get(req.group_id)
         if group is None:
             if req.generation_id >= 0:
-                offsets.reject_commit(
-                    out, token, req, ErrorCode.ILLEGAL_GENERATION, None, emit=self._emit_events
-                )
+                self.offsets.reject_commit(out, token, req, ErrorCode.ILLEGAL_GENERATION, None)
                 return out
             # Not relying on group management (simple consumer / admin): create an Empty group for the offsets.
             group = Group(req.group_id, _EMPTY, now_ms)
             self._groups[req.group_id] = group
-        error = offsets.validate_commit(group, req, self._validate_current_member)
-        if error is None and group.state is _COMPLETING:
-            # A valid member of the new generation that has not synced yet: let it finish the rebalance first.
-            error = ErrorCode.REBALANCE_IN_PROGRESS
-        if error is not None:
-            offsets.reject_commit(out, token, req, error, group, emit=self._emit_events)
+        if not self.offsets.accept_commit(group, req, token, out):
             return out
         if group.state is _STABLE or group.state is _PREPARING:
             # Commits count as liveness. In PreparingRebalance the generation has not been bumped yet, so a
@@ -1129,20 +1110,10 @@ class GroupCoordinator:
             self._schedule_heartbeat(group.members[req.member_id], now_ms, out)
         own = self._own
         if not isinstance(own, Ownership):
-            offsets.store_offsets(
-                group,
-                req,
-                now_ms,
-                out,
-                token,
-                max_bytes=self.config.offset_metadata_max_bytes,
-                emit=self._emit_events,
-            )
+            self.offsets.store(req, now_ms, out, token)
             return out
         write = self._next_write
-        pending = offsets.prepare_offsets(
-            group, req, now_ms, out, token, write, max_bytes=self.config.offset_metadata_max_bytes
-        )
+        pending = self.offsets.prepare(group, req, now_ms, out, token, write)
         if pending is not None:
             self._next_write += 1
             self._writes[write] = _PendingCommit(pending, own.partition_for(group.group_id))
@@ -1150,12 +1121,12 @@ class GroupCoordinator:
 
     def offset_fetch(self, now_ms: int, req: OffsetFetchRequest) -> OffsetFetchResponse:
         """Handle an OffsetFetch: no generation or member check; ``partitions=None`` means all stored ones
-        (sorted by topic, partition). Unknown partitions come back as offset -1, error NONE
-        (:func:`~coordinator.core.group.offsets.fetch_offsets`)."""
+        (sorted by topic, partition). Unknown partitions, and every partition of an unknown or Dead group, come back
+        as offset -1, error NONE (:meth:`~coordinator.core.group.offsets.OffsetManager.fetch`)."""
         status = self._status(req.group_id)
         if status is not None:
             return OffsetFetchResponse(status)
-        return offsets.fetch_offsets(self._groups.get(req.group_id), req)
+        return self.offsets.fetch(self._groups.get(req.group_id), req)
 
     # ============================================================================================ admin
 
@@ -1172,7 +1143,9 @@ class GroupCoordinator:
     def delete_groups(self, now_ms: int, token: Any, req: DeleteGroupsRequest) -> list[Effect]:
         """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, a tombstone is persisted, offsets go
         (:func:`~coordinator.core.group.admin.delete_groups`)."""
-        return admin.delete_groups(self._groups, self._status, now_ms, token, req, self._transition)
+        return admin.delete_groups(
+            self._groups, self.offsets, self._status, now_ms, token, req, self._transition
+        )
 
     # ============================================================================================ timers
 
@@ -1322,7 +1295,6 @@ class GroupCoordinator:
         fresh = Group(group_id, _EMPTY, now_ms)
         fresh.generation_id = group.generation_id + 1
         fresh.protocol_type = group.protocol_type
-        fresh.offsets = group.offsets
         self._groups[group_id] = fresh
         log.error(
             "group=%s generation=%d reset from %s with %d members after an internal error (%s)",
@@ -1353,6 +1325,7 @@ class GroupCoordinator:
         """Forget ``group_id`` and its offsets in memory (the last resort when :meth:`reset_group` itself failed;
         the shell answers what was parked). The durable log is untouched: a restart loads it again."""
         self._groups.pop(group_id, None)
+        self.offsets.delete_group(group_id)
 
     # ============================================================================================ durability
 
@@ -1377,6 +1350,7 @@ class GroupCoordinator:
             for group in list(self._groups.values()):
                 self._unload_group(group, out)
             self._groups.clear()
+            self.offsets.clear()
             own.loading = True
             return out
         if partition is None:
@@ -1430,7 +1404,7 @@ class GroupCoordinator:
             group_id = getattr(record, "group_id", None)
             if not isinstance(group_id, str) or own.partition_for(group_id) not in own.loading:
                 raise ValueError(f"record of group {group_id!r}: its offsets partition is not loading")
-        load_record(self._groups, record)
+        load_record(self._groups, self.offsets, record)
 
     def finish_loading(self, now_ms: int, partition: int | None = None) -> list[Effect]:
         """End loading (Kafka ``onGroupLoaded`` for every loaded group): a group over ``group.max.size``
@@ -1452,11 +1426,9 @@ class GroupCoordinator:
             own.loading.discard(partition)
             own.owned.add(partition)
             for group_id, late in self._late_offsets.pop(partition, {}).items():
-                group = self._groups.get(group_id)
-                if group is None:
-                    group = Group(group_id, _EMPTY, now_ms)
-                    self._groups[group_id] = group
-                group.offsets.update(late)
+                if group_id not in self._groups:
+                    self._groups[group_id] = Group(group_id, _EMPTY, now_ms)
+                self.offsets.update(group_id, late)
             loaded = [g for g in self._groups.values() if own.partition_for(g.group_id) == partition]
             log.info("offsets partition %d loaded: %d groups, now served", partition, len(loaded))
         for group in loaded:
@@ -1496,6 +1468,7 @@ class GroupCoordinator:
             if group.state is not _DEAD:
                 self._unload_group(group, out)
             del self._groups[group.group_id]
+            self.offsets.delete_group(group.group_id)
         log.info("offsets partition %d unloaded: %d groups gone", partition, len(gone))
         return out
 
@@ -1525,12 +1498,11 @@ class GroupCoordinator:
             commit = pending.commit
             mapped = commit_error(error)
             target = self._acked_offsets_target(pending, now_ms) if mapped is ErrorCode.NONE else None
-            offsets.complete_offsets(
+            self.offsets.complete(
                 commit,
                 mapped,
                 target,
                 out,
-                emit=self._emit_events,
                 extra={"offsets_partition": pending.offsets_partition, "leader_epoch": leader_epoch},
             )
             return out
@@ -1589,7 +1561,7 @@ class GroupCoordinator:
         if group is None:
             group = Group(group_id, _EMPTY, now_ms)
             self._groups[group_id] = group
-        return None if group.state is _DEAD else group.offsets
+        return None if group.state is _DEAD else self.offsets.group_offsets(group_id)
 
     @property
     def pending_writes(self) -> int:
