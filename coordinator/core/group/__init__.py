@@ -40,8 +40,10 @@ Modules: :mod:`~coordinator.core.group.api` (requests, responses, effects), :mod
 :mod:`~coordinator.core.group.machine` (the coordinator), which delegates to
 :mod:`~coordinator.core.group.offsets` (the committed offsets of every group type: storage, commit, fetch; the
 group validates through :class:`~coordinator.core.group.offsets.OffsetGroup`), :mod:`~coordinator.core.group.admin`
-(describe, list, delete groups) and :mod:`~coordinator.core.group.loading` (replay of the group log, the group
-record), :mod:`~coordinator.core.group.group` and :mod:`~coordinator.core.group.member` (internal state).
+(describe, list, delete groups), :mod:`~coordinator.core.group.durability` (loading, unloading and writes of
+single-broker or replicated mode, as one of two strategies), :mod:`~coordinator.core.group.loading` (replay of the
+group log, the group record), :mod:`~coordinator.core.group.group` and :mod:`~coordinator.core.group.member`
+(internal state).
 """
 
 from coordinator.core.group.api import (

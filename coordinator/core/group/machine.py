@@ -56,7 +56,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from coordinator.core.group import admin
@@ -105,12 +104,13 @@ from coordinator.core.group.api import (
     TimerKey,
 )
 from coordinator.core.group.config import GroupConfig
+from coordinator.core.group.durability import LocalDurability, ReplicatedDurability
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.group import Group
 from coordinator.core.group.loading import group_record, load_record
 from coordinator.core.group.member import Member
-from coordinator.core.group.offsets import OffsetEntry, OffsetManager, PreparedCommit
-from coordinator.core.group.ownership import Ownership, WholeOwnership, commit_error, group_write_error
+from coordinator.core.group.offsets import OffsetManager
+from coordinator.core.group.ownership import group_write_error
 from coordinator.core.group.records import Record
 
 __all__ = ["GroupCoordinator", "REMOVED_GROUP_MAX_SIZE"]
@@ -126,23 +126,6 @@ _PREPARING = GroupState.PREPARING_REBALANCE
 _COMPLETING = GroupState.COMPLETING_REBALANCE
 _STABLE = GroupState.STABLE
 _DEAD = GroupState.DEAD
-
-
-@dataclass(slots=True)
-class _PendingCommit:
-    """A commit whose offsets append awaits :meth:`GroupCoordinator.persisted`."""
-
-    commit: PreparedCommit
-    offsets_partition: int
-
-
-@dataclass(slots=True)
-class _PendingSync:
-    """The leader's SyncGroup whose group record awaits :meth:`GroupCoordinator.persisted`."""
-
-    group: Group
-    generation: int
-    leader: str
 
 
 #: Heartbeat answers carry nothing but the error, so they are shared (treat responses as read-only).
@@ -185,14 +168,10 @@ class GroupCoordinator:
                 max_metadata_bytes=self.config.offset_metadata_max_bytes, emit_events=emit_events
             )
         )
-        #: Which groups this machine serves and which load (single broker: all; replicated mode, after
-        #: :meth:`own_by_partition`: per offsets partition).
-        self._own: WholeOwnership | Ownership = WholeOwnership()
-        #: Two-phase writes awaiting :meth:`persisted`, by write id.
-        self._writes: dict[int, _PendingCommit | _PendingSync] = {}
-        #: Offsets acknowledged while their partition loads, by partition and group: applied when it is loaded.
-        self._late_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetEntry]]] = {}
-        self._next_write = 1
+        #: How groups and offsets are written and loaded, and which groups this machine serves (single broker:
+        #: all, loaded at once, written synchronously; replicated mode, after :meth:`own_by_partition`: per
+        #: offsets partition, written in two phases). See :mod:`~coordinator.core.group.durability`.
+        self._durability: LocalDurability | ReplicatedDurability = LocalDurability(self._groups, self.offsets)
 
     # ============================================================================================ inspection
 
@@ -200,35 +179,35 @@ class GroupCoordinator:
     def loading(self) -> bool:
         """True between :meth:`begin_loading` and :meth:`finish_loading` (replicated mode: while any offsets
         partition loads)."""
-        return self._own.any_loading
+        return self._durability.own.any_loading
 
     @property
     def replicated(self) -> bool:
         """True once :meth:`own_by_partition` switched the machine to replicated mode."""
-        return isinstance(self._own, Ownership)
+        return self._durability.replicated
 
     def own_by_partition(self, offsets_partitions: int) -> None:
         """Switch to replicated mode, before any group exists: the machine owns only the offsets
         partitions loaded with ``begin_loading(p)`` ... ``finish_loading(now_ms, p)`` (of ``offsets_partitions``)
         and persists commits and SyncGroup's group record in two phases (:class:`~coordinator.core.group.api.Persist`
         with a ``write`` id, then :meth:`persisted`). Raises ``ValueError`` if groups exist or it is on already."""
-        if self.replicated or self._groups or self._own.any_loading:
+        if self.replicated or self._groups or self.loading:
             raise ValueError("replicated mode must be chosen before anything is loaded")
-        self._own = Ownership(offsets_partitions)
+        self._durability = ReplicatedDurability(offsets_partitions, self._groups, self.offsets)
 
     def partition_for(self, group_id: str) -> int | None:
         """The offsets partition of ``group_id`` in replicated mode; None in single-broker mode."""
-        return self._own.partition_for(group_id)
+        return self._durability.own.partition_for(group_id)
 
     def partition_status(self, partition: int) -> str:
         """``"owned"``, ``"loading"`` or ``"not_owned"`` (replicated mode; single-broker mode: ``"owned"``, or
         ``"loading"`` while loading)."""
-        return self._own.partition_status(partition)
+        return self._durability.own.partition_status(partition)
 
     def _status(self, group_id: str) -> ErrorCode | None:
         """Kafka 3.7 ``validateGroupStatus`` after the group id check: COORDINATOR_LOAD_IN_PROGRESS (the group's
         partition loads), NOT_COORDINATOR (replicated mode: not owned), None (served)."""
-        return self._own.status(group_id)
+        return self._durability.own.status(group_id)
 
     def group(self, group_id: str) -> Group | None:
         """The live group object, for inspection by tests and simulators. Do not mutate it."""
@@ -927,17 +906,10 @@ class GroupCoordinator:
             req.member_id,
             len(group.members),
         )
-        if isinstance(self._own, Ownership):
-            # Replicated mode: storeGroup's callback (persisted) moves the group on once the record is written.
-            write = self._next_write
-            self._next_write += 1
-            self._writes[write] = _PendingSync(group, group.generation_id, req.member_id)
-            out.append(Persist(group_record(group, now_ms), write))
-            return
-        # storeGroup: written synchronously and successfully (see api.Persist), so the state check Kafka makes in
-        # the write callback (still CompletingRebalance, same generation) always holds here.
-        self._persist_group(group, now_ms, out)
-        self._set_and_propagate_assignment(group, now_ms, out)
+        # storeGroup: written at once in single-broker mode (the state check Kafka makes in the write callback,
+        # still CompletingRebalance of the same generation, holds), else persisted() moves the group on.
+        if self._durability.write_sync_group(group, req.member_id, now_ms, out):
+            self._set_and_propagate_assignment(group, now_ms, out)
 
     def _set_and_propagate_assignment(self, group: Group, now_ms: int, out: list[Effect]) -> None:
         """The group record is written: Stable, and every parked SyncGroup gets its assignment (Kafka
@@ -1108,15 +1080,7 @@ class GroupCoordinator:
             # Commits count as liveness. In PreparingRebalance the generation has not been bumped yet, so a
             # member of the previous generation may still commit.
             self._schedule_heartbeat(group.members[req.member_id], now_ms, out)
-        own = self._own
-        if not isinstance(own, Ownership):
-            self.offsets.store(req, now_ms, out, token)
-            return out
-        write = self._next_write
-        pending = self.offsets.prepare(group, req, now_ms, out, token, write)
-        if pending is not None:
-            self._next_write += 1
-            self._writes[write] = _PendingCommit(pending, own.partition_for(group.group_id))
+        self._durability.write_commit(group, req, now_ms, out, token)
         return out
 
     def offset_fetch(self, now_ms: int, req: OffsetFetchRequest) -> OffsetFetchResponse:
@@ -1342,27 +1306,10 @@ class GroupCoordinator:
         ``finish_loading(now_ms, partition)``; other partitions are unaffected. A partition already loading or
         owned stays as it is (3.7: "Already loading"; an owned one is not reloaded) and nothing is returned.
         ``ValueError`` for a partition out of range, or for the wrong mode."""
-        own = self._own
-        if not isinstance(own, Ownership):
-            if partition is not None:
-                raise ValueError("begin_loading(partition) needs replicated mode (own_by_partition)")
-            out: list[Effect] = []
-            for group in list(self._groups.values()):
-                self._unload_group(group, out)
-            self._groups.clear()
-            self.offsets.clear()
-            own.loading = True
-            return out
-        if partition is None:
-            raise ValueError(
-                "replicated mode loads one offsets partition at a time: begin_loading(partition)"
-            )
-        own.check(partition)
-        if partition in own.loading or partition in own.owned:
-            return []
-        own.loading.add(partition)
-        log.info("offsets partition %d loading: its groups answer COORDINATOR_LOAD_IN_PROGRESS", partition)
-        return []
+        out: list[Effect] = []
+        for group in self._durability.begin_loading(partition):
+            self._unload_group(group, out)
+        return out
 
     def _unload_group(self, group: Group, out: list[Effect]) -> None:
         """Kafka ``onGroupUnloaded`` (partition emigration)."""
@@ -1399,11 +1346,7 @@ class GroupCoordinator:
         group and its offsets. Raises (changing nothing) for a record that cannot be a group's state: a member id
         twice, a static instance id twice (:func:`~coordinator.core.group.loading.load_record`); in replicated mode
         ``ValueError`` for a record of a group whose offsets partition is not loading."""
-        own = self._own
-        if isinstance(own, Ownership):
-            group_id = getattr(record, "group_id", None)
-            if not isinstance(group_id, str) or own.partition_for(group_id) not in own.loading:
-                raise ValueError(f"record of group {group_id!r}: its offsets partition is not loading")
+        self._durability.check_record(record)
         load_record(self._groups, self.offsets, record)
 
     def finish_loading(self, now_ms: int, partition: int | None = None) -> list[Effect]:
@@ -1412,25 +1355,7 @@ class GroupCoordinator:
         ``partition``, which becomes owned (Ready); nothing happens if it is not loading (its load was cancelled
         by :meth:`unload`)."""
         out: list[Effect] = []
-        own = self._own
-        if not isinstance(own, Ownership):
-            if partition is not None:
-                raise ValueError("finish_loading(now_ms, partition) needs replicated mode (own_by_partition)")
-            own.loading = False
-            loaded = list(self._groups.values())
-        else:
-            if partition is None:
-                raise ValueError("replicated mode: finish_loading(now_ms, partition)")
-            if partition not in own.loading:
-                return out
-            own.loading.discard(partition)
-            own.owned.add(partition)
-            for group_id, late in self._late_offsets.pop(partition, {}).items():
-                if group_id not in self._groups:
-                    self._groups[group_id] = Group(group_id, _EMPTY, now_ms)
-                self.offsets.update(group_id, late)
-            loaded = [g for g in self._groups.values() if own.partition_for(g.group_id) == partition]
-            log.info("offsets partition %d loaded: %d groups, now served", partition, len(loaded))
+        loaded = self._durability.finish_loading(now_ms, partition)
         for group in loaded:
             log.info(
                 "group=%s generation=%d offsets_partition=%s loaded in %s with %d members",
@@ -1454,21 +1379,12 @@ class GroupCoordinator:
         Its requests get NOT_COORDINATOR from now on. Two-phase writes still in flight are answered when their
         :meth:`persisted` comes (the write may have been replicated: Kafka answers from its callback too).
         ``now_ms`` stamps nothing today (Kafka's transition keeps the state timestamp) but is the input's clock."""
-        own = self._own
-        if not isinstance(own, Ownership):
-            raise ValueError("unload(partition) needs replicated mode (own_by_partition)")
-        own.check(partition)
         del now_ms
         out: list[Effect] = []
-        own.loading.discard(partition)
-        own.owned.discard(partition)
-        self._late_offsets.pop(partition, None)
-        gone = [g for g in self._groups.values() if own.partition_for(g.group_id) == partition]
+        gone = self._durability.unload(partition)
         for group in gone:
             if group.state is not _DEAD:
                 self._unload_group(group, out)
-            del self._groups[group.group_id]
-            self.offsets.delete_group(group.group_id)
         log.info("offsets partition %d unloaded: %d groups gone", partition, len(gone))
         return out
 
@@ -1477,11 +1393,11 @@ class GroupCoordinator:
         ``error`` is the append's error code (0: acknowledged as ``offsets.commit.required.acks`` asks),
         ``leader_epoch`` the offsets partition's leader epoch it was appended under (for the ``commit`` events).
 
-        * a commit (Kafka 3.7 ``storeOffsets``' ``putCacheCallback``): on success its offsets enter the cache
-          (if its partition was unloaded meanwhile, only the answer, NONE, is given: the write is durable and the
-          next load reads it; see :meth:`_acked_offsets_target` for a reload in between) and ``commit`` events
-          are emitted (with
-          ``offsets_partition`` and ``leader_epoch``); on failure nothing becomes visible, every partition of it
+        * a commit (Kafka 3.7 ``storeOffsets``' ``putCacheCallback``, done by the durability strategy): on success
+          its offsets enter the cache (if its partition was unloaded meanwhile, only the answer, NONE, is given:
+          the write is durable and the next load reads it; see
+          :meth:`~coordinator.core.group.durability.ReplicatedDurability._acked_offsets_target` for a reload in
+          between) and ``commit`` events are emitted (with ``offsets_partition`` and ``leader_epoch``); on failure nothing becomes visible, every partition of it
           is answered :func:`~coordinator.core.group.ownership.commit_error` and ``commit_rejected`` events emitted;
         * a SyncGroup group record (3.7 ``doSyncGroup``'s ``storeGroup`` callback): only if the group is still
           the same, in CompletingRebalance, of the same generation: on success it goes Stable and the parked
@@ -1491,20 +1407,8 @@ class GroupCoordinator:
 
         An unknown ``write`` (answered already) changes nothing."""
         out: list[Effect] = []
-        pending = self._writes.pop(write, None)
+        pending = self._durability.persisted(write, error, now_ms, leader_epoch, out)
         if pending is None:
-            return out
-        if isinstance(pending, _PendingCommit):
-            commit = pending.commit
-            mapped = commit_error(error)
-            target = self._acked_offsets_target(pending, now_ms) if mapped is ErrorCode.NONE else None
-            self.offsets.complete(
-                commit,
-                mapped,
-                target,
-                out,
-                extra={"offsets_partition": pending.offsets_partition, "leader_epoch": leader_epoch},
-            )
             return out
         group = pending.group
         if (
@@ -1541,32 +1445,10 @@ class GroupCoordinator:
         )
         return out
 
-    def _acked_offsets_target(
-        self, pending: _PendingCommit, now_ms: int
-    ) -> dict[tuple[str, int], OffsetEntry] | None:
-        """Where an acknowledged commit's offsets go. Its partition owned: the group's cache (the group is created
-        Empty if a reload did not know it; a Dead one takes nothing). Loading: a cache applied when the load ends
-        (the write is committed, but the load may have read the log before it was). Not owned: nowhere (the next
-        load reads it from the log). Kafka applies it to the group object that accepted it, which a reload
-        replaced: its loader reads up to the log end, ours below the high watermark, hence the difference."""
-        own = self._own
-        assert isinstance(own, Ownership)
-        group_id = pending.commit.group.group_id
-        partition = pending.offsets_partition
-        if partition in own.loading:
-            return self._late_offsets.setdefault(partition, {}).setdefault(group_id, {})
-        if partition not in own.owned:
-            return None
-        group = self._groups.get(group_id)
-        if group is None:
-            group = Group(group_id, _EMPTY, now_ms)
-            self._groups[group_id] = group
-        return None if group.state is _DEAD else self.offsets.group_offsets(group_id)
-
     @property
     def pending_writes(self) -> int:
         """Two-phase writes awaiting :meth:`persisted`."""
-        return len(self._writes)
+        return self._durability.pending_writes
 
     def _persist_group(self, group: Group, now_ms: int, out: list[Effect]) -> None:
         """``storeGroup``: the group with the members' current assignments (no members when Empty)."""
