@@ -22,11 +22,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.analyze import analyze_run as _analyze_run
+
 
 def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> dict[str, Any]:
     """Analyse ``run_dir`` (see :mod:`harness.analysis.analyze`); returns the metrics dict."""
-    from harness.analysis.analyze import analyze_run as _analyze_run
-
     return _analyze_run(run_dir, spark_master)
 
 

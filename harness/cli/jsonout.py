@@ -53,6 +53,7 @@ def emit(doc: Any) -> None:
 
 def verdict_summary(metrics: dict[str, Any]) -> dict[str, Any]:
     """The verdict's machine-readable part: ``valid`` (true, false or "unknown"), ``reasons``, ``line``."""
+    # deferred: start-up: the report tables load only for commands that print a verdict
     from harness.report.tables import verdict_of
 
     v = verdict_of(metrics)

@@ -192,11 +192,12 @@ class _FakeSession:
 def _patch_run(
     monkeypatch: pytest.MonkeyPatch, out: Path, m: dict[str, Any], units: list[dict[str, Any]]
 ) -> None:
-    import harness.run.session as session
+    import harness.cli.report as report_cli
 
     monkeypatch.setattr(run_cli, "prepare", lambda req: _FakeSession(out, units))
     monkeypatch.setattr(run_cli, "install_signal_handlers", lambda: None)
-    monkeypatch.setattr(session, "analyse", lambda run_dir, **kw: {**m, "metric_info": {}})
+    # the analysis as `run` reaches it (harness.cli.report.publish_metrics imports it from harness.run.session)
+    monkeypatch.setattr(report_cli, "analyse", lambda run_dir, **kw: {**m, "metric_info": {}})
 
 
 def test_run_json_prints_one_document_on_stdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
