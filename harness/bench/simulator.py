@@ -151,6 +151,13 @@ def simulator() -> None:
     help="Simulated repetitions (each seeded by its repetition: the model's random parts differ).",
 )
 @click.option(
+    "--profile",
+    default="two-core-host",
+    show_default=True,
+    metavar="NAME",
+    help="Delay profile (the one fitted to this project's 2-core machine, where the real runs are made).",
+)
+@click.option(
     "--delay", "delays", multiple=True, metavar="NAME=VALUE", help="Override a field of the delay model."
 )
 @click.option(
@@ -177,6 +184,7 @@ def validate_command(
     impls: str,
     sets: tuple[str, ...],
     sim_repetitions: int,
+    profile: str,
     delays: tuple[str, ...],
     real_dirs: tuple[Path, ...],
     sim_dir: Path | None,
@@ -184,7 +192,17 @@ def validate_command(
 ) -> None:
     """Real runs and simulations of the same cases: herd counts must be equal, latencies inside the range."""
     for line in validate(
-        scenario, members, repetitions, impls, sets, out, sim_repetitions, delays, real_dirs, sim_dir
+        scenario,
+        members,
+        repetitions,
+        impls,
+        sets,
+        out,
+        sim_repetitions,
+        delays,
+        real_dirs,
+        sim_dir,
+        profile=profile,
     ):
         click.echo(line)
 
@@ -243,6 +261,7 @@ def validate(
     delays: tuple[str, ...] = (),
     real_dirs: tuple[Path, ...] = (),
     sim_dir: Path | None = None,
+    profile: str = "two-core-host",
 ) -> list[str]:
     """Run (unless ``real_dirs`` are given), simulate ``sim_repetitions`` times (unless ``sim_dir`` is
     given) and compare (module contract); the lines printed."""
@@ -259,7 +278,7 @@ def validate(
         if delays:
             raise ConfigError("--delay is not used with --sim: the saved simulation's model is its own")
         sim_manifest = _check_sim_dir(sim_dir, s.name, members, impls)
-    model = parse_delays(delays)
+    model = parse_delays(delays, profile=profile)
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simval-"))
     dirs = list(real_dirs)
     if not dirs:

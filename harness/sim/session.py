@@ -31,7 +31,7 @@ from harness.run.manifest import write_manifest
 from harness.run.runner import RunResult, Unit, new_run_id, planned_cases
 from harness.scenario.model import Scenario
 from harness.sim.driver import SimUnitRunner, UnitProgress, group_factory
-from harness.sim.model import DelayModel
+from harness.sim.model import DEFAULT_PROFILE, DelayModel, load_profile
 
 __all__ = [
     "SIM_OPTIONS",
@@ -54,7 +54,7 @@ class SimOptions:
     """How to simulate: where results go, the delay model, the implementations' options, progress."""
 
     out: Path = Path("reports")
-    delays: DelayModel = field(default_factory=DelayModel)
+    delays: DelayModel = field(default_factory=lambda: load_profile(DEFAULT_PROFILE))
     options: dict[str, Any] = field(default_factory=dict[str, Any])
     progress: Callable[[UnitProgress, int, int], None] | None = None
 
@@ -64,9 +64,12 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def parse_delays(items: tuple[str, ...] | list[str], seed: int | None = None) -> DelayModel:
-    """The :class:`~harness.sim.model.DelayModel` with ``name=value`` overrides; one-line errors."""
-    names = {f.name: f.type for f in dataclasses.fields(DelayModel)}
+def parse_delays(
+    items: tuple[str, ...] | list[str], seed: int | None = None, profile: str = DEFAULT_PROFILE
+) -> DelayModel:
+    """The :class:`~harness.sim.model.DelayModel` of ``profile`` with ``name=value`` overrides of its
+    fields; one-line errors."""
+    names = {f.name: f.type for f in dataclasses.fields(DelayModel) if f.name != "profile"}
     changes: dict[str, Any] = {}
     for item in items:
         name, eq, value = item.partition("=")
@@ -87,9 +90,8 @@ def parse_delays(items: tuple[str, ...] | list[str], seed: int | None = None) ->
             raise ConfigError(
                 f"--delay {name}: must be 0 (first come first served) or 1 (served first), got {value}"
             )
-    if seed is not None:
-        changes["seed"] = seed
-    return DelayModel(**changes)
+    given = changes.pop("seed", 0)
+    return load_profile(profile, changes, seed=int(given if seed is None else seed))
 
 
 def parse_sim_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
