@@ -124,6 +124,16 @@ def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
     impls = list(scenario.implementations)
     for impl in impls:
         group_factory(impl)  # a one-line error now, before anything is written
+    if "coordinator" in impls:
+        from harness.sim.coordinator import unmodelled
+
+        for case in cases:
+            why = unmodelled(case.scenario)
+            if why is not None:
+                raise ConfigError(
+                    f"{scenario.name}, case {case.label or 'default'}: {why} (run it with `herdlab run`, or "
+                    "simulate legacy_zk alone: --set 'implementations=[\"legacy_zk\"]')"
+                )
     run_id = new_run_id()
     run_dir = options.out / scenario.name / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
