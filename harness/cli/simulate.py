@@ -57,8 +57,9 @@ if not console.is_terminal:
     metavar="NAME=VALUE",
     help="Simulator option: aggregate_from=N (legacy zk_request events aggregated from N members; default "
     "200); fluid_from=N (from N legacy members ZooKeeper is the fluid server, bursts of reads processor-shared; "
-    "default 2000); wait_settled=1 (a timeline step waits, past its time, until the previous trigger settled; "
-    "for sizes where a change outlasts the scenario's spacing). Repeatable.",
+    "default 1000); wait_settled_from=N (from N members a timeline step waits, past its time, until the "
+    "previous trigger settled: sizes where a change outlasts the scenario's spacing; default 1000); "
+    "wait_settled=1 or 0 (every step waits, or none). Repeatable.",
 )
 @click.option(
     "--out",

@@ -44,9 +44,10 @@ __all__ = [
 
 #: The simulator's options (``--option NAME=VALUE``): legacy ``zk_request`` events aggregated from
 #: ``aggregate_from`` initial members (default 200); the fluid ZooKeeper server from ``fluid_from``
-#: initial members (default 2000); ``wait_settled`` = 1: a timeline step waits, past its time, until
-#: the previous trigger settled (default 0: the scenario's times, as ``run``).
-SIM_OPTIONS = ("aggregate_from", "fluid_from", "wait_settled")
+#: initial members (default 1000); ``wait_settled`` = 1: every timeline step waits, past its time, until
+#: the previous trigger settled, 0: none does (the scenario's times, as ``run``); without it, steps wait
+#: so from ``wait_settled_from`` initial members on (default 1000).
+SIM_OPTIONS = ("aggregate_from", "fluid_from", "wait_settled", "wait_settled_from")
 
 
 @dataclass
@@ -113,9 +114,15 @@ def parse_sim_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
 
 def effective_options(given: dict[str, Any]) -> dict[str, Any]:
     """Every simulator option with its value in this run (defaults filled in), for the manifest."""
+    from harness.sim.driver import WAIT_SETTLED_FROM
     from harness.sim.legacy import AGGREGATE_FROM, FLUID_FROM
 
-    return {"aggregate_from": AGGREGATE_FROM, "fluid_from": FLUID_FROM, "wait_settled": 0, **given}
+    return {
+        "aggregate_from": AGGREGATE_FROM,
+        "fluid_from": FLUID_FROM,
+        "wait_settled_from": WAIT_SETTLED_FROM,
+        **given,
+    }
 
 
 def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
