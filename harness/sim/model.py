@@ -104,7 +104,7 @@ class DelayModel:
     kafka_heartbeat_late_s: float
     #: The same, per live member per client core (s; 0: none).
     kafka_heartbeat_late_per_member_s: float
-    #: Mean lateness of the main thread's rejoin check at a heartbeat deadline (s; 0 and 0: before the answer).
+    #: Mean lateness of the main thread's flag check at a heartbeat deadline (s; 0 and 0: before the answer).
     kafka_main_check_late_s: float
     #: The same, per live member per client core (s; 0: none).
     kafka_main_check_late_per_member_s: float

@@ -366,20 +366,20 @@ def test_the_main_thread_picks_a_join_up_only_inside_a_poll_window() -> None:
     """A join's poll windows from its start at 0, by hand, 200 ms windows and 12 ms between them (not
     queued on the client cores): windows [0, 200), [212, 412), [424, 624); between them [200, 212) and
     [412, 424). A join completing in one of those is picked up when the next window starts."""
-    from harness.sim.coordinator_member import _PollGaps  # pyright: ignore[reportPrivateUsage]
     from harness.sim.cpu import ClientCpu
+    from harness.sim.kafka_python30 import PollGaps
 
     ms = 1_000_000
     sched = VirtualScheduler()
     delays = machine_model()
-    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
+    gaps = PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
     expected = {150: None, 205: 212, 211: 212, 212: None, 300: None, 413: 424, 500: None}
     assert _gap_ends_ms(sched, gaps, list(expected)) == expected
     gaps.stop()  # the join completed: no window ends are booked any more (624 would open [624, 636))
     sched.run(until_ns=630 * ms)
     assert gaps.gap_end(630 * ms) is None
     # without a gap the main thread never misses a completed join
-    none = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.0, cv=0.0)
+    none = PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.0, cv=0.0)
     sched.run(until_ns=1000 * ms)
     assert none.gap_end(830 * ms) is None and none.gap_end(1000 * ms) is None
 
@@ -390,12 +390,12 @@ def test_the_gaps_between_polls_are_gamma_draws_of_the_units_random_source() -> 
     is [its end, its end + g_k). Checked at each gap's middle and just after it."""
     import random
 
-    from harness.sim.coordinator_member import _PollGaps  # pyright: ignore[reportPrivateUsage]
     from harness.sim.cpu import ClientCpu
+    from harness.sim.kafka_python30 import PollGaps
 
     sched = VirtualScheduler()
     delays = machine_model(seed=7)
-    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200_000_000, lambda: 0.012, cv=1.0)
+    gaps = PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200_000_000, lambda: 0.012, cv=1.0)
     draws = random.Random(7)
     start = 200_000_000
     lengths = []
@@ -417,9 +417,9 @@ def test_the_mean_gap_between_polls_grows_with_the_members_sharing_a_core(tmp_pa
     unit = _Unit(6, tmp_path / "h.jsonl")
     unit.run_until_stable()
     m0 = unit.group.member("m0")
-    assert m0._poll_gap_s() == pytest.approx(0.00144)  # pyright: ignore[reportPrivateUsage]
+    assert m0.threads.poll_gap_s() == pytest.approx(0.00144)
     unit.group.crash_member("m5")
-    assert m0._poll_gap_s() == pytest.approx(0.0012)  # pyright: ignore[reportPrivateUsage]
+    assert m0.threads.poll_gap_s() == pytest.approx(0.0012)
     unit.close()
 
 
@@ -565,13 +565,13 @@ def test_the_window_after_a_late_pickup_starts_at_the_pickup() -> None:
     """kafka-python's poll window is timed on its IO thread, from when that thread runs the poll's join.
     By hand, 200 ms windows and 12 ms gaps (cv 0): [0, 200), gap [200, 212); a pickup at 230 ms (18 ms
     late) starts the window [230, 430), then the gap [430, 442), not the old chain's [412, 424)."""
-    from harness.sim.coordinator_member import _PollGaps  # pyright: ignore[reportPrivateUsage]
     from harness.sim.cpu import ClientCpu
+    from harness.sim.kafka_python30 import PollGaps
 
     ms = 1_000_000
     sched = VirtualScheduler()
     delays = machine_model()
-    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
+    gaps = PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
     sched.run(until_ns=205 * ms)
     assert gaps.gap_end(205 * ms) == 212 * ms
     sched.run(until_ns=230 * ms)
