@@ -83,8 +83,8 @@ STOP_TIMEOUT_S = 30.0
 #: After the run: how long (virtual seconds) the members may take to stop.
 CLOSE_TIMEOUT_S = 60.0
 #: From this many initial members on, a timeline step waits until the previous trigger settled
-#: (``wait_settled``, unless the ``wait_settled`` option says otherwise): a legacy change at 10^3 members
-#: (10^6 registration reads) takes about 120 s, past any built-in scenario's spacing.
+#: (``wait_settled``, unless the ``wait_settled`` option says otherwise): a legacy change at 10^3 members is
+#: 10^6 registration reads through one ZooKeeper server, longer than a built-in scenario's spacing.
 WAIT_SETTLED_FROM = 1000
 #: When the scenario does not set ``stable_timeout``, the unit's waits are bounded by at least this many
 #: of the group's rebalance rounds (:func:`round_s`): the scenario's default bound is a real run's.

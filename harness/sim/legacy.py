@@ -116,8 +116,7 @@ IMPL = "legacy_zk"
 #: From this many initial members on, a member's zk_request events are aggregated (module contract).
 AGGREGATE_FROM = 200
 #: From this many initial members on, ZooKeeper is the fluid server (:mod:`harness.sim.fluid`; module
-#: contract): where it and the per-request server were compared, at 200 and 1000 members, their counts
-#: were equal.
+#: contract), which makes the per-request server's requests at a cost per burst.
 FLUID_FROM = 1000
 #: An aggregated zk_request event covers at most this span of virtual time (ns): a long attempt's requests
 #: are written as they go, so they fall into the trigger window they were made in (to within this span).
