@@ -107,6 +107,7 @@ __all__ = [
     "SimZkPort",
     "SimZkServer",
     "make_group",
+    "round_s",
 ]
 
 log = logging.getLogger("harness.sim")
@@ -114,8 +115,9 @@ log = logging.getLogger("harness.sim")
 IMPL = "legacy_zk"
 #: From this many initial members on, a member's zk_request events are aggregated (module contract).
 AGGREGATE_FROM = 200
-#: From this many initial members on, ZooKeeper is the fluid server (:mod:`harness.sim.fluid`; module contract).
-FLUID_FROM = 2000
+#: From this many initial members on, ZooKeeper is the fluid server (:mod:`harness.sim.fluid`; module
+#: contract), which makes the per-request server's requests at a cost per burst.
+FLUID_FROM = 1000
 #: An aggregated zk_request event covers at most this span of virtual time (ns): a long attempt's requests
 #: are written as they go, so they fall into the trigger window they were made in (to within this span).
 AGGREGATE_SPAN_NS = 1_000_000_000
@@ -814,6 +816,16 @@ class SimLegacyGroup:
         self.quiesce()
         for name in self.members():
             self.stop_member(name)
+
+
+def round_s(members: int, delays: DelayModel) -> float:
+    """At least how long one rebalance round of ``members`` takes (virtual seconds): each member reads
+    every member's registration, ``members``² reads through the one ZooKeeper server, served no faster
+    than ``zk_service_s`` each nor than the client cores issue them (``zk_client_s`` / ``client_cores``)."""
+    per_read = max(
+        delays.zk_service_s, delays.zk_client_s / delays.client_cores if delays.client_cores else 0.0
+    )
+    return members * members * per_read
 
 
 def make_group(ctx: SimContext) -> SimLegacyGroup:
