@@ -37,7 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness.sim.validate import Comparison
+from harness.cluster.java import check_java
+from harness.kernel.errors import ConfigError
+from harness.run.runner import RunOptions, run_scenario
+from harness.scenario import load_scenario
+from harness.sim.model import DEFAULT_PROFILE
+from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
+from harness.sim.validate import Comparison, compare, run_cases, run_counts, unsettled
 
 if TYPE_CHECKING:
     from harness.sim.driver import UnitProgress
@@ -213,8 +219,6 @@ def _check_same_cases(run_dir: Path, members: str, impls: str, option: str = "--
     otherwise); its manifest."""
     import json
 
-    from harness.kernel.errors import ConfigError
-
     path = run_dir / "manifest.json"
     try:
         manifest: dict[str, Any] = json.loads(path.read_text())
@@ -238,7 +242,6 @@ def _check_same_cases(run_dir: Path, members: str, impls: str, option: str = "--
 def _check_sim_dir(sim_dir: Path, scenario: str, members: str, impls: str) -> dict[str, Any]:
     """``--sim``'s run must be a finished simulation of this scenario with the cases asked for (one-line
     error otherwise); its manifest."""
-    from harness.kernel.errors import ConfigError
 
     manifest = _check_same_cases(sim_dir, members, impls, "--sim")
     if not manifest.get("simulated"):
@@ -266,12 +269,6 @@ def validate(
 ) -> list[str]:
     """Run (unless ``real_dirs`` are given), simulate ``sim_repetitions`` times (unless ``sim_dir`` is
     given) and compare (module contract); the lines printed."""
-    from harness.cluster.java import check_java
-    from harness.kernel.errors import ConfigError
-    from harness.run.runner import RunOptions, run_scenario
-    from harness.scenario import load_scenario
-    from harness.sim.session import SimOptions, parse_delays, simulate_scenario
-    from harness.sim.validate import compare, run_cases, run_counts, unsettled
 
     s = load_scenario(scenario, _overrides(members, repetitions, impls, sets))
     sim_manifest: dict[str, Any] = {}
@@ -401,9 +398,6 @@ def reach_command(
 ) -> None:
     """Simulate at size, one unit per N, with ``herdlab simulate``'s defaults (its profile, waits and
     options scale with the group): virtual time, events, wall time and peak RSS."""
-    from harness.scenario import load_scenario
-    from harness.sim.model import DEFAULT_PROFILE
-    from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
 
     model = parse_delays(delays, profile=profile or DEFAULT_PROFILE)
     options = parse_sim_options(sim_options)

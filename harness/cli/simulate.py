@@ -14,7 +14,13 @@ from typing import Any
 import click
 from rich.console import Console
 
+from harness.cli.report import publish
+from harness.cli.runs import update_latest
 from harness.kernel.errors import ConfigError
+from harness.scenario import load_scenario
+from harness.sim.driver import UnitProgress
+from harness.sim.model import DEFAULT_PROFILE
+from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
 
 console = Console()
 if not console.is_terminal:
@@ -119,10 +125,6 @@ def execute(
     profile: str | None = None,
 ) -> Path:
     """Simulate, then analyse and report (see ``herdlab simulate``); returns the run directory."""
-    from harness.scenario import load_scenario
-    from harness.sim.driver import UnitProgress
-    from harness.sim.model import DEFAULT_PROFILE
-    from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
 
     sets = list(overrides)
     if members_scale:
@@ -159,13 +161,10 @@ def execute(
             highlight=False,
         )
     console.print(f"simulation {result.run_id}: {result.events} events in {result.run_dir}")
-    from harness.cli.runs import update_latest
 
     update_latest(result.run_dir)
     invalid = False
     if report:
-        from harness.cli.report import publish
-
         invalid = publish(result.run_dir, spark_master=spark_master)
     if invalid or any(u.get("failed") for u in result.units):
         raise SystemExit(1)

@@ -48,6 +48,7 @@ from typing import Any
 
 from harness.faults.nemesis import ActionPair
 from harness.kernel import actions
+from harness.kernel.errors import ConfigError
 from harness.kernel.events import DOWN_ACTIONS, JOIN_ACTIONS, Kind, Role
 from harness.kernel.history import History
 from harness.run.interpreter import Stage, Timing, interpret
@@ -56,9 +57,12 @@ from harness.run.runner import Unit, UnitFailed
 from harness.run.tail import GroupWatch
 from harness.scenario.model import Scenario
 from harness.sim.clock import NS_PER_S, Task, VirtualScheduler
+from harness.sim.coordinator import make_group as make_coordinator_group
 from harness.sim.cpu import gamma_draw
 from harness.sim.group import SimContext, SimGroup
 from harness.sim.history import EventSink, SimHistory
+from harness.sim.legacy import make_group
+from harness.sim.legacy import round_s as legacy_round_s
 from harness.sim.model import DelayModel
 from harness.sim.workload import SimProducer, SimTopic
 
@@ -95,15 +99,10 @@ GroupFactory = Callable[[SimContext], SimGroup]
 
 def group_factory(impl: str) -> GroupFactory:
     """The simulated group of ``impl`` (legacy_zk, coordinator); a one-line error when it has none."""
-    from harness.kernel.errors import ConfigError
 
     if impl == "legacy_zk":
-        from harness.sim.legacy import make_group
-
         return make_group
     if impl == "coordinator":
-        from harness.sim.coordinator import make_group as make_coordinator_group
-
         return make_coordinator_group
     raise ConfigError(f"{impl} is not simulated (the simulator has legacy_zk and coordinator)")
 
@@ -113,8 +112,6 @@ def round_s(impl: str, members: int, delays: DelayModel) -> float:
     legacy herd's quadratic reads (:func:`harness.sim.legacy.round_s`); 0 for the coordinator, whose round
     is a request or two per member at a broker serving 10^4 a second."""
     if impl == "legacy_zk":
-        from harness.sim.legacy import round_s as legacy_round_s
-
         return legacy_round_s(members, delays)
     return 0.0
 

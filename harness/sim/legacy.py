@@ -80,6 +80,7 @@ from typing import Any
 
 from harness.kernel.errors import ConfigError
 from harness.kernel.history import History
+from harness.run.launch import Endpoints, legacy_argv
 from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler, next_tick, to_ns
 from harness.sim.cpu import ClientCpu
 from harness.sim.fluid import FluidServer
@@ -92,6 +93,7 @@ from legacy_zk.attempt import Rebalancer, emit_each
 from legacy_zk.config import ConsumerConfig, parse_properties
 from legacy_zk.ids import TopicPartition, make_consumer_id
 from legacy_zk.listeners import EventThread
+from legacy_zk.member import STAT_NAMES
 from legacy_zk.memzk import MemZk, MemZkSession
 from legacy_zk.offsets import OffsetStore
 from legacy_zk.reads import GroupReader, MalformedLog, ViewMemo
@@ -347,7 +349,6 @@ class SimLegacyMember:
         self.handler = SimHandler(self.sched, name)
         self.zk = SimZkPort(self, group.server)
         self.stats: dict[str, int] = {}
-        from legacy_zk.member import STAT_NAMES
 
         self.stats = dict.fromkeys(STAT_NAMES, 0)
         self.active = False
@@ -762,7 +763,6 @@ class SimLegacyGroup:
     def config_for(self, name: str, props: Mapping[str, str] | None = None) -> ConsumerConfig:
         """The member's configuration: the real member's ``-X`` properties (``legacy_argv``), parsed as
         the real member parses them."""
-        from harness.run.launch import Endpoints, legacy_argv
 
         argv = legacy_argv(
             self.scenario, name, Endpoints("sim", "sim"), Path("-"), self.group_id, self.topic.name, props

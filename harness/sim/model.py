@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, fields
 from importlib import resources
 from typing import Any
 
+from harness.kernel.errors import ConfigError
+
 __all__ = ["DEFAULT_PROFILE", "MACHINE_PROFILE", "DelayModel", "load_profile", "profile_names"]
 
 #: The profile ``herdlab simulate`` uses unless told otherwise: members on machines of their own.
@@ -166,7 +168,6 @@ def load_profile(name: str, changes: dict[str, Any] | None = None, seed: int = 0
     """The model of profile ``name`` with ``changes`` (field name to value) applied; a one-line
     :class:`~harness.kernel.errors.ConfigError` for an unknown profile or one that does not set exactly
     :data:`PROFILE_FIELDS` (each a number, an integer where the field is one)."""
-    from harness.kernel.errors import ConfigError
 
     known = profile_names()
     if name not in known:

@@ -30,7 +30,9 @@ from harness.kernel.errors import ConfigError
 from harness.run.manifest import write_manifest
 from harness.run.runner import RunResult, Unit, new_run_id, planned_cases
 from harness.scenario.model import Scenario
-from harness.sim.driver import SimUnitRunner, UnitProgress, group_factory
+from harness.sim.coordinator import unmodelled
+from harness.sim.driver import WAIT_SETTLED_FROM, SimUnitRunner, UnitProgress, group_factory
+from harness.sim.legacy import AGGREGATE_FROM, FLUID_FROM
 from harness.sim.model import DEFAULT_PROFILE, DelayModel, load_profile
 
 __all__ = [
@@ -114,8 +116,6 @@ def parse_sim_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
 
 def effective_options(given: dict[str, Any]) -> dict[str, Any]:
     """Every simulator option with its value in this run (defaults filled in), for the manifest."""
-    from harness.sim.driver import WAIT_SETTLED_FROM
-    from harness.sim.legacy import AGGREGATE_FROM, FLUID_FROM
 
     return {
         "aggregate_from": AGGREGATE_FROM,
@@ -132,8 +132,6 @@ def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
     for impl in impls:
         group_factory(impl)  # a one-line error now, before anything is written
     if "coordinator" in impls:
-        from harness.sim.coordinator import unmodelled
-
         for case in cases:
             why = unmodelled(case.scenario)
             if why is not None:

@@ -266,14 +266,14 @@ def test_report_json_gives_the_verdict_and_paths(tmp_path: Path) -> None:
 
 
 def test_simulate_points_latest_at_its_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.sim.session as sim_session
+    import harness.cli.simulate as simulate_command
 
     def fake_simulate(scenario: Any, options: Any) -> RunResult:
         d = options.out / scenario.name / "20260101-000000-5151"
         d.mkdir(parents=True)
         return RunResult(run_dir=d, run_id=d.name, units=[], events=0)
 
-    monkeypatch.setattr(sim_session, "simulate_scenario", fake_simulate)
+    monkeypatch.setattr(simulate_command, "simulate_scenario", fake_simulate)
     r = CliRunner().invoke(cli, ["simulate", "herd-small", "--out", str(tmp_path), "--no-report"])
     assert r.exit_code == 0, r.output
     assert os.readlink(tmp_path / "herd-small" / "latest") == "20260101-000000-5151"

@@ -131,10 +131,7 @@ def test_snippet_with_reasons_or_at_module_level_passes() -> None:
 # Files still being reworked elsewhere: their offences make this test xfail (never pass silently) until they
 # are hoisted or annotated; an offence in any other file fails it. Empty this tuple once they are.
 PENDING = (
-    "harness/sim/",
     "harness/analysis/spark.py",
-    "harness/bench/simulator.py",
-    "harness/cli/simulate.py",
     "harness/cluster/apache_kafka.py",
 )
 

@@ -77,7 +77,7 @@ def test_the_profile_name_is_not_a_delay_override() -> None:
 
 
 def _capture(monkeypatch: pytest.MonkeyPatch, seen: list[Any]) -> None:
-    import harness.sim.session as sim_session
+    import harness.cli.simulate as simulate_command
 
     def fake_simulate(scenario: Any, options: Any) -> RunResult:
         seen.append(options.delays)
@@ -85,7 +85,7 @@ def _capture(monkeypatch: pytest.MonkeyPatch, seen: list[Any]) -> None:
         d.mkdir(parents=True)
         return RunResult(run_dir=d, run_id=d.name, units=[], events=0)
 
-    monkeypatch.setattr(sim_session, "simulate_scenario", fake_simulate)
+    monkeypatch.setattr(simulate_command, "simulate_scenario", fake_simulate)
 
 
 def test_simulate_takes_the_profile_by_name_and_delays_over_it(
