@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from coordinator.cli import broker
 from harness.kernel.errors import HerdlabError
 from harness.kernel.logs import setup_logging
 
@@ -28,8 +29,6 @@ def run(command: click.Command) -> None:
 
 def main() -> None:
     """Run the ``broker`` command of :mod:`coordinator.cli` (no ``--history`` option)."""
-    from coordinator.cli import broker
-
     run(broker)
 
 

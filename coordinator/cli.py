@@ -209,6 +209,7 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
         Serves ApiVersions, Metadata, CreateTopics, CreatePartitions, Produce, Fetch, ListOffsets,
         InitProducerId, DescribeCluster and the group APIs to unmodified Kafka clients.
         """
+        # deferred: start-up: the broker (kio wire codec) loads when the command runs, not for `herdlab --help`
         from coordinator.server import run_broker
 
         log = logging.getLogger("coordinator")

@@ -459,6 +459,7 @@ class Broker:
             loop = asyncio.get_running_loop()
             factory: Callable[..., Any] | None = self._zk_factory
             if factory is None:
+                # deferred: start-up: kazoo loads only for a broker registered in ZooKeeper
                 from coordinator.zookeeper.registration import ZkRegistration
 
                 factory = ZkRegistration

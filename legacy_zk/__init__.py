@@ -17,6 +17,6 @@ IO shell: :mod:`legacy_zk.listeners` (ZkClient's event thread, subscriptions and
 :mod:`legacy_zk.watches` (the member's subscriptions and rebalance signal),
 :mod:`legacy_zk.reconnect` (the ZooKeeper 3.4.6 Java client's reconnect timing),
 :mod:`legacy_zk.member` (one member: session, registration, the rebalance thread, session expiry,
-shutdown), :mod:`legacy_zk.fetcher` (kafka-python record fetcher), :mod:`legacy_zk.host` (one member
+shutdown), :mod:`legacy_zk.fetcher` (kafka-python record fetcher), :mod:`harness.members.legacy_host` (one member
 on threads, many on gevent).
 """

@@ -17,7 +17,7 @@ Contract
 
 kafka-python is thread-based: a fetcher only runs next to kazoo's *threading* handler. Members
 hosted many-per-process on gevent run without a fetcher (coordination-only; see
-:mod:`legacy_zk.host`).
+:mod:`harness.members.legacy_host`).
 """
 
 from __future__ import annotations

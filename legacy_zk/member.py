@@ -60,7 +60,7 @@ partitions :mod:`legacy_zk.registry`. This module keeps the IO shell: the kazoo 
 registration, session expiry and shutdown.
 
 The member runs on kazoo's threading handler (default; can fetch records) or on its gevent handler
-(many members per process; coordination only, see :mod:`legacy_zk.host`). All its own concurrency
+(many members per process; coordination only, see :mod:`harness.members.legacy_host`). All its own concurrency
 uses the handler's primitives, so the same code serves both.
 
 Decisions where 0.8.2 and a port differ (and why):

@@ -5,8 +5,9 @@ Its own APIs are JoinGroup, SyncGroup, Heartbeat and LeaveGroup (kio in, machine
 v5+ without protocol type or name is INCONSISTENT_GROUP_PROTOCOL before anything else
 (``KafkaApis.handleSyncGroupRequest``), and a group this broker does not coordinate
 (:func:`~coordinator.groups.routing.other_coordinates`) is NOT_COORDINATOR without reaching the machine. Its part
-of the shared APIs (:class:`~coordinator.groups.types.GroupType`) goes to the same machine, which also holds every
-group's offsets. ``replicated=`` switches the machine to owning groups per ``__consumer_offsets`` partition (see
+of the shared APIs (:class:`~coordinator.groups.types.GroupType`) goes to the same machine, whose offsets
+(:class:`~coordinator.core.group.offsets.OffsetManager`, ``machine.offsets``) hold every group's commits: a second
+type's machine can be given the same manager. ``replicated=`` switches the machine to owning groups per ``__consumer_offsets`` partition (see
 :class:`ClassicGroups`).
 """
 

@@ -623,7 +623,7 @@ class GroupRunner:
             if self.machine.partition_for(gid) == partition
             if (gr := self.machine.group(gid)) is not None
         ]
-        offsets = sum(len(gr.offsets) for gr in groups)
+        offsets = sum(self.machine.offsets.count(gr.group_id) for gr in groups)
         self.apply(self.machine.finish_loading(self.clock(), partition))
         duration_ms = round((time.monotonic() - started) * 1000)
         log.info(

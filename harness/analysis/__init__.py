@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from harness.analysis.metrics_model import MetricsDocument
 
+from harness.analysis.analyze import analyze_run as _analyze_run
+
 
 def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> MetricsDocument:
     """Analyse ``run_dir`` (see :mod:`harness.analysis.analyze`); returns the metrics dict."""
-    from harness.analysis.analyze import analyze_run as _analyze_run
-
     return _analyze_run(run_dir, spark_master)
 
 

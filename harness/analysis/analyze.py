@@ -54,8 +54,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.document import finish, new_document
 from harness.analysis.load import RunInputs, load_run
 from harness.analysis.metrics_model import MetricsDocument
+from harness.analysis.migration_verdict import expect_of
 from harness.analysis.spark import check_history, shuffle_partitions_for, spark_session
 
 
@@ -72,10 +74,9 @@ def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> Metrics
 
 def analyze(spark: Any, inputs: RunInputs) -> MetricsDocument:
     """Run the analysis on an already running ``spark`` session (see :func:`analyze_run`)."""
+    # deferred: start-up: control, frames and units import pyspark; it loads only when a run is analysed
     from harness.analysis.control import Control
-    from harness.analysis.document import finish, new_document
     from harness.analysis.frames import prepare
-    from harness.analysis.migration_verdict import expect_of
     from harness.analysis.units import assemble, unit_table
 
     t_start = time.monotonic()

@@ -29,6 +29,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from harness.analysis import class_archive
+from harness.analysis.analyze import analyze
+from harness.analysis.load import load_run
+from harness.analysis.spark import shutdown_jvm, spark_session
+
 #: The job group of the analysis's Spark jobs (what the bench counts).
 JOB_GROUP = "herdlab-bench-analysis"
 
@@ -102,11 +107,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dump-class-archive", type=Path, default=None)
     ap.add_argument("--bare", action="store_true")
     args = ap.parse_args(argv)
-
-    from harness.analysis import class_archive
-    from harness.analysis.analyze import analyze
-    from harness.analysis.load import load_run
-    from harness.analysis.spark import shutdown_jvm, spark_session
 
     t0 = time.monotonic()
     spark = spark_session(

@@ -47,8 +47,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.analysis.synthetic import rate_for, write_synthetic_run
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import EnvironmentProblem
+from harness.procs import spawn
 
 #: The first four bytes of a dynamic CDS archive (HotSpot's ``CDS_DYNAMIC_ARCHIVE_MAGIC``, little-endian).
 DYNAMIC_MAGIC = (0xF00BABA8).to_bytes(4, "little")
@@ -194,9 +196,6 @@ class Built:
 def build(path: Path | None = None, *, timeout: float = 600.0) -> Built:
     """Write the archive to ``path`` (default :func:`archive_path`; see the contract). Raises
     :class:`~harness.kernel.errors.EnvironmentProblem` when there is no Java or the child fails."""
-    from harness.analysis.synthetic import rate_for, write_synthetic_run
-    from harness.procs import spawn
-
     java = java_home()
     if java is None:
         raise EnvironmentProblem("no Java found (JAVA_HOME or java on PATH): Spark needs Java 17+")

@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 from harness.analysis.control import Control
 from harness.analysis.frames import INF, UNIT, Frames, UnitKey, join, local_frame, pin, unit_key
 from harness.kernel.events import Kind
+from harness.kernel.ownership import GroupView
 from harness.kernel.windows import evaluate
 
 STARTUP, DRAIN = -1, -2  # phase ids: before the first trigger; after the settling phase
@@ -140,8 +141,6 @@ def _fold_unit(unit: UnitKey, rows: list[dict[str, Any]], window_ns: int) -> lis
 def _at_invoke(rows: list[dict[str, Any]], triggers: list[Any]) -> dict[int, tuple[int, int]]:
     """Per trigger id: (live members, partitions) of the group just before its invoke: every event
     with ``ts_ns`` < the invoke applied to one :class:`~harness.kernel.ownership.GroupView`."""
-    from harness.kernel.ownership import GroupView
-
     evs = sorted(rows, key=lambda e: int(e.get("ts_ns") or 0))
     view, i = GroupView(), 0
     out: dict[int, tuple[int, int]] = {}

@@ -40,6 +40,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.analysis.synthetic import rate_for, write_synthetic_run
+from harness.kernel.errors import ConfigError, HerdlabError
 from harness.procs import spawn
 
 #: Time per event at the largest size over that at the smallest: at most this is "linear".
@@ -120,8 +122,6 @@ def synthetic_shape(size: int) -> dict[str, Any]:
     """The :func:`~harness.analysis.synthetic.write_synthetic_run` arguments for about ``size`` events:
     the ``herd`` shape (3 cases x 3 repetitions x 2 implementations), or below
     :data:`SMALL_SHAPE_BELOW` one case of 10 members, one repetition; the rate scaled to the size."""
-    from harness.analysis.synthetic import rate_for
-
     if size < SMALL_SHAPE_BELOW:
         return {"members": (10,), "repetitions": 1, "rate": rate_for(size, 2, 60.0)}
     return {"rate": rate_for(size, 18, 60.0)}
@@ -154,8 +154,6 @@ def _child(
     argv: list[str], name: str, out: Path, log: Path, timeout: float
 ) -> tuple[dict[str, Any], float, int]:
     """Run one bench child (``argv``) to completion: its OUT_JSON, its wall time and peak RSS."""
-    from harness.kernel.errors import HerdlabError
-
     out.unlink(missing_ok=True)
     child = spawn(argv, name=name, log_path=log)
     sampler = _PeakSampler(child.pid)
@@ -228,9 +226,6 @@ def analysis(
 ) -> None:
     """Analyse synthetic histories of each size and real runs: time, Spark jobs, memory, and the ratio
     to a bare Spark session (growth should be linear)."""
-    from harness.analysis.synthetic import write_synthetic_run
-    from harness.kernel.errors import ConfigError
-
     console = Console(width=200)  # the table is wide: not folded into 80 columns in a log
     rows: list[Measured] = []
     archives: set[str | None] = set()

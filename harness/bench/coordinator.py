@@ -32,6 +32,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from coordinator.config import BrokerConfig
+from coordinator.core.group.config import GroupConfig
+from coordinator.rawclient import RawClient
 from harness.bench.rebalance import rebalance
 from harness.cluster.broker import BrokerProcess
 
@@ -73,8 +76,7 @@ async def _resolve(result: Any) -> Any:
 async def _handling(members: int, heartbeats: int, rounds: int) -> dict[str, list[float]]:
     from kafka.protocol.consumer import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 
-    from coordinator.config import BrokerConfig
-    from coordinator.core.group.config import GroupConfig
+    # deferred: start-up: the in-process broker (kio wire codec) loads only when the bench runs
     from coordinator.inprocess import InProcessClient
     from coordinator.server import Broker
     from coordinator.wire import encode_response
@@ -398,8 +400,6 @@ def memory(groups: int, per_group: int) -> None:
             rss_loaded, formed, cpu = asyncio.run(run())
             states = {}
             from kafka.protocol.admin import ListGroupsRequest
-
-            from coordinator.rawclient import RawClient
 
             with RawClient("127.0.0.1", broker.port) as raw:
                 for g in raw.call(ListGroupsRequest(), 3).groups:

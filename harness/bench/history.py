@@ -9,6 +9,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.history.writer import HistoryWriter
+
 
 @click.command("history")
 @click.option("--events", default=200_000, show_default=True, help="Events to write.")
@@ -19,8 +21,6 @@ def history(events: int, batch: int) -> None:
     """Cost of writing one history event (a `record` event as members write them): median, p99."""
     import tempfile
     from pathlib import Path
-
-    from harness.history.writer import HistoryWriter
 
     per_event: list[float] = []
     with tempfile.TemporaryDirectory() as d:

@@ -60,14 +60,21 @@ from typing import Any
 
 import click
 
+from harness.analysis import analyze_run
 from harness.analysis.metrics_model import MetricsDocument
+from harness.analysis.spark import stop_spark
 from harness.bench.common import Sizes, emit_unit_start, settle_window_option
 from harness.bench.legacy_zk_figures import ChangeFigures, format_size, unit_figures
+from harness.cluster.zookeeper import ZooKeeperServer
+from harness.history.schema import to_parquet
 from harness.history.writer import HistoryWriter
 from harness.kernel.errors import HerdlabError
 from harness.kernel.events import Kind, Role
 from harness.run.launch import MemberService, legacy_member_argv
+from harness.run.manifest import write_manifest
 from harness.run.tail import GroupWatch
+from harness.scenario import Scenario
+from harness.scenario.processing import processing_gap_s
 from legacy_zk import paths
 from legacy_zk.model import CHANGES
 
@@ -195,8 +202,6 @@ class _Run:
     def form(self) -> None:
         """ZooKeeper, the broker and topic znodes, ``unit_start``, the N members settled, ``stable``."""
         from kazoo.client import KazooClient
-
-        from harness.cluster.zookeeper import ZooKeeperServer
 
         b = self.b
         self.zk = ZooKeeperServer(tick_time_ms=b.tick_time_ms, heap_mb=1024, log_level="WARN").start()
@@ -336,11 +341,6 @@ def run_size(b: LegacyBench, n: int, directory: Path, echo: Echo = print) -> Non
 # -- the run directory and the checker ---------------------------------------------------------------
 def write_run_dir(run_dir: Path, b: LegacyBench, size_dirs: Mapping[int, Path], started: str) -> int:
     """``history.parquet`` (every size's files, one unit per size) and ``manifest.json``; the row count."""
-    from harness.history.schema import to_parquet
-    from harness.run.manifest import write_manifest
-    from harness.scenario import Scenario
-    from harness.scenario.processing import processing_gap_s
-
     # the bench's members fetch no records; their bound is the scenario defaults' (stated, as a run's)
     base = Scenario(name=SCENARIO, implementations=[IMPL])
 
@@ -385,9 +385,6 @@ def write_run_dir(run_dir: Path, b: LegacyBench, size_dirs: Mapping[int, Path], 
 def analyse(run_dir: Path) -> MetricsDocument:
     """Analyse ``run_dir`` with the PySpark checker; its metrics document (also written to
     ``run_dir/metrics.json``)."""
-    from harness.analysis import analyze_run
-    from harness.analysis.spark import stop_spark
-
     try:
         metrics = analyze_run(run_dir)
     finally:

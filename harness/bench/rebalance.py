@@ -50,6 +50,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from coordinator.rawclient import RawClient
 from harness.bench.common import Sizes, emit_unit_start, merged_events, settle_window_option
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import HistoryWriter
@@ -137,8 +138,6 @@ def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 def _check_broker(bootstrap: str, group: str, members: int, directory: Path) -> None:
     """Sanity check, not the definition: the broker's group is Stable with ``members`` members."""
     from kafka.protocol.admin import DescribeGroupsRequest
-
-    from coordinator.rawclient import RawClient
 
     host, port = bootstrap.rsplit(":", 1)
     with RawClient(host, int(port)) as raw:

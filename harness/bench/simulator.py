@@ -22,8 +22,9 @@ on the machine at that moment; the model draws it): a row whose counts differ by
 It prints one table row per count that differs (or ``all equal``) and the latencies; nothing is asserted.
 No Spark: the counts come straight from the histories.
 
-:func:`reach` simulates SCENARIO at ``--members`` sizes (default 1000 and 10000) one unit at a time and
-prints, per unit, virtual time, events, wall time and the process's peak RSS.
+:func:`reach` simulates SCENARIO at ``--members`` sizes (default 1000 and 10000) one unit at a time, with
+``herdlab simulate``'s defaults, and prints, per unit, virtual time, events, wall time and the process's
+peak RSS.
 """
 
 from __future__ import annotations
@@ -36,7 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness.sim.validate import Comparison
+from harness.cluster.java import check_java
+from harness.kernel.errors import ConfigError
+from harness.run.runner import RunOptions, run_scenario
+from harness.scenario import load_scenario
+from harness.sim.model import DEFAULT_PROFILE
+from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
+from harness.sim.validate import Comparison, compare, run_cases, run_counts, unsettled
 
 if TYPE_CHECKING:
     from harness.sim.driver import UnitProgress
@@ -151,6 +158,13 @@ def simulator() -> None:
     help="Simulated repetitions (each seeded by its repetition: the model's random parts differ).",
 )
 @click.option(
+    "--profile",
+    default="two-core-host",
+    show_default=True,
+    metavar="NAME",
+    help="Delay profile (the one fitted to this project's 2-core machine, where the real runs are made).",
+)
+@click.option(
     "--delay", "delays", multiple=True, metavar="NAME=VALUE", help="Override a field of the delay model."
 )
 @click.option(
@@ -177,6 +191,7 @@ def validate_command(
     impls: str,
     sets: tuple[str, ...],
     sim_repetitions: int,
+    profile: str,
     delays: tuple[str, ...],
     real_dirs: tuple[Path, ...],
     sim_dir: Path | None,
@@ -184,7 +199,17 @@ def validate_command(
 ) -> None:
     """Real runs and simulations of the same cases: herd counts must be equal, latencies inside the range."""
     for line in validate(
-        scenario, members, repetitions, impls, sets, out, sim_repetitions, delays, real_dirs, sim_dir
+        scenario,
+        members,
+        repetitions,
+        impls,
+        sets,
+        out,
+        sim_repetitions,
+        delays,
+        real_dirs,
+        sim_dir,
+        profile=profile,
     ):
         click.echo(line)
 
@@ -193,8 +218,6 @@ def _check_same_cases(run_dir: Path, members: str, impls: str, option: str = "--
     """``--real``'s (or ``--sim``'s) run must have the cases and implementations asked for (one-line error
     otherwise); its manifest."""
     import json
-
-    from harness.kernel.errors import ConfigError
 
     path = run_dir / "manifest.json"
     try:
@@ -219,7 +242,6 @@ def _check_same_cases(run_dir: Path, members: str, impls: str, option: str = "--
 def _check_sim_dir(sim_dir: Path, scenario: str, members: str, impls: str) -> dict[str, Any]:
     """``--sim``'s run must be a finished simulation of this scenario with the cases asked for (one-line
     error otherwise); its manifest."""
-    from harness.kernel.errors import ConfigError
 
     manifest = _check_same_cases(sim_dir, members, impls, "--sim")
     if not manifest.get("simulated"):
@@ -243,15 +265,10 @@ def validate(
     delays: tuple[str, ...] = (),
     real_dirs: tuple[Path, ...] = (),
     sim_dir: Path | None = None,
+    profile: str = "two-core-host",
 ) -> list[str]:
     """Run (unless ``real_dirs`` are given), simulate ``sim_repetitions`` times (unless ``sim_dir`` is
     given) and compare (module contract); the lines printed."""
-    from harness.cluster.java import check_java
-    from harness.kernel.errors import ConfigError
-    from harness.run.runner import RunOptions, run_scenario
-    from harness.scenario import load_scenario
-    from harness.sim.session import SimOptions, parse_delays, simulate_scenario
-    from harness.sim.validate import compare, run_cases, run_counts, unsettled
 
     s = load_scenario(scenario, _overrides(members, repetitions, impls, sets))
     sim_manifest: dict[str, Any] = {}
@@ -259,7 +276,7 @@ def validate(
         if delays:
             raise ConfigError("--delay is not used with --sim: the saved simulation's model is its own")
         sim_manifest = _check_sim_dir(sim_dir, s.name, members, impls)
-    model = parse_delays(delays)
+    model = parse_delays(delays, profile=profile)
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simval-"))
     dirs = list(real_dirs)
     if not dirs:
@@ -353,32 +370,20 @@ def tally(rows: list[Comparison]) -> str:
 @click.option("--scenario", default="herd", show_default=True)
 @click.option("--members", default="1000,10000", show_default=True, help="Group sizes, comma-separated.")
 @click.option("--impl", "impls", default="legacy_zk", show_default=True)
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Scenario overrides.")
 @click.option(
-    "--set",
-    "sets",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Scenario overrides; stable_timeout defaults to 86400s here (10^4 legacy members first settle after "
-    "about 4 hours of virtual time).",
+    "--profile",
+    default=None,
+    metavar="NAME",
+    help="Delay profile [the simulator's default: host-per-member, every member on a machine of its own].",
 )
-@click.option(
-    "--delay",
-    "delays",
-    multiple=True,
-    default=("client_cores=0",),
-    show_default=True,
-    metavar="NAME=VALUE",
-    help="Delay model overrides; by default every member has a core of its own (members on many hosts).",
-)
+@click.option("--delay", "delays", multiple=True, metavar="NAME=VALUE", help="Delay model overrides.")
 @click.option(
     "--option",
     "sim_options",
     multiple=True,
-    default=("wait_settled=1",),
-    show_default=True,
     metavar="NAME=VALUE",
-    help="Simulator options (see `herdlab simulate --help`); by default a trigger waits for the previous one "
-    "to settle (a legacy change at 10^4 members takes hours of virtual time).",
+    help="Simulator options (see `herdlab simulate --help`; its defaults scale with the group).",
 )
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None)
 def reach_command(
@@ -386,21 +391,16 @@ def reach_command(
     members: str,
     impls: str,
     sets: tuple[str, ...],
+    profile: str | None,
     delays: tuple[str, ...],
     sim_options: tuple[str, ...],
     out: Path | None,
 ) -> None:
-    """Simulate at size, one unit per N: virtual time, events, wall time and peak RSS."""
-    from harness.scenario import load_scenario
-    from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
+    """Simulate at size, one unit per N, with ``herdlab simulate``'s defaults (its profile, waits and
+    options scale with the group): virtual time, events, wall time and peak RSS."""
 
-    model = parse_delays(delays)
+    model = parse_delays(delays, profile=profile or DEFAULT_PROFILE)
     options = parse_sim_options(sim_options)
-    if not any(x.strip().startswith("stable_timeout") for x in sets):
-        sets = (
-            "stable_timeout=86400s",
-            *sets,
-        )  # 10^4 legacy members first settle after hours of virtual time
     click.echo(f"model: {model.describe()}; options: {options}")
 
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simreach-"))

@@ -34,6 +34,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.procs import install_signal_handlers
+from harness.run.session import SessionRequest, analyse, failed_units, prepare, render
+
 __all__ = ["size"]
 
 
@@ -132,9 +135,6 @@ def _fmt(x: float | None, unit: str = "s") -> str:
 def size(overrides: tuple[str, ...], out: Path, spark_master: str | None, sample_every: float) -> None:
     """Run the `size` scenario (500 legacy + 200 coordinator members), print start-up, health, wall
     time, peak RSS and CPU of the rig per unit (a benchmark: nothing asserted)."""
-    from harness.procs import install_signal_handlers
-    from harness.run.session import SessionRequest, analyse, failed_units, prepare, render
-
     console = Console(width=160)
     install_signal_handlers()
     session = prepare(SessionRequest(scenario="size", overrides=overrides, out=out))

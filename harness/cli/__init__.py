@@ -20,6 +20,7 @@ import sys
 import click
 
 from harness.kernel.errors import HerdlabError
+from harness.kernel.logs import setup_logging
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -31,8 +32,6 @@ def cli(verbose: int) -> None:
     Runs the same scenario against the 0.8-style ZooKeeper consumer (legacy_zk) and the broker-side
     group coordinator (coordinator) and measures herd effect, split brain and rebalance latency.
     """
-    from harness.kernel.logs import setup_logging
-
     setup_logging(verbose)
 
 

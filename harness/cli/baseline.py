@@ -14,6 +14,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.report.baseline import delete as delete_baseline
+from harness.report.baseline import info, names, store_dir
+from harness.report.baseline import save as save_baseline
+
 console = Console()
 if not console.is_terminal:
     console = Console(width=200)
@@ -38,8 +42,6 @@ def baseline() -> None:
 @click.option("--force", is_flag=True, help="Replace a baseline of the same name.")
 def save(name: str, run_dir: Path, store: Path | None, force: bool) -> None:
     """Save RUN_DIR's metrics.json and manifest.json as baseline NAME (not the history)."""
-    from harness.report.baseline import save as save_baseline
-
     d = save_baseline(name, run_dir, store, replace=force)
     console.print(f"baseline {name} saved in {d}", highlight=False)
 
@@ -48,8 +50,6 @@ def save(name: str, run_dir: Path, store: Path | None, force: bool) -> None:
 @_store
 def list_(store: Path | None) -> None:
     """List the baselines of the store."""
-    from harness.report.baseline import info, names, store_dir
-
     found = names(store)
     if not found:
         console.print(f"no baseline in {store_dir(store)}", highlight=False)
@@ -75,8 +75,6 @@ def list_(store: Path | None) -> None:
 @_store
 def show(name: str, store: Path | None) -> None:
     """Print what baseline NAME holds (its baseline.json, path and files) as JSON."""
-    from harness.report.baseline import info
-
     click.echo(json.dumps(info(name, store), indent=1))
 
 
@@ -85,7 +83,5 @@ def show(name: str, store: Path | None) -> None:
 @_store
 def delete(name: str, store: Path | None) -> None:
     """Delete baseline NAME from the store."""
-    from harness.report.baseline import delete as delete_baseline
-
     d = delete_baseline(name, store)
     console.print(f"baseline {name} deleted ({d})", highlight=False)

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.cluster.external import ExternalCluster
 from harness.cluster.local import LocalCluster
 from harness.kernel.errors import ConfigError
 from harness.procs import install_signal_handlers
@@ -125,6 +126,7 @@ def _apache_kafka_up(
     brokers: int, tick_time_ms: int, workdir: str | None, version: str, home: Path | None
 ) -> None:
     """``cluster up --broker apache-kafka``: one Apache Kafka broker until Ctrl-C."""
+    # deferred: start-up: the Apache Kafka cluster (kio) loads only for `cluster up --broker apache-kafka`
     from harness.cluster.apache_kafka import ApacheKafkaCluster
 
     if brokers != 1:
@@ -230,8 +232,6 @@ def check(tick_time_ms: int, bootstrap: str | None, zookeeper: str | None) -> No
 
 def _check_external(zookeeper: str | None, bootstrap: str) -> None:
     """The external backend's address check, printed as a table (raises ``Unreachable`` on failure)."""
-    from harness.cluster.external import ExternalCluster
-
     t0 = time.monotonic()
     c = ExternalCluster(zookeeper, bootstrap)
     table = Table(title="herdlab external cluster")

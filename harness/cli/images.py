@@ -8,7 +8,17 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.images import DEFAULT_PREFIX
+from harness.cluster.engine import remove_leftovers
+from harness.cluster.kafka_dist import fetched_versions
+from harness.images import (
+    DEFAULT_PREFIX,
+    LABEL_SOURCE,
+    docker_client,
+    image_labels,
+    image_names,
+    source_digest,
+)
+from harness.images.build import build_images
 
 console = Console()
 
@@ -72,9 +82,6 @@ def build(
     images (cluster.broker = "apache-kafka" on the containers backend) put the fetched jars of each
     version on the same Java runtime.
     """
-    from harness.cluster.kafka_dist import fetched_versions
-    from harness.images.build import build_images
-
     if no_kafka and kafka_versions:
         raise click.UsageError("--kafka and --no-kafka exclude each other")
     versions = [] if no_kafka else list(kafka_versions) or fetched_versions()
@@ -106,8 +113,6 @@ def build(
 @click.option("--tag-prefix", default=DEFAULT_PREFIX, show_default=True)
 def list_images(tag_prefix: str) -> None:
     """Show the images the containers backend uses, and whether they match this checkout."""
-    from harness.images import LABEL_SOURCE, docker_client, image_labels, image_names, source_digest
-
     client = docker_client()
     names = image_names(tag_prefix)
     digest = source_digest()
@@ -137,7 +142,5 @@ def list_images(tag_prefix: str) -> None:
 @click.option("--all", "everything", is_flag=True, help="Also containers of herdlab processes still running.")
 def clean(everything: bool) -> None:
     """Remove containers left by herdlab runs whose process is gone (normally there are none)."""
-    from harness.cluster.engine import remove_leftovers
-
     removed = remove_leftovers(everything)
     console.print(f"removed {len(removed)} container(s){': ' + ', '.join(removed) if removed else ''}")

@@ -55,6 +55,7 @@ def emit(doc: Any) -> None:
 
 def verdict_summary(metrics: MetricsDocument) -> dict[str, Any]:
     """The verdict's machine-readable part: ``valid`` (true, false or "unknown"), ``reasons``, ``line``."""
+    # deferred: start-up: the report tables load only for commands that print a verdict
     from harness.report.tables import verdict_of
 
     v = verdict_of(metrics)

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import click
 
+from harness.analysis.metrics_schema import metrics_schema, validate_metrics
+from harness.report import load_metrics
+
 
 @click.group("metrics")
 def metrics() -> None:
@@ -22,8 +25,6 @@ def metrics() -> None:
 @metrics.command("schema")
 def schema() -> None:
     """Print the JSON Schema (draft 2020-12) of metrics.json."""
-    from harness.analysis.metrics_schema import metrics_schema
-
     click.echo(json.dumps(metrics_schema(), indent=1))
 
 
@@ -31,9 +32,6 @@ def schema() -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 def check(path: Path) -> None:
     """Check PATH (a run directory or a metrics.json) against the schema; exit 1 if it does not conform."""
-    from harness.analysis.metrics_schema import validate_metrics
-    from harness.report import load_metrics
-
     errors = validate_metrics(load_metrics(path))
     for e in errors:
         click.echo(f"{path}: {e}", err=True)

@@ -24,6 +24,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.cli.jsonout import emit, stdout_to_stderr, verdict_summary
+from harness.kernel.errors import ConfigError
+from harness.report import load_metrics
+from harness.report.baseline import exists, metrics_path, store_dir
+from harness.run.session import analyse, is_valid, render
+
 if TYPE_CHECKING:
     from harness.analysis.metrics_model import MetricsDocument
     from harness.report.compare import Comparison
@@ -62,9 +68,6 @@ def report(run_dir: Path, spark_master: str | None, from_metrics: bool, as_json:
     JSON object: run_dir, verdict (valid: true, false or "unknown"; reasons; line) and paths
     (json, markdown, html, plots).
     """
-    from harness.cli.jsonout import emit, stdout_to_stderr, verdict_summary
-    from harness.run.session import is_valid
-
     with stdout_to_stderr(as_json):
         metrics, paths = publish_metrics(run_dir, spark_master=spark_master, from_metrics=from_metrics)
     if as_json:
@@ -83,8 +86,6 @@ def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
     """Analyse ``run_dir`` (or re-read its metrics.json), write its reports, print the verdict, the
     summary table, the alerts and the report paths. Returns True when the run is invalid (records
     lost, a tail not drained, a unit failed, or the run was interrupted)."""
-    from harness.run.session import is_valid
-
     metrics, _ = publish_metrics(run_dir, spark_master=spark_master, from_metrics=from_metrics)
     return not is_valid(metrics)
 
@@ -94,8 +95,8 @@ def publish_metrics(
 ) -> tuple[MetricsDocument, dict[str, Path]]:
     """What :func:`publish` does; returns the metrics and the report paths (keys of
     :func:`harness.report.render_report`)."""
+    # deferred: start-up: the terminal report (report tables) loads only when a run is reported
     from harness.report.terminal import summary_table, verdict_panel
-    from harness.run.session import analyse, render
 
     if from_metrics:
         metrics = analyse(run_dir, from_metrics=True)
@@ -194,7 +195,7 @@ def compare(
     """
     import json
 
-    from harness.report import load_metrics
+    # deferred: start-up: the comparison (xml) loads only for `herdlab compare`
     from harness.report.compare import compare as run_compare
     from harness.report.compare import junit_xml, parse_tolerances, to_json
 
@@ -231,15 +232,11 @@ def compare(
 
 def _load_baseline(arg: str, store: Path | None) -> MetricsDocument:
     """BASELINE as a path when it exists, else as a baseline name of the store."""
-    from harness.report import load_metrics
-    from harness.report.baseline import exists, metrics_path, store_dir
-
     p = Path(arg)
     if p.exists() or "/" in arg or "\\" in arg:
         return load_metrics(p)
     if exists(arg, store):
         return load_metrics(metrics_path(arg, store))
-    from harness.kernel.errors import ConfigError
 
     raise ConfigError(
         f"{arg!r} is neither a run directory, a metrics.json nor a baseline in {store_dir(store)} "

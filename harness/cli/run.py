@@ -18,8 +18,12 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from harness.cli.jsonout import emit, stdout_to_stderr, verdict_summary
+from harness.cli.report import publish_metrics
+from harness.cli.runs import update_latest
 from harness.procs import install_signal_handlers
-from harness.run.session import SessionRequest, failed_units, prepare
+from harness.run.manifest import replay_scenario
+from harness.run.session import SessionRequest, failed_units, is_valid, prepare
 
 console = Console()
 if not console.is_terminal:  # logs and CI: wide enough for the summary table
@@ -210,8 +214,6 @@ def replay_file(run_dir: Path | None) -> Iterator[str | None]:
         return
     import tomli_w
 
-    from harness.run.manifest import replay_scenario
-
     data = replay_scenario(run_dir)
     with tempfile.TemporaryDirectory(prefix="herdlab-replay-") as tmp:
         path = Path(tmp) / f"{data.get('name', 'replay')}.toml"
@@ -246,8 +248,6 @@ def execute(
 ) -> Path:
     """Run a scenario with live progress, then analyse and report it (see ``herdlab run``); with
     ``as_json`` everything printed goes to stderr and the run's JSON document to stdout at the end."""
-    from harness.cli.jsonout import emit, stdout_to_stderr
-
     with stdout_to_stderr(as_json):
         outcome = _execute(
             scenario,
@@ -315,11 +315,6 @@ def _execute(
     junit: Path | None = None,
     kafka_home: Path | None = None,
 ) -> RunOutcome:
-    from harness.cli.jsonout import verdict_summary
-    from harness.cli.report import publish_metrics
-    from harness.cli.runs import update_latest
-    from harness.run.session import is_valid
-
     install_signal_handlers()
     session = prepare(
         SessionRequest(
@@ -357,6 +352,7 @@ def _execute(
     else:
         console.print(f"no report: render it with `herdlab report {result.run_dir}`")
     if junit is not None:
+        # deferred: start-up: xml loads only for --junit
         from harness.report.junit import write_run_junit
 
         console.print(f"JUnit XML: {write_run_junit(junit, result.run_dir, result.units)}", highlight=False)

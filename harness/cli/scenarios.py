@@ -15,8 +15,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.run.runner import planned_cases
 from harness.scenario import builtin_names, expand, load_scenario
 from harness.scenario.loading import builtin_text
+from harness.scenario.schema import scenario_schema
 
 
 def builtin_list() -> list[dict[str, Any]]:
@@ -67,8 +69,6 @@ def schema() -> None:
 
     It covers keys, types, enums and bounds; rules that span keys are checked by
     `herdlab scenarios check`."""
-    from harness.scenario.schema import scenario_schema
-
     click.echo(json.dumps(scenario_schema(), indent=1))
 
 
@@ -87,8 +87,6 @@ def show(name: str) -> None:
 def check(scenario: str, overrides: tuple[str, ...]) -> None:
     """Validate SCENARIO (a built-in name or a TOML file), plan each of its matrix cases as ``run`` would
     (timeline spacing, members to act on, a switch or rollback with members to replace) and print them."""
-    from harness.run.runner import planned_cases
-
     s = load_scenario(scenario, overrides)
     for case in planned_cases(s):
         click.echo(f"{s.name}: {case.label}: {case.members} members, {case.partitions} partitions")

@@ -14,7 +14,13 @@ from typing import Any
 import click
 from rich.console import Console
 
+from harness.cli.report import publish
+from harness.cli.runs import update_latest
 from harness.kernel.errors import ConfigError
+from harness.scenario import load_scenario
+from harness.sim.driver import UnitProgress
+from harness.sim.model import DEFAULT_PROFILE
+from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
 
 console = Console()
 if not console.is_terminal:
@@ -31,11 +37,18 @@ if not console.is_terminal:
     help="Group sizes to simulate (the same as --set group.members=[N,...]), e.g. 1000,10000.",
 )
 @click.option(
+    "--profile",
+    default=None,
+    metavar="NAME",
+    help="Delay profile: host-per-member (the default: every member on a machine of its own) or "
+    "two-core-host (fitted to real runs of up to 100 members sharing one 2-core machine).",
+)
+@click.option(
     "--delay",
     "delays",
     multiple=True,
     metavar="NAME=VALUE",
-    help="Override a field of the delay model (seconds), e.g. zk_service_s=0.0002. Repeatable.",
+    help="Override a field of the profile's delay model (seconds), e.g. zk_service_s=0.0002. Repeatable.",
 )
 @click.option(
     "--seed",
@@ -50,8 +63,9 @@ if not console.is_terminal:
     metavar="NAME=VALUE",
     help="Simulator option: aggregate_from=N (legacy zk_request events aggregated from N members; default "
     "200); fluid_from=N (from N legacy members ZooKeeper is the fluid server, bursts of reads processor-shared; "
-    "default 2000); wait_settled=1 (a timeline step waits, past its time, until the previous trigger settled; "
-    "for sizes where a change outlasts the scenario's spacing). Repeatable.",
+    "default 1000); wait_settled_from=N (from N members a timeline step waits, past its time, until the "
+    "previous trigger settled: sizes where a change outlasts the scenario's spacing; default 1000); "
+    "wait_settled=1 or 0 (every step waits, or none). Repeatable.",
 )
 @click.option(
     "--out",
@@ -66,6 +80,7 @@ def simulate(
     scenario: str,
     overrides: tuple[str, ...],
     members_scale: str | None,
+    profile: str | None,
     delays: tuple[str, ...],
     seed: int | None,
     sim_options: tuple[str, ...],
@@ -77,12 +92,24 @@ def simulate(
 
     The same scenario files, matrix, plans and faults as `herdlab run`; each unit runs the real
     rebalance code of each implementation against simulated servers, with every delay taken from a
-    stated model (see README, "The simulator"; override fields with --delay). Actions the simulator
+    stated model (see README, "The simulator": a named profile, --profile; override fields with
+    --delay). Actions the simulator
     does not model (pause, cut, expire, broker, ZooKeeper and coordinator faults, partition growth,
     migrations) are recorded as skipped, "not simulated". The run directory, analysis and reports are
     run's; every report says at the top that it is a simulation and states the model.
     """
-    execute(scenario, overrides, members_scale, delays, seed, sim_options, out, spark_master, not no_report)
+    execute(
+        scenario,
+        overrides,
+        members_scale,
+        delays,
+        seed,
+        sim_options,
+        out,
+        spark_master,
+        not no_report,
+        profile=profile,
+    )
 
 
 def execute(
@@ -95,11 +122,9 @@ def execute(
     out: Path = Path("reports"),
     spark_master: str | None = None,
     report: bool = True,
+    profile: str | None = None,
 ) -> Path:
     """Simulate, then analyse and report (see ``herdlab simulate``); returns the run directory."""
-    from harness.scenario import load_scenario
-    from harness.sim.driver import UnitProgress
-    from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
 
     sets = list(overrides)
     if members_scale:
@@ -109,7 +134,7 @@ def execute(
             raise ConfigError(f"--members-scale expects N[,N...], got {members_scale!r}") from None
         sets.append(f"group.members=[{','.join(str(n) for n in sizes)}]")
     s = load_scenario(scenario, sets)
-    model = parse_delays(delays, seed)
+    model = parse_delays(delays, seed, profile or DEFAULT_PROFILE)
     last: list[Any] = [0.0, None]  # when progress was last printed, and for which (unit, phase)
 
     def progress(p: UnitProgress, i: int, n: int) -> None:
@@ -136,13 +161,10 @@ def execute(
             highlight=False,
         )
     console.print(f"simulation {result.run_id}: {result.events} events in {result.run_dir}")
-    from harness.cli.runs import update_latest
 
     update_latest(result.run_dir)
     invalid = False
     if report:
-        from harness.cli.report import publish
-
         invalid = publish(result.run_dir, spark_master=spark_master)
     if invalid or any(u.get("failed") for u in result.units):
         raise SystemExit(1)

@@ -14,7 +14,9 @@ import threading
 import click
 from rich.console import Console
 
+from harness.analysis import class_archive
 from harness.cluster.spark_standalone import SparkStandalone
+from harness.kernel.errors import HerdlabError
 from harness.procs import install_signal_handlers
 
 console = Console()
@@ -36,9 +38,6 @@ def spark_archive(force: bool) -> None:
     ~/.cache/herdlab), one per Java and Spark; every analysis uses it when it exists
     (HERDLAB_SPARK_CLASS_ARCHIVE=off: never). ./herdlab writes it after installing.
     """
-    from harness.analysis import class_archive
-    from harness.kernel.errors import HerdlabError
-
     install_signal_handlers()
     path = class_archive.archive_path()
     if path is not None and not force and class_archive.is_archive(path):

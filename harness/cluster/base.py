@@ -20,7 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.cluster.containers import ContainersCluster
+from harness.cluster.external import ExternalCluster
+from harness.cluster.local import LocalCluster
 from harness.faults.nemesis import FaultControls
+from harness.images import image_names
 from harness.kernel.errors import ConfigError
 
 __all__ = ["BACKENDS", "Cluster", "ClusterSpec", "Launcher", "make_cluster"]
@@ -128,6 +132,7 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
     if spec.broker == "tansu":
         if spec.backend != "local":
             raise ConfigError(f"cluster.broker = 'tansu' needs --backend local (not {spec.backend})")
+        # deferred: start-up: the Tansu cluster (kio) loads only when chosen
         from harness.cluster.tansu import TansuCluster
 
         return TansuCluster(workdir=spec.workdir, history_dir=spec.history_dir)
@@ -140,8 +145,8 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
             raise ConfigError(
                 "cluster.broker = 'apache-kafka' runs its members on the host: drop --members-in-containers"
             )
+        # deferred: start-up: the Apache Kafka cluster (kio) loads only when chosen
         from harness.cluster.apache_kafka import ApacheKafkaCluster
-        from harness.images import image_names
 
         containers = spec.backend == "containers"
         return ApacheKafkaCluster(
@@ -156,12 +161,8 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
             labels=spec.labels,
         )
     if spec.broker == "external":
-        from harness.cluster.external import ExternalCluster
-
         return ExternalCluster(None, spec.bootstrap or "")
     if spec.backend == "local":
-        from harness.cluster.local import LocalCluster
-
         return LocalCluster(
             brokers=spec.brokers,
             tick_time_ms=spec.tick_time_ms,
@@ -172,8 +173,6 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
             broker_zookeeper_proxies=spec.broker_zookeeper_proxies,
         )
     if spec.backend == "containers":
-        from harness.cluster.containers import ContainersCluster
-
         return ContainersCluster(
             brokers=spec.brokers,
             tick_time_ms=spec.tick_time_ms,
@@ -186,7 +185,5 @@ def make_cluster(spec: ClusterSpec) -> Cluster:
             zookeeper_servers=spec.zookeeper_servers,
         )
     if spec.backend == "external":
-        from harness.cluster.external import ExternalCluster
-
         return ExternalCluster(spec.zookeeper, spec.bootstrap or "")
     raise ConfigError(f"unknown backend {spec.backend!r} (known: {', '.join(BACKENDS)})")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from coordinator.__main__ import run
 from coordinator.cli import broker_command
 from harness.history.writer import HistoryWriter
 from harness.kernel.history import History
@@ -28,8 +29,6 @@ def command() -> click.Command:
 
 def main() -> None:
     """Run the broker until SIGTERM / Ctrl-C (errors as in ``python -m coordinator``)."""
-    from coordinator.__main__ import run
-
     run(command())
 
 

@@ -47,6 +47,7 @@ from harness.cluster.engine import Box, box_exited, uid_gid
 from harness.cluster.service import POLL_SECONDS, await_ready, on_free_port
 from harness.cluster.zookeeper import work_directory, write_config
 from harness.cluster.zookeeper_ensemble import EnsembleCore, FourLetterPeer
+from harness.images import LABEL_ZOOKEEPER_VERSION
 from harness.kernel.errors import Unreachable
 
 __all__ = ["ZooKeeperEnsembleContainers"]
@@ -303,8 +304,6 @@ class ZooKeeperEnsembleContainers(EnsembleCore[_ContainerPeer]):
 
     def _image_version(self) -> str:
         """The ZooKeeper version the image was built with (its label), ``unknown`` without one."""
-        from harness.images import LABEL_ZOOKEEPER_VERSION
-
         box = self.peers[0].box if self.peers else None
         try:
             labels = box.container.image.labels if box is not None and box.container is not None else {}

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from harness.cluster.broker import BrokerProcess
 from harness.cluster.engine import Box, box_exited, uid_gid
 from harness.cluster.service import address, await_ready, on_free_port
 from harness.cluster.zookeeper import four_letter, parse_mntr, write_config
@@ -226,8 +227,6 @@ class BrokerContainer:
 
     def argv(self) -> list[str]:
         """The broker's command line in the container (that of the local backend, the image's Python)."""
-        from harness.cluster.broker import BrokerProcess
-
         spec = BrokerProcess(
             broker_id=self.broker_id,
             zookeeper=self.zookeeper,

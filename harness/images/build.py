@@ -41,6 +41,8 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.java import zookeeper_classpath, zookeeper_version
+from harness.cluster.kafka_dist import fetch
 from harness.images import (
     DEFAULT_PREFIX,
     LABEL_KAFKA_VERSION,
@@ -170,8 +172,6 @@ def _wheels(dest: Path, src: Path, log: Path) -> None:
 
 def _context(dest: Path, log: Path) -> str:
     """Fill ``dest`` with the build context; returns the ZooKeeper version of the jars."""
-    from harness.cluster.java import zookeeper_classpath, zookeeper_version
-
     shutil.copy(HERE / "Dockerfile", dest / "Dockerfile")
     shutil.copy(HERE / "herdlab-zookeeper", dest / "herdlab-zookeeper")
     jars = zookeeper_classpath()
@@ -330,8 +330,6 @@ def _build_kafka(
 ) -> None:
     """``<prefix>kafka:<version>`` from ``Dockerfile.kafka``: the fetched jars of ``version`` (fetched now
     when the cache does not hold them) on the runtime stage."""
-    from harness.cluster.kafka_dist import fetch
-
     home = fetch(version)
     tag = names.kafka(home.version)
     say(f"building {tag} (Apache Kafka {home.version} on {names.runtime}) ...")

@@ -14,22 +14,20 @@ import sys
 import click
 
 from harness.kernel.errors import HerdlabError
+from harness.kernel.logs import setup_logging
+from harness.members.coordinator_cli import coordinator
+from harness.members.legacy_zk import legacy_zk
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("-v", "--verbose", count=True, help="More log output (-v: info, -vv: debug).")
 def members(verbose: int) -> None:
     """Run one group member (or a gevent host of legacy members) in the foreground until Ctrl-C."""
-    from harness.kernel.logs import setup_logging
-
     setup_logging(verbose)
 
 
 def main() -> None:
     """Run a member command, a user error as one line on stderr (status 2), Ctrl-C as status 130."""
-    from harness.members.coordinator_cli import coordinator
-    from harness.members.legacy_zk import legacy_zk
-
     members.add_command(legacy_zk)
     members.add_command(coordinator)
     try:

@@ -2,7 +2,8 @@
 
 This is the harness's adapter for the legacy member: it turns options into :class:`ConsumerConfig`,
 opens the history writer (``legacy_zk`` never opens one: it receives a :class:`History`) and runs
-the members with :func:`legacy_zk.host.run_members`.
+the members with :func:`harness.members.legacy_host.run_members`, each on the member template's life cycle
+(:mod:`harness.members.legacy_member`).
 
 Options mirror the 0.8 consumer property names (``--rebalance.max.retries 8`` and
 ``--rebalance-max-retries 8`` are the same option); ``--config FILE`` reads a ``.properties`` file and
@@ -23,9 +24,9 @@ import click
 
 from harness.history.writer import open_history
 from harness.kernel.errors import ConfigError
+from harness.members.legacy_host import run_members
 from harness.members.release import hold_option, preload_client, wait_for_release
 from legacy_zk.config import ConsumerConfig, parse_properties, read_properties_file
-from legacy_zk.host import run_members
 from legacy_zk.ids import TopicPartition
 
 # (0.8 property, click type, help). The attribute comes from legacy_zk.config.PROPERTIES.

@@ -23,11 +23,14 @@ Contract
        (then ``announce_stopped(clean=False)``);
   7. after a normal end, :meth:`~MemberTemplate.after_run` (e.g. raise the fatal error that ended it).
 
-* :meth:`~MemberTemplate.stop` may be called from any thread (the CLI's signal handler): ``run``
-  returns after the current poll; ``clean`` commits and closes, otherwise it just returns (used only when
-  the process is about to die anyway). ``stopping`` says whether the stop flag is set.
+* :meth:`~MemberTemplate.stop` may be called from any thread (the CLI's signal handler): it sets the stop
+  flag, then calls :meth:`~MemberTemplate.interrupt` on the stopping thread; ``run`` returns after the
+  current poll; ``clean`` commits and closes, otherwise it just returns (used only when the process is
+  about to die anyway). ``stopping`` says whether the stop flag is set.
 * The template writes no event itself: the ``announce_*`` hooks do, through the kind's recorder, so that
-  each kind keeps its own vocabulary (:mod:`harness.kernel.events`).
+  each kind keeps its own vocabulary (:mod:`harness.kernel.events`). A client that writes its own history
+  (the legacy member, :mod:`harness.members.legacy_member`; a child process, :mod:`harness.members.child`)
+  writes them at the steps they belong to, and its ``announce_*`` hooks write only what it did not.
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ class MemberTemplate(ABC):
         """Ask ``run`` to return after the current poll (any thread); ``clean`` commits and closes."""
         self._clean = clean
         self._stop.set()
+        self.interrupt()
 
     # -- hooks -----------------------------------------------------------------------------------
     @abstractmethod
@@ -143,6 +147,11 @@ class MemberTemplate(ABC):
 
     def release(self) -> None:
         """What is left to free once the client is closed or given up (default: nothing)."""
+        return None
+
+    def interrupt(self) -> None:
+        """End a step that is waiting (a poll, a start that blocks) early, once the stop flag is set; called
+        on the stopping thread (default: nothing, the step returns by itself)."""
         return None
 
     def after_run(self) -> None:

@@ -14,6 +14,8 @@ from typing import cast
 
 from harness.analysis.metrics_model import MetricsDocument
 from harness.kernel.errors import ConfigError
+from harness.report.hdr import write_hlogs
+from harness.report.simulation import annotate
 
 METRICS_JSON = "metrics.json"
 SUMMARY_MD = "summary.md"
@@ -41,11 +43,10 @@ def render_report(run_dir: str | Path, metrics: MetricsDocument) -> dict[str, Pa
     import matplotlib
 
     matplotlib.use("Agg")
-    from harness.report.hdr import write_hlogs
+    # deferred: start-up: matplotlib loads only when reports are rendered
     from harness.report.html import render_html
     from harness.report.markdown import render_markdown
     from harness.report.plots import all_plots
-    from harness.report.simulation import annotate
 
     d = Path(run_dir)
     if not d.is_dir():

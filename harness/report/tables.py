@@ -17,8 +17,10 @@ from typing import Any
 from harness.analysis.coordinators import OURS
 from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, metric
 from harness.analysis.metrics_model import Aggregate, MetricsDocument, Verdict
+from harness.analysis.samples import outcome
 from harness.analysis.startup import start_up_line
 from harness.analysis.stats import NEVER
+from harness.analysis.verdict import verdict
 
 DASH = "—"
 STATS = ("p50", "p95", "p99", "max")
@@ -211,7 +213,6 @@ def verdict_of(metrics: MetricsDocument) -> Verdict:
     """The metrics' verdict; computed from the units when the file predates it."""
     if metrics.get("verdict"):
         return metrics["verdict"]
-    from harness.analysis.verdict import verdict
 
     return verdict(metrics)
 
@@ -354,8 +355,6 @@ def unit_rows(metrics: MetricsDocument) -> list[dict[str, Any]]:
     one), a row per trigger (``cells`` under :data:`UNIT_COLUMNS`), then a ``totals`` row (``text``);
     a failed unit gets a ``failed`` row. A latency of a trigger
     that did not settle reads its outcome, never a number."""
-    from harness.analysis.samples import outcome
-
     out: list[dict[str, Any]] = []
     vary = varying(metrics)
     for u in metrics.get("units", []):

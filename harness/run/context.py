@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.faults.kafka_probe import find_coordinator
 from harness.faults.nemesis import MemberProcess, ProxyControl
 from harness.run.observe import Waiter
 from harness.run.rig import Rig, RigCluster
@@ -63,6 +64,4 @@ class UnitContext:
 
     def coordinator(self, timeout: float) -> int | None:
         """The broker FindCoordinator names for the unit's group now (None: none within ``timeout``)."""
-        from harness.faults.kafka_probe import find_coordinator
-
         return find_coordinator(self.cluster.bootstrap, self.group, timeout)

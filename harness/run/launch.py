@@ -299,7 +299,7 @@ def start_host(
     launcher: Launcher | None = None,
 ) -> MemberService:
     """Start one gevent process ``host`` running the legacy members ``names`` (coordination-only: no
-    record fetcher; :mod:`legacy_zk.host`), each writing under its own name (its events' ``source``) to
+    record fetcher; :mod:`harness.members.legacy_host`), each writing under its own name (its events' ``source``) to
     ``<events>/<host>.jsonl``; its log is ``<logs>/<host>.log``. The scenario's legacy settings as for
     :func:`legacy_argv`. Returns at once; the service is ready when its first member wrote ``ready``."""
     if not names:

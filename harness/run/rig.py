@@ -54,6 +54,7 @@ from typing import Any, Protocol
 from harness.cluster.base import Cluster, ClusterSpec, make_cluster
 from harness.cluster.containers import ContainersOptions
 from harness.faults.actions import process_frozen
+from harness.faults.kafka_probe import find_coordinator
 from harness.faults.nemesis import ClusterControl, MemberProcess, ProxyControl
 from harness.faults.proxy import ProxyHost, member_loopback_ip
 from harness.kernel.errors import ConfigError, HerdlabError
@@ -216,8 +217,6 @@ class UnitRig:
 
     def _await_coordinator(self) -> None:
         """Until FindCoordinator names a coordinator of the group (see the module contract)."""
-        from harness.faults.kafka_probe import find_coordinator
-
         assert self.cluster is not None
         if find_coordinator(self.cluster.bootstrap, self.spec.group, COORDINATOR_WARMUP_S) is None:
             raise UnitFailed(
@@ -387,6 +386,7 @@ class UnitRig:
         s = self.spec.scenario
         broker = s.cluster.broker
         if broker == "apache-kafka":
+            # deferred: start-up: the Apache Kafka cluster (kio) loads only when a unit uses it
             from harness.cluster.apache_kafka import ApacheKafkaCluster
 
             assert isinstance(self.cluster, ApacheKafkaCluster)

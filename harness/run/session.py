@@ -26,9 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.analysis import analyze_run
 from harness.analysis.metrics_model import MetricsDocument
 from harness.cluster.containers import ContainersOptions
+from harness.cluster.external import ExternalCluster
+from harness.cluster.java import check_java
+from harness.cluster.kafka_dist import kafka_home
+from harness.images import image_names
 from harness.kernel.errors import ConfigError
+from harness.report import load_metrics, render_report
 from harness.run.runner import RunOptions, RunResult, run_scenario, unit_columns
 from harness.scenario import Case, Scenario, expand, load_scenario
 
@@ -65,9 +71,6 @@ class Session:
 
 def prepare(req: SessionRequest) -> Session:
     """Check ``req`` and load its scenario (see the module contract)."""
-    from harness.cluster.java import check_java
-    from harness.images import image_names
-
     check_java()  # ZooKeeper and Spark need it: fail before anything is started or written
     if req.backend != "containers" and (req.members_in_containers or req.kafka_image or req.image_prefix):
         raise ConfigError(
@@ -92,8 +95,6 @@ def prepare(req: SessionRequest) -> Session:
     if req.image_prefix is not None:
         containers.images = image_names(req.image_prefix)
     if req.backend == "external" or broker_external:
-        from harness.cluster.external import ExternalCluster
-
         # Constructing it checks every address (within seconds, one line on failure): do it before a
         # run directory is made; the runner constructs its own per unit.
         ExternalCluster(req.zookeeper, req.bootstrap or "")
@@ -126,7 +127,6 @@ def _check_kafka_homes(cases: list[Case], req: SessionRequest) -> None:
         )
     if not versions or req.backend == "containers":  # there the images are checked when a unit starts
         return
-    from harness.cluster.kafka_dist import kafka_home
 
     for v in sorted(versions):
         kafka_home(v, req.kafka_home)
@@ -141,23 +141,19 @@ def analyse(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
     """The metrics document of ``run_dir``: analysed with PySpark (``spark_master``, default local),
     or read back from its ``metrics.json`` with ``from_metrics``."""
     if from_metrics:
-        from harness.report import load_metrics
-
         return load_metrics(run_dir)
-    from harness.analysis import analyze_run
 
     return analyze_run(run_dir, spark_master=spark_master)
 
 
 def render(run_dir: Path, metrics: MetricsDocument) -> dict[str, Path]:
     """Write ``index.html``, ``summary.md`` and ``metrics.json`` into ``run_dir``; their paths by kind."""
-    from harness.report import render_report
-
     return render_report(run_dir, metrics)
 
 
 def is_valid(metrics: MetricsDocument) -> bool:
     """Whether the run counts: no record lost, every tail drained, no unit failed, not interrupted."""
+    # deferred: start-up: the report tables load only when a run is reported
     from harness.report.tables import verdict_of
 
     return bool(verdict_of(metrics)["valid"])

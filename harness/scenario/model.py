@@ -18,7 +18,18 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from harness.kernel import actions
-from harness.scenario.properties import KAFKA_METADATA_MAX_AGE_MS
+from harness.scenario.properties import (
+    ASSIGNORS,
+    COORDINATOR_SHORTHANDS,
+    KAFKA_METADATA_MAX_AGE_MS,
+    STATIC_MEMBERSHIP,
+    check_client_properties,
+    check_producer_properties,
+    check_shorthands,
+    coordinator_properties,
+    metadata_refresh_ms,
+)
+from legacy_zk.config import PROPERTIES
 
 IMPLEMENTATIONS = ("legacy_zk", "coordinator")
 
@@ -94,8 +105,6 @@ def property_string(value: PropertyValue) -> str:
 def _check_properties(props: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
     """Every name a legacy_zk property (:data:`legacy_zk.config.PROPERTIES` or
     :data:`PENDING_PROPERTIES`) not owned by the harness, every value parseable; ValueError naming it."""
-    from legacy_zk.config import PROPERTIES
-
     for name, value in props.items():
         if name in HARNESS_PROPERTIES:
             raise ValueError(f"property {name!r} is set by the harness for every member")
@@ -134,8 +143,6 @@ class Workload(Strict):
 
     @model_validator(mode="after")
     def _check_producer_properties(self) -> Workload:
-        from harness.scenario.properties import check_producer_properties
-
         check_producer_properties(self.properties)
         return self
 
@@ -232,8 +239,6 @@ class CoordinatorSettings(Strict):
 
     def member_properties(self, assignor: str) -> dict[str, str]:
         """The Kafka properties every member gets (typed shorthands, the assignor, then the table)."""
-        from harness.scenario.properties import COORDINATOR_SHORTHANDS, coordinator_properties
-
         typed = {k: getattr(self, k) for k in COORDINATOR_SHORTHANDS}
         return coordinator_properties(typed, self.properties, assignor, self.client)
 
@@ -255,13 +260,6 @@ class Group(Strict):
 
     @model_validator(mode="after")
     def _assignor_of_client(self) -> Group:
-        from harness.scenario.properties import (
-            ASSIGNORS,
-            STATIC_MEMBERSHIP,
-            check_client_properties,
-            check_shorthands,
-        )
-
         client = self.coordinator.client
         if self.assignor not in ASSIGNORS[client]:
             raise ValueError(
@@ -874,7 +872,6 @@ class Scenario(Strict):
         would stay unconsumed. A one-line error naming the key, not a run that fails at its drain."""
         if "coordinator" not in self.implementations:
             return
-        from harness.scenario.properties import metadata_refresh_ms
 
         c = self.group.coordinator
         refresh_s = metadata_refresh_ms(c.member_properties(self.group.assignor), c.client) / 1000

@@ -45,6 +45,7 @@ from typing import Any
 
 from greenlet import GreenletExit, getcurrent
 
+from harness.scenario.model import Scenario
 from harness.sim.clock import Task
 from harness.sim.coordinator_broker import BROKER_SOURCE, SimBroker
 from harness.sim.coordinator_member import SimConsumer, TopicFeed
@@ -52,7 +53,7 @@ from harness.sim.cpu import ClientCpu
 from harness.sim.group import SimContext
 from harness.sim.workload import SimTopic
 
-__all__ = ["MODEL_NOTES", "SimCoordinatorGroup", "make_group"]
+__all__ = ["MODEL_NOTES", "SimCoordinatorGroup", "make_group", "unmodelled"]
 
 #: What the report says about the coordinator side of the model (one line each).
 MODEL_NOTES = (
@@ -176,6 +177,17 @@ class SimCoordinatorGroup:
                 raise RuntimeError("a member cannot crash itself")
             glet.parent = getcurrent()  # not started yet: it dies unstarted, and the loop skips it
             glet.throw(GreenletExit)
+
+
+def unmodelled(scenario: Scenario) -> str | None:
+    """What in ``scenario``'s coordinator settings the simulated members do not model (one line), or
+    None: they are kafka-python consumers with dynamic membership only."""
+    c = scenario.group.coordinator
+    if c.client != "kafka-python":
+        return f"group.coordinator.client is {c.client!r}; the simulator models kafka-python members only"
+    if c.static_membership:
+        return "group.coordinator.static_membership is set; the simulator models dynamic members only"
+    return None
 
 
 def make_group(ctx: SimContext, topic: SimTopic | None = None) -> SimCoordinatorGroup:

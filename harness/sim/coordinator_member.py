@@ -21,8 +21,8 @@ Contract
    metadata. Errors as kafka-python handles them
    (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: join again); the join runs on
    kafka-python's IO thread while the main thread awaits it in ``poll(timeout_ms=200)`` windows with
-   gaps between them (:class:`_PollGaps`; mean ``kafka_poll_gap_per_member_s`` times the live members per
-   client core, drawn with ``kafka_poll_gap_cv``): a join task that ends between two windows (its
+   gaps between them (:class:`harness.sim.kafka_python30.PollGaps`; mean ``kafka_poll_gap_per_member_s``
+   times the live members per client core, drawn with ``kafka_poll_gap_cv``): a join task that ends between two windows (its
    SyncGroup answered, or an error answered) is found done by the next poll, which starts a new one
    (``join_group_async`` replaces a done task whatever its result, with no backoff) when kafka-python's IO
    thread runs it, late by a drawn time (``kafka_rejoin_late_*``), and that poll's window starts there
@@ -69,7 +69,8 @@ from harness.members.recorder import CommitPolicy, MemberConfig, MemberRecorder
 from harness.scenario.model import Scenario
 from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler, next_tick
 from harness.sim.coordinator_broker import Reply, SimBroker
-from harness.sim.cpu import ClientCpu, gamma_draw
+from harness.sim.cpu import ClientCpu
+from harness.sim.kafka_python30 import RETRY_BACKOFF_S, ThreadTiming, flag_seen_ns
 from harness.sim.model import DelayModel
 from harness.sim.workload import SimTopic
 
@@ -78,8 +79,6 @@ __all__ = ["SimConsumer", "TopicFeed"]
 #: kafka-python's ``fetch_max_wait_ms`` default (``consumer/group.py``): how long the broker parks a Fetch
 #: with nothing to return.
 FETCH_MAX_WAIT_MS = 500
-#: kafka-python 3.0.12's ``retry_backoff_ms`` default.
-RETRY_BACKOFF_S = 0.1
 #: The JoinGroup version kafka-python 3.0.12 sends (``max_version=7``).
 JOIN_VERSION = 7
 PROTOCOL_TYPE = "consumer"
@@ -194,63 +193,6 @@ class TopicFeed:
             owner.wake()
 
 
-class _PollGaps:
-    """The main thread's polls while a member's join is in flight: windows of ``poll_ns`` from the join's
-    start (or from a late pickup, :meth:`restart`), each followed by a gap before the next window starts.
-    A gap's length is drawn from a gamma distribution of mean ``mean_s()`` (read at each draw) and
-    coefficient of variation ``cv`` (shape 1 / cv²; cv 0: exactly the mean) from the unit's random source
-    (``cpu.rng``), and scaled by the model's jitter through ``cpu.cost``; it is not booked on the shared
-    cores (a thread woken from a wait is scheduled at once); a mean of 0 at the start means no gaps at
-    all. The join task completes on the IO thread; the main thread picks its result up only inside a
-    window (:meth:`gap_end`)."""
-
-    def __init__(
-        self,
-        sched: VirtualScheduler,
-        cpu: ClientCpu,
-        poll_ns: int,
-        mean_s: Callable[[], float],
-        cv: float,
-    ) -> None:
-        self.sched = sched
-        self.cpu = cpu
-        self.poll_ns = poll_ns
-        self.mean_s = mean_s
-        self.cv = cv
-        self._gap: tuple[int, int] | None = None  # the latest gap: [start, end) in virtual ns
-        self._chain = 0  # window ends booked for an earlier chain are dropped (see restart)
-        self._live = mean_s() > 0
-        if self._live:
-            sched.call_later(poll_ns / NS_PER_S, self._window_end, self._chain)
-
-    def _draw(self) -> float:
-        return gamma_draw(self.cpu.rng, self.mean_s(), self.cv)
-
-    def _window_end(self, chain: int) -> None:
-        if not self._live or chain != self._chain:
-            return
-        start = self.sched.now_ns
-        end = start + round(self.cpu.cost(self._draw()) * NS_PER_S)
-        self._gap = (start, end)
-        self.sched.call_later((end + self.poll_ns - start) / NS_PER_S, self._window_end, chain)
-
-    def restart(self, at_ns: int) -> None:
-        """The poll whose join kafka-python's IO thread ran at ``at_ns`` (after the gap, late): its window
-        runs from there (the window's timer is the IO thread's), the windows and gaps after it follow on."""
-        self._chain += 1
-        self._gap = None
-        if self._live:
-            self.sched.call_at(at_ns + self.poll_ns, self._window_end, self._chain)
-
-    def gap_end(self, now_ns: int) -> int | None:
-        """When the main thread polls again, if ``now_ns`` falls between two of its polls; else None."""
-        g = self._gap
-        return g[1] if g is not None and g[0] <= now_ns < g[1] else None
-
-    def stop(self) -> None:
-        self._live = False
-
-
 class SimConsumer:
     """One simulated kafka-python member (see the module contract)."""
 
@@ -299,6 +241,7 @@ class SimConsumer:
         self.ready_ns: int | None = None
         self._on_stopped = on_stopped
         self._live_members = live_members  # the group's members now (the run queue the gaps scale with)
+        self.threads = ThreadTiming(delays, cpu, live_members)  # when kafka-python's threads run
         # kafka-python's group state
         self.member_id = ""
         self.generation = -1
@@ -430,7 +373,7 @@ class SimConsumer:
             self._prepare()
             self._rejoining = True
             self._hb_epoch += 1  # heartbeats off for the join's round trips
-        polls = _PollGaps(self.sched, self.cpu, self.poll_ns, self._poll_gap_s, self.delays.kafka_poll_gap_cv)
+        polls = self.threads.poll_gaps(self.sched, self.poll_ns)
         try:
             while self.alive:
                 if not self.coordinator_known:
@@ -446,11 +389,7 @@ class SimConsumer:
                     # the next poll finds it done and starts a new one (kafka-python 3.0.12
                     # join_group_async replaces a task that is_done, whatever its result; no backoff)
                     # when kafka-python's IO thread runs that poll's join; that poll's window starts there
-                    d = self.delays
-                    late = self._woken_late_s(
-                        d.kafka_rejoin_late_s, d.kafka_rejoin_late_per_member_s, d.kafka_rejoin_late_cv
-                    )
-                    pickup_ns = missed + round(late * NS_PER_S)
+                    pickup_ns = missed + round(self.threads.rejoin_late_s() * NS_PER_S)
                     polls.restart(pickup_ns)  # before the wait: the old chain draws no more gaps
                     self.sched.sleep((pickup_ns - self.sched.now_ns) / NS_PER_S)
                     continue
@@ -462,12 +401,6 @@ class SimConsumer:
                 return
         finally:
             polls.stop()
-
-    def _poll_gap_s(self) -> float:
-        """The mean gap between two polls now: ``kafka_poll_gap_per_member_s`` times the live members per
-        client core (the woken main thread waits for a core behind the others' work)."""
-        d = self.delays
-        return d.kafka_poll_gap_per_member_s * d.per_core(self._live_members())
 
     def _prepare(self) -> None:
         """kafka-python's ``_on_join_prepare``: the listener's revoke (commit first) or lost."""
@@ -577,11 +510,8 @@ class SimConsumer:
         return [(member_id, a.encode()) for member_id, a in out.items()]
 
     def _complete(self, partitions: list[int]) -> None:
-        d = self.delays  # the answer handled on the machine's shared cores
-        self.cpu.work(
-            d.kafka_first_sync_client_s if not self._synced else d.kafka_sync_client_s,
-            priority=d.kafka_sync_answer_priority,
-        )
+        work, priority = self.threads.sync_answer_work(first=not self._synced)
+        self.cpu.work(work, priority=priority)  # the answer handled on the machine's shared cores
         self._synced = True
         self._rejoining = False
         self.rejoin_needed = False
@@ -670,10 +600,7 @@ class SimConsumer:
         err = resp.error
         deadline_ns = self._hb_deadline_ns  # this heartbeat's: the main thread's check there
         self._hb_deadline_ns = sent_ns + round(self.heartbeat_s * NS_PER_S)
-        d = self.delays
-        nxt = self._hb_deadline_ns + round(
-            self._woken_late_s(d.kafka_heartbeat_late_s, d.kafka_heartbeat_late_per_member_s) * NS_PER_S
-        )
+        nxt = self._hb_deadline_ns + round(self.threads.heartbeat_late_s() * NS_PER_S)
         if err in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
             self.sched.call_at(nxt, self._heartbeat, epoch)
             if err == ErrorCode.REBALANCE_IN_PROGRESS:
@@ -693,40 +620,18 @@ class SimConsumer:
             self._hb_deadline_ns = self.sched.now_ns + round(RETRY_BACKOFF_S * NS_PER_S)
             self.sched.call_at(self._hb_deadline_ns, self._heartbeat, epoch)
 
-    def _woken_late_s(self, base_s: float, per_member_s: float, cv: float | None = None) -> float:
-        """How late a thread woken at a deadline runs: a gamma draw (coefficient of variation ``cv``,
-        ``kafka_poll_gap_cv`` when None; the unit's random source) of mean ``base_s`` plus ``per_member_s``
-        times the live members per client core. The IO thread's heartbeat send uses
-        ``kafka_heartbeat_late_*``, the main thread's check at a heartbeat's deadline
-        ``kafka_main_check_late_*``, the IO thread's start of a poll's join found done
-        ``kafka_rejoin_late_*``."""
-        d = self.delays
-        mean = base_s + per_member_s * d.per_core(self._live_members())
-        return gamma_draw(self.cpu.rng, mean, d.kafka_poll_gap_cv if cv is None else cv)
-
     def _wake_for_flag(self, deadline_ns: int, sent_ns: int) -> None:
-        """A heartbeat's answer set a flag (rejoin, a reset generation) that the main thread acts on at its
-        next check of them (kafka-python 3.0.12 ``KafkaConsumer._poll_once`` checks them in
-        ``coordinator.poll()`` each time its wait ends). Its wait is capped at the heartbeat's deadline
-        (``time_to_next_poll``; auto-commit is off), so it checks at the deadline of the very heartbeat whose
-        answer set the flag, racing the IO thread that sends it: it sees the answer when that check (late by
-        ``kafka_main_check_late_*``) comes after it. Otherwise it acts at its next check: a member with a
-        partition when its poll window ends or its parked Fetch comes back (a record for its partitions,
-        or empty after ``fetch.max.wait.ms``); one with no partition to fetch sleeps ``retry_backoff_ms``
-        (``_poll_once``: ``min(timeout, time_to_next_poll, retry_backoff_ms)``) from its check, or from the
-        heartbeat's send when it checked before the send (``time_to_next_poll`` is 0 until then: it polls
-        again without sleeping), unless its poll window ends first."""
-        now, d = self.sched.now_ns, self.delays
-        late_s = self._woken_late_s(d.kafka_main_check_late_s, d.kafka_main_check_late_per_member_s)
-        check = deadline_ns + round(late_s * NS_PER_S)
-        if check >= now:
-            at = check
-        else:
-            at = self._poll_end_ns(now)
-            if self.assignment:
-                at = min(at, next_tick(self._fetch_sent_ns, now, self.fetch_wait_ns))
-            else:
-                at = min(at, next_tick(max(check, sent_ns), now, round(RETRY_BACKOFF_S * NS_PER_S)))
+        """A heartbeat's answer set a flag (rejoin, a reset generation): wake the main thread when it acts
+        on it (:func:`~harness.sim.kafka_python30.flag_seen_ns`; its check at this heartbeat's deadline is
+        late by a drawn time)."""
+        now = self.sched.now_ns
+        at = flag_seen_ns(
+            check_ns=deadline_ns + round(self.threads.main_check_late_s() * NS_PER_S),
+            sent_ns=sent_ns,
+            now_ns=now,
+            poll_end_ns=self._poll_end_ns(now),
+            fetch=(self._fetch_sent_ns, self.fetch_wait_ns) if self.assignment else None,
+        )
         self.sched.call_at(at, self._wake.set)
 
     def _poll_end_ns(self, now_ns: int) -> int:
@@ -789,8 +694,7 @@ class SimConsumer:
         self.assignment = []
         self._hb_epoch += 1
         self._md_epoch += 1
-        d = self.delays
-        leave_after = gamma_draw(self.cpu.rng, d.kafka_close_leave_s, d.kafka_close_leave_cv)
+        leave_after = self.threads.close_leave_s()
         if leave_after > 0:  # the close's hand-offs to kafka-python's IO thread (the model's field)
             self.sched.sleep(leave_after)
         if self.member_id and self.generation >= 0 and self.coordinator_known:

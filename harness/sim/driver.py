@@ -15,7 +15,9 @@ run: :func:`harness.run.plan.make_plan`) on a fresh :class:`~harness.sim.clock.V
    simulation writes are fed to a :class:`harness.run.tail.GroupWatch` (the runner's fold of
    :mod:`harness.kernel.ownership`), polled every :data:`harness.run.tail.POLL_S` of virtual time, with
    the runner's test (every initial member live, none rebalancing, the view settled for
-   ``settle_window``); writes ``stable`` or fails the unit after ``stable_timeout`` of virtual time;
+   ``settle_window``); writes ``stable`` or fails the unit after ``stable_timeout`` of virtual time
+   (scaled to the group when the scenario does not set it, and a step waits for the previous trigger to
+   settle from :data:`WAIT_SETTLED_FROM` members on: :func:`unit_timing`);
 3. performs each step at ``stable + at``, late by a time drawn from the model (``runner_step_late_*``),
    with the real nemesis's ``invoke`` / ``complete`` | ``skipped`` events
    (:class:`harness.faults.nemesis.ActionPair`: the same fields): ``join`` releases its targets, which
@@ -38,6 +40,7 @@ The events go to ``<unit>/events/sim.jsonl`` (one :class:`~harness.sim.history.E
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +48,7 @@ from typing import Any
 
 from harness.faults.nemesis import ActionPair
 from harness.kernel import actions
+from harness.kernel.errors import ConfigError
 from harness.kernel.events import DOWN_ACTIONS, JOIN_ACTIONS, Kind, Role
 from harness.kernel.history import History
 from harness.run.interpreter import Stage, Timing, interpret
@@ -53,13 +57,26 @@ from harness.run.runner import Unit, UnitFailed
 from harness.run.tail import GroupWatch
 from harness.scenario.model import Scenario
 from harness.sim.clock import NS_PER_S, Task, VirtualScheduler
+from harness.sim.coordinator import make_group as make_coordinator_group
 from harness.sim.cpu import gamma_draw
 from harness.sim.group import SimContext, SimGroup
 from harness.sim.history import EventSink, SimHistory
+from harness.sim.legacy import make_group
+from harness.sim.legacy import round_s as legacy_round_s
 from harness.sim.model import DelayModel
 from harness.sim.workload import SimProducer, SimTopic
 
-__all__ = ["NOT_SIMULATED", "SIMULATED_ACTIONS", "GroupFactory", "SimClock", "SimUnitRunner", "group_factory"]
+__all__ = [
+    "NOT_SIMULATED",
+    "SIMULATED_ACTIONS",
+    "WAIT_SETTLED_FROM",
+    "GroupFactory",
+    "SimClock",
+    "SimUnitRunner",
+    "group_factory",
+    "round_s",
+    "unit_timing",
+]
 
 #: The reason of a ``skipped`` pair for an action the simulator does not model.
 NOT_SIMULATED = "not simulated"
@@ -69,23 +86,55 @@ SIMULATED_ACTIONS = actions.SIMULATED_ACTIONS
 STOP_TIMEOUT_S = 30.0
 #: After the run: how long (virtual seconds) the members may take to stop.
 CLOSE_TIMEOUT_S = 60.0
+#: From this many initial members on, a timeline step waits until the previous trigger settled
+#: (``wait_settled``, unless the ``wait_settled`` option says otherwise): a legacy change at 10^3 members is
+#: 10^6 registration reads through one ZooKeeper server, longer than a built-in scenario's spacing.
+WAIT_SETTLED_FROM = 1000
+#: When the scenario does not set ``stable_timeout``, the unit's waits are bounded by at least this many
+#: of the group's rebalance rounds (:func:`round_s`): the scenario's default bound is a real run's.
+STABLE_TIMEOUT_ROUNDS = 10
 
 GroupFactory = Callable[[SimContext], SimGroup]
 
 
 def group_factory(impl: str) -> GroupFactory:
     """The simulated group of ``impl`` (legacy_zk, coordinator); a one-line error when it has none."""
-    from harness.kernel.errors import ConfigError
 
     if impl == "legacy_zk":
-        from harness.sim.legacy import make_group
-
         return make_group
     if impl == "coordinator":
-        from harness.sim.coordinator import make_group as make_coordinator_group
-
         return make_coordinator_group
     raise ConfigError(f"{impl} is not simulated (the simulator has legacy_zk and coordinator)")
+
+
+def round_s(impl: str, members: int, delays: DelayModel) -> float:
+    """At least how long one rebalance round of ``members`` takes for ``impl`` (virtual seconds): the
+    legacy herd's quadratic reads (:func:`harness.sim.legacy.round_s`); 0 for the coordinator, whose round
+    is a request or two per member at a broker serving 10^4 a second."""
+    if impl == "legacy_zk":
+        return legacy_round_s(members, delays)
+    return 0.0
+
+
+def unit_timing(
+    scenario: Scenario, impl: str, plan: Plan, delays: DelayModel, options: dict[str, Any]
+) -> Timing:
+    """The unit's timing as the real runner's (:meth:`Timing.of`), scaled to the group: ``stable_timeout``,
+    unless the scenario sets it, at least :data:`STABLE_TIMEOUT_ROUNDS` rounds (:func:`round_s`) of the
+    initial members; ``wait_settled`` the option's when given, else on from ``wait_settled_from`` initial
+    members (default :data:`WAIT_SETTLED_FROM`)."""
+    members = len(plan.initial)
+    given = options.get("wait_settled")
+    wait = (
+        bool(given)
+        if given is not None
+        else members >= int(options.get("wait_settled_from", WAIT_SETTLED_FROM))
+    )
+    timing = Timing.of(scenario, impl, plan, wait_settled=wait)
+    if "stable_timeout" in scenario.model_fields_set:
+        return timing
+    bound = max(timing.stable_timeout, STABLE_TIMEOUT_ROUNDS * round_s(impl, members, delays))
+    return dataclasses.replace(timing, stable_timeout=bound)
 
 
 class SimClock:
@@ -247,9 +296,7 @@ class SimUnitRunner(Stage):
         return None
 
     def _drive_unit(self) -> None:
-        timing = Timing.of(
-            self.s, self.unit.impl, self.plan, wait_settled=bool(self.ctx.options.get("wait_settled", 0))
-        )
+        timing = unit_timing(self.s, self.unit.impl, self.plan, self.delays, dict(self.ctx.options))
         ending = interpret(self, timing)
         self.outcome.update(settled_at_end=ending.settled, drained=ending.drained)
 
@@ -280,6 +327,14 @@ class SimUnitRunner(Stage):
 
     def mark(self, kind: str, **fields: Any) -> None:
         self._mark(kind, **fields)
+
+    def not_stable(self, timeout_s: float) -> str:
+        """The runner's failure, with what to raise: the bound in virtual seconds, ten times over."""
+        how = "the scenario's" if "stable_timeout" in self.s.model_fields_set else "scaled to the group"
+        return (
+            f"{super().not_stable(timeout_s)}; {timeout_s:g}s of virtual time is stable_timeout ({how}): "
+            f"raise it, e.g. --set stable_timeout={10 * timeout_s:g}s"
+        )
 
     def phase(self, name: str) -> None:
         self._phase(name)

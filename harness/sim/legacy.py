@@ -80,6 +80,7 @@ from typing import Any
 
 from harness.kernel.errors import ConfigError
 from harness.kernel.history import History
+from harness.run.launch import Endpoints, legacy_argv
 from harness.sim.clock import NS_PER_S, Event, Task, VirtualScheduler, next_tick, to_ns
 from harness.sim.cpu import ClientCpu
 from harness.sim.fluid import FluidServer
@@ -92,6 +93,7 @@ from legacy_zk.attempt import Rebalancer, emit_each
 from legacy_zk.config import ConsumerConfig, parse_properties
 from legacy_zk.ids import TopicPartition, make_consumer_id
 from legacy_zk.listeners import EventThread
+from legacy_zk.member import STAT_NAMES
 from legacy_zk.memzk import MemZk, MemZkSession
 from legacy_zk.offsets import OffsetStore
 from legacy_zk.reads import GroupReader, MalformedLog, ViewMemo
@@ -107,6 +109,7 @@ __all__ = [
     "SimZkPort",
     "SimZkServer",
     "make_group",
+    "round_s",
 ]
 
 log = logging.getLogger("harness.sim")
@@ -114,8 +117,9 @@ log = logging.getLogger("harness.sim")
 IMPL = "legacy_zk"
 #: From this many initial members on, a member's zk_request events are aggregated (module contract).
 AGGREGATE_FROM = 200
-#: From this many initial members on, ZooKeeper is the fluid server (:mod:`harness.sim.fluid`; module contract).
-FLUID_FROM = 2000
+#: From this many initial members on, ZooKeeper is the fluid server (:mod:`harness.sim.fluid`; module
+#: contract), which makes the per-request server's requests at a cost per burst.
+FLUID_FROM = 1000
 #: An aggregated zk_request event covers at most this span of virtual time (ns): a long attempt's requests
 #: are written as they go, so they fall into the trigger window they were made in (to within this span).
 AGGREGATE_SPAN_NS = 1_000_000_000
@@ -345,7 +349,6 @@ class SimLegacyMember:
         self.handler = SimHandler(self.sched, name)
         self.zk = SimZkPort(self, group.server)
         self.stats: dict[str, int] = {}
-        from legacy_zk.member import STAT_NAMES
 
         self.stats = dict.fromkeys(STAT_NAMES, 0)
         self.active = False
@@ -760,7 +763,6 @@ class SimLegacyGroup:
     def config_for(self, name: str, props: Mapping[str, str] | None = None) -> ConsumerConfig:
         """The member's configuration: the real member's ``-X`` properties (``legacy_argv``), parsed as
         the real member parses them."""
-        from harness.run.launch import Endpoints, legacy_argv
 
         argv = legacy_argv(
             self.scenario, name, Endpoints("sim", "sim"), Path("-"), self.group_id, self.topic.name, props
@@ -814,6 +816,16 @@ class SimLegacyGroup:
         self.quiesce()
         for name in self.members():
             self.stop_member(name)
+
+
+def round_s(members: int, delays: DelayModel) -> float:
+    """At least how long one rebalance round of ``members`` takes (virtual seconds): each member reads
+    every member's registration, ``members``² reads through the one ZooKeeper server, served no faster
+    than ``zk_service_s`` each nor than the client cores issue them (``zk_client_s`` / ``client_cores``)."""
+    per_read = max(
+        delays.zk_service_s, delays.zk_client_s / delays.client_cores if delays.client_cores else 0.0
+    )
+    return members * members * per_read
 
 
 def make_group(ctx: SimContext) -> SimLegacyGroup:

@@ -30,8 +30,10 @@ from harness.kernel.errors import ConfigError
 from harness.run.manifest import write_manifest
 from harness.run.runner import RunResult, Unit, new_run_id, planned_cases
 from harness.scenario.model import Scenario
-from harness.sim.driver import SimUnitRunner, UnitProgress, group_factory
-from harness.sim.model import DelayModel
+from harness.sim.coordinator import unmodelled
+from harness.sim.driver import WAIT_SETTLED_FROM, SimUnitRunner, UnitProgress, group_factory
+from harness.sim.legacy import AGGREGATE_FROM, FLUID_FROM
+from harness.sim.model import DEFAULT_PROFILE, DelayModel, load_profile
 
 __all__ = [
     "SIM_OPTIONS",
@@ -44,9 +46,10 @@ __all__ = [
 
 #: The simulator's options (``--option NAME=VALUE``): legacy ``zk_request`` events aggregated from
 #: ``aggregate_from`` initial members (default 200); the fluid ZooKeeper server from ``fluid_from``
-#: initial members (default 2000); ``wait_settled`` = 1: a timeline step waits, past its time, until
-#: the previous trigger settled (default 0: the scenario's times, as ``run``).
-SIM_OPTIONS = ("aggregate_from", "fluid_from", "wait_settled")
+#: initial members (default 1000); ``wait_settled`` = 1: every timeline step waits, past its time, until
+#: the previous trigger settled, 0: none does (the scenario's times, as ``run``); without it, steps wait
+#: so from ``wait_settled_from`` initial members on (default 1000).
+SIM_OPTIONS = ("aggregate_from", "fluid_from", "wait_settled", "wait_settled_from")
 
 
 @dataclass
@@ -54,7 +57,7 @@ class SimOptions:
     """How to simulate: where results go, the delay model, the implementations' options, progress."""
 
     out: Path = Path("reports")
-    delays: DelayModel = field(default_factory=DelayModel)
+    delays: DelayModel = field(default_factory=lambda: load_profile(DEFAULT_PROFILE))
     options: dict[str, Any] = field(default_factory=dict[str, Any])
     progress: Callable[[UnitProgress, int, int], None] | None = None
 
@@ -64,9 +67,12 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def parse_delays(items: tuple[str, ...] | list[str], seed: int | None = None) -> DelayModel:
-    """The :class:`~harness.sim.model.DelayModel` with ``name=value`` overrides; one-line errors."""
-    names = {f.name: f.type for f in dataclasses.fields(DelayModel)}
+def parse_delays(
+    items: tuple[str, ...] | list[str], seed: int | None = None, profile: str = DEFAULT_PROFILE
+) -> DelayModel:
+    """The :class:`~harness.sim.model.DelayModel` of ``profile`` with ``name=value`` overrides of its
+    fields; one-line errors."""
+    names = {f.name: f.type for f in dataclasses.fields(DelayModel) if f.name != "profile"}
     changes: dict[str, Any] = {}
     for item in items:
         name, eq, value = item.partition("=")
@@ -87,9 +93,8 @@ def parse_delays(items: tuple[str, ...] | list[str], seed: int | None = None) ->
             raise ConfigError(
                 f"--delay {name}: must be 0 (first come first served) or 1 (served first), got {value}"
             )
-    if seed is not None:
-        changes["seed"] = seed
-    return DelayModel(**changes)
+    given = changes.pop("seed", 0)
+    return load_profile(profile, changes, seed=int(given if seed is None else seed))
 
 
 def parse_sim_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
@@ -111,9 +116,13 @@ def parse_sim_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
 
 def effective_options(given: dict[str, Any]) -> dict[str, Any]:
     """Every simulator option with its value in this run (defaults filled in), for the manifest."""
-    from harness.sim.legacy import AGGREGATE_FROM, FLUID_FROM
 
-    return {"aggregate_from": AGGREGATE_FROM, "fluid_from": FLUID_FROM, "wait_settled": 0, **given}
+    return {
+        "aggregate_from": AGGREGATE_FROM,
+        "fluid_from": FLUID_FROM,
+        "wait_settled_from": WAIT_SETTLED_FROM,
+        **given,
+    }
 
 
 def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
@@ -122,6 +131,14 @@ def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
     impls = list(scenario.implementations)
     for impl in impls:
         group_factory(impl)  # a one-line error now, before anything is written
+    if "coordinator" in impls:
+        for case in cases:
+            why = unmodelled(case.scenario)
+            if why is not None:
+                raise ConfigError(
+                    f"{scenario.name}, case {case.label or 'default'}: {why} (run it with `herdlab run`, or "
+                    "simulate legacy_zk alone: --set 'implementations=[\"legacy_zk\"]')"
+                )
     run_id = new_run_id()
     run_dir = options.out / scenario.name / run_id
     run_dir.mkdir(parents=True, exist_ok=True)

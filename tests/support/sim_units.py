@@ -11,13 +11,13 @@ from typing import Any
 from harness.run.runner import Unit, planned_cases
 from harness.scenario.model import Scenario
 from harness.sim.driver import SimUnitRunner
-from harness.sim.model import DelayModel
+from harness.sim.model import MACHINE_PROFILE, DelayModel, load_profile
 from harness.sim.validate import TriggerCounts, read_unit, unit_counts
 
 EPOCH_NS = 10**18  # a fixed epoch: two simulations of the same unit write identical histories
 #: The model's drawn lateness off (a joiner ready at the invoke, steps at ``stable + at``, heartbeats on
 #: time, a LeaveGroup at the revoke, the producer started with the unit): what tests that work timings
-#: out by hand assume (``DelayModel(**ON_TIME, ...)``).
+#: out by hand assume (``machine_model(**ON_TIME, ...)``).
 ON_TIME: dict[str, float] = {
     "member_release_poll_s": 0.0,
     "member_boot_s": 0.0,
@@ -35,13 +35,20 @@ ON_TIME: dict[str, float] = {
 }
 
 
+def machine_model(**changes: Any) -> DelayModel:
+    """The profile fitted to the 2-core machine (the model the tests' expectations were worked out on)
+    with ``changes``; ``seed`` among them seeds it."""
+    seed = int(changes.pop("seed", 0))
+    return load_profile(MACHINE_PROFILE, changes, seed=seed)
+
+
 def simulate_unit(
     scenario: Scenario, impl: str, unit_dir: Path, delays: DelayModel | None = None
 ) -> dict[str, Any]:
     """Simulate the first case of ``scenario`` for ``impl`` (repetition 0) into ``unit_dir``; the outcome."""
     case = planned_cases(scenario)[0]
     unit = Unit(0, case, impl, 0, unit_dir)
-    outcome = SimUnitRunner(scenario, unit, delays or DelayModel(), epoch_ns=EPOCH_NS).run()
+    outcome = SimUnitRunner(scenario, unit, delays or machine_model(), epoch_ns=EPOCH_NS).run()
     assert not outcome.get("failed"), outcome
     return outcome
 

@@ -3,6 +3,7 @@ the order of the steps on each way a member ends, and the registry of the coordi
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -143,6 +144,20 @@ def test_a_close_that_raises_is_clean_unless_the_close_must_return(must_return: 
     with pytest.raises(RuntimeError, match="close"):
         m.run()
     assert m.calls == [*START, "poll", ("may_close", True), "final_commit", "close", "release", stopped]
+
+
+def test_a_stop_sets_the_flag_then_interrupts_the_waiting_step_on_the_stopping_thread() -> None:
+    seen: list[tuple[bool, threading.Thread]] = []
+
+    class Interrupted(Fake):
+        def interrupt(self) -> None:
+            seen.append((self.stopping, threading.current_thread()))
+
+    m = Interrupted()
+    stopper = threading.Thread(target=m.stop)
+    stopper.start()
+    stopper.join()
+    assert seen == [(True, stopper)]
 
 
 def test_the_registry_has_a_member_of_every_client_and_names_an_unknown_one() -> None:

@@ -37,10 +37,13 @@ their outcome reported with ``persisted(write, error, now_ms, leader_epoch)``; t
 
 Modules: :mod:`~coordinator.core.group.api` (requests, responses, effects), :mod:`~coordinator.core.group.errors`,
 :mod:`~coordinator.core.group.config`, :mod:`~coordinator.core.group.records` (durable records),
-:mod:`~coordinator.core.group.machine` (the coordinator), which delegates to :mod:`~coordinator.core.group.offsets`
-(commit validation, storage, fetch), :mod:`~coordinator.core.group.admin` (describe, list, delete groups) and
-:mod:`~coordinator.core.group.loading` (replay of the group log, the group record), :mod:`~coordinator.core.group.group` and
-:mod:`~coordinator.core.group.member` (internal state).
+:mod:`~coordinator.core.group.machine` (the coordinator), which delegates to
+:mod:`~coordinator.core.group.offsets` (the committed offsets of every group type: storage, commit, fetch; the
+group validates through :class:`~coordinator.core.group.offsets.OffsetGroup`), :mod:`~coordinator.core.group.admin`
+(describe, list, delete groups), :mod:`~coordinator.core.group.durability` (loading, unloading and writes of
+single-broker or replicated mode, as one of two strategies), :mod:`~coordinator.core.group.loading` (replay of the
+group log, the group record), :mod:`~coordinator.core.group.group` and :mod:`~coordinator.core.group.member`
+(internal state).
 """
 
 from coordinator.core.group.api import (

@@ -3,7 +3,9 @@
 ``GroupCoordinator.handleDescribeGroup`` / ``handleListGroups`` / ``handleDeleteGroups``).
 
 The :class:`~coordinator.core.group.machine.GroupCoordinator` delegates here with its group table and its ownership
-check (loading, not owned); DeleteGroups also gets the machine's state transition (which emits the ``group_state`` event).
+check (loading, not owned); DeleteGroups also gets the offsets
+(:class:`~coordinator.core.group.offsets.OffsetManager`), whose entries of a deleted group go with it, and the
+machine's state transition (which emits the ``group_state`` event).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from coordinator.core.group.api import (
 )
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.group import Group
+from coordinator.core.group.offsets import OffsetManager
 from coordinator.core.group.records import GroupTombstoneRecord
 
 __all__ = ["Status", "Transition", "delete_groups", "describe_groups", "list_groups"]
@@ -102,14 +105,15 @@ def list_groups(groups: Mapping[str, Group], loading: bool, req: ListGroupsReque
 
 def delete_groups(
     groups: dict[str, Group],
+    offsets: OffsetManager,
     status: Status,
     now_ms: int,
     token: Any,
     req: DeleteGroupsRequest,
     transition: Transition,
 ) -> list[Effect]:
-    """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, the group leaves ``groups`` with its offsets,
-    a tombstone is persisted; the answer to ``token`` comes last. Unknown or Dead: GROUP_ID_NOT_FOUND; with
+    """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, the group leaves ``groups``, its ``offsets``
+    go, a tombstone is persisted; the answer to ``token`` comes last. Unknown or Dead: GROUP_ID_NOT_FOUND; with
     members: NON_EMPTY_GROUP; a group ``status`` refuses: that error (COORDINATOR_LOAD_IN_PROGRESS while
     loading, NOT_COORDINATOR for a partition not owned)."""
     out: list[Effect] = []
@@ -128,6 +132,7 @@ def delete_groups(
             group.pending_members.clear()
             transition(group, GroupState.DEAD, now_ms, out)
             del groups[group_id]
+            offsets.delete_group(group_id)
             out.append(Persist(GroupTombstoneRecord(group_id)))
             log.info("group=%s generation=%d deleted", group_id, group.generation_id)
             results.append(DeletedGroup(group_id, ErrorCode.NONE))

@@ -8,12 +8,15 @@ This module holds data and the invariants that are local to one group (counts, l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
 
-from coordinator.core.group.api import GroupState
+from coordinator.core.group.api import GroupState, OffsetCommitRequest, OffsetFetchRequest
+from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.member import Member
 
-__all__ = ["VALID_PREVIOUS_STATES", "Group", "IllegalTransition", "OffsetEntry"]
+__all__ = ["VALID_PREVIOUS_STATES", "Group", "IllegalTransition"]
+
+log = logging.getLogger("coordinator.group")
 
 #: Kafka ``GroupState.validPreviousStates``.
 VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
@@ -31,22 +34,16 @@ class IllegalTransition(RuntimeError):
     """A state change not allowed by :data:`VALID_PREVIOUS_STATES`: a bug in the machine, never a client error."""
 
 
-@dataclass(slots=True)
-class OffsetEntry:
-    """A committed offset as held in memory."""
-
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp_ms: int
-
-
 class Group:
     """A consumer group.
 
     ``members`` is insertion-ordered (join order); this makes "any member" choices deterministic: the new leader
     after the leader leaves is the oldest remaining member, and the re-elected leader after the leader fails to
     rejoin is the oldest member that did rejoin (Kafka iterates a hash map there: the choice is arbitrary).
+
+    Its committed offsets are not here but in the :class:`~coordinator.core.group.offsets.OffsetManager` shared by
+    the group types, which asks the group to validate commits and fetches (an
+    :class:`~coordinator.core.group.offsets.OffsetGroup`).
     """
 
     __slots__ = (
@@ -64,7 +61,6 @@ class Group:
         "num_awaiting_join",
         "supported_protocols",
         "new_member_added",
-        "offsets",
         "join_deadline_ms",
         "join_initial",
         "join_delay_ms",
@@ -93,7 +89,6 @@ class Group:
         #: protocol name -> number of members supporting it.
         self.supported_protocols: dict[str, int] = {}
         self.new_member_added = False
-        self.offsets: dict[tuple[str, int], OffsetEntry] = {}
         # The join barrier: armed while PreparingRebalance. ``join_initial`` marks an InitialDelayedJoin, which
         # never completes early; ``join_delay_ms`` / ``join_remaining_ms`` are its current delay and what is left.
         self.join_deadline_ms: int | None = None
@@ -222,6 +217,56 @@ class Group:
         # As in Kafka, ``pending_sync`` keeps the *old* id: if the old incarnation had not sent SyncGroup yet,
         # the pending-sync timeout still fires for it and rebalances the group.
         return member
+
+    def validate_member(self, member_id: str, instance_id: str | None) -> ErrorCode | None:
+        """Kafka ``validateCurrentMember``: FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID, or ``None`` if valid."""
+        if instance_id is not None:
+            current = self.static_members.get(instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                log.info(
+                    "group=%s generation=%d member=%s fenced: instance %s now belongs to %s",
+                    self.group_id,
+                    self.generation_id,
+                    member_id,
+                    instance_id,
+                    current,
+                )
+                return ErrorCode.FENCED_INSTANCE_ID
+            return None
+        if member_id not in self.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return None
+
+    # ---------------------------------------------------------------------------------------------- offsets
+
+    def validate_offset_commit(self, req: OffsetCommitRequest) -> ErrorCode | None:
+        """Kafka ``ClassicGroup.validateOffsetCommit`` (non-transactional): the error a commit gets, or ``None``.
+        A commit without generation is a simple (admin / manually assigned) one, taken only by an Empty group; a
+        member's commit needs the member (:meth:`validate_member`) and the current generation, and is refused
+        with REBALANCE_IN_PROGRESS in CompletingRebalance (the member must sync first)."""
+        state = self.state
+        if state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation_id < 0 and state is GroupState.EMPTY:
+            return None
+        if req.generation_id >= 0 or req.member_id != "" or req.group_instance_id is not None:
+            error = self.validate_member(req.member_id, req.group_instance_id)
+            if error is not None:
+                return error
+            if req.generation_id != self.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif state is not GroupState.EMPTY:
+            return ErrorCode.UNKNOWN_MEMBER_ID  # only members may commit to a non-empty group
+        if state is GroupState.COMPLETING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return None
+
+    def validate_offset_fetch(self, req: OffsetFetchRequest) -> ErrorCode | None:
+        """Kafka ``ClassicGroup.validateOffsetFetch``: a Dead group is GROUP_ID_NOT_FOUND (its partitions come
+        back unknown); any other fetches (the classic protocol sends no member or generation with it)."""
+        return ErrorCode.GROUP_ID_NOT_FOUND if self.state is GroupState.DEAD else None
 
     def has_all_members_joined(self) -> bool:
         return len(self.members) == self.num_awaiting_join and not self.pending_members

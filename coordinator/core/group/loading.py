@@ -2,16 +2,18 @@
 """Loading: groups and offsets from the durable group log, and the group record that goes into it (Kafka
 ``GroupMetadataManager.loadGroupsAndOffsets`` / ``storeGroup``).
 
-:func:`load_record` replays one record into the machine's group table; :func:`group_record` is the inverse for a
-group's membership. The machine's ``begin_loading`` / ``finish_loading`` (Kafka ``onGroupUnloaded`` /
+:func:`load_record` replays one record into the machine's group table and the offsets
+(:class:`~coordinator.core.group.offsets.OffsetManager`); :func:`group_record` is the inverse for a group's
+membership. The machine's ``begin_loading`` / ``finish_loading`` (Kafka ``onGroupUnloaded`` /
 ``onGroupLoaded``) stay in :class:`~coordinator.core.group.machine.GroupCoordinator`: they produce effects.
 """
 
 from __future__ import annotations
 
 from coordinator.core.group.api import GroupState
-from coordinator.core.group.group import Group, OffsetEntry
+from coordinator.core.group.group import Group
 from coordinator.core.group.member import Member
+from coordinator.core.group.offsets import OffsetManager
 from coordinator.core.group.records import (
     GroupMetadataRecord,
     GroupTombstoneRecord,
@@ -23,10 +25,11 @@ from coordinator.core.group.records import (
 __all__ = ["group_record", "load_record"]
 
 
-def load_record(groups: dict[str, Group], record: Record | object) -> None:
-    """Replay one persisted record (in log order) into ``groups``. Offsets are last-writer-wins; the last group
-    record of a group replaces its membership (loaded as Stable, or Empty if it has no members) and keeps its
-    offsets; a tombstone drops the group and its offsets. Raises (changing nothing) for a record that cannot be a
+def load_record(groups: dict[str, Group], offsets: OffsetManager, record: Record | object) -> None:
+    """Replay one persisted record (in log order) into ``groups`` and ``offsets``. Offsets are last-writer-wins
+    (a commit of a group not known creates it Empty, as a simple commit does); the last group record of a group
+    replaces its membership (loaded as Stable, or Empty if it has no members) and keeps its offsets; a tombstone
+    drops the group and its offsets. Raises (changing nothing) for a record that cannot be a
     group's state: a member id twice, a static instance id twice; and ``TypeError`` for a record of another kind.
     """
     if isinstance(record, OffsetCommitRecord):
@@ -34,13 +37,10 @@ def load_record(groups: dict[str, Group], record: Record | object) -> None:
         if group is None:
             group = Group(record.group_id, GroupState.EMPTY, record.commit_timestamp_ms)
             groups[record.group_id] = group
-        group.offsets[(record.topic, record.partition)] = OffsetEntry(
-            record.offset, record.leader_epoch, record.metadata, record.commit_timestamp_ms
-        )
+        offsets.replay(record)
     elif isinstance(record, GroupMetadataRecord):
         if len({m.member_id for m in record.members}) != len(record.members):
             raise ValueError(f"group {record.group_id}: a member id appears twice")
-        previous = groups.get(record.group_id)
         group = Group(
             record.group_id, GroupState.STABLE if record.members else GroupState.EMPTY, record.timestamp_ms
         )
@@ -62,11 +62,10 @@ def load_record(groups: dict[str, Group], record: Record | object) -> None:
                 m.assignment,
             )
             group.add(member)
-        if previous is not None:
-            group.offsets = previous.offsets
         groups[record.group_id] = group
     elif isinstance(record, GroupTombstoneRecord):
         groups.pop(record.group_id, None)
+        offsets.delete_group(record.group_id)
     else:
         raise TypeError(f"not a group coordinator record: {record!r}")
 

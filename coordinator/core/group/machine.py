@@ -3,9 +3,10 @@
 
 Semantics follow Kafka 3.7's Scala ``GroupCoordinator`` (spec PART 2); names of private methods mirror Kafka's
 (``_prepare_rebalance`` = ``prepareRebalance``, ``_on_complete_join`` = ``onCompleteJoin`` ...) so the two can
-be read side by side. Offsets (:mod:`~coordinator.core.group.offsets`), the admin requests
-(:mod:`~coordinator.core.group.admin`) and loading from the group log (:mod:`~coordinator.core.group.loading`) live in
-modules of their own; the machine delegates to them. Kafka's purgatories become timers:
+be read side by side. Committed offsets (:class:`~coordinator.core.group.offsets.OffsetManager`, which asks the
+group to validate a commit or fetch), the admin requests (:mod:`~coordinator.core.group.admin`) and loading from
+the group log (:mod:`~coordinator.core.group.loading`) live in modules of their own; the machine delegates to
+them. Kafka's purgatories become timers:
 
 * ``DelayedHeartbeat`` -> ``("heartbeat", group, member)`` (one per member; re-armed on every liveness signal);
 * pending-member expiry -> ``("pending", group, member)``;
@@ -55,10 +56,9 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from coordinator.core.group import admin, offsets
+from coordinator.core.group import admin
 from coordinator.core.group.api import (
     EMIT_GROUP_STATE,
     EMIT_HEARTBEAT_ERROR,
@@ -104,12 +104,13 @@ from coordinator.core.group.api import (
     TimerKey,
 )
 from coordinator.core.group.config import GroupConfig
+from coordinator.core.group.durability import LocalDurability, ReplicatedDurability
 from coordinator.core.group.errors import ErrorCode
-from coordinator.core.group.group import Group, OffsetEntry
+from coordinator.core.group.group import Group
 from coordinator.core.group.loading import group_record, load_record
 from coordinator.core.group.member import Member
-from coordinator.core.group.offsets import PreparedCommit
-from coordinator.core.group.ownership import Ownership, WholeOwnership, commit_error, group_write_error
+from coordinator.core.group.offsets import OffsetManager
+from coordinator.core.group.ownership import group_write_error
 from coordinator.core.group.records import Record
 
 __all__ = ["GroupCoordinator", "REMOVED_GROUP_MAX_SIZE"]
@@ -127,23 +128,6 @@ _STABLE = GroupState.STABLE
 _DEAD = GroupState.DEAD
 
 
-@dataclass(slots=True)
-class _PendingCommit:
-    """A commit whose offsets append awaits :meth:`GroupCoordinator.persisted`."""
-
-    commit: PreparedCommit
-    offsets_partition: int
-
-
-@dataclass(slots=True)
-class _PendingSync:
-    """The leader's SyncGroup whose group record awaits :meth:`GroupCoordinator.persisted`."""
-
-    group: Group
-    generation: int
-    leader: str
-
-
 #: Heartbeat answers carry nothing but the error, so they are shared (treat responses as read-only).
 _HEARTBEAT_RESPONSES = {code: HeartbeatResponse(code) for code in ErrorCode}
 
@@ -158,7 +142,8 @@ class GroupCoordinator:
 
     ``new_uuid`` produces the random part of member ids (``<client_id or instance id>-<uuid>``); inject a counter
     for deterministic tests. ``emit_events=False`` suppresses :class:`~coordinator.core.group.api.Emit` effects (for
-    simulations that do not record a history).
+    simulations that do not record a history). ``offsets`` is where committed offsets are kept (by default a
+    manager of its own; a second group type's machine may share one).
 
     The machine is not thread-safe; the shell calls it from one thread / event loop.
     """
@@ -169,19 +154,24 @@ class GroupCoordinator:
         *,
         new_uuid: Callable[[], str] | None = None,
         emit_events: bool = True,
+        offsets: OffsetManager | None = None,
     ) -> None:
         self.config = config if config is not None else GroupConfig()
         self._new_uuid: Callable[[], str] = new_uuid if new_uuid is not None else (lambda: str(uuid.uuid4()))
         self._emit_events = emit_events
         self._groups: dict[str, Group] = {}
-        #: Which groups this machine serves and which load (single broker: all; replicated mode, after
-        #: :meth:`own_by_partition`: per offsets partition).
-        self._own: WholeOwnership | Ownership = WholeOwnership()
-        #: Two-phase writes awaiting :meth:`persisted`, by write id.
-        self._writes: dict[int, _PendingCommit | _PendingSync] = {}
-        #: Offsets acknowledged while their partition loads, by partition and group: applied when it is loaded.
-        self._late_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetEntry]]] = {}
-        self._next_write = 1
+        #: The committed offsets of every group this machine holds.
+        self.offsets = (
+            offsets
+            if offsets is not None
+            else OffsetManager(
+                max_metadata_bytes=self.config.offset_metadata_max_bytes, emit_events=emit_events
+            )
+        )
+        #: How groups and offsets are written and loaded, and which groups this machine serves (single broker:
+        #: all, loaded at once, written synchronously; replicated mode, after :meth:`own_by_partition`: per
+        #: offsets partition, written in two phases). See :mod:`~coordinator.core.group.durability`.
+        self._durability: LocalDurability | ReplicatedDurability = LocalDurability(self._groups, self.offsets)
 
     # ============================================================================================ inspection
 
@@ -189,35 +179,35 @@ class GroupCoordinator:
     def loading(self) -> bool:
         """True between :meth:`begin_loading` and :meth:`finish_loading` (replicated mode: while any offsets
         partition loads)."""
-        return self._own.any_loading
+        return self._durability.own.any_loading
 
     @property
     def replicated(self) -> bool:
         """True once :meth:`own_by_partition` switched the machine to replicated mode."""
-        return isinstance(self._own, Ownership)
+        return self._durability.replicated
 
     def own_by_partition(self, offsets_partitions: int) -> None:
         """Switch to replicated mode, before any group exists: the machine owns only the offsets
         partitions loaded with ``begin_loading(p)`` ... ``finish_loading(now_ms, p)`` (of ``offsets_partitions``)
         and persists commits and SyncGroup's group record in two phases (:class:`~coordinator.core.group.api.Persist`
         with a ``write`` id, then :meth:`persisted`). Raises ``ValueError`` if groups exist or it is on already."""
-        if self.replicated or self._groups or self._own.any_loading:
+        if self.replicated or self._groups or self.loading:
             raise ValueError("replicated mode must be chosen before anything is loaded")
-        self._own = Ownership(offsets_partitions)
+        self._durability = ReplicatedDurability(offsets_partitions, self._groups, self.offsets)
 
     def partition_for(self, group_id: str) -> int | None:
         """The offsets partition of ``group_id`` in replicated mode; None in single-broker mode."""
-        return self._own.partition_for(group_id)
+        return self._durability.own.partition_for(group_id)
 
     def partition_status(self, partition: int) -> str:
         """``"owned"``, ``"loading"`` or ``"not_owned"`` (replicated mode; single-broker mode: ``"owned"``, or
         ``"loading"`` while loading)."""
-        return self._own.partition_status(partition)
+        return self._durability.own.partition_status(partition)
 
     def _status(self, group_id: str) -> ErrorCode | None:
         """Kafka 3.7 ``validateGroupStatus`` after the group id check: COORDINATOR_LOAD_IN_PROGRESS (the group's
         partition loads), NOT_COORDINATOR (replicated mode: not owned), None (served)."""
-        return self._own.status(group_id)
+        return self._durability.own.status(group_id)
 
     def group(self, group_id: str) -> Group | None:
         """The live group object, for inspection by tests and simulators. Do not mutate it."""
@@ -392,7 +382,7 @@ class GroupCoordinator:
             out.append(CancelTimer((TIMER_PENDING, group.group_id, member_id)))
             self._add_member_and_rebalance(now_ms, token, group, req, protocols, rebalance, member_id, out)
             return
-        error = self._validate_current_member(group, member_id, req.group_instance_id)
+        error = group.validate_member(member_id, req.group_instance_id)
         if error is not None:
             self._respond_join_error(out, token, member_id, error)
             return
@@ -605,29 +595,6 @@ class GroupCoordinator:
                     old_token, JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id)
                 )
             )
-
-    def _validate_current_member(
-        self, group: Group, member_id: str, instance_id: str | None
-    ) -> ErrorCode | None:
-        """Kafka ``validateCurrentMember``: FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID, or ``None`` if valid."""
-        if instance_id is not None:
-            current = group.static_members.get(instance_id)
-            if current is None:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if current != member_id:
-                log.info(
-                    "group=%s generation=%d member=%s fenced: instance %s now belongs to %s",
-                    group.group_id,
-                    group.generation_id,
-                    member_id,
-                    instance_id,
-                    current,
-                )
-                return ErrorCode.FENCED_INSTANCE_ID
-            return None
-        if member_id not in group.members:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return None
 
     def _respond_join_error(self, out: list[Effect], token: Any, member_id: str, error: ErrorCode) -> None:
         out.append(Respond(token, JoinGroupResponse(error, member_id=member_id)))
@@ -902,7 +869,7 @@ class GroupCoordinator:
     def _validate_sync_group(self, group: Group, req: SyncGroupRequest) -> ErrorCode | None:
         if group.state is _DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+        error = group.validate_member(req.member_id, req.group_instance_id)
         if error is not None:
             return error
         if req.generation_id != group.generation_id:
@@ -939,17 +906,10 @@ class GroupCoordinator:
             req.member_id,
             len(group.members),
         )
-        if isinstance(self._own, Ownership):
-            # Replicated mode: storeGroup's callback (persisted) moves the group on once the record is written.
-            write = self._next_write
-            self._next_write += 1
-            self._writes[write] = _PendingSync(group, group.generation_id, req.member_id)
-            out.append(Persist(group_record(group, now_ms), write))
-            return
-        # storeGroup: written synchronously and successfully (see api.Persist), so the state check Kafka makes in
-        # the write callback (still CompletingRebalance, same generation) always holds here.
-        self._persist_group(group, now_ms, out)
-        self._set_and_propagate_assignment(group, now_ms, out)
+        # storeGroup: written at once in single-broker mode (the state check Kafka makes in the write callback,
+        # still CompletingRebalance of the same generation, holds), else persisted() moves the group on.
+        if self._durability.write_sync_group(group, req.member_id, now_ms, out):
+            self._set_and_propagate_assignment(group, now_ms, out)
 
     def _set_and_propagate_assignment(self, group: Group, now_ms: int, out: list[Effect]) -> None:
         """The group record is written: Stable, and every parked SyncGroup gets its assignment (Kafka
@@ -989,7 +949,7 @@ class GroupCoordinator:
             elif group.state is _DEAD:
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
             else:
-                validation = self._validate_current_member(group, req.member_id, req.group_instance_id)
+                validation = group.validate_member(req.member_id, req.group_instance_id)
                 if validation is not None:
                     error = validation
                 elif req.generation_id != group.generation_id:
@@ -1073,7 +1033,7 @@ class GroupCoordinator:
                     self._check_join(group, now_ms, out)
                 error = ErrorCode.NONE
             else:
-                validation = self._validate_current_member(group, member_id, instance_id)
+                validation = group.validate_member(member_id, instance_id)
                 if validation is None:
                     self._remove_current_member(group, group.members[member_id], now_ms, out, req.reason)
                     error = ErrorCode.NONE
@@ -1104,58 +1064,33 @@ class GroupCoordinator:
         out: list[Effect] = []
         status = self._status(req.group_id)
         if status is not None:
-            offsets.reject_commit(out, token, req, status, None, emit=self._emit_events)
+            self.offsets.reject_commit(out, token, req, status, None)
             return out
         group = self._groups.get(req.group_id)
         if group is None:
             if req.generation_id >= 0:
-                offsets.reject_commit(
-                    out, token, req, ErrorCode.ILLEGAL_GENERATION, None, emit=self._emit_events
-                )
+                self.offsets.reject_commit(out, token, req, ErrorCode.ILLEGAL_GENERATION, None)
                 return out
             # Not relying on group management (simple consumer / admin): create an Empty group for the offsets.
             group = Group(req.group_id, _EMPTY, now_ms)
             self._groups[req.group_id] = group
-        error = offsets.validate_commit(group, req, self._validate_current_member)
-        if error is None and group.state is _COMPLETING:
-            # A valid member of the new generation that has not synced yet: let it finish the rebalance first.
-            error = ErrorCode.REBALANCE_IN_PROGRESS
-        if error is not None:
-            offsets.reject_commit(out, token, req, error, group, emit=self._emit_events)
+        if not self.offsets.accept_commit(group, req, token, out):
             return out
         if group.state is _STABLE or group.state is _PREPARING:
             # Commits count as liveness. In PreparingRebalance the generation has not been bumped yet, so a
             # member of the previous generation may still commit.
             self._schedule_heartbeat(group.members[req.member_id], now_ms, out)
-        own = self._own
-        if not isinstance(own, Ownership):
-            offsets.store_offsets(
-                group,
-                req,
-                now_ms,
-                out,
-                token,
-                max_bytes=self.config.offset_metadata_max_bytes,
-                emit=self._emit_events,
-            )
-            return out
-        write = self._next_write
-        pending = offsets.prepare_offsets(
-            group, req, now_ms, out, token, write, max_bytes=self.config.offset_metadata_max_bytes
-        )
-        if pending is not None:
-            self._next_write += 1
-            self._writes[write] = _PendingCommit(pending, own.partition_for(group.group_id))
+        self._durability.write_commit(group, req, now_ms, out, token)
         return out
 
     def offset_fetch(self, now_ms: int, req: OffsetFetchRequest) -> OffsetFetchResponse:
         """Handle an OffsetFetch: no generation or member check; ``partitions=None`` means all stored ones
-        (sorted by topic, partition). Unknown partitions come back as offset -1, error NONE
-        (:func:`~coordinator.core.group.offsets.fetch_offsets`)."""
+        (sorted by topic, partition). Unknown partitions, and every partition of an unknown or Dead group, come back
+        as offset -1, error NONE (:meth:`~coordinator.core.group.offsets.OffsetManager.fetch`)."""
         status = self._status(req.group_id)
         if status is not None:
             return OffsetFetchResponse(status)
-        return offsets.fetch_offsets(self._groups.get(req.group_id), req)
+        return self.offsets.fetch(self._groups.get(req.group_id), req)
 
     # ============================================================================================ admin
 
@@ -1172,7 +1107,9 @@ class GroupCoordinator:
     def delete_groups(self, now_ms: int, token: Any, req: DeleteGroupsRequest) -> list[Effect]:
         """Delete Empty groups (``handleDeleteGroups``): Empty -> Dead, a tombstone is persisted, offsets go
         (:func:`~coordinator.core.group.admin.delete_groups`)."""
-        return admin.delete_groups(self._groups, self._status, now_ms, token, req, self._transition)
+        return admin.delete_groups(
+            self._groups, self.offsets, self._status, now_ms, token, req, self._transition
+        )
 
     # ============================================================================================ timers
 
@@ -1322,7 +1259,6 @@ class GroupCoordinator:
         fresh = Group(group_id, _EMPTY, now_ms)
         fresh.generation_id = group.generation_id + 1
         fresh.protocol_type = group.protocol_type
-        fresh.offsets = group.offsets
         self._groups[group_id] = fresh
         log.error(
             "group=%s generation=%d reset from %s with %d members after an internal error (%s)",
@@ -1353,6 +1289,7 @@ class GroupCoordinator:
         """Forget ``group_id`` and its offsets in memory (the last resort when :meth:`reset_group` itself failed;
         the shell answers what was parked). The durable log is untouched: a restart loads it again."""
         self._groups.pop(group_id, None)
+        self.offsets.delete_group(group_id)
 
     # ============================================================================================ durability
 
@@ -1369,26 +1306,10 @@ class GroupCoordinator:
         ``finish_loading(now_ms, partition)``; other partitions are unaffected. A partition already loading or
         owned stays as it is (3.7: "Already loading"; an owned one is not reloaded) and nothing is returned.
         ``ValueError`` for a partition out of range, or for the wrong mode."""
-        own = self._own
-        if not isinstance(own, Ownership):
-            if partition is not None:
-                raise ValueError("begin_loading(partition) needs replicated mode (own_by_partition)")
-            out: list[Effect] = []
-            for group in list(self._groups.values()):
-                self._unload_group(group, out)
-            self._groups.clear()
-            own.loading = True
-            return out
-        if partition is None:
-            raise ValueError(
-                "replicated mode loads one offsets partition at a time: begin_loading(partition)"
-            )
-        own.check(partition)
-        if partition in own.loading or partition in own.owned:
-            return []
-        own.loading.add(partition)
-        log.info("offsets partition %d loading: its groups answer COORDINATOR_LOAD_IN_PROGRESS", partition)
-        return []
+        out: list[Effect] = []
+        for group in self._durability.begin_loading(partition):
+            self._unload_group(group, out)
+        return out
 
     def _unload_group(self, group: Group, out: list[Effect]) -> None:
         """Kafka ``onGroupUnloaded`` (partition emigration)."""
@@ -1425,12 +1346,8 @@ class GroupCoordinator:
         group and its offsets. Raises (changing nothing) for a record that cannot be a group's state: a member id
         twice, a static instance id twice (:func:`~coordinator.core.group.loading.load_record`); in replicated mode
         ``ValueError`` for a record of a group whose offsets partition is not loading."""
-        own = self._own
-        if isinstance(own, Ownership):
-            group_id = getattr(record, "group_id", None)
-            if not isinstance(group_id, str) or own.partition_for(group_id) not in own.loading:
-                raise ValueError(f"record of group {group_id!r}: its offsets partition is not loading")
-        load_record(self._groups, record)
+        self._durability.check_record(record)
+        load_record(self._groups, self.offsets, record)
 
     def finish_loading(self, now_ms: int, partition: int | None = None) -> list[Effect]:
         """End loading (Kafka ``onGroupLoaded`` for every loaded group): a group over ``group.max.size``
@@ -1438,27 +1355,7 @@ class GroupCoordinator:
         ``partition``, which becomes owned (Ready); nothing happens if it is not loading (its load was cancelled
         by :meth:`unload`)."""
         out: list[Effect] = []
-        own = self._own
-        if not isinstance(own, Ownership):
-            if partition is not None:
-                raise ValueError("finish_loading(now_ms, partition) needs replicated mode (own_by_partition)")
-            own.loading = False
-            loaded = list(self._groups.values())
-        else:
-            if partition is None:
-                raise ValueError("replicated mode: finish_loading(now_ms, partition)")
-            if partition not in own.loading:
-                return out
-            own.loading.discard(partition)
-            own.owned.add(partition)
-            for group_id, late in self._late_offsets.pop(partition, {}).items():
-                group = self._groups.get(group_id)
-                if group is None:
-                    group = Group(group_id, _EMPTY, now_ms)
-                    self._groups[group_id] = group
-                group.offsets.update(late)
-            loaded = [g for g in self._groups.values() if own.partition_for(g.group_id) == partition]
-            log.info("offsets partition %d loaded: %d groups, now served", partition, len(loaded))
+        loaded = self._durability.finish_loading(now_ms, partition)
         for group in loaded:
             log.info(
                 "group=%s generation=%d offsets_partition=%s loaded in %s with %d members",
@@ -1482,20 +1379,12 @@ class GroupCoordinator:
         Its requests get NOT_COORDINATOR from now on. Two-phase writes still in flight are answered when their
         :meth:`persisted` comes (the write may have been replicated: Kafka answers from its callback too).
         ``now_ms`` stamps nothing today (Kafka's transition keeps the state timestamp) but is the input's clock."""
-        own = self._own
-        if not isinstance(own, Ownership):
-            raise ValueError("unload(partition) needs replicated mode (own_by_partition)")
-        own.check(partition)
         del now_ms
         out: list[Effect] = []
-        own.loading.discard(partition)
-        own.owned.discard(partition)
-        self._late_offsets.pop(partition, None)
-        gone = [g for g in self._groups.values() if own.partition_for(g.group_id) == partition]
+        gone = self._durability.unload(partition)
         for group in gone:
             if group.state is not _DEAD:
                 self._unload_group(group, out)
-            del self._groups[group.group_id]
         log.info("offsets partition %d unloaded: %d groups gone", partition, len(gone))
         return out
 
@@ -1504,11 +1393,11 @@ class GroupCoordinator:
         ``error`` is the append's error code (0: acknowledged as ``offsets.commit.required.acks`` asks),
         ``leader_epoch`` the offsets partition's leader epoch it was appended under (for the ``commit`` events).
 
-        * a commit (Kafka 3.7 ``storeOffsets``' ``putCacheCallback``): on success its offsets enter the cache
-          (if its partition was unloaded meanwhile, only the answer, NONE, is given: the write is durable and the
-          next load reads it; see :meth:`_acked_offsets_target` for a reload in between) and ``commit`` events
-          are emitted (with
-          ``offsets_partition`` and ``leader_epoch``); on failure nothing becomes visible, every partition of it
+        * a commit (Kafka 3.7 ``storeOffsets``' ``putCacheCallback``, done by the durability strategy): on success
+          its offsets enter the cache (if its partition was unloaded meanwhile, only the answer, NONE, is given:
+          the write is durable and the next load reads it; see
+          :meth:`~coordinator.core.group.durability.ReplicatedDurability._acked_offsets_target` for a reload in
+          between) and ``commit`` events are emitted (with ``offsets_partition`` and ``leader_epoch``); on failure nothing becomes visible, every partition of it
           is answered :func:`~coordinator.core.group.ownership.commit_error` and ``commit_rejected`` events emitted;
         * a SyncGroup group record (3.7 ``doSyncGroup``'s ``storeGroup`` callback): only if the group is still
           the same, in CompletingRebalance, of the same generation: on success it goes Stable and the parked
@@ -1518,21 +1407,8 @@ class GroupCoordinator:
 
         An unknown ``write`` (answered already) changes nothing."""
         out: list[Effect] = []
-        pending = self._writes.pop(write, None)
+        pending = self._durability.persisted(write, error, now_ms, leader_epoch, out)
         if pending is None:
-            return out
-        if isinstance(pending, _PendingCommit):
-            commit = pending.commit
-            mapped = commit_error(error)
-            target = self._acked_offsets_target(pending, now_ms) if mapped is ErrorCode.NONE else None
-            offsets.complete_offsets(
-                commit,
-                mapped,
-                target,
-                out,
-                emit=self._emit_events,
-                extra={"offsets_partition": pending.offsets_partition, "leader_epoch": leader_epoch},
-            )
             return out
         group = pending.group
         if (
@@ -1569,32 +1445,10 @@ class GroupCoordinator:
         )
         return out
 
-    def _acked_offsets_target(
-        self, pending: _PendingCommit, now_ms: int
-    ) -> dict[tuple[str, int], OffsetEntry] | None:
-        """Where an acknowledged commit's offsets go. Its partition owned: the group's cache (the group is created
-        Empty if a reload did not know it; a Dead one takes nothing). Loading: a cache applied when the load ends
-        (the write is committed, but the load may have read the log before it was). Not owned: nowhere (the next
-        load reads it from the log). Kafka applies it to the group object that accepted it, which a reload
-        replaced: its loader reads up to the log end, ours below the high watermark, hence the difference."""
-        own = self._own
-        assert isinstance(own, Ownership)
-        group_id = pending.commit.group.group_id
-        partition = pending.offsets_partition
-        if partition in own.loading:
-            return self._late_offsets.setdefault(partition, {}).setdefault(group_id, {})
-        if partition not in own.owned:
-            return None
-        group = self._groups.get(group_id)
-        if group is None:
-            group = Group(group_id, _EMPTY, now_ms)
-            self._groups[group_id] = group
-        return None if group.state is _DEAD else group.offsets
-
     @property
     def pending_writes(self) -> int:
         """Two-phase writes awaiting :meth:`persisted`."""
-        return len(self._writes)
+        return self._durability.pending_writes
 
     def _persist_group(self, group: Group, now_ms: int, out: list[Effect]) -> None:
         """``storeGroup``: the group with the members' current assignments (no members when Empty)."""

@@ -13,8 +13,9 @@ loading partition (checked first), NOT_COORDINATOR for one not owned, None for a
 
 Single-broker mode (:class:`WholeOwnership`): no partitions; every group is owned, and the whole machine loads at
 once. The machine asks either kind the same questions (:attr:`~Ownership.any_loading`, ``partition_for``,
-``partition_status``, ``status``), so only its durability steps (how it loads, and whether writes are two-phase)
-differ by mode.
+``partition_status``, ``status``); each belongs to one durability strategy
+(:mod:`~coordinator.core.group.durability`), which also decides how the machine loads and whether its writes are
+two-phase.
 
 Error mapping of a failed append (the commit and group-record write callbacks):
 

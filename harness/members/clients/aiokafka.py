@@ -62,7 +62,7 @@ from harness.members.clients.python_config import ASSIGNOR
 from harness.members.clients.python_config import consumer_kwargs as python_consumer_kwargs
 from harness.members.interface import OnChange
 from harness.members.recorder import MemberConfig
-from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, snake
+from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, client_defaults, snake
 
 log = logging.getLogger("harness.member.aiokafka")
 
@@ -80,8 +80,6 @@ def _known_assignors() -> dict[str, type]:
 
 
 def _defaults() -> dict[str, Any]:
-    from harness.scenario.properties import client_defaults
-
     return client_defaults("aiokafka")
 
 

@@ -53,7 +53,7 @@ from harness.members.clients.python_config import ASSIGNOR
 from harness.members.clients.python_config import consumer_kwargs as python_consumer_kwargs
 from harness.members.interface import OnChange
 from harness.members.recorder import MemberConfig
-from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, snake
+from harness.scenario.properties import MEMBER_POLICY_PROPERTIES, client_defaults, snake
 
 log = logging.getLogger("harness.member.kafka_python")
 
@@ -75,8 +75,6 @@ def _known_assignors() -> dict[str, type]:
 def consumer_kwargs(props: Mapping[str, str]) -> dict[str, Any]:
     """The ``KafkaConsumer`` keyword arguments of ``props`` (see the module contract), without the
     harness's own (addresses, group, identity, listener)."""
-    from harness.scenario.properties import client_defaults
-
     return python_consumer_kwargs("kafka-python", props, client_defaults("kafka-python"), _known_assignors())
 
 

@@ -33,14 +33,17 @@ def member_class(client: str) -> type[ClientMemberBase]:
     """The member class of ``client`` (ValueError naming it when there is none). The imports are here, not
     at the top, for a member process's start-up cost (see the module contract)."""
     if client == "kafka-python":
+        # deferred: start-up: a member process loads only the client library it runs
         from harness.members.clients.kafka_python import KafkaPythonMember
 
         return KafkaPythonMember
     if client == "librdkafka":
+        # deferred: start-up: a member process loads only the client library it runs
         from harness.members.clients.librdkafka import LibrdkafkaMember
 
         return LibrdkafkaMember
     if client == "aiokafka":
+        # deferred: start-up: a member process loads only the client library it runs
         from harness.members.clients.aiokafka import AiokafkaMember
 
         return AiokafkaMember

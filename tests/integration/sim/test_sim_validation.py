@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
+from harness.sim.model import MACHINE_PROFILE, load_profile
 from harness.sim.session import SimOptions, simulate_scenario
 from harness.sim.validate import compare_runs
 
@@ -59,7 +60,8 @@ def test_a_simulated_join_makes_the_herd_of_a_real_one_exactly(tmp_path: Path) -
     s = load_scenario(str(path))
     real = run_scenario(s, RunOptions(out=tmp_path / "real"))
     assert not [u for u in real.units if u.get("failed")], real.units
-    sim = simulate_scenario(s, SimOptions(out=tmp_path / "sim"))
+    # the profile fitted to the machine the real run shares
+    sim = simulate_scenario(s, SimOptions(out=tmp_path / "sim", delays=load_profile(MACHINE_PROFILE)))
     assert not [u for u in sim.units if u.get("failed")], sim.units
 
     rows = compare_runs(real.run_dir, sim.run_dir, s.settle_window)

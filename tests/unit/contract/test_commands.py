@@ -192,11 +192,12 @@ class _FakeSession:
 def _patch_run(
     monkeypatch: pytest.MonkeyPatch, out: Path, m: dict[str, Any], units: list[dict[str, Any]]
 ) -> None:
-    import harness.run.session as session
+    import harness.cli.report as report_cli
 
     monkeypatch.setattr(run_cli, "prepare", lambda req: _FakeSession(out, units))
     monkeypatch.setattr(run_cli, "install_signal_handlers", lambda: None)
-    monkeypatch.setattr(session, "analyse", lambda run_dir, **kw: {**m, "metric_info": {}})
+    # the analysis as `run` reaches it (harness.cli.report.publish_metrics imports it from harness.run.session)
+    monkeypatch.setattr(report_cli, "analyse", lambda run_dir, **kw: {**m, "metric_info": {}})
 
 
 def test_run_json_prints_one_document_on_stdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -265,14 +266,14 @@ def test_report_json_gives_the_verdict_and_paths(tmp_path: Path) -> None:
 
 
 def test_simulate_points_latest_at_its_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.sim.session as sim_session
+    import harness.cli.simulate as simulate_command
 
     def fake_simulate(scenario: Any, options: Any) -> RunResult:
         d = options.out / scenario.name / "20260101-000000-5151"
         d.mkdir(parents=True)
         return RunResult(run_dir=d, run_id=d.name, units=[], events=0)
 
-    monkeypatch.setattr(sim_session, "simulate_scenario", fake_simulate)
+    monkeypatch.setattr(simulate_command, "simulate_scenario", fake_simulate)
     r = CliRunner().invoke(cli, ["simulate", "herd-small", "--out", str(tmp_path), "--no-report"])
     assert r.exit_code == 0, r.output
     assert os.readlink(tmp_path / "herd-small" / "latest") == "20260101-000000-5151"

@@ -11,9 +11,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("harness", "coordinator", "legacy_zk")
-#: Files still being cleaned elsewhere: the simulator's delay model moves its fitting notes into a profile
-#: data file and the docs; remove it from here once that lands.
-NOT_YET = frozenset({"harness/sim/model.py"})
 #: A day of a month ("28 Nov"), a clock time in UTC ("14:05 UTC"), an issue number ("issue 14").
 LAB_NOTE = re.compile(
     r"\b[0-9]{1,2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b"
@@ -59,7 +56,6 @@ def test_no_lab_notes_in_the_sources() -> None:
         f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
         for package in PACKAGES
         for path in sorted((ROOT / package).rglob("*.py"))
-        if path.relative_to(ROOT).as_posix() not in NOT_YET
         for n, line in offending_lines(path.read_text(encoding="utf-8"))
     ]
     assert found == [], (

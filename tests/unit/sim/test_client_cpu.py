@@ -8,7 +8,7 @@ import pytest
 
 from harness.sim.clock import VirtualScheduler
 from harness.sim.cpu import ClientCpu
-from harness.sim.model import DelayModel
+from tests.support.sim_units import machine_model
 
 MS = 1_000_000
 
@@ -29,7 +29,7 @@ def _run(cpu: ClientCpu, sched: VirtualScheduler, names: str, cost_s: float = 0.
 
 def _cpu(cores: int, random_order: bool, seed: int = 0) -> tuple[ClientCpu, VirtualScheduler]:
     sched = VirtualScheduler()
-    return ClientCpu(sched, DelayModel(client_cores=cores), random.Random(seed), random_order), sched
+    return ClientCpu(sched, machine_model(client_cores=cores), random.Random(seed), random_order), sched
 
 
 def test_first_come_first_served_serves_in_issue_order() -> None:
@@ -138,7 +138,7 @@ def test_equal_shares_draw_as_uniform_random_order() -> None:
     def served(shares: dict[str, float]) -> dict[str, int]:
         sched = VirtualScheduler()
         rng = Counting(5)
-        cpu = ClientCpu(sched, DelayModel(client_cores=1), rng, random_order=True)
+        cpu = ClientCpu(sched, machine_model(client_cores=1), rng, random_order=True)
 
         def member(name: str) -> None:
             cpu.work(0.001, shares[name])
@@ -160,7 +160,7 @@ def test_prioritized_serves_the_highest_priority_waiting_first_then_in_arrival_o
     preempted: "a" ends at 3; then the priority-1 ones in arrival order (s1 at 4, s2 at 5), then b and c
     (6, 7). First come first served would end them a 3, b 4, c 5, s1 6, s2 7."""
     sched = VirtualScheduler()
-    cpu = ClientCpu(sched, DelayModel(client_cores=1), random.Random(0), prioritized=True)
+    cpu = ClientCpu(sched, machine_model(client_cores=1), random.Random(0), prioritized=True)
     assert not cpu.books_ahead
     ended: list[tuple[str, int]] = []
 
@@ -179,5 +179,5 @@ def test_prioritized_serves_the_highest_priority_waiting_first_then_in_arrival_o
 
 def test_prioritized_with_equal_priorities_is_first_come_first_served() -> None:
     sched = VirtualScheduler()
-    cpu = ClientCpu(sched, DelayModel(client_cores=2), random.Random(0), prioritized=True)
+    cpu = ClientCpu(sched, machine_model(client_cores=2), random.Random(0), prioritized=True)
     assert _run(cpu, sched, "abcd") == [("a", 1 * MS), ("b", 1 * MS), ("c", 2 * MS), ("d", 2 * MS)]

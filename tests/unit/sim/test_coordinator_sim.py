@@ -27,6 +27,7 @@ from tests.support.sim_units import (
     ON_TIME,
     api_counts,
     history_text,
+    machine_model,
     simulate_unit,
     trigger_counts,
     unit_events,
@@ -61,7 +62,7 @@ class _Unit:
         self.sink = EventSink(path)
         self.path = path
         self.scenario = _scenario(members)
-        delays = delays or DelayModel()
+        delays = delays or machine_model()
 
         def history(source: str, role: str) -> SimHistory:
             return SimHistory(self.sched, self.sink, source, role, 0)
@@ -201,7 +202,7 @@ def test_an_unsupported_client_is_a_clear_error(tmp_path: Path) -> None:
     sc = load_scenario("herd-small", ["group.members=2", "group.coordinator.client=aiokafka"])
     sched = VirtualScheduler()
     sink = EventSink(tmp_path / "h.jsonl")
-    delays = DelayModel()
+    delays = machine_model()
     group = make_group(
         SimContext(sched, delays, sc, 2, lambda s, r: SimHistory(sched, sink, s, r, 0), delays.rng())
     )
@@ -269,7 +270,7 @@ def test_a_rebalance_is_seen_when_the_poll_window_ends_when_the_main_thread_chec
     one record in 100 s). So each member's rebalance_begin comes after its heartbeat's error, at most
     200 ms later, and at a multiple of 200 ms from its last wake-up, which with no records and no commit
     due is the end of its previous join: its ``rebalance_end``."""
-    on_time_check = DelayModel(kafka_main_check_late_s=0.0, kafka_main_check_late_per_member_s=0.0)
+    on_time_check = machine_model(kafka_main_check_late_s=0.0, kafka_main_check_late_per_member_s=0.0)
     events = _timed_unit(tmp_path, rate=0.01, delays=on_time_check)
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
     delays = []
@@ -285,7 +286,7 @@ def test_a_main_thread_that_checks_after_the_heartbeats_answer_rejoins_at_that_c
     heartbeat sent on time: its answer (under a millisecond: the client's cost, the network and the
     broker's service) comes before the check, so each member rejoins at its heartbeat's deadline plus 20
     ms, 19-20 ms after the broker answered, whatever its poll window."""
-    late_check = DelayModel(**{**ON_TIME, "kafka_main_check_late_s": 0.02}, kafka_poll_gap_cv=0.0)
+    late_check = machine_model(**{**ON_TIME, "kafka_main_check_late_s": 0.02}, kafka_poll_gap_cv=0.0)
     events = _timed_unit(tmp_path, rate=0.01, delays=late_check)
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
     rejoins = _rejoins(events, t0)
@@ -308,7 +309,7 @@ def test_a_member_with_no_partition_sleeps_retry_backoff_from_its_heartbeats_sen
     events = _timed_unit(
         tmp_path,
         rate=0.01,
-        delays=DelayModel(**ON_TIME),
+        delays=machine_model(**ON_TIME),
         timeline='[{at = "2s", action = "join", count = 1}, {at = "5.5s", action = "leave", count = 1}]',
     )
     leave = [e["ts_ns"] for e in events if e["kind"] == "invoke"][1]
@@ -365,20 +366,20 @@ def test_the_main_thread_picks_a_join_up_only_inside_a_poll_window() -> None:
     """A join's poll windows from its start at 0, by hand, 200 ms windows and 12 ms between them (not
     queued on the client cores): windows [0, 200), [212, 412), [424, 624); between them [200, 212) and
     [412, 424). A join completing in one of those is picked up when the next window starts."""
-    from harness.sim.coordinator_member import _PollGaps  # pyright: ignore[reportPrivateUsage]
     from harness.sim.cpu import ClientCpu
+    from harness.sim.kafka_python30 import PollGaps
 
     ms = 1_000_000
     sched = VirtualScheduler()
-    delays = DelayModel()
-    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
+    delays = machine_model()
+    gaps = PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
     expected = {150: None, 205: 212, 211: 212, 212: None, 300: None, 413: 424, 500: None}
     assert _gap_ends_ms(sched, gaps, list(expected)) == expected
     gaps.stop()  # the join completed: no window ends are booked any more (624 would open [624, 636))
     sched.run(until_ns=630 * ms)
     assert gaps.gap_end(630 * ms) is None
     # without a gap the main thread never misses a completed join
-    none = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.0, cv=0.0)
+    none = PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.0, cv=0.0)
     sched.run(until_ns=1000 * ms)
     assert none.gap_end(830 * ms) is None and none.gap_end(1000 * ms) is None
 
@@ -389,12 +390,12 @@ def test_the_gaps_between_polls_are_gamma_draws_of_the_units_random_source() -> 
     is [its end, its end + g_k). Checked at each gap's middle and just after it."""
     import random
 
-    from harness.sim.coordinator_member import _PollGaps  # pyright: ignore[reportPrivateUsage]
     from harness.sim.cpu import ClientCpu
+    from harness.sim.kafka_python30 import PollGaps
 
     sched = VirtualScheduler()
-    delays = DelayModel(seed=7)
-    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200_000_000, lambda: 0.012, cv=1.0)
+    delays = machine_model(seed=7)
+    gaps = PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200_000_000, lambda: 0.012, cv=1.0)
     draws = random.Random(7)
     start = 200_000_000
     lengths = []
@@ -416,9 +417,9 @@ def test_the_mean_gap_between_polls_grows_with_the_members_sharing_a_core(tmp_pa
     unit = _Unit(6, tmp_path / "h.jsonl")
     unit.run_until_stable()
     m0 = unit.group.member("m0")
-    assert m0._poll_gap_s() == pytest.approx(0.00144)  # pyright: ignore[reportPrivateUsage]
+    assert m0.threads.poll_gap_s() == pytest.approx(0.00144)
     unit.group.crash_member("m5")
-    assert m0._poll_gap_s() == pytest.approx(0.0012)  # pyright: ignore[reportPrivateUsage]
+    assert m0.threads.poll_gap_s() == pytest.approx(0.0012)
     unit.close()
 
 
@@ -435,7 +436,7 @@ def test_a_join_completed_between_two_polls_is_sent_again_in_the_same_generation
         sc,
         "coordinator",
         tmp_path / "u",
-        DelayModel(**ON_TIME, kafka_poll_gap_per_member_s=0.19, kafka_poll_gap_cv=0.0, client_cores=0),
+        machine_model(**ON_TIME, kafka_poll_gap_per_member_s=0.19, kafka_poll_gap_cv=0.0, client_cores=0),
     )
     events = unit_events(tmp_path / "u")
     t0 = next(e["ts_ns"] for e in events if e["kind"] == "invoke")
@@ -468,7 +469,7 @@ def _j0_joins_with_a_late_pickup(
     core: 35 ms). j0's JoinGroups and SyncGroups (api, ts) from the join's invoke until it is first
     assigned (it must be)."""
     sc = _scenario(3, timeline=[{"at": "2s", "action": "join", "count": 1}])
-    delays = DelayModel(
+    delays = machine_model(
         **{**ON_TIME, "kafka_rejoin_late_s": late_s, "kafka_rejoin_late_per_member_s": late_per_member_s},
         kafka_poll_gap_per_member_s=gap_s,
         kafka_poll_gap_cv=0.0,
@@ -564,13 +565,13 @@ def test_the_window_after_a_late_pickup_starts_at_the_pickup() -> None:
     """kafka-python's poll window is timed on its IO thread, from when that thread runs the poll's join.
     By hand, 200 ms windows and 12 ms gaps (cv 0): [0, 200), gap [200, 212); a pickup at 230 ms (18 ms
     late) starts the window [230, 430), then the gap [430, 442), not the old chain's [412, 424)."""
-    from harness.sim.coordinator_member import _PollGaps  # pyright: ignore[reportPrivateUsage]
     from harness.sim.cpu import ClientCpu
+    from harness.sim.kafka_python30 import PollGaps
 
     ms = 1_000_000
     sched = VirtualScheduler()
-    delays = DelayModel()
-    gaps = _PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
+    delays = machine_model()
+    gaps = PollGaps(sched, ClientCpu(sched, delays, delays.rng()), 200 * ms, lambda: 0.012, cv=0.0)
     sched.run(until_ns=205 * ms)
     assert gaps.gap_end(205 * ms) == 212 * ms
     sched.run(until_ns=230 * ms)
@@ -598,10 +599,10 @@ def test_a_joining_member_is_ready_within_its_release_poll_whatever_its_boot(tmp
         return (ready["ts_ns"] - invoke["ts_ns"]) / NS_PER_S
 
     slow_boot = {**ON_TIME, "member_boot_s": 2.0}
-    assert release_s(DelayModel(**slow_boot, member_boot_cv=0.0), "at-once") == 0.0
+    assert release_s(machine_model(**slow_boot, member_boot_cv=0.0), "at-once") == 0.0
     drawn = [
         release_s(
-            DelayModel(**{**slow_boot, "member_release_poll_s": 0.01}, member_boot_cv=0.0, seed=s),
+            machine_model(**{**slow_boot, "member_release_poll_s": 0.01}, member_boot_cv=0.0, seed=s),
             f"seed{s}",
         )
         for s in (1, 2)
@@ -635,12 +636,12 @@ def test_a_restarted_member_is_ready_after_its_process_booted(tmp_path: Path) ->
         assert complete["ready_ns"] == {"m0": ready["ts_ns"]} and complete["ts_ns"] >= ready["ts_ns"]
         return (ready["ts_ns"] - invoke["ts_ns"]) / NS_PER_S
 
-    exact = DelayModel(
+    exact = machine_model(
         **{**ON_TIME, "member_boot_s": 0.2, "member_boot_per_member_s": 0.05}, member_boot_cv=0.0
     )
     assert boot_s(exact, "exact") == pytest.approx(0.25, abs=1e-6)
-    assert boot_s(DelayModel(**ON_TIME), "none") == 0.0
-    drawn = [boot_s(DelayModel(member_boot_cv=0.4, seed=s), f"seed{s}") for s in (1, 2)]
+    assert boot_s(machine_model(**ON_TIME), "none") == 0.0
+    drawn = [boot_s(machine_model(member_boot_cv=0.4, seed=s), f"seed{s}") for s in (1, 2)]
     assert drawn[0] != drawn[1] and all(x > 0 for x in drawn)
 
 
@@ -652,7 +653,7 @@ def test_a_leaving_members_leavegroup_follows_its_revoke_by_the_closes_hand_offs
     sc = _scenario(3, timeline=[{"at": "2s", "action": "leave", "count": 1}])
 
     def revoke_and_leave(close_s: float, name: str) -> tuple[int, int]:
-        delays = DelayModel(**{**ON_TIME, "kafka_close_leave_s": close_s}, kafka_close_leave_cv=0.0)
+        delays = machine_model(**{**ON_TIME, "kafka_close_leave_s": close_s}, kafka_close_leave_cv=0.0)
         simulate_unit(sc, "coordinator", tmp_path / name, delays)
         events = unit_events(tmp_path / name)
         (invoke,) = [e for e in events if e["kind"] == "invoke"]
@@ -679,7 +680,7 @@ def test_a_late_heartbeat_delays_every_later_one(tmp_path: Path, late_s: float, 
     (cv 0: exactly) a member heartbeats every 0.5 s + ``late_s``. By hand: 3 members over 12 s of a stable
     group make 3 * 12 / 0.5 = 72 heartbeats on time, 3 * 12 / 0.6 = 60 with 100 ms each, give or take one
     per member at the interval's ends."""
-    delays = DelayModel(
+    delays = machine_model(
         **{**ON_TIME, "kafka_heartbeat_late_s": late_s},
         kafka_poll_gap_cv=0.0,
         kafka_poll_gap_per_member_s=0.0,
@@ -711,8 +712,8 @@ def test_the_runner_performs_a_step_late_by_the_drawn_time(tmp_path: Path) -> No
         return (invoke["ts_ns"] - stable["ts_ns"]) / NS_PER_S - 2.0
 
     late = {**ON_TIME, "runner_step_late_s": 0.03, "runner_step_late_per_member_s": 0.002}
-    assert late_s(DelayModel(**late, runner_step_late_cv=0.0), "late") == pytest.approx(0.033, abs=1e-6)
-    assert late_s(DelayModel(**ON_TIME), "on-time") == pytest.approx(0.0, abs=1e-6)
+    assert late_s(machine_model(**late, runner_step_late_cv=0.0), "late") == pytest.approx(0.033, abs=1e-6)
+    assert late_s(machine_model(**ON_TIME), "on-time") == pytest.approx(0.0, abs=1e-6)
 
 
 def test_a_rounds_syncgroups_leave_spread_by_the_members_work_on_the_joingroup_answer(tmp_path: Path) -> None:
@@ -734,7 +735,7 @@ def test_a_rounds_syncgroups_leave_spread_by_the_members_work_on_the_joingroup_a
 
     def syncs(cores: int) -> list[int]:
         unit = tmp_path / f"cores{cores}"
-        simulate_unit(sc, "coordinator", unit, DelayModel(**model, client_cores=cores))
+        simulate_unit(sc, "coordinator", unit, machine_model(**model, client_cores=cores))
         events = unit_events(unit)
         return sorted(
             e["ts_ns"]
@@ -768,7 +769,7 @@ def test_the_broker_sends_parked_answers_one_after_another_and_serves_the_next_r
 
     def run(response_s: float, per_member_s: float) -> tuple[dict[str, int], int]:
         sched = VirtualScheduler()
-        delays = DelayModel(
+        delays = machine_model(
             network_one_way_s=0.00005, broker_service_s=0.0001, kafka_client_s=0.0005, client_cores=2,
             broker_response_s=response_s, broker_response_per_member_s=per_member_s,
         )  # fmt: skip

@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 
 from harness.scenario.loading import load_scenario
-from harness.sim.model import DelayModel
 from harness.sim.session import peak_rss_mb
-from tests.support.sim_units import ON_TIME, simulate_unit, trigger_counts
+from tests.support.sim_units import ON_TIME, machine_model, simulate_unit, trigger_counts
 
 pytestmark = pytest.mark.bench
 
@@ -35,7 +34,7 @@ def test_herd_reach_at_1000_members(tmp_path: Path) -> None:
         sc,
         "coordinator",
         tmp_path / "u",
-        DelayModel(**ON_TIME, kafka_poll_gap_per_member_s=0.0, client_cores=0),
+        machine_model(**ON_TIME, kafka_poll_gap_per_member_s=0.0, client_cores=0),
     )
     print(
         f"\ncoordinator simulation, {members} members: {outcome['virtual_s']:.1f} s virtual, "

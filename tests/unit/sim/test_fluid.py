@@ -7,6 +7,7 @@ import pytest
 from harness.sim.clock import NS_PER_S, VirtualScheduler
 from harness.sim.fluid import FluidServer
 from harness.sim.model import DelayModel
+from tests.support.sim_units import machine_model
 
 
 def run(delays: DelayModel, jobs: list[tuple[float, str, int]]) -> dict[str, float]:
@@ -25,7 +26,7 @@ def run(delays: DelayModel, jobs: list[tuple[float, str, int]]) -> dict[str, flo
 
 def test_a_request_alone_takes_one_round_trip() -> None:
     # 0.9 ms of client CPU, 0.05 ms each way, 0.12 ms of service: 1.12 ms
-    d = DelayModel(zk_client_s=0.0009, network_one_way_s=0.00005, zk_service_s=0.00012, client_cores=0)
+    d = machine_model(zk_client_s=0.0009, network_one_way_s=0.00005, zk_service_s=0.00012, client_cores=0)
     assert run(d, [(0.0, "a", 1)])["a"] == pytest.approx(0.00112, abs=2e-9)
 
 
@@ -33,7 +34,7 @@ def test_a_saturated_server_serves_every_request_once_and_they_finish_together()
     # 20 clients with a burst of 100 each: the server's 1 / (20 x 0.12 ms) = 416.7 requests a second
     # each is below one client's own 1 / 1.12 ms = 892.9, so the server is the bottleneck: all 2000
     # requests take 2000 x 0.12 ms = 0.24 s, and equal shares finish together
-    d = DelayModel(zk_client_s=0.0009, network_one_way_s=0.00005, zk_service_s=0.00012, client_cores=0)
+    d = machine_model(zk_client_s=0.0009, network_one_way_s=0.00005, zk_service_s=0.00012, client_cores=0)
     done = run(d, [(0.0, f"c{i}", 100) for i in range(20)])
     assert len(done) == 20
     assert all(t == pytest.approx(0.24, abs=1e-6) for t in done.values())
@@ -43,7 +44,7 @@ def test_a_late_burst_shares_the_server_from_its_arrival() -> None:
     # a server-bound model with 1 ms a request: a alone from 0 to 5 ms gets 5 of its 10 requests; both
     # then get 500 a second, a's last 5 take 10 ms (a done at 15 ms, b has 5 by then); b alone does its
     # last 5 in 5 ms: 20 ms, the 20 requests' service
-    d = DelayModel(zk_client_s=0.0, network_one_way_s=0.0, zk_service_s=0.001, client_cores=0)
+    d = machine_model(zk_client_s=0.0, network_one_way_s=0.0, zk_service_s=0.001, client_cores=0)
     done = run(d, [(0.0, "a", 10), (0.005, "b", 10)])
     assert done["a"] == pytest.approx(0.015, abs=1e-6)
     assert done["b"] == pytest.approx(0.020, abs=1e-6)
@@ -52,13 +53,13 @@ def test_a_late_burst_shares_the_server_from_its_arrival() -> None:
 def test_shared_client_cores_bound_the_rate_when_they_are_the_bottleneck() -> None:
     # 1 ms of client CPU a request on 2 cores (0.5 ms a request for the group) beats the server's
     # 0.1 ms: 4 clients x 10 requests = 40 ms of CPU on 2 cores = 20 ms
-    d = DelayModel(zk_client_s=0.001, network_one_way_s=0.0, zk_service_s=0.0001, client_cores=2)
+    d = machine_model(zk_client_s=0.001, network_one_way_s=0.0, zk_service_s=0.0001, client_cores=2)
     done = run(d, [(0.0, f"c{i}", 10) for i in range(4)])
     assert all(t == pytest.approx(0.020, abs=1e-6) for t in done.values())
 
 
 def test_smaller_bursts_finish_first_and_ties_in_submission_order() -> None:
-    d = DelayModel(zk_client_s=0.0, network_one_way_s=0.0, zk_service_s=0.001, client_cores=0)
+    d = machine_model(zk_client_s=0.0, network_one_way_s=0.0, zk_service_s=0.001, client_cores=0)
     sched = VirtualScheduler()
     server = FluidServer(sched, d)
     order: list[str] = []
@@ -72,6 +73,6 @@ def test_smaller_bursts_finish_first_and_ties_in_submission_order() -> None:
 
 
 def test_an_empty_job_is_refused() -> None:
-    server = FluidServer(VirtualScheduler(), DelayModel())
+    server = FluidServer(VirtualScheduler(), machine_model())
     with pytest.raises(ValueError, match="at least one request"):
         server.submit(0, lambda: None)

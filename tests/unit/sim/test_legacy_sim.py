@@ -17,7 +17,7 @@ from harness.scenario import load_scenario
 from harness.sim.driver import NOT_SIMULATED, SimUnitRunner
 from harness.sim.model import DelayModel
 from harness.sim.validate import read_unit, unit_counts
-from tests.support.sim_units import ON_TIME
+from tests.support.sim_units import ON_TIME, machine_model
 
 SCENARIO = """
 name = "sim-unit"
@@ -64,7 +64,7 @@ duration = "1s"
 
 #: The members in lockstep (no wake-up spread, fetchers stop at once): the herd counts below are worked
 #: out for it.
-LOCKSTEP = DelayModel(watch_wake_spread_s=0.0, fetch_poll_s=0.0)
+LOCKSTEP = machine_model(watch_wake_spread_s=0.0, fetch_poll_s=0.0)
 
 
 def simulate(
@@ -165,7 +165,7 @@ def test_members_wake_to_a_watch_spread_as_the_model_says(
     assert len(at_once) == 5 and max(at_once) < 0.01
     # a spread of 0.2 s: each member's rebalance thread wakes a further uniform(0, 0.2 s) later, not
     # all at the same time
-    _, spread = simulate(tmp_path, "spread", delays=DelayModel(watch_wake_spread_s=0.2))
+    _, spread = simulate(tmp_path, "spread", delays=machine_model(watch_wake_spread_s=0.2))
     delays = wake_delays_s(spread, "join")
     assert len(delays) == 5 and all(0 <= x <= 0.21 for x in delays), delays
     assert max(delays) - min(delays) > 0.02, delays
@@ -263,7 +263,7 @@ def test_wait_settled_holds_a_step_until_the_previous_trigger_settled(tmp_path: 
     path.write_text(WAIT_SCENARIO)
     s = load_scenario(str(path))
     unit = Unit(0, planned_cases(s)[0], "legacy_zk", 0, tmp_path / f"w{wait}" / "c0-legacy_zk-r0")
-    slow = DelayModel(**ON_TIME, zk_service_s=0.05, watch_wake_spread_s=0.0)
+    slow = machine_model(**ON_TIME, zk_service_s=0.05, watch_wake_spread_s=0.0)
     outcome = SimUnitRunner(s, unit, slow, epoch_ns=10**18, options={"wait_settled": wait}).run()
     assert not outcome.get("failed")
     events = read_unit(unit.dir)
@@ -291,7 +291,7 @@ def test_a_rebalance_waits_for_the_fetchers_poll_to_return(tmp_path: Path) -> No
     _, d = simulate(
         tmp_path,
         "poll",
-        delays=DelayModel(**ON_TIME, watch_wake_spread_s=0.0),
+        delays=machine_model(**ON_TIME, watch_wake_spread_s=0.0),
         scenario=SCENARIO.replace("rate = 40", "rate = 8"),
     )
     events = sorted(read_unit(d), key=lambda e: e["ts_ns"])
@@ -340,7 +340,7 @@ def test_the_initial_members_boot_for_times_of_their_own_in_each_repetition(tmp_
     def ready_offsets(repetition: int) -> list[float]:
         d = tmp_path / f"r{repetition}" / f"c0-legacy_zk-r{repetition}"
         unit = Unit(0, case, "legacy_zk", repetition, d)
-        SimUnitRunner(s, unit, DelayModel(member_start_spread_s=spread), epoch_ns=10**18).run()
+        SimUnitRunner(s, unit, machine_model(member_start_spread_s=spread), epoch_ns=10**18).run()
         events = read_unit(d)
         start = min(e["ts_ns"] for e in events if e["kind"] == "unit_start")
         initial = [f"m{i}" for i in range(4)]

@@ -13,7 +13,7 @@ from harness.report.html import render_html
 from harness.report.markdown import render_markdown
 from harness.report.simulation import annotate, banner
 from harness.report.terminal import verdict_panel
-from harness.sim.model import DelayModel
+from tests.support.sim_units import machine_model
 
 
 def metrics() -> dict[str, Any]:
@@ -26,7 +26,7 @@ def metrics() -> dict[str, Any]:
 
 
 def test_annotate_marks_a_simulated_run_with_its_model_and_leaves_a_real_one(tmp_path: Path) -> None:
-    model = DelayModel()
+    model = machine_model()
     (tmp_path / "manifest.json").write_text(
         json.dumps({"simulated": True, "delay_model": model.as_dict(), "delay_model_text": model.describe()})
     )
