@@ -49,6 +49,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from harness.analysis import class_archive
 from harness.kernel import jvm
 from harness.kernel.errors import ConfigError, EnvironmentProblem
 
@@ -114,7 +115,6 @@ def spark_session(
     """The SparkSession for herdlab's analysis (see the module contract). The driver JVM maps
     Spark's class archive when one was built (:func:`.class_archive.use_options`); with
     ``dump_class_archive`` it writes one there as it exits instead (:func:`shutdown_jvm`)."""
-    from harness.analysis import class_archive
 
     try:
         from pyspark.sql import SparkSession

@@ -45,7 +45,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.container_services import ZooKeeperContainer
+from harness.cluster.container_services import ZooKeeperContainer, wait_ready
+from harness.cluster.engine import LABEL_UNIT, Box, uid_gid
 from harness.cluster.java import check_java
 from harness.cluster.kafka_dist import KafkaHome, kafka_home, resolve_version
 from harness.cluster.kafka_tap import KafkaTap
@@ -54,7 +55,7 @@ from harness.cluster.service import ProcessService
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.faults.nemesis import FaultControls
 from harness.history.writer import HistoryWriter
-from harness.images import ImageNames
+from harness.images import ImageNames, docker_client, image_labels
 from harness.kernel import jvm
 from harness.kernel.errors import EnvironmentProblem, HerdlabError, Unreachable
 from harness.kernel.events import Role
@@ -276,7 +277,6 @@ class _KafkaBox:
         return self.workdir / "kafka.log"
 
     def _box(self, argv: list[str], name: str, log_path: Path) -> Any:
-        from harness.cluster.engine import Box, uid_gid
 
         return Box(
             self.image,
@@ -299,7 +299,6 @@ class _KafkaBox:
             box.remove()
 
     def start(self, timeout: float = 90.0) -> _KafkaBox:
-        from harness.cluster.container_services import wait_ready
 
         if self.box is not None:  # a restart: the same container on its data
             self.box.restart()
@@ -444,13 +443,11 @@ class ApacheKafkaCluster:
 
     @property
     def _name(self) -> str:
-        from harness.cluster.engine import LABEL_UNIT
 
         return self.labels.get(LABEL_UNIT, "cluster")
 
     def _check_image(self) -> None:
         """The Kafka image of this version is in the engine: else a one-line error saying how to build it."""
-        from harness.images import docker_client, image_labels
 
         ref = self.image_ref
         client = docker_client()
