@@ -20,12 +20,15 @@ Importing this package does not import pyspark; :func:`analyze_run` does.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.analysis.metrics_model import MetricsDocument
 
 from harness.analysis.analyze import analyze_run as _analyze_run
 
 
-def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> dict[str, Any]:
+def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> MetricsDocument:
     """Analyse ``run_dir`` (see :mod:`harness.analysis.analyze`); returns the metrics dict."""
     return _analyze_run(run_dir, spark_master)
 

@@ -20,9 +20,11 @@ repetitions") and implemented once, in :func:`harness.analysis.stats.describe`.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS
+from harness.analysis.metrics_model import Aggregate, DocumentDraft, Trigger, Unit
 from harness.analysis.migration_verdict import alert_lines as migration_alerts
 from harness.analysis.samples import (
     BREAKDOWNS,
@@ -70,11 +72,11 @@ def _row(
     }
 
 
-def aggregate_units(units: list[dict[str, Any]], cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def aggregate_units(units: Sequence[Unit], cases: Sequence[Mapping[str, Any]]) -> list[Aggregate]:
     """The aggregate rows of ``units`` (see the module docstring), in scenario order."""
     live = [u for u in units if not u.get("failed")]
-    by_trigger: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    by_case: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_trigger: dict[tuple[str, str, str], list[Trigger]] = defaultdict(list)
+    by_case: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for u in live:
         by_case[(u["impl"], u["case"])].append(u)
         for t in u.get("triggers") or []:
@@ -118,16 +120,16 @@ def aggregate_units(units: list[dict[str, Any]], cases: list[dict[str, Any]]) ->
             a["impl"],
         )
     )
-    return rows
+    return cast(list[Aggregate], rows)  # each row has the model's keys (see _row)
 
 
-def aggregate(out: dict[str, Any]) -> None:
+def aggregate(out: DocumentDraft) -> None:
     """Fill ``out["aggregates"]`` and ``out["verdict"]`` from ``out["units"]`` (pure Python)."""
     out["aggregates"] = aggregate_units(out.get("units") or [], out.get("cases") or [])
     out["verdict"] = verdict(out)
 
 
-def alerts(out: dict[str, Any]) -> None:
+def alerts(out: DocumentDraft) -> None:
     """Append to ``out["alerts"]`` one line per lost / not-drained unit (``LOST`` / ``NOT DRAINED``
     first, they fail the run), failed unit, partial history, trigger that never settled or had no
     effect, member session trouble, the migration proof's lost partitions and unexpected verdict
@@ -135,19 +137,19 @@ def alerts(out: dict[str, Any]) -> None:
     lines = out.setdefault("alerts", [])
     for u in out.get("units") or []:
         name = unit_name(u)
-        if u.get("lost"):
+        if lost := u.get("lost"):
             sample = ", ".join(f"p{p}@{o}" for p, o in (u.get("lost_sample") or [])[:5])
             lines.append(
-                f"LOST {u['lost']} records in {name}: acknowledged offsets skipped below a processed offset"
+                f"LOST {lost} records in {name}: acknowledged offsets skipped below a processed offset"
                 + (f" (e.g. {sample})" if sample else "")
             )
-        if u.get("not_drained"):
+        if not_drained := u.get("not_drained"):
             lines.append(
-                f"NOT DRAINED: {u['not_drained']} acknowledged records in {name} lay above the last "
+                f"NOT DRAINED: {not_drained} acknowledged records in {name} lay above the last "
                 "processed offset of their partition when the drain ended"
             )
-        if u.get("failed"):
-            lines.append(f"unit {name} failed: {u['failed']}")
+        if failed := u.get("failed"):
+            lines.append(f"unit {name} failed: {failed}")
         elif "unit_started" in u and u.get("events") and not u["unit_started"]:
             lines.append(f"unit {name} has no unit_start event: the history of this unit is partial")
         for t in u.get("triggers") or []:

@@ -56,11 +56,12 @@ from typing import Any
 
 from harness.analysis.document import finish, new_document
 from harness.analysis.load import RunInputs, load_run
+from harness.analysis.metrics_model import MetricsDocument
 from harness.analysis.migration_verdict import expect_of
 from harness.analysis.spark import check_history, shuffle_partitions_for, spark_session
 
 
-def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> dict[str, Any]:
+def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> MetricsDocument:
     """Analyse one run directory (see the module contract)."""
     inputs = load_run(run_dir)
     t = time.monotonic()
@@ -71,7 +72,7 @@ def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> dict[st
     return metrics
 
 
-def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
+def analyze(spark: Any, inputs: RunInputs) -> MetricsDocument:
     """Run the analysis on an already running ``spark`` session (see :func:`analyze_run`)."""
     # deferred: start-up: control, frames and units import pyspark; it loads only when a run is analysed
     from harness.analysis.control import Control
@@ -101,6 +102,6 @@ def analyze(spark: Any, inputs: RunInputs) -> dict[str, Any]:
     for k, u in units.items():  # units without events (failed before anything was recorded)
         if k not in analysed:
             u.setdefault("triggers", [])
-    finish(out, units, expect_of(inputs.manifest))
-    out["spark"]["analysis_s"] = round(time.monotonic() - t_start, 3)
-    return out
+    doc = finish(out, units, expect_of(inputs.manifest))
+    doc["spark"]["analysis_s"] = round(time.monotonic() - t_start, 3)
+    return doc

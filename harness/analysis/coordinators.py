@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from harness.analysis.definitions import metric
+from harness.analysis.metrics_model import Aggregate, CoordinatorRow, Coordinators, Unit
 from harness.analysis.samples import breakdown_op, trigger_sample
 from harness.analysis.stats import ratio_of_means
 
@@ -68,9 +70,11 @@ def _latency_vs(ours: list[float], theirs: list[float]) -> dict[str, Any]:
     }
 
 
-def summary(units: list[dict[str, Any]], aggregates: list[dict[str, Any]]) -> dict[str, Any] | None:
+def summary(units: Sequence[Unit], aggregates: Sequence[Aggregate]) -> Coordinators | None:
     """The Coordinators summary (see the module contract)."""
-    col = {(u["impl"], u["case"]): u for u in units if u.get("broker")}
+    col: dict[tuple[str, str], Mapping[str, Any]] = {
+        (u["impl"], u["case"]): u for u in units if u.get("broker")
+    }
     brokers = sorted({u["broker"] for u in col.values()}, key=lambda b: (b != OURS, b))
     if len(brokers) < 2:
         return None
@@ -129,10 +133,10 @@ def summary(units: list[dict[str, Any]], aggregates: list[dict[str, Any]]) -> di
             ]
             r["vs"][b] = v
         out.append(r)
-    return {"brokers": brokers, "reference": reference, "rows": out}
+    return {"brokers": brokers, "reference": reference, "rows": cast(list[CoordinatorRow], out)}
 
 
-def _latency_samples(units: list[dict[str, Any]]) -> dict[tuple[str, str, str, str, str], list[float]]:
+def _latency_samples(units: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str, str, str], list[float]]:
     """(impl, trigger key, client, assignor, broker) -> the latency sample over the repetitions of the
     live units with that column (:func:`harness.analysis.samples.trigger_sample`)."""
     by: dict[tuple[str, str, str, str, str], list[dict[str, Any]]] = defaultdict(list)

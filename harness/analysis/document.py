@@ -24,15 +24,17 @@ the aggregates, verdict and alerts
 (:mod:`harness.analysis.aggregate`) and ``metric_info`` (label, unit, family, censored) of every
 metric of :data:`~harness.analysis.definitions.METRICS` and of every aggregated one.
 
-The document's whole shape is described in :mod:`harness.analysis.analyze`; its published JSON
-Schema is ``metrics.schema.json`` beside this module (:mod:`harness.analysis.metrics_schema`), whose
+The document's whole shape is described in :mod:`harness.analysis.analyze`; its typed model is
+:mod:`harness.analysis.metrics_model` (:class:`~harness.analysis.metrics_model.DocumentDraft` before the
+verdict, :class:`~harness.analysis.metrics_model.MetricsDocument` after), from which its published JSON
+Schema ``metrics.schema.json`` beside this module is generated (:mod:`harness.analysis.metrics_schema`), whose
 ``verdict.valid`` is true, false or "unknown" (rules in :mod:`harness.analysis.verdict`). This
 module does not import pyspark.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from harness.analysis.aggregate import aggregate, alerts
 from harness.analysis.coordinators import summary as coordinators_summary
@@ -46,6 +48,7 @@ from harness.analysis.definitions import (
 from harness.analysis.failover_verdict import alert_lines as failover_alerts
 from harness.analysis.failover_verdict import summary as failover_summary
 from harness.analysis.load import RunInputs
+from harness.analysis.metrics_model import DocumentDraft, MetricsDocument, Unit
 from harness.analysis.migration_verdict import summary as migration_summary
 from harness.analysis.samples import case_order
 from harness.analysis.startup import DEFINITION as STARTUP_DEFINITION
@@ -55,7 +58,7 @@ FORMAT = "herdlab-metrics/2"
 INTERNAL = ("t_first", "t_last", "origin", "topic")
 
 
-def new_document(inputs: RunInputs, spark_master: str, spark_version: str) -> dict[str, Any]:
+def new_document(inputs: RunInputs, spark_master: str, spark_version: str) -> DocumentDraft:
     """The document of the run ``inputs`` before any unit is analysed."""
     man = inputs.manifest
     scenario = man.get("scenario") or {}
@@ -90,15 +93,18 @@ def new_document(inputs: RunInputs, spark_master: str, spark_version: str) -> di
     }
 
 
-def public_unit(u: dict[str, Any]) -> dict[str, Any]:
-    """A unit's entry of the metrics document (its internal times left out)."""
-    return {k: v for k, v in u.items() if k not in INTERNAL}
+def public_unit(u: dict[str, Any]) -> Unit:
+    """A unit's entry of the metrics document (its internal times left out). The analysis builds a unit
+    as a plain dict; here it becomes the model's :class:`~harness.analysis.metrics_model.Unit` (the
+    regression fixture's documents validate against the schema generated from that model)."""
+    return cast(Unit, {k: v for k, v in u.items() if k not in INTERNAL})
 
 
 def finish(
-    out: dict[str, Any], units: dict[tuple[str, str, int], dict[str, Any]], migration_expect: str = "clean"
-) -> None:
-    """Put ``units`` into the document ``out`` and derive what depends on them (see the contract)."""
+    out: DocumentDraft, units: dict[tuple[str, str, int], dict[str, Any]], migration_expect: str = "clean"
+) -> MetricsDocument:
+    """Put ``units`` into the document ``out`` and derive what depends on them (see the contract); returns
+    ``out``, now with its verdict."""
     cases = out["cases"]
     out["units"] = [
         public_unit(units[k]) for k in sorted(units, key=lambda k: (case_order(k[0], cases), k[1], k[2]))
@@ -129,3 +135,4 @@ def finish(
         }
         for n in sorted(names)
     }
+    return cast(MetricsDocument, out)  # aggregate() put the verdict in

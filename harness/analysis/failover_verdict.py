@@ -78,9 +78,11 @@ brokers a ``broker_change`` reported dead, from the fault's invoke to the end of
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from harness.analysis.metrics_model import DocumentSections, Unit
 
 NS = 1_000_000_000
 INF = 4_000_000_000_000_000_000
@@ -458,7 +460,7 @@ def zk_entry(
     }
 
 
-def unit_name(u: dict[str, Any]) -> str:
+def unit_name(u: Mapping[str, Any]) -> str:
     """``coordinator failover rep 0``."""
     return f"{u['impl']} {u['case']} rep {u['repetition']}"
 
@@ -469,7 +471,7 @@ def fault_name(f: dict[str, Any]) -> str:
     return f"#{f['action_id']} {f['action']}{on}"
 
 
-def summary(units: list[dict[str, Any]]) -> dict[str, Any] | None:
+def summary(units: Sequence[Unit]) -> dict[str, Any] | None:
     """``metrics["failover"]``: per implementation and fault action, over its units' faults: ``n``,
     ``never`` (coordinator faults whose group was never served again), ``failover_s`` (the finite
     values, in unit order), ``zk_election_s`` likewise, ``offsets_lost`` (sum of the measured
@@ -519,7 +521,7 @@ def summary(units: list[dict[str, Any]]) -> dict[str, Any] | None:
     return out or None
 
 
-def alert_lines(out: dict[str, Any]) -> list[str]:
+def alert_lines(out: DocumentSections) -> list[str]:
     """Per fault: offsets lost > 0, deposed acceptances > 0, double-coordinator time > 0, members
     whose rebalance after a session loss fell after the fault's window, and a coordinator fault whose
     group was never served again. Alerts, not reasons to invalidate the run

@@ -9,8 +9,10 @@ reprocessed than the uncommitted window, else ``clean``; a switch's and a unit's
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from harness.analysis.metrics_model import DocumentSections, Migration, Unit
 
 #: Partition, switch and unit verdicts, worst first.
 VERDICT_ORDER = ("lost", "overlap", "not_taken_over", "replay", "clean")
@@ -78,7 +80,7 @@ def partition_entry(
     }
 
 
-def unit_name(u: dict[str, Any]) -> str:
+def unit_name(u: Mapping[str, Any]) -> str:
     """The unit's name in ``metrics["migration"]["units"]``: ``legacy_zk migration rep 0``."""
     return f"{u['impl']} {u['case']} rep {u['repetition']}"
 
@@ -88,7 +90,7 @@ def expect_of(manifest: dict[str, Any]) -> str:
     return str(((manifest.get("scenario") or {}).get("migration") or {}).get("expect") or "clean")
 
 
-def summary(units: list[dict[str, Any]], expect: str) -> dict[str, Any] | None:
+def summary(units: Sequence[Unit], expect: str) -> Migration | None:
     """``metrics["migration"]`` (see the module contract); None when no unit has a switch."""
     verdicts = {unit_name(u): u["migration"]["verdict"] for u in units if u.get("migration")}
     if not verdicts:
@@ -101,7 +103,7 @@ def summary(units: list[dict[str, Any]], expect: str) -> dict[str, Any] | None:
     }
 
 
-def alert_lines(out: dict[str, Any]) -> list[str]:
+def alert_lines(out: DocumentSections) -> list[str]:
     """The alert lines of the migration proof: lost records per unit (``LOST ...``, they fail the
     run as every loss does) and a verdict other than the expected one."""
     lines = []

@@ -17,6 +17,7 @@ Pure Python, no Spark.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.analysis.definitions import Metric
@@ -37,7 +38,7 @@ def breakdown_op(name: str, parent: str) -> str | None:
     return name[len(prefix) : -1] if name.startswith(prefix) and name.endswith("]") else None
 
 
-def case_order(label: str, cases: list[dict[str, Any]]) -> int:
+def case_order(label: str, cases: Sequence[Mapping[str, Any]]) -> int:
     """A case's position in the scenario (unknown labels last)."""
     for c in cases:
         if c.get("label") == label:
@@ -45,7 +46,7 @@ def case_order(label: str, cases: list[dict[str, Any]]) -> int:
     return 10**6
 
 
-def outcome(t: dict[str, Any]) -> str:
+def outcome(t: Mapping[str, Any]) -> str:
     """A trigger's outcome (``settled`` | ``never`` | ``no_effect`` | ``skipped``); a trigger dict
     without one (an older checker) is settled when ``settled`` is true, else never."""
     o = t.get("outcome")
@@ -54,7 +55,7 @@ def outcome(t: dict[str, Any]) -> str:
     return SETTLED if t.get("settled") else NEVER
 
 
-def trigger_sample(m: Metric, triggers: list[dict[str, Any]], name: str | None = None) -> list[float]:
+def trigger_sample(m: Metric, triggers: Sequence[Mapping[str, Any]], name: str | None = None) -> list[float]:
     """The sample of metric ``m`` (value under ``name``, default ``m.name``) over one trigger's
     repetitions: skipped triggers never count; for censored (latency) metrics no_effect ones do not
     either, and never (or a missing value) counts as +infinity; for other metrics missing values
@@ -75,6 +76,6 @@ def trigger_sample(m: Metric, triggers: list[dict[str, Any]], name: str | None =
     return out
 
 
-def unit_name(u: dict[str, Any]) -> str:
+def unit_name(u: Mapping[str, Any]) -> str:
     """``legacy_zk members=4 rep 0``."""
     return f"{u['impl']} {u['case']} rep {u['repetition']}"

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from harness.analysis.facts import Facts
 from harness.analysis.frames import UNIT, UnitKey, collect, local_frame, together, unit_key
 from harness.analysis.latency import GAP_BUCKET_NS, Buckets
+from harness.analysis.metrics_model import Series
 
 MAX_TIMELINES = 12
 MAX_TIMELINE_PARTITIONS = 64
@@ -39,7 +40,7 @@ def fill_series(
     buckets: Buckets,
     islands: DataFrame,
     units: dict[UnitKey, dict[str, Any]],
-    series: dict[str, list[Any]],
+    series: Series,
 ) -> None:
     """Append the rate series and the timelines of ``units`` to ``series`` (see the module contract)."""
     got = together(

@@ -5,11 +5,10 @@ Contract
 :func:`spark_session` returns the process's SparkSession, creating it on first use: local mode on
 two cores (``local[2]``) unless ``master`` names a cluster (``spark://host:7077``, ``yarn``, ...),
 the web UI and console progress bars off, UTC session time zone, Spark's own logging at ERROR,
-the driver JVM's C2 compiler held back to hot code (:data:`DRIVER_JIT_OPTIONS`), its throughput
-garbage collector (:data:`DRIVER_GC`), Spark's classes mapped from the class archive when one was
+the driver JVM's C2 compiler held back to hot code and its throughput garbage collector
+(:mod:`harness.kernel.jvm`'s ``spark`` kind; ``HERDLAB_JVM_SPARK_OPTS`` replaces them), Spark's classes mapped from the class archive when one was
 written (:mod:`harness.analysis.class_archive`), and adaptive query execution off: the jobs run many small
-stages, where AQE's re-planning costs more than it saves (measured: 3-4x slower on a small
-history). The number of shuffle partitions of the record keys' shuffle (every delivery) is set per
+stages, where AQE's re-planning costs more than it saves. The number of shuffle partitions of the record keys' shuffle (every delivery) is set per
 analysis from the history's size (:func:`shuffle_partitions_for`), every other shuffle's to at most
 the cores (:func:`harness.analysis.analyze.analyze`). Calling it again returns the same session
 (Spark allows one per JVM); a different ``master`` than the running session's raises
@@ -50,45 +49,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from harness.analysis import class_archive
+from harness.kernel import jvm
 from harness.kernel.errors import ConfigError, EnvironmentProblem
 
 log = logging.getLogger("harness.analysis.spark")
 
 DEFAULT_MASTER = "local[2]"
-
-#: The driver JVM's just-in-time compiler (in local mode also the executor's; :data:`DRIVER_JIT_OPTIONS`):
-#: C2 compiles a method only after ten times HotSpot's default invocations and loop iterations, since
-#: compiling the generated classes of the analysis's ~150 short stages otherwise takes a core the tasks
-#: lack; the per-row loops of a large history still reach C2 at once. The code that only plans and ships
-#: the jobs (Janino, Catalyst's trees and rules, the closure cleaner's ASM, the SQL parser, py4j's
-#: pickler) gets thresholds ten times higher again: it reaches C2 anyway and is gone with the JVM. Both
-#: are measured in docs/validation/analysis-speed.md.
-PLANNING_CODE = (
-    "org/codehaus/janino/",
-    "org/apache/xbean/",
-    "org/antlr/",
-    "net/razorvine/",
-    "org/apache/spark/sql/catalyst/trees/",
-    "org/apache/spark/sql/catalyst/rules/",
-    "org/apache/spark/sql/catalyst/optimizer/",
-    "org/apache/spark/sql/catalyst/analysis/",
-    "jdk/internal/org/objectweb/",
-)
-DRIVER_JIT_OPTIONS = (
-    "-XX:Tier4InvocationThreshold=50000",
-    "-XX:Tier4MinInvocationThreshold=6000",
-    "-XX:Tier4CompileThreshold=150000",
-    "-XX:Tier4BackEdgeThreshold=400000",
-    "-XX:CompileCommand=quiet",
-    *(f"-XX:CompileCommand=CompileThresholdScaling,{package}*.*,10.0" for package in PLANNING_CODE),
-)
-
-#: The driver JVM's garbage collector: the throughput collector, since the analysis is a batch job whose
-#: pauses nobody waits on and G1's concurrent work costs the tasks CPU (docs/validation/analysis-speed.md).
-#: The generations keep the default sizes: a young half of the heap (``-XX:NewRatio=1``) would cap the
-#: old generation below what Spark may cache there (60 % of the heap less 300 MB), so a large history
-#: would make the JVM collect in vain instead of Spark spilling to disk.
-DRIVER_GC = "-XX:+UseParallelGC"
 
 #: Environment variables this module set itself (not the user), so a later cluster session drops them.
 _SET_BY_US: set[str] = set()
@@ -148,7 +115,6 @@ def spark_session(
     """The SparkSession for herdlab's analysis (see the module contract). The driver JVM maps
     Spark's class archive when one was built (:func:`.class_archive.use_options`); with
     ``dump_class_archive`` it writes one there as it exits instead (:func:`shutdown_jvm`)."""
-    from harness.analysis import class_archive
 
     try:
         from pyspark.sql import SparkSession
@@ -174,8 +140,8 @@ def spark_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.adaptive.enabled", "false")
         # cached tables (the hashed deliveries, the record keys, the migration proof's records) are
-        # kept uncompressed: choosing and applying an encoding per column cost 3 s of the 8 s it took
-        # to cache 5 million keys (herdlab bench analysis), and they are read a few times at most
+        # kept uncompressed: choosing and applying an encoding per column costs a large part of caching
+        # them (herdlab bench analysis shows it), and they are read a few times at most
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
     )
     archive = (
@@ -356,8 +322,9 @@ def shuffle_partitions_for(rows: int, cores: int = 2) -> int:
 
 
 def _driver_java_options(extra: list[str] | None = None) -> str:
-    """The driver JVM's options (:data:`DRIVER_GC`, :data:`DRIVER_JIT_OPTIONS`, then ``extra``)."""
-    return " ".join([DRIVER_GC, *DRIVER_JIT_OPTIONS, *(extra or [])])
+    """The driver JVM's options: :mod:`harness.kernel.jvm`'s ``spark`` kind, then ``extra`` (the class
+    archive's)."""
+    return " ".join([*jvm.options("spark"), *(extra or [])])
 
 
 def shutdown_jvm(timeout: float = 300.0) -> int | None:

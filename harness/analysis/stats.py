@@ -22,7 +22,7 @@ inverted by bisection: accurate to ~1e-10, far more than a handful of repetition
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -193,7 +193,7 @@ def _r(v: float) -> float:
     return round(v, DIGITS)
 
 
-def statistic(row: dict[str, Any], stat: str) -> float | None:
+def statistic(row: Mapping[str, Any], stat: str) -> float | None:
     """Statistic ``stat`` (one of :data:`STATISTICS`) of an aggregate row as a number: ``math.inf``
     for never, None when the row has no value. ``mean`` reads never when any value of the row's
     sample was never (``left_out`` > 0): a mean that left a never out is not a finite answer."""

@@ -56,6 +56,7 @@ from harness.analysis import (
 from harness.analysis.control import Control
 from harness.analysis.facts import DRAIN, STARTUP, Facts
 from harness.analysis.frames import NS, Frames, UnitKey, collect, together, unit_key
+from harness.analysis.metrics_model import Series
 from harness.kernel.errors import ConfigError
 from harness.kernel.events import Kind, Role
 from harness.scenario.loading import Case, case_scenario
@@ -238,7 +239,7 @@ def assemble(
     control: Control,
     units: dict[UnitKey, dict[str, Any]],
     window_s: float,
-    series_out: dict[str, list[Any]],
+    series_out: Series,
 ) -> None:
     """Fill the figures of ``units`` (all with events) and the series (see the module contract)."""
     facts = Facts(frames, control, int(round(window_s * NS)))
@@ -332,7 +333,9 @@ def assemble(
         u["overlaps"] = episodes.get(k, [])
         if k in moved:
             u["migration"] = moved[k]
-    e2e.fill(b["e2e_counts"], units, series_out.setdefault("e2e", []))
+    if "e2e" not in series_out:
+        series_out["e2e"] = []
+    e2e.fill(b["e2e_counts"], units, series_out["e2e"])
     for k, entry in failover.failover_units(spark, frames, facts, units, keys).items():
         units[k]["failover"] = entry  # after the triggers: a fault's records figures are its window's
     series.fill_series(spark, facts, buckets, islands, units, series_out)

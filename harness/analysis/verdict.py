@@ -43,10 +43,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harness.analysis.definitions import metric
+from harness.analysis.metrics_model import DocumentSections, Unit, Verdict
 from harness.analysis.samples import case_order, trigger_sample, unit_name
 from harness.analysis.stats import ratio_of_means
 
@@ -72,24 +73,24 @@ COMPLETENESS = (
 )
 
 
-def is_true(v: dict[str, Any]) -> bool:
+def is_true(v: Mapping[str, Any]) -> bool:
     """Whether verdict ``v`` is valid (``True``; not ``False``, not ``"unknown"``)."""
     return v.get("valid") is True
 
 
-def is_false(v: dict[str, Any]) -> bool:
+def is_false(v: Mapping[str, Any]) -> bool:
     """Whether verdict ``v`` is invalid (``False``; an old file's falsy value too)."""
     return v.get("valid") is not True and v.get("valid") != UNKNOWN
 
 
-def implementations(out: dict[str, Any]) -> list[str]:
+def implementations(out: DocumentSections) -> list[str]:
     """Implementations in the run, in the scenario's order (then any others found in the units)."""
     named = (out.get("run") or {}).get("implementations") or []
     seen = {u["impl"] for u in out.get("units") or []}
     return [i for i in named if i in seen] + sorted(seen - set(named))
 
 
-def _unit_values(units: list[dict[str, Any]], action: str, name: str) -> tuple[list[float], int, int]:
+def _unit_values(units: Sequence[Mapping[str, Any]], action: str, name: str) -> tuple[list[float], int, int]:
     """Per repetition one value of metric ``name`` for the triggers of ``action`` (see METHOD):
     (finite values, never repetitions, repetitions with no value)."""
     m = metric(name)
@@ -108,7 +109,11 @@ def _unit_values(units: list[dict[str, Any]], action: str, name: str) -> tuple[l
 
 
 def _ratio(
-    num: list[dict[str, Any]], den: list[dict[str, Any]], action: str, name: str, names: tuple[str, str]
+    num: Sequence[Mapping[str, Any]],
+    den: Sequence[Mapping[str, Any]],
+    action: str,
+    name: str,
+    names: tuple[str, str],
 ) -> dict[str, Any]:
     a, a_never, a_missing = _unit_values(num, action, name)
     b, b_never, b_missing = _unit_values(den, action, name)
@@ -143,7 +148,7 @@ def _mean(values: list[float]) -> float | None:
     return round(math.fsum(values) / len(values), 6) if values else None
 
 
-def _sum(units: list[dict[str, Any]], name: str) -> float | int | None:
+def _sum(units: Sequence[Mapping[str, Any]], name: str) -> float | int | None:
     vals = [u[name] for u in units if u.get(name) is not None]
     if not vals:
         return None
@@ -151,11 +156,11 @@ def _sum(units: list[dict[str, Any]], name: str) -> float | int | None:
     return round(total, 6) if any(isinstance(v, float) for v in vals) else int(total)
 
 
-def _who(units: list[dict[str, Any]], pred: Callable[[dict[str, Any]], Any]) -> list[str]:
+def _who(units: Sequence[Mapping[str, Any]], pred: Callable[[Mapping[str, Any]], Any]) -> list[str]:
     return [unit_name(u) for u in units if pred(u)]
 
 
-def _reasons(out: dict[str, Any]) -> list[str]:
+def _reasons(out: DocumentSections) -> list[str]:
     units = out.get("units") or []
     reasons = []
     if not units:
@@ -183,7 +188,7 @@ def _reasons(out: dict[str, Any]) -> list[str]:
     return reasons
 
 
-def _unknown_reasons(out: dict[str, Any]) -> list[str]:
+def _unknown_reasons(out: DocumentSections) -> list[str]:
     """Why a run with no failure has nothing to judge (rule 2 of the module docstring); [] if it has."""
     triggers = [t for u in out.get("units") or [] for t in u.get("triggers") or []]
     if triggers and all(t.get("outcome") == "skipped" for t in triggers):
@@ -191,7 +196,7 @@ def _unknown_reasons(out: dict[str, Any]) -> list[str]:
     return []
 
 
-def verdict(out: dict[str, Any]) -> dict[str, Any]:
+def verdict(out: DocumentSections) -> Verdict:
     """The verdict of a metrics dict (see the module docstring); computes from ``out["units"]``."""
     units = out.get("units") or []
     cases = out.get("cases") or []
@@ -207,7 +212,7 @@ def verdict(out: dict[str, Any]) -> dict[str, Any]:
     else:
         valid = True
         line = f"VALID: {len(units)} units, no record lost, every tail drained, no unit failed"
-    live: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    live: dict[tuple[str, str], list[Unit]] = {}
     for u in units:
         if not u.get("failed"):
             live.setdefault((u["impl"], u["case"]), []).append(u)

@@ -61,6 +61,7 @@ from typing import Any
 import click
 
 from harness.analysis import analyze_run
+from harness.analysis.metrics_model import MetricsDocument
 from harness.analysis.spark import stop_spark
 from harness.bench.common import Sizes, emit_unit_start, settle_window_option
 from harness.bench.legacy_zk_figures import ChangeFigures, format_size, unit_figures
@@ -381,7 +382,7 @@ def write_run_dir(run_dir: Path, b: LegacyBench, size_dirs: Mapping[int, Path], 
     return rows
 
 
-def analyse(run_dir: Path) -> dict[str, Any]:
+def analyse(run_dir: Path) -> MetricsDocument:
     """Analyse ``run_dir`` with the PySpark checker; its metrics document (also written to
     ``run_dir/metrics.json``)."""
     try:

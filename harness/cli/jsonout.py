@@ -17,6 +17,8 @@ from typing import Any
 
 import click
 
+from harness.analysis.metrics_model import MetricsDocument
+
 
 def _fileno(stream: Any) -> int | None:
     try:
@@ -51,7 +53,7 @@ def emit(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=1, default=str))
 
 
-def verdict_summary(metrics: dict[str, Any]) -> dict[str, Any]:
+def verdict_summary(metrics: MetricsDocument) -> dict[str, Any]:
     """The verdict's machine-readable part: ``valid`` (true, false or "unknown"), ``reasons``, ``line``."""
     # deferred: start-up: the report tables load only for commands that print a verdict
     from harness.report.tables import verdict_of

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -31,6 +31,7 @@ from harness.report.baseline import exists, metrics_path, store_dir
 from harness.run.session import analyse, is_valid, render
 
 if TYPE_CHECKING:
+    from harness.analysis.metrics_model import MetricsDocument
     from harness.report.compare import Comparison
 
 console = Console()
@@ -91,7 +92,7 @@ def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
 
 def publish_metrics(
     run_dir: Path, spark_master: str | None = None, from_metrics: bool = False
-) -> tuple[dict[str, Any], dict[str, Path]]:
+) -> tuple[MetricsDocument, dict[str, Path]]:
     """What :func:`publish` does; returns the metrics and the report paths (keys of
     :func:`harness.report.render_report`)."""
     # deferred: start-up: the terminal report (report tables) loads only when a run is reported
@@ -229,7 +230,7 @@ def compare(
         raise SystemExit(result.exit_code)
 
 
-def _load_baseline(arg: str, store: Path | None) -> dict[str, Any]:
+def _load_baseline(arg: str, store: Path | None) -> MetricsDocument:
     """BASELINE as a path when it exists, else as a baseline name of the store."""
     p = Path(arg)
     if p.exists() or "/" in arg or "\\" in arg:

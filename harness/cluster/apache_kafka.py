@@ -16,9 +16,9 @@ Contract
   scenario's ``group.initial.rebalance.delay.ms``) over what a one-broker cluster on loopback needs
   (internal topics with replication factor 1, no automatic topic creation); written to
   ``<workdir>/server.properties``, its effective values in :attr:`ApacheKafkaCluster.properties`.
-* JVM (:data:`JVM_OPTIONS`): Kafka's own collector choice (G1, 20 ms pause goal, as ``kafka-run-class.sh``),
-  a 768 MB heap (a run's topics hold megabytes; Kafka's script default is 1 GB) and the collector's
-  threads capped at the machine's two cores, so that the broker's GC does not take cores from the members.
+* JVM (:mod:`harness.kernel.jvm`'s ``kafka`` kind, each option with its reason; ``HERDLAB_JVM_KAFKA_OPTS``
+  replaces them): Kafka's own collector choice (G1, 20 ms pause goal, as ``kafka-run-class.sh``), a 768 MB
+  heap and the collector's threads capped, so that the broker's GC does not take cores from the members.
   The broker logs to ``<workdir>/kafka.log`` (its own log4j output).
 * ``start()`` returns once a kafka-python client bootstraps through the tap; ``stop()`` (idempotent) closes the
   tap, then stops the broker (SIGTERM to its process group, SIGKILL after a grace period), then ZooKeeper.
@@ -45,7 +45,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.container_services import ZooKeeperContainer
+from harness.cluster.container_services import ZooKeeperContainer, wait_ready
+from harness.cluster.engine import LABEL_UNIT, Box, uid_gid
 from harness.cluster.java import check_java
 from harness.cluster.kafka_dist import KafkaHome, kafka_home, resolve_version
 from harness.cluster.kafka_tap import KafkaTap
@@ -54,30 +55,20 @@ from harness.cluster.service import ProcessService
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.faults.nemesis import FaultControls
 from harness.history.writer import HistoryWriter
-from harness.images import ImageNames
+from harness.images import ImageNames, docker_client, image_labels
+from harness.kernel import jvm
 from harness.kernel.errors import EnvironmentProblem, HerdlabError, Unreachable
 from harness.kernel.events import Role
 from harness.kernel.history import History, NullHistory
 from harness.procs import free_port
 
-__all__ = ["JVM_OPTIONS", "ApacheKafkaCluster", "broker_properties"]
+__all__ = ["ApacheKafkaCluster", "broker_properties"]
 
 log = logging.getLogger("harness.cluster")
 
 HOST = "127.0.0.1"
 #: Where the Kafka image (``herdlab images build``) holds the distribution: ``libs/`` with every jar.
 IMAGE_KAFKA_HOME = "/opt/kafka"
-JVM_OPTIONS = (
-    "-Xms256m",
-    "-Xmx768m",
-    "-XX:+UseG1GC",
-    "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:ParallelGCThreads=2",
-    "-XX:ConcGCThreads=1",
-    "-XX:+ExitOnOutOfMemoryError",
-    "-Djava.awt.headless=true",
-)
 #: what every broker here runs with, under the scenario's settings
 BASE_PROPERTIES = {
     "offsets.topic.replication.factor": "1",
@@ -133,8 +124,9 @@ def broker_properties(
     return props
 
 
-def _log_options(home: KafkaHome, workdir: Path) -> list[str]:
-    """The broker's log configuration: its own log4j output to stdout (the child's log file), INFO."""
+def _log_option(home: KafkaHome, workdir: Path) -> str:
+    """The broker's log configuration (written, and the JVM option naming it): its own log4j output to
+    stdout (the child's log file), INFO."""
     if home.zookeeper_mode:
         cfg = workdir / "log4j.properties"
         cfg.write_text(
@@ -145,7 +137,7 @@ def _log_options(home: KafkaHome, workdir: Path) -> list[str]:
             "log4j.logger.org.apache.zookeeper=WARN\n"
             "log4j.logger.kafka.request.logger=WARN\n"
         )
-        return [f"-Dlog4j.configuration=file:{cfg}"]
+        return f"-Dlog4j.configuration=file:{cfg}"
     cfg = workdir / "log4j2.properties"
     cfg.write_text(
         "rootLogger.level=INFO\n"
@@ -157,7 +149,7 @@ def _log_options(home: KafkaHome, workdir: Path) -> list[str]:
         "logger.request.name=kafka.request.logger\n"
         "logger.request.level=WARN\n"
     )
-    return [f"-Dlog4j2.configurationFile={cfg}"]
+    return f"-Dlog4j2.configurationFile={cfg}"
 
 
 def cluster_id() -> str:
@@ -171,8 +163,9 @@ def cluster_id() -> str:
 
 def java_argv(java: str, home: KafkaHome, workdir: Path) -> list[str]:
     """The JVM command line of the broker and its tools up to the main class: ``java`` (a path on the
-    host, or ``java`` in the image), :data:`JVM_OPTIONS`, the log configuration and ``home``'s jars."""
-    return [java, *JVM_OPTIONS, *_log_options(home, workdir), "-cp", home.classpath]
+    host, or ``java`` in the image), :mod:`harness.kernel.jvm`'s ``kafka`` options (the log configuration's among them) and
+    ``home``'s jars."""
+    return [java, *jvm.options("kafka", log_config=_log_option(home, workdir)), "-cp", home.classpath]
 
 
 def configure(
@@ -284,7 +277,6 @@ class _KafkaBox:
         return self.workdir / "kafka.log"
 
     def _box(self, argv: list[str], name: str, log_path: Path) -> Any:
-        from harness.cluster.engine import Box, uid_gid
 
         return Box(
             self.image,
@@ -307,7 +299,6 @@ class _KafkaBox:
             box.remove()
 
     def start(self, timeout: float = 90.0) -> _KafkaBox:
-        from harness.cluster.container_services import wait_ready
 
         if self.box is not None:  # a restart: the same container on its data
             self.box.restart()
@@ -452,13 +443,11 @@ class ApacheKafkaCluster:
 
     @property
     def _name(self) -> str:
-        from harness.cluster.engine import LABEL_UNIT
 
         return self.labels.get(LABEL_UNIT, "cluster")
 
     def _check_image(self) -> None:
         """The Kafka image of this version is in the engine: else a one-line error saying how to build it."""
-        from harness.images import docker_client, image_labels
 
         ref = self.image_ref
         client = docker_client()

@@ -34,11 +34,8 @@ Contract
   listens, :meth:`KafkaTap.close` (idempotent) closes the listener and every connection and flushes the
   counters. Only loopback addresses are accepted (a :class:`ValueError` otherwise).
 
-Cost (measured roughly: 2000 ApiVersions v0 round trips on one connection to herdlab's broker, direct and
-through the tap, on this machine's 2 shared cores at a load average of about 5): the tap adds about 0.12-0.15
-ms at the median (0.08 ms direct, 0.20-0.23 ms through it) and 0.4-0.8 ms at p90: one extra loopback hop and
-an asyncio read and write per chunk. Decoding (kio) is done only for the coordination requests, which are
-rare next to Heartbeat, Fetch and Produce.
+Cost: one extra loopback hop and an asyncio read and write per chunk. Decoding (kio) is done only for the
+coordination requests, which are rare next to Heartbeat, Fetch and Produce.
 """
 
 from __future__ import annotations

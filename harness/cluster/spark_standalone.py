@@ -42,12 +42,11 @@ from typing import Any, cast
 
 from harness.cluster.java import check_java, pyspark_jars_dir
 from harness.cluster.service import ProcessService, ServiceStack, address, await_ready, on_free_port
+from harness.kernel import jvm
 from harness.kernel.errors import EnvironmentProblem, Unreachable
 from harness.procs import free_port, spawn
 
 HOST = "127.0.0.1"
-#: Heap of each daemon (master, worker); executors get ``spark.executor.memory`` from the driver.
-DAEMON_HEAP_MB = 256
 #: Log text of a daemon whose port was taken between picking it free and binding it.
 CLASH = ("Address already in use", "Failed to bind")
 
@@ -71,14 +70,11 @@ def daemon_env(jars: Path) -> dict[str, str]:
 
 
 def daemon_argv(java: str, jars: Path, main: str, name: str, args: Sequence[str]) -> list[str]:
-    """The command line of one standalone daemon (``main`` is its class)."""
+    """The command line of one standalone daemon (``main`` is its class); its JVM options are
+    :mod:`harness.kernel.jvm`'s ``spark_daemon`` kind (the heap included)."""
     return [
         java,
-        f"-Xmx{DAEMON_HEAP_MB}m",
-        "-XX:+UseSerialGC",
-        "-Djava.net.preferIPv4Stack=true",
-        "-Dspark.master.rest.enabled=false",
-        f"-Dherdlab.name={name}",
+        *jvm.options("spark_daemon", name=name),
         "-cp",
         f"{jars}/*",
         main,

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from harness.cluster.java import check_java, zookeeper_classpath, zookeeper_version
 from harness.cluster.service import ProcessService, address, on_free_port
+from harness.kernel import jvm
 from harness.procs import free_port
 
 log = logging.getLogger("harness.zookeeper")
@@ -92,17 +93,11 @@ QUORUM_INIT_LIMIT, QUORUM_SYNC_LIMIT = 20, 5
 def server_argv(
     java: str, jars: Sequence[object], heap_mb: int, log4j: Path, name: str, cfg: Path
 ) -> list[str]:
-    """The command line of one ZooKeeper server process (standalone or an ensemble's peer)."""
+    """The command line of one ZooKeeper server process (standalone or an ensemble's peer); its JVM
+    options are :mod:`harness.kernel.jvm`'s ``zookeeper`` kind."""
     return [
         java,
-        f"-Xmx{heap_mb}m",
-        "-Xms32m",
-        "-XX:+UseSerialGC",
-        "-Djava.net.preferIPv4Stack=true",
-        f"-Dlog4j2.configurationFile={log4j}",
-        "-Dzookeeper.admin.enableServer=false",
-        "-Dzookeeper.jmx.log4j.disable=true",
-        f"-Dherdlab.name={name}",
+        *jvm.options("zookeeper", heap_mb=heap_mb, log4j=log4j, name=name),
         "-cp",
         os.pathsep.join(str(j) for j in jars),
         "org.apache.zookeeper.server.quorum.QuorumPeerMain",

@@ -1,5 +1,7 @@
-"""The history event contract: who writes which events, and what their fields mean.
+"""The history event contract: who writes which events, and what their fields mean, grouped by role.
 
+Common fields
+-------------
 Every event is one flat JSON object (one line in a JSON-lines file while a run goes on, one row of
 ``history.parquet`` after it) with at least:
 
@@ -11,27 +13,25 @@ Every event is one flat JSON object (one line in a JSON-lines file while a run g
   guesses from source names;
 * ``kind``: one of the kinds of :class:`Kind` (unknown kinds are kept and ignored by the checker).
 
-Nemesis actions are pairs (design.md): ``invoke`` just before acting, then ``complete`` once the
-action took effect (process stopped or killed, container paused, proxy cut, member ready), or
-``skipped`` with a ``reason`` when the action does not apply to this implementation. The pair
-shares ``action_id`` (a number unique within the unit) and carries ``action``, ``targets``, ``target``
-(what a cut separates a member from), ``value`` and ``trigger`` (whether the analysis measures a
-trigger window from it). A ``complete`` of a ``join`` / ``start_member`` also carries
-``ready_ns`` per target: when the new process was ready to join (its ``ready`` event).
+Member (``role`` member)
+------------------------
+Kinds: the members' block of :class:`Kind`.
 
-Migration fields:
-
-* every member writes ``impl`` (``legacy_zk`` | ``coordinator``) on its events, ``ready`` and
-  ``started`` included: the kind of member, so one unit can hold members of both kinds;
-* a member's ``commit`` carries ``store``: ``zookeeper`` or ``kafka``. A legacy member writes one
-  ``commit`` per partition per accepted store write (kafka: the broker answered NONE for that partition
-  of its OffsetCommit; zookeeper: the znode write succeeded), so a dual commit is two events; a
-  coordinator member's commits are ``store="kafka"``. ``commit_rejected`` carries ``store`` too and,
-  for kafka, ``error``: Kafka's error name, ``UNKNOWN(<code>)`` for a code the client does not know,
-  or, for a shutdown commit given up because no offset manager answered, ``NO_OFFSET_MANAGER`` or the
-  exception's class name (with ``reason`` saying after how many attempts). Older histories have no ``store``: read a missing store
-  as ``zookeeper`` for a legacy member and ``kafka`` for a coordinator member. The broker's own
-  ``commit`` events (role broker) are unchanged: they are the kafka store's truth;
+* every member writes ``impl`` (``legacy_zk`` | ``coordinator``, one of :data:`MEMBER_KINDS`) on its
+  events, ``ready`` and ``started`` included: the kind of member, so one unit can hold members of both
+  kinds; every coordinator member event carries ``library`` (its client library, one of
+  :data:`CLIENTS`; not ``client``, which on broker events is the Kafka client id);
+* a member's ``commit`` carries ``store``: ``zookeeper`` or ``kafka`` (:data:`STORES`). A legacy member
+  writes one ``commit`` per partition per accepted store write (kafka: the broker answered NONE for that
+  partition of its OffsetCommit; zookeeper: the znode write succeeded), so a dual commit is two events; a
+  coordinator member's commits are ``store="kafka"``. Older histories have no ``store``: read a missing
+  store as ``zookeeper`` for a legacy member and ``kafka`` for a coordinator member
+  (:func:`commit_store`);
+* ``commit_rejected`` carries ``store`` too and, for kafka, ``error``: Kafka's error name,
+  ``UNKNOWN(<code>)`` for a code the client does not know, or, for a shutdown commit given up because no
+  offset manager answered, ``NO_OFFSET_MANAGER`` or the exception's class name (with ``reason`` saying
+  after how many attempts). A coordinator member's ``commit_rejected`` carries ``partition``, ``offset``
+  and ``code`` (the Kafka error code when the client gives one);
 * ``offset_fetch`` (legacy member, one event per partition each time a rebalance attempt reads its
   start offsets): ``topic``, ``partition``, ``storage`` (the member's ``offsets.storage``), ``dual``
   (bool: ``dual.commit.enabled``), ``zookeeper_offset`` (int, -1 when there is no znode; null when
@@ -39,15 +39,23 @@ Migration fields:
   ``offset`` (the start offset the 0.8.2.2 fetch rule chose: ZooKeeper's, the broker's, or with dual
   commit the larger of both; -1 = none, ``auto.offset.reset`` applies), plus ``rebalance`` and
   ``attempt``;
-* nemesis ``invoke`` / ``complete`` / ``skipped`` of planned steps carry, when set: ``member_kind``
-  (``legacy_zk`` | ``coordinator``: the kind of the members a ``join`` / ``start_member`` starts; null
-  = the unit's implementation), ``props`` (object: 0.8 property name -> string value, set on the
-  started legacy members on top of the scenario's), ``migration`` (``set_property`` | ``switch`` |
-  ``rollback``: the timeline action the step belongs to) and ``migration_step`` (1-based index of
-  that action among the unit's migration actions). The action names stay ``stop_member`` /
-  ``start_member``, so trigger windows and live members apply unchanged.
+* ``rebalance_end`` carries ``outcome`` (:data:`OK_OUTCOMES` are not failed attempts); ``zk_request``
+  carries ``op``, ``path`` and possibly ``count`` (see :attr:`Kind.ZK_REQUEST`).
 
-Failover fields. With several brokers every broker event carries ``broker_id``, and:
+Broker (``role`` broker)
+------------------------
+Kinds: the brokers' blocks of :class:`Kind`.
+
+* ``group_request``: one coordination request (``api``, one of :data:`COORDINATION_APIS`), with
+  ``member`` and ``generation`` when the request has them (JoinGroup, SyncGroup, Heartbeat, LeaveGroup
+  v0-2, OffsetCommit): the SyncGroup generations of a window are its rebalance rounds.
+  ``broker_request``: counters of all requests over ``interval_s``. With a third-party broker
+  (``cluster.broker = "tansu"``, one of :data:`BROKERS`) both come from the harness's Kafka tap in front
+  of it (``source`` ``tap``, ``role`` broker, ``observed`` ``"tap"``): the same requests, counted on the
+  wire;
+* the broker's own ``commit`` events are the kafka store's truth.
+
+With several brokers every broker event carries ``broker_id``, and:
 
 * ``controller`` (the broker that won or lost ``/controller``): ``phase`` (``elected`` | ``resigned``),
   ``controller_epoch``;
@@ -81,37 +89,57 @@ Failover fields. With several brokers every broker event carries ``broker_id``, 
   the same two fields (its ``error`` is the answer the client got, e.g. NOT_COORDINATOR for a deposed
   coordinator's commit, whose append error is in the matching ``fenced`` event).
 
-* ``offsets_snapshot`` (role harness: what the group's coordinator returns now, read with OffsetFetch by the
+Nemesis (``role`` nemesis)
+--------------------------
+Nemesis actions are pairs (design.md): ``invoke`` just before acting, then ``complete`` once the
+action took effect (process stopped or killed, container paused, proxy cut, member ready), or
+``skipped`` with a ``reason`` when the action does not apply to this implementation. The pair
+shares ``action_id`` (a number unique within the unit) and carries ``action`` (one of :data:`ACTIONS`,
+from the registry :mod:`harness.kernel.actions`), ``targets``, ``target`` (what a cut separates a member
+from), ``value`` and ``trigger`` (whether the analysis measures a trigger window from it). A
+``complete`` of a ``join`` / ``start_member`` also carries ``ready_ns`` per target: when the new process
+was ready to join (its ``ready`` event).
+
+* ``invoke`` / ``complete`` / ``skipped`` of planned steps carry, when set: ``member_kind``
+  (``legacy_zk`` | ``coordinator``: the kind of the members a ``join`` / ``start_member`` starts; null
+  = the unit's implementation), ``props`` (object: 0.8 property name -> string value, set on the
+  started legacy members on top of the scenario's), ``migration`` (``set_property`` | ``switch`` |
+  ``rollback``, one of :data:`MIGRATION_ACTIONS`: the timeline action the step belongs to) and
+  ``migration_step`` (1-based index of that action among the unit's migration actions). The action names
+  stay ``stop_member`` / ``start_member``, so trigger windows and live members apply unchanged.
+* Coordinator-side actions (``kill_coordinator``, ``pause_coordinator``, ``cut_coordinator``: cut
+  from ZooKeeper; ended by ``restart_coordinator``, ``resume_coordinator``, ``heal_coordinator``) resolve
+  their target when invoked: ``invoke`` / ``complete`` carry ``broker_id`` (the broker that coordinated
+  ``group`` then) and ``offsets_partition``; ``targets`` stays empty (no member is hit). They are
+  triggers for the coordinator implementation and ``skipped`` for legacy_zk (whose counterpart is the
+  ZooKeeper leader's fault). A ``skipped`` pair carries ``group`` and ``offsets_partition`` too
+  (``broker_id`` null: no target was resolved), and the ``complete`` of a ``restart_coordinator``
+  carries ``rejoined_s`` (seconds from the start until the broker served again).
+* A degraded-network step (``latency``, ``bandwidth``, ``reset_peer``, ``slow_close``, ``timeout``,
+  ``limit_data``: a trigger; ``remove_toxic``: its end) carries ``toxic`` (object: ``kind``, ``stream``
+  and the toxic's attributes in toxiproxy's names and units) besides ``targets`` / ``target`` as a cut
+  does; its ``complete`` is written once the toxic is on every target's proxy.
+* ``restart_zk`` (a trigger) carries ``server`` (0-based index) and ``value`` (the downtime); its
+  ``complete``, once the server serves again, ``restarted_s`` (stop to serving). ``cut_broker_zk`` (a
+  trigger) and ``heal_broker_zk`` carry ``broker_id``.
+* A run with a ``[[nemesis]] kind = "random"`` schedule writes the drawn actions into ``manifest.json``
+  (``drawn_timeline``); their steps are ordinary steps.
+
+Producer (``role`` producer)
+----------------------------
+``produced`` (acknowledged by the broker): ``topic``, ``partition``, ``offset``, ``seq``;
+``produce_error`` (a send failed): ``topic``, ``partition``, ``seq``, ``error`` (the exception's repr).
+
+Harness (``role`` harness)
+--------------------------
+The unit's phases (``unit_start``, ``stable``, ``settling_end``, ``drained``; see :class:`Kind`),
+ZooKeeper's counters (``zk_mntr``, ``label`` names the moment), and:
+
+* ``offsets_snapshot`` (what the group's coordinator returns now, read with OffsetFetch by the
   harness with client id ``herdlab-harness`` after each coordinator fault settled and at the unit's end):
   ``group``, ``label`` (``after:<action_id>`` or ``end``), ``broker_id`` (the coordinator that answered),
   ``offsets`` (object ``"<topic>/<partition>"`` -> committed offset, -1 for none), ``error`` (null, or the
   error name when no coordinator answered).
-
-Coordinator-side nemesis actions (``kill_coordinator``, ``pause_coordinator``, ``cut_coordinator``: cut
-from ZooKeeper; ended by ``restart_coordinator``, ``resume_coordinator``, ``heal_coordinator``) resolve
-their target when invoked: ``invoke`` / ``complete`` carry ``broker_id`` (the broker that coordinated
-``group`` then) and ``offsets_partition``; ``targets`` stays empty (no member is hit). They are
-triggers for the coordinator implementation and ``skipped`` for legacy_zk (whose counterpart is the
-ZooKeeper leader's fault). Added by the harness slice: a ``skipped`` pair carries ``group`` and
-``offsets_partition`` too (``broker_id`` null: no target was resolved), and the ``complete`` of a
-``restart_coordinator`` carries ``rejoined_s`` (seconds from the start until the broker served again).
-
-Clients, assignors, third-party brokers: every coordinator member event carries ``library``
-(its client library, one of :data:`CLIENTS`; not ``client``, which on broker events is the Kafka client id); ``commit_rejected`` carries ``partition``, ``offset`` and ``code`` (the Kafka error code
-when the client gives one). ``group_request`` carries ``member`` and ``generation`` when the request has
-them (JoinGroup, SyncGroup, Heartbeat, LeaveGroup v0-2, OffsetCommit): the SyncGroup generations of a
-window are its rebalance rounds. With a third-party broker (``cluster.broker = "tansu"``) the
-``group_request`` and ``broker_request`` events come from the harness's Kafka tap in front of it
-(``source`` ``tap``, ``role`` broker, ``observed`` ``"tap"``): the same requests, counted on the wire.
-
-Nemesis vocabulary: a degraded-network step (``latency``, ``bandwidth``, ``reset_peer``,
-``slow_close``, ``timeout``, ``limit_data``: a trigger; ``remove_toxic``: its end) carries ``toxic``
-(object: ``kind``, ``stream`` and the toxic's attributes in toxiproxy's names and units) besides
-``targets`` / ``target`` as a cut does; its ``complete`` is written once the toxic is on every target's
-proxy. ``restart_zk`` (a trigger) carries ``server`` (0-based index) and ``value`` (the downtime); its
-``complete``, once the server serves again, ``restarted_s`` (stop to serving). ``cut_broker_zk`` (a
-trigger) and ``heal_broker_zk`` carry ``broker_id``. A run with a ``[[nemesis]] kind = "random"`` schedule
-writes the drawn actions into ``manifest.json`` (``drawn_timeline``); their steps are ordinary steps.
 
 This module is pure data: it imports nothing of ours, so the systems under test may use it.
 """
@@ -193,6 +221,8 @@ class Kind(StrEnum):
     OFFSETS_SNAPSHOT = "offsets_snapshot"  # what the group's coordinator returns (OffsetFetch)
 
 
+# --- member ---------------------------------------------------------------------------------------------
+
 #: ``rebalance_end`` outcomes that are not failed attempts (one definition: the analysis, the runner
 #: and the benches use this).
 OK_OUTCOMES = ("ok", "no_brokers", "shutdown")
@@ -203,26 +233,12 @@ def failed_attempt(kind: str | None, outcome: str | None) -> bool:
     return kind == Kind.REBALANCE_END and outcome is not None and outcome not in OK_OUTCOMES
 
 
-#: Nemesis actions (``action`` of invoke / complete / skipped) and their groups: the registry
-#: :mod:`harness.kernel.actions` (membership and topic changes are triggers; resume / heal end a fault).
-ACTIONS = actions.ACTIONS
-COORDINATOR_FAULT_ACTIONS = actions.COORDINATOR_FAULT_ACTIONS
-COORDINATOR_END_ACTIONS = actions.COORDINATOR_END_ACTIONS
-JOIN_ACTIONS = ("join", "start_member")  # t0 is the new process's ``ready``
-#: Actions after whose ``complete`` a target no longer acts for the group (not live).
-DOWN_ACTIONS = ("crash", "leave", "stop_member")
-#: Actions after whose ``complete`` a target is cut off (not live) until resume / heal.
-SUSPEND_ACTIONS = ("pause", "cut")
-UNSUSPEND_ACTIONS = ("resume", "heal")
-
 #: Offset stores of a ``commit`` / ``commit_rejected`` (``store``), and the member kinds (``impl``).
 STORES = ("zookeeper", "kafka")
 MEMBER_KINDS = ("legacy_zk", "coordinator")
 #: The client libraries of coordinator members (the ``client`` field) and the brokers (``cluster.broker``).
 CLIENTS = ("kafka-python", "librdkafka", "aiokafka")
 BROKERS = ("herdlab", "tansu", "apache-kafka", "external")
-#: Timeline actions of a migration (the ``migration`` field of nemesis events).
-MIGRATION_ACTIONS = actions.MIGRATION_ACTIONS
 
 
 def commit_store(store: str | None, impl: str | None) -> str:
@@ -230,19 +246,6 @@ def commit_store(store: str | None, impl: str | None) -> str:
     if store:
         return store
     return "kafka" if impl == "coordinator" else "zookeeper"
-
-
-#: Trigger outcomes (design.md): never a latency of 0 for anything but ``settled``.
-SETTLED, NEVER, NO_EFFECT, SKIPPED = "settled", "never", "no_effect", "skipped"
-OUTCOMES = (SETTLED, NEVER, NO_EFFECT, SKIPPED)
-
-#: Broker APIs that are coordination traffic (the herd); the broker writes one ``group_request``
-#: event per request of these. Everything else (Heartbeat, OffsetCommit, Fetch, Produce, ...) is
-#: steady-state traffic, reported as a rate from ``broker_request`` counters.
-COORDINATION_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "LeaveGroup", "OffsetFetch", "Metadata")
-#: Kafka client ids of the workload and the harness: their requests (the producer's metadata
-#: refreshes, the harness's admin calls) are not the group's coordination traffic.
-WORKLOAD_CLIENTS = ("herdlab-producer", "herdlab-harness")
 
 
 #: A legacy member's ZooKeeper request is steady-state traffic, not the rebalance's, when it is an
@@ -255,3 +258,35 @@ ZK_STEADY_PATH = "/offsets/"
 def zk_steady(op: str | None, path: str | None) -> bool:
     """Whether a ``zk_request`` (op, path) is steady-state traffic (see :data:`ZK_STEADY_OPS`)."""
     return bool(path) and ZK_STEADY_PATH in str(path) and op in ZK_STEADY_OPS
+
+
+# --- broker ---------------------------------------------------------------------------------------------
+
+#: Broker APIs that are coordination traffic (the herd); the broker writes one ``group_request``
+#: event per request of these. Everything else (Heartbeat, OffsetCommit, Fetch, Produce, ...) is
+#: steady-state traffic, reported as a rate from ``broker_request`` counters.
+COORDINATION_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "LeaveGroup", "OffsetFetch", "Metadata")
+#: Kafka client ids of the workload and the harness: their requests (the producer's metadata
+#: refreshes, the harness's admin calls) are not the group's coordination traffic.
+WORKLOAD_CLIENTS = ("herdlab-producer", "herdlab-harness")
+
+
+# --- nemesis --------------------------------------------------------------------------------------------
+
+#: Nemesis actions (``action`` of invoke / complete / skipped) and their groups: the registry
+#: :mod:`harness.kernel.actions` (membership and topic changes are triggers; resume / heal end a fault).
+ACTIONS = actions.ACTIONS
+COORDINATOR_FAULT_ACTIONS = actions.COORDINATOR_FAULT_ACTIONS
+COORDINATOR_END_ACTIONS = actions.COORDINATOR_END_ACTIONS
+JOIN_ACTIONS = ("join", "start_member")  # t0 is the new process's ``ready``
+#: Actions after whose ``complete`` a target no longer acts for the group (not live).
+DOWN_ACTIONS = ("crash", "leave", "stop_member")
+#: Actions after whose ``complete`` a target is cut off (not live) until resume / heal.
+SUSPEND_ACTIONS = ("pause", "cut")
+UNSUSPEND_ACTIONS = ("resume", "heal")
+#: Timeline actions of a migration (the ``migration`` field of nemesis events).
+MIGRATION_ACTIONS = actions.MIGRATION_ACTIONS
+
+#: Trigger outcomes (design.md): never a latency of 0 for anything but ``settled``.
+SETTLED, NEVER, NO_EFFECT, SKIPPED = "settled", "never", "no_effect", "skipped"
+OUTCOMES = (SETTLED, NEVER, NO_EFFECT, SKIPPED)

@@ -3,8 +3,8 @@
 The same two commands as ``herdlab member legacy_zk`` / ``herdlab member coordinator``, with the same
 options and one-line user errors (exit status 2), but without importing the rest of the command line
 (the runner, Spark's and Arrow's Python sides, the reports): the runs start every member process this
-way. Measured on this machine: ``herdlab member coordinator --help`` peaks at ~130 MB resident, its
-imports at ~43 MB; with 200 coordinator members in one run that is ~26 GB against ~9 GB.
+way, since the whole command line costs each member process several times the memory of its own imports,
+and a run multiplies that by its members.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import cast
 
+from harness.analysis.metrics_model import MetricsDocument
 from harness.kernel.errors import ConfigError
 from harness.report.hdr import write_hlogs
 from harness.report.simulation import annotate
@@ -32,7 +33,7 @@ def _write(path: Path, text: str | bytes) -> None:
     os.replace(tmp, path)
 
 
-def render_report(run_dir: str | Path, metrics: dict[str, Any]) -> dict[str, Path]:
+def render_report(run_dir: str | Path, metrics: MetricsDocument) -> dict[str, Path]:
     """Write ``metrics.json``, ``summary.md``, ``index.html``, ``plots/*.png`` and ``hdr/*.hlog``
     (:mod:`.hdr`) into ``run_dir``.
 
@@ -66,7 +67,7 @@ def render_report(run_dir: str | Path, metrics: dict[str, Any]) -> dict[str, Pat
     return paths
 
 
-def load_metrics(path: str | Path) -> dict[str, Any]:
+def load_metrics(path: str | Path) -> MetricsDocument:
     """``metrics.json`` from a run directory or a file; one-line errors."""
     p = Path(path)
     if p.is_dir():
@@ -81,7 +82,7 @@ def load_metrics(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p} is not valid JSON ({str(e).splitlines()[0]})") from None
     if not isinstance(data, dict) or not str(data.get("format", "")).startswith("herdlab-metrics/"):
         raise ConfigError(f"{p} is not a herdlab metrics file (no herdlab-metrics format tag)")
-    return data
+    return cast(MetricsDocument, data)  # read as the model; only its format tag is checked here
 
 
 __all__ = ["render_report", "load_metrics"]

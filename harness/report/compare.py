@@ -59,11 +59,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, metric
+from harness.analysis.metrics_model import MetricsDocument
 from harness.analysis.samples import trigger_sample
 from harness.analysis.stats import STATISTICS, statistic
 from harness.kernel.errors import ConfigError
@@ -180,7 +182,7 @@ def parse_tolerances(values: tuple[str, ...] | list[str]) -> tuple[float, dict[s
     return default, per
 
 
-def _check(base: dict[str, Any], cur: dict[str, Any]) -> None:
+def _check(base: Mapping[str, Any], cur: Mapping[str, Any]) -> None:
     for name, m in (("baseline", base), ("current", cur)):
         if not str(m.get("format", "")).startswith("herdlab-metrics/"):
             raise ConfigError(f"incompatible {name}: not a herdlab metrics file")
@@ -191,11 +193,11 @@ def _check(base: dict[str, Any], cur: dict[str, Any]) -> None:
         raise ConfigError(f"incompatible baseline: scenario {bs!r} vs {cs!r}")
 
 
-def _unit(u: dict[str, Any]) -> str:
+def _unit(u: Mapping[str, Any]) -> str:
     return f"{u['impl']} {u['case']} rep {u['repetition']}"
 
 
-def _repetitions(m: dict[str, Any]) -> int:
+def _repetitions(m: Mapping[str, Any]) -> int:
     """Planned repetitions: ``run.repetitions``, else the most units of any implementation and case."""
     r = (m.get("run") or {}).get("repetitions")
     if isinstance(r, int):
@@ -204,7 +206,7 @@ def _repetitions(m: dict[str, Any]) -> int:
     return max(per.values(), default=0)
 
 
-def _run_checks(baseline: dict[str, Any], current: dict[str, Any], out: Comparison) -> None:
+def _run_checks(baseline: Mapping[str, Any], current: Mapping[str, Any], out: Comparison) -> None:
     """Completeness of CURRENT and its units against the baseline's."""
 
     def flag(
@@ -251,7 +253,9 @@ def _run_checks(baseline: dict[str, Any], current: dict[str, Any], out: Comparis
 
 
 def _outcome_checks(
-    base: dict[tuple[str, ...], dict[str, Any]], cur: dict[tuple[str, ...], dict[str, Any]], out: Comparison
+    base: Mapping[tuple[str, ...], Mapping[str, Any]],
+    cur: Mapping[tuple[str, ...], Mapping[str, Any]],
+    out: Comparison,
 ) -> None:
     """A rising count of never-settled (or no-effect) repetitions, per implementation, case and trigger
     (read from its ``latency_s`` row)."""
@@ -270,12 +274,12 @@ def _outcome_checks(
                 out.changes.append(Change(impl, case, trigger, count, "count", nb, nc, True, msg, "never"))
 
 
-def samples(m: dict[str, Any]) -> dict[Key, list[float]]:
+def samples(m: MetricsDocument) -> dict[Key, list[float]]:
     """Per (impl, case, trigger key, metric) of every compared metric, the per-repetition values of
     ``m``'s units (never = +infinity; see the module contract). Whole-unit metrics are keyed
     (impl, case, ``"unit"``, ``"unit.NAME"``). Failed units are left out, as in the aggregate rows."""
-    by_trigger: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    by_case: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_trigger: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    by_case: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for u in m.get("units") or []:
         if u.get("failed"):
             continue
@@ -328,8 +332,8 @@ def _tolerances(
 
 
 def compare(
-    baseline: dict[str, Any],
-    current: dict[str, Any],
+    baseline: MetricsDocument,
+    current: MetricsDocument,
     tolerance: float = DEFAULT_TOLERANCE,
     per_metric: dict[str, float] | None = None,
     stat: str | None = None,
@@ -348,7 +352,7 @@ def compare(
     _check(baseline, current)
     per_metric = per_metric or {}
 
-    def key(a: dict[str, Any]) -> Key:
+    def key(a: Mapping[str, Any]) -> Key:
         name = f"unit.{a['metric']}" if a["trigger"] == "unit" else a["metric"]
         return (a["impl"], a["case"], a["trigger"], name)
 
@@ -435,8 +439,8 @@ def _pct(b: float, c: float) -> str:
 
 
 def _stat_checks(
-    base_all: dict[Key, dict[str, Any]],
-    cur_all: dict[Key, dict[str, Any]],
+    base_all: Mapping[Key, Mapping[str, Any]],
+    cur_all: Mapping[Key, Mapping[str, Any]],
     out: Comparison,
     stat: str,
     tolerance: float,
@@ -491,7 +495,7 @@ def _stat_checks(
         out.changes.append(ch)
 
 
-def _never_reason(a: dict[str, Any], stat: str) -> str:
+def _never_reason(a: Mapping[str, Any], stat: str) -> str:
     if stat == "mean":
         return f"no longer settles: {a.get('left_out')} of {a.get('m')} never, a mean cannot leave them out"
     return f"no longer settles: {a.get('never') or a.get('left_out')} of {a.get('n')} never"

@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.metrics_model import MetricsDocument
+
 HDR_DIR = "hdr"
 
 
@@ -53,7 +55,7 @@ def hlog_text(entry: dict[str, Any]) -> str:
     return buf.getvalue()
 
 
-def write_hlogs(run_dir: Path, metrics: dict[str, Any]) -> list[Path]:
+def write_hlogs(run_dir: Path, metrics: MetricsDocument) -> list[Path]:
     """Write every unit's log into ``run_dir/hdr/`` (old logs there removed first); the paths."""
     entries = (metrics.get("series") or {}).get("e2e") or []
     d = run_dir / HDR_DIR

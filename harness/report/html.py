@@ -12,6 +12,7 @@ import html
 from typing import Any
 
 from harness.analysis.definitions import metric
+from harness.analysis.metrics_model import MetricsDocument
 from harness.report.plots import Plot
 from harness.report.simulation import banner
 from harness.report.tables import (
@@ -106,7 +107,7 @@ def _grid(head: list[str], rows: list[list[str]]) -> str:
     return f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table></div>'
 
 
-def verdict_block(metrics: dict[str, Any]) -> str:
+def verdict_block(metrics: MetricsDocument) -> str:
     """The verdict block (HTML)."""
     v = verdict_of(metrics)
     cls = {True: "verdict", "unknown": "verdict unknown"}.get(v["valid"], "verdict invalid")
@@ -122,7 +123,7 @@ def verdict_block(metrics: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def migration_block(metrics: dict[str, Any]) -> str:
+def migration_block(metrics: MetricsDocument) -> str:
     """The "Migration proof" section (HTML; empty when no unit switched member kinds)."""
     line = migration_line(metrics)
     if line is None:
@@ -138,7 +139,7 @@ def migration_block(metrics: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def failover_block(metrics: dict[str, Any]) -> str:
+def failover_block(metrics: MetricsDocument) -> str:
     """The "Coordinator failover" section (HTML; empty when no unit had a failover fault)."""
     rows = failover_rows(metrics)
     if not rows:
@@ -148,7 +149,7 @@ def failover_block(metrics: dict[str, Any]) -> str:
     )
 
 
-def coordinators_block(metrics: dict[str, Any]) -> str:
+def coordinators_block(metrics: MetricsDocument) -> str:
     """The "Coordinators" section (HTML; empty unless the run's units have several brokers)."""
     rows = coordinators_rows(metrics)
     if not rows:
@@ -164,7 +165,7 @@ def coordinators_block(metrics: dict[str, Any]) -> str:
     return out
 
 
-def broker_config_block(metrics: dict[str, Any]) -> str:
+def broker_config_block(metrics: MetricsDocument) -> str:
     """The "Broker configuration" section (HTML; empty when no unit recorded its broker's)."""
     rows = broker_config_rows(metrics)
     if not rows:
@@ -174,7 +175,7 @@ def broker_config_block(metrics: dict[str, Any]) -> str:
     )
 
 
-def overlaps_block(metrics: dict[str, Any]) -> str:
+def overlaps_block(metrics: MetricsDocument) -> str:
     """The "Overlap episodes" section (HTML; empty when no unit had one)."""
     rows, more = overlap_rows(metrics)
     if not rows:
@@ -187,7 +188,7 @@ def overlaps_block(metrics: dict[str, Any]) -> str:
     )
 
 
-def logs_block(metrics: dict[str, Any]) -> str:
+def logs_block(metrics: MetricsDocument) -> str:
     """The "Unit logs" section: a link to each unit's ``units/<unit>/logs/`` (empty for a simulation)."""
     links = log_links(metrics)
     if not links:
@@ -196,7 +197,7 @@ def logs_block(metrics: dict[str, Any]) -> str:
     return f"<h2>Unit logs</h2><ul>{items}</ul>"
 
 
-def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str = "summary.md") -> str:
+def render_html(metrics: MetricsDocument, plots: list[Plot], summary_md_name: str = "summary.md") -> str:
     """The whole page."""
     run = metrics.get("run") or {}
     title = f"herdlab report: {run.get('scenario') or '?'} / {run.get('run_id') or '?'}"
@@ -208,8 +209,8 @@ def render_html(metrics: dict[str, Any], plots: list[Plot], summary_md_name: str
     if sim:
         parts.append(f'<div class="alert lost"><b>{_e(sim)}</b></div>')
     parts.append(verdict_block(metrics))
-    if run.get("description"):
-        parts.append(f"<p>{_e(run['description'])}</p>")
+    if description := run.get("description"):
+        parts.append(f"<p>{_e(description)}</p>")
     spark = metrics.get("spark") or {}
     parts.append(
         '<p class="meta">'

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ def write_junit(
     return p
 
 
-def run_cases(units: list[dict[str, Any]], analysed: bool, suite: str = "herdlab-run") -> list[Case]:
+def run_cases(units: Sequence[Mapping[str, Any]], analysed: bool, suite: str = "herdlab-run") -> list[Case]:
     """One :class:`Case` per unit (see the contract)."""
     cases = []
     for u in units:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.definitions import metric
+from harness.analysis.metrics_model import MetricsDocument
 from harness.report.plots import Plot
 from harness.report.simulation import banner
 from harness.report.tables import (
@@ -72,7 +73,7 @@ def _table(t: SideBySide) -> list[str]:
     return _grid(head, rows)
 
 
-def verdict_section(metrics: dict[str, Any]) -> list[str]:
+def verdict_section(metrics: MetricsDocument) -> list[str]:
     """The verdict block (Markdown lines)."""
     v = verdict_of(metrics)
     out = ["## Verdict", "", f"**{_md(v['line'])}**", ""]
@@ -85,7 +86,7 @@ def verdict_section(metrics: dict[str, Any]) -> list[str]:
     return out
 
 
-def migration_section(metrics: dict[str, Any]) -> list[str]:
+def migration_section(metrics: MetricsDocument) -> list[str]:
     """The "Migration proof" section (Markdown lines; none when no unit switched member kinds)."""
     line = migration_line(metrics)
     if line is None:
@@ -96,7 +97,7 @@ def migration_section(metrics: dict[str, Any]) -> list[str]:
     return out
 
 
-def failover_section(metrics: dict[str, Any]) -> list[str]:
+def failover_section(metrics: MetricsDocument) -> list[str]:
     """The "Coordinator failover" section (Markdown lines; none when no unit had a failover fault)."""
     rows = failover_rows(metrics)
     if not rows:
@@ -104,7 +105,7 @@ def failover_section(metrics: dict[str, Any]) -> list[str]:
     return ["## Coordinator failover", "", FAILOVER_INTRO, "", *_grid(FAILOVER_COLUMNS, rows), ""]
 
 
-def coordinators_section(metrics: dict[str, Any]) -> list[str]:
+def coordinators_section(metrics: MetricsDocument) -> list[str]:
     """The "Coordinators" section (Markdown lines; none unless the run's units have several brokers)."""
     rows = coordinators_rows(metrics)
     if not rows:
@@ -123,7 +124,7 @@ def coordinators_section(metrics: dict[str, Any]) -> list[str]:
     return out
 
 
-def broker_config_section(metrics: dict[str, Any]) -> list[str]:
+def broker_config_section(metrics: MetricsDocument) -> list[str]:
     """The "Broker configuration" section (Markdown lines; none when no unit recorded its broker's)."""
     rows = broker_config_rows(metrics)
     if not rows:
@@ -138,7 +139,7 @@ def broker_config_section(metrics: dict[str, Any]) -> list[str]:
     ]
 
 
-def logs_section(metrics: dict[str, Any]) -> list[str]:
+def logs_section(metrics: MetricsDocument) -> list[str]:
     """The "Unit logs" section: a link to each unit's ``units/<unit>/logs/`` (none for a simulation)."""
     links = log_links(metrics)
     if not links:
@@ -146,7 +147,7 @@ def logs_section(metrics: dict[str, Any]) -> list[str]:
     return ["## Unit logs", "", *(f"- {_md(name)}: [{path}]({path})" for name, path in links), ""]
 
 
-def overlaps_section(metrics: dict[str, Any]) -> list[str]:
+def overlaps_section(metrics: MetricsDocument) -> list[str]:
     """The "Overlap episodes" section (none when no unit had one)."""
     rows, more = overlap_rows(metrics)
     if not rows:
@@ -155,7 +156,7 @@ def overlaps_section(metrics: dict[str, Any]) -> list[str]:
     return ["## Overlap episodes", "", OVERLAP_INTRO, "", *_grid(OVERLAP_COLUMNS, rows), "", *tail]
 
 
-def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = "plots") -> str:
+def render_markdown(metrics: MetricsDocument, plots: list[Plot], plot_dir: str = "plots") -> str:
     """The whole summary."""
     run = metrics.get("run") or {}
     spark = metrics.get("spark") or {}
@@ -164,8 +165,8 @@ def render_markdown(metrics: dict[str, Any], plots: list[Plot], plot_dir: str = 
     if sim:
         out += [f"> **{_md(sim)}**", ""]
     out += verdict_section(metrics)
-    if run.get("description"):
-        out += [run["description"], ""]
+    if description := run.get("description"):
+        out += [description, ""]
     out += [
         f"Implementations: {', '.join(run.get('implementations') or [])} · repetitions: {run.get('repetitions')} · "
         f"settle window: {run.get('settle_window_s')} s · backend: {run.get('backend')} · {run.get('history_rows')} events · "

@@ -20,6 +20,7 @@ the analysis computed.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from harness.analysis.definitions import metric
+from harness.analysis.metrics_model import MetricsDocument
 from harness.report.tables import cases, column_label, implementations, varying
 
 IMPL_COLORS = {"legacy_zk": "#d95f02", "coordinator": "#1b6ac9"}
@@ -54,7 +56,7 @@ def _color(impl: str, impls: list[str]) -> str:
     return IMPL_COLORS.get(impl) or OTHER[impls.index(impl) % len(OTHER)]
 
 
-def _axis(metrics: dict[str, Any]) -> tuple[dict[str, float], list[str] | None, str]:
+def _axis(metrics: MetricsDocument) -> tuple[dict[str, float], list[str] | None, str]:
     """Case label -> x; tick labels when categorical; the axis label."""
     labels = cases(metrics)
     n_of = {c.get("label"): c.get("members") for c in metrics.get("cases") or []}
@@ -65,11 +67,11 @@ def _axis(metrics: dict[str, Any]) -> tuple[dict[str, float], list[str] | None, 
     return {c: float(i) for i, c in enumerate(labels)}, labels, "case"
 
 
-def _aggs(metrics: dict[str, Any]) -> dict[tuple[str, str, str, str], dict[str, Any]]:
+def _aggs(metrics: MetricsDocument) -> dict[tuple[str, str, str, str], Mapping[str, Any]]:
     return {(a["impl"], a["case"], a["trigger"], a["metric"]): a for a in metrics.get("aggregates", [])}
 
 
-def latency_plot(metrics: dict[str, Any]) -> Plot | None:
+def latency_plot(metrics: MetricsDocument) -> Plot | None:
     """Rebalance latency against N, one panel per trigger (see the module docstring)."""
     keys = _trigger_keys(metrics, "latency_s")
     if not keys:
@@ -134,7 +136,7 @@ def latency_plot(metrics: dict[str, Any]) -> Plot | None:
     return Plot("latency", "Rebalance latency against N", _png(fig))
 
 
-def _trigger_keys(metrics: dict[str, Any], name: str) -> list[str]:
+def _trigger_keys(metrics: MetricsDocument, name: str) -> list[str]:
     keys: list[str] = []
     for a in metrics.get("aggregates", []):
         if a["trigger"] != "unit" and a["metric"] == name and a["trigger"] not in keys:
@@ -142,7 +144,7 @@ def _trigger_keys(metrics: dict[str, Any], name: str) -> list[str]:
     return sorted(keys, key=lambda k: int(k.split()[0].lstrip("#")) if k.startswith("#") else 0)
 
 
-def herd_plot(metrics: dict[str, Any]) -> Plot | None:
+def herd_plot(metrics: MetricsDocument) -> Plot | None:
     """Coordination requests per membership change against N, one panel per trigger (mean, 95% CI;
     dotted: watch notifications), with N and N-squared curves when the x axis is N."""
     keys = _trigger_keys(metrics, "coordination_requests")
@@ -213,7 +215,7 @@ def herd_plot(metrics: dict[str, Any]) -> Plot | None:
     return Plot("herd", "Coordination requests against N", _png(fig))
 
 
-def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:
+def unit_plot(metrics: MetricsDocument, timeline: dict[str, Any]) -> Plot:
     """Consumption rate and ownership timeline of one unit (see the module docstring)."""
     case, impl, rep = timeline["case"], timeline["impl"], timeline["repetition"]
     vary = varying(metrics)
@@ -337,7 +339,7 @@ def unit_plot(metrics: dict[str, Any], timeline: dict[str, Any]) -> Plot:
     return Plot(f"unit-{impl}-{_slug(case)}-r{rep}", f"{name} · {case} · repetition {rep}", _png(fig))
 
 
-def e2e_plot(metrics: dict[str, Any], entry: dict[str, Any]) -> Plot:
+def e2e_plot(metrics: MetricsDocument, entry: dict[str, Any]) -> Plot:
     """End-to-end latency and consumer lag over time of one unit (see the module docstring)."""
     case, impl, rep = entry["case"], entry["impl"], entry["repetition"]
     vary = varying(metrics)
@@ -388,7 +390,7 @@ def _slug(s: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in s)[:60]
 
 
-def all_plots(metrics: dict[str, Any]) -> list[Plot]:
+def all_plots(metrics: MetricsDocument) -> list[Plot]:
     """Every plot of a report, in the order the report shows them."""
     out = [p for p in (latency_plot(metrics), herd_plot(metrics)) if p is not None]
     e2e = {(e["case"], e["impl"], e["repetition"]): e for e in metrics.get("series", {}).get("e2e", [])}

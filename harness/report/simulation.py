@@ -11,13 +11,16 @@ for a real run. Markdown, HTML and the terminal print it first.
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+from harness.analysis.metrics_model import MetricsDocument
 
 __all__ = ["annotate", "banner"]
 
 
-def annotate(run_dir: str | Path, metrics: dict[str, Any]) -> None:
+def annotate(run_dir: str | Path, metrics: MetricsDocument) -> None:
     """Mark ``metrics`` as a simulation when ``run_dir``'s manifest says it is one."""
     try:
         manifest = json.loads((Path(run_dir) / "manifest.json").read_text(encoding="utf-8"))
@@ -25,7 +28,7 @@ def annotate(run_dir: str | Path, metrics: dict[str, Any]) -> None:
         return
     if not isinstance(manifest, dict) or not manifest.get("simulated"):
         return
-    run = metrics.setdefault("run", {})
+    run = cast("MutableMapping[str, Any]", metrics).setdefault("run", {})  # a document read back may lack it
     run["simulation"] = {
         "simulated": True,
         "model": manifest.get("delay_model_text"),
@@ -34,7 +37,7 @@ def annotate(run_dir: str | Path, metrics: dict[str, Any]) -> None:
     }
 
 
-def banner(metrics: dict[str, Any]) -> str | None:
+def banner(metrics: MetricsDocument) -> str | None:
     """The banner of a simulated run (None for a real one)."""
     sim = (metrics.get("run") or {}).get("simulation")
     if not sim:

@@ -10,11 +10,13 @@ A row whose sample holds one value shows that value once, not four equal statist
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.analysis.coordinators import OURS
 from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, metric
+from harness.analysis.metrics_model import Aggregate, MetricsDocument, Verdict
 from harness.analysis.samples import outcome
 from harness.analysis.startup import start_up_line
 from harness.analysis.stats import NEVER
@@ -42,7 +44,7 @@ def fmt(v: Any, unit: str = "", never: bool = False) -> str:
     return str(v)
 
 
-def _empty(a: dict[str, Any]) -> str:
+def _empty(a: Mapping[str, Any]) -> str:
     """What an empty sample reads: its outcomes, or ``—``."""
     if a.get("no_effect") and not a.get("m"):
         return "no effect"
@@ -51,13 +53,13 @@ def _empty(a: dict[str, Any]) -> str:
     return DASH
 
 
-def fmt_stat(a: dict[str, Any], stat: str) -> str:
+def fmt_stat(a: Mapping[str, Any], stat: str) -> str:
     """One statistic (``p50`` ... ``max``, or ``value``) of an aggregate row."""
     v = a.get(stat)
     return _empty(a) if v is None else fmt(v, metric(a["metric"]).unit)
 
 
-def fmt_mean(a: dict[str, Any]) -> str:
+def fmt_mean(a: Mapping[str, Any]) -> str:
     """``mean [lo, hi]``, with how many never values it left out; ``never`` when all were."""
     m = metric(a["metric"])
     if a.get("mean") is None:
@@ -71,12 +73,12 @@ def fmt_mean(a: dict[str, Any]) -> str:
     return s
 
 
-def single(a: dict[str, Any]) -> bool:
+def single(a: Mapping[str, Any]) -> bool:
     """Whether the row's sample holds at most one value (shown as one value)."""
     return int(a.get("m") or 0) <= 1
 
 
-def fmt_one(a: dict[str, Any]) -> str:
+def fmt_one(a: Mapping[str, Any]) -> str:
     """The one value of a row whose sample holds at most one."""
     return fmt_stat(a, "value")
 
@@ -90,7 +92,7 @@ class SideBySide:
     trigger: str
     targets: list[str]
     impls: list[str]
-    rows: list[tuple[str, dict[str, dict[str, Any]]]] = field(default_factory=list)
+    rows: list[tuple[str, Mapping[str, Mapping[str, Any]]]] = field(default_factory=list)
     single: bool = False
     #: implementation -> its column label (:func:`column_label`); absent: the implementation's name
     labels: dict[str, str] = field(default_factory=dict)
@@ -105,7 +107,7 @@ class SideBySide:
 SEP = " · "
 
 
-def varying(metrics: dict[str, Any]) -> tuple[str, ...]:
+def varying(metrics: MetricsDocument) -> tuple[str, ...]:
     """Which of a unit's ``client``, ``broker`` and ``assignor`` take more than one value in the run
     (clients of coordinator units only: a legacy_zk unit has none). The client and broker label a
     column together: both when either varies."""
@@ -117,29 +119,29 @@ def varying(metrics: dict[str, Any]) -> tuple[str, ...]:
     return out + (("assignor",) if len(assignors) > 1 else ())
 
 
-def column_label(u: dict[str, Any], vary: tuple[str, ...]) -> str:
+def column_label(u: Mapping[str, Any], vary: tuple[str, ...]) -> str:
     """A unit's column label: its implementation, then (``vary``, see :func:`varying`) its client,
     broker and assignor where it has them, e.g. ``coordinator · librdkafka · tansu``."""
     return SEP.join([u["impl"], *(str(u[k]) for k in vary if u.get(k))])
 
 
-def implementations(metrics: dict[str, Any]) -> list[str]:
+def implementations(metrics: MetricsDocument) -> list[str]:
     """Implementations in the run, in the scenario's order."""
     named = (metrics.get("run") or {}).get("implementations") or []
     seen = {u["impl"] for u in metrics.get("units", [])}
     return [i for i in named if i in seen] + sorted(seen - set(named))
 
 
-def cases(metrics: dict[str, Any]) -> list[str]:
+def cases(metrics: MetricsDocument) -> list[str]:
     """Case labels in the manifest's order (then any others found in the units)."""
-    out = [c.get("label") for c in metrics.get("cases") or []]
+    out: list[Any] = [c.get("label") for c in metrics.get("cases") or []]
     for u in metrics.get("units", []):
         if u["case"] not in out:
             out.append(u["case"])
     return out
 
 
-def side_by_side(metrics: dict[str, Any], breakdown: bool = False) -> list[SideBySide]:
+def side_by_side(metrics: MetricsDocument, breakdown: bool = False) -> list[SideBySide]:
     """Per case and trigger key (then ``unit``): the aggregates side by side.
 
     ``breakdown``: the by-operation / by-API metrics instead of the headline ones. Metrics no
@@ -151,14 +153,14 @@ def side_by_side(metrics: dict[str, Any], breakdown: bool = False) -> list[SideB
     for u in metrics.get("units") or []:
         if vary:
             labels[u["case"]][u["impl"]] = column_label(u, vary)
-    by: dict[tuple[str, str], dict[str, dict[str, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
+    by: dict[tuple[str, str], dict[str, dict[str, Aggregate]]] = defaultdict(lambda: defaultdict(dict))
     targets: dict[tuple[str, str], list[str]] = {}
     order: dict[tuple[str, str], int] = {}
     for a in metrics.get("aggregates", []):
         k = (a["case"], a["trigger"])
         by[k][a["metric"]][a["impl"]] = a
         targets.setdefault(k, a.get("targets") or [])
-        order.setdefault(k, a["trigger_index"] if a["trigger"] != "unit" else 10**6)
+        order.setdefault(k, a.get("trigger_index", 0) if a["trigger"] != "unit" else 10**6)
     tables = []
     for case in cases(metrics):
         for k in sorted((k for k in by if k[0] == case), key=lambda k: order[k]):
@@ -191,7 +193,7 @@ def columns(t: SideBySide) -> list[str]:
     return ["value"] if t.single else [*STATS, "mean [95% CI]", "n"]
 
 
-def cells(t: SideBySide, a: dict[str, Any] | None) -> list[str]:
+def cells(t: SideBySide, a: Mapping[str, Any] | None) -> list[str]:
     """The cells of one implementation in one row of ``t`` (see :func:`columns`). A row whose sample
     holds one value, in a table that is not ``single``, shows it under p50 and leaves the rest blank."""
     width = len(columns(t))
@@ -207,7 +209,7 @@ def cells(t: SideBySide, a: dict[str, Any] | None) -> list[str]:
 # --- the verdict -------------------------------------------------------------------------------------
 
 
-def verdict_of(metrics: dict[str, Any]) -> dict[str, Any]:
+def verdict_of(metrics: MetricsDocument) -> Verdict:
     """The metrics' verdict; computed from the units when the file predates it."""
     if metrics.get("verdict"):
         return metrics["verdict"]
@@ -254,7 +256,7 @@ COMPLETENESS_COLUMNS = [
 ]
 
 
-def verdict_rows(metrics: dict[str, Any]) -> list[list[str]]:
+def verdict_rows(metrics: MetricsDocument) -> list[list[str]]:
     """The ratio table of the verdict, one row per case, trigger kind and pair (see
     :data:`VERDICT_COLUMNS`)."""
     out = []
@@ -284,7 +286,7 @@ def verdict_rows(metrics: dict[str, Any]) -> list[list[str]]:
     return out
 
 
-def completeness_rows(metrics: dict[str, Any]) -> list[list[str]]:
+def completeness_rows(metrics: MetricsDocument) -> list[list[str]]:
     """Per implementation: units, failed, lost, not drained, split brain (see
     :data:`COMPLETENESS_COLUMNS`); ``n/a`` for stale commits of an implementation without generations."""
     out = []
@@ -306,7 +308,7 @@ def completeness_rows(metrics: dict[str, Any]) -> list[list[str]]:
     return out
 
 
-def verdict_intro(metrics: dict[str, Any]) -> str:
+def verdict_intro(metrics: MetricsDocument) -> str:
     """The sentence under the verdict's ratio table: what a ratio is and how its interval is made."""
     v = verdict_of(metrics)
     return (
@@ -343,12 +345,12 @@ UNIT_COLUMNS = [
 ]
 
 
-def startup_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+def startup_rows(metrics: MetricsDocument) -> list[dict[str, Any]]:
     """The ``start_up`` rows of :func:`unit_rows` (``unit``: its label, ``text``: its start-up line)."""
     return [r for r in unit_rows(metrics) if r["kind"] == "start_up"]
 
 
-def unit_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+def unit_rows(metrics: MetricsDocument) -> list[dict[str, Any]]:
     """The per-unit detail table: per unit a ``start_up`` row (``text``: its start-up line, when it has
     one), a row per trigger (``cells`` under :data:`UNIT_COLUMNS`), then a ``totals`` row (``text``);
     a failed unit gets a ``failed`` row. A latency of a trigger
@@ -357,8 +359,8 @@ def unit_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     vary = varying(metrics)
     for u in metrics.get("units", []):
         label = f"{column_label(u, vary)} {u['case']} r{u['repetition']}"
-        if u.get("failed"):
-            out.append({"unit": label, "kind": "failed", "text": f"FAILED: {u['failed']}"})
+        if failed := u.get("failed"):
+            out.append({"unit": label, "kind": "failed", "text": f"FAILED: {failed}"})
         started = start_up_line(u.get("start_up"))
         if started is not None:
             out.append({"unit": label, "kind": "start_up", "text": started})
@@ -407,7 +409,7 @@ def _phase_name(tid: int, keys: dict[int, str]) -> str:
     return {-1: "startup", -2: "drain"}.get(tid) or keys.get(tid, f"#{tid}")
 
 
-def _member_records(m: dict[str, Any]) -> str:
+def _member_records(m: Mapping[str, Any]) -> str:
     n = m["records"]
     if not n:
         return f"{m['member']}: no record"
@@ -416,7 +418,7 @@ def _member_records(m: dict[str, Any]) -> str:
     return f"{m['member']}: {n} record{'s' if n != 1 else ''} ({span}), {m['duplicates']} duplicate{'s' if m['duplicates'] != 1 else ''}"
 
 
-def overlap_rows(metrics: dict[str, Any]) -> tuple[list[list[str]], int]:
+def overlap_rows(metrics: MetricsDocument) -> tuple[list[list[str]], int]:
     """The overlap-episode table under :data:`OVERLAP_COLUMNS`, at most :data:`MAX_OVERLAP_ROWS` rows
     (by unit, then start), and how many episodes it leaves out."""
     vary = varying(metrics)
@@ -478,7 +480,7 @@ class MigrationTable:
     rows: list[list[str]] = field(default_factory=list[list[str]])
 
 
-def migration_line(metrics: dict[str, Any]) -> str | None:
+def migration_line(metrics: MetricsDocument) -> str | None:
     """The migration proof's verdict line, with the expected verdict (None: no unit switched)."""
     m = metrics.get("migration")
     if not m:
@@ -487,7 +489,7 @@ def migration_line(metrics: dict[str, Any]) -> str | None:
     return f"Migration verdict: {m.get('verdict')} (expected: {m.get('expect')}, {status})"
 
 
-def migration_tables(metrics: dict[str, Any]) -> list[MigrationTable]:
+def migration_tables(metrics: MetricsDocument) -> list[MigrationTable]:
     """Per unit with a switch and per switch, the per-partition table of ``units[i]["migration"]``."""
     out = []
     for u in metrics.get("units") or []:
@@ -565,7 +567,7 @@ def _listed(n: Any, names: list[str] | None) -> str:
     return f"{fmt(n)} ({', '.join(names)})" if names else fmt(n)
 
 
-def failover_rows(metrics: dict[str, Any]) -> list[list[str]]:
+def failover_rows(metrics: MetricsDocument) -> list[list[str]]:
     """One row per unit's failover fault (``units[i]["failover"]["faults"]``), by implementation in the
     run's order, then case and repetition; empty when no unit had such a fault."""
     order = {impl: i for i, impl in enumerate(implementations(metrics))}
@@ -614,12 +616,12 @@ REQUEST_KINDS_INTRO = (
 )
 
 
-def _reference(c: dict[str, Any]) -> list[str]:
+def _reference(c: Mapping[str, Any]) -> list[str]:
     """The brokers herdlab is compared with."""
     return list(c.get("reference") or [])
 
 
-def coordinators_columns(metrics: dict[str, Any]) -> list[str]:
+def coordinators_columns(metrics: MetricsDocument) -> list[str]:
     """The Coordinators table's header (empty without a ``coordinators`` summary)."""
     c = metrics.get("coordinators")
     if not c:
@@ -636,7 +638,7 @@ def coordinators_columns(metrics: dict[str, Any]) -> list[str]:
     ]
 
 
-def _trigger(r: dict[str, Any]) -> str:
+def _trigger(r: Mapping[str, Any]) -> str:
     return r["trigger"] if r.get("impl") == "coordinator" else f"{r['impl']} {r['trigger']}"
 
 
@@ -644,7 +646,7 @@ def _ratio(v: Any) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
-def _latency_vs(vs: dict[str, Any]) -> str:
+def _latency_vs(vs: Mapping[str, Any]) -> str:
     """``0.95 [0.90, 1.01]``, ``*`` after an interval wholly outside the fidelity band."""
     r, ci = vs.get("latency_ratio"), vs.get("latency_ci95")
     if r is None or ci is None:
@@ -652,7 +654,7 @@ def _latency_vs(vs: dict[str, Any]) -> str:
     return f"{r:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" + (" *" if vs.get("latency_outside") else "")
 
 
-def coordinators_rows(metrics: dict[str, Any]) -> list[list[str]]:
+def coordinators_rows(metrics: MetricsDocument) -> list[list[str]]:
     """The rows of the Coordinators table, from ``metrics["coordinators"]`` (see
     :mod:`harness.analysis.coordinators`); a ratio the analysis left None reads ``-``."""
     c = metrics.get("coordinators")
@@ -677,7 +679,7 @@ def coordinators_rows(metrics: dict[str, Any]) -> list[list[str]]:
     return out
 
 
-def request_kind_columns(metrics: dict[str, Any]) -> list[str]:
+def request_kind_columns(metrics: MetricsDocument) -> list[str]:
     """The request-kinds table's header (empty without a summary that has kinds)."""
     c = metrics.get("coordinators")
     if not c or not request_kind_rows(metrics):
@@ -685,7 +687,7 @@ def request_kind_columns(metrics: dict[str, Any]) -> list[str]:
     return ["trigger", "client", "assignor", "request", *(list(c.get("brokers") or [])), "differs"]
 
 
-def request_kind_rows(metrics: dict[str, Any]) -> list[list[str]]:
+def request_kind_rows(metrics: MetricsDocument) -> list[list[str]]:
     """One row per trigger, client, assignor and request kind: each broker's median count, then the
     brokers whose median differs from herdlab's (``kinds_differ`` of the summary)."""
     c = metrics.get("coordinators")
@@ -728,13 +730,13 @@ PER_UNIT_PROPERTIES = (
 )
 
 
-def broker_config_columns(metrics: dict[str, Any]) -> list[str]:
+def broker_config_columns(metrics: MetricsDocument) -> list[str]:
     """The broker-configuration table's header: ``setting`` and each broker (empty without any)."""
     by = _broker_configs(metrics)
     return ["setting", *by] if by else []
 
 
-def broker_config_rows(metrics: dict[str, Any]) -> list[list[str]]:
+def broker_config_rows(metrics: MetricsDocument) -> list[list[str]]:
     """One row per setting any broker ran with (see :data:`BROKER_CONFIG_INTRO`); a setting whose value
     differed between a broker's units lists each value."""
     by = _broker_configs(metrics)
@@ -742,7 +744,7 @@ def broker_config_rows(metrics: dict[str, Any]) -> list[list[str]]:
     return [[k, *(" / ".join(sorted(by[b][k])) if k in by[b] else DASH for b in by)] for k in keys]
 
 
-def _broker_configs(metrics: dict[str, Any]) -> dict[str, dict[str, set[str]]]:
+def _broker_configs(metrics: MetricsDocument) -> dict[str, dict[str, set[str]]]:
     """Broker column label -> setting -> the values its units ran with, from ``units[].broker_config``."""
     out: dict[str, dict[str, set[str]]] = {}
     for u in metrics.get("units") or []:

@@ -8,6 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from harness.analysis.metrics_model import MetricsDocument
 from harness.report.simulation import banner
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
@@ -29,7 +30,7 @@ from harness.report.tables import (
 )
 
 
-def verdict_panel(metrics: dict[str, Any]) -> Group:
+def verdict_panel(metrics: MetricsDocument) -> Group:
     """The verdict: the one-line run verdict, the ratio table, the completeness table and, when some
     unit switched member kinds, the migration verdict with the expected one, and when some unit had a
     coordinator or ZooKeeper-leader fault, the coordinator failover table, and when the run compared
@@ -86,7 +87,7 @@ def verdict_panel(metrics: dict[str, Any]) -> Group:
     return Group(*parts)
 
 
-def summary_table(metrics: dict[str, Any]) -> Table:
+def summary_table(metrics: MetricsDocument) -> Table:
     """One row per case, trigger and implementation (the median over repetitions, or the one value
     of a single repetition; ``never`` when the rank rule reaches a repetition that did not settle),
     then per case and implementation a ``whole unit`` row with loss, undrained tails, duplicates and

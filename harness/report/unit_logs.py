@@ -10,8 +10,7 @@ label is not among the metrics' cases (its key cannot be known).
 
 from __future__ import annotations
 
-from typing import Any
-
+from harness.analysis.metrics_model import MetricsDocument
 from harness.analysis.samples import unit_name
 
 
@@ -20,7 +19,7 @@ def unit_dir(case_index: int, impl: str, repetition: int) -> str:
     return f"units/c{case_index}-{impl}-r{repetition}"
 
 
-def log_links(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+def log_links(metrics: MetricsDocument) -> list[tuple[str, str]]:
     """(unit name, ``units/<key>/logs/``) per unit (see the module docstring)."""
     if ((metrics.get("run") or {}).get("simulation") or {}).get("simulated"):
         return []

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis import analyze_run
+from harness.analysis.metrics_model import MetricsDocument
 from harness.cluster.containers import ContainersOptions
 from harness.cluster.external import ExternalCluster
 from harness.cluster.java import check_java
@@ -136,7 +137,7 @@ def failed_units(result: RunResult) -> list[dict[str, Any]]:
     return [u for u in result.units if u.get("failed")]
 
 
-def analyse(run_dir: Path, spark_master: str | None = None, from_metrics: bool = False) -> dict[str, Any]:
+def analyse(run_dir: Path, spark_master: str | None = None, from_metrics: bool = False) -> MetricsDocument:
     """The metrics document of ``run_dir``: analysed with PySpark (``spark_master``, default local),
     or read back from its ``metrics.json`` with ``from_metrics``."""
     if from_metrics:
@@ -145,12 +146,12 @@ def analyse(run_dir: Path, spark_master: str | None = None, from_metrics: bool =
     return analyze_run(run_dir, spark_master=spark_master)
 
 
-def render(run_dir: Path, metrics: dict[str, Any]) -> dict[str, Path]:
+def render(run_dir: Path, metrics: MetricsDocument) -> dict[str, Path]:
     """Write ``index.html``, ``summary.md`` and ``metrics.json`` into ``run_dir``; their paths by kind."""
     return render_report(run_dir, metrics)
 
 
-def is_valid(metrics: dict[str, Any]) -> bool:
+def is_valid(metrics: MetricsDocument) -> bool:
     """Whether the run counts: no record lost, every tail drained, no unit failed, not interrupted."""
     # deferred: start-up: the report tables load only when a run is reported
     from harness.report.tables import verdict_of

@@ -128,22 +128,11 @@ def test_snippet_with_reasons_or_at_module_level_passes() -> None:
     assert offences(good, "good.py") == []
 
 
-# Files still being reworked elsewhere: their offences make this test xfail (never pass silently) until they
-# are hoisted or annotated; an offence in any other file fails it. Empty this tuple once they are.
-PENDING = (
-    "harness/analysis/spark.py",
-    "harness/cluster/apache_kafka.py",
-)
-
-
 def test_every_function_level_import_of_ours_says_why() -> None:
     found = [o for p in _sources() for o in offences(p.read_text(), str(p.relative_to(ROOT)))]
-    elsewhere = [o for o in found if not o.startswith(PENDING)]
-    assert not elsewhere, "imports of our modules not at module level, without '# deferred: <reason>':\n" + (
-        "\n".join(elsewhere)
+    assert not found, "imports of our modules not at module level, without '# deferred: <reason>':\n" + (
+        "\n".join(found)
     )
-    if found:
-        pytest.xfail("offences left in files still being reworked:\n" + "\n".join(found))
 
 
 @pytest.mark.parametrize("path", ["harness", "coordinator", "legacy_zk"])
