@@ -175,9 +175,14 @@ class _Walker:
                 parts.append(f"map of {self.describe(node['additionalProperties'], f'{path}.*')}")
             else:
                 parts.append(t)
-        text = " or ".join(parts)
+        text = (", or " if any(" " in p for p in parts) else " or ").join(parts)
         bounds = [f"{op} {node[k]}" for k, op in (("minimum", ">="), ("maximum", "<=")) if k in node]
-        bounds += [f"{op} {node[k]} items" for k, op in (("minItems", ">="), ("maxItems", "<=")) if k in node]
+        if "minItems" in node and node.get("minItems") == node.get("maxItems"):
+            bounds.append(f"{node['minItems']} items")
+        else:
+            bounds += [
+                f"{op} {node[k]} items" for k, op in (("minItems", ">="), ("maxItems", "<=")) if k in node
+            ]
         if bounds:
             text += " (" + ", ".join(bounds) + ")"
         if "pattern" in node:
@@ -244,8 +249,8 @@ def scenario_reference() -> str:
     from harness.scenario.schema import DURATION_SCHEMA, scenario_schema
 
     schema = scenario_schema()
-    duration = 'duration: seconds, or a string with a unit (`"500ms"`, `"5s"`, `"2m"`, `"1h"`)'
-    aliases = [({"anyOf": DURATION_SCHEMA["anyOf"]}, duration)]
+    # scenario.md holds the target: what a duration may be written as
+    aliases = [({"anyOf": DURATION_SCHEMA["anyOf"]}, "{ref}`duration <scenario-duration>`")]
     sections = schema_sections(schema, "scenario", _toml_title, _action_title, aliases)
     return render_sections(sections)
 

@@ -172,6 +172,7 @@ SMALL = {
         "wait": {"anyOf": [{"type": "number"}, {"type": "string"}], "default": 5.0},
         "box": {"$ref": "#/$defs/Box"},
         "steps": {"type": "array", "items": {"oneOf": [{"$ref": "#/$defs/Go"}]}},
+        "pair": {"type": ["array", "null"], "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
     },
     "$defs": {
         "Box": {"type": "object", "properties": {"size": {"type": "integer", "minimum": 1, "maximum": 5}}},
@@ -210,6 +211,7 @@ def test_the_generator_renders_one_table_per_object_with_links_between_them() ->
             "| `wait` | duration |  | `5.0` |  |",
             "| `box` | {ref}`[box] <t-box>` |  |  |  |",
             "| `steps` | array of {ref}`go <t-go>` |  |  |  |",
+            "| `pair` | array of string, or null (2 items) |  |  |  |",
             "",
             "(t-box)=",
             "## `[box]`",
