@@ -16,7 +16,8 @@ Contract
   a ``-W`` build.
 * The pages ``reference/scenario.md`` and ``reference/metrics.md`` hold a marker line
   (:data:`MARKER` with the page's name); :func:`setup` (a Sphinx extension) replaces it with the
-  generated Markdown when Sphinx reads the page, and fails the build when a page lacks its marker.
+  generated Markdown when Sphinx reads the page (on every build, incremental ones too), and fails
+  the build when a page lacks its marker.
 
 Pure functions of the schemas and definitions (no Sphinx import outside :func:`setup`), so the tests
 can check what the pages will say without building the site.
@@ -151,7 +152,9 @@ class _Walker:
             return self._link(self.def_labels[name], self._short(self.def_labels[name]))
         for union in ("anyOf", "oneOf"):
             if union in node:
-                return " or ".join(self.describe(alt, path) for alt in node[union])
+                alts = [self.describe(alt, path) for alt in node[union]]
+                # a long union (the timeline's actions) reads as a list
+                return " or ".join(alts) if len(alts) <= 3 else "one of: " + ", ".join(alts)
         if "const" in node:
             return _code(node["const"])
         if "enum" in node:
@@ -211,7 +214,8 @@ def schema_sections(
 
 
 def render_sections(sections: list[Section], level: int = 2) -> str:
-    """The sections as Markdown: a labelled heading, the description, a table of the keys."""
+    """The sections as Markdown: a labelled heading, the description, a table of the keys (three
+    columns, so it fits the page: a required key says so beside its name, a default ends its text)."""
     out: list[str] = []
     hashes = "#" * level
     for s in sections:
@@ -219,11 +223,13 @@ def render_sections(sections: list[Section], level: int = 2) -> str:
         if s.description:
             out += [s.description, ""]
         if s.rows:
-            out += ["| Key | Type | Required | Default | Description |", "| --- | --- | --- | --- | --- |"]
-            out += [
-                f"| `{r.key}` | {r.type} | {'yes' if r.required else ''} | {r.default} | {r.description} |"
-                for r in s.rows
-            ]
+            out += ["| Key | Type | Description |", "| --- | --- | --- |"]
+            for r in s.rows:
+                key = f"`{r.key}` (required)" if r.required else f"`{r.key}`"
+                default = f"Default: {r.default}." if r.default else ""
+                sentence = r.description + ("." if r.description and r.description[-1] not in ".:)" else "")
+                text = " ".join(t for t in (sentence, default) if t)
+                out.append(f"| {key} | {r.type} | {text} |")
             out.append("")
     return "\n".join(out)
 
@@ -349,5 +355,12 @@ def setup(app: Any) -> dict[str, Any]:
     def on_source_read(app: Any, docname: str, source: list[str]) -> None:
         source[0] = replace_marker(docname, source[0])
 
+    def always_outdated(
+        app: Any, env: Any, added: set[str], changed: set[str], removed: set[str]
+    ) -> list[str]:
+        # the sources of a generated page are the schemas, not its file: read it again on every build
+        return [d for d in GENERATED if d in env.found_docs]
+
     app.connect("source-read", on_source_read)
+    app.connect("env-get-outdated", always_outdated)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

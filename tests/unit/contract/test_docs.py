@@ -173,13 +173,22 @@ SMALL = {
         "box": {"$ref": "#/$defs/Box"},
         "steps": {"type": "array", "items": {"oneOf": [{"$ref": "#/$defs/Go"}]}},
         "pair": {"type": ["array", "null"], "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+        "many": {"type": "object", "properties": {"k": {"anyOf": [{"const": n} for n in (1, 2, 3, 4)]}}},
     },
     "$defs": {
-        "Box": {"type": "object", "properties": {"size": {"type": "integer", "minimum": 1, "maximum": 5}}},
+        "Box": {
+            "type": "object",
+            "properties": {
+                "size": {"type": "integer", "minimum": 1, "maximum": 5, "description": "The size."}
+            },
+        },
         "Go": {
             "type": "object",
             "description": "Go.",
-            "properties": {"action": {"const": "go"}, "mode": {"enum": ["x", "y"], "default": "x"}},
+            "properties": {
+                "action": {"const": "go"},
+                "mode": {"enum": ["x", "y"], "default": "x", "description": "the mode"},
+            },
         },
     },
 }
@@ -205,30 +214,38 @@ def test_the_generator_renders_one_table_per_object_with_links_between_them() ->
             "",
             "A file with `[box]`, see `x.Box`.",
             "",
-            "| Key | Type | Required | Default | Description |",
-            "| --- | --- | --- | --- | --- |",
-            "| `name` | string matching `^(a\\|b)$` | yes |  |  |",
-            "| `wait` | duration |  | `5.0` |  |",
-            "| `box` | {ref}`[box] <t-box>` |  |  |  |",
-            "| `steps` | array of {ref}`go <t-go>` |  |  |  |",
-            "| `pair` | array of string, or null (2 items) |  |  |  |",
+            "| Key | Type | Description |",
+            "| --- | --- | --- |",
+            "| `name` (required) | string matching `^(a\\|b)$` |  |",
+            "| `wait` | duration | Default: `5.0`. |",
+            "| `box` | {ref}`[box] <t-box>` |  |",
+            "| `steps` | array of {ref}`go <t-go>` |  |",
+            "| `pair` | array of string, or null (2 items) |  |",
+            "| `many` | {ref}`[many] <t-many>` |  |",
             "",
             "(t-box)=",
             "## `[box]`",
             "",
-            "| Key | Type | Required | Default | Description |",
-            "| --- | --- | --- | --- | --- |",
-            "| `size` | integer (>= 1, <= 5) |  |  |  |",
+            "| Key | Type | Description |",
+            "| --- | --- | --- |",
+            "| `size` | integer (>= 1, <= 5) | The size. |",
             "",
             "(t-go)=",
             "## step go",
             "",
             "Go.",
             "",
-            "| Key | Type | Required | Default | Description |",
-            "| --- | --- | --- | --- | --- |",
-            '| `action` | `"go"` |  |  |  |',
-            '| `mode` | one of `"x"`, `"y"` |  | `"x"` |  |',
+            "| Key | Type | Description |",
+            "| --- | --- | --- |",
+            '| `action` | `"go"` |  |',
+            '| `mode` | one of `"x"`, `"y"` | the mode. Default: `"x"`. |',
+            "",
+            "(t-many)=",
+            "## `[many]`",
+            "",
+            "| Key | Type | Description |",
+            "| --- | --- | --- |",
+            "| `k` | one of: `1`, `2`, `3`, `4` |  |",
             "",
         ]
     )
@@ -248,7 +265,7 @@ def test_the_scenario_reference_has_a_section_for_every_table_and_action() -> No
     # every key of every table is a row
     for part in [schema, *schema["$defs"].values()]:
         for key in part.get("properties", {}):
-            assert f"| `{key}` |" in text
+            assert f"| `{key}` " in text  # "| `key` |" or "| `key` (required) |"
 
 
 def test_the_metrics_reference_names_every_term_and_metric() -> None:
