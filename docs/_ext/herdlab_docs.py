@@ -280,20 +280,19 @@ def metrics_reference() -> str:
     def terms(pairs: list[tuple[str, str]]) -> list[str]:
         out: list[str] = []
         for term, text in pairs:
-            out += [term, f": {md_text(text)}", ""]
+            out += [f"**{term}**", f": {md_text(text)}", ""]
         return out
 
     def table(metrics: list[Metric], prefix: str) -> list[str]:
         out = [
-            "| Metric | Label | Unit | Family | `never` counts as +inf | Compared | Absolute slack |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
+            "| Metric | Label | Unit | Family | Compared (absolute slack) |",
+            "| --- | --- | --- | --- | --- |",
         ]
         for m in metrics:
-            slack = f"{m.abs_tolerance:g} {m.unit}".strip() if m.compare and m.abs_tolerance else ""
-            out.append(
-                f"| `{prefix}{m.name}` | {cell(m.label)} | {m.unit} | {m.family} | "
-                f"{'yes' if m.censored else ''} | {'yes' if m.compare else 'no'} | {slack} |"
-            )
+            label = cell(m.label) + (" (missing: `never`, +infinity)" if m.censored else "")
+            slack = f" ({m.abs_tolerance:g} {m.unit})".replace(" )", ")") if m.abs_tolerance else ""
+            compared = f"yes{slack}" if m.compare else "no"
+            out.append(f"| `{prefix}{m.name}` | {label} | {m.unit} | {m.family} | {compared} |")
         return [*out, ""]
 
     schema = metrics_schema()
