@@ -92,7 +92,7 @@ def simulate(
 
     The same scenario files, matrix, plans and faults as `herdlab run`; each unit runs the real
     rebalance code of each implementation against simulated servers, with every delay taken from a
-    stated model (see README, "The simulator": a named profile, --profile; override fields with
+    stated model (see docs/simulator.md: a named profile, --profile; override fields with
     --delay). Actions the simulator
     does not model (pause, cut, expire, broker, ZooKeeper and coordinator faults, partition growth,
     migrations) are recorded as skipped, "not simulated". The run directory, analysis and reports are

@@ -48,7 +48,7 @@ def banner(metrics: MetricsDocument) -> str | None:
         "machine, the assignors) in virtual time; every delay comes from its stated model: "
         f"{sim.get('model') or '(model not recorded)'}"
         + (f"; simulator options: {_options(sim['options'])}" if sim.get("options") else "")
-        + ". Where the model departs from a real run: README, 'The simulator'."
+        + ". Where the model departs from a real run: docs/simulator.md."
     )
 
 

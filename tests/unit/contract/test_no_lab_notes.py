@@ -61,3 +61,27 @@ def test_no_lab_notes_in_the_sources() -> None:
     assert found == [], (
         "lab notes in code (state the contract or reason; history goes in commits):\n" + "\n".join(found)
     )
+
+
+def test_no_lab_notes_in_the_readme_and_the_guide() -> None:
+    """README.md and the hand-written docs pages hold no dates, clock times or issue numbers either:
+    measurements and their hours belong in docs/validation/, each with the command that produced it."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in pages
+        for n, line in offending_lines(path.read_text(encoding="utf-8"))
+    ]
+    hint = "lab notes in the README or the docs (move them to docs/validation/):\n"
+    assert found == [], hint + "\n".join(found)
+
+
+def test_the_readme_is_a_front_door() -> None:
+    """The README starts with the two commands (the main job, then the tests), stays short and points
+    at nothing outside the repository."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    first_block = text.split("```")[1].splitlines()
+    assert first_block[1].startswith("./herdlab demo ") and first_block[2].startswith("./herdlab test ")
+    assert len(lines) <= 200
+    assert "../" not in text
