@@ -6,7 +6,6 @@ their calls, so nothing is installed)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import time
@@ -71,7 +70,7 @@ def _bootstrap(checkout: Path, *args: str) -> list[str]:
     """Run ``./herdlab ARGS`` in ``checkout``; the calls its stand-ins recorded, this run's only."""
     calls = checkout / ".venv" / "calls"
     before = calls.read_text().splitlines() if calls.exists() else []
-    subprocess.run(["sh", str(checkout / "herdlab"), *args], check=True, capture_output=True, env=os.environ)
+    subprocess.run(["sh", str(checkout / "herdlab"), *args], check=True, capture_output=True)
     return calls.read_text().splitlines()[len(before) :]
 
 
