@@ -28,8 +28,9 @@ docs/validation/analysis-speed.md).
   process (``python -m harness.analysis.bench ... --dump-class-archive``) whose JVM writes the archive
   as it exits (the child waits for it); a JVM must then map it (:func:`check`: a damaged archive
   crashes a JVM that maps it, so none is put in place unchecked) and it is renamed into place, so a
-  reader never sees half an archive. ``herdlab spark archive`` runs it; ``./herdlab`` runs it once
-  after installing.
+  reader never sees half an archive, and writers running at once each put a whole one in place.
+  ``herdlab spark archive`` runs it; ``./herdlab`` runs it after installing: before the tests, and
+  for any other command in the background once that command has ended (the script's header says how).
 
 Nothing here changes what the analysis computes: only where the JVM gets its classes from.
 """
