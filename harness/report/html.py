@@ -86,7 +86,7 @@ tr.totals td{background:#fafafa;text-align:left;white-space:normal}tr.failed td,
 th.impl{background:#e8eef8}.never{color:#b00020;font-weight:600}
 img{max-width:100%;height:auto;border:1px solid #eee;margin:8px 0}
 figure{margin:0;min-width:0}figcaption{color:#555;font-size:.9em}
-.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,460px),1fr));gap:12px}
+.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,900px),1fr));gap:12px}
 dl dt{font-weight:600;margin-top:8px}dl dd{margin-left:18px}
 details{margin:8px 0}summary{cursor:pointer;color:#1b6ac9}.scroll{overflow-x:auto;max-width:100%}
 nav ol{columns:3 14em;margin:6px 0}
@@ -98,7 +98,8 @@ nav ol{columns:3 14em;margin:6px 0}
 .verdict td,.verdict th{white-space:normal}
 """
 
-#: Plots shown right under the verdict (by :attr:`Plot.name`); the others are the folded timelines.
+#: Plots shown right under the verdict, in this order (by :attr:`Plot.name`); the others are the folded
+#: timelines.
 KEY_PLOTS = ("herd", "latency")
 
 _CODE = re.compile(r"`([^`]+)`")
@@ -296,7 +297,7 @@ def render_html(metrics: MetricsDocument, plots: list[Plot], summary_md_name: st
         "coordinators": _coordinators(metrics),
         "side_tables": [_side(t) for t in side_by_side(metrics)],
         "breakdown": [_side(t) for t in side_by_side(metrics, breakdown=True)],
-        "key_plots": [_plot(p) for p in plots if p.name in KEY_PLOTS],
+        "key_plots": [_plot(p) for name in KEY_PLOTS for p in plots if p.name == name],
         "other_plots": [_plot(p) for p in plots if p.name not in KEY_PLOTS],
         "unit_rows": _unit_rows(metrics),
         "overlaps": _overlaps(metrics),
