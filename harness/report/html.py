@@ -1,18 +1,32 @@
 """``index.html``: one self-contained page (CSS inline, plots as base64 PNG): it opens offline.
 
-It leads with the verdict (run valid or not, the legacy/coordinator ratios per trigger kind,
-completeness and split brain per implementation), then alerts, the migration proof (when some unit
-switched its members between kinds), the coordinator failover table (when some unit had a coordinator or
-ZooKeeper-leader fault), tables, plots, units, definitions."""
+It leads with the finding: the headline sentence (:func:`harness.report.headline.headline`), the
+verdict (run valid or not, the legacy/coordinator ratios per trigger kind, completeness and split
+brain per implementation) with the alerts, then the herd and latency plots and a table of contents;
+then the run, the migration proof (when some unit switched its members between kinds), the
+coordinator failover table (when some unit had a coordinator or ZooKeeper-leader fault), the
+Coordinators table, the per-trigger tables (folded), the per-unit timelines (folded), every unit
+(folded), overlaps, broker configuration, logs, definitions and provenance.
+
+The page is the Jinja2 templates under ``templates/``; this module only arranges the data of
+:mod:`.tables` for them (every value arrives as text, escaped by the templates). Wide tables scroll
+inside their own box, never the page; inline code in definitions and intros (```x```) is rendered
+as ``<code>``.
+"""
 
 from __future__ import annotations
 
 import base64
-import html
+import re
+from functools import cache
 from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 from harness.analysis.definitions import metric
 from harness.analysis.metrics_model import MetricsDocument
+from harness.report.headline import headline
 from harness.report.plots import Plot
 from harness.report.simulation import banner
 from harness.report.tables import (
@@ -26,8 +40,7 @@ from harness.report.tables import (
     OVERLAP_COLUMNS,
     OVERLAP_INTRO,
     REQUEST_KINDS_INTRO,
-    UNIT_COLUMNS,
-    VERDICT_COLUMNS,
+    VERDICT_HEADERS,
     SideBySide,
     broker_config_columns,
     broker_config_rows,
@@ -38,6 +51,7 @@ from harness.report.tables import (
     coordinators_rows,
     failover_rows,
     fmt,
+    fmt_bytes,
     migration_line,
     migration_tables,
     overlap_rows,
@@ -45,6 +59,7 @@ from harness.report.tables import (
     request_kind_rows,
     side_by_side,
     trigger_title,
+    unit_column_headers,
     unit_rows,
     verdict_intro,
     verdict_of,
@@ -53,269 +68,289 @@ from harness.report.tables import (
 from harness.report.unit_logs import log_links
 
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1400px;
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:16px auto;max-width:1400px;
 color:#222;padding:0 16px;line-height:1.4}
-h1{font-size:1.6em;margin-bottom:4px}h2{margin-top:36px;border-bottom:1px solid #ddd;padding-bottom:4px}
-h3{margin:22px 0 6px;font-size:1.05em}
-.meta{color:#555;font-size:.9em}.meta code{background:#f4f4f4;padding:1px 4px;border-radius:3px}
+h1{font-size:1.3em;margin:0 0 6px;overflow-wrap:anywhere}
+h2{margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px;font-size:1.3em}
+h3{margin:22px 0 6px;font-size:1.05em}p,dd,li,summary{overflow-wrap:anywhere}
+.headline{font-size:1.3em;font-weight:600;margin:8px 0 4px;padding:10px 14px;background:#f1f5fb;
+border-left:5px solid #1b6ac9;border-radius:4px}
+.meta{color:#555;font-size:.9em}code{background:#f4f4f4;padding:1px 4px;border-radius:3px;font-size:.92em}
 .alert{background:#fdecea;border:2px solid #d32f2f;color:#8b0000;padding:10px 14px;border-radius:6px;margin:14px 0}
 .alert.lost{font-size:1.15em;font-weight:bold}.ok{background:#edf7ed;border:1px solid #2e7d32;color:#1b5e20;
 padding:8px 12px;border-radius:6px;margin:14px 0}
 table{border-collapse:collapse;font-size:.84em;margin:6px 0 14px}th,td{border:1px solid #ddd;padding:3px 7px;
 text-align:right;white-space:nowrap}th{background:#f6f6f6}td.l,th.l{text-align:left}
+table.wrap td{white-space:normal;overflow-wrap:anywhere}
 tr.totals td{background:#fafafa;text-align:left;white-space:normal}tr.failed td,tr.lost td{background:#fdecea;color:#8b0000}
 th.impl{background:#e8eef8}.never{color:#b00020;font-weight:600}
-img{max-width:100%;border:1px solid #eee;margin:8px 0}dl dt{font-weight:600;margin-top:8px}dl dd{margin-left:18px}
+img{max-width:100%;height:auto;border:1px solid #eee;margin:8px 0}
+figure{margin:0;min-width:0}figcaption{color:#555;font-size:.9em}
+.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,900px),1fr));gap:12px}
+dl dt{font-weight:600;margin-top:8px}dl dd{margin-left:18px}
 details{margin:8px 0}summary{cursor:pointer;color:#1b6ac9}.scroll{overflow-x:auto;max-width:100%}
-.verdict{border:2px solid #2e7d32;border-radius:6px;padding:6px 14px;margin:14px 0}
-.verdict.invalid{border-color:#d32f2f}.verdict .line{font-size:1.15em;font-weight:bold;color:#1b5e20}
+nav ol{columns:3 14em;margin:6px 0}
+.verdict{border:2px solid #2e7d32;border-radius:6px;padding:0 14px 6px;margin:10px 0}
+.verdict h2{margin-top:10px}
+.verdict.invalid{border-color:#d32f2f}.verdict .line{font-size:1.1em;font-weight:bold;color:#1b5e20}
 .verdict.invalid .line{color:#8b0000}
-.verdict.unknown{border-color:#f9a825}.verdict.unknown .line{color:#8d6e00}.verdict td{white-space:normal}
+.verdict.unknown{border-color:#f9a825}.verdict.unknown .line{color:#8d6e00}
+.verdict td,.verdict th{white-space:normal}
 """
 
+#: Plots shown right under the verdict, in this order (by :attr:`Plot.name`); the others are the folded
+#: timelines.
+KEY_PLOTS = ("herd", "latency")
 
-def _e(s: Any) -> str:
-    return html.escape(str(s))
-
-
-def _cell(text: str) -> str:
-    cls = ' class="never"' if text.startswith("never") else ""
-    return f"<td{cls}>{_e(text)}</td>"
+_CODE = re.compile(r"`([^`]+)`")
 
 
-def _side_table(t: SideBySide) -> str:
-    cols = columns(t)
-    head1 = (
-        '<tr><th class="l" rowspan="2">metric</th>'
-        + "".join(f'<th class="impl" colspan="{len(cols)}">{_e(t.label(i))}</th>' for i in t.impls)
-        + "</tr>"
+def inline_code(text: Any) -> Markup:
+    """``text`` escaped, each ```span``` in it as ``<code>span</code>`` (the Jinja2 filter ``code``)."""
+    return Markup(_CODE.sub(lambda m: f"<code>{m.group(1)}</code>", str(escape(str(text)))))
+
+
+@cache
+def _env() -> Environment:
+    env = Environment(
+        loader=PackageLoader("harness.report", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=StrictUndefined,
     )
-    head2 = "<tr>" + "".join("".join(f"<th>{_e(s)}</th>" for s in cols) for _ in t.impls) + "</tr>"
-    body = []
+    env.filters["code"] = inline_code
+    return env
+
+
+def _macro(name: str, *args: Any) -> str:
+    """One macro of ``blocks.html.j2`` rendered, as a string."""
+    return str(getattr(_env().get_template("blocks.html.j2").module, name)(*args)).strip()
+
+
+# --- the data of each section ---------------------------------------------------------------------
+
+
+def _side(t: SideBySide) -> dict[str, Any]:
+    rows = []
     for name, by_impl in t.rows:
         m = metric(name)
-        tds = [f'<td class="l">{_e(m.label)}{" (" + _e(m.unit) + ")" if m.unit else ""}</td>']
-        for impl in t.impls:
-            tds += [_cell(c) for c in cells(t, by_impl.get(impl))]
-        body.append("<tr>" + "".join(tds) + "</tr>")
-    return f'<div class="scroll"><table><thead>{head1}{head2}</thead><tbody>{"".join(body)}</tbody></table></div>'
+        row_cells = [c for impl in t.impls for c in cells(t, by_impl.get(impl))]
+        rows.append({"label": m.label + (f" ({m.unit})" if m.unit else ""), "cells": row_cells})
+    return {
+        "title": trigger_title(t),
+        "labels": [t.label(i) for i in t.impls],
+        "columns": columns(t),
+        "rows": rows,
+    }
 
 
-def _grid(head: list[str], rows: list[list[str]]) -> str:
-    th = "".join(f'<th class="l">{_e(h)}</th>' for h in head)
-    trs = "".join("<tr>" + "".join(_cell(c) for c in r) + "</tr>" for r in rows)
-    return f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table></div>'
-
-
-def verdict_block(metrics: MetricsDocument) -> str:
-    """The verdict block (HTML)."""
+def _verdict(metrics: MetricsDocument) -> dict[str, Any]:
     v = verdict_of(metrics)
-    cls = {True: "verdict", "unknown": "verdict unknown"}.get(v["valid"], "verdict invalid")
-    parts = [f'<div class="{cls}"><h2>Verdict</h2><p class="line">{_e(v["line"])}</p>']
-    ratios = verdict_rows(metrics)
-    if ratios:
-        parts.append(_grid(VERDICT_COLUMNS, ratios))
-        parts.append(f'<p class="meta">{_e(verdict_intro(metrics))}</p>')
-    else:
-        parts.append("<p>No trigger kind ran on legacy_zk and another implementation: no ratio.</p>")
-    parts.append(_grid(COMPLETENESS_COLUMNS, completeness_rows(metrics)))
-    parts.append("</div>")
-    return "".join(parts)
+    return {
+        "cls": {True: "verdict", "unknown": "verdict unknown"}.get(v["valid"], "verdict invalid"),
+        "line": v["line"],
+        "ratio_head": VERDICT_HEADERS,
+        "ratios": verdict_rows(metrics),
+        "intro": verdict_intro(metrics),
+        "completeness_head": COMPLETENESS_COLUMNS,
+        "completeness": completeness_rows(metrics),
+    }
 
 
-def migration_block(metrics: MetricsDocument) -> str:
-    """The "Migration proof" section (HTML; empty when no unit switched member kinds)."""
+def _migration(metrics: MetricsDocument) -> dict[str, Any] | None:
     line = migration_line(metrics)
     if line is None:
-        return ""
-    ok = bool((metrics.get("migration") or {}).get("as_expected"))
-    parts = [
-        "<h2>Migration proof</h2>",
-        f'<div class="{"ok" if ok else "alert"}"><b>{_e(line)}</b></div>',
-        f'<p class="meta">{_e(MIGRATION_INTRO)}</p>',
-    ]
-    for t in migration_tables(metrics):
-        parts.append(f"<h3>{_e(t.title)}</h3>{_grid(MIGRATION_COLUMNS, t.rows)}")
-    return "".join(parts)
+        return None
+    return {
+        "line": line,
+        "ok": bool((metrics.get("migration") or {}).get("as_expected")),
+        "intro": MIGRATION_INTRO,
+        "head": MIGRATION_COLUMNS,
+        "tables": [{"title": t.title, "rows": t.rows} for t in migration_tables(metrics)],
+    }
 
 
-def failover_block(metrics: MetricsDocument) -> str:
-    """The "Coordinator failover" section (HTML; empty when no unit had a failover fault)."""
+def _failover(metrics: MetricsDocument) -> dict[str, Any] | None:
     rows = failover_rows(metrics)
-    if not rows:
-        return ""
-    return f'<h2>Coordinator failover</h2><p class="meta">{_e(FAILOVER_INTRO)}</p>' + _grid(
-        FAILOVER_COLUMNS, rows
-    )
+    return {"intro": FAILOVER_INTRO, "head": FAILOVER_COLUMNS, "rows": rows} if rows else None
 
 
-def coordinators_block(metrics: MetricsDocument) -> str:
-    """The "Coordinators" section (HTML; empty unless the run's units have several brokers)."""
+def _coordinators(metrics: MetricsDocument) -> dict[str, Any] | None:
     rows = coordinators_rows(metrics)
     if not rows:
-        return ""
-    out = f'<h2>Coordinators</h2><p class="meta">{_e(COORDINATORS_INTRO)}</p>' + _grid(
-        coordinators_columns(metrics), rows
+        return None
+    return {
+        "intro": COORDINATORS_INTRO,
+        "head": coordinators_columns(metrics),
+        "rows": rows,
+        "kinds_intro": REQUEST_KINDS_INTRO,
+        "kinds_head": request_kind_columns(metrics),
+        "kinds": request_kind_rows(metrics),
+    }
+
+
+def _broker_config(metrics: MetricsDocument) -> dict[str, Any] | None:
+    rows = broker_config_rows(metrics)
+    return (
+        {"intro": BROKER_CONFIG_INTRO, "head": broker_config_columns(metrics), "rows": rows} if rows else None
     )
-    kinds = request_kind_rows(metrics)
-    if kinds:
-        out += f'<h3>Requests by kind</h3><p class="meta">{_e(REQUEST_KINDS_INTRO)}</p>' + _grid(
-            request_kind_columns(metrics), kinds
-        )
+
+
+def _overlaps(metrics: MetricsDocument) -> dict[str, Any] | None:
+    rows, more = overlap_rows(metrics)
+    return {"intro": OVERLAP_INTRO, "head": OVERLAP_COLUMNS, "rows": rows, "more": more} if rows else None
+
+
+def _unit_rows(metrics: MetricsDocument) -> list[dict[str, Any]]:
+    out = []
+    for r in unit_rows(metrics):
+        cls = "failed" if r["kind"] == "failed" else ("lost totals" if r.get("lost") else "totals")
+        out.append({**r, "cls": cls})
     return out
 
 
-def broker_config_block(metrics: MetricsDocument) -> str:
-    """The "Broker configuration" section (HTML; empty when no unit recorded its broker's)."""
-    rows = broker_config_rows(metrics)
-    if not rows:
-        return ""
-    return f'<h2>Broker configuration</h2><p class="meta">{_e(BROKER_CONFIG_INTRO)}</p>' + _grid(
-        broker_config_columns(metrics), rows
-    )
+def _machine(machine: dict[str, Any]) -> str:
+    """The machine's description; sizes (keys ending ``_bytes``) in KiB / MiB / GiB."""
+    parts = []
+    for k, v in machine.items():
+        if k.endswith("_bytes"):
+            parts.append(f"{k.removesuffix('_bytes')} {fmt_bytes(v)}")
+        else:
+            parts.append(f"{k} {v}")
+    return ", ".join(parts)
 
 
-def overlaps_block(metrics: MetricsDocument) -> str:
-    """The "Overlap episodes" section (HTML; empty when no unit had one)."""
-    rows, more = overlap_rows(metrics)
-    if not rows:
-        return ""
-    tail = f'<p class="meta">{more} more episodes in metrics.json (units[].overlaps).</p>' if more else ""
-    return (
-        f'<h2>Overlap episodes</h2><p class="meta">{_e(OVERLAP_INTRO)}</p>'
-        + _grid(OVERLAP_COLUMNS, rows)
-        + tail
-    )
-
-
-def logs_block(metrics: MetricsDocument) -> str:
-    """The "Unit logs" section: a link to each unit's ``units/<unit>/logs/`` (empty for a simulation)."""
-    links = log_links(metrics)
-    if not links:
-        return ""
-    items = "".join(f'<li>{_e(name)}: <a href="{_e(path)}">{_e(path)}</a></li>' for name, path in links)
-    return f"<h2>Unit logs</h2><ul>{items}</ul>"
-
-
-def render_html(metrics: MetricsDocument, plots: list[Plot], summary_md_name: str = "summary.md") -> str:
-    """The whole page."""
+def _provenance(metrics: MetricsDocument) -> list[tuple[str, str]]:
     run = metrics.get("run") or {}
-    title = f"herdlab report: {run.get('scenario') or '?'} / {run.get('run_id') or '?'}"
-    parts = [
-        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title><style>{CSS}</style></head><body>"
-    ]
-    parts.append(f"<h1>{_e(title)}</h1>")
-    sim = banner(metrics)
-    if sim:
-        parts.append(f'<div class="alert lost"><b>{_e(sim)}</b></div>')
-    parts.append(verdict_block(metrics))
-    if description := run.get("description"):
-        parts.append(f"<p>{_e(description)}</p>")
     spark = metrics.get("spark") or {}
-    parts.append(
-        '<p class="meta">'
-        + " · ".join(
-            _e(x)
-            for x in (
-                f"implementations: {', '.join(run.get('implementations') or [])}",
-                f"repetitions: {run.get('repetitions')}",
-                f"settle window: {run.get('settle_window_s')} s",
-                f"backend: {run.get('backend')}",
-                f"started {run.get('started')}",
-                f"{run.get('history_rows')} events",
-                f"analysed by Spark {spark.get('version')} on {spark.get('master')} in {spark.get('analysis_s')} s",
-            )
-        )
-        + f' · also as <a href="{_e(summary_md_name)}">Markdown</a> and <a href="metrics.json">JSON</a></p>'
-    )
-    alerts = metrics.get("alerts") or []
-    loud = [a for a in alerts if a.startswith(("LOST", "NOT DRAINED"))]
-    for a in loud:
-        parts.append(f'<div class="alert lost">{_e(a)}</div>')
-    others = [a for a in alerts if a not in loud]
-    if others:
-        parts.append(
-            '<div class="alert"><b>Attention</b><ul>'
-            + "".join(f"<li>{_e(a)}</li>" for a in others)
-            + "</ul></div>"
-        )
-
-    parts.append(migration_block(metrics))
-    parts.append(failover_block(metrics))
-    parts.append(coordinators_block(metrics))
-    parts.append("<h2>Results per trigger, side by side</h2>")
-    parts.append(
-        '<p class="meta">Statistics over repetitions: p50/p95/p99/max by the rank rule of the definitions; '
-        "a statistic whose rank touches a repetition that did not settle reads <span class=never>never</span>; "
-        "mean with a t-based 95% confidence interval over the finite values, saying how many never values it "
-        "left out. One repetition: one value. Definitions at the end.</p>"
-    )
-    tables = side_by_side(metrics)
-    if not tables:
-        parts.append("<p>No results: the history holds no analysed unit.</p>")
-    for t in tables:
-        parts.append(f"<h3>{_e(trigger_title(t))}</h3>")
-        parts.append(_side_table(t))
-    breakdown = side_by_side(metrics, breakdown=True)
-    if breakdown:
-        parts.append(
-            "<details><summary>ZooKeeper requests by operation and broker coordination requests by API</summary>"
-        )
-        for t in breakdown:
-            parts.append(f"<h3>{_e(trigger_title(t))}</h3>{_side_table(t)}")
-        parts.append("</details>")
-
-    if plots:
-        parts.append("<h2>Plots</h2>")
-        for p in plots:
-            b64 = base64.b64encode(p.png).decode()
-            parts.append(f'<h3>{_e(p.title)}</h3><img alt="{_e(p.title)}" src="data:image/png;base64,{b64}">')
-
-    rows = unit_rows(metrics)
-    if rows:
-        parts.append(
-            "<h2>Every unit</h2><details open><summary>per unit and trigger</summary><table><thead><tr>"
-        )
-        parts.append(
-            '<th class="l">unit</th>'
-            + "".join(f"<th>{_e(c)}</th>" for c, _ in UNIT_COLUMNS)
-            + "</tr></thead><tbody>"
-        )
-        for r in rows:
-            if r["kind"] == "trigger":
-                parts.append(
-                    f'<tr><td class="l">{_e(r["unit"])}</td>'
-                    + "".join(_cell(c) for c in r["cells"])
-                    + "</tr>"
-                )
-            else:
-                cls = "failed" if r["kind"] == "failed" else ("lost totals" if r.get("lost") else "totals")
-                parts.append(
-                    f'<tr class="{cls}"><td class="l">{_e(r["unit"])}</td><td colspan="{len(UNIT_COLUMNS)}">{_e(r["text"])}</td></tr>'
-                )
-        parts.append("</tbody></table></div></details>")
-    parts.append(overlaps_block(metrics))
-    parts.append(broker_config_block(metrics))
-    parts.append(logs_block(metrics))
-
-    parts.append("<h2>Definitions</h2><dl>")
-    for term, text in metrics.get("definitions") or []:
-        parts.append(f"<dt>{_e(term)}</dt><dd>{_e(text)}</dd>")
-    parts.append("</dl>")
-    parts.append("<h2>Provenance</h2><table>")
     prov = {
         "run directory": run.get("run_dir"),
         "git commit": run.get("git_commit"),
         "versions": ", ".join(f"{k} {v}" for k, v in (run.get("versions") or {}).items()),
-        "machine": ", ".join(f"{k} {v}" for k, v in (run.get("machine") or {}).items()),
+        "machine": _machine(run.get("machine") or {}),
         "spark": f"{spark.get('version')} {spark.get('master')}, shuffle partitions {spark.get('shuffle_partitions')} (record keys)"
         f" / {spark.get('small_shuffle_partitions', spark.get('shuffle_partitions'))} (the rest)",
         "finished": run.get("finished"),
         "interrupted": run.get("interrupted"),
     }
-    for k, v in prov.items():
-        parts.append(
-            f'<tr><th class="l">{_e(k)}</th><td class="l">{_e(fmt(v) if v is not None else "—")}</td></tr>'
+    return [(k, fmt(v) if v is not None else "—") for k, v in prov.items()]
+
+
+def _plot(p: Plot) -> dict[str, str]:
+    return {"title": p.title, "b64": base64.b64encode(p.png).decode()}
+
+
+# --- the sections as HTML (each also a part of the page) ------------------------------------------
+
+
+def verdict_block(metrics: MetricsDocument) -> str:
+    """The verdict block (HTML)."""
+    return _macro("verdict", _verdict(metrics))
+
+
+def migration_block(metrics: MetricsDocument) -> str:
+    """The "Migration proof" section (HTML; empty when no unit switched member kinds)."""
+    m = _migration(metrics)
+    return _macro("migration", m) if m else ""
+
+
+def failover_block(metrics: MetricsDocument) -> str:
+    """The "Coordinator failover" section (HTML; empty when no unit had a failover fault)."""
+    f = _failover(metrics)
+    return _macro("section", "Coordinator failover", f["intro"], f["head"], f["rows"]) if f else ""
+
+
+def coordinators_block(metrics: MetricsDocument) -> str:
+    """The "Coordinators" section (HTML; empty unless the run's units have several brokers)."""
+    c = _coordinators(metrics)
+    return _macro("coordinators", c) if c else ""
+
+
+def broker_config_block(metrics: MetricsDocument) -> str:
+    """The "Broker configuration" section (HTML; empty when no unit recorded its broker's)."""
+    c = _broker_config(metrics)
+    return _macro("section", "Broker configuration", c["intro"], c["head"], c["rows"]) if c else ""
+
+
+def overlaps_block(metrics: MetricsDocument) -> str:
+    """The "Overlap episodes" section (HTML; empty when no unit had one)."""
+    o = _overlaps(metrics)
+    return _macro("overlaps", o) if o else ""
+
+
+def logs_block(metrics: MetricsDocument) -> str:
+    """The "Unit logs" section: a link to each unit's ``units/<unit>/logs/`` (empty for a simulation)."""
+    links = log_links(metrics)
+    return _macro("logs", links) if links else ""
+
+
+def render_html(metrics: MetricsDocument, plots: list[Plot], summary_md_name: str = "summary.md") -> str:
+    """The whole page (see the module docstring for its order)."""
+    run = metrics.get("run") or {}
+    spark = metrics.get("spark") or {}
+    alerts = list(metrics.get("alerts") or [])
+    loud = [a for a in alerts if a.startswith(("LOST", "NOT DRAINED"))]
+    sections: dict[str, Any] = {
+        "migration": _migration(metrics),
+        "failover": _failover(metrics),
+        "coordinators": _coordinators(metrics),
+        "side_tables": [_side(t) for t in side_by_side(metrics)],
+        "breakdown": [_side(t) for t in side_by_side(metrics, breakdown=True)],
+        "key_plots": [_plot(p) for name in KEY_PLOTS for p in plots if p.name == name],
+        "other_plots": [_plot(p) for p in plots if p.name not in KEY_PLOTS],
+        "unit_rows": _unit_rows(metrics),
+        "overlaps": _overlaps(metrics),
+        "broker_config": _broker_config(metrics),
+        "logs": log_links(metrics),
+    }
+    toc = [
+        (anchor, name)
+        for anchor, name, shown in (
+            ("verdict", "Verdict", True),
+            ("plots", "Herd and latency", sections["key_plots"]),
+            ("run", "This run", True),
+            ("migration", "Migration proof", sections["migration"]),
+            ("failover", "Coordinator failover", sections["failover"]),
+            ("coordinators", "Coordinators", sections["coordinators"]),
+            ("results", "Per-trigger results", True),
+            ("timelines", "Timelines per unit", sections["other_plots"]),
+            ("units", "Every unit", sections["unit_rows"]),
+            ("overlaps", "Overlap episodes", sections["overlaps"]),
+            ("broker-config", "Broker configuration", sections["broker_config"]),
+            ("logs", "Unit logs", sections["logs"]),
+            ("definitions", "Definitions", True),
+            ("provenance", "Provenance", True),
         )
-    parts.append("</table></body></html>")
-    return "\n".join(parts)
+        if shown
+    ]
+    meta = [
+        f"implementations: {', '.join(run.get('implementations') or [])}",
+        f"repetitions: {run.get('repetitions')}",
+        f"settle window: {run.get('settle_window_s')} s",
+        f"backend: {run.get('backend')}",
+        f"started {run.get('started')}",
+        f"{run.get('history_rows')} events",
+        f"analysed by Spark {spark.get('version')} on {spark.get('master')} in {spark.get('analysis_s')} s",
+    ]
+    return (
+        _env()
+        .get_template("report.html.j2")
+        .render(
+            title=f"herdlab report: {run.get('scenario') or '?'} / {run.get('run_id') or '?'}",
+            css=Markup(CSS),
+            banner=banner(metrics),
+            headline=headline(metrics),
+            verdict=_verdict(metrics),
+            loud_alerts=loud,
+            alerts=[a for a in alerts if a not in loud],
+            toc=toc,
+            description=run.get("description"),
+            meta=meta,
+            summary_md_name=summary_md_name,
+            unit_head=unit_column_headers(),
+            definitions=metrics.get("definitions") or [],
+            provenance=_provenance(metrics),
+            **sections,
+        )
+    )

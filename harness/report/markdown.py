@@ -1,4 +1,5 @@
-"""``summary.md``: the report as Markdown. It leads with the verdict (run valid or not, the
+"""``summary.md``: the report as Markdown. It leads with the headline sentence
+(:func:`harness.report.headline.headline`, as ``index.html`` does), then the verdict (run valid or not, the
 legacy/coordinator ratios per trigger kind, completeness and split brain per implementation), then
 the alerts, the migration proof (when some unit switched its members between kinds), the coordinator
 failover table (when some unit had a coordinator or ZooKeeper-leader fault), the Coordinators table
@@ -12,6 +13,7 @@ from typing import Any
 
 from harness.analysis.definitions import metric
 from harness.analysis.metrics_model import MetricsDocument
+from harness.report.headline import headline
 from harness.report.plots import Plot
 from harness.report.simulation import banner
 from harness.report.tables import (
@@ -26,7 +28,7 @@ from harness.report.tables import (
     OVERLAP_INTRO,
     REQUEST_KINDS_INTRO,
     UNIT_COLUMNS,
-    VERDICT_COLUMNS,
+    VERDICT_HEADERS,
     SideBySide,
     broker_config_columns,
     broker_config_rows,
@@ -43,6 +45,7 @@ from harness.report.tables import (
     request_kind_rows,
     side_by_side,
     trigger_title,
+    unit_column_headers,
     unit_rows,
     verdict_intro,
     verdict_of,
@@ -79,7 +82,7 @@ def verdict_section(metrics: MetricsDocument) -> list[str]:
     out = ["## Verdict", "", f"**{_md(v['line'])}**", ""]
     ratios = verdict_rows(metrics)
     if ratios:
-        out += [*_grid(VERDICT_COLUMNS, ratios), "", _md(verdict_intro(metrics)), ""]
+        out += [*_grid(VERDICT_HEADERS, ratios), "", _md(verdict_intro(metrics)), ""]
     else:
         out += ["No trigger kind ran on legacy_zk and another implementation: no ratio.", ""]
     out += [*_grid(COMPLETENESS_COLUMNS, completeness_rows(metrics)), ""]
@@ -164,6 +167,8 @@ def render_markdown(metrics: MetricsDocument, plots: list[Plot], plot_dir: str =
     sim = banner(metrics)
     if sim:
         out += [f"> **{_md(sim)}**", ""]
+    if line := headline(metrics):
+        out += [_md(line), ""]
     out += verdict_section(metrics)
     if description := run.get("description"):
         out += [description, ""]
@@ -211,7 +216,7 @@ def render_markdown(metrics: MetricsDocument, plots: list[Plot], plot_dir: str =
                 else [f"**{r['text']}**" if r.get("lost") or r["kind"] == "failed" else r["text"]]
             )
             grid.append([r["unit"], *c, *[""] * (len(UNIT_COLUMNS) - len(c))])
-        out += ["## Every unit", "", *_grid(["unit", *(c for c, _ in UNIT_COLUMNS)], grid), ""]
+        out += ["## Every unit", "", *_grid(["unit", *unit_column_headers()], grid), ""]
     out += overlaps_section(metrics)
     out += broker_config_section(metrics)
     out += logs_section(metrics)

@@ -44,6 +44,19 @@ def fmt(v: Any, unit: str = "", never: bool = False) -> str:
     return str(v)
 
 
+def fmt_bytes(v: Any) -> str:
+    """A size in bytes as ``512 B``, ``1.5 KiB``, ``240.0 MiB`` or ``23.5 GiB`` (binary units);
+    anything not a whole number of bytes as :func:`fmt` shows it."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        return fmt(v)
+    size = float(v)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{v} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
 def _empty(a: Mapping[str, Any]) -> str:
     """What an empty sample reads: its outcomes, or ``—``."""
     if a.get("no_effect") and not a.get("m"):
@@ -221,13 +234,13 @@ def fmt_ratio(r: dict[str, Any]) -> str:
     """``2.00× [1.16, 13.9]``, ``2.00×`` (no interval) or ``—``."""
     if r.get("ratio") is None:
         return DASH
-    s = f"{_g(r['ratio'])}×"
+    s = f"{sig3(r['ratio'])}×"
     if r.get("ci95"):
-        s += f" [{_g(r['ci95'][0])}, {_g(r['ci95'][1])}]"
+        s += f" [{sig3(r['ci95'][0])}, {sig3(r['ci95'][1])}]"
     return s
 
 
-def _g(v: float) -> str:
+def sig3(v: float) -> str:
     """Three significant digits (``2.00``, ``13.9``, ``0.500``); whole numbers from 100 on."""
     return f"{v:#.3g}" if abs(v) < 100 else f"{v:.0f}"
 
@@ -241,6 +254,18 @@ VERDICT_COLUMNS = [
     "coordination requests",
     "request means",
     "repetitions",
+    "notes",
+]
+#: :data:`VERDICT_COLUMNS` as a reader's column headings (the HTML and Markdown reports).
+VERDICT_HEADERS = [
+    "case",
+    "trigger kind",
+    "compared (legacy_zk / other)",
+    "latency ratio",
+    "mean latency (legacy_zk / other)",
+    "request ratio",
+    "mean requests (legacy_zk / other)",
+    "repetitions (legacy_zk / other)",
     "notes",
 ]
 COMPLETENESS_COLUMNS = [
@@ -343,6 +368,15 @@ UNIT_COLUMNS = [
     ("commits_non_owner", ""),
     ("commits_stale_generation", ""),
 ]
+
+
+def unit_column_headers() -> list[str]:
+    """:data:`UNIT_COLUMNS` as a reader's column headings: each metric's label and unit."""
+    out = []
+    for name, unit in UNIT_COLUMNS:
+        label = {"t0_s": "t0", "trigger": "trigger", "outcome": "outcome"}.get(name) or metric(name).label
+        out.append(f"{label} ({unit})" if unit else label)
+    return out
 
 
 def startup_rows(metrics: MetricsDocument) -> list[dict[str, Any]]:

@@ -49,9 +49,9 @@ def test_html_opens_offline(tmp_path: Path) -> None:
 def test_reports_lead_with_the_verdict(tmp_path: Path) -> None:
     paths = render_report(tmp_path, metrics())
     md, html = paths["markdown"].read_text(), paths["html"].read_text()
-    # the verdict comes right after the title, before any other section
+    # the verdict comes right after the title and the headline (test_headline), before any other section
     assert md.index("## Verdict") < md.index("## Results per trigger")
-    assert md.splitlines()[2:5] == [
+    assert md.splitlines()[4:7] == [
         "## Verdict",
         "",
         "**VALID: 12 units, no record lost, every tail drained, no unit failed**",
@@ -61,6 +61,7 @@ def test_reports_lead_with_the_verdict(tmp_path: Path) -> None:
     (line,) = [x for x in md.splitlines() if x.startswith("| members=3 | crash")]
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[:3] == ["members=3", "crash (#1 crash)", "legacy_zk / coordinator"]
+    assert "| case | trigger kind | compared (legacy_zk / other) | latency ratio |" in md
     assert cells[3].startswith("2.00× [") and cells[4] == "2.000 s / 1.000 s"
     assert cells[5].startswith("1.43× [") and cells[6] == "10 / 7" and cells[7] == "3 / 3"
     assert "| legacy_zk | 6 | 0 | 0 | 0 | 0 | 0.000 s | 0 | n/a |" in md
