@@ -9,6 +9,7 @@ scenario: ``name``, ``implementations``, ``cases`` (matrix cases), ``repetitions
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -75,10 +76,14 @@ def schema() -> None:
 @scenarios.command("show")
 @click.argument("name")
 def show(name: str) -> None:
-    """Print the TOML of built-in scenario NAME (copy it to make your own)."""
-    if name not in builtin_names():
-        load_scenario(name)  # raises the one-line error listing the built-ins
-    click.echo(builtin_text(name), nl=False)
+    """Print the TOML of scenario NAME, a built-in name or a TOML file (copy a built-in to make your own).
+
+    A file is validated first, so what is printed is a scenario ``run`` accepts."""
+    if name in builtin_names() and not Path(name).exists():
+        click.echo(builtin_text(name), nl=False)
+        return
+    load_scenario(name)  # a file that does not validate, or an unknown name: the one-line error
+    click.echo(Path(name).read_text(encoding="utf-8"), nl=False)
 
 
 @scenarios.command("check")
