@@ -103,11 +103,15 @@ def test_runs_list_newest_first_with_verdicts(tmp_path: Path) -> None:
     assert "INVALID (interrupted)" in table and "not analysed" in table and "unknown" in table
 
 
-def test_runs_list_of_a_missing_directory_is_a_user_error(tmp_path: Path) -> None:
+def test_runs_list_where_nothing_has_run_is_empty(tmp_path: Path) -> None:
+    for out in (tmp_path, tmp_path / "nowhere"):  # empty, and not created yet
+        assert list_runs(out) == []
+        assert _invoke(["runs", "list", "--out", str(out)]).stdout == f"no run under {out}\n"
+        assert _invoke(["runs", "list", "--out", str(out), "--json"]).stdout == "[]\n"
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
     with pytest.raises(ConfigError, match="is not a directory"):
-        list_runs(tmp_path / "nowhere")
-    assert _invoke(["runs", "list", "--out", str(tmp_path)]).stdout == f"no run under {tmp_path}\n"
-    assert json.loads(_invoke(["runs", "list", "--out", str(tmp_path), "--json"]).stdout) == []
+        list_runs(a_file)
 
 
 def test_latest_is_a_relative_link_replaced_in_place(tmp_path: Path) -> None:
