@@ -52,3 +52,26 @@ def test_scenarios_show_of_a_missing_file_is_one_line(
     code, out, err = _main(monkeypatch, capsys, "scenarios", "show", str(missing))
     assert (code, out) == (2, "")
     assert err == f"herdlab: error: {missing}: no such scenario file\n"
+
+
+def test_click_usage_errors_print_in_herdlabs_style(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _main(monkeypatch, capsys, "scenarios", "check")
+    assert (code, out) == (2, "")
+    assert err == (
+        "herdlab: error: Missing argument 'SCENARIO'.\n"
+        "herdlab: usage: herdlab scenarios check [OPTIONS] SCENARIO (see 'herdlab scenarios check --help')\n"
+    )
+    code, _, err = _main(monkeypatch, capsys, "scenarios", "chek")
+    assert code == 2
+    assert err.startswith("herdlab: error: No such command 'chek'.")
+    assert "Error:" not in err and "Usage:" not in err
+
+
+def test_a_bad_option_value_prints_in_herdlabs_style(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _main(monkeypatch, capsys, "runs", "list", "--json", "--out")
+    assert code == 2
+    assert err.splitlines()[0] == "herdlab: error: Option '--out' requires an argument."
