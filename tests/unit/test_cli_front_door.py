@@ -12,7 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import cli, main
-from harness.scenario.loading import builtin_text
+from harness.run.estimate import run_estimate
+from harness.run.runner import planned_cases
+from harness.scenario.loading import builtin_text, load_scenario
 
 
 def _invoke(args: list[str]) -> Any:
@@ -75,3 +77,66 @@ def test_a_bad_option_value_prints_in_herdlabs_style(
     code, _, err = _main(monkeypatch, capsys, "runs", "list", "--json", "--out")
     assert code == 2
     assert err.splitlines()[0] == "herdlab: error: Option '--out' requires an argument."
+
+
+_TWO_CASES = """
+name = "t"
+implementations = ["coordinator"]
+repetitions = 2
+settle_window = "2s"
+drain = "5s"
+
+[group]
+members = [3, 4]
+
+[group.coordinator]
+session_timeout_ms = 6000
+heartbeat_interval_ms = 1000
+
+[[timeline]]
+at = "2s"
+action = "join"
+
+[[timeline]]
+at = "10s"
+action = "leave"
+count = 2
+"""
+
+
+def test_scenarios_check_prints_the_timeline_the_units_and_an_estimate(tmp_path: Path) -> None:
+    f = tmp_path / "t.toml"
+    f.write_text(_TWO_CASES)
+    r = _invoke(["scenarios", "check", str(f)])
+    assert r.exit_code == 0, r.output
+    # per unit: start-up allowance 10 + stable 2 (settle_window) + timeline 10 (the last step)
+    # + settle 6 (session timeout) + 2 (settle_window) + drain 5 = 35 s; 2 cases x 1 x 2 repetitions
+    # = 4 units: 140 s, about 2 min
+    assert r.stdout == (
+        "t: group.members=3: 3 members, 3 partitions\n"
+        "t: group.members=4: 4 members, 4 partitions\n"
+        "timeline:\n"
+        "  1. at 2s: join\n"
+        "  2. at 10s: leave count=2\n"
+        "units: 4 = 2 cases x 1 implementation x 2 repetitions\n"
+        "estimated duration: about 2 min for 4 units (an estimate from the plan; the analysis after the "
+        "units is not counted)\n"
+        "  longest unit (coordinator, group.members=3): about 35 s = start-up allowance 10s + stable >= 2s"
+        " + timeline 10s + settle 8s + drain <= 5s\n"
+    )
+
+
+def test_the_estimate_of_each_unit_is_the_sum_of_its_phases(tmp_path: Path) -> None:
+    f = tmp_path / "t.toml"
+    f.write_text(_TWO_CASES)
+    s = load_scenario(f)
+    units = run_estimate(s, planned_cases(s))
+    assert [(u.case, u.repetition) for u in units] == [
+        ("group.members=3", 0),
+        ("group.members=3", 1),
+        ("group.members=4", 0),
+        ("group.members=4", 1),
+    ]
+    assert {(u.startup, u.stable, u.timeline, u.settle, u.drain, u.total) for u in units} == {
+        (10.0, 2.0, 10.0, 8.0, 5.0, 35.0)
+    }
