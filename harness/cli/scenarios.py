@@ -20,7 +20,7 @@ from harness.run.estimate import UnitEstimate, run_estimate
 from harness.run.runner import planned_cases
 from harness.scenario import builtin_names, expand, load_scenario
 from harness.scenario.loading import builtin_text
-from harness.scenario.model import Scenario
+from harness.scenario.model import Scenario, duration_text
 from harness.scenario.random_nemesis import resolve as resolve_random
 from harness.scenario.schema import scenario_schema
 
@@ -104,14 +104,6 @@ def timeline_lines(s: Scenario) -> list[str]:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def duration_text(seconds: float) -> str:
-    """``45 s``, ``3 min``, ``1 h 20 min``: a duration rounded for reading."""
-    if seconds < 90:
-        return f"{round(seconds)} s"
-    minutes = round(seconds / 60)
-    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
 def estimate_lines(units: list[UnitEstimate]) -> list[str]:

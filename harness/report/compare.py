@@ -61,6 +61,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ from harness.analysis.stats import STATISTICS, statistic
 from harness.kernel.errors import ConfigError
 from harness.report.junit import Case, write_junit
 from harness.report.tables import fmt
+from harness.scenario.model import duration_text
 
 DEFAULT_TOLERANCE = 0.10
 DEFAULT_ALPHA = 0.05
@@ -514,6 +516,54 @@ def _num(v: float | None) -> float | str | None:
     if v is None:
         return None
     return "never" if math.isinf(v) else v
+
+
+def run_seconds(m: Mapping[str, Any]) -> float | None:
+    """How long the run of ``m`` took (``run.finished - run.started``: ISO times, or seconds in a
+    simulated run), None when it does not say."""
+    run = m.get("run") or {}
+    started, finished = run.get("started"), run.get("finished")
+    try:
+        if isinstance(started, int | float) and isinstance(finished, int | float):
+            seconds = float(finished) - float(started)
+        elif isinstance(started, str) and isinstance(finished, str):
+            seconds = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+        else:
+            return None
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
+
+
+def next_step(result: Comparison, baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    """What to do after an inconclusive comparison, None when it was not inconclusive: which side had
+    too few repetitions (the fewest usable ones among its inconclusive checks), the command that runs
+    it again with ``min_repetitions``, and about how long that takes (the run's duration per planned
+    repetition times ``min_repetitions``; the analysis included, as it was in the run's time)."""
+    if result.verdict != INCONCLUSIVE:
+        return None
+    need = result.min_repetitions
+    short = result.inconclusive
+    sides = []
+    for label, doc, counts in (
+        ("the current run", current, [c.n_current for c in short]),
+        ("the baseline", baseline, [c.n_baseline for c in short]),
+    ):
+        usable = min((n for n in counts if n is not None), default=None)
+        if usable is None or usable >= need:
+            continue
+        planned = _repetitions(doc)
+        seconds = run_seconds(doc)
+        took = ""
+        if seconds is not None and planned > 0:
+            took = f", about {duration_text(seconds / planned * need)} with {need}"
+        sides.append(f"{label} had {usable} usable of {planned}{took}")
+    scenario = (current.get("run") or {}).get("scenario") or "SCENARIO"
+    return (
+        f"next: run again with at least {need} repetitions each (herdlab run {scenario} --set "
+        f"repetitions={need}): " + "; ".join(sides or ["both sides had too few"]) + "; then compare again, "
+        "or pass --inconclusive-ok to accept an inconclusive result"
+    )
 
 
 def properties(result: Comparison) -> dict[str, str]:
