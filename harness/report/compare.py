@@ -51,8 +51,9 @@ metrics per trigger key, whole-unit metrics under the trigger ``unit`` as ``unit
 
 Two runs of different scenarios or metrics formats, or without a metric in common, are
 incompatible: :class:`~harness.kernel.errors.ConfigError`. :func:`junit_xml` writes the result as
-JUnit XML (one test case per check; failure for a regression, skipped for an inconclusive check,
-the test and its parameters as suite properties); :func:`to_json` is the ``--json`` document.
+JUnit XML (one test case per check, its class name ``herdlab-compare IMPL CASE`` without dots
+(:func:`harness.report.junit.classname`), time 0; failure for a regression, skipped for an
+inconclusive check, the test and its parameters as suite properties); :func:`to_json` is the ``--json`` document.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ from harness.analysis.metrics_model import MetricsDocument
 from harness.analysis.samples import trigger_sample
 from harness.analysis.stats import STATISTICS, statistic
 from harness.kernel.errors import ConfigError
-from harness.report.junit import Case, write_junit
+from harness.report.junit import Case, classname, write_junit
 from harness.report.tables import fmt
 from harness.scenario.model import duration_text
 
@@ -614,8 +615,7 @@ def junit_xml(result: Comparison, path: str | Path, suite: str = "herdlab-compar
     inconclusive check; the test, its parameters and the verdict as suite properties."""
     cases = []
     for c in result.changes:
-        classname = ".".join(x for x in (suite, c.impl, c.case) if x)
         name = " ".join(x for x in (c.trigger, c.metric, c.stat) if x)
         status = {REGRESSION: "failure", INCONCLUSIVE: "skipped"}.get(c.verdict, "passed")
-        cases.append(Case(classname, name, status, c.message, c.kind))
+        cases.append(Case(classname(suite, c.impl, c.case), name, status, c.message, c.kind))
     return write_junit(path, suite, cases, properties(result))
