@@ -71,6 +71,7 @@ _register(cli, "harness.cli.offsets", "offsets")
 _register(cli, "harness.cli.bench", "bench")
 _register(cli, "harness.cli.runs", "runs")
 _register(cli, "harness.cli.metrics", "metrics")
+_register(cli, "harness.cli.completion", "completion")
 _register(cli, "harness.cli.kafka", "kafka")
 _bench = cli.commands.get("bench")
 if isinstance(_bench, click.Group):

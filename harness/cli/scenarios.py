@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.cli.completion import complete_scenario
 from harness.run.estimate import UnitEstimate, run_estimate
 from harness.run.runner import planned_cases
 from harness.scenario import builtin_names, expand, load_scenario
@@ -77,7 +78,7 @@ def schema() -> None:
 
 
 @scenarios.command("show")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_scenario)
 def show(name: str) -> None:
     """Print the TOML of scenario NAME, a built-in name or a TOML file (copy a built-in to make your own).
 
@@ -121,7 +122,7 @@ def estimate_lines(units: list[UnitEstimate]) -> list[str]:
 
 
 @scenarios.command("check")
-@click.argument("scenario")
+@click.argument("scenario", shell_complete=complete_scenario)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any scenario key.")
 def check(scenario: str, overrides: tuple[str, ...]) -> None:
     """Validate SCENARIO (a built-in name or a TOML file), plan each of its matrix cases as ``run`` would

@@ -140,3 +140,36 @@ def test_the_estimate_of_each_unit_is_the_sum_of_its_phases(tmp_path: Path) -> N
     assert {(u.startup, u.stable, u.timeline, u.settle, u.drain, u.total) for u in units} == {
         (10.0, 2.0, 10.0, 8.0, 5.0, 35.0)
     }
+
+
+def _complete(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *words: str) -> list[str]:
+    """What click's bash completion answers for the command line ``words`` (the last one being typed)."""
+    monkeypatch.setenv("_HERDLAB_COMPLETE", "bash_complete")
+    monkeypatch.setenv("COMP_WORDS", " ".join(["herdlab", *words]))
+    monkeypatch.setenv("COMP_CWORD", str(len(words)))
+    code, out, _ = _main(monkeypatch, capsys)
+    assert code == 0
+    return out.splitlines()
+
+
+def test_scenario_arguments_complete_builtin_names_and_toml_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "herd-mine.toml").write_text("")
+    (tmp_path / "herd-notes.txt").write_text("")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "other.toml").write_text("")
+    expected = ["plain,herd", "plain,herd-small", "plain,herd-mine.toml"]
+    for command in (["run"], ["simulate"], ["scenarios", "show"], ["scenarios", "check"]):
+        assert _complete(monkeypatch, capsys, *command, "herd") == expected, command
+    assert _complete(monkeypatch, capsys, "run", "sub/") == ["plain,sub/other.toml"]
+
+
+def test_completion_prints_each_shells_script(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, bash, _ = _main(monkeypatch, capsys, "completion", "bash")
+    assert code == 0 and "_HERDLAB_COMPLETE=bash_complete" in bash and "complete -o nosort" in bash
+    code, zsh, _ = _main(monkeypatch, capsys, "completion", "zsh")
+    assert code == 0 and zsh.startswith("#compdef herdlab") and "_HERDLAB_COMPLETE=zsh_complete" in zsh
