@@ -173,3 +173,15 @@ def test_completion_prints_each_shells_script(
     assert code == 0 and "_HERDLAB_COMPLETE=bash_complete" in bash and "complete -o nosort" in bash
     code, zsh, _ = _main(monkeypatch, capsys, "completion", "zsh")
     assert code == 0 and zsh.startswith("#compdef herdlab") and "_HERDLAB_COMPLETE=zsh_complete" in zsh
+
+
+def test_a_member_process_prints_click_errors_in_herdlabs_style(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.members.__main__ import main as member_main
+
+    monkeypatch.setattr(sys, "argv", ["harness.members", "coordinator", "--no-such-option"])
+    with pytest.raises(SystemExit) as e:
+        member_main()
+    assert e.value.code == 2
+    assert capsys.readouterr().err == "herdlab: error: No such option '--no-such-option'.\n"
