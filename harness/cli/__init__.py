@@ -8,7 +8,9 @@ Subcommands live next to what they drive:
   ``member`` group; ``herdlab member coordinator`` comes with the harness.
 
 User errors raise :class:`harness.kernel.errors.HerdlabError`; :func:`main` prints them as one line on
-stderr and exits with status 2, without a traceback. Ctrl-C exits with status 130 after every child
+stderr, ``herdlab: error: MESSAGE``, and exits with status 2, without a traceback. click's own errors
+(an unknown option or command, a missing argument, a bad value) print in the same style
+(:func:`format_click_error`) and keep click's exit status (2 for a usage error). Ctrl-C exits with status 130 after every child
 process has been stopped.
 """
 
@@ -69,6 +71,7 @@ _register(cli, "harness.cli.offsets", "offsets")
 _register(cli, "harness.cli.bench", "bench")
 _register(cli, "harness.cli.runs", "runs")
 _register(cli, "harness.cli.metrics", "metrics")
+_register(cli, "harness.cli.completion", "completion")
 _register(cli, "harness.cli.kafka", "kafka")
 _bench = cli.commands.get("bench")
 if isinstance(_bench, click.Group):
@@ -82,10 +85,20 @@ if isinstance(_bench, click.Group):
     _register(_bench, "harness.bench.simulator", "simulator")
 
 
+def format_click_error(e: click.ClickException) -> str:
+    """click's error ``e`` in herdlab's style: ``herdlab: error: MESSAGE``; a usage error adds a line with
+    the command's usage and where its help is. No trailing newline."""
+    lines = [f"herdlab: error: {e.format_message()}"]
+    if isinstance(e, click.UsageError) and e.ctx is not None:
+        usage = e.ctx.get_usage().removeprefix("Usage: ")
+        lines.append(f"herdlab: usage: {usage} (see '{e.ctx.command_path} --help')")
+    return "\n".join(lines)
+
+
 def main() -> None:
     """Console-script entry point: run the CLI, turning user errors into one-line messages."""
     try:
-        cli.main(standalone_mode=False)
+        cli.main(prog_name="herdlab", standalone_mode=False)  # also under `python -m harness`
     except HerdlabError as e:
         click.echo(f"herdlab: error: {e}", err=True)
         sys.exit(2)
@@ -95,8 +108,11 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("herdlab: interrupted", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as e:
+        e.show()  # a group named alone: its help
+        sys.exit(e.exit_code)
     except click.ClickException as e:
-        e.show()
+        click.echo(format_click_error(e), err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)

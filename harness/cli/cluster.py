@@ -14,6 +14,7 @@ from harness.cluster.external import ExternalCluster
 from harness.cluster.local import LocalCluster
 from harness.kernel.errors import ConfigError
 from harness.procs import install_signal_handlers
+from harness.scenario.model import ClusterSettings
 
 console = Console()
 
@@ -53,6 +54,19 @@ def broker_count(brokers: int | None, no_broker: bool) -> int:
     return 1 if brokers is None else brokers
 
 
+def replication_args(brokers: int, replication: bool | None) -> tuple[str, ...]:
+    """The broker options ``cluster up`` passes for ``--replication`` / ``--no-replication`` (None:
+    neither given): replication is on for more than one broker unless turned off, as a scenario's
+    ``[cluster]`` table has it (the same :class:`ClusterSettings` gives the options, so a topic with
+    replication factor N is created alike on both). No broker with ``--replication`` is a user error."""
+    if brokers == 0:
+        if replication:
+            raise ConfigError("--replication needs brokers: it contradicts --no-broker / --brokers 0")
+        return ()
+    replicated = brokers > 1 if replication is None else replication
+    return ClusterSettings(replication=replicated).broker_args()
+
+
 @cluster.command("up")
 @click.option(
     "--brokers",
@@ -61,6 +75,12 @@ def broker_count(brokers: int | None, no_broker: bool) -> int:
     help="Number of broker processes [default: 1; 0: ZooKeeper only, as --no-broker].",
 )
 @click.option("--no-broker", is_flag=True, help="ZooKeeper only, no broker (the legacy_zk side alone).")
+@click.option(
+    "--replication/--no-replication",
+    default=None,
+    help="The brokers' replication [default: on for more than one broker, as a scenario's [cluster] "
+    "brokers = N has it].",
+)
 @click.option("--tick-time", "tick_time_ms", default=500, show_default=True, help="ZooKeeper tickTime in ms.")
 @click.option(
     "--workdir",
@@ -96,25 +116,36 @@ def cluster_up(
     broker: str = "herdlab",
     kafka_version: str = "3.9",
     kafka_home: Path | None = None,
+    replication: bool | None = None,
 ) -> None:
     """Run a local cluster until Ctrl-C, printing its addresses.
 
     ZooKeeper (the real Apache ZooKeeper from the pyspark wheel) and one herdlab broker registered in
     it, each on a free loopback port; prints zookeeper.connect and bootstrap.servers. --no-broker
-    starts ZooKeeper alone, --brokers N starts N brokers. --broker apache-kafka runs one Apache Kafka
+    starts ZooKeeper alone, --brokers N starts N brokers, which replicate (a topic may have a
+    replication factor up to N) unless --no-replication is given. --broker apache-kafka runs one Apache Kafka
     broker instead (3.x in ZooKeeper mode against its own ZooKeeper, 4.x in KRaft mode) behind a Kafka
     tap. Every process is stopped on Ctrl-C or SIGTERM.
     """
     n = broker_count(brokers, no_broker)
-    install_signal_handlers()
     if broker == "apache-kafka":
+        if replication is not None:
+            raise ConfigError("--replication / --no-replication apply to herdlab's brokers only")
+        install_signal_handlers()
         _apache_kafka_up(n, tick_time_ms, workdir, kafka_version, kafka_home)
         return
-    with LocalCluster(brokers=n, tick_time_ms=tick_time_ms, workdir=workdir) as c:
+    args = replication_args(n, replication)
+    install_signal_handlers()
+    with LocalCluster(brokers=n, tick_time_ms=tick_time_ms, workdir=workdir, broker_args=args) as c:
         console.print(_health_table(c))
         console.print(f"zookeeper.connect = {c.zookeeper_connect}")
         if c.bootstrap:
             console.print(f"bootstrap.servers = {c.bootstrap}")
+            on = "--replication" in args
+            console.print(
+                f"replication: {'on' if on else 'off'} "
+                f"({'--no-replication' if on else '--replication'} to turn it {'off' if on else 'on'})"
+            )
         console.print("Press Ctrl-C to stop.")
         stop = threading.Event()
         while not stop.wait(1.0):

@@ -168,6 +168,11 @@ def publish_metrics(
 @click.option(
     "--all", "show_all", is_flag=True, help="List every check, not only regressions and improvements."
 )
+@click.option(
+    "--inconclusive-ok",
+    is_flag=True,
+    help="Exit 0 instead of 3 when the comparison is inconclusive (a regression still exits 1).",
+)
 def compare(
     baseline: str,
     current: Path,
@@ -180,8 +185,10 @@ def compare(
     junit: Path | None,
     as_json: bool,
     show_all: bool,
+    inconclusive_ok: bool,
 ) -> None:
-    """Compare CURRENT against BASELINE; exit 0 pass, 1 regression, 3 inconclusive.
+    """Compare CURRENT against BASELINE; exit 0 pass, 1 regression, 3 inconclusive (0 with
+    --inconclusive-ok).
 
     BASELINE is a baseline name (`herdlab baseline save`), a run directory holding metrics.json
     (write it with `herdlab report`) or a metrics.json file; CURRENT a run directory or a
@@ -191,18 +198,20 @@ def compare(
     it fell beyond it; fewer than --min-repetitions on either side is inconclusive. A repetition
     that never settled counts as +infinity. Whatever the statistics, these are regressions too:
     more repetitions that never settled, a failed or missing unit, fewer repetitions than the
-    baseline, any lost record or undrained tail in CURRENT.
+    baseline, any lost record or undrained tail in CURRENT. An inconclusive comparison says what to
+    run next: how many repetitions, and about how long that takes.
     """
     import json
 
     # deferred: start-up: the comparison (xml) loads only for `herdlab compare`
+    from harness.report.compare import INCONCLUSIVE, junit_xml, next_step, parse_tolerances, to_json
     from harness.report.compare import compare as run_compare
-    from harness.report.compare import junit_xml, parse_tolerances, to_json
 
     default, per = parse_tolerances(tolerances)
+    base_doc, cur_doc = _load_baseline(baseline, store), load_metrics(current)
     result = run_compare(
-        _load_baseline(baseline, store),
-        load_metrics(current),
+        base_doc,
+        cur_doc,
         default,
         per,
         stat,
@@ -210,9 +219,11 @@ def compare(
         alpha=alpha,
         min_repetitions=min_repetitions,
     )
+    exit_code = 0 if inconclusive_ok and result.verdict == INCONCLUSIVE else result.exit_code
+    advice = next_step(result, base_doc, cur_doc)
     out = Console(stderr=True) if as_json else console
     if as_json:
-        click.echo(json.dumps(to_json(result), indent=1))
+        click.echo(json.dumps({**to_json(result), "exit_code": exit_code, "next_step": advice}, indent=1))
     else:
         rows = result.changes if show_all else [c for c in result.changes if c.verdict in SHOWN]
         if rows:
@@ -226,8 +237,10 @@ def compare(
         out.print(f"JUnit XML: {junit_xml(result, junit)}", highlight=False)
     if not as_json:
         _print_verdict(result, stat, default)
-    if result.exit_code:
-        raise SystemExit(result.exit_code)
+    if advice is not None:
+        click.echo(advice, err=as_json)  # one line, unwrapped: it holds a command to copy
+    if exit_code:
+        raise SystemExit(exit_code)
 
 
 def _load_baseline(arg: str, store: Path | None) -> MetricsDocument:

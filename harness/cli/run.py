@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from harness.cli.completion import complete_scenario
 from harness.cli.jsonout import emit, stdout_to_stderr, verdict_summary
 from harness.cli.report import publish_metrics
 from harness.cli.runs import update_latest
@@ -64,7 +65,7 @@ class ProgressView:
 
 
 @click.command("run")
-@click.argument("scenario", required=False)
+@click.argument("scenario", required=False, shell_complete=complete_scenario)
 @click.option(
     "--replay",
     type=click.Path(file_okay=False, exists=True, path_type=Path),

@@ -14,6 +14,8 @@ Contract
   id): ``run_id``, ``scenario``, ``started``, ``finished``, ``units`` (the manifest's count),
   ``failed_units``, ``interrupted``, ``simulated``, ``verdict`` (``metrics.json``'s
   ``verdict.valid``: true, false or "unknown"; None when the run has not been analysed) and ``path``.
+  A results directory that does not exist yet holds no run: the list is empty (``--json`` prints
+  ``[]``); a path that exists and is not a directory is a user error.
 """
 
 from __future__ import annotations
@@ -81,8 +83,10 @@ def run_entry(run_dir: Path) -> dict[str, Any] | None:
 
 def list_runs(out: Path) -> list[dict[str, Any]]:
     """Every run directory under ``out``, newest first (see the contract)."""
+    if not out.exists():
+        return []
     if not out.is_dir():
-        raise ConfigError(f"{out} is not a directory (no run has written results there)")
+        raise ConfigError(f"{out} is not a directory")
     entries = []
     for scenario_dir in sorted(p for p in out.iterdir() if p.is_dir() and not p.is_symlink()):
         for run_dir in sorted(p for p in scenario_dir.iterdir() if p.is_dir() and not p.is_symlink()):

@@ -14,6 +14,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from harness.cli.completion import complete_scenario
 from harness.cli.report import publish
 from harness.cli.runs import update_latest
 from harness.kernel.errors import ConfigError
@@ -28,7 +29,7 @@ if not console.is_terminal:
 
 
 @click.command("simulate")
-@click.argument("scenario")
+@click.argument("scenario", shell_complete=complete_scenario)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override any scenario key.")
 @click.option(
     "--members-scale",

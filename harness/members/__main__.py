@@ -38,8 +38,8 @@ def main() -> None:
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("herdlab: interrupted", err=True)
         sys.exit(130)
-    except click.ClickException as e:
-        e.show()
+    except click.ClickException as e:  # the style of harness.cli.main, in one line for the unit's log
+        click.echo(f"herdlab: error: {e.format_message()}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)

@@ -51,8 +51,9 @@ metrics per trigger key, whole-unit metrics under the trigger ``unit`` as ``unit
 
 Two runs of different scenarios or metrics formats, or without a metric in common, are
 incompatible: :class:`~harness.kernel.errors.ConfigError`. :func:`junit_xml` writes the result as
-JUnit XML (one test case per check; failure for a regression, skipped for an inconclusive check,
-the test and its parameters as suite properties); :func:`to_json` is the ``--json`` document.
+JUnit XML (one test case per check, its class name ``herdlab-compare IMPL CASE`` without dots
+(:func:`harness.report.junit.classname`), time 0; failure for a regression, skipped for an
+inconclusive check, the test and its parameters as suite properties); :func:`to_json` is the ``--json`` document.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +71,9 @@ from harness.analysis.metrics_model import MetricsDocument
 from harness.analysis.samples import trigger_sample
 from harness.analysis.stats import STATISTICS, statistic
 from harness.kernel.errors import ConfigError
-from harness.report.junit import Case, write_junit
+from harness.report.junit import Case, classname, write_junit
 from harness.report.tables import fmt
+from harness.scenario.model import duration_text
 
 DEFAULT_TOLERANCE = 0.10
 DEFAULT_ALPHA = 0.05
@@ -516,6 +519,54 @@ def _num(v: float | None) -> float | str | None:
     return "never" if math.isinf(v) else v
 
 
+def run_seconds(m: Mapping[str, Any]) -> float | None:
+    """How long the run of ``m`` took (``run.finished - run.started``: ISO times, or seconds in a
+    simulated run), None when it does not say."""
+    run = m.get("run") or {}
+    started, finished = run.get("started"), run.get("finished")
+    try:
+        if isinstance(started, int | float) and isinstance(finished, int | float):
+            seconds = float(finished) - float(started)
+        elif isinstance(started, str) and isinstance(finished, str):
+            seconds = (datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()
+        else:
+            return None
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
+
+
+def next_step(result: Comparison, baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    """What to do after an inconclusive comparison, None when it was not inconclusive: which side had
+    too few repetitions (the fewest usable ones among its inconclusive checks), the command that runs
+    it again with ``min_repetitions``, and about how long that takes (the run's duration per planned
+    repetition times ``min_repetitions``; the analysis included, as it was in the run's time)."""
+    if result.verdict != INCONCLUSIVE:
+        return None
+    need = result.min_repetitions
+    short = result.inconclusive
+    sides = []
+    for label, doc, counts in (
+        ("the current run", current, [c.n_current for c in short]),
+        ("the baseline", baseline, [c.n_baseline for c in short]),
+    ):
+        usable = min((n for n in counts if n is not None), default=None)
+        if usable is None or usable >= need:
+            continue
+        planned = _repetitions(doc)
+        seconds = run_seconds(doc)
+        took = ""
+        if seconds is not None and planned > 0:
+            took = f", about {duration_text(seconds / planned * need)} with {need}"
+        sides.append(f"{label} had {usable} usable of {planned}{took}")
+    scenario = (current.get("run") or {}).get("scenario") or "SCENARIO"
+    return (
+        f"next: run again with at least {need} repetitions each (herdlab run {scenario} --set "
+        f"repetitions={need}): " + "; ".join(sides or ["both sides had too few"]) + "; then compare again, "
+        "or pass --inconclusive-ok to accept an inconclusive result"
+    )
+
+
 def properties(result: Comparison) -> dict[str, str]:
     """How the comparison was made: the test and its parameters, and the verdict."""
     return {
@@ -564,8 +615,7 @@ def junit_xml(result: Comparison, path: str | Path, suite: str = "herdlab-compar
     inconclusive check; the test, its parameters and the verdict as suite properties."""
     cases = []
     for c in result.changes:
-        classname = ".".join(x for x in (suite, c.impl, c.case) if x)
         name = " ".join(x for x in (c.trigger, c.metric, c.stat) if x)
         status = {REGRESSION: "failure", INCONCLUSIVE: "skipped"}.get(c.verdict, "passed")
-        cases.append(Case(classname, name, status, c.message, c.kind))
+        cases.append(Case(classname(suite, c.impl, c.case), name, status, c.message, c.kind))
     return write_junit(path, suite, cases, properties(result))

@@ -6,7 +6,9 @@ Contract
   ``key=value`` overrides (dotted keys, TOML values: ``group.members=5``, ``implementations=["legacy_zk"]``;
   a value that is not TOML is taken as a string) and returns a validated :class:`Scenario`.
 * Every problem raises :class:`harness.kernel.errors.ConfigError` whose message is one line naming the file,
-  the key, the value and what was expected.
+  the key, the value and what was expected: list entries counted from 1 (``timeline entry 2, at``), the
+  line of the file that sets the key where it can be found (:mod:`.positions`), and for an unknown key
+  or action the closest allowed one (``did you mean 'count'?``).
 * :func:`expand` turns a scenario into its matrix cases: one :class:`Case` per combination of the list
   values of ``group.members`` and of the ``[matrix]`` keys, in a stable order.
 """
@@ -14,17 +16,21 @@ Contract
 from __future__ import annotations
 
 import copy
+import difflib
 import itertools
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from harness.kernel.errors import ConfigError
 from harness.scenario.model import Scenario
+from harness.scenario.positions import key_lines, line_of
 from harness.scenario.processing import processing_gap_s
 
 BUILTIN_PACKAGE = "harness.scenario"
@@ -97,45 +103,127 @@ def _apply_override(data: dict[str, Any], path: list[str], value: Any) -> None:
     node[path[-1]] = value
 
 
-def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
-    """The keys a table at ``loc`` (the parent of an unknown key) accepts, when it can be found."""
-    current: Any = model
+def _models(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation admits (through ``Annotated``, unions, ``X | None``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _models(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return [m for a in get_args(annotation) for m in _models(a)]
+    return []
+
+
+def _model_at(loc: Sequence[Any], data: Any) -> type[BaseModel] | None:
+    """The model of the table at ``loc`` in the scenario ``data``: a list entry's model is picked by its
+    tag (``action``, ``kind``) when the list holds several. None when it cannot be told."""
+    model: type[BaseModel] = Scenario
+    node = data
+    annotation: Any = None
+    for part in loc:
+        node = node[part] if isinstance(node, dict | list) and _has(node, part) else None
+        if isinstance(part, int):
+            if get_origin(annotation) is not list:
+                return None
+            candidates = _models(get_args(annotation)[0])
+        else:
+            field = model.model_fields.get(part)
+            if field is None:
+                return None
+            annotation = field.annotation
+            if get_origin(annotation) is list:
+                continue
+            candidates = _models(annotation)
+        chosen = _by_tag(candidates, node)
+        if chosen is None:
+            return None
+        model = chosen
+    return model
+
+
+def _has(node: dict[Any, Any] | list[Any], part: Any) -> bool:
+    if isinstance(node, dict):
+        return part in node
+    return isinstance(part, int) and 0 <= part < len(node)
+
+
+def _by_tag(candidates: list[type[BaseModel]], node: Any) -> type[BaseModel] | None:
+    """The one candidate, or the one whose literal tag field (``action``, ``kind``) matches ``node``'s."""
+    if len(candidates) == 1:
+        return candidates[0]
+    if not isinstance(node, dict):
+        return None
+    for model in candidates:
+        for tag in ("action", "kind"):
+            field = model.model_fields.get(tag)
+            if (
+                field is not None
+                and get_origin(field.annotation) is Literal
+                and node.get(tag) in get_args(field.annotation)
+            ):
+                return model
+    return None
+
+
+def _key_text(loc: Sequence[Any]) -> str:
+    """A location as the user reads it: dotted keys, list entries counted from 1 (``timeline entry 2,
+    at``)."""
+    out = ""
     for part in loc:
         if isinstance(part, int):
-            return None
-        fields = getattr(current, "model_fields", None)
-        if not fields or part not in fields:
-            return None
-        ann = fields[part].annotation
-        current = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
-        if current is None:
-            return None
-    fields = getattr(current, "model_fields", None)
-    return sorted(fields) if fields else None
+            out += f" entry {part + 1}"
+        else:
+            out += (", " if out and out[-1].isdigit() else "." if out else "") + str(part)
+    return out or "(top level)"
 
 
-def format_validation_error(source: str, error: ValidationError) -> str:
-    """One line: ``source: key: problem (got value)``, for the first few problems."""
+def _suggestion(word: str, choices: Sequence[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest choice (difflib), empty when none is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def format_validation_error(
+    source: str,
+    error: ValidationError,
+    text: str | None = None,
+    data: Any = None,
+    overridden: Sequence[Sequence[str]] = (),
+) -> str:
+    """One line: ``source: line N: key: problem (got value)``, for the first few problems.
+
+    ``text`` (the TOML read) gives the lines, ``data`` (what was validated) the allowed keys of a list
+    entry; a key set by an override (``overridden``, its key paths) gets no line of the file."""
+    lines = key_lines(text) if text is not None else {}
     parts = []
     for e in error.errors()[:3]:
         loc = list(e["loc"])
-        if len(loc) >= 3 and loc[0] == "timeline" and isinstance(loc[1], int):
+        if len(loc) >= 3 and isinstance(loc[1], int) and isinstance(loc[2], str) and loc[0] == "timeline":
             del loc[2]  # the union tag (the action name) pydantic puts in the location
-        key = (
-            ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in loc).replace(".[", "[")
-            or "(top level)"
-        )
         msg = e["msg"].removeprefix("Value error, ")
+        position = loc
+        if e["type"] == "union_tag_invalid":
+            ctx = e.get("ctx") or {}
+            tag_key = str(ctx.get("discriminator", "")).strip("'")
+            tags = [t.strip().strip("'") for t in str(ctx.get("expected_tags", "")).split(",") if t.strip()]
+            got = str(ctx.get("tag", ""))
+            position = [*loc, tag_key]
+            msg = f"unknown {tag_key} {got!r}{_suggestion(got, tags)} (one of: {', '.join(tags)})"
+        by_override = any(list(position[: len(o)]) == list(o) for o in overridden)
+        line = None if by_override else line_of(lines, position)
+        key = (f"line {line}: " if line is not None else "") + _key_text(loc)
         if e["type"] == "extra_forbidden":
-            allowed = _allowed_keys(Scenario, tuple(loc[:-1]))
-            msg = "unknown key" + (f" (allowed: {', '.join(allowed)})" if allowed else "")
-            parts.append(f"{key}: {msg}")
+            model = _model_at(loc[:-1], data) if data is not None else None
+            allowed = sorted(model.model_fields) if model is not None else []
+            listed = f" (allowed: {', '.join(allowed)})" if allowed else ""
+            parts.append(f"{key}: unknown key{_suggestion(str(loc[-1]), allowed)}{listed}")
             continue
         if e["type"] == "missing":
             parts.append(f"{key}: required key is missing")
             continue
         got = e.get("input")
-        got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+        got_s = "" if isinstance(got, dict) or e["type"] == "union_tag_invalid" else f" (got {got!r})"
         parts.append(f"{key}: {msg}{got_s}")
     more = len(error.errors()) - len(parts)
     return f"{source}: " + "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
@@ -163,13 +251,15 @@ def load_scenario(name_or_path: str | Path, overrides: list[str] | tuple[str, ..
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{source}: not valid TOML: {e}") from None
+    overridden = []
     for item in overrides:
         path, value = parse_override(item)
         _apply_override(data, path, value)
+        overridden.append(path)
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(source, e)) from None
+        raise ConfigError(format_validation_error(source, e, text, data, overridden)) from None
 
 
 @dataclass(frozen=True)
@@ -254,4 +344,4 @@ def case_scenario(data: dict[str, Any], params: dict[str, Any], source: str = "t
     try:
         return Scenario.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(source, e)) from None
+        raise ConfigError(format_validation_error(source, e, data=data)) from None

@@ -53,6 +53,16 @@ def parse_duration(value: object) -> float:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``3 min``, ``1 h 20 min``: a duration rounded for reading."""
+    if seconds < 90:
+        return f"{round(seconds)} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
 #: A property value in a scenario's properties tables (Kafka's dotted names).
 PropertyValue = str | int | float | bool
 

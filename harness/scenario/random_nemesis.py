@@ -81,7 +81,7 @@ def resolve(scenario: Scenario) -> tuple[Scenario, list[dict[str, Any]]]:
     drawn: list[dict[str, Any]] = []
     for i, spec in enumerate(scenario.nemesis):
         entries = draw(spec, scenario)
-        where = f"scenario {scenario.name}: nemesis[{i}] (random, seed {spec.seed if spec.seed is not None else scenario.seed})"
+        where = f"scenario {scenario.name}: nemesis entry {i + 1} (random, seed {spec.seed if spec.seed is not None else scenario.seed})"
         for e in entries:
             try:
                 one = Scenario.model_validate({**_base(scenario), "timeline": [e]})

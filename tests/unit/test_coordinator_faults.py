@@ -96,7 +96,7 @@ KILL_AT_5 = '[[timeline]]\nat = "5s"\naction = "kill_coordinator"\n'
         ),
         (
             'name = "x"\n[cluster]\nbrokers = 3\n[[timeline]]\nat = "5s"\naction = "pause_coordinator"\n',
-            "timeline[0].duration: required key is missing",
+            "timeline entry 1, duration: required key is missing",
         ),
         (
             'name = "x"\n[cluster]\nbrokers = 3\n[[timeline]]\nat = "5s"\naction = "kill_coordinator"\n'

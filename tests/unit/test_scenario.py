@@ -9,6 +9,7 @@ import pytest
 from harness.kernel.errors import ConfigError
 from harness.scenario import builtin_names, expand, load_scenario, parse_duration
 from harness.scenario.model import Switch
+from harness.scenario.positions import key_lines, line_of
 
 
 def test_every_builtin_scenario_loads_and_expands() -> None:
@@ -77,7 +78,7 @@ def _assert_one_line_error(tmp_path: Path, text: str, expected: str) -> None:
     [
         (
             'name = "x"\n[group]\nmembrs = 3\n',
-            "group.membrs: unknown key (allowed: assignor, coordinator, id, legacy_zk, members)",
+            "line 3: group.membrs: unknown key; did you mean 'members'? (allowed: assignor, coordinator, id, legacy_zk, members)",
         ),
         (
             'name = "x"\n[group]\nmembers = "ten"\n',
@@ -93,17 +94,20 @@ def _assert_one_line_error(tmp_path: Path, text: str, expected: str) -> None:
         ),
         (
             'name = "x"\n[[timeline]]\nat = "5 parsecs"\naction = "join"\n',
-            "timeline[0].at: expected a duration like '5s' or '500ms' (got '5 parsecs')",
+            "line 3: timeline entry 1, at: expected a duration like '5s' or '500ms' (got '5 parsecs')",
         ),
         (
             'name = "x"\n[[timeline]]\nat = "5s"\naction = "explode"\n',
-            "timeline[0]: Input tag 'explode' found using 'action' does not match",
+            "line 4: timeline entry 1: unknown action 'explode'; did you mean 'expire'? (one of: join, leave, crash,",
         ),
         (
             'name = "x"\n[[timeline]]\nat = "5s"\naction = "pause"\n',
-            "timeline[0].duration: required key is missing",
+            "line 2: timeline entry 1, duration: required key is missing",
         ),
-        ('name = "x"\nimplementations = ["kafka"]\n', "implementations[0]"),
+        (
+            'name = "x"\nimplementations = ["kafka"]\n',
+            "line 2: implementations entry 1: Input should be 'legacy_zk' or 'coordinator' (got 'kafka')",
+        ),
         (
             'name = "x"\n[group.coordinator]\nheartbeat_interval_ms = 7000\n',
             "heartbeat_interval_ms must be below session_timeout_ms",
@@ -145,11 +149,11 @@ _LEGACY = 'name = "x"\nimplementations = ["legacy_zk"]\n'
         (
             _LEGACY
             + '[[timeline]]\nat = "5s"\naction = "set_property"\nproperties = { "offsets.storag" = "kafka" }\n',
-            "timeline[0].properties: unknown legacy_zk property 'offsets.storag'",
+            "timeline entry 1, properties: unknown legacy_zk property 'offsets.storag'",
         ),
         (
             _LEGACY + '[[timeline]]\nat = "5s"\naction = "rollback"\nproperties = { "group.id" = "other" }\n',
-            "timeline[0].properties: property 'group.id' is set by the harness for every member",
+            "timeline entry 1, properties: property 'group.id' is set by the harness for every member",
         ),
         (
             _LEGACY
@@ -163,11 +167,11 @@ _LEGACY = 'name = "x"\nimplementations = ["legacy_zk"]\n'
         ),
         (
             _LEGACY + '[[timeline]]\nat = "5s"\naction = "set_property"\nproperties = {}\n',
-            "timeline[0].properties",
+            "timeline entry 1, properties",
         ),
         (
             _LEGACY + '[[timeline]]\nat = "5s"\naction = "switch"\nmode = "sideways"\n',
-            "timeline[0].mode",
+            "timeline entry 1, mode",
         ),
         (
             'name = "x"\n[[timeline]]\nat = "5s"\naction = "switch"\n',
@@ -252,4 +256,68 @@ def test_scenarios_check_plans_each_case_as_run_does(tmp_path: Path) -> None:
     assert "rollback at 2s: no coordinator member is present to replace" in str(r.exception)
     ok = CliRunner().invoke(check, ["migration"])
     assert ok.exit_code == 0, ok.output
-    assert ok.output == "migration: default: 3 members, 3 partitions\n"
+    assert ok.output.startswith("migration: default: 3 members, 3 partitions\n")
+
+
+def test_an_unknown_key_of_a_timeline_entry_names_the_entry_from_1_its_line_and_the_closest_key(
+    tmp_path: Path,
+) -> None:
+    text = (
+        'name = "x"\n'  # 1
+        "\n"  # 2
+        "[[timeline]]\n"  # 3
+        'at = "2s"\n'  # 4
+        'action = "join"\n'  # 5
+        "\n"  # 6
+        "[[timeline]]\n"  # 7
+        'at = "9s"\n'  # 8
+        'action = "leave"\n'  # 9
+        "cuont = 1\n"  # 10
+    )
+    _assert_one_line_error(
+        tmp_path,
+        text,
+        ": line 10: timeline entry 2, cuont: unknown key; did you mean 'count'? "
+        "(allowed: action, at, count, select)",
+    )
+
+
+def test_a_key_set_by_an_override_has_no_line_of_the_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, 'name = "x"\n[group]\nmembers = 3\n')
+    with pytest.raises(ConfigError) as info:
+        load_scenario(path, ["group.members=0"])
+    assert str(info.value) == (
+        f"{path}: group.members: expected a positive integer or a non-empty list of them (got 0)"
+    )
+
+
+def test_key_lines_finds_tables_array_entries_and_dotted_keys() -> None:
+    text = (
+        'name = "x"\n'  # 1
+        'description = """\n'  # 2
+        "members = 9\n"  # 3: inside a string, not a key
+        '"""\n'  # 4
+        "group.id = 'g'\n"  # 5
+        "[group]  # the group\n"  # 6
+        "members = [4, 8]\n"  # 7
+        '[group."legacy_zk"]\n'  # 8
+        "[[timeline]]\n"  # 9
+        "at = '1s'\n"  # 10
+        "[[timeline]]\n"  # 11
+        "  at = '2s'\n"  # 12
+    )
+    lines = key_lines(text)
+    assert lines == {
+        ("name",): 1,
+        ("description",): 2,
+        ("group", "id"): 5,
+        ("group",): 6,
+        ("group", "members"): 7,
+        ("group", "legacy_zk"): 8,
+        ("timeline", 0): 9,
+        ("timeline", 0, "at"): 10,
+        ("timeline", 1): 11,
+        ("timeline", 1, "at"): 12,
+    }
+    assert line_of(lines, ("timeline", 1, "duration")) == 11  # a missing key: its table's header
+    assert line_of(lines, ("topic", "partitions")) is None

@@ -44,10 +44,13 @@ def _write(tmp_path: Path, text: str) -> Path:
     ("text", "expected"),
     [
         ('name = "x"\n[zookeeper]\nservers = 2\n', "zookeeper.servers"),
-        ('name = "x"\n[zookeeper]\nserver = 3\n', "zookeeper.server: unknown key (allowed: servers)"),
+        (
+            'name = "x"\n[zookeeper]\nserver = 3\n',
+            "line 3: zookeeper.server: unknown key; did you mean 'servers'? (allowed: servers)",
+        ),
         (
             'name = "x"\n[[timeline]]\nat = "5s"\naction = "pause_zk_leader"\n',
-            "timeline[0].duration: required key is missing",
+            "line 2: timeline entry 1, duration: required key is missing",
         ),
         (
             'name = "x"\n[[timeline]]\nat = "5s"\naction = "kill_zk_leader"\ndowntime = "10s"\n'

@@ -147,8 +147,8 @@ def test_an_unknown_property_is_a_one_line_error(tmp_path: Path) -> None:
     argv = member_argv_without_broker(tmp_path) + ["-X", "no.such.property=1"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
-    errors = [line for line in done.stderr.splitlines() if line.startswith("Error")]
-    assert errors == ["Error: Invalid value for -X: unknown librdkafka property 'no.such.property'"]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("herdlab: error:")]
+    assert errors == ["herdlab: error: Invalid value for -X: unknown librdkafka property 'no.such.property'"]
     assert "Traceback" not in done.stderr
 
 

@@ -1,7 +1,7 @@
 """The machine-readable commands (CliRunner, no processes, no Spark): ``scenarios --json`` and
 ``schema``, ``metrics schema`` and ``check``, ``runs list`` on hand-made run directories, the
 ``latest`` link, ``run --json`` and ``report --json`` (a stand-in session and analysis; the reports are
-really rendered), and ``cluster up``'s broker count."""
+really rendered), and ``cluster up``'s broker count and replication."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from click.testing import CliRunner
 
 import harness.cli.run as run_cli
 from harness.cli import cli
-from harness.cli.cluster import broker_count
+from harness.cli.cluster import broker_count, replication_args
 from harness.cli.runs import list_runs, update_latest
 from harness.kernel.errors import ConfigError
 from harness.run.runner import RunResult
-from harness.scenario.loading import builtin_names
+from harness.scenario.loading import builtin_names, load_scenario
 from tests.support.metrics import build, metrics, trigger, unit
 
 
@@ -103,11 +103,15 @@ def test_runs_list_newest_first_with_verdicts(tmp_path: Path) -> None:
     assert "INVALID (interrupted)" in table and "not analysed" in table and "unknown" in table
 
 
-def test_runs_list_of_a_missing_directory_is_a_user_error(tmp_path: Path) -> None:
+def test_runs_list_where_nothing_has_run_is_empty(tmp_path: Path) -> None:
+    for out in (tmp_path, tmp_path / "nowhere"):  # empty, and not created yet
+        assert list_runs(out) == []
+        assert _invoke(["runs", "list", "--out", str(out)]).stdout == f"no run under {out}\n"
+        assert _invoke(["runs", "list", "--out", str(out), "--json"]).stdout == "[]\n"
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
     with pytest.raises(ConfigError, match="is not a directory"):
-        list_runs(tmp_path / "nowhere")
-    assert _invoke(["runs", "list", "--out", str(tmp_path)]).stdout == f"no run under {tmp_path}\n"
-    assert json.loads(_invoke(["runs", "list", "--out", str(tmp_path), "--json"]).stdout) == []
+        list_runs(a_file)
 
 
 def test_latest_is_a_relative_link_replaced_in_place(tmp_path: Path) -> None:
@@ -131,13 +135,30 @@ def test_cluster_up_starts_one_broker_by_default() -> None:
         broker_count(2, True)
 
 
+def test_cluster_up_replicates_as_a_scenario_does() -> None:
+    replicated = ("--replication", "--no-unclean-leader-election")
+    assert replication_args(1, None) == ()
+    assert replication_args(3, None)[:2] == replicated
+    assert replication_args(3, False) == ()
+    assert replication_args(1, True)[:2] == replicated
+    assert replication_args(0, None) == replication_args(0, False) == ()
+    with pytest.raises(ConfigError, match="--replication needs brokers"):
+        replication_args(0, True)
+    # the options a scenario's [cluster] brokers = 3 gives its brokers
+    scenario = load_scenario("herd-small", ["cluster.brokers=3"])
+    assert replication_args(3, None) == scenario.cluster.broker_args()
+
+
 class _FakeCluster:
-    """Stands in for LocalCluster in ``cluster up``: records its broker count, stops at once."""
+    """Stands in for LocalCluster in ``cluster up``: records its broker count and broker options,
+    stops at once."""
 
     seen: list[int] = []
+    args: list[tuple[str, ...]] = []
 
-    def __init__(self, brokers: int, **kw: Any) -> None:
+    def __init__(self, brokers: int, broker_args: tuple[str, ...] = (), **kw: Any) -> None:
         self.seen.append(brokers)
+        self.args.append(broker_args)
         self.zookeeper_connect = "127.0.0.1:2181"
         self.bootstrap = "127.0.0.1:9092" if brokers else ""
         self.zookeeper = self
@@ -168,6 +189,23 @@ def test_cluster_up_prints_both_addresses(monkeypatch: pytest.MonkeyPatch) -> No
     r = CliRunner().invoke(cli, ["cluster", "up", "--no-broker"])
     assert "zookeeper.connect" in r.output and "bootstrap.servers" not in r.output
     assert _FakeCluster.seen == [1, 0]
+
+
+def test_cluster_up_with_several_brokers_turns_replication_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.cli.cluster as cluster_cli
+
+    monkeypatch.setattr(cluster_cli, "LocalCluster", _FakeCluster)
+    monkeypatch.setattr(cluster_cli, "install_signal_handlers", lambda: None)
+    _FakeCluster.seen.clear()
+    _FakeCluster.args.clear()
+    r = CliRunner().invoke(cli, ["cluster", "up", "--brokers", "3"])
+    assert "replication: on (--no-replication to turn it off)" in r.output
+    r = CliRunner().invoke(cli, ["cluster", "up", "--brokers", "3", "--no-replication"])
+    assert "replication: off (--replication to turn it on)" in r.output
+    r = CliRunner().invoke(cli, ["cluster", "up"])
+    assert "replication: off" in r.output
+    assert _FakeCluster.seen == [3, 3, 1]
+    assert ["--replication" in a for a in _FakeCluster.args] == [True, False, False]
 
 
 class _FakeSession:

@@ -97,7 +97,9 @@ def test_resolve_merges_the_draws_into_the_timeline_once() -> None:
 
 def test_a_drawn_action_the_scenario_refuses_is_one_config_error() -> None:
     s = _scenario(actions=["kill_coordinator"])  # needs cluster.brokers > 1
-    with pytest.raises(ConfigError, match=r"nemesis\[0\].*drawn kill_coordinator at .*cluster.brokers > 1"):
+    with pytest.raises(
+        ConfigError, match=r"nemesis entry 1 .*drawn kill_coordinator at .*cluster.brokers > 1"
+    ):
         resolve(s)
     with pytest.raises(ConfigError, match="drawn latency"):
         resolve(_scenario(actions=["latency"], params={"latency": {"latencyy": 5}}))

@@ -106,26 +106,57 @@ def test_cli_errors_are_config_errors(tmp_path: Path) -> None:
 
 
 def test_run_junit_from_metrics(tmp_path: Path) -> None:
-    # 4 units: fine; never settled; lost 2 records; failed -> 3 failures of 4 cases
+    # 4 units of one case: fine; never settled; lost 2 records; failed before any trigger -> one case
+    # for the trigger (failing: rep 1 never settled) and one for the units (failing: rep 2 lost records,
+    # rep 3 failed)
     units = [
-        unit("coordinator", "c", 0, [trigger(latency=1.0, impl="coordinator")]),
-        unit("coordinator", "c", 1, [trigger(outcome="never", impl="coordinator")]),
-        unit("coordinator", "c", 2, [trigger(latency=1.0, impl="coordinator")], lost=2),
-        unit("coordinator", "c", 3, [], failed="broker exited"),
+        unit("coordinator", "group.members=4", 0, [trigger(latency=1.0, impl="coordinator")]),
+        unit("coordinator", "group.members=4", 1, [trigger(outcome="never", impl="coordinator")]),
+        unit("coordinator", "group.members=4", 2, [trigger(latency=1.5, impl="coordinator")], lost=2),
+        unit("coordinator", "group.members=4", 3, [], failed="broker exited"),
     ]
     d = tmp_path / "run"
     d.mkdir()
     (d / "metrics.json").write_text(json.dumps(build(units)))
     suite = ET.parse(write_run_junit(tmp_path / "j.xml", d, [])).getroot().find("testsuite")
-    assert suite is not None and suite.get("tests") == "4" and suite.get("failures") == "3"
+    assert suite is not None and suite.get("tests") == "2" and suite.get("failures") == "2"
+    cases = [(tc.get("classname"), tc.get("name"), tc.get("time")) for tc in suite.iter("testcase")]
+    assert cases == [
+        ("herdlab-run coordinator group_members=4", "#1 crash", "2.500"),  # 1.0 + 1.5 s, settled reps
+        ("herdlab-run coordinator group_members=4", "unit", "0.000"),
+    ]
+    assert suite.get("time") == "2.500"
     msgs = [f.get("message") for f in suite.iter("failure")]
     assert msgs == [
-        "coordinator c rep 1: trigger #1 crash never settled",
-        "coordinator c rep 2: 2 records lost (acknowledged offsets skipped)",
-        "coordinator c rep 3: the unit failed: broker exited",
+        "coordinator group.members=4 #1 crash: never settled in rep 1 (of 3)",
+        "coordinator group.members=4: rep 2: 2 records lost (acknowledged offsets skipped); "
+        "rep 3: the unit failed: broker exited",
     ]
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["analysed"] == "true" and props["scenario"] == "herd"
+
+
+def test_run_junit_has_one_case_per_implementation_case_and_trigger(tmp_path: Path) -> None:
+    units = [
+        unit(impl, case, rep, [trigger(index=0, action="join", latency=0.5, impl=impl), trigger(index=1)])
+        for impl in ("legacy_zk", "coordinator")
+        for case in ("c1", "c2")
+        for rep in range(3)
+    ]
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "metrics.json").write_text(json.dumps(build(units)))
+    suite = ET.parse(write_run_junit(tmp_path / "j.xml", d, [])).getroot().find("testsuite")
+    assert suite is not None
+    # 2 implementations x 2 cases x (2 triggers + the unit case), whatever the repetitions
+    assert [(tc.get("classname"), tc.get("name")) for tc in suite.iter("testcase")] == [
+        (f"herdlab-run {impl} {case}", name)
+        for impl in ("legacy_zk", "coordinator")
+        for case in ("c1", "c2")
+        for name in ("#1 join", "#2 crash", "unit")
+    ]
+    assert suite.get("failures") == "0"
+    assert [tc.get("time") for tc in suite.iter("testcase")][:3] == ["1.500", "3.000", "0.000"]
 
 
 def test_run_junit_without_a_report_uses_the_session_units(tmp_path: Path) -> None:
@@ -134,5 +165,6 @@ def test_run_junit_without_a_report_uses_the_session_units(tmp_path: Path) -> No
         {"unit": "c0-legacy_zk-r1", "case": "c", "impl": "legacy_zk", "repetition": 1, "failed": "boom"},
     ]
     suite = ET.parse(write_run_junit(tmp_path / "j.xml", tmp_path, session)).getroot().find("testsuite")
-    assert suite is not None and suite.get("tests") == "2" and suite.get("failures") == "1"
+    assert suite is not None and suite.get("tests") == "1" and suite.get("failures") == "1"
+    assert [f.get("message") for f in suite.iter("failure")] == ["legacy_zk c: rep 1: the unit failed: boom"]
     assert {p.get("name"): p.get("value") for p in suite.iter("property")}["analysed"] == "false"

@@ -123,3 +123,41 @@ def test_commands_are_named_for_registration(name: str) -> None:
     import harness.cli.report as mod
 
     assert getattr(mod, name).name == name
+
+
+def test_an_inconclusive_compare_says_what_to_run_next_and_inconclusive_ok_exits_0(tmp_path: Path) -> None:
+    # 3 repetitions on each side, 5 needed: the baseline took 6 min (2 min a repetition, so 10 min for
+    # 5), the current run 3 min (1 min a repetition, so 5 min for 5)
+    b = _write(
+        tmp_path / "b",
+        build(default_units(), started="2026-01-01T00:00:00+00:00", finished="2026-01-01T00:06:00+00:00"),
+    )
+    c = _write(
+        tmp_path / "c",
+        build(default_units(), started="2026-01-02T00:00:00+00:00", finished="2026-01-02T00:03:00+00:00"),
+    )
+    advice = (
+        "next: run again with at least 5 repetitions each (herdlab run herd --set repetitions=5): "
+        "the current run had 3 usable of 3, about 5 min with 5; the baseline had 3 usable of 3, about "
+        "10 min with 5; then compare again, or pass --inconclusive-ok to accept an inconclusive result"
+    )
+    r = CliRunner().invoke(compare, [str(b), str(c)])
+    assert r.exit_code == 3
+    assert advice + "\n" in r.stdout
+    r = CliRunner().invoke(compare, [str(b), str(c), "--inconclusive-ok"])
+    assert r.exit_code == 0
+    assert advice + "\n" in r.stdout
+    r = CliRunner().invoke(compare, [str(b), str(c), "--inconclusive-ok", "--json"])
+    doc = json.loads(r.stdout)
+    assert (r.exit_code, doc["verdict"], doc["exit_code"], doc["next_step"]) == (0, "inconclusive", 0, advice)
+
+
+def test_inconclusive_ok_keeps_a_regression_failing(tmp_path: Path) -> None:
+    units = default_units()
+    for u in units:
+        if (u["impl"], u["case"]) == ("legacy_zk", "members=6"):
+            u["triggers"][0]["coordination_requests"] /= 2
+    b, c = _write(tmp_path / "b", build(units)), _write(tmp_path / "c", metrics())
+    r = CliRunner().invoke(compare, [str(b), str(c), "--stat", "p50", "--inconclusive-ok"])
+    assert r.exit_code == 1
+    assert "next:" not in r.output

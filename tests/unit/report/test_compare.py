@@ -200,6 +200,11 @@ def test_junit_xml_has_one_case_per_check_and_failures(tmp_path: Path) -> None:
     assert int(suite.get("tests", "0")) == len(r.changes) == len(suite.findall("testcase"))
     failures = [tc.find("failure") for tc in suite.findall("testcase") if tc.find("failure") is not None]
     assert [f.get("type") for f in failures if f is not None] == ["failed"]
+    # class names hold no dot (the default cases are members=3 and members=6, impl names have none)
+    classnames = {tc.get("classname") for tc in suite.findall("testcase")}
+    assert "herdlab-compare legacy_zk members=3" in classnames
+    assert not [c for c in classnames if c is None or "." in c]
+    assert all(tc.get("time") == "0.000" for tc in suite.findall("testcase"))
 
 
 def test_a_single_repetition_run_compares_its_values() -> None:
