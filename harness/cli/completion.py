@@ -42,7 +42,7 @@ def completion(shell: str) -> None:
 
     Load it from your shell's start-up file: eval "$(herdlab completion bash)" in ~/.bashrc,
     eval "$(herdlab completion zsh)" in ~/.zshrc. It completes commands, options and scenario names
-    (the built-ins and *.toml files)."""
+    (the built-ins and `*.toml` files)."""
     root = click.get_current_context().find_root().command
     cls = get_completion_class(shell)
     assert cls is not None, shell  # click ships a class for each of SHELLS
