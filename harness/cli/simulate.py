@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
+from harness.cli.output import OutputConsole
 from harness.cli.report import publish
 from harness.cli.runs import update_latest
 from harness.kernel.errors import ConfigError
@@ -22,9 +22,7 @@ from harness.sim.driver import UnitProgress
 from harness.sim.model import DEFAULT_PROFILE
 from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
 
-console = Console()
-if not console.is_terminal:
-    console = Console(width=160)
+console = OutputConsole()
 
 
 @click.command("simulate")
@@ -76,6 +74,11 @@ if not console.is_terminal:
 )
 @click.option("--spark-master", default=None, metavar="URL", help="Spark master for the analysis.")
 @click.option("--no-report", is_flag=True, help="Skip the analysis and reports.")
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Every column of the summary tables (default: the narrow ones that fit a terminal).",
+)
 def simulate(
     scenario: str,
     overrides: tuple[str, ...],
@@ -87,6 +90,7 @@ def simulate(
     out: Path,
     spark_master: str | None,
     no_report: bool,
+    wide: bool = False,
 ) -> None:
     """Simulate SCENARIO (a built-in name or a TOML file): the same pure cores in virtual time.
 
@@ -109,6 +113,7 @@ def simulate(
         spark_master,
         not no_report,
         profile=profile,
+        wide=wide,
     )
 
 
@@ -123,6 +128,7 @@ def execute(
     spark_master: str | None = None,
     report: bool = True,
     profile: str | None = None,
+    wide: bool = False,
 ) -> Path:
     """Simulate, then analyse and report (see ``herdlab simulate``); returns the run directory."""
 
@@ -165,7 +171,7 @@ def execute(
     update_latest(result.run_dir)
     invalid = False
     if report:
-        invalid = publish(result.run_dir, spark_master=spark_master)
+        invalid = publish(result.run_dir, spark_master=spark_master, wide=wide)
     if invalid or any(u.get("failed") for u in result.units):
         raise SystemExit(1)
     return result.run_dir
