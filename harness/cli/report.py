@@ -1,8 +1,9 @@
 """``herdlab report RUN_DIR`` and ``herdlab compare BASELINE CURRENT``.
 
 * ``report`` analyses a run's history with PySpark (local mode unless ``--spark-master``) and
-  writes ``index.html``, ``summary.md``, ``metrics.json`` (and ``plots/``) into the run directory,
-  then prints the verdict, the summary table, the alerts and the paths. ``--from-metrics``
+  writes ``index.html``, ``summary.md``, ``metrics.json`` (and ``plots/``) into the run directory
+  (the Spark JVM's own output into ``spark.log`` there), then prints the verdict, the summary table
+  (its narrow columns, every one with ``--wide``), the alerts and the paths. ``--from-metrics``
   re-renders from an existing ``metrics.json`` without Spark. Exits 1 when the run is invalid:
   records lost, a tail not drained, a unit failed, or the run was interrupted.
 * ``compare`` checks CURRENT against BASELINE (a baseline name of the store, run directories with
@@ -60,16 +61,18 @@ console = OutputConsole()
 @click.option(
     "--wide",
     is_flag=True,
-    help="Every column of the summary tables (default: the narrow ones that fit a terminal).",
+    help="Every column of the summary tables (default: the narrow ones). Tables are as wide as the "
+    "terminal, or when not printing to one as $COLUMNS (else 120).",
 )
 def report(
     run_dir: Path, spark_master: str | None, from_metrics: bool, as_json: bool = False, wide: bool = False
 ) -> None:
     """Analyse RUN_DIR (a `herdlab run` output) and write its reports.
 
-    Writes index.html (offline, plots embedded), summary.md and metrics.json into RUN_DIR and
-    prints the verdict and the summary table (its narrow columns; --wide for every one). Exits 1 if the run is invalid: records lost (skipped),
-    a tail not drained, a unit failed, or the run was interrupted. With --json, stdout carries one
+    Writes index.html (offline, plots embedded), summary.md and metrics.json into RUN_DIR (Spark's
+    own output goes to RUN_DIR/spark.log) and prints the verdict and the summary table (its narrow
+    columns; --wide for every one). Exits 1 if the run is invalid: records lost (skipped), a tail
+    not drained, a unit failed, or the run was interrupted. With --json, stdout carries one
     JSON object: run_dir, verdict (valid: true, false or "unknown"; reasons; line) and paths
     (json, markdown, html, plots).
     """

@@ -77,7 +77,8 @@ console = OutputConsole()
 @click.option(
     "--wide",
     is_flag=True,
-    help="Every column of the summary tables (default: the narrow ones that fit a terminal).",
+    help="Every column of the summary tables (default: the narrow ones). Tables are as wide as the "
+    "terminal, or when not printing to one as $COLUMNS (else 120).",
 )
 def simulate(
     scenario: str,

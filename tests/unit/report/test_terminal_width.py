@@ -4,6 +4,7 @@ columns left out. No Spark: hand-made documents and the regression fixture's met
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 from rich.console import Console
 
-from harness.cli.output import DEFAULT_WIDTH, output_width
+from harness.cli.output import DEFAULT_WIDTH, OutputConsole, output_width
 from harness.cli.report import report
 from harness.report.case_labels import short_labels
 from harness.report.terminal import summary_table, terminal_report
@@ -40,8 +41,8 @@ def _report(tmp_path: Path, name: str, *args: str, columns: str | None) -> Resul
     run = tmp_path / name
     run.mkdir(parents=True)
     shutil.copy(REGRESSION / name / "expected-metrics.json", run / "metrics.json")
-    env = {"COLUMNS": columns} if columns is not None else {}
-    r = CliRunner().invoke(report, [str(run), "--from-metrics", *args], env=env)
+    # COLUMNS None: unset for the command
+    r = CliRunner().invoke(report, [str(run), "--from-metrics", *args], env={"COLUMNS": columns})
     assert r.exit_code == 0, r.output
     return r
 
@@ -75,6 +76,18 @@ def test_output_width_without_a_terminal() -> None:
     assert output_width({}) == DEFAULT_WIDTH == 120
     assert output_width({"COLUMNS": "0"}) == 120
     assert output_width({"COLUMNS": "wide"}) == 120
+
+
+def test_the_console_follows_columns_when_not_a_terminal_and_the_terminal_when_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    piped = OutputConsole(file=io.StringIO())
+    monkeypatch.setenv("COLUMNS", "77")
+    assert not piped.is_terminal and piped.width == 77  # read when asked, not when made
+    monkeypatch.delenv("COLUMNS")
+    assert piped.width == 120
+    # a terminal: rich's own measure (here the width it is told)
+    assert OutputConsole(file=io.StringIO(), force_terminal=True, width=90).width == 90
 
 
 def test_without_columns_the_default_width_is_120(tmp_path: Path) -> None:
