@@ -61,8 +61,8 @@ console = OutputConsole()
 @click.option(
     "--wide",
     is_flag=True,
-    help="Every column of the summary tables (default: the narrow ones). Tables are as wide as the "
-    "terminal, or when not printing to one as $COLUMNS (else 120).",
+    help="Every column of the summary tables, cells whole even past the terminal's edge (default: the "
+    "narrow columns, fitted to the terminal's width, or to $COLUMNS, else 120, when not printing to one).",
 )
 def report(
     run_dir: Path, spark_master: str | None, from_metrics: bool, as_json: bool = False, wide: bool = False
@@ -116,7 +116,7 @@ def publish_metrics(
         with console.status("analysing the history with Spark ..."):
             metrics = analyse(run_dir, spark_master=spark_master)
     paths = render(run_dir, metrics)
-    console.print(terminal_report(metrics, wide=wide))
+    console.print(terminal_report(metrics, wide=wide), crop=False)  # --wide may be wider than the terminal
     for a in metrics.get("alerts") or []:
         style = "bold red" if a.startswith(("LOST", "NOT DRAINED")) else "yellow"
         console.print(f"[{style}]{a}[/{style}]", highlight=False)

@@ -77,8 +77,8 @@ console = OutputConsole()
 @click.option(
     "--wide",
     is_flag=True,
-    help="Every column of the summary tables (default: the narrow ones). Tables are as wide as the "
-    "terminal, or when not printing to one as $COLUMNS (else 120).",
+    help="Every column of the summary tables, cells whole even past the terminal's edge (default: the "
+    "narrow columns, fitted to the terminal's width, or to $COLUMNS, else 120, when not printing to one).",
 )
 def simulate(
     scenario: str,

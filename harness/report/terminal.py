@@ -42,7 +42,8 @@ def verdict_panel(metrics: MetricsDocument, wide: bool = False) -> Group:
     coordinator or ZooKeeper-leader fault, the coordinator failover table, and when the run compared
     brokers, the coordinators table. One start-up line per unit follows the completeness table. The
     ratio table shows short case labels (:func:`case_labels`) and, unless ``wide``, leaves out the
-    means (:data:`VERDICT_WIDE_ONLY`)."""
+    means (:data:`VERDICT_WIDE_ONLY`); with ``wide`` no table folds a word to fit the width
+    (:class:`FittedTable`'s ``spill``)."""
     v = verdict_of(metrics)
     style = {True: "bold green", "unknown": "bold yellow"}.get(v["valid"], "bold red")
     parts: list[Any] = [Text(f"verdict: {v['line']}", style=style)]
@@ -54,7 +55,9 @@ def verdict_panel(metrics: MetricsDocument, wide: bool = False) -> Group:
         short = case_labels(metrics)
         ratios = [[short(r[0]), *r[1:]] for r in ratios]
         t = FittedTable(
-            title="legacy_zk against the other implementations, per trigger kind", title_justify="left"
+            title="legacy_zk against the other implementations, per trigger kind",
+            title_justify="left",
+            spill=wide,
         )
         shown = [i for i, c in enumerate(VERDICT_COLUMNS) if wide or c not in VERDICT_WIDE_ONLY]
         for i in shown:
@@ -62,7 +65,7 @@ def verdict_panel(metrics: MetricsDocument, wide: bool = False) -> Group:
         for r in ratios:
             t.add_row(*(r[i] for i in shown))
         parts += [t, Text(verdict_intro(metrics), style="dim")]
-    c = FittedTable(title="completeness and split brain per implementation", title_justify="left")
+    c = FittedTable(title="completeness and split brain per implementation", title_justify="left", spill=wide)
     complete = completeness_rows(metrics)
     for name in COMPLETENESS_COLUMNS:
         _add_column(c, name, "left" if name == "implementation" else "right")
@@ -77,7 +80,7 @@ def verdict_panel(metrics: MetricsDocument, wide: bool = False) -> Group:
         parts.append(Text(line, style="bold green" if ok else "bold red"))
     rows = failover_rows(metrics)
     if rows:
-        f = FittedTable(title="coordinator failover", title_justify="left")
+        f = FittedTable(title="coordinator failover", title_justify="left", spill=wide)
         for name in FAILOVER_COLUMNS:
             _add_column(f, name, "left" if name in ("implementation", "fault") else "right")
         for r in rows:
@@ -90,7 +93,9 @@ def verdict_panel(metrics: MetricsDocument, wide: bool = False) -> Group:
     head = coordinators_columns(metrics)
     if head:
         against = ", ".join(str(b) for b in (metrics.get("coordinators") or {}).get("reference") or [])
-        k = FittedTable(title=f"coordinators: herdlab's broker against {against}", title_justify="left")
+        k = FittedTable(
+            title=f"coordinators: herdlab's broker against {against}", title_justify="left", spill=wide
+        )
         krows = coordinators_rows(metrics)
         for name in head:
             _add_column(k, name, "left" if name in ("trigger", "client", "assignor") else "right")
@@ -252,8 +257,8 @@ def terminal_report(metrics: MetricsDocument, wide: bool = False) -> Group:
 def summary_table(metrics: MetricsDocument, wide: bool = False) -> FittedTable:
     """The summary table (rows: :func:`summary_rows`): the narrow columns of :data:`SUMMARY_COLUMNS`,
     or with ``wide`` every one; a column whose every cell is empty (:data:`EMPTY_CELLS`) is left out.
-    No column is cut with an ellipsis: a cell too long for its column folds over lines, and the key
-    columns are at least as wide as their longest word."""
+    Laid out by :class:`FittedTable`: no column is cut with an ellipsis, and with ``wide`` no word is
+    broken to fit the width (the table may be wider)."""
     run = metrics.get("run") or {}
     rows = summary_rows(metrics)
     shown = [
@@ -263,7 +268,8 @@ def summary_table(metrics: MetricsDocument, wide: bool = False) -> FittedTable:
     ]
     t = FittedTable(
         title=f"herdlab {run.get('scenario') or ''} {run.get('run_id') or ''}: medians over repetitions "
-        "(one repetition: its value)"
+        "(one repetition: its value)",
+        spill=wide,
     )
     for i in shown:
         name, right, _ = SUMMARY_COLUMNS[i]
@@ -287,19 +293,27 @@ class FittedTable(Table):
     """A rich Table laid out so that no cell is cut and no word broken while the width allows: when it
     is rendered, every column gets a fixed width: its longest cell or header when the table fits the
     width it is given, else its longest cell (the header wrapping between its words) when that fits,
-    else the widest column is narrowed first, one character at a time, but not below its
-    longest word (so cells wrap between words). Only when every column is down to its longest word
-    do columns narrow further, the key columns (:data:`KEY_COLUMNS`) last, and their cells fold over
-    lines (no column shows an ellipsis). Laid
-    out for the default box: one border between and around the columns, one space of padding on
-    either side."""
+    else the widest column is narrowed first, one character at a time, but not below its longest
+    word (so cells wrap between words). When every column is down to its longest word and the table
+    is still too wide: with ``spill`` (the ``--wide`` tables) it is laid out with whole cells, wider
+    than the width given (printed uncropped, a line runs past the terminal's edge); without, columns narrow
+    further, the key columns (:data:`KEY_COLUMNS`) last, and their cells fold over lines. No column
+    shows an ellipsis. Laid out for the default box: one border between and around the columns, one
+    space of padding on either side."""
+
+    def __init__(self, *args: Any, spill: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.spill = spill
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        self.fit(options.max_width)
+        width = self.fit(options.max_width)
+        if width > options.max_width:
+            options = options.update_width(width)
         yield from super().__rich_console__(console, options)
 
-    def fit(self, max_width: int) -> None:
-        """Set every column's width for a table at most ``max_width`` wide (see the class)."""
+    def fit(self, max_width: int) -> int:
+        """Set every column's width for a table at most ``max_width`` wide (see the class); the
+        table's width (above ``max_width`` only with ``spill``)."""
         lo: list[int] = []
         widths: list[int] = []
         whole: list[int] = []
@@ -310,17 +324,22 @@ class FittedTable(Table):
             widths.append(max([lo[-1], *lines]))
             whole.append(max([widths[-1], len(texts[0])]))
         key = [c.header in KEY_COLUMNS for c in self.columns]
-        room = max_width - (3 * len(self.columns) + 1)
+        borders = 3 * len(self.columns) + 1
+        room = max_width - borders
         if sum(whole) <= room:
             widths = whole
+        cells = list(widths)
         while sum(widths) > room:
-            narrowable = (
-                [i for i, w in enumerate(widths) if w > lo[i]]
-                or [i for i, w in enumerate(widths) if w > 1 and not key[i]]
-                or [i for i, w in enumerate(widths) if w > 1]
-            )
+            narrowable = [i for i, w in enumerate(widths) if w > lo[i]]
+            if not narrowable and not self.spill:
+                narrowable = [i for i, w in enumerate(widths) if w > 1 and not key[i]] or [
+                    i for i, w in enumerate(widths) if w > 1
+                ]
             if not narrowable:
                 break
             widths[max(narrowable, key=lambda i: widths[i])] -= 1
+        if sum(widths) > room:  # spilling: no word broken for nothing, the cells laid out whole
+            widths = cells
         for c, w in zip(self.columns, widths, strict=True):
             c.width = w
+        return sum(widths) + borders

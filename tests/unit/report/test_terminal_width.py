@@ -180,6 +180,15 @@ def test_wide_on_the_command_line(tmp_path: Path) -> None:
     assert "latency means" in wide and "latency means" not in narrow
 
 
+def test_wide_lays_cells_out_whole_even_past_the_width(tmp_path: Path) -> None:
+    out = _report(tmp_path, "herd-small", "--wide", columns="100").output
+    # N=4's first row: legacy_zk's join, 0.185 s, detected after 0.024 s, resumed after 0.212 s (the
+    # fixture's values), each on one line, and the line is longer than 100 rather than folded
+    row = [line for line in out.splitlines() if line.startswith("│ N=4 ")][-1]  # the summary table's
+    assert "│ 0.185 s │ 0.024 s │ 0.212 s │" in row and "#1 join j0" in row
+    assert len(row) > 100
+
+
 def test_empty_columns_are_left_out() -> None:
     # one repetition (no max beside the one value) and no ZooKeeper packet count anywhere
     m = build(
