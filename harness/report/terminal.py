@@ -78,7 +78,7 @@ def verdict_panel(metrics: MetricsDocument, wide: bool = False) -> Group:
     if line is not None:
         ok = bool((metrics.get("migration") or {}).get("as_expected"))
         parts.append(Text(line, style="bold green" if ok else "bold red"))
-    rows = failover_rows(metrics)
+    rows = [[r[0], _short_fault(r[1], case_labels(metrics)), *r[2:]] for r in failover_rows(metrics)]
     if rows:
         f = FittedTable(title="coordinator failover", title_justify="left", spill=wide)
         for name in FAILOVER_COLUMNS:
@@ -277,6 +277,14 @@ def summary_table(metrics: MetricsDocument, wide: bool = False) -> FittedTable:
     for r in rows:
         t.add_row(*(r[i] for i in shown))
     return t
+
+
+def _short_fault(fault: str, short: CaseLabels) -> str:
+    """A failover row's fault (``<case> rep <n>: ...``) with the case's short label."""
+    for label, s in short.short.items():
+        if fault.startswith(f"{label} rep "):
+            return s + fault[len(label) :]
+    return fault
 
 
 def _add_column(t: Table, name: str, justify: JustifyMethod = "left") -> None:

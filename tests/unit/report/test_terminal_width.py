@@ -113,6 +113,19 @@ def test_split_brain_case_labels_wrap_between_their_keys() -> None:
     assert lines[i + 1].startswith("│ takeover_delay_ms=6000 ")
 
 
+def test_the_failover_table_names_the_case_by_its_short_label() -> None:
+    m = _fixture("coordinator-failover")
+    m["cases"] = [
+        {"label": f"group.members={n}", "params": {"group.members": n}, "members": n} for n in (3, 6)
+    ]
+    for u in m["units"]:
+        u["case"] = "group.members=3"
+    c = Console(width=200, record=True, color_system=None)
+    c.print(terminal_report(m))
+    text = c.export_text()
+    assert "│ N=3 rep 0: #1 kill_coordinator" in text and "group.members=3 rep" not in text
+
+
 def test_short_case_labels_and_their_legend() -> None:
     herd = short_labels(_fixture("herd-small")["cases"])
     assert herd.short == {"group.members=4": "N=4", "group.members=8": "N=8"}
