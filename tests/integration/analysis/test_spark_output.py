@@ -1,5 +1,6 @@
 """Spark's and the JVM's start-up output goes to the run's spark.log, not the terminal: ``herdlab
-report`` in a process of its own (a fresh JVM), its stdout and stderr captured. Real Spark: marked slow."""
+report`` in a process of its own (a fresh JVM), its stdout and stderr captured. Real Spark: the
+whole report is marked long, the JVM that fails at once only slow."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def _python(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]
 
 
 @pytest.mark.slow
+@pytest.mark.long  # a whole analysis in a fresh JVM: kept out of the default run
 def test_report_prints_no_startup_line_and_the_log_holds_them(tmp_path: Path) -> None:
     run = write_synthetic_run(
         tmp_path / "runs", rate=20.0, members=(3,), implementations=("coordinator",), repetitions=1
