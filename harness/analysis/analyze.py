@@ -4,7 +4,8 @@ Contract
 --------
 ``analyze_run(run_dir, spark_master=None) -> dict`` reads ``run_dir/history.parquet`` and
 ``manifest.json``, runs the metric families on Spark (local mode unless ``spark_master`` names a
-cluster) and returns a JSON-serialisable dict (format ``herdlab-metrics/2``,
+cluster; a Spark JVM it starts writes its output to ``run_dir/spark.log``, :data:`SPARK_LOG`, not to
+the terminal) and returns a JSON-serialisable dict (format ``herdlab-metrics/2``,
 :data:`harness.analysis.document.FORMAT`):
 
 * ``format``, ``run`` (run id, scenario, settle window, backend, versions...), ``spark``,
@@ -60,12 +61,15 @@ from harness.analysis.metrics_model import MetricsDocument
 from harness.analysis.migration_verdict import expect_of
 from harness.analysis.spark import check_history, shuffle_partitions_for, spark_session
 
+#: The file in the run directory that the analysis's Spark JVM writes its stdout and stderr to.
+SPARK_LOG = "spark.log"
+
 
 def analyze_run(run_dir: str | Path, spark_master: str | None = None) -> MetricsDocument:
     """Analyse one run directory (see the module contract)."""
     inputs = load_run(run_dir)
     t = time.monotonic()
-    spark = spark_session(spark_master)
+    spark = spark_session(spark_master, log_file=Path(run_dir) / SPARK_LOG)
     started = time.monotonic() - t
     metrics = analyze(spark, inputs)
     metrics["spark"]["session_s"] = round(started, 3)

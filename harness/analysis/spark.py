@@ -8,7 +8,8 @@ the web UI and console progress bars off, UTC session time zone, Spark's own log
 the driver JVM's C2 compiler held back to hot code and its throughput garbage collector
 (:mod:`harness.kernel.jvm`'s ``spark`` kind; ``HERDLAB_JVM_SPARK_OPTS`` replaces them), Spark's classes mapped from the class archive when one was
 written (:mod:`harness.analysis.class_archive`), and adaptive query execution off: the jobs run many small
-stages, where AQE's re-planning costs more than it saves. The number of shuffle partitions of the record keys' shuffle (every delivery) is set per
+stages, where AQE's re-planning costs more than it saves. Given a log file (the analysis gives
+``RUN_DIR/spark.log``), the driver JVM's stdout and stderr go there rather than to the terminal. The number of shuffle partitions of the record keys' shuffle (every delivery) is set per
 analysis from the history's size (:func:`shuffle_partitions_for`), every other shuffle's to at most
 the cores (:func:`harness.analysis.analyze.analyze`). Calling it again returns the same session
 (Spark allows one per JVM); a different ``master`` than the running session's raises
@@ -111,10 +112,14 @@ def spark_session(
     shuffle_partitions: int = 4,
     app_name: str = "herdlab-analysis",
     dump_class_archive: Path | None = None,
+    log_file: Path | None = None,
 ) -> Any:
     """The SparkSession for herdlab's analysis (see the module contract). The driver JVM maps
     Spark's class archive when one was built (:func:`.class_archive.use_options`); with
-    ``dump_class_archive`` it writes one there as it exits instead (:func:`shutdown_jvm`)."""
+    ``dump_class_archive`` it writes one there as it exits instead (:func:`shutdown_jvm`). With
+    ``log_file``, a JVM started here writes its stdout and stderr (Spark's start-up lines and its own
+    log) to that file, appended, instead of the terminal (:func:`_launch_jvm`); a session already
+    running keeps writing where it did."""
 
     try:
         from pyspark.sql import SparkSession
@@ -131,25 +136,25 @@ def spark_session(
         return active
     master = master or DEFAULT_MASTER
     local = is_local(master)
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.adaptive.enabled", "false")
+    settings: dict[str, str] = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.adaptive.enabled": "false",
         # cached tables (the hashed deliveries, the record keys, the migration proof's records) are
         # kept uncompressed: choosing and applying an encoding per column costs a large part of caching
         # them (herdlab bench analysis shows it), and they are read a few times at most
-        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
-    )
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+    }
     archive = (
         class_archive.dump_options(dump_class_archive)
         if dump_class_archive is not None
         else class_archive.use_options()
     )
-    builder = builder.config("spark.driver.extraJavaOptions", _driver_java_options(archive))
+    settings["spark.driver.extraJavaOptions"] = _driver_java_options(archive)
     if local:
         # Local mode talks only to itself: keep the driver on loopback (herdlab sends no traffic
         # beyond 127.0.0.0/8), and its Python workers run this interpreter.
@@ -166,24 +171,33 @@ def spark_session(
             os.environ.pop("PYSPARK_PYTHON", None)
             _SET_BY_US.discard("PYSPARK_PYTHON")
         host = driver_address(master)
-        builder = builder.config("spark.scheduler.minRegisteredResourcesRatio", "1.0").config(
-            "spark.scheduler.maxRegisteredResourcesWaitingTime", "60s"
-        )
+        settings["spark.scheduler.minRegisteredResourcesRatio"] = "1.0"
+        settings["spark.scheduler.maxRegisteredResourcesWaitingTime"] = "60s"
     os.environ.setdefault("SPARK_LOCAL_IP", host)  # the JVM's other listeners bind there too
-    builder = builder.config("spark.driver.host", host).config("spark.driver.bindAddress", host)
+    settings["spark.driver.host"] = host
+    settings["spark.driver.bindAddress"] = host
     if driver_memory:
-        builder = builder.config("spark.driver.memory", driver_memory)
+        settings["spark.driver.memory"] = driver_memory
+
+    def start(java_options: str) -> Any:
+        conf: dict[str, Any] = {**settings, "spark.driver.extraJavaOptions": java_options}
+        if log_file is not None:
+            _launch_jvm(conf, log_file)
+        return SparkSession.builder.config(map=conf).getOrCreate()
+
     try:
-        session = builder.getOrCreate()
+        session = start(settings["spark.driver.extraJavaOptions"])
     except Exception as e:  # the JVM did not start: Java missing, bad master URL, ...
-        failed = EnvironmentProblem(f"could not start Spark ({master}): {e}".splitlines()[0])
+        where = f" (its output: {log_file})" if log_file is not None else ""
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        failed = EnvironmentProblem(f"could not start Spark ({master}): {first}{where}")
         if not archive or dump_class_archive is not None or "JAVA_GATEWAY_EXITED" not in str(e):
             raise failed from None
         # The driver JVM died at start with the class archive given: one damaged after it was written
         # crashes the JVM that maps it. Started again without it; only when that works was the archive
         # the cause, and the file (a cache, `herdlab spark archive` writes it again) is removed.
         try:
-            session = builder.config("spark.driver.extraJavaOptions", _driver_java_options()).getOrCreate()
+            session = start(_driver_java_options())
         except Exception:
             raise failed from None
         log.warning(
@@ -196,6 +210,26 @@ def spark_session(
         _executor_python(session.sparkContext)
     log.info("Spark %s on %s", session.version, session.sparkContext.master)
     return session
+
+
+def _launch_jvm(conf: dict[str, Any], log_file: Path) -> None:
+    """Start the driver JVM (PySpark's gateway) as ``SparkSession.builder.config(map=conf).getOrCreate()``
+    would, the same ``conf`` on its command line, but with its stdout and stderr appended to ``log_file``:
+    Spark's and the JVM's start-up lines ("Setting default log level", "WARN NativeCodeLoader", the
+    JVM's warnings) and Spark's log go there, not to the terminal. Nothing when this process's JVM
+    already runs. The session built next finds this JVM and uses it."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # pyright: ignore[reportPrivateUsage]
+        return
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("ab") as out:  # the JVM keeps its own copy of the descriptor
+        gateway = launch_gateway(
+            SparkConf().setAll(list(conf.items())),
+            popen_kwargs={"stdout": out, "stderr": subprocess.STDOUT},
+        )
+    SparkContext._ensure_initialized(gateway=gateway)  # pyright: ignore[reportPrivateUsage]
 
 
 def _executor_python(sc: Any) -> None:

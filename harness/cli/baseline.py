@@ -11,16 +11,14 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from harness.cli.output import OutputConsole
 from harness.report.baseline import delete as delete_baseline
 from harness.report.baseline import info, names, store_dir
 from harness.report.baseline import save as save_baseline
 
-console = Console()
-if not console.is_terminal:
-    console = Console(width=200)
+console = OutputConsole()
 
 _store = click.option(
     "--store",

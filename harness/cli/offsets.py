@@ -21,6 +21,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.cli.output import OutputConsole
 from harness.kernel.errors import ConfigError, HerdlabError
 from harness.offsets import ops
 from harness.offsets.core import CopyStep, DiffRow, export_csv
@@ -30,8 +31,7 @@ STORE = click.Choice(["zookeeper", "kafka"])
 
 
 def _console() -> Console:
-    console = Console()
-    return console if console.is_terminal else Console(width=200)
+    return OutputConsole()
 
 
 def _cell(value: int | None) -> str:

@@ -1,8 +1,9 @@
 """``herdlab report RUN_DIR`` and ``herdlab compare BASELINE CURRENT``.
 
 * ``report`` analyses a run's history with PySpark (local mode unless ``--spark-master``) and
-  writes ``index.html``, ``summary.md``, ``metrics.json`` (and ``plots/``) into the run directory,
-  then prints the verdict, the summary table, the alerts and the paths. ``--from-metrics``
+  writes ``index.html``, ``summary.md``, ``metrics.json`` (and ``plots/``) into the run directory
+  (the Spark JVM's own output into ``spark.log`` there), then prints the verdict, the summary table
+  (its narrow columns, every one with ``--wide``), the alerts and the paths. ``--from-metrics``
   re-renders from an existing ``metrics.json`` without Spark. Exits 1 when the run is invalid:
   records lost, a tail not drained, a unit failed, or the run was interrupted.
 * ``compare`` checks CURRENT against BASELINE (a baseline name of the store, run directories with
@@ -21,10 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from harness.cli.jsonout import emit, stdout_to_stderr, verdict_summary
+from harness.cli.output import OutputConsole
 from harness.kernel.errors import ConfigError
 from harness.report import load_metrics
 from harness.report.baseline import exists, metrics_path, store_dir
@@ -34,9 +35,7 @@ if TYPE_CHECKING:
     from harness.analysis.metrics_model import MetricsDocument
     from harness.report.compare import Comparison
 
-console = Console()
-if not console.is_terminal:
-    console = Console(width=200)
+console = OutputConsole()
 
 
 @click.command("report")
@@ -59,17 +58,28 @@ if not console.is_terminal:
     is_flag=True,
     help="Print the verdict and the report paths as JSON on stdout; everything else goes to stderr.",
 )
-def report(run_dir: Path, spark_master: str | None, from_metrics: bool, as_json: bool = False) -> None:
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Every column of the summary tables, cells whole even past the terminal's edge (default: the "
+    "narrow columns, fitted to the terminal's width, or to $COLUMNS, else 120, when not printing to one).",
+)
+def report(
+    run_dir: Path, spark_master: str | None, from_metrics: bool, as_json: bool = False, wide: bool = False
+) -> None:
     """Analyse RUN_DIR (a `herdlab run` output) and write its reports.
 
-    Writes index.html (offline, plots embedded), summary.md and metrics.json into RUN_DIR and
-    prints the verdict and the summary table. Exits 1 if the run is invalid: records lost (skipped),
-    a tail not drained, a unit failed, or the run was interrupted. With --json, stdout carries one
+    Writes index.html (offline, plots embedded), summary.md and metrics.json into RUN_DIR (Spark's
+    own output goes to RUN_DIR/spark.log) and prints the verdict and the summary table (its narrow
+    columns; --wide for every one). Exits 1 if the run is invalid: records lost (skipped), a tail
+    not drained, a unit failed, or the run was interrupted. With --json, stdout carries one
     JSON object: run_dir, verdict (valid: true, false or "unknown"; reasons; line) and paths
     (json, markdown, html, plots).
     """
     with stdout_to_stderr(as_json):
-        metrics, paths = publish_metrics(run_dir, spark_master=spark_master, from_metrics=from_metrics)
+        metrics, paths = publish_metrics(
+            run_dir, spark_master=spark_master, from_metrics=from_metrics, wide=wide
+        )
     if as_json:
         emit(
             {
@@ -82,21 +92,23 @@ def report(run_dir: Path, spark_master: str | None, from_metrics: bool, as_json:
         raise SystemExit(1)
 
 
-def publish(run_dir: Path, spark_master: str | None = None, from_metrics: bool = False) -> bool:
+def publish(
+    run_dir: Path, spark_master: str | None = None, from_metrics: bool = False, wide: bool = False
+) -> bool:
     """Analyse ``run_dir`` (or re-read its metrics.json), write its reports, print the verdict, the
-    summary table, the alerts and the report paths. Returns True when the run is invalid (records
-    lost, a tail not drained, a unit failed, or the run was interrupted)."""
-    metrics, _ = publish_metrics(run_dir, spark_master=spark_master, from_metrics=from_metrics)
+    summary table (every column with ``wide``), the alerts and the report paths. Returns True when
+    the run is invalid (records lost, a tail not drained, a unit failed, or the run was interrupted)."""
+    metrics, _ = publish_metrics(run_dir, spark_master=spark_master, from_metrics=from_metrics, wide=wide)
     return not is_valid(metrics)
 
 
 def publish_metrics(
-    run_dir: Path, spark_master: str | None = None, from_metrics: bool = False
+    run_dir: Path, spark_master: str | None = None, from_metrics: bool = False, wide: bool = False
 ) -> tuple[MetricsDocument, dict[str, Path]]:
     """What :func:`publish` does; returns the metrics and the report paths (keys of
     :func:`harness.report.render_report`)."""
     # deferred: start-up: the terminal report (report tables) loads only when a run is reported
-    from harness.report.terminal import summary_table, verdict_panel
+    from harness.report.terminal import terminal_report
 
     if from_metrics:
         metrics = analyse(run_dir, from_metrics=True)
@@ -104,8 +116,7 @@ def publish_metrics(
         with console.status("analysing the history with Spark ..."):
             metrics = analyse(run_dir, spark_master=spark_master)
     paths = render(run_dir, metrics)
-    console.print(verdict_panel(metrics))
-    console.print(summary_table(metrics))
+    console.print(terminal_report(metrics, wide=wide), crop=False)  # --wide may be wider than the terminal
     for a in metrics.get("alerts") or []:
         style = "bold red" if a.startswith(("LOST", "NOT DRAINED")) else "yellow"
         console.print(f"[{style}]{a}[/{style}]", highlight=False)
@@ -221,7 +232,7 @@ def compare(
     )
     exit_code = 0 if inconclusive_ok and result.verdict == INCONCLUSIVE else result.exit_code
     advice = next_step(result, base_doc, cur_doc)
-    out = Console(stderr=True) if as_json else console
+    out = OutputConsole(stderr=True) if as_json else console
     if as_json:
         click.echo(json.dumps({**to_json(result), "exit_code": exit_code, "next_step": advice}, indent=1))
     else:

@@ -14,21 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
 from harness.cli.completion import complete_scenario
 from harness.cli.jsonout import emit, stdout_to_stderr, verdict_summary
+from harness.cli.output import OutputConsole
 from harness.cli.report import publish_metrics
 from harness.cli.runs import update_latest
 from harness.procs import install_signal_handlers
 from harness.run.manifest import replay_scenario
 from harness.run.session import SessionRequest, failed_units, is_valid, prepare
 
-console = Console()
-if not console.is_terminal:  # logs and CI: wide enough for the summary table
-    console = Console(width=160)
+console = OutputConsole()
 
 
 class ProgressView:
@@ -155,6 +153,12 @@ class ProgressView:
     default=None,
     help="Write JUnit XML here: one test case per unit (failed unit, trigger never settled, lost records: failure).",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Every column of the summary tables, cells whole even past the terminal's edge (default: the "
+    "narrow columns, fitted to the terminal's width, or to $COLUMNS, else 120, when not printing to one).",
+)
 def run(
     scenario: str | None,
     overrides: tuple[str, ...],
@@ -171,6 +175,7 @@ def run(
     replay: Path | None = None,
     junit: Path | None = None,
     kafka_home: Path | None = None,
+    wide: bool = False,
 ) -> None:
     """Run SCENARIO (a built-in name or a TOML file) against each implementation it names.
 
@@ -203,6 +208,7 @@ def run(
             as_json=as_json,
             junit=junit,
             kafka_home=kafka_home,
+            wide=wide,
         )
 
 
@@ -246,9 +252,11 @@ def execute(
     as_json: bool = False,
     junit: Path | None = None,
     kafka_home: Path | None = None,
+    wide: bool = False,
 ) -> Path:
     """Run a scenario with live progress, then analyse and report it (see ``herdlab run``); with
-    ``as_json`` everything printed goes to stderr and the run's JSON document to stdout at the end."""
+    ``as_json`` everything printed goes to stderr and the run's JSON document to stdout at the end;
+    with ``wide`` the summary tables show every column."""
     with stdout_to_stderr(as_json):
         outcome = _execute(
             scenario,
@@ -264,6 +272,7 @@ def execute(
             image_prefix=image_prefix,
             junit=junit,
             kafka_home=kafka_home,
+            wide=wide,
         )
     if as_json:
         emit(outcome.document())
@@ -315,6 +324,7 @@ def _execute(
     image_prefix: str | None,
     junit: Path | None = None,
     kafka_home: Path | None = None,
+    wide: bool = False,
 ) -> RunOutcome:
     install_signal_handlers()
     session = prepare(
@@ -347,7 +357,7 @@ def _execute(
     invalid = False
     verdict = None
     if report:
-        metrics, _ = publish_metrics(result.run_dir, spark_master=spark_master)
+        metrics, _ = publish_metrics(result.run_dir, spark_master=spark_master, wide=wide)
         invalid = not is_valid(metrics)
         verdict = verdict_summary(metrics)
     else:

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from harness.cli.output import OutputConsole
 from harness.kernel.errors import ConfigError
 
 LATEST = "latest"
@@ -140,5 +140,4 @@ def list_command(out: Path, as_json: bool) -> None:
             verdict_text(e["verdict"]) + (" (interrupted)" if e["interrupted"] else ""),
             "yes" if e["simulated"] else "no",
         )
-    console = Console()
-    (console if console.is_terminal else Console(width=200)).print(t)  # logs and CI: one line a run
+    OutputConsole().print(t)

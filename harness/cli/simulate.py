@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from harness.cli.completion import complete_scenario
+from harness.cli.output import OutputConsole
 from harness.cli.report import publish
 from harness.cli.runs import update_latest
 from harness.kernel.errors import ConfigError
@@ -23,9 +23,7 @@ from harness.sim.driver import UnitProgress
 from harness.sim.model import DEFAULT_PROFILE
 from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
 
-console = Console()
-if not console.is_terminal:
-    console = Console(width=160)
+console = OutputConsole()
 
 
 @click.command("simulate")
@@ -77,6 +75,12 @@ if not console.is_terminal:
 )
 @click.option("--spark-master", default=None, metavar="URL", help="Spark master for the analysis.")
 @click.option("--no-report", is_flag=True, help="Skip the analysis and reports.")
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Every column of the summary tables, cells whole even past the terminal's edge (default: the "
+    "narrow columns, fitted to the terminal's width, or to $COLUMNS, else 120, when not printing to one).",
+)
 def simulate(
     scenario: str,
     overrides: tuple[str, ...],
@@ -88,6 +92,7 @@ def simulate(
     out: Path,
     spark_master: str | None,
     no_report: bool,
+    wide: bool = False,
 ) -> None:
     """Simulate SCENARIO (a built-in name or a TOML file): the same pure cores in virtual time.
 
@@ -110,6 +115,7 @@ def simulate(
         spark_master,
         not no_report,
         profile=profile,
+        wide=wide,
     )
 
 
@@ -124,6 +130,7 @@ def execute(
     spark_master: str | None = None,
     report: bool = True,
     profile: str | None = None,
+    wide: bool = False,
 ) -> Path:
     """Simulate, then analyse and report (see ``herdlab simulate``); returns the run directory."""
 
@@ -166,7 +173,7 @@ def execute(
     update_latest(result.run_dir)
     invalid = False
     if report:
-        invalid = publish(result.run_dir, spark_master=spark_master)
+        invalid = publish(result.run_dir, spark_master=spark_master, wide=wide)
     if invalid or any(u.get("failed") for u in result.units):
         raise SystemExit(1)
     return result.run_dir
