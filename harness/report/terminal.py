@@ -10,6 +10,7 @@ from rich.text import Text
 
 from harness.analysis.metrics_model import MetricsDocument
 from harness.report.case_labels import CaseLabels, short_labels
+from harness.report.headline import headline
 from harness.report.simulation import banner
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
@@ -37,7 +38,8 @@ VERDICT_WIDE_ONLY = ("latency means", "request means")
 
 
 def verdict_panel(metrics: MetricsDocument, wide: bool = False) -> Group:
-    """The verdict: the one-line run verdict, the ratio table, the completeness table and, when some
+    """The verdict: the headline sentence (as the HTML and Markdown reports lead with), the one-line run
+    verdict, the ratio table, the completeness table and, when some
     unit switched member kinds, the migration verdict with the expected one, and when some unit had a
     coordinator or ZooKeeper-leader fault, the coordinator failover table, and when the run compared
     brokers, the coordinators table. One start-up line per unit follows the completeness table. The
@@ -47,19 +49,30 @@ def verdict_panel(metrics: MetricsDocument, wide: bool = False) -> Group:
     v = verdict_of(metrics)
     style = {True: "bold green", "unknown": "bold yellow"}.get(v["valid"], "bold red")
     parts: list[Any] = [Text(f"verdict: {v['line']}", style=style)]
+    if line := headline(metrics):
+        parts.insert(0, Text(line, style="bold"))
     sim = banner(metrics)
     if sim:
         parts.insert(0, Text(sim, style="bold magenta"))
     ratios = verdict_rows(metrics)
     if ratios:
         short = case_labels(metrics)
-        ratios = [[short(r[0]), *r[1:]] for r in ratios]
+        ratios = [[short(r[0]), *r[1:-1], _one_note(r[-1])] for r in ratios]
+        pairs = {r[VERDICT_COLUMNS.index("ratio")] for r in ratios}
+        # one pair compared in every row (two implementations): named in the title, not in a column
+        one_pair = len(pairs) == 1 and not wide
         t = FittedTable(
-            title="legacy_zk against the other implementations, per trigger kind",
+            title=f"{next(iter(pairs))}, per trigger kind"
+            if one_pair
+            else "legacy_zk against the other implementations, per trigger kind",
             title_justify="left",
             spill=wide,
         )
-        shown = [i for i, c in enumerate(VERDICT_COLUMNS) if wide or c not in VERDICT_WIDE_ONLY]
+        shown = [
+            i
+            for i, c in enumerate(VERDICT_COLUMNS)
+            if (wide or c not in VERDICT_WIDE_ONLY) and not (one_pair and c == "ratio")
+        ]
         for i in shown:
             _add_column(t, VERDICT_COLUMNS[i])
         for r in ratios:
@@ -285,6 +298,17 @@ def _short_fault(fault: str, short: CaseLabels) -> str:
         if fault.startswith(f"{label} rep "):
             return s + fault[len(label) :]
     return fault
+
+
+def _one_note(notes: str) -> str:
+    """A ratio row's notes with a note that both ratios share said once ("latency: n=1, no CI; requests:
+    n=1, no CI" reads "n=1, no CI")."""
+    parts = notes.split("; ")
+    if len(parts) == 2 and parts[0].startswith("latency: ") and parts[1].startswith("requests: "):
+        lat, req = parts[0].removeprefix("latency: "), parts[1].removeprefix("requests: ")
+        if lat == req:
+            return lat
+    return notes
 
 
 def _add_column(t: Table, name: str, justify: JustifyMethod = "left") -> None:

@@ -69,9 +69,11 @@ def test_reports_lead_with_the_verdict(tmp_path: Path) -> None:
     assert "all triggers pooled" not in md and "all triggers pooled" not in html
 
 
-def test_terminal_leads_with_the_verdict() -> None:
+def test_terminal_leads_with_the_headline_then_the_verdict() -> None:
     text = _text(verdict_panel(metrics(lost=2)))
-    assert text.startswith("verdict: INVALID: 6 records lost in 3 units")
+    first, second = text.splitlines()[:2]
+    assert first.startswith("legacy_zk sent ") and "the coordination requests of coordinator" in first
+    assert second.startswith("verdict: INVALID: 6 records lost in 3 units")
     assert "legacy_zk / coordinator" in text
 
 

@@ -213,3 +213,27 @@ def test_empty_columns_are_left_out() -> None:
     headers = _headers(summary_table(m, wide=True))
     assert "latency max" not in headers and "zk pkts" not in headers
     assert "latency p50" in headers and "zk req" in headers
+
+
+def test_two_implementations_are_named_once_in_the_title_and_a_shared_note_once_per_row(
+    tmp_path: Path,
+) -> None:
+    # herd-small compares legacy_zk with the coordinator only, one repetition each: every ratio row's
+    # pair is "legacy_zk / coordinator" and both of its ratios carry the note "n=1, no CI"
+    out = _report(tmp_path, "herd-small", columns="120").output
+    lines = out.splitlines()
+    assert any(line.startswith("legacy_zk / coordinator, per trigger kind") for line in lines)
+    assert "latency: n=1" not in out and "requests: n=1" not in out
+    rows = [line for line in lines if "│" in line]
+    # one per ratio row (2 group sizes x 3 trigger kinds), besides the headline's
+    assert sum("n=1, no CI" in line for line in rows) == 6
+    wide = _report(tmp_path / "wide", "herd-small", "--wide", columns="300").output
+    assert "legacy_zk against the other implementations, per trigger kind" in wide
+
+
+def test_the_terminal_report_leads_with_the_headline(tmp_path: Path) -> None:
+    # herd-small's request ratios run from 4.95x (N=4 join) to 8.76x (N=8 crash); one repetition a side
+    out = _report(tmp_path, "herd-small", columns="200").output
+    first = out.splitlines()[0]
+    assert first.startswith("legacy_zk sent 4.95–8.76× the coordination requests of coordinator")
+    assert first.endswith("n=1, no CI: use 5 or more repetitions")
