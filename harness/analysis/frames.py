@@ -384,9 +384,8 @@ def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], ddl: str) ->
     DDL schema such as ``"uid long, partition int"``), handed to the JVM as Arrow.
 
     ``createDataFrame`` of a Python list makes an RDD of pickled rows that Python worker processes
-    read back on the executors: every job reading such a table started Python tasks (the pyspark
-    daemon and its workers took 5 s of CPU in an analysis of 10^6 events, on a machine with two
-    cores). From an Arrow table the JVM builds the rows itself, and no Python process starts."""
+    read back on the executors: every job reading such a table starts Python tasks (the pyspark daemon
+    and its workers). From an Arrow table the JVM builds the rows itself, and no Python process starts."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     schema = T.DataType.fromDDL(ddl)

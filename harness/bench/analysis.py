@@ -14,7 +14,7 @@ Spark's own), and the peak resident memory of the child and its JVM together (sa
 with ``--families`` (default) a table per history of the jobs, tasks and seconds of each metric
 family (the jobs' descriptions, :func:`harness.analysis.frames.together`). With ``--repeat N`` each size's
 history is analysed N times, each time by a fresh child, and the table shows the median analysis
-time with its range (this machine's speed varies by a third between hours: one run says little);
+time with its range (a shared machine's speed varies between hours: one run says little);
 the other columns are the median run's. Below the table, whether the (median) time
 is linear in events (:func:`linearity`): the ratio of the time per event at the largest size to
 that at the smallest (at most :data:`LINEAR_RATIO`: no worse than linear) and the straight line

@@ -174,8 +174,8 @@ def simulator() -> None:
     multiple=True,
     help="Compare with this existing real run directory of the same scenario and options instead of "
     "running it again (say, to try a delay model against one real run). Repeat it to pool several real "
-    "runs' repetitions into one real range (runs made at different hours: this machine's speed differs "
-    "between hours by more than between one run's repetitions); each run's tallies are printed too.",
+    "runs' repetitions into one real range (runs made at different hours: a shared machine's speed can "
+    "differ between hours by more than between one run's repetitions); each run's tallies are printed too.",
 )
 @click.option("--sim", "sim_dir", type=_EXISTING_DIR, default=None, help=_SIM_HELP)
 @click.option(

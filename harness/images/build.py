@@ -62,7 +62,7 @@ HERE = Path(__file__).resolve().parent
 ONLINE_BASE = "debian:bookworm-slim"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 #: Left out of the herdlab image: the broker and the members never import them (analysis, plots and
-#: the Docker client run on the host), and pyspark alone is ~490 MB.
+#: the Docker client run on the host), and pyspark alone is several hundred MB.
 EXCLUDED = frozenset({"pyspark", "matplotlib", "testcontainers", "docker"})
 #: The image runs Debian bookworm's Python; dependency markers are evaluated for it.
 IMAGE_PYTHON = {"python_version": "3.11", "python_full_version": "3.11.2", "sys_platform": "linux"}

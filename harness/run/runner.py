@@ -267,9 +267,9 @@ class UnitRunner(Stage):
         )
         self._sample_zk("start")
         self.rig.start_producer()
-        # All initial members start at once. Throttling start-up was tried (at most 4 booting): it
-        # turned one coalesced legacy herd into a hundred sequential ones and doubled the wall time;
-        # start-up starvation is reported apart from failures after the group became stable.
+        # All initial members start at once: throttled start-ups would turn one coalesced legacy herd into
+        # one herd per member; start-up starvation is reported apart from failures after the group became
+        # stable.
         for name in self.plan.initial:
             self.rig.start_member(name)
         # every member a join will add: its process starts up now, with the initial members, and waits

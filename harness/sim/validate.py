@@ -19,9 +19,8 @@ directory's ``events/*.jsonl``; :func:`run_counts` counts every unit of a run di
 :func:`compare` sets real runs' counts (pooled) against a simulation's; :func:`compare_runs` does both
 for run directories. A repetition with a trigger that did not settle (no effect in its window, never
 settled, skipped) is left out of the comparison on either side, and :func:`unsettled` names it: its
-windows do not each hold one change and its effects (a join whose member took 21 s to boot on a loaded
-machine made its rebalance in the next step's window: that join counted nothing and that leave both
-changes). Pure but for those reads: no Spark.
+windows do not each hold one change and its effects (a join whose member boots slower than the step's spacing makes its rebalance in the next
+step's window: that join counts nothing and that leave both changes). Pure but for those reads: no Spark.
 """
 
 from __future__ import annotations
@@ -390,8 +389,8 @@ def compare_runs(real_dirs: Path | Sequence[Path], sim_dir: Path, settle_window_
     """Each (implementation, case, trigger) of real and simulated run directories of the same scenario and
     cases: the real runs' repetitions against every repetition of the simulation (module contract).
     Several real runs are pooled: their repetitions, in the order given, are one real sample (a real run's
-    repetitions follow each other within minutes, and this machine's speed differs between hours by more
-    than between them; several runs at different times are the range real runs take here)."""
+    repetitions follow each other within minutes, while a shared machine's speed can differ more between
+    hours than between them; runs at different times give the range real runs take)."""
     dirs = [real_dirs] if isinstance(real_dirs, Path) else list(real_dirs)
     real = [run_counts(d, settle_window_s) for d in dirs]
     return compare(real, run_counts(sim_dir, settle_window_s), run_cases(dirs[0]))

@@ -105,7 +105,7 @@ def test_a_member_cut_from_a_three_server_ensemble_loses_its_session_through_eve
     with ZooKeeperEnsemble(n=3, tick_time_ms=200, name="zk-member-cut") as ensemble:
         proxied = _proxied_zookeeper(host, ensemble.connect_string, "m0-zookeeper")
         # reconnect attempts at most 1 s apart: kazoo's default backoff doubles up to an hour, so after a
-        # long cut on a loaded machine its next attempt could come after this test's 20 s wait (failed once)
+        # long cut on a loaded machine its next attempt could come after this test's 20 s wait
         victim = KazooClient(
             hosts=proxied, timeout=4.0, connection_retry=KazooRetry(max_tries=-1, max_delay=1.0)
         )
