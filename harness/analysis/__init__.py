@@ -1,4 +1,4 @@
-"""PySpark analysis of run histories: the one checker of design.md.
+"""PySpark analysis of run histories: the one checker of docs/concepts.md.
 
 * :func:`analyze_run` (``harness.analysis.analyze``): a run directory in, the metrics dict out.
 * :mod:`.definitions`: what every metric means (printed by the reports).

@@ -1,6 +1,6 @@
 """What every metric means: the definitions the analysis implements and the reports print.
 
-design.md ("Definitions the analysis uses") fixes the ideas; this module fixes the details it leaves
+docs/concepts.md ("Definitions the analysis uses") fixes the ideas; this module fixes the details it leaves
 open. :data:`DEFINITIONS` is the text the reports print; :data:`METRICS` names every metric with its
 unit and how :mod:`harness.report.compare` treats it. Keep the two in step with
 the modules of :mod:`harness.analysis` that compute them (one per family: latency, herd, steady,

@@ -270,7 +270,7 @@ def _ms(v: float | None) -> str:
 
 def _median_of(changes: list[Change], attr: str) -> float:
     """The median over repetitions where a change that did not settle counts as +infinity (never),
-    as the reports' statistics count it (design.md, "statistics")."""
+    as the reports' statistics count it (docs/concepts.md, "statistics")."""
     return statistics.median(math.inf if getattr(c, attr) is None else getattr(c, attr) for c in changes)
 
 

@@ -62,6 +62,15 @@ class ProgressView:
             self.live.stop()
 
 
+#: ``--wide`` of the commands that print the summary tables (run, demo).
+WIDE = click.option(
+    "--wide",
+    is_flag=True,
+    help="Every column of the summary tables, cells whole even past the terminal's edge (default: the "
+    "narrow columns, fitted to the terminal's width, or to $COLUMNS, else 120, when not printing to one).",
+)
+
+
 @click.command("run")
 @click.argument("scenario", required=False, shell_complete=complete_scenario)
 @click.option(
@@ -151,14 +160,10 @@ class ProgressView:
     "--junit",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Write JUnit XML here: one test case per unit (failed unit, trigger never settled, lost records: failure).",
+    help="Write JUnit XML here: one test case per implementation, case and trigger (failure: it never "
+    "settled in some repetition), and one per implementation and case for failed units and lost records.",
 )
-@click.option(
-    "--wide",
-    is_flag=True,
-    help="Every column of the summary tables, cells whole even past the terminal's edge (default: the "
-    "narrow columns, fitted to the terminal's width, or to $COLUMNS, else 120, when not printing to one).",
-)
+@WIDE
 def run(
     scenario: str | None,
     overrides: tuple[str, ...],
@@ -384,11 +389,12 @@ def _execute(
 @click.option(
     "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("reports"), show_default=True
 )
-def demo(spark_master: str | None, out: Path) -> None:
+@WIDE
+def demo(spark_master: str | None, out: Path, wide: bool) -> None:
     """The main job: the `herd-small` scenario on the embedded local cluster, then its report.
 
     Real ZooKeeper and a herdlab broker as child processes; 4 and 8 members of each implementation
     face one join, one leave and one crash; the history is analysed with PySpark and the report
     (index.html, summary.md, metrics.json) lands in OUT/herd-small/<run-id>/. A few minutes.
     """
-    execute("herd-small", (), out=out, spark_master=spark_master)
+    execute("herd-small", (), out=out, spark_master=spark_master, wide=wide)

@@ -1,4 +1,4 @@
-"""The nemesis: faults and membership changes a run inflicts (design.md "Layers").
+"""The nemesis: faults and membership changes a run inflicts (docs/concepts.md "Layers").
 
 :mod:`.nemesis` holds the :class:`~harness.faults.nemesis.Nemesis` protocol, the context a nemesis
 acts through and the ``invoke`` / ``complete`` | ``skipped`` pair; :mod:`.actions` one class per

@@ -1,1 +1,1 @@
-"""The kernel every part may import and that imports nothing of ours (design.md, "Layers")."""
+"""The kernel every part may import and that imports nothing of ours (docs/concepts.md, "Layers")."""

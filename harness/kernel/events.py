@@ -91,7 +91,7 @@ With several brokers every broker event carries ``broker_id``, and:
 
 Nemesis (``role`` nemesis)
 --------------------------
-Nemesis actions are pairs (design.md): ``invoke`` just before acting, then ``complete`` once the
+Nemesis actions are pairs (docs/concepts.md): ``invoke`` just before acting, then ``complete`` once the
 action took effect (process stopped or killed, container paused, proxy cut, member ready), or
 ``skipped`` with a ``reason`` when the action does not apply to this implementation. The pair
 shares ``action_id`` (a number unique within the unit) and carries ``action`` (one of :data:`ACTIONS`,
@@ -287,6 +287,6 @@ UNSUSPEND_ACTIONS = ("resume", "heal")
 #: Timeline actions of a migration (the ``migration`` field of nemesis events).
 MIGRATION_ACTIONS = actions.MIGRATION_ACTIONS
 
-#: Trigger outcomes (design.md): never a latency of 0 for anything but ``settled``.
+#: Trigger outcomes (docs/concepts.md): never a latency of 0 for anything but ``settled``.
 SETTLED, NEVER, NO_EFFECT, SKIPPED = "settled", "never", "no_effect", "skipped"
 OUTCOMES = (SETTLED, NEVER, NO_EFFECT, SKIPPED)

@@ -1,5 +1,5 @@
 """Who owns which partition, folded from history events: the one definition of *live member*,
-*owned once* and *settled* (design.md, "Definitions the analysis uses").
+*owned once* and *settled* (docs/concepts.md, "Definitions the analysis uses").
 
 Pure: feed events of one unit in time order to :meth:`GroupView.apply`; nothing here reads a clock.
 The PySpark checker applies this fold per unit, the runner's live waits and the benches use it as

@@ -1,5 +1,5 @@
 """Trigger windows and their outcomes, and the intervals the split-brain checks need: one unit's
-history in, facts out. The one implementation of design.md's trigger definitions (the PySpark checker
+history in, facts out. The one implementation of docs/concepts.md's trigger definitions (the PySpark checker
 runs it per unit; benches and tests call it directly).
 
 Definitions (times are ``ts_ns``):

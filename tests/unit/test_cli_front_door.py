@@ -185,3 +185,16 @@ def test_a_member_process_prints_click_errors_in_herdlabs_style(
         member_main()
     assert e.value.code == 2
     assert capsys.readouterr().err == "herdlab: error: No such option '--no-such-option'.\n"
+
+
+@pytest.mark.parametrize("args, wide", [([], False), (["--wide"], True)])
+def test_demo_runs_herd_small_and_passes_wide_on(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, args: list[str], wide: bool
+) -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(
+        "harness.cli.run.execute", lambda scenario, overrides, **kw: seen.append((scenario, kw))
+    )
+    r = _invoke(["demo", "--out", str(tmp_path), *args])
+    assert r.exit_code == 0, r.output
+    assert seen == [("herd-small", {"out": tmp_path, "spark_master": None, "wide": wide})]
