@@ -222,6 +222,17 @@ def format_validation_error(
         if e["type"] == "missing":
             parts.append(f"{key}: required key is missing")
             continue
+        if e["type"] == "union_tag_not_found":
+            # the entry names no action: a misspelt key is the likely cause
+            tag_key = str((e.get("ctx") or {}).get("discriminator", "")).strip("'")
+            entry = e.get("input")
+            keys = [str(k) for k in entry] if isinstance(entry, dict) else []
+            close = difflib.get_close_matches(tag_key, keys, n=1)
+            hint = f" ({close[0]!r}: did you mean {tag_key!r}?)" if close else ""
+            line = line_of(lines, [*loc, close[0]]) if close and not by_override else line
+            key = (f"line {line}: " if line is not None else "") + _key_text(loc)
+            parts.append(f"{key}: no {tag_key!r} key{hint}")
+            continue
         got = e.get("input")
         got_s = "" if isinstance(got, dict) or e["type"] == "union_tag_invalid" else f" (got {got!r})"
         parts.append(f"{key}: {msg}{got_s}")

@@ -282,6 +282,25 @@ def test_an_unknown_key_of_a_timeline_entry_names_the_entry_from_1_its_line_and_
     )
 
 
+def test_a_timeline_entry_without_its_action_names_the_misspelt_key_and_its_line(tmp_path: Path) -> None:
+    text = (
+        'name = "x"\n'  # 1
+        "[[timeline]]\n"  # 2
+        'at = "2s"\n'  # 3
+        'action = "join"\n'  # 4
+        "[[timeline]]\n"  # 5
+        'at = "9s"\n'  # 6
+        'acton = "leave"\n'  # 7
+    )
+    _assert_one_line_error(
+        tmp_path, text, ": line 7: timeline entry 2: no 'action' key ('acton': did you mean 'action'?)"
+    )
+    # no key close to "action": the entry's own line, and no guess
+    _assert_one_line_error(
+        tmp_path, text.replace("acton", "select"), ": line 5: timeline entry 2: no 'action' key"
+    )
+
+
 def test_a_key_set_by_an_override_has_no_line_of_the_file(tmp_path: Path) -> None:
     path = _write(tmp_path, 'name = "x"\n[group]\nmembers = 3\n')
     with pytest.raises(ConfigError) as info:
