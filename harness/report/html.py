@@ -55,6 +55,7 @@ from harness.report.tables import (
     migration_line,
     migration_tables,
     overlap_rows,
+    ratio_table,
     request_kind_columns,
     request_kind_rows,
     side_by_side,
@@ -147,11 +148,13 @@ def _side(t: SideBySide) -> dict[str, Any]:
 
 def _verdict(metrics: MetricsDocument) -> dict[str, Any]:
     v = verdict_of(metrics)
+    title, head, ratios = ratio_table(verdict_rows(metrics), VERDICT_HEADERS)
     return {
         "cls": {True: "verdict", "unknown": "verdict unknown"}.get(v["valid"], "verdict invalid"),
         "line": v["line"],
-        "ratio_head": VERDICT_HEADERS,
-        "ratios": verdict_rows(metrics),
+        "ratio_title": title,
+        "ratio_head": head,
+        "ratios": ratios,
         "intro": verdict_intro(metrics),
         "completeness_head": COMPLETENESS_COLUMNS,
         "completeness": completeness_rows(metrics),

@@ -41,6 +41,7 @@ from harness.report.tables import (
     migration_line,
     migration_tables,
     overlap_rows,
+    ratio_table,
     request_kind_columns,
     request_kind_rows,
     side_by_side,
@@ -82,7 +83,8 @@ def verdict_section(metrics: MetricsDocument) -> list[str]:
     out = ["## Verdict", "", f"**{_md(v['line'])}**", ""]
     ratios = verdict_rows(metrics)
     if ratios:
-        out += [*_grid(VERDICT_HEADERS, ratios), "", _md(verdict_intro(metrics)), ""]
+        title, head, rows = ratio_table(ratios, VERDICT_HEADERS)
+        out += [f"*{_md(title)}*", "", *_grid(head, rows), "", _md(verdict_intro(metrics)), ""]
     else:
         out += ["No trigger kind ran on legacy_zk and another implementation: no ratio.", ""]
     out += [*_grid(COMPLETENESS_COLUMNS, completeness_rows(metrics)), ""]

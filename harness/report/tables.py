@@ -268,6 +268,37 @@ VERDICT_HEADERS = [
     "repetitions (legacy_zk / other)",
     "notes",
 ]
+
+
+def one_note(notes: str) -> str:
+    """A ratio row's notes with a note both of its ratios share said once ("latency: n=1, no CI; requests:
+    n=1, no CI" reads "n=1, no CI")."""
+    parts = notes.split("; ")
+    if len(parts) == 2 and parts[0].startswith("latency: ") and parts[1].startswith("requests: "):
+        lat, req = parts[0].removeprefix("latency: "), parts[1].removeprefix("requests: ")
+        if lat == req:
+            return lat
+    return notes
+
+
+def ratio_table(rows: list[list[str]], headers: list[str]) -> tuple[str, list[str], list[list[str]]]:
+    """The ratio table as a report shows it: (title, headers, rows) of :func:`verdict_rows`' ``rows``
+    under ``headers`` (:data:`VERDICT_COLUMNS` or :data:`VERDICT_HEADERS`, or a selection of them that keeps
+    the first three and the notes last). When every row compares the same pair (two implementations), the
+    title names the pair and its column goes; a note both ratios of a row share is said once."""
+    pair = VERDICT_COLUMNS.index("ratio")
+    rows = [[*r[:-1], one_note(r[-1])] for r in rows]
+    pairs = {r[pair] for r in rows}
+    if len(pairs) != 1:
+        return "legacy_zk against the other implementations, per trigger kind", headers, rows
+    keep = [i for i in range(len(headers)) if i != pair]
+    return (
+        f"{next(iter(pairs))}, per trigger kind",
+        [headers[i] for i in keep],
+        [[r[i] for i in keep] for r in rows],
+    )
+
+
 COMPLETENESS_COLUMNS = [
     "implementation",
     "units",

@@ -25,6 +25,7 @@ from harness.report.tables import (
     fmt_stat,
     implementations,
     migration_line,
+    ratio_table,
     single,
     startup_rows,
     verdict_intro,
@@ -57,26 +58,22 @@ def verdict_panel(metrics: MetricsDocument, wide: bool = False) -> Group:
     ratios = verdict_rows(metrics)
     if ratios:
         short = case_labels(metrics)
-        ratios = [[short(r[0]), *r[1:-1], _one_note(r[-1])] for r in ratios]
-        pairs = {r[VERDICT_COLUMNS.index("ratio")] for r in ratios}
-        # one pair compared in every row (two implementations): named in the title, not in a column
-        one_pair = len(pairs) == 1 and not wide
-        t = FittedTable(
-            title=f"{next(iter(pairs))}, per trigger kind"
-            if one_pair
-            else "legacy_zk against the other implementations, per trigger kind",
-            title_justify="left",
-            spill=wide,
-        )
-        shown = [
-            i
-            for i, c in enumerate(VERDICT_COLUMNS)
-            if (wide or c not in VERDICT_WIDE_ONLY) and not (one_pair and c == "ratio")
-        ]
-        for i in shown:
-            _add_column(t, VERDICT_COLUMNS[i])
-        for r in ratios:
-            t.add_row(*(r[i] for i in shown))
+        ratios = [[short(r[0]), *r[1:]] for r in ratios]
+        columns = [c for c in VERDICT_COLUMNS if wide or c not in VERDICT_WIDE_ONLY]
+        narrow = [[r[VERDICT_COLUMNS.index(c)] for c in columns] for r in ratios]
+        if wide:  # every column, the pair's too
+            title, head, rows = (
+                "legacy_zk against the other implementations, per trigger kind",
+                columns,
+                narrow,
+            )
+        else:
+            title, head, rows = ratio_table(narrow, columns)
+        t = FittedTable(title=title, title_justify="left", spill=wide)
+        for name in head:
+            _add_column(t, name)
+        for r in rows:
+            t.add_row(*r)
         parts += [t, Text(verdict_intro(metrics), style="dim")]
     c = FittedTable(title="completeness and split brain per implementation", title_justify="left", spill=wide)
     complete = completeness_rows(metrics)
@@ -298,17 +295,6 @@ def _short_fault(fault: str, short: CaseLabels) -> str:
         if fault.startswith(f"{label} rep "):
             return s + fault[len(label) :]
     return fault
-
-
-def _one_note(notes: str) -> str:
-    """A ratio row's notes with a note that both ratios share said once ("latency: n=1, no CI; requests:
-    n=1, no CI" reads "n=1, no CI")."""
-    parts = notes.split("; ")
-    if len(parts) == 2 and parts[0].startswith("latency: ") and parts[1].startswith("requests: "):
-        lat, req = parts[0].removeprefix("latency: "), parts[1].removeprefix("requests: ")
-        if lat == req:
-            return lat
-    return notes
 
 
 def _add_column(t: Table, name: str, justify: JustifyMethod = "left") -> None:
