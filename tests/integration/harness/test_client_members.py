@@ -295,7 +295,7 @@ def test_an_unknown_property_is_a_one_line_error(client: str) -> None:
     argv += ["--topic", "t", "-X", "no.such.property=1"]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"})
     assert r.returncode != 0
-    errors = [line for line in r.stderr.splitlines() if line.startswith("Error")]
+    errors = [line for line in r.stderr.splitlines() if line.startswith("herdlab: error:")]
     assert len(errors) == 1 and "no.such.property" in errors[0], r.stderr
 
 
@@ -336,7 +336,7 @@ def test_an_assignor_the_client_lacks_is_a_one_line_error() -> None:
     argv += ["--topic", "t", "--assignor", "cooperative-sticky"]  # aiokafka 0.14 has no cooperative protocol
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
-    errors = [line for line in r.stderr.splitlines() if line.startswith("Error")]
+    errors = [line for line in r.stderr.splitlines() if line.startswith("herdlab: error:")]
     assert len(errors) == 1 and "cooperative-sticky" in errors[0], r.stderr
 
 

@@ -30,5 +30,5 @@ def test_an_unknown_producer_property_is_a_one_line_error() -> None:
     argv = [*PY, "produce", "--bootstrap", "127.0.0.1:1", "--topic", "t", "-X", "no.such.property=1"]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
-    errors = [line for line in r.stderr.splitlines() if line.startswith("Error")]
+    errors = [line for line in r.stderr.splitlines() if line.startswith("herdlab: error:")]
     assert len(errors) == 1 and "no.such.property" in errors[0], r.stderr
