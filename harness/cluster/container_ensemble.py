@@ -43,6 +43,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from harness.cluster.container_services import zookeeper_env
 from harness.cluster.engine import Box, box_exited, uid_gid
 from harness.cluster.service import POLL_SECONDS, await_ready, on_free_port
 from harness.cluster.zookeeper import work_directory, write_config
@@ -156,7 +157,7 @@ class ZooKeeperEnsembleContainers(EnsembleCore[_ContainerPeer]):
                     role="zookeeper",
                     name=p.name,
                     command=[str(p.workdir)],
-                    env={"ZK_HEAP_MB": str(self.heap_mb)},
+                    env=zookeeper_env(p.workdir, self.heap_mb, p.name),
                     labels={**self.labels, "herdlab.zookeeper.server": str(p.index)},
                     mounts=[p.workdir],
                     user=uid_gid(),

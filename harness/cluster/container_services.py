@@ -35,19 +35,40 @@ from harness.cluster.broker import BrokerProcess
 from harness.cluster.engine import Box, box_exited, uid_gid
 from harness.cluster.service import address, await_ready, on_free_port
 from harness.cluster.zookeeper import four_letter, parse_mntr, write_config
+from harness.kernel import jvm
 from harness.procs import free_port
 
 __all__ = [
     "IMAGE_PYTHON",
     "BrokerContainer",
     "MemberContainer",
+    "ZOOKEEPER_JVM_OPTS",
     "ZooKeeperContainer",
+    "zookeeper_env",
 ]
 
 log = logging.getLogger("harness.containers")
 
 #: Where a herdlab image's Python is (PATH in the image); replaces the host's ``sys.executable``.
 IMAGE_PYTHON = "python"
+
+
+#: The ZooKeeper image's environment variable that carries the server's JVM options, one a line (read by the
+#: image's entry point, ``harness/images/herdlab-zookeeper``, which keeps no options of its own).
+ZOOKEEPER_JVM_OPTS = "ZK_JVM_OPTS"
+
+
+def zookeeper_env(
+    conf_dir: Path, heap_mb: int, name: str, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of a ZooKeeper container whose configuration directory is ``conf_dir`` (bind-mounted at
+    the same path): :data:`ZOOKEEPER_JVM_OPTS`, the ``zookeeper`` kind's options of :mod:`harness.kernel.jvm`
+    as the local backend passes them (``HERDLAB_JVM_ZOOKEEPER_OPTS`` in ``environ``, default ``os.environ``,
+    replacing them), one a line."""
+    flags = jvm.options(
+        "zookeeper", environ, heap_mb=heap_mb, log4j=conf_dir / "log4j2.properties", name=name
+    )
+    return {ZOOKEEPER_JVM_OPTS: "\n".join(flags)}
 
 
 def _accepts(host: str, port: int) -> bool:
@@ -141,7 +162,7 @@ class ZooKeeperContainer:
                 role="zookeeper",
                 name=self.name,
                 command=[str(workdir)],
-                env={"ZK_HEAP_MB": str(self.heap_mb)},
+                env=zookeeper_env(workdir, self.heap_mb, self.name),
                 labels=self.labels,
                 mounts=[workdir],
                 user=uid_gid(),

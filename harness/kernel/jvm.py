@@ -22,8 +22,9 @@ the empty string it passes none.
 Not here: the options of Spark's class archive (``-XX:SharedArchiveFile``, ``-XX:ArchiveClassesAtExit``,
 ``-Xshare:on``), which are the archive's mechanism rather than settings and which
 :mod:`harness.analysis.class_archive` appends after the ``spark`` kind's (``HERDLAB_SPARK_CLASS_ARCHIVE=off``
-drops them), and the ZooKeeper image's entry point (``harness/images/herdlab-zookeeper``), a shell
-script with its own copy of most of the ``zookeeper`` kind's options (its heap from ``ZK_HEAP_MB``).
+drops them). The ZooKeeper image's entry point (``harness/images/herdlab-zookeeper``) keeps no options of
+its own: the containers backend passes it the ``zookeeper`` kind's
+(:func:`harness.cluster.container_services.zookeeper_env`).
 
 This module is pure data plus one lookup of the environment: it imports nothing of ours.
 """

@@ -22,7 +22,8 @@ Contract
   (the lines are read as they come). A line that is not such an object ends the member with a
   :class:`ChildProtocolError` (the child is a defect then, and is killed).
 
-  - coordinator kind (:class:`CoordinatorSink`): the calls of
+  - coordinator kind (:class:`CoordinatorSink`, which also calls its ``on_change`` after an ``assigned``
+    or ``revoked`` line, as a Python member does): the calls of
     :class:`~harness.members.recorder.MemberRecorder`, one line each, in the order the client reports
     them: ``ready`` (booted, about to connect), ``started`` (the client exists; extra fields such as
     ``effective``), ``joined`` (``generation``, ``member``: a completed join, before its assignment),
@@ -71,7 +72,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 from harness.history.writer import History
-from harness.members.interface import MemberFatal
+from harness.members.interface import MemberFatal, OnChange
 from harness.members.recorder import MemberRecorder
 from harness.members.template import MemberTemplate
 
@@ -127,8 +128,9 @@ class CoordinatorSink:
         }
     )
 
-    def __init__(self, rec: MemberRecorder) -> None:
+    def __init__(self, rec: MemberRecorder, on_change: OnChange | None = None) -> None:
         self.rec = rec
+        self.on_change = on_change
 
     def accepts(self, kind: str) -> bool:
         return kind in self.kinds
@@ -142,9 +144,12 @@ class CoordinatorSink:
         elif kind == "joined":
             r.joined(int(fields["generation"]), str(fields["member"]))
         elif kind == "assigned":
-            r.assigned(int(p) for p in fields["partitions"])
+            self._announce("assigned", r.assigned(int(p) for p in fields["partitions"]))
         elif kind == "revoked":
-            r.revoked((int(p) for p in fields["partitions"]), lost=bool(fields.get("lost", False)))
+            lost = bool(fields.get("lost", False))
+            self._announce(
+                "lost" if lost else "revoked", r.revoked((int(p) for p in fields["partitions"]), lost=lost)
+            )
         elif kind == "record":
             value = fields.get("value")
             r.record(
@@ -167,6 +172,10 @@ class CoordinatorSink:
 
     def stopped(self, clean: bool, **fields: Any) -> None:
         self.rec.stopped(clean=clean, **fields)
+
+    def _announce(self, what: str, partitions: list[int]) -> None:
+        if self.on_change is not None:
+            self.on_change(what, partitions, self.rec.generation)
 
 
 class LegacySink:

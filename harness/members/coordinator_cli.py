@@ -10,13 +10,12 @@ from pathlib import Path
 import click
 
 from harness.history.writer import open_history
-from harness.members.clients.registry import make_member
+from harness.members.clients.registry import clients_of, hold, make_member
 from harness.members.interface import MemberFatal
 from harness.members.recorder import MemberConfig
-from harness.members.release import hold_option, preload_client, wait_for_release
+from harness.members.release import hold_option
 from harness.scenario.properties import (
     ALL_ASSIGNORS,
-    CLIENTS,
     KAFKA_METADATA_MAX_AGE_MS,
     check_client_properties,
     client_metadata_names,
@@ -51,7 +50,7 @@ def _property(item: str) -> tuple[str, str]:
 )
 @click.option(
     "--client",
-    type=click.Choice(CLIENTS),
+    type=click.Choice(clients_of("coordinator")),
     default="kafka-python",
     show_default=True,
     help="The Kafka client library the member runs on (librdkafka: confluent-kafka).",
@@ -148,14 +147,13 @@ def coordinator(
         sys.stdout.flush()
 
     try:
-        member = make_member(config, hist, on_change=on_change)
+        member = make_member(config, hist, on_change=on_change, hold_until=hold_until)
     except ValueError as e:  # a property the client cannot take (e.g. an assignor it does not have)
         hist.close()
         raise click.UsageError(str(e)) from None
 
     if hold_until is not None:
-        preload_client(client)
-        wait_for_release(hold_until)
+        hold(client, hold_until)
 
     def handler(signum: int, _frame: object) -> None:
         if member.stopping:

@@ -25,7 +25,7 @@ import click
 from harness.history.writer import open_history
 from harness.kernel.errors import ConfigError
 from harness.members.legacy_host import run_members
-from harness.members.release import hold_option, preload_client, wait_for_release
+from harness.members.release import hold_option, preload, wait_for_release
 from legacy_zk.config import ConsumerConfig, parse_properties, read_properties_file
 from legacy_zk.ids import TopicPartition
 
@@ -225,7 +225,7 @@ def legacy_zk(
         sys.stdout.flush()
 
     if hold_until is not None:
-        preload_client("kafka-python")  # the fetcher's and the Kafka offset storage's client
+        preload("kafka")  # kafka-python: the fetcher's and the Kafka offset storage's client
         wait_for_release(hold_until)
     try:
         run_members(configs, history, handler=handler, on_assignment=_echo_assignment, on_started=started)

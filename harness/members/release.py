@@ -7,10 +7,10 @@ Contract
 (:meth:`harness.run.rig.UnitRig.prestart_member`) starts every member a ``join`` step adds with
 ``--hold-until PATH`` as soon as the unit's initial members are started, and creates ``PATH`` when the
 join is performed (:meth:`harness.run.rig.UnitRig.start_member`). By then the process has done its
-start-up (interpreter, the member's modules, the client libraries: a coordinator member's,
-:data:`CLIENT_LIBRARIES`; a legacy member's kazoo and the kafka-python its fetcher and Kafka offset storage
-use), so the member's ``ready``
-(the join's t0) follows the join's ``invoke`` by milliseconds rather than by a process start-up that
+start-up (interpreter, the member's modules, the client libraries: a coordinator member's, the
+``library`` of its entry in :data:`harness.members.clients.registry.CLIENT_SPECS`; a legacy member's kazoo
+and the kafka-python its fetcher and Kafka offset storage use; a member in another language holds itself,
+:mod:`harness.members.child`), so the member's ``ready`` (the join's t0) follows the join's ``invoke`` by milliseconds rather than by a process start-up that
 a loaded machine stretches to tens of seconds when many members start at once. Until it is
 released the member has written no event and opened no connection; a signal ends it like any process
 (the member's own handlers are installed after the release).
@@ -30,16 +30,11 @@ import click
 #: How often a held member looks for its release file (a join's ``ready`` comes at most this late).
 POLL_S = 0.01
 
-#: The library each coordinator client loads when it connects: imported before the hold, so that the
-#: release is not followed by the import.
-CLIENT_LIBRARIES = {"kafka-python": "kafka", "librdkafka": "confluent_kafka", "aiokafka": "aiokafka"}
 
-
-def preload_client(client: str) -> None:
-    """Import ``client``'s library (:data:`CLIENT_LIBRARIES`; nothing for an unknown client)."""
-    module = CLIENT_LIBRARIES.get(client)
-    if module is not None:
-        importlib.import_module(module)
+def preload(library: str) -> None:
+    """Import the client library ``library`` (a top-level module) before the hold, so that the release is
+    not followed by its import."""
+    importlib.import_module(library)
 
 
 def wait_for_release(path: Path) -> None:

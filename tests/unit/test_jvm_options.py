@@ -5,6 +5,8 @@ options on the JVMs' command lines."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -140,6 +142,49 @@ def test_the_zookeeper_command_line_carries_exactly_the_kinds_options(
     ]
     monkeypatch.setenv("HERDLAB_JVM_ZOOKEEPER_OPTS", "-Xmx1g")
     assert server_argv("java", ["/a.jar"], 256, Path("/l"), "zk", Path("/c"))[:3] == ["java", "-Xmx1g", "-cp"]
+
+
+def test_the_zookeeper_container_gets_the_kinds_options_one_a_line_and_the_override() -> None:
+    from harness.cluster.container_services import zookeeper_env
+
+    assert zookeeper_env(Path("/w/zk-0"), 256, "zk-0", NO_ENV) == {
+        "ZK_JVM_OPTS": "-Xmx256m\n-Xms32m\n-XX:+UseSerialGC\n-Djava.net.preferIPv4Stack=true\n"
+        "-Dlog4j2.configurationFile=/w/zk-0/log4j2.properties\n-Dzookeeper.admin.enableServer=false\n"
+        "-Dzookeeper.jmx.log4j.disable=true\n-Dherdlab.name=zk-0"
+    }
+    given = {"HERDLAB_JVM_ZOOKEEPER_OPTS": "-Xmx{heap_mb}m '-Dx=a b'"}
+    assert zookeeper_env(Path("/w"), 64, "zk", given) == {"ZK_JVM_OPTS": "-Xmx64m\n-Dx=a b"}
+    assert zookeeper_env(Path("/w"), 64, "zk", {"HERDLAB_JVM_ZOOKEEPER_OPTS": ""}) == {"ZK_JVM_OPTS": ""}
+
+
+IMAGE_SCRIPT = Path(__file__).resolve().parents[2] / "harness" / "images" / "herdlab-zookeeper"
+
+
+def _image_java_argv(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the ZooKeeper image's entry point with a ``java`` that prints its arguments, one a line."""
+    (tmp_path / "java").write_text('#!/bin/sh\nfor a in "$@"; do printf \'%s\\n\' "$a"; done\n')
+    (tmp_path / "java").chmod(0o755)
+    path = f"{tmp_path}:{os.environ['PATH']}"
+    return subprocess.run(
+        ["sh", str(IMAGE_SCRIPT), "/c"], env={"PATH": path, **env}, capture_output=True, text=True, timeout=30
+    )
+
+
+def test_the_zookeeper_image_passes_the_options_it_is_given_and_no_others_of_its_own(tmp_path: Path) -> None:
+    done = _image_java_argv(tmp_path, {"ZK_JVM_OPTS": "-Xmx64m\n-Dx=a b*"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "-Xmx64m",
+        "-Dx=a b*",
+        "-Duser.home=/tmp",
+        "-cp",
+        "/opt/zookeeper/lib/*",
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+        "/c/zoo.cfg",
+    ]
+    assert _image_java_argv(tmp_path, {"ZK_JVM_OPTS": ""}).stdout.splitlines()[0] == "-Duser.home=/tmp"
+    missing = _image_java_argv(tmp_path, {})
+    assert missing.returncode != 0 and "ZK_JVM_OPTS" in missing.stderr and not missing.stdout
 
 
 def test_the_kafka_command_line_names_the_log_configuration_of_its_mode(

@@ -1,5 +1,5 @@
 """The member template's life cycle (harness.members.template) with a fake client that notes each hook:
-the order of the steps on each way a member ends, and the registry of the coordinator members."""
+the order of the steps on each way a member ends (the registry: test_member_registry.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.kernel.events import CLIENTS
-from harness.members.clients.registry import make_member, member_class
-from harness.members.recorder import MemberConfig
 from harness.members.template import MemberTemplate
-from tests.support.recording import RecordingHistory
 
 
 class Fake(MemberTemplate):
@@ -158,17 +154,3 @@ def test_a_stop_sets_the_flag_then_interrupts_the_waiting_step_on_the_stopping_t
     stopper.start()
     stopper.join()
     assert seen == [(True, stopper)]
-
-
-def test_the_registry_has_a_member_of_every_client_and_names_an_unknown_one() -> None:
-    names = {c: member_class(c).__name__ for c in CLIENTS}
-    assert names == {
-        "kafka-python": "KafkaPythonMember",
-        "librdkafka": "LibrdkafkaMember",
-        "aiokafka": "AiokafkaMember",
-    }
-    config = MemberConfig(bootstrap="127.0.0.1:1", group="g", topic="t", name="m0", client="nope")
-    with pytest.raises(
-        ValueError, match="unknown client 'nope' \\(known: kafka-python, librdkafka, aiokafka\\)"
-    ):
-        make_member(config, RecordingHistory())  # pyright: ignore[reportArgumentType]
