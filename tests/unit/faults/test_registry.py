@@ -1,5 +1,7 @@
 """The one registry of actions (harness.kernel.actions) against everything that speaks the vocabulary: the
-nemesis classes, the scenario model's typed entries and the random nemesis's typed names, and the plan's steps."""
+nemesis classes, the scenario model's typed entries and the random nemesis's typed names, the plan's steps
+and the steps that end its faults, the history contract's member effects, the failover analysis's faults and
+the toxic kinds."""
 
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ from typing import Any, get_args
 import pytest
 
 from harness.faults.actions import REGISTRY
-from harness.kernel import actions
-from harness.kernel.actions import SPECS, spec
+from harness.kernel import actions, events
+from harness.kernel.actions import SPECS, ending, spec
 from harness.run.plan import make_plan
 from harness.scenario import model
 from harness.scenario.model import Scenario
@@ -94,3 +96,20 @@ def test_a_plans_steps_take_their_trigger_from_the_registry() -> None:
 def test_an_unknown_action_is_a_key_error_naming_it() -> None:
     with pytest.raises(KeyError, match="unknown nemesis action 'explode'"):
         spec("explode")
+
+
+def test_ending_is_the_step_that_ends_a_fault_and_refuses_one_that_ends_by_itself() -> None:
+    assert ending("pause") == "resume"
+    assert ending("latency") == "remove_toxic"
+    assert ending("kill_coordinator") == "restart_coordinator"
+    with pytest.raises(ValueError, match="'crash' ends by itself"):
+        ending("crash")
+    with pytest.raises(KeyError, match="unknown nemesis action 'explode'"):
+        ending("explode")
+
+
+def test_the_member_effects_of_the_history_contract_are_the_registrys() -> None:
+    assert set(events.JOIN_ACTIONS) == {"join", "start_member"}
+    assert set(events.DOWN_ACTIONS) == {"crash", "leave", "stop_member"}
+    assert set(events.SUSPEND_ACTIONS) == {"pause", "cut"}
+    assert set(events.UNSUSPEND_ACTIONS) == {"resume", "heal"}
