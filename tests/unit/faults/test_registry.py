@@ -10,6 +10,7 @@ from typing import Any, get_args
 
 import pytest
 
+from harness.analysis import failover_verdict
 from harness.faults.actions import REGISTRY
 from harness.kernel import actions, events
 from harness.kernel.actions import SPECS, ending, spec
@@ -108,8 +109,54 @@ def test_ending_is_the_step_that_ends_a_fault_and_refuses_one_that_ends_by_itsel
         ending("explode")
 
 
+def test_a_plan_ends_each_lasting_fault_with_the_step_its_spec_names() -> None:
+    scenario = Scenario.model_validate(
+        {
+            "name": "t",
+            "group": {"members": 2},
+            "cluster": {"brokers": 3},
+            "timeline": [
+                {"action": "timeout", "at": "5s", "target": "broker", "duration": "1s"},
+                {"action": "kill_zk_leader", "at": "10s", "downtime": "2s"},
+                {"action": "pause_zk_leader", "at": "20s", "duration": "3s"},
+                {"action": "kill_coordinator", "at": "30s", "downtime": "4s"},
+                {"action": "pause_coordinator", "at": "40s", "duration": "5s"},
+                {"action": "cut_coordinator", "at": "50s", "duration": "6s"},
+                {"action": "cut_broker_zk", "at": "60s", "duration": "7s"},
+            ],
+        }
+    )
+    # worked out by hand: each fault at its time, its ending step its duration / downtime later
+    assert [(st.at, st.kind) for st in make_plan(scenario, 2).steps] == [
+        (5.0, "timeout"),
+        (6.0, "remove_toxic"),
+        (10.0, "kill_zk_leader"),
+        (12.0, "restart_zk_server"),
+        (20.0, "pause_zk_leader"),
+        (23.0, "resume_zk_server"),
+        (30.0, "kill_coordinator"),
+        (34.0, "restart_coordinator"),
+        (40.0, "pause_coordinator"),
+        (45.0, "resume_coordinator"),
+        (50.0, "cut_coordinator"),
+        (56.0, "heal_coordinator"),
+        (60.0, "cut_broker_zk"),
+        (67.0, "heal_broker_zk"),
+    ]
+
+
 def test_the_member_effects_of_the_history_contract_are_the_registrys() -> None:
     assert set(events.JOIN_ACTIONS) == {"join", "start_member"}
     assert set(events.DOWN_ACTIONS) == {"crash", "leave", "stop_member"}
     assert set(events.SUSPEND_ACTIONS) == {"pause", "cut"}
     assert set(events.UNSUSPEND_ACTIONS) == {"resume", "heal"}
+
+
+def test_the_failover_analysis_reads_each_fault_with_the_step_that_ends_it() -> None:
+    assert failover_verdict.FAULTS == {
+        "kill_coordinator": "restart_coordinator",
+        "pause_coordinator": "resume_coordinator",
+        "cut_coordinator": "heal_coordinator",
+        "kill_zk_leader": "restart_zk_server",
+        "pause_zk_leader": "resume_zk_server",
+    }
