@@ -11,6 +11,7 @@ from typing import Any, get_args
 import pytest
 
 from harness.analysis import failover_verdict
+from harness.faults import toxics
 from harness.faults.actions import REGISTRY
 from harness.kernel import actions, events
 from harness.kernel.actions import SPECS, ending, spec
@@ -160,3 +161,8 @@ def test_the_failover_analysis_reads_each_fault_with_the_step_that_ends_it() -> 
         "kill_zk_leader": "restart_zk_server",
         "pause_zk_leader": "resume_zk_server",
     }
+
+
+def test_the_toxic_kinds_and_the_scenarios_coordinator_faults_are_the_registrys() -> None:
+    assert toxics.TOXICS == ("latency", "bandwidth", "reset_peer", "slow_close", "timeout", "limit_data")
+    assert model.COORDINATOR_FAULTS == ("kill_coordinator", "pause_coordinator", "cut_coordinator")
