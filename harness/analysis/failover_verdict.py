@@ -83,19 +83,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.analysis.metrics_model import DocumentSections, Unit
+from harness.kernel.actions import COORDINATOR_FAULT_ACTIONS, ending
 
 NS = 1_000_000_000
 INF = 4_000_000_000_000_000_000
 NEVER = "never"
 OFFSETS_TOPIC = "__consumer_offsets"
-#: Coordinator faults and the action that ends each (same broker).
-COORDINATOR_FAULTS = {
-    "kill_coordinator": "restart_coordinator",
-    "pause_coordinator": "resume_coordinator",
-    "cut_coordinator": "heal_coordinator",
-}
-#: ZooKeeper-leader faults and the action that ends each.
-ZK_FAULTS = {"kill_zk_leader": "restart_zk_server", "pause_zk_leader": "resume_zk_server"}
+#: Coordinator faults and the action that ends each (same broker), from the action registry.
+COORDINATOR_FAULTS = {a: ending(a) for a in COORDINATOR_FAULT_ACTIONS}
+#: ZooKeeper-leader faults and the action that ends each (the registry's).
+ZK_FAULTS = {a: ending(a) for a in ("kill_zk_leader", "pause_zk_leader")}
 FAULTS = {**COORDINATOR_FAULTS, **ZK_FAULTS}
 #: Every nemesis action the failover figures read.
 ACTIONS = (*FAULTS, *FAULTS.values())

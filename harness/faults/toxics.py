@@ -34,8 +34,11 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-#: The toxic kinds (toxiproxy's names), and the streams a toxic can act on.
-TOXICS = ("latency", "bandwidth", "reset_peer", "slow_close", "timeout", "limit_data")
+from harness.kernel.actions import TOXIC_ACTIONS
+
+#: The toxic kinds (toxiproxy's names; the action registry's toxic actions), and the streams a toxic can
+#: act on.
+TOXICS = TOXIC_ACTIONS
 STREAMS = ("upstream", "downstream", "both")
 #: Each kind's attributes (toxiproxy's names).
 ATTRIBUTES: dict[str, tuple[str, ...]] = {

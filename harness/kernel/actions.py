@@ -12,7 +12,8 @@ implementations it applies to (the others record it as ``skipped``), the fields 
 simulator performs it.
 
 The history contract (:data:`harness.kernel.events.ACTIONS` and its groups), the scenario model's
-tuples, the random nemesis, the nemesis registry and the simulator take their lists from here; a test
+tuples, the random nemesis, the nemesis registry, the simulator, the toxic kinds, the planner (the step
+that ends each fault, :func:`ending`) and the failover analysis take their lists from here; a test
 checks that the scenario model's typed tags and the nemesis classes cover exactly these names.
 """
 
@@ -25,14 +26,20 @@ __all__ = [
     "ACTIONS",
     "COORDINATOR_END_ACTIONS",
     "COORDINATOR_FAULT_ACTIONS",
+    "DOWN_ACTIONS",
+    "JOIN_ACTIONS",
     "MIGRATION_ACTIONS",
     "RANDOM_ACTIONS",
     "SIMULATED_ACTIONS",
     "SPECS",
+    "SUSPEND_ACTIONS",
     "TIMELINE_ACTIONS",
     "TOXIC_ACTIONS",
+    "UNSUSPEND_ACTIONS",
     "ActionSpec",
+    "Effect",
     "Family",
+    "ending",
     "spec",
 ]
 
@@ -42,6 +49,11 @@ __all__ = [
 Family = Literal[
     "membership", "process", "cut", "toxic", "zookeeper", "coordinator", "broker", "topic", "migration"
 ]
+
+#: What a step's ``complete`` does to its targets' membership of the group: ``joins`` (a new process;
+#: its t0 is the process's ``ready``), ``down`` (no longer acts for the group: not live) or ``suspends``
+#: (cut off, not live, until the step that ends the fault, its ``ended_by``, completes).
+Effect = Literal["joins", "down", "suspends"]
 
 LEGACY_ZK, COORDINATOR = "legacy_zk", "coordinator"
 
@@ -57,7 +69,8 @@ class ActionSpec:
     ``target``, ``value``, ``trigger``). ``random``: a random nemesis may draw it. ``simulated``: the
     simulator performs it (others are recorded ``skipped``, "not simulated"). As a timeline entry:
     ``chooses``: it hits chosen members (``count``, ``select``); ``length``: the key of its length
-    (``duration`` or ``downtime``; None: it has none).
+    (``duration`` or ``downtime``; None: it has none). ``effect``: what the step's ``complete`` does to
+    its targets (:data:`Effect`; None: nothing the liveness of members follows).
     """
 
     name: str
@@ -72,6 +85,7 @@ class ActionSpec:
     simulated: bool = False
     chooses: bool = False
     length: Literal["duration", "downtime"] | None = None
+    effect: Effect | None = None
 
 
 _TOXIC_FIELDS = ("toxic",)
@@ -100,17 +114,29 @@ _ONLY_COORDINATOR = (COORDINATOR,)
 
 #: Every action, in the order of the history contract.
 SPECS: tuple[ActionSpec, ...] = (
-    ActionSpec("join", "membership", random=True, simulated=True),
-    ActionSpec("leave", "membership", random=True, simulated=True, chooses=True),
-    ActionSpec("crash", "membership", random=True, simulated=True, chooses=True),
-    ActionSpec("pause", "process", ended_by="resume", random=True, chooses=True, length="duration"),
+    ActionSpec("join", "membership", random=True, simulated=True, effect="joins"),
+    ActionSpec("leave", "membership", random=True, simulated=True, chooses=True, effect="down"),
+    ActionSpec("crash", "membership", random=True, simulated=True, chooses=True, effect="down"),
+    ActionSpec(
+        "pause", "process", ended_by="resume", random=True, chooses=True, length="duration", effect="suspends"
+    ),
     _end("resume", "process"),
-    ActionSpec("cut", "cut", ended_by="heal", random=True, chooses=True, length="duration"),
+    ActionSpec(
+        "cut", "cut", ended_by="heal", random=True, chooses=True, length="duration", effect="suspends"
+    ),
     _end("heal", "cut"),
     ActionSpec("expire", "process", applies_to=(LEGACY_ZK,), random=True, chooses=True),
-    ActionSpec("stop_member", "membership", timeline=False, fields=_MIGRATION_FIELDS, simulated=True),
     ActionSpec(
-        "start_member", "membership", timeline=False, trigger=False, fields=_MIGRATION_FIELDS, simulated=True
+        "stop_member", "membership", timeline=False, fields=_MIGRATION_FIELDS, simulated=True, effect="down"
+    ),
+    ActionSpec(
+        "start_member",
+        "membership",
+        timeline=False,
+        trigger=False,
+        fields=_MIGRATION_FIELDS,
+        simulated=True,
+        effect="joins",
     ),
     ActionSpec("add_partitions", "topic", fields=("partitions",)),
     ActionSpec("restart_broker", "broker", random=True, length="downtime"),
@@ -183,6 +209,15 @@ def spec(name: str) -> ActionSpec:
         raise KeyError(f"unknown nemesis action {name!r}") from None
 
 
+def ending(name: str) -> str:
+    """The step that ends the fault action ``name`` starts (its spec's ``ended_by``); ``KeyError`` for an
+    unknown action, ``ValueError`` for one that ends by itself."""
+    end = spec(name).ended_by
+    if end is None:
+        raise ValueError(f"nemesis action {name!r} ends by itself: no step ends it")
+    return end
+
+
 #: The steps the nemesis performs (the ``action`` of invoke / complete / skipped events).
 ACTIONS = tuple(s.name for s in SPECS if s.step)
 #: The actions a scenario's timeline may name.
@@ -198,3 +233,11 @@ MIGRATION_ACTIONS = tuple(s.name for s in SPECS if s.family == "migration")
 RANDOM_ACTIONS = tuple(s.name for s in SPECS if s.random)
 #: The steps the simulator performs (every other one is recorded skipped, "not simulated").
 SIMULATED_ACTIONS = tuple(s.name for s in SPECS if s.simulated)
+#: Steps after whose ``complete`` the targets are new processes (t0 is the process's ``ready``).
+JOIN_ACTIONS = tuple(s.name for s in SPECS if s.effect == "joins")
+#: Steps after whose ``complete`` a target no longer acts for the group (not live).
+DOWN_ACTIONS = tuple(s.name for s in SPECS if s.effect == "down")
+#: Steps after whose ``complete`` a target is cut off (not live) until the step that ends them
+#: (:data:`UNSUSPEND_ACTIONS`).
+SUSPEND_ACTIONS = tuple(s.name for s in SPECS if s.effect == "suspends")
+UNSUSPEND_ACTIONS = tuple(s.ended_by for s in SPECS if s.effect == "suspends" and s.ended_by)

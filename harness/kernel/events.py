@@ -278,12 +278,13 @@ WORKLOAD_CLIENTS = ("herdlab-producer", "herdlab-harness")
 ACTIONS = actions.ACTIONS
 COORDINATOR_FAULT_ACTIONS = actions.COORDINATOR_FAULT_ACTIONS
 COORDINATOR_END_ACTIONS = actions.COORDINATOR_END_ACTIONS
-JOIN_ACTIONS = ("join", "start_member")  # t0 is the new process's ``ready``
-#: Actions after whose ``complete`` a target no longer acts for the group (not live).
-DOWN_ACTIONS = ("crash", "leave", "stop_member")
-#: Actions after whose ``complete`` a target is cut off (not live) until resume / heal.
-SUSPEND_ACTIONS = ("pause", "cut")
-UNSUSPEND_ACTIONS = ("resume", "heal")
+#: What a step's ``complete`` does to its targets (the registry's ``effect`` of each action): they
+#: join (t0 is the new process's ``ready``), go down (not live), or are suspended (not live) until the
+#: step that ends the fault completes.
+JOIN_ACTIONS = actions.JOIN_ACTIONS
+DOWN_ACTIONS = actions.DOWN_ACTIONS
+SUSPEND_ACTIONS = actions.SUSPEND_ACTIONS
+UNSUSPEND_ACTIONS = actions.UNSUSPEND_ACTIONS
 #: Timeline actions of a migration (the ``migration`` field of nemesis events).
 MIGRATION_ACTIONS = actions.MIGRATION_ACTIONS
 

@@ -3,7 +3,9 @@
 Pure: no processes, no clocks. The same case and seed give the same plan for every implementation,
 so both face the same faults on the same members at the same offsets from stability.
 :func:`make_plan` of a repetition first moves its timeline entries by seeded offsets (``timeline_jitter``,
-:func:`jittered`).
+:func:`jittered`). A fault that lasts (``pause``, ``cut``, a toxic, a coordinator or ZooKeeper fault) is two
+steps: the fault at its time and, its ``duration`` / ``downtime`` later, the step the action registry
+says ends it (:func:`harness.kernel.actions.ending`).
 
 Member names: the initial members are ``m0`` .. ``m{N-1}``; members that join later are ``j0``,
 ``j1``, ... A member that is restarted keeps its name (and, with static membership, its instance id).
@@ -41,6 +43,7 @@ from harness.faults.steps import (
     ToxicFault,
     ZooKeeperFault,
 )
+from harness.kernel.actions import ending
 from harness.scenario.model import (
     AddPartitions,
     Crash,
@@ -192,14 +195,16 @@ def make_plan(
             names = choose(action.count, action.select, at)
             plan.isolated.update(names)
             plan.steps.append(Step(at, ProcessFault("pause", names, action.duration)))
-            plan.steps.append(Step(at + action.duration, ProcessFault("resume", names)))
+            plan.steps.append(Step(at + action.duration, ProcessFault(ending(action.action), names)))
         elif isinstance(action, Cut):
             names = choose(action.count, action.select, at)
             plan.isolated.update(names)
             for n in names:
                 plan.proxied.setdefault(n, set()).add(action.target)
             plan.steps.append(Step(at, CutFault("cut", names, action.target, action.duration)))
-            plan.steps.append(Step(at + action.duration, CutFault("heal", names, action.target)))
+            plan.steps.append(
+                Step(at + action.duration, CutFault(ending(action.action), names, action.target))
+            )
         elif isinstance(action, Expire):
             names = choose(action.count, action.select, at)
             plan.steps.append(Step(at, ProcessFault("expire", names)))
@@ -217,19 +222,19 @@ def make_plan(
             plan.steps.append(Step(at, CoordinatorFault("restart_broker", action.downtime)))
         elif isinstance(action, KillZkLeader):
             plan.steps.append(Step(at, ZooKeeperFault("kill_zk_leader", action.downtime)))
-            plan.steps.append(Step(at + action.downtime, ZooKeeperFault("restart_zk_server")))
+            plan.steps.append(Step(at + action.downtime, ZooKeeperFault(ending(action.action))))
         elif isinstance(action, PauseZkLeader):
             plan.steps.append(Step(at, ZooKeeperFault("pause_zk_leader", action.duration)))
-            plan.steps.append(Step(at + action.duration, ZooKeeperFault("resume_zk_server")))
+            plan.steps.append(Step(at + action.duration, ZooKeeperFault(ending(action.action))))
         elif isinstance(action, KillCoordinator):
             plan.steps.append(Step(at, CoordinatorFault("kill_coordinator", action.downtime)))
-            plan.steps.append(Step(at + action.downtime, CoordinatorFault("restart_coordinator")))
+            plan.steps.append(Step(at + action.downtime, CoordinatorFault(ending(action.action))))
         elif isinstance(action, PauseCoordinator):
             plan.steps.append(Step(at, CoordinatorFault("pause_coordinator", action.duration)))
-            plan.steps.append(Step(at + action.duration, CoordinatorFault("resume_coordinator")))
+            plan.steps.append(Step(at + action.duration, CoordinatorFault(ending(action.action))))
         elif isinstance(action, CutCoordinator):
             plan.steps.append(Step(at, CoordinatorFault("cut_coordinator", action.duration)))
-            plan.steps.append(Step(at + action.duration, CoordinatorFault("heal_coordinator")))
+            plan.steps.append(Step(at + action.duration, CoordinatorFault(ending(action.action))))
         elif isinstance(action, ToxicAction):
             names = choose(action.count, action.select, at)
             plan.isolated.update(names)
@@ -240,7 +245,7 @@ def make_plan(
                 Step(at, ToxicFault(action.action, names, action.target, toxic, action.duration))
             )
             plan.steps.append(
-                Step(at + action.duration, ToxicFault("remove_toxic", names, action.target, toxic))
+                Step(at + action.duration, ToxicFault(ending(action.action), names, action.target, toxic))
             )
         elif isinstance(action, RestartZk):
             servers = scenario.zookeeper.servers
@@ -249,7 +254,9 @@ def make_plan(
         elif isinstance(action, CutBrokerZk):
             broker = action.broker
             plan.steps.append(Step(at, ZooKeeperFault("cut_broker_zk", action.duration, broker_id=broker)))
-            plan.steps.append(Step(at + action.duration, ZooKeeperFault("heal_broker_zk", broker_id=broker)))
+            plan.steps.append(
+                Step(at + action.duration, ZooKeeperFault(ending(action.action), broker_id=broker))
+            )
         elif isinstance(action, SetProperty):
             migrations += 1
             going = of_kind(LEGACY)

@@ -404,8 +404,9 @@ class CutCoordinator(_Action):
     duration: Duration
 
 
-#: The coordinator-side faults of the timeline (each is one trigger and, later, the step that ends it).
-COORDINATOR_FAULTS = ("kill_coordinator", "pause_coordinator", "cut_coordinator")
+#: The coordinator-side faults of the timeline (each is one trigger and, later, the step that ends it):
+#: the registry's (:mod:`harness.kernel.actions`).
+COORDINATOR_FAULTS = actions.COORDINATOR_FAULT_ACTIONS
 
 # -- degraded networks (toxiproxy's toxics), ZooKeeper restarts, broker-ZooKeeper cuts ------------------
 Stream = Literal["upstream", "downstream", "both"]

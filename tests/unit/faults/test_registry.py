@@ -1,5 +1,7 @@
 """The one registry of actions (harness.kernel.actions) against everything that speaks the vocabulary: the
-nemesis classes, the scenario model's typed entries and the random nemesis's typed names, and the plan's steps."""
+nemesis classes, the scenario model's typed entries and the random nemesis's typed names, the plan's steps
+and the steps that end its faults, the history contract's member effects, the failover analysis's faults and
+the toxic kinds."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ from typing import Any, get_args
 
 import pytest
 
+from harness.analysis import failover_verdict
+from harness.faults import toxics
 from harness.faults.actions import REGISTRY
-from harness.kernel import actions
-from harness.kernel.actions import SPECS, spec
+from harness.kernel import actions, events
+from harness.kernel.actions import SPECS, ending, spec
 from harness.run.plan import make_plan
 from harness.scenario import model
 from harness.scenario.model import Scenario
@@ -94,3 +98,71 @@ def test_a_plans_steps_take_their_trigger_from_the_registry() -> None:
 def test_an_unknown_action_is_a_key_error_naming_it() -> None:
     with pytest.raises(KeyError, match="unknown nemesis action 'explode'"):
         spec("explode")
+
+
+def test_ending_is_the_step_that_ends_a_fault_and_refuses_one_that_ends_by_itself() -> None:
+    assert ending("pause") == "resume"
+    assert ending("latency") == "remove_toxic"
+    assert ending("kill_coordinator") == "restart_coordinator"
+    with pytest.raises(ValueError, match="'crash' ends by itself"):
+        ending("crash")
+    with pytest.raises(KeyError, match="unknown nemesis action 'explode'"):
+        ending("explode")
+
+
+def test_a_plan_ends_each_lasting_fault_with_the_step_its_spec_names() -> None:
+    scenario = Scenario.model_validate(
+        {
+            "name": "t",
+            "group": {"members": 2},
+            "cluster": {"brokers": 3},
+            "timeline": [
+                {"action": "timeout", "at": "5s", "target": "broker", "duration": "1s"},
+                {"action": "kill_zk_leader", "at": "10s", "downtime": "2s"},
+                {"action": "pause_zk_leader", "at": "20s", "duration": "3s"},
+                {"action": "kill_coordinator", "at": "30s", "downtime": "4s"},
+                {"action": "pause_coordinator", "at": "40s", "duration": "5s"},
+                {"action": "cut_coordinator", "at": "50s", "duration": "6s"},
+                {"action": "cut_broker_zk", "at": "60s", "duration": "7s"},
+            ],
+        }
+    )
+    # worked out by hand: each fault at its time, its ending step its duration / downtime later
+    assert [(st.at, st.kind) for st in make_plan(scenario, 2).steps] == [
+        (5.0, "timeout"),
+        (6.0, "remove_toxic"),
+        (10.0, "kill_zk_leader"),
+        (12.0, "restart_zk_server"),
+        (20.0, "pause_zk_leader"),
+        (23.0, "resume_zk_server"),
+        (30.0, "kill_coordinator"),
+        (34.0, "restart_coordinator"),
+        (40.0, "pause_coordinator"),
+        (45.0, "resume_coordinator"),
+        (50.0, "cut_coordinator"),
+        (56.0, "heal_coordinator"),
+        (60.0, "cut_broker_zk"),
+        (67.0, "heal_broker_zk"),
+    ]
+
+
+def test_the_member_effects_of_the_history_contract_are_the_registrys() -> None:
+    assert set(events.JOIN_ACTIONS) == {"join", "start_member"}
+    assert set(events.DOWN_ACTIONS) == {"crash", "leave", "stop_member"}
+    assert set(events.SUSPEND_ACTIONS) == {"pause", "cut"}
+    assert set(events.UNSUSPEND_ACTIONS) == {"resume", "heal"}
+
+
+def test_the_failover_analysis_reads_each_fault_with_the_step_that_ends_it() -> None:
+    assert failover_verdict.FAULTS == {
+        "kill_coordinator": "restart_coordinator",
+        "pause_coordinator": "resume_coordinator",
+        "cut_coordinator": "heal_coordinator",
+        "kill_zk_leader": "restart_zk_server",
+        "pause_zk_leader": "resume_zk_server",
+    }
+
+
+def test_the_toxic_kinds_and_the_scenarios_coordinator_faults_are_the_registrys() -> None:
+    assert toxics.TOXICS == ("latency", "bandwidth", "reset_peer", "slow_close", "timeout", "limit_data")
+    assert model.COORDINATOR_FAULTS == ("kill_coordinator", "pause_coordinator", "cut_coordinator")
