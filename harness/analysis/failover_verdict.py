@@ -82,7 +82,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.metrics_model import DocumentSections, Unit
+from harness.analysis.metrics_model import DocumentSections, FailoverFault, Unit
 
 NS = 1_000_000_000
 INF = 4_000_000_000_000_000_000
@@ -465,9 +465,10 @@ def unit_name(u: Mapping[str, Any]) -> str:
     return f"{u['impl']} {u['case']} rep {u['repetition']}"
 
 
-def fault_name(f: dict[str, Any]) -> str:
+def fault_name(f: FailoverFault) -> str:
     """``#3 kill_coordinator (broker 1)``: the fault's action id, action and target broker."""
-    on = f" (broker {f['broker_id']})" if f.get("broker_id") is not None else ""
+    broker = f.get("broker_id")
+    on = f" (broker {broker})" if broker is not None else ""
     return f"#{f['action_id']} {f['action']}{on}"
 
 
@@ -534,9 +535,10 @@ def alert_lines(out: DocumentSections) -> list[str]:
         name = unit_name(u)
         for f in fo["faults"]:
             what = f"{name}: fault {fault_name(f)}"
-            if f.get("offsets_lost"):
-                where = ", ".join(f["offsets_lost_partitions"])
-                lines.append(f"{what} lost {f['offsets_lost']} committed offsets ({where})")
+            lost = f.get("offsets_lost")
+            if lost:
+                where = ", ".join(f.get("offsets_lost_partitions") or [])
+                lines.append(f"{what} lost {lost} committed offsets ({where})")
             dep = f.get("deposed_acceptances") or {}
             if any(dep.get(k) for k in DEPOSED_KINDS):
                 lines.append(

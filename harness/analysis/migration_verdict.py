@@ -92,7 +92,7 @@ def expect_of(manifest: dict[str, Any]) -> str:
 
 def summary(units: Sequence[Unit], expect: str) -> Migration | None:
     """``metrics["migration"]`` (see the module contract); None when no unit has a switch."""
-    verdicts = {unit_name(u): u["migration"]["verdict"] for u in units if u.get("migration")}
+    verdicts = {unit_name(u): m["verdict"] for u in units if (m := u.get("migration"))}
     if not verdicts:
         return None
     return {
