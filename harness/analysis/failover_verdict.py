@@ -82,7 +82,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.metrics_model import DocumentSections, FailoverFault, Unit
+from harness.analysis.metrics_model import (
+    DeposedAcceptances,
+    DocumentSections,
+    FailoverFault,
+    FailoverImpl,
+    Unit,
+)
 
 NS = 1_000_000_000
 INF = 4_000_000_000_000_000_000
@@ -371,6 +377,11 @@ def fault_spans(faults: list[Step]) -> list[tuple[int, int, int]]:
     return [(aid, s, starts[i + 1][0] if i + 1 < len(starts) else INF) for i, (s, aid) in enumerate(starts)]
 
 
+def _deposed(counts: Mapping[str, int]) -> DeposedAcceptances:
+    """The :data:`DEPOSED_KINDS` counts of ``counts`` (0 when absent)."""
+    return {"commit": int(counts.get("commit", 0)), "produce": int(counts.get("produce", 0))}
+
+
 def coordinator_entry(
     fault: Step,
     *,
@@ -382,7 +393,7 @@ def coordinator_entry(
     deposed: dict[str, int],
     double_s: float,
     session_failures: int,
-) -> dict[str, Any]:
+) -> FailoverFault:
     """One coordinator fault's entry of ``units[i].failover.faults``."""
     return {
         "action": fault.action,
@@ -392,7 +403,11 @@ def coordinator_entry(
         "offsets_partition": fault.offsets_partition,
         "group": fault.group,
         "t0_s": None if fault.t0 is None else round((fault.t0 - origin) / NS, 6),
-        **{k: parts[k] for k in ("detection_s", "election_s", "loading_s", "rejoin_s", "failover_s")},
+        "detection_s": parts["detection_s"],
+        "election_s": parts["election_s"],
+        "loading_s": parts["loading_s"],
+        "rejoin_s": parts["rejoin_s"],
+        "failover_s": parts["failover_s"],
         "new_coordinator": parts.get("new_coordinator"),
         "offsets_lost": lost["count"],
         "offsets_lost_partitions": lost["partitions"],
@@ -400,7 +415,7 @@ def coordinator_entry(
         "offsets_note": lost["note"],
         "records_lost": records_lost,
         "reprocessed": reprocessed,
-        "deposed_acceptances": {k: int(deposed.get(k, 0)) for k in DEPOSED_KINDS},
+        "deposed_acceptances": _deposed(deposed),
         "double_coordinator_s": double_s,
         "session_failures": session_failures,
     }
@@ -420,7 +435,7 @@ def zk_entry(
     deposed: dict[str, int],
     double_s: float,
     session_failures: int,
-) -> dict[str, Any]:
+) -> FailoverFault:
     """One ZooKeeper-leader fault's entry (see the module contract): ``lost_sessions`` are members'
     ``zk_state`` LOST events, ``rebalances`` members' ``rebalance_begin`` events."""
     end = INF if window_end is None else window_end
@@ -454,7 +469,7 @@ def zk_entry(
         "session_rebalances": {"in_window": in_w, "after_window": after_w},
         "records_lost": records_lost,
         "reprocessed": reprocessed,
-        "deposed_acceptances": {k: int(deposed.get(k, 0)) for k in DEPOSED_KINDS},
+        "deposed_acceptances": _deposed(deposed),
         "double_coordinator_s": double_s,
         "session_failures": session_failures,
     }
@@ -472,13 +487,13 @@ def fault_name(f: FailoverFault) -> str:
     return f"#{f['action_id']} {f['action']}{on}"
 
 
-def summary(units: Sequence[Unit]) -> dict[str, Any] | None:
+def summary(units: Sequence[Unit]) -> dict[str, FailoverImpl] | None:
     """``metrics["failover"]``: per implementation and fault action, over its units' faults: ``n``,
     ``never`` (coordinator faults whose group was never served again), ``failover_s`` (the finite
     values, in unit order), ``zk_election_s`` likewise, ``offsets_lost`` (sum of the measured
     ones), ``deposed_acceptances`` (sums per kind) and ``double_coordinator_s`` (sum); plus per
     implementation ``fenced`` (sums by what/error). None when no unit has a failover fault."""
-    out: dict[str, Any] = {}
+    out: dict[str, FailoverImpl] = {}
     for u in units:
         fo = u.get("failover")
         if not fo:
@@ -495,7 +510,7 @@ def summary(units: Sequence[Unit]) -> dict[str, Any] | None:
                     "failover_s": [],
                     "zk_election_s": [],
                     "offsets_lost": 0,
-                    "deposed_acceptances": dict.fromkeys(DEPOSED_KINDS, 0),
+                    "deposed_acceptances": _deposed({}),
                     "double_coordinator_s": 0.0,
                 },
             )
