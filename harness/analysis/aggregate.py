@@ -159,10 +159,8 @@ def alerts(out: DocumentDraft) -> None:
                 lines.append(f"{name}: trigger {t['key']} {targets} never settled")
             elif o == NO_EFFECT:
                 lines.append(f"{name}: trigger {t['key']} {targets} had no effect (nothing reacted)")
-        if u.get("session_failures"):
-            lines.append(
-                f"{name}: {u['session_failures']} heartbeat/session failures of members no fault targeted"
-            )
+        if failures := u.get("session_failures"):
+            lines.append(f"{name}: {failures} heartbeat/session failures of members no fault targeted")
     lines += migration_alerts(out)
     if (out.get("run") or {}).get("interrupted"):
         lines.append("the run was interrupted: results cover what was recorded")

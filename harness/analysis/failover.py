@@ -53,6 +53,7 @@ from harness.analysis.failover_verdict import (
     zk_entry,
 )
 from harness.analysis.frames import NS, UNIT, Frames, UnitKey, collect, join, local_frame, role_col, unit_key
+from harness.analysis.metrics_model import FailoverFault, UnitFailover
 from harness.kernel.events import Kind, Role
 
 #: Small control events the figures read (collected).
@@ -93,7 +94,7 @@ def failover_units(
     facts: Facts,
     units: dict[UnitKey, dict[str, Any]],
     keys: DataFrame,
-) -> dict[UnitKey, dict[str, Any]]:
+) -> dict[UnitKey, UnitFailover]:
     """Per unit with a failover fault, its ``failover`` entry (see the module contract); ``keys``
     are :func:`.records.record_keys`."""
     c = frames.control
@@ -178,7 +179,7 @@ def failover_units(
         fenced.setdefault(unit_key(r), {})[f"{r['what']}/{r['error']}"] = int(r["count"])
     lost_w = _lost_per_window(keys, frames, facts, fu)
 
-    out: dict[UnitKey, dict[str, Any]] = {}
+    out: dict[UnitKey, UnitFailover] = {}
     for k, fs in faults.items():
         out[k] = _unit_entry(
             units[k],
@@ -327,7 +328,7 @@ def _unit_entry(
     deposed: dict[int | None, dict[str, int]],
     fenced: dict[str, int],
     lost_w: dict[int, int],
-) -> dict[str, Any]:
+) -> UnitFailover:
     """The unit's ``failover`` entry from its collected inputs (pure Python)."""
     origin, end_ns = int(u["origin"]), int(u["t_last"])
 
@@ -353,7 +354,7 @@ def _unit_entry(
     spans = {aid: (s, e) for aid, s, e in fault_spans(faults)}
     trig = {t["index"]: t for t in u.get("triggers") or []}
 
-    entries = []
+    entries: list[FailoverFault] = []
     for f in faults:
         win = next((w for w in windows if w["action"] == f.action and w["invoke"] == f.invoke_ns), None)
         t = None if win is None else trig.get(int(win["tid"]))
@@ -404,5 +405,5 @@ def _unit_entry(
             "episodes": len(episodes),
         },
         "fenced": dict(sorted(fenced.items())),
-        "deposed_acceptances": {k: totals.get(k, 0) for k in ("commit", "produce")},
+        "deposed_acceptances": {"commit": totals.get("commit", 0), "produce": totals.get("produce", 0)},
     }

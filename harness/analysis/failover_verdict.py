@@ -82,7 +82,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.metrics_model import DocumentSections, Unit
+from harness.analysis.metrics_model import (
+    DeposedAcceptances,
+    DocumentSections,
+    FailoverFault,
+    FailoverImpl,
+    Unit,
+)
 from harness.kernel.actions import COORDINATOR_FAULT_ACTIONS, ending
 
 NS = 1_000_000_000
@@ -368,6 +374,11 @@ def fault_spans(faults: list[Step]) -> list[tuple[int, int, int]]:
     return [(aid, s, starts[i + 1][0] if i + 1 < len(starts) else INF) for i, (s, aid) in enumerate(starts)]
 
 
+def _deposed(counts: Mapping[str, int]) -> DeposedAcceptances:
+    """The :data:`DEPOSED_KINDS` counts of ``counts`` (0 when absent)."""
+    return {"commit": int(counts.get("commit", 0)), "produce": int(counts.get("produce", 0))}
+
+
 def coordinator_entry(
     fault: Step,
     *,
@@ -379,7 +390,7 @@ def coordinator_entry(
     deposed: dict[str, int],
     double_s: float,
     session_failures: int,
-) -> dict[str, Any]:
+) -> FailoverFault:
     """One coordinator fault's entry of ``units[i].failover.faults``."""
     return {
         "action": fault.action,
@@ -389,7 +400,11 @@ def coordinator_entry(
         "offsets_partition": fault.offsets_partition,
         "group": fault.group,
         "t0_s": None if fault.t0 is None else round((fault.t0 - origin) / NS, 6),
-        **{k: parts[k] for k in ("detection_s", "election_s", "loading_s", "rejoin_s", "failover_s")},
+        "detection_s": parts["detection_s"],
+        "election_s": parts["election_s"],
+        "loading_s": parts["loading_s"],
+        "rejoin_s": parts["rejoin_s"],
+        "failover_s": parts["failover_s"],
         "new_coordinator": parts.get("new_coordinator"),
         "offsets_lost": lost["count"],
         "offsets_lost_partitions": lost["partitions"],
@@ -397,7 +412,7 @@ def coordinator_entry(
         "offsets_note": lost["note"],
         "records_lost": records_lost,
         "reprocessed": reprocessed,
-        "deposed_acceptances": {k: int(deposed.get(k, 0)) for k in DEPOSED_KINDS},
+        "deposed_acceptances": _deposed(deposed),
         "double_coordinator_s": double_s,
         "session_failures": session_failures,
     }
@@ -417,7 +432,7 @@ def zk_entry(
     deposed: dict[str, int],
     double_s: float,
     session_failures: int,
-) -> dict[str, Any]:
+) -> FailoverFault:
     """One ZooKeeper-leader fault's entry (see the module contract): ``lost_sessions`` are members'
     ``zk_state`` LOST events, ``rebalances`` members' ``rebalance_begin`` events."""
     end = INF if window_end is None else window_end
@@ -451,7 +466,7 @@ def zk_entry(
         "session_rebalances": {"in_window": in_w, "after_window": after_w},
         "records_lost": records_lost,
         "reprocessed": reprocessed,
-        "deposed_acceptances": {k: int(deposed.get(k, 0)) for k in DEPOSED_KINDS},
+        "deposed_acceptances": _deposed(deposed),
         "double_coordinator_s": double_s,
         "session_failures": session_failures,
     }
@@ -462,19 +477,20 @@ def unit_name(u: Mapping[str, Any]) -> str:
     return f"{u['impl']} {u['case']} rep {u['repetition']}"
 
 
-def fault_name(f: dict[str, Any]) -> str:
+def fault_name(f: FailoverFault) -> str:
     """``#3 kill_coordinator (broker 1)``: the fault's action id, action and target broker."""
-    on = f" (broker {f['broker_id']})" if f.get("broker_id") is not None else ""
+    broker = f.get("broker_id")
+    on = f" (broker {broker})" if broker is not None else ""
     return f"#{f['action_id']} {f['action']}{on}"
 
 
-def summary(units: Sequence[Unit]) -> dict[str, Any] | None:
+def summary(units: Sequence[Unit]) -> dict[str, FailoverImpl] | None:
     """``metrics["failover"]``: per implementation and fault action, over its units' faults: ``n``,
     ``never`` (coordinator faults whose group was never served again), ``failover_s`` (the finite
     values, in unit order), ``zk_election_s`` likewise, ``offsets_lost`` (sum of the measured
     ones), ``deposed_acceptances`` (sums per kind) and ``double_coordinator_s`` (sum); plus per
     implementation ``fenced`` (sums by what/error). None when no unit has a failover fault."""
-    out: dict[str, Any] = {}
+    out: dict[str, FailoverImpl] = {}
     for u in units:
         fo = u.get("failover")
         if not fo:
@@ -491,7 +507,7 @@ def summary(units: Sequence[Unit]) -> dict[str, Any] | None:
                     "failover_s": [],
                     "zk_election_s": [],
                     "offsets_lost": 0,
-                    "deposed_acceptances": dict.fromkeys(DEPOSED_KINDS, 0),
+                    "deposed_acceptances": _deposed({}),
                     "double_coordinator_s": 0.0,
                 },
             )
@@ -531,9 +547,10 @@ def alert_lines(out: DocumentSections) -> list[str]:
         name = unit_name(u)
         for f in fo["faults"]:
             what = f"{name}: fault {fault_name(f)}"
-            if f.get("offsets_lost"):
-                where = ", ".join(f["offsets_lost_partitions"])
-                lines.append(f"{what} lost {f['offsets_lost']} committed offsets ({where})")
+            lost = f.get("offsets_lost")
+            if lost:
+                where = ", ".join(f.get("offsets_lost_partitions") or [])
+                lines.append(f"{what} lost {lost} committed offsets ({where})")
             dep = f.get("deposed_acceptances") or {}
             if any(dep.get(k) for k in DEPOSED_KINDS):
                 lines.append(

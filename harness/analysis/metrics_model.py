@@ -5,13 +5,24 @@ JSON Schema is generated.
 Contract
 --------
 Each part of ``metrics.json`` that scripts may rely on is a :class:`~typing_extensions.TypedDict` here:
-:class:`MetricsDocument` (the whole, with its :class:`Verdict`), :class:`RunHeader`, :class:`MetricInfo`,
-:class:`Series`, :class:`Unit` with its :class:`Trigger` s and :class:`Overlap` s, :class:`Aggregate`,
-:class:`Migration`, :class:`Coordinators`. A key declared here is in the schema, with its JSON type; a
-required key (not ``NotRequired``) is a required property. Every part is open
-(``extra_items=Any``): the analysis writes more keys than these (a unit's latency parts, herd counts,
-...) and later formats of the same major version may add sections, so a script must ignore keys it does
-not know; in code such a key reads as ``Any``. A key typed ``Any`` is required but constrains nothing.
+:class:`MetricsDocument` (the whole, with its :class:`Verdict`), :class:`RunHeader`, :class:`Spark`,
+:class:`Case`, :class:`MetricInfo`, :class:`Series`, :class:`Unit` with its :class:`Trigger` s and
+:class:`Overlap` s, :class:`Aggregate`, :class:`Migration`, the failover summary (:class:`FailoverImpl`),
+:class:`Coordinators`. :class:`Unit` and :class:`Trigger` declare every key the analysis writes, grouped
+by the function that writes them (:class:`UnitRecords`, :class:`UnitSplitBrain`, :class:`UnitHealth`,
+:class:`TriggerWindow`, :class:`TriggerHerd`, :class:`TriggerUndisturbed`, :class:`SplitBrain`,
+:class:`E2EFlat`), with their sub-objects (:class:`E2E`, :class:`StartUp`, :class:`Steady`,
+:class:`UnitFailover`, :class:`UnitMigration`). A key declared here is in the schema, with its JSON type;
+a required key (not ``NotRequired``) is a required property. Required are only the keys every document of
+this format has carried (a unit's ``case``, ``impl``, ``repetition``; a trigger's ``index``, ``key``,
+``action``, ``outcome``; ...): the keys the analysis added since, and the ones it writes only in some
+parts (a unit's ``failover`` and ``migration``, a zookeeper fault's ``sessions_lost``, ...), are
+``NotRequired`` (the group bases are ``total=False``), so a document written by an earlier analysis of
+the same format still validates; a key present must have its declared type, ``| None`` where the
+analysis writes null. The document's sections, units and triggers
+are open (``extra_items=Any``): later formats of the same major version may add keys, so a script must
+ignore keys it does not know; in code such a key reads as ``Any``. The sub-objects are not open: a key
+they gain is declared here first. A key typed ``Any`` is required but constrains nothing.
 :class:`DocumentDraft` is the document before its verdict is in (:mod:`harness.analysis.document`);
 :class:`DocumentSections` what both have.
 
@@ -28,25 +39,50 @@ from typing_extensions import TypedDict
 
 __all__ = [
     "DEFS",
+    "E2E",
     "Aggregate",
     "BrokerConfig",
+    "Case",
     "CoordinatorRow",
     "CoordinatorVs",
     "Coordinators",
     "Count",
+    "DeposedAcceptances",
     "DocumentDraft",
     "DocumentSections",
+    "DoubleCoordinator",
+    "E2EFlat",
+    "FailoverAction",
+    "FailoverFault",
+    "FailoverImpl",
+    "FaultSeconds",
     "Json",
     "MetricInfo",
     "MetricsDocument",
     "Migration",
+    "MigrationPartition",
+    "MigrationSwitch",
     "Overlap",
     "OverlapMember",
+    "ResumedAt",
     "RunHeader",
     "Series",
+    "SessionRebalances",
     "Simulation",
+    "Spark",
+    "SplitBrain",
+    "StartUp",
+    "Steady",
     "Trigger",
+    "TriggerHerd",
+    "TriggerUndisturbed",
+    "TriggerWindow",
     "Unit",
+    "UnitFailover",
+    "UnitHealth",
+    "UnitMigration",
+    "UnitRecords",
+    "UnitSplitBrain",
     "Verdict",
     "VerdictCompleteness",
 ]
@@ -132,19 +168,106 @@ class Verdict(TypedDict, extra_items=Any):
     method: NotRequired[str]
 
 
-class Trigger(TypedDict, extra_items=Any):
-    """One trigger of a unit (``units[].triggers[]``)."""
+class SplitBrain(TypedDict, total=False):
+    """A phase's split-brain figures (:func:`harness.analysis.split_brain.split_brain`): a unit's ``startup``
+    and ``drain``, and part of each trigger."""
+
+    overlap_episodes: Annotated[int, Json(minimum=0)]
+    overlap_s: Annotated[float, Json(minimum=0)]
+    duplicates: Annotated[int, Json(minimum=0)]
+    commits_non_owner: Annotated[int, Json(minimum=0)]
+    commits_stale_generation: Annotated[
+        int | None, Json(minimum=0, description="null when no accepted commit carried a generation")
+    ]
+
+
+class E2E(TypedDict):
+    """``e2e`` of a unit or a trigger (:func:`harness.analysis.e2e.e2e_fields`): end-to-end latency of the
+    records processed, quantiles null when none was."""
+
+    count: Annotated[int, Json(minimum=0)]
+    p50_s: float | None
+    p90_s: float | None
+    p99_s: float | None
+    p999_s: float | None
+    max_s: float | None
+    clamped: Annotated[int, Json(minimum=0)]
+
+
+class E2EFlat(TypedDict, total=False):
+    """The flat copies of an :class:`E2E` entry's quantiles (the aggregates' metrics)."""
+
+    e2e_p50_s: float | None
+    e2e_p90_s: float | None
+    e2e_p99_s: float | None
+    e2e_p999_s: float | None
+    e2e_max_s: float | None
+
+
+class TriggerWindow(TypedDict, total=False):
+    """A trigger's window and its latency parts (:func:`harness.analysis.latency.window_fields`); times
+    (``*_s`` but durations) in seconds since the unit's origin, durations null when not settled."""
+
+    targets: list[Any]
+    reason: str | None
+    settled: bool
+    invoke_s: float | None
+    t0_s: float | None
+    t1_s: float | None
+    window_end_s: float | None
+    startup_s: float | None
+    latency_s: Annotated[float | None, Json(minimum=0)]
+    detection_s: float | None
+    convergence_s: float | None
+    reaction_s: float | None
+    resumed_s: float | None
+    gap_s: float | None
+    gap: Annotated[list[float | None] | None, _PAIR]
+
+
+class TriggerHerd(TypedDict, total=False):
+    """A trigger's herd counts (:func:`harness.analysis.herd.herd_fields`): null where not measured."""
+
+    watches: Count
+    zk_requests: Count
+    zk_packets: Count
+    zk_packets_minus_idle: int | None
+    broker_group_requests: Count
+    coordination_requests: Count
+    conflicts: Count
+    failed_attempts: Count
+    gave_up: Count
+    rebalance_attempts: Count
+    group_rebalances: Count
+    rebalance_rounds: Count
+    zk_requests_by_op: dict[str, int]
+    broker_requests_by_api: dict[str, int]
+    owner_writes: Count
+    registration_reads: Count
+    rebalancing_members: Count
+    first_notification_s: float | None
+    members_at_invoke: Count
+    partitions_at_invoke: Count
+
+
+class TriggerUndisturbed(TypedDict, total=False):
+    """A trigger's undisturbed partitions (:func:`harness.analysis.cooperative.cooperative_fields`): null
+    when not settled."""
+
+    undisturbed_partitions: Count
+    undisturbed_fraction: float | None
+    undisturbed_gap_s: float | None
+
+
+class Trigger(TriggerWindow, TriggerHerd, SplitBrain, TriggerUndisturbed, E2EFlat, extra_items=Any):
+    """One trigger of a unit (``units[].triggers[]``): its window, herd counts, split-brain figures,
+    undisturbed partitions and end-to-end latency."""
 
     index: Annotated[int, Json(minimum=0)]
     key: str
     action: str
-    targets: NotRequired[list[Any] | None]
     outcome: Literal["settled", "never", "no_effect", "skipped"]
-    settled: NotRequired[bool | None]
-    t0_s: NotRequired[float | None]
-    t1_s: NotRequired[float | None]
-    latency_s: NotRequired[Annotated[float | None, Json(minimum=0)]]
-    coordination_requests: NotRequired[Count]
+    e2e: NotRequired[E2E]
 
 
 class OverlapMember(TypedDict, extra_items=Any):
@@ -175,20 +298,217 @@ class BrokerConfig(TypedDict, extra_items=Any):
     properties: NotRequired[dict[str, str]]
 
 
-class Unit(TypedDict, extra_items=Any):
+#: Seconds of a failover part, or ``"never"`` when it never happened within the fault's window.
+FaultSeconds = Annotated[
+    float | str | None, Json(description='seconds, or "never" when it did not happen within the window')
+]
+
+
+class DeposedAcceptances(TypedDict):
+    """Requests a deposed leader or coordinator acknowledged, per kind."""
+
+    commit: Annotated[int, Json(minimum=0)]
+    produce: Annotated[int, Json(minimum=0)]
+
+
+class DoubleCoordinator(TypedDict):
+    """Time during which two brokers acted as the group's coordinator, and in how many episodes."""
+
+    seconds: Annotated[float, Json(minimum=0)]
+    episodes: Annotated[int, Json(minimum=0)]
+
+
+class SessionRebalances(TypedDict):
+    """Members that lost their ZooKeeper session, by whether their rebalance began in the fault's window."""
+
+    in_window: Annotated[int, Json(minimum=0)]
+    after_window: Annotated[int, Json(minimum=0)]
+
+
+class FailoverFault(TypedDict):
+    """One fault of ``units[].failover.faults`` (:mod:`harness.analysis.failover_verdict`): a coordinator
+    fault (``kind`` coordinator: its broker, offsets partition and failover parts) or a ZooKeeper-leader
+    fault (``kind`` zookeeper: its election and lost sessions)."""
+
+    action: str
+    action_id: int
+    kind: Literal["coordinator", "zookeeper"]
+    t0_s: float | None
+    broker_id: NotRequired[int | None]
+    offsets_partition: NotRequired[int | None]
+    group: NotRequired[str | None]
+    detection_s: NotRequired[FaultSeconds]
+    election_s: NotRequired[FaultSeconds]
+    loading_s: NotRequired[FaultSeconds]
+    rejoin_s: NotRequired[FaultSeconds]
+    failover_s: NotRequired[FaultSeconds]
+    new_coordinator: NotRequired[int | None]
+    offsets_lost: NotRequired[Count]
+    offsets_lost_partitions: NotRequired[list[str]]
+    offsets_snapshot: NotRequired[str | None]
+    offsets_note: NotRequired[str | None]
+    zk_election_s: NotRequired[FaultSeconds]
+    sessions_lost: NotRequired[list[str]]
+    session_rebalances: NotRequired[SessionRebalances]
+    records_lost: Count
+    reprocessed: Count
+    deposed_acceptances: DeposedAcceptances
+    double_coordinator_s: Annotated[float, Json(minimum=0)]
+    session_failures: Annotated[int, Json(minimum=0)]
+
+
+class UnitFailover(TypedDict):
+    """``units[].failover``: a unit's failover faults (:func:`harness.analysis.failover.failover_units`)."""
+
+    faults: list[FailoverFault]
+    double_coordinator: DoubleCoordinator
+    fenced: Annotated[dict[str, int], Json(description='"<what>/<error>" -> requests fenced')]
+    deposed_acceptances: DeposedAcceptances
+
+
+class FailoverAction(TypedDict):
+    """``failover[impl].faults[action]``: an implementation's faults of one action, summed."""
+
+    n: Annotated[int, Json(minimum=0)]
+    never: Annotated[int, Json(minimum=0)]
+    failover_s: list[float]
+    zk_election_s: list[float]
+    offsets_lost: Annotated[int, Json(minimum=0)]
+    deposed_acceptances: DeposedAcceptances
+    double_coordinator_s: Annotated[float, Json(minimum=0)]
+
+
+class FailoverImpl(TypedDict):
+    """``failover[impl]``: an implementation's failover faults over its units
+    (:func:`harness.analysis.failover_verdict.summary`)."""
+
+    faults: dict[str, FailoverAction]
+    fenced: dict[str, int]
+    double_coordinator: DoubleCoordinator
+
+
+class ResumedAt(TypedDict):
+    """A new owner of a partition after a switch and the first offset it processed there."""
+
+    member: str
+    offset: int | None
+
+
+class MigrationPartition(TypedDict):
+    """One partition of a migration switch (:func:`harness.analysis.migration_verdict.partition_entry`)."""
+
+    topic: str | None
+    partition: Annotated[int, Json(minimum=0)]
+    taken_over_s: float | None
+    zookeeper_committed: int | None
+    kafka_committed: int | None
+    committed: int | None
+    processed_last: int | None
+    resumed: list[ResumedAt]
+    resumed_at: int | None
+    window: Annotated[int, Json(minimum=0)]
+    reprocessed: Annotated[int, Json(minimum=0)]
+    lost: Annotated[int, Json(minimum=0)]
+    overlap_episodes: Annotated[int, Json(minimum=0)]
+    overlap_s: Annotated[float, Json(minimum=0)]
+    verdict: str
+
+
+#: One switch of ``units[].migration.switches`` (functional form: ``from`` is a keyword).
+MigrationSwitch = TypedDict(
+    "MigrationSwitch",
+    {
+        "step": int,
+        "action": str,
+        "mode": str | None,
+        "from": str,
+        "to": str,
+        "t_s": float | None,
+        "partitions": list[MigrationPartition],
+        "verdict": str,
+    },
+)
+
+
+class UnitMigration(TypedDict):
+    """``units[].migration``: a unit's migration switches and the worst verdict
+    (:func:`harness.analysis.migration.migration_units`)."""
+
+    switches: list[MigrationSwitch]
+    verdict: str
+
+
+class StartUp(TypedDict):
+    """``units[].start_up``: the members' start-up (:func:`harness.analysis.startup.start_up_field`)."""
+
+    members_ready: Annotated[int, Json(minimum=0)]
+    first_ready_s: float
+    all_ready_s: float
+    stable_s: float | None
+
+
+class Steady(TypedDict):
+    """``units[].steady``: steady-state request rates (:func:`harness.analysis.steady.steady_fields`)."""
+
+    window_s: Annotated[float, Json(minimum=0)]
+    zk_commits_per_s: float | None
+    broker_per_s: Annotated[dict[str, float], Json(description="requests per second by Kafka API")]
+
+
+class UnitRecords(TypedDict, total=False):
+    """A unit's completeness and duplicates (:func:`harness.analysis.records.records_fields`)."""
+
+    produced: Count
+    processed: Count
+    lost: Count
+    lost_sample: list[list[int]]
+    not_drained: Count
+    processed_not_produced: Count
+    produce_errors: Count
+    duplicates: Count
+    duplicate_deliveries: Count
+    duplicates_cross_member: Count
+
+
+class UnitSplitBrain(TypedDict, total=False):
+    """A unit's split brain: totals over its start-up and trigger windows
+    (:func:`harness.analysis.split_brain.unit_totals`), the drain apart, its episodes, rejected commits."""
+
+    overlap_episodes: Count
+    overlap_s: Annotated[float | None, Json(minimum=0)]
+    commits_non_owner: Annotated[int, Json(minimum=0)]
+    commits_stale_generation: Annotated[
+        int | None, Json(minimum=0, description="null when no accepted commit carried a generation")
+    ]
+    commits_rejected: Annotated[int, Json(minimum=0)]
+    startup: SplitBrain
+    drain: SplitBrain
+    overlaps: list[Overlap]
+
+
+class UnitHealth(TypedDict, total=False):
+    """A unit's session failures and start-up (:func:`harness.analysis.health.health_fields`)."""
+
+    session_failures: Annotated[int, Json(minimum=0)]
+    session_failures_startup: Annotated[int, Json(minimum=0)]
+    start_up: StartUp | None
+    startup_stable_s: float | None
+
+
+class Unit(UnitRecords, UnitSplitBrain, UnitHealth, E2EFlat, extra_items=Any):
     """One unit (``units[]``): a case, an implementation, a repetition."""
 
     case: str
     impl: str
     repetition: Annotated[int, Json(minimum=0)]
+    events: NotRequired[Annotated[int, Json(minimum=0)]]
+    partitions: NotRequired[Count]
+    members: NotRequired[Count]
+    params: NotRequired[dict[str, Any]]
+    duration_s: NotRequired[float]
+    unit_started: NotRequired[bool]
     failed: NotRequired[str | None]
-    produced: NotRequired[Count]
-    processed: NotRequired[Count]
-    lost: NotRequired[Count]
-    not_drained: NotRequired[Count]
-    duplicates: NotRequired[Count]
-    overlap_episodes: NotRequired[Count]
-    overlap_s: NotRequired[Annotated[float | None, Json(minimum=0)]]
+    client: NotRequired[Annotated[str, Json(description='the members\' client library ("" for legacy_zk)')]]
     broker: NotRequired[
         Annotated[
             str,
@@ -198,6 +518,7 @@ class Unit(TypedDict, extra_items=Any):
             ),
         ]
     ]
+    assignor: NotRequired[str]
     broker_config: NotRequired[
         Annotated[
             BrokerConfig,
@@ -217,8 +538,11 @@ class Unit(TypedDict, extra_items=Any):
             ),
         ]
     ]
-    overlaps: NotRequired[list[Overlap]]
     triggers: NotRequired[list[Trigger]]
+    steady: NotRequired[Steady]
+    e2e: NotRequired[E2E]
+    failover: NotRequired[UnitFailover]
+    migration: NotRequired[UnitMigration]
 
 
 class Aggregate(TypedDict, extra_items=Any):
@@ -279,24 +603,48 @@ class Coordinators(TypedDict, extra_items=Any):
     rows: list[CoordinatorRow]
 
 
+class Spark(TypedDict, extra_items=Any):
+    """``spark``: the Spark session the analysis ran on and how long it took."""
+
+    master: str
+    version: str
+    session_s: NotRequired[float]
+    shuffle_partitions: NotRequired[int]
+    small_shuffle_partitions: NotRequired[int]
+    analysis_s: NotRequired[float]
+
+
+class Case(TypedDict, extra_items=Any):
+    """One case of ``cases`` (from the manifest): its label, parameters and group size."""
+
+    index: Annotated[int, Json(minimum=0)]
+    label: str
+    params: NotRequired[dict[str, Any]]
+    members: NotRequired[Count]
+    partitions: NotRequired[Count]
+    processing_gap_s: NotRequired[Annotated[dict[str, float], Json(description="per implementation")]]
+
+
 class DocumentSections(TypedDict):
     """The document's sections but the verdict, which :class:`DocumentDraft` and :class:`MetricsDocument`
     share: what a function that reads the document before or after its verdict takes."""
 
     format: Annotated[str, Json(pattern="^herdlab-metrics/2$")]
     run: RunHeader
-    spark: dict[str, Any]
+    spark: Spark
     definitions: list[
         Annotated[list[Any], Json(prefixItems=[{"type": "string"}, {"type": "string"}], **_PAIR.keywords)]
     ]
     metric_info: dict[str, MetricInfo]
-    cases: list[dict[str, Any]]
+    cases: list[Case]
     units: list[Unit]
     aggregates: list[Aggregate]
     series: Series
     alerts: list[str]
     migration: NotRequired[Migration]
-    failover: NotRequired[dict[str, Any]]
+    failover: NotRequired[
+        Annotated[dict[str, FailoverImpl], Json(description="per implementation, its failover faults summed")]
+    ]
     coordinators: NotRequired[
         Annotated[
             Coordinators,
@@ -354,4 +702,8 @@ DEFS: dict[Any, tuple[str, dict[str, Any]]] = {
         },
     ),
     Aggregate: ("aggregate", {}),
+    SplitBrain: ("split-brain", {}),
+    E2E: ("e2e", {}),
+    DeposedAcceptances: ("deposed-acceptances", {}),
+    DoubleCoordinator: ("double-coordinator", {}),
 }

@@ -31,8 +31,8 @@ TITLE = "herdlab metrics.json"
 DESCRIPTION = (
     "The metrics document that `herdlab run` and `herdlab report` write (format herdlab-metrics/2; the whole"
     " shape is described in harness/analysis/analyze.py). This schema fixes the parts scripts rely on: the"
-    " format tag, the run header, the top-level verdict, the units with their triggers and the aggregate"
-    " rows. Sections not named here may be added by later formats of the same major version (additional"
+    " format tag, the run header, the cases, the top-level verdict, the units with every key of theirs and"
+    " of their triggers, the aggregate rows and the migration, failover and coordinators summaries. Sections not named here may be added by later formats of the same major version (additional"
     " properties are allowed), so a script must ignore keys it does not know."
 )
 _SCALARS: dict[Any, str] = {

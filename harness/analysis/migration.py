@@ -61,6 +61,7 @@ from harness.analysis.frames import (
     role_col,
     unit_key,
 )
+from harness.analysis.metrics_model import MigrationPartition, MigrationSwitch, UnitMigration
 from harness.analysis.migration_verdict import partition_entry, worst
 from harness.analysis.split_brain import overlap_islands
 from harness.kernel.events import JOIN_ACTIONS, Kind, Role
@@ -171,7 +172,7 @@ def migration_units(
     units: dict[UnitKey, dict[str, Any]],
     keys: DataFrame,
     segs: DataFrame,
-) -> dict[UnitKey, dict[str, Any]]:
+) -> dict[UnitKey, UnitMigration]:
     """Per unit with a switch, its ``migration`` entry (see the module contract); ``keys`` are
     :func:`.records.record_keys`, ``segs`` :func:`.split_brain.segments`."""
     by_unit: dict[UnitKey, list[dict[str, Any]]] = {}
@@ -344,7 +345,7 @@ def _assemble(
     firsts: list[dict[str, Any]],
     values: list[dict[str, Any]],
     islands: list[dict[str, Any]],
-) -> dict[UnitKey, dict[str, Any]]:
+) -> dict[UnitKey, UnitMigration]:
     """The entries from the collected per-partition results (pure Python): ``firsts`` (new owners'
     first assignments), ``values`` (long format: key zookeeper / kafka / processed_last / resumed /
     reprocessed / lost) and the cross-kind overlap ``islands``."""
@@ -386,13 +387,13 @@ def _assemble(
         s = at[-1] if at else ss[0]  # the switch in force when the episode began
         episodes.setdefault((*k, s["step"], r["p"]), []).append((r["iend"] - r["istart"]) / NS)
 
-    out: dict[UnitKey, dict[str, Any]] = {}
+    out: dict[UnitKey, UnitMigration] = {}
     for k, ss in sw.items():
         u = units[k]
         origin = u["origin"]
-        entries = []
+        entries: list[MigrationSwitch] = []
         for s in ss:
-            parts = []
+            parts: list[MigrationPartition] = []
             for p in range(int(u.get("partitions") or 0)):
                 key = (*k, s["step"], p)
                 cm = commits.get(key, {})

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.analysis.metrics_model import DocumentSections, Migration, Unit
+from harness.analysis.metrics_model import DocumentSections, Migration, MigrationPartition, ResumedAt, Unit
 
 #: Partition, switch and unit verdicts, worst first.
 VERDICT_ORDER = ("lost", "overlap", "not_taken_over", "replay", "clean")
@@ -32,12 +32,12 @@ def partition_entry(
     zookeeper_committed: int | None,
     kafka_committed: int | None,
     processed_last: int | None,
-    resumed: list[dict[str, Any]],
+    resumed: list[ResumedAt],
     reprocessed: int,
     lost: int,
     overlap_episodes: int,
     overlap_s: float,
-) -> dict[str, Any]:
+) -> MigrationPartition:
     """One partition of a switch, with its derived figures:
 
     * ``committed`` = max of the ZooKeeper and the Kafka committed offsets (None when neither);
@@ -92,7 +92,7 @@ def expect_of(manifest: dict[str, Any]) -> str:
 
 def summary(units: Sequence[Unit], expect: str) -> Migration | None:
     """``metrics["migration"]`` (see the module contract); None when no unit has a switch."""
-    verdicts = {unit_name(u): u["migration"]["verdict"] for u in units if u.get("migration")}
+    verdicts = {unit_name(u): m["verdict"] for u in units if (m := u.get("migration"))}
     if not verdicts:
         return None
     return {

@@ -23,6 +23,7 @@ import this module).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from harness.kernel.events import Kind, Role
@@ -89,7 +90,7 @@ def start_up_field(pu: dict[str, float]) -> dict[str, Any] | None:
     }
 
 
-def start_up_line(entry: dict[str, Any] | None) -> str | None:
+def start_up_line(entry: Mapping[str, Any] | None) -> str | None:
     """``start-up: N members ready in X s, first stable after Y s`` (``never stable`` without a
     ``stable``) for a unit's ``start_up`` entry; None when there is none."""
     if not entry:

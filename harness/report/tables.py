@@ -451,8 +451,8 @@ def unit_rows(metrics: MetricsDocument) -> list[dict[str, Any]]:
             f"{u.get('commits_non_owner', 0)}, stale-generation commits "
             f"{fmt(u.get('commits_stale_generation'))}, rejected commits {u.get('commits_rejected', 0)}"
         )
-        if u.get("session_failures"):
-            text += f", session failures {u['session_failures']}"
+        if failures := u.get("session_failures"):
+            text += f", session failures {failures}"
         bad = bool(u.get("lost") or u.get("not_drained"))
         out.append({"unit": label, "kind": "totals", "text": text, "lost": bad})
     return out
@@ -620,7 +620,7 @@ FAILOVER_COLUMNS = [
 ]
 
 
-def _deposed_cell(d: dict[str, Any] | None) -> str:
+def _deposed_cell(d: Mapping[str, Any] | None) -> str:
     d = d or {}
     commits, produces = int(d.get("commit") or 0), int(d.get("produce") or 0)
     return "0" if not commits and not produces else f"{commits} commit, {produces} produce"
@@ -642,8 +642,9 @@ def failover_rows(metrics: MetricsDocument) -> list[list[str]]:
     )
     rows = []
     for u in units:
-        for f in u["failover"].get("faults") or []:
-            on = f" (broker {f['broker_id']})" if f.get("broker_id") is not None else ""
+        for f in (u.get("failover") or {}).get("faults") or []:
+            broker = f.get("broker_id")
+            on = f" (broker {broker})" if broker is not None else ""
             fault = f"{u['case']} rep {u['repetition']}: #{f['action_id']} {f['action']}{on}"
             zk = f.get("kind") == "zookeeper"
             sessions = f.get("sessions_lost")

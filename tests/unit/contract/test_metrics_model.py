@@ -11,7 +11,7 @@ import pytest
 from typing_extensions import TypedDict
 
 from harness.analysis import metrics_schema
-from harness.analysis.metrics_model import Json, MetricsDocument
+from harness.analysis.metrics_model import Json, MetricsDocument, Trigger, Unit
 from harness.analysis.metrics_schema import schema_from_model, validate_metrics
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -83,7 +83,17 @@ def test_the_schema_keeps_what_scripts_rely_on() -> None:
     assert schema["properties"]["run"]["required"] == ["run_id", "scenario"]
     assert schema["$defs"]["verdict"]["properties"]["valid"] == {"enum": [True, False, "unknown"]}
     assert len(schema["$defs"]["verdict"]["allOf"]) == 3
-    assert schema["$defs"]["trigger"]["required"] == ["index", "key", "action", "outcome"]
+    trigger, unit = schema["$defs"]["trigger"], schema["$defs"]["unit"]
+    # required: what every document of the format carried; the rest typed where present
+    assert trigger["required"] == ["index", "key", "action", "outcome"]
+    assert unit["required"] == ["case", "impl", "repetition"]
+    assert trigger["properties"]["detection_s"] == {"type": ["number", "null"]}
+    assert trigger["properties"]["e2e"] == {"$ref": "#/$defs/e2e"}
+    assert unit["properties"]["startup"] == {"$ref": "#/$defs/split-brain"}
+    assert unit["properties"]["lost_sample"] == {
+        "type": "array",
+        "items": {"type": "array", "items": {"type": "integer"}},
+    }
     assert schema["$defs"]["aggregate"]["required"] == ["impl", "case", "trigger", "metric", "n"]
     assert schema["properties"]["units"] == {"type": "array", "items": {"$ref": "#/$defs/unit"}}
 
@@ -93,6 +103,19 @@ def test_the_regression_fixtures_documents_validate(path: Path) -> None:
     doc = json.loads(path.read_text(encoding="utf-8"))
     assert validate_metrics(doc) == []
     assert set(MetricsDocument.__required_keys__) <= set(doc)
+
+
+def _declared(td: Any) -> set[str]:
+    return set(td.__required_keys__) | set(td.__optional_keys__)
+
+
+@pytest.mark.parametrize("path", FIXTURE, ids=[p.parent.name for p in FIXTURE])
+def test_the_model_declares_every_key_of_the_fixtures_units_and_triggers(path: Path) -> None:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for u in doc["units"]:
+        assert set(u) - _declared(Unit) == set()
+        for t in u["triggers"]:
+            assert set(t) - _declared(Trigger) == set()
 
 
 def test_the_fixture_has_documents() -> None:
