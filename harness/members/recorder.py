@@ -60,6 +60,8 @@ class MemberConfig:
     properties: Mapping[str, str] = field(default_factory=dict[str, str])
     group_instance_id: str | None = None
     poll_timeout_ms: int = MEMBER_POLL_TIMEOUT_MS
+    #: the client's version where a client has several (None: its default)
+    client_version: str | None = None
 
     def prop(self, name: str, default: str) -> str:
         """A property's value, or ``default``."""

@@ -81,11 +81,17 @@ class PythonClient:
 
 @dataclass(frozen=True)
 class ChildClient:
-    """A member in another language run as a child process (see the module contract)."""
+    """A member in another language run as a child process (see the module contract). ``command`` is the
+    start of its command line, or a function of the member's config giving it (a program built at set-up,
+    whose path depends on ``config.client_version``; it raises ConfigError when the program is not built)."""
 
-    command: Sequence[str]
+    command: Sequence[str] | Callable[[MemberConfig], Sequence[str]]
     kind: MemberKind
     env: Mapping[str, str] = field(default_factory=dict[str, str])
+
+    def command_for(self, config: MemberConfig) -> Sequence[str]:
+        """The start of the command line of the member ``config``."""
+        return self.command(config) if callable(self.command) else self.command
 
 
 ClientSpec = PythonClient | ChildClient
@@ -181,4 +187,4 @@ def make_member(
         sink = CoordinatorSink(MemberRecorder(config, history), on_change)
     else:
         sink = LegacySink(history, config.name, config.group)
-    return ChildMember(ChildSpec(child_argv(spec.command, config, hold_until), spec.env), sink)
+    return ChildMember(ChildSpec(child_argv(spec.command_for(config), config, hold_until), spec.env), sink)
