@@ -89,7 +89,8 @@ def new_document(inputs: RunInputs, spark_master: str, spark_version: str) -> Do
         "units": [],
         "aggregates": [],
         "series": {"rate": [], "gaps": [], "timelines": [], "e2e": []},
-        "alerts": [],
+        "alerts": [f"LEFT OUT case {c.get('label')}: {c.get('reason')}" for c in man.get("left_out") or []],
+        "left_out": list(man.get("left_out") or []),
     }
 
 

@@ -625,6 +625,15 @@ class Case(TypedDict, extra_items=Any):
     processing_gap_s: NotRequired[Annotated[dict[str, float], Json(description="per implementation")]]
 
 
+class LeftOutCase(TypedDict, extra_items=Any):
+    """One matrix case of ``left_out`` (from the manifest): a combination the scenario's client cannot run
+    (:func:`harness.scenario.loading.left_out`), not run; the report says so among its alerts."""
+
+    label: str
+    params: dict[str, Any]
+    reason: str
+
+
 class DocumentSections(TypedDict):
     """The document's sections but the verdict, which :class:`DocumentDraft` and :class:`MetricsDocument`
     share: what a function that reads the document before or after its verdict takes."""
@@ -641,6 +650,9 @@ class DocumentSections(TypedDict):
     aggregates: list[Aggregate]
     series: Series
     alerts: list[str]
+    left_out: NotRequired[
+        Annotated[list[LeftOutCase], Json(description="matrix cases left out: their client cannot run them")]
+    ]
     migration: NotRequired[Migration]
     failover: NotRequired[
         Annotated[dict[str, FailoverImpl], Json(description="per implementation, its failover faults summed")]

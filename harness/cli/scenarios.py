@@ -19,7 +19,7 @@ from rich.table import Table
 from harness.cli.completion import complete_scenario
 from harness.run.estimate import UnitEstimate, run_estimate
 from harness.run.runner import planned_cases
-from harness.scenario import builtin_names, expand, load_scenario
+from harness.scenario import builtin_names, expand, left_out, load_scenario
 from harness.scenario.loading import builtin_text
 from harness.scenario.model import Scenario, duration_text
 from harness.scenario.random_nemesis import resolve as resolve_random
@@ -132,6 +132,8 @@ def check(scenario: str, overrides: tuple[str, ...]) -> None:
     cases = planned_cases(s)
     for case in cases:
         click.echo(f"{s.name}: {case.label}: {case.members} members, {case.partitions} partitions")
+    for out in left_out(s):
+        click.echo(f"{s.name}: {out.label}: left out: {out.reason}")
     resolved = resolve_random(s)[0]
     drawn = " (random schedules drawn)" if s.nemesis else ""
     click.echo(f"timeline{drawn}:")

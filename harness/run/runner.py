@@ -65,7 +65,7 @@ from harness.run.plan import Plan, Step, check_spacing, make_plan
 from harness.run.rig import Rig, RigSpec, UnitFailed, UnitRig
 from harness.run.snapshots import OffsetsSnapshots
 from harness.run.tail import GroupWatch
-from harness.scenario.loading import Case, expand
+from harness.scenario.loading import Case, expand, left_out
 from harness.scenario.model import Scenario
 from harness.scenario.random_nemesis import replay_data
 from harness.scenario.random_nemesis import resolve as resolve_random
@@ -499,6 +499,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> RunResult:
                 }
                 for i, c in enumerate(cases)
             ],
+            left_out=[{"label": c.label, "params": c.params, "reason": c.reason} for c in left_out(scenario)],
             repetitions=scenario.repetitions,
             seed=scenario.seed,
             backend=options.backend,

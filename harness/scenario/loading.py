@@ -32,6 +32,7 @@ from harness.kernel.errors import ConfigError
 from harness.scenario.model import Scenario
 from harness.scenario.positions import key_lines, line_of
 from harness.scenario.processing import processing_gap_s
+from harness.scenario.properties import client_cannot_run
 
 BUILTIN_PACKAGE = "harness.scenario"
 BUILTIN_DIR = "builtin"
@@ -301,10 +302,60 @@ class Case:
         return {i: processing_gap_s(self.scenario, i, self.partitions) for i in self.scenario.implementations}
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A matrix case the scenario's clients cannot run (:func:`~harness.scenario.properties.client_cannot_run`):
+    left out of the run and said in the report, with ``reason``."""
+
+    params: dict[str, Any]
+    reason: str
+
+    @property
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.params.items()) or "default"
+
+
 def expand(scenario: Scenario) -> list[Case]:
     """Every combination of the matrix axes (``group.members`` lists and ``[matrix]`` keys; a joint axis
     ``"a,b" = [[a1, b1], [a2, b2]]`` sets both keys from each of its values), each once:
-    an axis that does not apply to a combination is dropped from it (:func:`_applicable`)."""
+    an axis that does not apply to a combination is dropped from it (:func:`_applicable`), and a
+    combination whose client cannot run it (:func:`left_out`) is not a case. ConfigError when every
+    combination is left out."""
+    # only what the file and --set gave (exclude_unset): a default dumped here would count as given in the
+    # case, and a shorthand's default would then clash with the same property in the properties table
+    base = scenario.model_dump(mode="python", exclude={"matrix"}, exclude_unset=True)
+    cases = []
+    seen: set[str] = set()
+    for params in _combinations(scenario):
+        if _cannot_run(params, scenario) is not None:
+            continue
+        case = Case(case_scenario(base, params, f"scenario {scenario.name} case {params}"), params)
+        if case.label not in seen:
+            seen.add(case.label)
+            cases.append(case)
+    if not cases:
+        reasons = sorted({r.reason for r in left_out(scenario)})
+        raise ConfigError(f"scenario {scenario.name}: every matrix case is left out ({'; '.join(reasons)})")
+    return cases
+
+
+def left_out(scenario: Scenario) -> list[LeftOut]:
+    """The matrix combinations :func:`expand` leaves out, each once, with the reason: a client axis
+    (``group.coordinator.client``) crossed with an assignor or static membership that client does not have
+    (:func:`~harness.scenario.properties.client_cannot_run`). Outside a matrix such a pair is an error of the
+    scenario itself."""
+    out: list[LeftOut] = []
+    seen: set[str] = set()
+    for params in _combinations(scenario):
+        reason = _cannot_run(params, scenario)
+        if reason is not None and (item := LeftOut(params, reason)).label not in seen:
+            seen.add(item.label)
+            out.append(item)
+    return out
+
+
+def _combinations(scenario: Scenario) -> list[dict[str, Any]]:
+    """The matrix's combinations as dotted key -> value, each reduced to the axes that apply to it."""
     axes: dict[str, list[Any]] = {}
     if isinstance(scenario.group.members, list):
         axes["group.members"] = list(scenario.group.members)
@@ -314,11 +365,7 @@ def expand(scenario: Scenario) -> list[Case]:
             if any(k in a.split(",") for a in axes):
                 raise ConfigError(f"scenario {scenario.name}: matrix.{k} repeats an axis given elsewhere")
         axes[",".join(keys)] = list(values)
-    # only what the file and --set gave (exclude_unset): a default dumped here would count as given in the
-    # case, and a shorthand's default would then clash with the same property in the properties table
-    base = scenario.model_dump(mode="python", exclude={"matrix"}, exclude_unset=True)
-    cases = []
-    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
     for combo in itertools.product(*axes.values()) if axes else [()]:
         params: dict[str, Any] = {}
         for axis, value in zip(axes, combo, strict=True):
@@ -326,12 +373,22 @@ def expand(scenario: Scenario) -> list[Case]:
                 params.update(zip(axis.split(","), value, strict=True))
             else:
                 params[axis] = value
-        params = _applicable(params, scenario)
-        case = Case(case_scenario(base, params, f"scenario {scenario.name} case {params}"), params)
-        if case.label not in seen:
-            seen.add(case.label)
-            cases.append(case)
-    return cases
+        out.append(_applicable(params, scenario))
+    return out
+
+
+def _cannot_run(params: dict[str, Any], scenario: Scenario) -> str | None:
+    """Why the case ``params`` cannot run on its coordinator client, or None (only when the matrix sets the
+    client, the assignor or static membership: a scenario's own values were checked when it loaded)."""
+    keys = ("group.coordinator.client", "group.assignor", "group.coordinator.static_membership")
+    if not any(k in params for k in keys):
+        return None
+    g = scenario.group
+    return client_cannot_run(
+        str(params.get(keys[0], g.coordinator.client)),
+        str(params.get(keys[1], g.assignor)),
+        bool(params.get(keys[2], g.coordinator.static_membership)),
+    )
 
 
 def _applicable(params: dict[str, Any], scenario: Scenario) -> dict[str, Any]:

@@ -19,13 +19,12 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from harness.kernel import actions
 from harness.scenario.properties import (
-    ASSIGNORS,
     COORDINATOR_SHORTHANDS,
     KAFKA_METADATA_MAX_AGE_MS,
-    STATIC_MEMBERSHIP,
     check_client_properties,
     check_producer_properties,
     check_shorthands,
+    client_cannot_run,
     coordinator_properties,
     metadata_refresh_ms,
 )
@@ -271,17 +270,12 @@ class Group(Strict):
     @model_validator(mode="after")
     def _assignor_of_client(self) -> Group:
         client = self.coordinator.client
-        if self.assignor not in ASSIGNORS[client]:
-            raise ValueError(
-                f"group.assignor {self.assignor!r} is not an assignor of client {client!r} "
-                f"(it has {', '.join(ASSIGNORS[client])})"
-            )
+        if (why := client_cannot_run(client, self.assignor, self.coordinator.static_membership)) is not None:
+            raise ValueError(why)
         # every property a member gets, typed shorthands included: a client checks them against each
         # other (librdkafka: max.poll.interval.ms >= session.timeout.ms)
         check_client_properties(client, self.coordinator.member_properties(self.assignor))
         check_shorthands(set(self.coordinator.model_fields_set), self.coordinator.properties)
-        if self.coordinator.static_membership and client not in STATIC_MEMBERSHIP:
-            raise ValueError(f"client {client!r} has no static membership (group.instance.id)")
         return self
 
     @model_validator(mode="after")

@@ -13,6 +13,9 @@ Contract
   the harness sets itself (:data:`HARNESS_PROPERTIES`), with a value of the right kind. A ValueError
   names the first bad name and the client. :func:`check_producer_properties` does the same for the
   workload's kafka-python producer (``[workload.properties]``).
+* :func:`client_cannot_run` says why a client cannot run a group's assignor or static membership: in a
+  scenario without a matrix that is an error; a matrix case it concerns is left out of the run and said in
+  the report (:func:`harness.scenario.loading.expand`).
 * :func:`coordinator_properties` is the one place the typed ``[group.coordinator]`` keys become Kafka
   properties (the shorthands): the member gets the typed values, then the properties table over them.
   A property given both as a typed key and in the table is an error naming both (:func:`check_shorthands`) (it would be ambiguous
@@ -191,6 +194,20 @@ def check_client_properties(client: str, props: Mapping[str, PropertyValue]) -> 
         _check_librdkafka(own)
     else:
         raise ValueError(f"unknown client {client!r} (known: {', '.join(CLIENTS)})")
+
+
+def client_cannot_run(client: str, assignor: str, static_membership: bool) -> str | None:
+    """Why members of ``client`` cannot run with the group's ``assignor`` (and static membership when
+    ``static_membership``), or None when they can: the one rule a scenario's group is checked by and a
+    matrix leaves a case out by."""
+    if assignor not in ASSIGNORS[client]:
+        return (
+            f"group.assignor {assignor!r} is not an assignor of client {client!r} "
+            f"(it has {', '.join(ASSIGNORS[client])})"
+        )
+    if static_membership and client not in STATIC_MEMBERSHIP:
+        return f"client {client!r} has no static membership (group.instance.id)"
+    return None
 
 
 def check_producer_properties(props: Mapping[str, PropertyValue]) -> None:

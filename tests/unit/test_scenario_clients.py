@@ -8,7 +8,7 @@ import pytest
 
 from harness.kernel.errors import ConfigError
 from harness.run.launch import Endpoints, coordinator_argv, legacy_argv
-from harness.scenario import expand, load_scenario
+from harness.scenario import expand, left_out, load_scenario
 
 COORDINATOR_ONLY = 'implementations=["coordinator"]'
 
@@ -141,10 +141,41 @@ def test_client_assignor_and_broker_are_matrix_axes_checked_per_case() -> None:
         ("tansu", "kafka-python"),
         ("tansu", "librdkafka"),
     ]
-    bad = _load(COORDINATOR_ONLY, 'matrix={"group.coordinator.client"=["kafka-python","aiokafka"]}')
+
+
+def test_a_matrix_case_whose_client_lacks_the_assignor_is_left_out_with_its_reason() -> None:
+    s = _load(
+        COORDINATOR_ONLY,
+        'matrix={"group.coordinator.client"=["kafka-python","aiokafka"], '
+        '"group.assignor"=["range","cooperative-sticky"]}',
+        "group.members=4",
+    )
+    # aiokafka has no cooperative-sticky assignor: three of the four pairs run
+    assert [c.params for c in expand(s)] == [
+        {"group.coordinator.client": "kafka-python", "group.assignor": "range"},
+        {"group.coordinator.client": "kafka-python", "group.assignor": "cooperative-sticky"},
+        {"group.coordinator.client": "aiokafka", "group.assignor": "range"},
+    ]
+    [out] = left_out(s)
+    assert out.params == {"group.coordinator.client": "aiokafka", "group.assignor": "cooperative-sticky"}
+    assert out.reason == (
+        "group.assignor 'cooperative-sticky' is not an assignor of client 'aiokafka' (it has range, roundrobin, sticky)"
+    )
+
+
+def test_a_matrix_whose_every_case_is_left_out_is_an_error_saying_why() -> None:
+    bad = _load(COORDINATOR_ONLY, 'matrix={"group.coordinator.client"=["aiokafka"]}')
     bad = bad.model_copy(update={"group": bad.group.model_copy(update={"assignor": "cooperative-sticky"})})
-    with pytest.raises(ConfigError, match="case .*aiokafka.*not an assignor of client 'aiokafka'"):
+    with pytest.raises(
+        ConfigError, match="every matrix case is left out .*not an assignor of client 'aiokafka'"
+    ):
         expand(bad)
+
+
+def test_outside_a_matrix_a_client_without_the_assignor_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="not an assignor of client 'aiokafka'"):
+        _load(COORDINATOR_ONLY, 'group.coordinator.client="aiokafka"', 'group.assignor="cooperative-sticky"')
+    assert left_out(_load(COORDINATOR_ONLY)) == []
 
 
 def test_a_shorthands_property_in_the_table_survives_the_matrix_expansion() -> None:
