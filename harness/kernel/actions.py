@@ -23,15 +23,16 @@ a member's processing stop while its client's background machinery (the heartbea
 record handler would. Its effect is ``suspends``, as a pause's: the stalled member is not live from the
 stall's ``complete`` until the unstall's. Why, from the definitions (docs/concepts.md): a live member is
 one that acts for the group, and a stalled one processes nothing; its ownership ends only when the
-client's poll timer (``max.poll.interval.ms``) makes it leave, which it reports (``revoked``, lost) only
-when it polls again, after the unstall. Were it live, its stale claims would double the partitions the
-group hands to the others, so "settled" could not be reached before the unstall and the stall's own
-rebalance could never be measured; not live, the window settles once the others own every partition.
-From the unstall it is live again with the claims it still believes in (the zombie the split-brain checks
-look for) until its first poll reports them revoked. As for a pause, a member's processing intervals close
-at the stall's ``complete``. The stall is a trigger: the rebalance its poll timer causes falls in its
-window. A stall shorter than the poll timer, or of a client that has none, draws no reaction from the
-others: ``no_effect``.
+client's poll timer (``max.poll.interval.ms``) makes it leave, which most clients report (``revoked``,
+lost) only when the member polls again, after the unstall (aiokafka at the leave: its rebalance listener
+runs on the member's event loop, which a stall keeps running). Were it live, its stale claims would double
+the partitions the group hands to the others, so "settled" could not be reached before the unstall and
+the stall's own rebalance could never be measured; not live, the window settles once the others own
+every partition. From the unstall it is live again with the claims it still believes in (the zombie the
+split-brain checks look for) until its first poll reports them revoked. As for a pause, a member's
+processing intervals close at the stall's ``complete``. The stall is a trigger: the rebalance its poll
+timer causes falls in its window. A stall shorter than the poll timer, or of a client that has none, draws
+no reaction from the others: ``no_effect``.
 """
 
 from __future__ import annotations
