@@ -29,9 +29,11 @@ DEFINITIONS: list[tuple[str, str]] = [
     (
         "live member",
         "From its first completed rebalance (rebalance_end ok) until it is stopped (its own `stopped`), "
-        "killed or made to leave (`complete` of crash / leave / stop_member) or paused or cut "
-        "(`complete` of pause / cut); live again from the `complete` of its resume / heal. A new "
-        "process of a member (its `ready`) starts afresh.",
+        "killed or made to leave (`complete` of crash / leave / stop_member) or paused, stalled or cut "
+        "(`complete` of pause / stall / cut); live again from the `complete` of its resume / unstall / "
+        "heal. A stalled member processes nothing and reports the end of its ownership only when it "
+        "polls again, so it does not count while stalled. A new process of a member (its `ready`) "
+        "starts afresh.",
     ),
     (
         "claim / owned once",
@@ -43,7 +45,7 @@ DEFINITIONS: list[tuple[str, str]] = [
     ),
     (
         "trigger t0",
-        "A nemesis `invoke` with `trigger` set (join, leave, crash, pause, cut, expire, stop of a "
+        "A nemesis `invoke` with `trigger` set (join, leave, crash, pause, stall, cut, expire, stop of a "
         "member, partition growth, broker restart). For a join, t0 is when the new process was "
         "ready to join (its `ready` event); the time from invoke to ready is reported as startup.",
     ),
@@ -138,7 +140,7 @@ DEFINITIONS: list[tuple[str, str]] = [
         "consecutive records lie further apart than the unit's processing gap bound "
         "(`processing_gap_s`). It ends at its last record, or at the close that follows it within "
         "the bound (the member's revocation of the partition, its stop, or the `complete` of a "
-        "crash, leave, stop, pause or cut of it); after a close the next record opens a new one. "
+        "crash, leave, stop, pause, stall or cut of it); after a close the next record opens a new one. "
         "An isolated record is an interval of 0 s: silence is never processing. The bound is the "
         "scenario's `split_brain_gap`, else the larger of 10 intervals between two records of one "
         "partition (partitions / workload rate) and one fetch wait plus one poll window of the "

@@ -11,8 +11,8 @@ events into the driver as Arrow, and pins its output, one row per fact (``rtype`
   partition count at t1, and the live members and partition count just before the invoke (the
   ownership fold of :class:`~harness.kernel.ownership.GroupView` over the unit's earlier events);
 * ``claim`` / ``owned``: a member's claim of a partition (``owned``: while it was the owner, with
-  the claim's start ``since``); ``away``: a member's suspension (paused, cut);
-* ``close``: a processing interval's close (a revocation, stop, kill, pause or cut; ``p`` < 0 for
+  the claim's start ``since``); ``away``: a member's suspension (paused, stalled, cut);
+* ``close``: a processing interval's close (a revocation, stop, kill, pause, stall or cut; ``p`` < 0 for
   every partition of the member);
 * ``marks``: the unit's ``stable`` (start), ``settling_end`` (end) and last event (wend).
 

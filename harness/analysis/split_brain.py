@@ -5,7 +5,7 @@ Contract
 * :func:`segments`: processing intervals (unit, ident, p, seg, start, end, n): runs of a member's
   records of a partition with no gap between two consecutive ones above the unit's processing gap
   bound (:func:`gap_table`, :mod:`harness.scenario.processing`), also cut by a ``close`` fact of the
-  fold (its revocation of p, its stop, or the complete of a crash, leave, stop, pause or cut of it);
+  fold (its revocation of p, its stop, or the complete of a crash, leave, stop, pause, stall or cut of it);
   an interval ends at its last record, or at the close that ends it when that follows within the
   bound. An isolated record is an interval of 0 s. Pinned.
 * :func:`overlap_islands`: per partition, maximal intervals in which processing intervals of two

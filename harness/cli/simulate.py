@@ -100,7 +100,7 @@ def simulate(
     rebalance code of each implementation against simulated servers, with every delay taken from a
     stated model (see docs/simulator.md: a named profile, --profile; override fields with
     --delay). Actions the simulator
-    does not model (pause, cut, expire, broker, ZooKeeper and coordinator faults, partition growth,
+    does not model (pause, stall, cut, expire, broker, ZooKeeper and coordinator faults, partition growth,
     migrations) are recorded as skipped, "not simulated". The run directory, analysis and reports are
     run's; every report says at the top that it is a simulation and states the model.
     """

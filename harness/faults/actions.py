@@ -16,6 +16,10 @@ stop_member     to 30 s each for it to exit, then reap it
 crash           SIGKILL to each target's group, wait up to 10 s    never
 pause, resume   SIGSTOP / SIGCONT; complete when every target      never
                 is seen stopped (paused) / running, within 10 s
+stall, unstall  SIGUSR2 / SIGUSR1 to each target's member process  legacy_zk (:data:`NO_POLL_TIMER`)
+                itself (not its group): its poll loop stops /
+                polls again (a child member's adapter passes
+                it on as a stdin command); complete once sent
 cut, heal       cut / restore each target's proxy to ``target``    ZooKeeper on a coordinator member; the
                                                                    broker with Apache Kafka (it advertises
                                                                    its own listener, not the proxy)
@@ -75,6 +79,11 @@ unit's group now; its end step hits the broker the fault holds (the cluster's ``
 (``partitionFor(group)`` over the brokers' 50 offsets partitions) and ``group``; ``targets`` stays empty.
 For legacy_zk they are ``skipped`` (its counterpart is the ZooKeeper leader's fault).
 
+A stall is complete once its signal is sent: no outside sign shows a poll loop that stopped, and the
+member stops when its current poll returns (within its poll timeout). Its effect is the client's: past
+``max.poll.interval.ms`` its poll timer makes the member leave while its heartbeat goes on
+(:mod:`harness.kernel.actions`, "A stall").
+
 A join or pause that never takes effect raises :class:`~harness.faults.nemesis.ActionFailed`.
 """
 
@@ -82,7 +91,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from harness.faults.nemesis import (
     LEGACY_ZK,
@@ -99,6 +108,7 @@ from harness.faults.nemesis import (
 )
 from harness.faults.steps import Step
 from harness.faults.toxics import Toxic, toxic_from
+from harness.kernel.actions import STALL_SIGNAL, UNSTALL_SIGNAL
 from harness.kernel.errors import ConfigError, HerdlabError
 from harness.kernel.javacompat import partition_for
 
@@ -198,6 +208,36 @@ class Resume(Pause):
 
     action = "resume"
     freeze = False
+
+
+#: Why a stall is skipped for legacy_zk.
+NO_POLL_TIMER = "a legacy_zk member has no poll timer: its liveness is its ZooKeeper session"
+
+
+class Stall(Action):
+    """Stall each target's processing: :data:`~harness.kernel.actions.STALL_SIGNAL` to its member process
+    itself; complete once sent (see the module docstring)."""
+
+    action = "stall"
+    sig: ClassVar[int] = STALL_SIGNAL
+
+    def applicable(self, impl: str) -> str | None:
+        return NO_POLL_TIMER if impl == LEGACY_ZK else None
+
+    def act(self, step: Step, ctx: NemesisContext) -> dict[str, Any]:
+        for n in step.targets:
+            p = ctx.members.get(n)
+            if p is not None:
+                p.signal(self.sig, group=False)
+        return {}
+
+
+class Unstall(Stall):
+    """End the stall: :data:`~harness.kernel.actions.UNSTALL_SIGNAL`; the member polls again (and rejoins
+    the group if its poll timer made it leave)."""
+
+    action = "unstall"
+    sig = UNSTALL_SIGNAL
 
 
 class Cut(Action):
@@ -630,6 +670,8 @@ REGISTRY: dict[str, type[Action]] = {
         Crash,
         Pause,
         Resume,
+        Stall,
+        Unstall,
         Cut,
         Heal,
         Expire,

@@ -5,10 +5,10 @@ Contract
 --------
 :class:`Step` is ``at`` (seconds after the group first became stable) and ``op``, one of
 :data:`Operation`: :class:`Membership` (join, leave, crash, stop_member, start_member; a migration's
-steps carry its :class:`Label`), :class:`ProcessFault` (pause, resume, expire), :class:`CutFault`
-(cut, heal), :class:`ToxicFault` (a toxic and remove_toxic), :class:`ZooKeeperFault` (the ensemble's
-leader, a server's restart, a broker's cut from ZooKeeper), :class:`CoordinatorFault` (the broker
-that coordinates the group, and restart_broker) and :class:`TopicChange` (add_partitions). Each
+steps carry its :class:`Label`), :class:`ProcessFault` (pause, resume, stall, unstall, expire),
+:class:`CutFault` (cut, heal), :class:`ToxicFault` (a toxic and remove_toxic), :class:`ZooKeeperFault`
+(the ensemble's leader, a server's restart, a broker's cut from ZooKeeper), :class:`CoordinatorFault`
+(the broker that coordinates the group, and restart_broker) and :class:`TopicChange` (add_partitions). Each
 operation's ``kind`` is an action of :mod:`harness.kernel.actions` of its family; whether the step is
 a trigger comes from that registry, not from the step.
 
@@ -65,7 +65,8 @@ class Membership:
 
 @dataclass(frozen=True)
 class ProcessFault:
-    """A member's process paused (``duration`` s) or resumed, or its ZooKeeper session expired."""
+    """A member's process paused or its processing stalled (``duration`` s), the fault's end (resumed,
+    unstalled), or its ZooKeeper session expired."""
 
     kind: str
     targets: tuple[str, ...]

@@ -15,10 +15,29 @@ The history contract (:data:`harness.kernel.events.ACTIONS` and its groups), the
 tuples, the random nemesis, the nemesis registry, the simulator, the toxic kinds, the planner (the step
 that ends each fault, :func:`ending`) and the failover analysis take their lists from here; a test
 checks that the scenario model's typed tags and the nemesis classes cover exactly these names.
+
+A stall
+-------
+``stall`` (ended by ``unstall``, coordinator members only: a ZooKeeper-era member has no poll timer) makes
+a member's processing stop while its client's background machinery (the heartbeat) goes on, as a slow
+record handler would. Its effect is ``suspends``, as a pause's: the stalled member is not live from the
+stall's ``complete`` until the unstall's. Why, from the definitions (docs/concepts.md): a live member is
+one that acts for the group, and a stalled one processes nothing; its ownership ends only when the
+client's poll timer (``max.poll.interval.ms``) makes it leave, which most clients report (``revoked``,
+lost) only when the member polls again, after the unstall (aiokafka at the leave: its rebalance listener
+runs on the member's event loop, which a stall keeps running). Were it live, its stale claims would double
+the partitions the group hands to the others, so "settled" could not be reached before the unstall and
+the stall's own rebalance could never be measured; not live, the window settles once the others own
+every partition. From the unstall it is live again with the claims it still believes in (the zombie the
+split-brain checks look for) until its first poll reports them revoked. As for a pause, a member's
+processing intervals close at the stall's ``complete``. The stall is a trigger: the rebalance its poll
+timer causes falls in its window. A stall shorter than the poll timer, or of a client that has none, draws
+no reaction from the others: ``no_effect``.
 """
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,9 +51,11 @@ __all__ = [
     "RANDOM_ACTIONS",
     "SIMULATED_ACTIONS",
     "SPECS",
+    "STALL_SIGNAL",
     "SUSPEND_ACTIONS",
     "TIMELINE_ACTIONS",
     "TOXIC_ACTIONS",
+    "UNSTALL_SIGNAL",
     "UNSUSPEND_ACTIONS",
     "ActionSpec",
     "Effect",
@@ -52,10 +73,15 @@ Family = Literal[
 
 #: What a step's ``complete`` does to its targets' membership of the group: ``joins`` (a new process;
 #: its t0 is the process's ``ready``), ``down`` (no longer acts for the group: not live) or ``suspends``
-#: (cut off, not live, until the step that ends the fault, its ``ended_by``, completes).
+#: (frozen, cut off or stalled: not live until the step that ends the fault, its ``ended_by``, completes).
 Effect = Literal["joins", "down", "suspends"]
 
 LEGACY_ZK, COORDINATOR = "legacy_zk", "coordinator"
+
+#: What a ``stall`` / ``unstall`` sends to each target's member process itself (not its process group):
+#: the member's command stalls its poll loop, or tells its child program to. SIGUSR1 otherwise reaches
+#: only legacy_zk members (their quiesce before a teardown), which a stall never targets.
+STALL_SIGNAL, UNSTALL_SIGNAL = signal.SIGUSR2, signal.SIGUSR1
 
 
 @dataclass(frozen=True)
@@ -121,6 +147,17 @@ SPECS: tuple[ActionSpec, ...] = (
         "pause", "process", ended_by="resume", random=True, chooses=True, length="duration", effect="suspends"
     ),
     _end("resume", "process"),
+    # the poll timer's fault: see "A stall" in the module contract
+    ActionSpec(
+        "stall",
+        "process",
+        ended_by="unstall",
+        applies_to=_ONLY_COORDINATOR,
+        chooses=True,
+        length="duration",
+        effect="suspends",
+    ),
+    _end("unstall", "process", _ONLY_COORDINATOR),
     ActionSpec(
         "cut", "cut", ended_by="heal", random=True, chooses=True, length="duration", effect="suspends"
     ),
@@ -237,7 +274,7 @@ SIMULATED_ACTIONS = tuple(s.name for s in SPECS if s.simulated)
 JOIN_ACTIONS = tuple(s.name for s in SPECS if s.effect == "joins")
 #: Steps after whose ``complete`` a target no longer acts for the group (not live).
 DOWN_ACTIONS = tuple(s.name for s in SPECS if s.effect == "down")
-#: Steps after whose ``complete`` a target is cut off (not live) until the step that ends them
+#: Steps after whose ``complete`` a target is suspended (not live) until the step that ends them
 #: (:data:`UNSUSPEND_ACTIONS`).
 SUSPEND_ACTIONS = tuple(s.name for s in SPECS if s.effect == "suspends")
 UNSUSPEND_ACTIONS = tuple(s.ended_by for s in SPECS if s.effect == "suspends" and s.ended_by)

@@ -122,6 +122,10 @@ was ready to join (its ``ready`` event).
 * ``restart_zk`` (a trigger) carries ``server`` (0-based index) and ``value`` (the downtime); its
   ``complete``, once the server serves again, ``restarted_s`` (stop to serving). ``cut_broker_zk`` (a
   trigger) and ``heal_broker_zk`` carry ``broker_id``.
+* ``stall`` (a trigger; coordinator members only, ``skipped`` for legacy_zk) and ``unstall`` (its end)
+  carry ``targets`` and, the stall, ``value`` (its duration); each ``complete`` is written once the
+  signal was sent to every target (:mod:`harness.kernel.actions`, "A stall": a stalled member is not live
+  until the unstall completes).
 * A run with a ``[[nemesis]] kind = "random"`` schedule writes the drawn actions into ``manifest.json``
   (``drawn_timeline``); their steps are ordinary steps.
 

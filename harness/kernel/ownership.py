@@ -8,9 +8,10 @@ they go, so all of them mean the same thing by "settled".
 * A member (the event's ``source``: the harness's name for it) is **live** from its first completed
   rebalance (``rebalance_end`` with outcome ``ok`` or ``no_brokers``) until it is stopped (its own
   ``stopped`` event), killed or made to leave (the nemesis ``complete`` of ``crash`` / ``leave`` /
-  ``stop_member``), or paused or cut (``complete`` of ``pause`` / ``cut``). A paused or cut member
-  is live again from the ``complete`` of its ``resume`` / ``heal`` (it still believes in its claims:
-  that is the split brain the analysis looks for). A new process of a member (its ``ready`` event)
+  ``stop_member``), or paused, stalled or cut (``complete`` of ``pause`` / ``stall`` / ``cut``: the
+  registry's ``suspends``). A paused, stalled or cut member is live again from the ``complete`` of its
+  ``resume`` / ``unstall`` / ``heal`` (it still believes in its claims: that is the split brain the
+  analysis looks for). A new process of a member (its ``ready`` event)
   starts afresh: not live, no claims.
 * ``assigned`` / ``revoked`` (one event per partition) add and remove a member's **claims**; a stop
   or kill drops them all. Only the claims of live members count.

@@ -26,9 +26,9 @@ Definitions (times are ``ts_ns``):
 
 Intervals for the split-brain checks, from the same fold: ``claims`` (a member's claim of a partition,
 from ``assigned`` to ``revoked`` or its stop), ``owned`` (the part of a claim while the member is live, with when the claim began),
-``away`` (a member not live after it had been: stopped, killed, paused, cut) and ``closes`` (where a
-member's processing interval of a partition ends: its ``revoked``, its ``stopped``, the ``complete`` of a
-crash, leave, stop, pause or cut of it; partition -1 means all of them).
+``away`` (a member not live after it had been: stopped, killed, paused, stalled, cut) and ``closes`` (where
+a member's processing interval of a partition ends: its ``revoked``, its ``stopped``, the ``complete`` of a
+crash, leave, stop, pause, stall or cut of it; partition -1 means all of them).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Contract
 --------
 * Starting: :meth:`ChildMember.construct` starts ``spec.argv`` (with ``spec.env`` over the adapter's
   environment) in the adapter's own process group (no new session), stdout a pipe the adapter reads,
-  stderr the adapter's (the member's log), stdin a pipe the adapter holds open and never writes. The
+  stderr the adapter's (the member's log), stdin a pipe the adapter holds open for commands. The
   command line carries everything the member needs (addresses, group, topic, name, properties, and
   ``--hold-until FILE`` when the member is held: the child does the hold itself, as
   :mod:`harness.members.release` says, so that its runtime has started before it is released).
@@ -50,7 +50,23 @@ Contract
     the child directly, as it is in that group;
   - another signal meant for the child (the legacy hosts' SIGUSR1: stop re-arming watches): the command
     that runs the adapter installs a handler calling :meth:`~ChildMember.forward`;
+  - a stall and its end (:data:`~harness.kernel.actions.STALL_SIGNAL` /
+    :data:`~harness.kernel.actions.UNSTALL_SIGNAL` to a coordinator member's adapter only): the command
+    calls :meth:`~ChildMember.stall`, which tells the child by a command (below), never by a signal;
   - the adapter gone (its stdin pipe at end of file): the child exits at once, no commit, no leave.
+
+* Commands, on the child's stdin, one JSON object per line (``cmd`` names it), flushed at once:
+
+  - ``{"cmd": "stall"}`` (:meth:`~ChildMember.stall` ``True``, which the member's command calls on the
+    nemesis's stall signal): the child stops polling (its processing is stuck, as a slow record handler
+    would be) while its client's own background work (heartbeat thread, goroutines) goes on, so that its
+    poll timer, where the client has one, makes it leave the group;
+  - ``{"cmd": "unstall"}``: it polls again (rejoining the group if it was made to leave);
+  - a stop (SIGTERM) during a stall ends the stall and stops cleanly; an unknown command is one line on
+    stderr and is otherwise ignored; end of file still means the adapter is gone.
+
+  The adapter goes on reading the child's lines during a stall (the child's own poll loop is what
+  stalls); a command sent before the child was started is sent once it is.
 
 * The end: a child that closes its stdout before it was asked to stop (a crash, a fatal client error)
   ends the member: ``stopped`` (``clean=False``) unless the child printed one, then
@@ -219,6 +235,7 @@ class ChildMember(MemberTemplate):
         self._ended = False  # the child closed its stdout
         self._stopped_printed = False
         self._killed = False  # by the adapter (an unclean stop)
+        self._child_stalled = False  # the last stall command asked for
 
     # -- the child's lines -----------------------------------------------------------------------
     def _read(self, out: IO[bytes]) -> None:
@@ -254,7 +271,9 @@ class ChildMember(MemberTemplate):
         return proc
 
     def announce_started(self) -> None:
-        return None  # the child prints started
+        # the child prints started; a stall asked for before the child existed is sent now
+        if self._child_stalled:
+            self._command("stall")
 
     def subscribe(self) -> None:
         return None  # the child subscribes itself
@@ -302,6 +321,29 @@ class ChildMember(MemberTemplate):
         proc: subprocess.Popen[bytes] | None = self.consumer
         if proc is not None and proc.returncode and not self._killed:
             raise ChildExited(f"the member's child {self.spec.argv[0]} exited with status {proc.returncode}")
+
+    # -- commands ----------------------------------------------------------------------------------
+    @property
+    def stalled(self) -> bool:
+        """Whether the child was last told to stall."""
+        return self._child_stalled
+
+    def stall(self, on: bool) -> None:
+        """Tell the child to stall (``on``) or to poll again: a command on its stdin (see the module
+        contract). The adapter's own loop keeps reading the child's lines."""
+        self._child_stalled = on
+        self._command("stall" if on else "unstall")
+
+    def _command(self, cmd: str) -> None:
+        """Write one command line to the child's stdin (nothing when it is not started or gone)."""
+        proc: subprocess.Popen[bytes] | None = self.consumer
+        if proc is None or proc.stdin is None or proc.poll() is not None:
+            return
+        try:
+            proc.stdin.write(json.dumps({"cmd": cmd}).encode() + b"\n")
+            proc.stdin.flush()
+        except (OSError, ValueError):  # the child closed its stdin or is gone; the adapter closed it
+            log.warning("could not send %r to the member's child", cmd)
 
     def forward(self, sig: int) -> None:
         """Send ``sig`` to the child (nothing when it is gone)."""

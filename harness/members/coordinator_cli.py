@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from harness.history.writer import open_history
+from harness.kernel.actions import STALL_SIGNAL, UNSTALL_SIGNAL
 from harness.members.clients.registry import clients_of, hold, make_member
 from harness.members.interface import MemberFatal
 from harness.members.recorder import MemberConfig
@@ -120,6 +121,7 @@ def coordinator(
 
     Prints each assignment change. On Ctrl-C / SIGTERM it leaves the group cleanly (commit, then
     LeaveGroup for a dynamic member, as its client does on close); a second signal exits at once.
+    SIGUSR2 stalls its processing (it stops polling while its client heart-beats), SIGUSR1 ends the stall.
     """
     name = name or f"coordinator-{os.getpid()}"
     props = client_metadata_names({prop: str(typed[key]) for key, prop in SHORTHANDS}, client)
@@ -162,6 +164,9 @@ def coordinator(
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
+    # the nemesis's stall and its end (harness.kernel.actions): the member stops polling / polls again
+    signal.signal(STALL_SIGNAL, lambda _signum, _frame: member.stall(True))
+    signal.signal(UNSTALL_SIGNAL, lambda _signum, _frame: member.stall(False))
     try:
         member.run()
     except Exception as e:

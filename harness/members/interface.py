@@ -4,7 +4,9 @@ the registry imports them).
 
 * :class:`ClientMember`: :meth:`~ClientMember.run` joins and consumes until :meth:`~ClientMember.stop`
   (``clean``: commit what the policy says and leave the group as the client does on close; otherwise just
-  return); :attr:`~ClientMember.stopping` says whether stop was called.
+  return); :attr:`~ClientMember.stopping` says whether stop was called; :meth:`~ClientMember.stall`
+  stops its processing (no poll) while its client's heartbeat goes on, or ends that stall
+  (:class:`harness.members.template.MemberTemplate`).
 * :data:`OnChange`: ``on_change(what, partitions, generation)``, called after each assignment change.
 * :class:`MemberFatal`: what :meth:`~ClientMember.run` raises when the client (or a member's child
   process) ended the member with a fatal error it recorded: the command prints it as one line (exit
@@ -29,6 +31,8 @@ class ClientMember(Protocol):
     def run(self) -> None: ...
 
     def stop(self, clean: bool = True) -> None: ...
+
+    def stall(self, on: bool) -> None: ...
 
     @property
     def stopping(self) -> bool: ...

@@ -11,6 +11,8 @@ Contract
   3. :meth:`~MemberTemplate.announce_started` (the ``started`` event);
   4. :meth:`~MemberTemplate.subscribe`;
   5. :meth:`~MemberTemplate.poll_once` until :meth:`~MemberTemplate.stop` (or a hook) sets the stop flag;
+     while the member is stalled (:meth:`~MemberTemplate.stall`), :meth:`~MemberTemplate.stall_wait`
+     instead;
   6. the end (also after an exception from any step above, which ``run`` then re-raises):
 
      - nothing constructed: :meth:`~MemberTemplate.release`, then ``announce_stopped(clean=False)``;
@@ -27,6 +29,12 @@ Contract
   flag, then calls :meth:`~MemberTemplate.interrupt` on the stopping thread; ``run`` returns after the
   current poll; ``clean`` commits and closes, otherwise it just returns (used only when the process is
   about to die anyway). ``stopping`` says whether the stop flag is set.
+* :meth:`~MemberTemplate.stall` may be called from any thread (the CLI's signal handler): ``stall(True)``
+  makes ``run`` stop polling, as a slow record handler would, and call ``stall_wait`` between looks at the
+  stop flag, until ``stall(False)``; the client's own background work (its heartbeat) goes on, so that
+  its poll timer (``max.poll.interval.ms``) can make it leave the group. A stop during a stall ends the
+  loop as ever (a clean stop commits and closes). A member whose client runs elsewhere (a child
+  process) overrides ``stall`` to tell it.
 * The template writes no event itself: the ``announce_*`` hooks do, through the kind's recorder, so that
   each kind keeps its own vocabulary (:mod:`harness.kernel.events`). A client that writes its own history
   (the legacy member, :mod:`harness.members.legacy_member`; a child process, :mod:`harness.members.child`)
@@ -46,11 +54,14 @@ class MemberTemplate(ABC):
 
     #: ``stopped`` says ``clean=True`` only when the final commit and the close returned.
     close_must_return: ClassVar[bool] = False
+    #: how long the default :meth:`stall_wait` waits on the stop flag
+    stall_wait_s: ClassVar[float] = 0.05
 
     def __init__(self) -> None:
         #: the client object :meth:`construct` returned (None until it returned)
         self.consumer: Any = None
         self._stop = threading.Event()
+        self._stalled = threading.Event()
         self._clean = True
 
     # -- the life cycle --------------------------------------------------------------------------
@@ -63,7 +74,10 @@ class MemberTemplate(ABC):
             self.announce_started()
             self.subscribe()
             while not self._stop.is_set():
-                self.poll_once()
+                if self._stalled.is_set():
+                    self.stall_wait()
+                else:
+                    self.poll_once()
             completed = True
         finally:
             self._end(completed)
@@ -102,6 +116,18 @@ class MemberTemplate(ABC):
         self._clean = clean
         self._stop.set()
         self.interrupt()
+
+    @property
+    def stalled(self) -> bool:
+        """Whether the member is stalled (:meth:`stall`)."""
+        return self._stalled.is_set()
+
+    def stall(self, on: bool) -> None:
+        """Stall the poll loop (``on``) or let it poll again (any thread; see the module contract)."""
+        if on:
+            self._stalled.set()
+        else:
+            self._stalled.clear()
 
     # -- hooks -----------------------------------------------------------------------------------
     @abstractmethod
@@ -157,3 +183,9 @@ class MemberTemplate(ABC):
     def after_run(self) -> None:
         """After a normal end (default: nothing)."""
         return None
+
+    def stall_wait(self) -> None:
+        """One wait of a stalled poll loop, short, so that a stop or an unstall is seen soon (default: wait
+        on the stop flag for :attr:`stall_wait_s`). A client whose background work runs only while the
+        member's thread drives it (an event loop) keeps driving it here."""
+        self._stop.wait(self.stall_wait_s)

@@ -3,9 +3,9 @@
 Pure: no processes, no clocks. The same case and seed give the same plan for every implementation,
 so both face the same faults on the same members at the same offsets from stability.
 :func:`make_plan` of a repetition first moves its timeline entries by seeded offsets (``timeline_jitter``,
-:func:`jittered`). A fault that lasts (``pause``, ``cut``, a toxic, a coordinator or ZooKeeper fault) is two
-steps: the fault at its time and, its ``duration`` / ``downtime`` later, the step the action registry
-says ends it (:func:`harness.kernel.actions.ending`).
+:func:`jittered`). A fault that lasts (``pause``, ``stall``, ``cut``, a toxic, a coordinator or ZooKeeper
+fault) is two steps: the fault at its time and, its ``duration`` / ``downtime`` later, the step the action
+registry says ends it (:func:`harness.kernel.actions.ending`).
 
 Member names: the initial members are ``m0`` .. ``m{N-1}``; members that join later are ``j0``,
 ``j1``, ... A member that is restarted keeps its name (and, with static membership, its instance id).
@@ -64,6 +64,7 @@ from harness.scenario.model import (
     RollingRestart,
     Scenario,
     SetProperty,
+    Stall,
     Switch,
     ToxicAction,
     property_string,
@@ -191,10 +192,10 @@ def make_plan(
                 del kinds[n]
             plan.isolated.update(names)
             plan.steps.append(Step(at, Membership("crash", names)))
-        elif isinstance(action, Pause):
+        elif isinstance(action, Pause | Stall):
             names = choose(action.count, action.select, at)
             plan.isolated.update(names)
-            plan.steps.append(Step(at, ProcessFault("pause", names, action.duration)))
+            plan.steps.append(Step(at, ProcessFault(action.action, names, action.duration)))
             plan.steps.append(Step(at + action.duration, ProcessFault(ending(action.action), names)))
         elif isinstance(action, Cut):
             names = choose(action.count, action.select, at)

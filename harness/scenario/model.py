@@ -329,6 +329,19 @@ class Pause(_Action):
     duration: Duration
 
 
+class Stall(_Action):
+    """Stall members' processing for ``duration`` (coordinator members; skipped for legacy_zk): a member
+    stops polling, as a slow record handler would, while its client's heartbeat goes on. Past the
+    client's ``max.poll.interval.ms`` its poll timer makes it leave the group (kafka-python, librdkafka,
+    aiokafka, Java; kafka-go and franz-go have no such timer); it rejoins when it polls again, after the
+    stall."""
+
+    action: Literal["stall"]
+    count: int = Field(default=1, ge=1)
+    select: Select = "random"
+    duration: Duration
+
+
 class Cut(_Action):
     action: Literal["cut"]
     count: int = Field(default=1, ge=1)
@@ -665,6 +678,7 @@ Action = Annotated[
     | Leave
     | Crash
     | Pause
+    | Stall
     | Cut
     | Expire
     | RollingRestart

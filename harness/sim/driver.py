@@ -26,7 +26,7 @@ run: :func:`harness.run.plan.make_plan`) on a fresh :class:`~harness.sim.clock.V
    from the model (``member_boot_*``); both complete when each wrote ``ready`` (``ready_ns``);
    ``leave`` / ``stop_member``
    stop them cleanly and complete when they stopped; ``crash`` kills them (their sessions or memberships
-   expire on the server side later). Every other action (pause, cut, expire, broker, ZooKeeper and
+   expire on the server side later). Every other action (pause, stall, cut, expire, broker, ZooKeeper and
    coordinator faults, partition growth) is **skipped with the reason "not simulated"**: the unit goes
    on, and the report shows the pair as skipped, as for an action that does not apply;
 4. settles as the runner does (no earlier than one session timeout after the last step, bounded by

@@ -134,3 +134,51 @@ def test_a_legacy_child_s_lines_get_the_legacy_member_s_header_and_its_ending_an
         [("kind", "zk_request"), *head, ("op", "create"), ("path", "/x")],
         [("kind", "stopped"), *head, ("clean", False)],
     ]
+
+
+COMMANDS_CHILD = """
+import json, signal, sys, threading
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+def out(**e):
+    print(json.dumps(e), flush=True)
+out(kind="ready")
+out(kind="started")
+def echo():  # each command line read back as a heartbeat_error naming it: what the child was told
+    for line in sys.stdin:
+        out(kind="heartbeat_error", error=json.loads(line)["cmd"], code=None)
+threading.Thread(target=echo, daemon=True).start()
+signal.sigwait({signal.SIGTERM})
+out(kind="stopped", clean=True, close_ms=0.5)
+"""
+
+
+def _commands_member() -> tuple[ChildMember, RecordingHistory]:
+    history = RecordingHistory()
+    config = MemberConfig(bootstrap="127.0.0.1:1", group="g", topic="t", name="m0", client="java")
+    sink = CoordinatorSink(MemberRecorder(config, history))  # pyright: ignore[reportArgumentType]
+    return ChildMember(ChildSpec([sys.executable, "-c", COMMANDS_CHILD]), sink, poll_timeout_s=0.05), history
+
+
+def _told(history: RecordingHistory) -> list[str]:
+    return [e["error"] for e in history.of("heartbeat_error")]
+
+
+def test_stall_and_unstall_are_command_lines_on_the_childs_stdin_while_the_adapter_keeps_reading() -> None:
+    member, history = _commands_member()
+    member.stall(True)  # before the child exists: sent once it started
+    t = threading.Thread(target=member.run)
+    t.start()
+    # the child's echo is a line the adapter read: it reads on while the child is stalled
+    wait_until(lambda: _told(history) == ["stall"], timeout=30, what="the child told to stall")
+    assert member.stalled
+    member.stall(False)
+    wait_until(lambda: _told(history) == ["stall", "unstall"], timeout=30, what="the child told to unstall")
+    assert not member.stalled
+    member.stall(True)
+    wait_until(lambda: len(_told(history)) == 3, timeout=30, what="the second stall")
+    member.stop(clean=True)  # a stop during a stall: SIGTERM, the child's last lines are read
+    t.join(30)
+    assert not t.is_alive()
+    assert _told(history) == ["stall", "unstall", "stall"]
+    assert history.of("stopped")[-1]["clean"] is True and member.consumer.returncode == 0
+    member.stall(False)  # the child is gone: nothing to tell, no error

@@ -4,6 +4,7 @@ the order of the steps on each way a member ends (the registry: test_member_regi
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -154,3 +155,82 @@ def test_a_stop_sets_the_flag_then_interrupts_the_waiting_step_on_the_stopping_t
     stopper.start()
     stopper.join()
     assert seen == [(True, stopper)]
+
+
+class Stalling(Fake):
+    """Stalls itself in its first poll; ``waits`` stall waits later it is unstalled (by a thread of its
+    own, as the CLI's signal handler would); its next poll stops it cleanly."""
+
+    def __init__(self, waits: int) -> None:
+        super().__init__(polls=2)
+        self.waits = waits
+
+    def poll_once(self) -> None:
+        super().poll_once()
+        if self.polls == 1:
+            self.stall(True)
+
+    def stall_wait(self) -> None:
+        self._note("stall_wait")
+        self.waits -= 1
+        if self.waits == 0:
+            unstaller = threading.Thread(target=self.stall, args=(False,))
+            unstaller.start()
+            unstaller.join()
+
+
+def test_a_stalled_member_calls_stall_wait_instead_of_polling_until_it_is_unstalled() -> None:
+    m = Stalling(waits=3)
+    m.run()
+    # worked out by hand: poll 1 stalls; three stall waits, the third unstalls; poll 2 stops
+    assert m.calls == [
+        *START,
+        "poll",
+        "stall_wait",
+        "stall_wait",
+        "stall_wait",
+        "poll",
+        ("may_close", True),
+        "final_commit",
+        "close",
+        "release",
+        ("stopped", True, ["close_ms"]),
+        "after_run",
+    ]
+    assert not m.stalled
+
+
+def test_a_stop_during_a_stall_ends_the_default_stall_wait_and_closes_cleanly() -> None:
+    stalled = threading.Event()
+
+    class StalledForever(Fake):
+        stall_wait_s = 60.0  # the stop must end the wait, not its timeout
+
+        def poll_once(self) -> None:
+            self._note("poll")
+            self.stall(True)
+            stalled.set()
+
+    m = StalledForever()
+
+    def stop_once_stalled() -> None:
+        stalled.wait(10)
+        m.stop(clean=True)
+
+    stopper = threading.Thread(target=stop_once_stalled)
+    t0 = time.monotonic()
+    stopper.start()
+    m.run()
+    stopper.join()
+    assert time.monotonic() - t0 < StalledForever.stall_wait_s / 2  # ended by the stop, not the timeout
+    assert m.stalled and m.stopping
+    assert m.calls == [
+        *START,
+        "poll",
+        ("may_close", True),
+        "final_commit",
+        "close",
+        "release",
+        ("stopped", True, ["close_ms"]),
+        "after_run",
+    ]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.faults.actions import NEEDS_ENSEMBLE, REGISTRY, nemesis_for
+from harness.faults.actions import NEEDS_ENSEMBLE, NO_POLL_TIMER, REGISTRY, nemesis_for
 from harness.faults.nemesis import ActionFailed, ActionPair, FaultControls
 from harness.faults.steps import Membership
 from harness.kernel.errors import ConfigError
@@ -288,6 +288,42 @@ def test_resume_sends_sigcont_and_waits_for_the_target_to_run() -> None:
     events = _perform(Step.of(9.0, "resume", ("m0",)), ctx)
     assert ctx.members["m0"].signals == [(signal.SIGCONT, True)]
     assert [e["kind"] for e in events] == ["invoke", "complete"] and events[0]["trigger"] is False
+
+
+def test_a_stall_is_skipped_for_legacy_zk_members_which_have_no_poll_timer() -> None:
+    for action in ("stall", "unstall"):
+        nemesis = nemesis_for(Step.of(0.0, action, ("m0",)))
+        assert {impl: nemesis.applicable(impl) for impl in IMPLS} == {
+            "legacy_zk": NO_POLL_TIMER,
+            "coordinator": None,
+        }
+    ctx = FakeContext(members={"m0": FakeProcess()})
+    events = _perform(Step.of(3.0, "stall", ("m0",), value=5.0), ctx)
+    assert [e["kind"] for e in events] == ["invoke", "skipped"] and events[1]["reason"] == NO_POLL_TIMER
+    assert ctx.members["m0"].signals == []
+
+
+def test_stall_and_unstall_signal_each_target_process_itself_and_complete_once_sent() -> None:
+    ctx = FakeContext(
+        impl="coordinator",
+        unit_key="c0-coordinator-r0",
+        members={"m0": FakeProcess(), "m1": FakeProcess(), "m2": FakeProcess()},
+    )
+    t0 = ctx.now_ns
+    stall = _perform(Step.of(4.0, "stall", ("m0", "m2"), value=6.0), ctx)
+    unstall = _perform(Step.of(10.0, "unstall", ("m0", "m2")), ctx)
+    # SIGUSR2 then SIGUSR1 to the process itself (group=False: a child member hears it from its
+    # adapter), never to m1; nothing waited on
+    assert ctx.members["m0"].signals == [(signal.SIGUSR2, False), (signal.SIGUSR1, False)]
+    assert ctx.members["m2"].signals == [(signal.SIGUSR2, False), (signal.SIGUSR1, False)]
+    assert ctx.members["m1"].signals == [] and ctx.waited == []
+    assert [(e["kind"], e["action"], e["trigger"], e["value"], e["ts_ns"]) for e in stall + unstall] == [
+        ("invoke", "stall", True, 6.0, t0),
+        ("complete", "stall", True, 6.0, t0),
+        ("invoke", "unstall", False, None, t0),
+        ("complete", "unstall", False, None, t0),
+    ]
+    assert all(e["targets"] == ["m0", "m2"] for e in stall + unstall)
 
 
 def test_restart_broker_keeps_broker_zero_down_for_the_downtime() -> None:

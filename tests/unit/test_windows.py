@@ -156,6 +156,55 @@ def test_processing_intervals_close_at_the_effect_of_a_pause_not_at_its_invoke()
     assert f.away == [("a", 2100 * MS, None)]
 
 
+def test_a_stall_past_the_poll_timer_settles_in_its_own_window_while_the_member_is_still_stalled() -> None:
+    # a owns p0, b owns p1. a is stalled at 2000 (complete 2000: the signal was sent). a's poll timer
+    # makes it leave; the broker reacts at 5300 (PreparingRebalance); b revokes p1 at 5400 and gets
+    # p0 and p1 at 5500. a is unstalled at 8000: live again with its stale claim of p0 (p0 doubled)
+    # until its first poll reports p0 lost at 8100; it rejoins: b revokes both at 8400, a gets p0 and
+    # b p1 at 8600. Settling ends at 12000.
+    h = H(2).joined(100, "a", 0).joined(100, "b", 1).at(1000, "stable", "nemesis", role="harness")
+    h.action(2000, "stall", ["a"], value=6.0)
+    h.at(5300, "group_state", "broker-0", role="broker")
+    h.at(5400, "rebalance_begin", "b").at(5400, "revoked", "b", partition=1)
+    h.joined(5500, "b", 0, 1)
+    h.action(8000, "unstall", ["a"], trigger=False)
+    h.at(8100, "revoked", "a", partition=0, lost=True).at(8300, "rebalance_begin", "a")
+    h.at(8400, "rebalance_begin", "b").at(8400, "revoked", "b", partition=0).at(
+        8400, "revoked", "b", partition=1
+    )
+    h.joined(8600, "a", 0).joined(8600, "b", 1).end(12000)
+    # while stalled, a does not count: after b's handover the group is owned once by b alone
+    v = GroupView()
+    v.apply_all(e for e in h.ev if e["ts_ns"] <= 5500 * MS)
+    assert v.live == {"b"} and v.owned_once() and v.owners() == {0: ["b"], 1: ["b"]}
+    v.apply_all(e for e in h.ev if 5500 * MS < e["ts_ns"] <= 8000 * MS)
+    assert v.live == {"a", "b"} and not v.owned_once() and v.owners()[0] == ["a", "b"]
+    f = evaluate(h.ev, W)
+    (t,) = f.triggers  # the unstall ends the fault: not a trigger, no window of its own
+    # the reaction is the broker's at 5300 (detection 3300 ms); the group is not owned once at 5300
+    # (b still has only p1) nor at 5400 (b has nothing); at 5500 it is, and the next change point
+    # (the unstall at 8000) is 2500 ms > W later: t1 = 5500, latency 3500 ms, inside the stall
+    assert (t.action, t.targets, t.outcome, t.t0_ns, t.end_ns) == (
+        "stall",
+        ["a"],
+        "settled",
+        2000 * MS,
+        12000 * MS,
+    )
+    assert (t.react_ns, t.t1_ns, t.partitions_at_t1) == (5300 * MS, 5500 * MS, 2)
+    assert ("a", -1, 2000 * MS) in f.closes  # a's processing intervals close at the stall's effect
+    assert ("a", 2000 * MS, 8000 * MS) in f.away
+
+
+def test_a_stall_shorter_than_the_poll_timer_draws_no_reaction() -> None:
+    # a is stalled at 2000 for 2 s, less than its poll timer: nobody else reacts before settling ends
+    h = H(2).joined(100, "a", 0).joined(100, "b", 1)
+    h.action(2000, "stall", ["a"], value=2.0)
+    h.action(4000, "unstall", ["a"], trigger=False).end(7000)
+    (t,) = evaluate(h.ev, W).triggers
+    assert (t.action, t.outcome, t.react_ns, t.t1_ns) == ("stall", "no_effect", None, None)
+
+
 def test_a_member_between_rebalance_begin_and_end_is_rebalancing() -> None:
     # the runner's first stable wait insists no initial member is still joining (a lost rejoin)
     v = GroupView()
@@ -183,7 +232,7 @@ def test_the_kept_live_set_and_owned_once_follow_the_definition_on_a_random_hist
             e = {
                 "kind": "complete",
                 "role": "nemesis",
-                "action": rng.choice(["pause", "resume", "crash"]),
+                "action": rng.choice(["pause", "resume", "stall", "unstall", "crash"]),
                 "targets": [m],
             }
         elif r < 0.15:

@@ -43,7 +43,11 @@ Contract
 * The loop: one :class:`asyncio.Runner` per member; each step of the template that talks to the client
   (construct and start, subscribe, each poll, the final commit, the close) runs on it, and it is closed
   (remaining tasks cancelled, as :func:`asyncio.run` does) before ``stopped`` is written. The client's
-  own tasks (heartbeat, fetcher, the rebalance listener, interval commits) run whenever a step does.
+  own tasks (heartbeat, fetcher, the rebalance listener, interval commits) run whenever a step does. So a
+  stalled member (:meth:`~harness.members.template.MemberTemplate.stall`) keeps running the loop, with no
+  ``getmany`` (:meth:`AiokafkaMember.stall_wait`): its heartbeat goes on and its poll timer (the
+  heartbeat routine leaves once the consumer has not fetched for ``max.poll.interval.ms``) can fire; a
+  blocking wait would freeze them all, a pause rather than a stall.
 * :meth:`stop` may be called from any thread (or a signal handler): the loop polls with
   ``getmany(timeout_ms=poll_timeout_ms)`` and checks the stop flag between polls. ``clean=True`` commits
   and stops the consumer (LeaveGroup for a dynamic member); ``clean=False`` returns without leaving.
@@ -225,6 +229,10 @@ class AiokafkaMember(ClientMemberBase):
 
     def poll(self) -> list[Polled] | None:
         return self._runner.run(self._poll())
+
+    def stall_wait(self) -> None:
+        """Run the loop, polling nothing, for the template's stall wait (see the module contract)."""
+        self._runner.run(asyncio.sleep(self.stall_wait_s))
 
     def close(self) -> None:
         self._runner.run(self._stop_consumer())

@@ -34,6 +34,9 @@ Contract
   (tansu 0.6: always 0) shows only the member's first such round.
 * Heartbeat errors: kafka-python has no callback or result for a failed heartbeat (it only logs), so
   this member writes no ``heartbeat_error``; a lost membership shows as ``revoked`` with ``lost=True``.
+* The poll timer (a stall, :meth:`~harness.members.template.MemberTemplate.stall`): kafka-python's
+  heartbeat thread leaves the group (a dynamic member) once the member has not polled for
+  ``max.poll.interval.ms``; the next ``poll`` calls ``on_partitions_lost`` (``revoked`` lost) and rejoins.
 * A retriable client error from ``poll`` (no broker reachable: kafka-python 3.0.12 raises where Java's
   consumer retries) is logged and polling goes on; the member outlives a broker outage.
 * :meth:`stop` with ``clean=True`` commits and closes the consumer (LeaveGroup for a dynamic member);

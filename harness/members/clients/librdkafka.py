@@ -43,6 +43,10 @@ Contract
   Group errors (see :data:`GROUP_ERRORS`; from either source, e.g. ``INVALID_SESSION_TIMEOUT`` of a refused
   JoinGroup arrives as a message error) are recorded as ``heartbeat_error`` with librdkafka's error code;
   others (connection loss) are logged only: librdkafka retries them itself.
+* The poll timer (a stall, :meth:`~harness.members.template.MemberTemplate.stall`): once the member has
+  not polled for ``max.poll.interval.ms``, librdkafka leaves the group from its own threads (a dynamic
+  member) and, on the next poll, delivers ``_MAX_POLL_EXCEEDED`` (recorded as ``heartbeat_error``) and
+  calls ``on_lost`` with the partitions (``revoked`` lost); the member then rejoins.
 * :meth:`stop` may be called from any thread (the CLI's signal handler): the poll loop polls with
   ``config.poll_timeout_ms`` and checks the flag between polls. ``clean=True``: synchronous commit, then
   ``Consumer.close()`` (LeaveGroup for a dynamic member; a static member stays in the group until its

@@ -95,6 +95,25 @@ def test_a_plans_steps_take_their_trigger_from_the_registry() -> None:
     ]
 
 
+def test_a_stall_is_planned_on_chosen_members_and_ended_by_an_unstall_its_duration_later() -> None:
+    scenario = Scenario.model_validate(
+        {
+            "name": "t",
+            "group": {"members": 3},
+            "timeline": [{"action": "stall", "at": "5s", "count": 2, "select": "oldest", "duration": "4s"}],
+        }
+    )
+    plan = make_plan(scenario, 3)
+    # worked out by hand: the two oldest of m0 m1 m2; the stall (a trigger, value = its duration) at 5 s,
+    # the unstall (not a trigger) at 5 + 4 = 9 s; both members run in a process of their own
+    assert [(st.at, st.kind, st.targets, st.value, st.trigger) for st in plan.steps] == [
+        (5.0, "stall", ("m0", "m1"), 4.0, True),
+        (9.0, "unstall", ("m0", "m1"), None, False),
+    ]
+    assert plan.isolated == {"m0", "m1"}
+    assert spec("stall").applies_to == ("coordinator",) and spec("unstall").applies_to == ("coordinator",)
+
+
 def test_an_unknown_action_is_a_key_error_naming_it() -> None:
     with pytest.raises(KeyError, match="unknown nemesis action 'explode'"):
         spec("explode")
@@ -102,6 +121,7 @@ def test_an_unknown_action_is_a_key_error_naming_it() -> None:
 
 def test_ending_is_the_step_that_ends_a_fault_and_refuses_one_that_ends_by_itself() -> None:
     assert ending("pause") == "resume"
+    assert ending("stall") == "unstall"
     assert ending("latency") == "remove_toxic"
     assert ending("kill_coordinator") == "restart_coordinator"
     with pytest.raises(ValueError, match="'crash' ends by itself"):
@@ -149,8 +169,8 @@ def test_a_plan_ends_each_lasting_fault_with_the_step_its_spec_names() -> None:
 def test_the_member_effects_of_the_history_contract_are_the_registrys() -> None:
     assert set(events.JOIN_ACTIONS) == {"join", "start_member"}
     assert set(events.DOWN_ACTIONS) == {"crash", "leave", "stop_member"}
-    assert set(events.SUSPEND_ACTIONS) == {"pause", "cut"}
-    assert set(events.UNSUSPEND_ACTIONS) == {"resume", "heal"}
+    assert set(events.SUSPEND_ACTIONS) == {"pause", "stall", "cut"}
+    assert set(events.UNSUSPEND_ACTIONS) == {"resume", "unstall", "heal"}
 
 
 def test_the_failover_analysis_reads_each_fault_with_the_step_that_ends_it() -> None:
