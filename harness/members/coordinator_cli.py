@@ -18,7 +18,9 @@ from harness.scenario.properties import (
     ALL_ASSIGNORS,
     KAFKA_METADATA_MAX_AGE_MS,
     check_client_properties,
+    check_client_version,
     client_metadata_names,
+    without_classic_only,
 )
 
 #: The typed options and the Kafka property each is a shorthand of.
@@ -53,7 +55,14 @@ def _property(item: str) -> tuple[str, str]:
     type=click.Choice(clients_of("coordinator")),
     default="kafka-python",
     show_default=True,
-    help="The Kafka client library the member runs on (librdkafka: confluent-kafka).",
+    help="The Kafka client library the member runs on (librdkafka: confluent-kafka; java: Kafka's own "
+    "KafkaConsumer, built by `herdlab clients build java`).",
+)
+@click.option(
+    "--client-version",
+    default=None,
+    help="The client's version, for a client with several (java: 3.9, 4 or an exact kafka-clients version; "
+    "default 3.9).",
 )
 @click.option("--session-timeout-ms", default=6000, show_default=True, help="session.timeout.ms")
 @click.option("--heartbeat-interval-ms", default=500, show_default=True, help="heartbeat.interval.ms")
@@ -110,6 +119,7 @@ def coordinator(
     name: str | None,
     history: str | None,
     client: str,
+    client_version: str | None,
     no_auto_commit: bool,
     group_instance_id: str | None,
     properties: tuple[str, ...],
@@ -127,9 +137,14 @@ def coordinator(
         props["enable.auto.commit"] = "false"
     given = dict(_property(p) for p in properties)
     try:
-        check_client_properties(client, given)
+        check_client_version(client, client_version)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--client-version") from None
+    try:
+        check_client_properties(client, given, client_version)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="-X") from None
+    props = without_classic_only(props, client, given)
     props.update(given)
     config = MemberConfig(
         bootstrap=bootstrap,
@@ -139,6 +154,7 @@ def coordinator(
         client=client,
         properties=props,
         group_instance_id=group_instance_id,
+        client_version=client_version,
     )
     hist = open_history(history, name, role="member")
 

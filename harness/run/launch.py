@@ -202,6 +202,8 @@ def coordinator_argv(
     c = s.group.coordinator
     argv = MEMBER_PY + ["coordinator", "--bootstrap", ep.bootstrap, "--group", group, "--topic", topic]
     argv += ["--name", name, "--history", str(history), "--client", c.client]
+    if c.client_version is not None:
+        argv += ["--client-version", c.client_version]
     for k, v in c.member_properties(s.group.assignor).items():
         argv += ["-X", f"{k}={v}"]
     if c.static_membership:

@@ -24,6 +24,7 @@ from harness.scenario.properties import (
     KAFKA_METADATA_MAX_AGE_MS,
     STATIC_MEMBERSHIP,
     check_client_properties,
+    check_client_version,
     check_producer_properties,
     check_shorthands,
     coordinator_properties,
@@ -211,8 +212,13 @@ class CoordinatorSettings(Strict):
     broker's group coordinator. The typed client keys are shorthands of Kafka properties
     (:data:`harness.scenario.properties.COORDINATOR_SHORTHANDS`)."""
 
-    client: Literal["kafka-python", "librdkafka", "aiokafka"] = Field(
+    client: Literal["kafka-python", "librdkafka", "aiokafka", "java"] = Field(
         default="kafka-python", description="the members' Kafka client library"
+    )
+    client_version: str | None = Field(
+        default=None,
+        description="the client's version, for a client that has several (java: kafka-clients of the 3.9 "
+        "or 4 line, or an exact version); unset = the client's default (java: 3.9)",
     )
     properties: dict[str, PropertyValue] = Field(
         default_factory=dict[str, PropertyValue],
@@ -278,7 +284,10 @@ class Group(Strict):
             )
         # every property a member gets, typed shorthands included: a client checks them against each
         # other (librdkafka: max.poll.interval.ms >= session.timeout.ms)
-        check_client_properties(client, self.coordinator.member_properties(self.assignor))
+        check_client_version(client, self.coordinator.client_version)
+        check_client_properties(
+            client, self.coordinator.member_properties(self.assignor), self.coordinator.client_version
+        )
         check_shorthands(set(self.coordinator.model_fields_set), self.coordinator.properties)
         if self.coordinator.static_membership and client not in STATIC_MEMBERSHIP:
             raise ValueError(f"client {client!r} has no static membership (group.instance.id)")

@@ -12,6 +12,8 @@ Contract
     coordinator kind: ``kafka-python`` (:mod:`~harness.members.clients.kafka_python`), ``librdkafka``
     (:mod:`~harness.members.clients.librdkafka`, confluent-kafka) and ``aiokafka``
     (:mod:`~harness.members.clients.aiokafka`).
+  - ``java``: Kafka's own ``KafkaConsumer`` in a program of ours, a coordinator-kind :class:`ChildClient`
+    whose command is :func:`harness.members.java_dist.command` (built at set-up per client version).
   - :class:`ChildClient`: a member in another language (a JVM or Go program), run by the subprocess adapter
     :class:`~harness.members.child.ChildMember`: ``command`` is the start of its command line, ``env`` the
     variables set over the adapter's, ``kind`` its member kind (``coordinator``: its lines go through
@@ -111,6 +113,13 @@ def _librdkafka() -> type[ClientMemberBase]:
     return LibrdkafkaMember
 
 
+def _java(config: MemberConfig) -> Sequence[str]:
+    # deferred: start-up: only a java member's adapter needs the build's paths and the JVM options
+    from harness.members.java_dist import command
+
+    return command(config)
+
+
 def _aiokafka() -> type[ClientMemberBase]:
     # deferred: start-up: a member process loads only the client library it runs
     from harness.members.clients.aiokafka import AiokafkaMember
@@ -123,6 +132,7 @@ CLIENT_SPECS: dict[str, ClientSpec] = {
     "kafka-python": PythonClient(_kafka_python, library="kafka"),
     "librdkafka": PythonClient(_librdkafka, library="confluent_kafka"),
     "aiokafka": PythonClient(_aiokafka, library="aiokafka"),
+    "java": ChildClient(_java, kind="coordinator"),
 }
 
 
