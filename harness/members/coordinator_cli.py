@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -10,8 +11,8 @@ from pathlib import Path
 import click
 
 from harness.history.writer import open_history
-from harness.members.clients.registry import clients_of, hold, make_member
-from harness.members.interface import MemberFatal
+from harness.members.clients.registry import clients_of, hold, make_host, make_member
+from harness.members.interface import MemberFatal, OnChange
 from harness.members.recorder import MemberConfig
 from harness.members.release import hold_option
 from harness.scenario.properties import (
@@ -111,6 +112,16 @@ def _property(item: str) -> tuple[str, str]:
     help="A Kafka consumer property by its dotted name (repeatable), over the options above; "
     "checked against the client's known properties.",
 )
+@click.option(
+    "--names",
+    default=None,
+    metavar="NAME,...",
+    help="Run these members in this one process (a host; clients that can: java, one KafkaConsumer per "
+    "thread in one JVM), each writing under its own name; --name is then the host's.",
+)
+@click.option(
+    "--static", is_flag=True, help="With --names: each hosted member's group.instance.id is its name."
+)
 @hold_option("joining")
 def coordinator(
     bootstrap: str,
@@ -123,6 +134,8 @@ def coordinator(
     no_auto_commit: bool,
     group_instance_id: str | None,
     properties: tuple[str, ...],
+    names: str | None,
+    static: bool,
     hold_until: Path | None,
     **typed: object,
 ) -> None:
@@ -132,6 +145,16 @@ def coordinator(
     LeaveGroup for a dynamic member, as its client does on close); a second signal exits at once.
     """
     name = name or f"coordinator-{os.getpid()}"
+    hosted = [n.strip() for n in names.split(",") if n.strip()] if names is not None else []
+    if names is not None and (not hosted or group_instance_id is not None):
+        raise click.BadParameter(
+            "give member names, and static membership with --static (not --group-instance-id)",
+            param_hint="--names",
+        )
+    if static and not hosted:
+        raise click.BadParameter(
+            "--static goes with --names (one member: --group-instance-id)", param_hint="--static"
+        )
     props = client_metadata_names({prop: str(typed[key]) for key, prop in SHORTHANDS}, client)
     if no_auto_commit:
         props["enable.auto.commit"] = "false"
@@ -158,12 +181,21 @@ def coordinator(
     )
     hist = open_history(history, name, role="member")
 
-    def on_change(what: str, partitions: list[int], generation: int) -> None:
-        click.echo(f"{name}: generation {generation}: {what} {partitions}", err=False)
-        sys.stdout.flush()
+    def on_change_of(member_name: str) -> OnChange:
+        def on_change(what: str, partitions: list[int], generation: int) -> None:
+            click.echo(f"{member_name}: generation {generation}: {what} {partitions}", err=False)
+            sys.stdout.flush()
+
+        return on_change
 
     try:
-        member = make_member(config, hist, on_change=on_change, hold_until=hold_until)
+        if hosted:
+            configs = [
+                dataclasses.replace(config, name=n, group_instance_id=n if static else None) for n in hosted
+            ]
+            member = make_host(configs, hist, on_change=on_change_of, hold_until=hold_until)
+        else:
+            member = make_member(config, hist, on_change=on_change_of(name), hold_until=hold_until)
     except ValueError as e:  # a property the client cannot take (e.g. an assignor it does not have)
         hist.close()
         raise click.UsageError(str(e)) from None

@@ -21,6 +21,7 @@ from harness.kernel import actions
 from harness.scenario.properties import (
     ASSIGNORS,
     COORDINATOR_SHORTHANDS,
+    HOSTING_CLIENTS,
     KAFKA_METADATA_MAX_AGE_MS,
     STATIC_MEMBERSHIP,
     check_client_properties,
@@ -245,6 +246,12 @@ class CoordinatorSettings(Strict):
     members: int | None = Field(
         default=None, ge=1, description="initial members of the coordinator units; unset = group.members"
     )
+    members_per_host: int = Field(
+        default=0,
+        ge=0,
+        description="java only: run the untargeted initial members this many per JVM, one KafkaConsumer "
+        "per thread (they share the JVM's collector pauses, CPU and fate); 0 = every member in its own process",
+    )
 
     @model_validator(mode="after")
     def _heartbeat_below_session(self) -> CoordinatorSettings:
@@ -289,6 +296,11 @@ class Group(Strict):
             client, self.coordinator.member_properties(self.assignor), self.coordinator.client_version
         )
         check_shorthands(set(self.coordinator.model_fields_set), self.coordinator.properties)
+        if self.coordinator.members_per_host and client not in HOSTING_CLIENTS:
+            raise ValueError(
+                f"group.coordinator.members_per_host: client {client!r} runs one member per process "
+                f"(hosts: {', '.join(HOSTING_CLIENTS)})"
+            )
         if self.coordinator.static_membership and client not in STATIC_MEMBERSHIP:
             raise ValueError(f"client {client!r} has no static membership (group.instance.id)")
         return self

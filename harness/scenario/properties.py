@@ -61,6 +61,8 @@ STATIC_MEMBERSHIP = ("kafka-python", "librdkafka", "aiokafka", "java")
 #: Clients with several versions and the versions a scenario names (others have one: the installed or
 #: pinned one). java: Kafka's lines (an exact kafka-clients version works as well).
 CLIENT_VERSIONS: dict[str, tuple[str, ...]] = {"java": tuple(LINES)}
+#: Clients whose program runs several members in one process (``[group.coordinator] members_per_host``)
+HOSTING_CLIENTS = ("java",)
 #: Properties Kafka's Java client refuses under ``group.protocol=consumer`` (see the module contract).
 CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
 #: Where a built Java member lives: ``<cache>/java-member/<exact version>`` (its ``libs``, ``classes`` and

@@ -45,6 +45,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * consumer property names as a JSON array and exit. A property name the client does not know, or a bad
  * argument: one line on stderr, exit status 2.
  *
+ * <p>A host: {@code --member NAME[=INSTANCE_ID]} repeated instead of --name and --group-instance-id runs
+ * that many members in this JVM, each its own KafkaConsumer on its own thread (only that thread touches
+ * it; wakeup() is the one call from another), each line carrying "m": the member's slot (its position
+ * among the --member options). A signal stops every member; the exit status is the worst of theirs.
+ *
  * <p>Configuration: the -X properties by Kafka's dotted names, then the harness's own over them:
  * bootstrap.servers, group.id, client.id (the member's name), group.instance.id (static members),
  * byte-array deserializers and enable.auto.commit=false. enable.auto.commit and auto.commit.interval.ms
@@ -64,13 +69,15 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * member stops uncleanly and exits 1), stopped{clean,close_ms}.
  *
  * <p>Control: SIGTERM or SIGINT stops cleanly (commit, close: a dynamic member leaves; exit 0), also
- * during a stall. stdin carries commands, one JSON object per line: {"cmd":"stall"} stops polling (the
+ * during a stall. stdin carries commands, one JSON object per line (with "m": for that slot only, else
+ * for every member): {"cmd":"stall"} stops polling (the
  * client's heartbeat thread goes on, so only the poll timer max.poll.interval.ms can remove the
  * member), {"cmd":"unstall"} polls again; an unknown command is one stderr line. stdin at end of file
  * (the adapter is gone): halt at once, no commit, no leave.
  */
 public final class HerdlabMember {
     private static final Pattern CMD = Pattern.compile("\"cmd\"\\s*:\\s*\"([^\"]*)\"");
+    private static final Pattern SLOT = Pattern.compile("\"m\"\\s*:\\s*(\\d+)");
     private static final Map<String, String> ASSIGNORS = Map.of(
             "range", "org.apache.kafka.clients.consumer.RangeAssignor",
             "roundrobin", "org.apache.kafka.clients.consumer.RoundRobinAssignor",
@@ -87,9 +94,13 @@ public final class HerdlabMember {
 
     // -- output ---------------------------------------------------------------------------------------
 
-    /** Print one line: {"kind":kind, then the fields (already JSON, each "name":value)}. */
-    static void emit(String kind, String... fields) {
+    /** Print one line: {"kind":kind, "m":slot (a hosted member's only), then the fields (already JSON,
+     * each "name":value)}. */
+    static void line(Integer slot, String kind, String... fields) {
         StringBuilder b = new StringBuilder(64).append("{\"kind\":").append(str(kind));
+        if (slot != null) {
+            b.append(",\"m\":").append(slot);
+        }
         for (String f : fields) {
             b.append(',').append(f);
         }
@@ -232,6 +243,8 @@ public final class HerdlabMember {
     }
 
     static final class Member implements ConsumerRebalanceListener {
+        /** the member's slot in a host (its lines carry it as "m"); null: the process's only member */
+        final Integer slot;
         final String topic;
         final Properties props;
         final Policy policy;
@@ -241,11 +254,16 @@ public final class HerdlabMember {
         private boolean stalled;
         private final Object stall = new Object();
 
-        Member(String topic, Properties props, Policy policy, long pollMs) {
+        Member(Integer slot, String topic, Properties props, Policy policy, long pollMs) {
+            this.slot = slot;
             this.topic = topic;
             this.props = props;
             this.policy = policy;
             this.pollMs = pollMs;
+        }
+
+        void emit(String kind, String... fields) {
+            line(slot, kind, fields);
         }
 
         /** Stop polling (true) or poll again (false); any thread. */
@@ -346,8 +364,9 @@ public final class HerdlabMember {
             emit("assigned", field("partitions", partitions(tps)));
         }
 
-        /** Join and consume until stopped; the process's exit status. */
+        /** Join and consume until stopped; the member's exit status (0: a clean stop). */
         int run(Map<String, String> given) {
+            emit("ready");
             consumer = new KafkaConsumer<>(props);
             if (stopping) {
                 consumer.wakeup();
@@ -455,8 +474,9 @@ public final class HerdlabMember {
         }
     }
 
-    /** Read stdin's commands for ``member``; at end of file halt the JVM at once. */
-    private static void readCommands(Member member) {
+    /** Read stdin's commands for ``members`` (a command with "m" is for that slot, else for every
+     * member); at end of file halt the JVM at once. */
+    private static void readCommands(List<Member> members) {
         Thread t = new Thread(() -> {
             try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
                 String line;
@@ -466,10 +486,14 @@ public final class HerdlabMember {
                     }
                     Matcher m = CMD.matcher(line);
                     String cmd = m.find() ? m.group(1) : "";
-                    if (cmd.equals("stall")) {
-                        member.stall(true);
-                    } else if (cmd.equals("unstall")) {
-                        member.stall(false);
+                    Matcher s = SLOT.matcher(line);
+                    List<Member> to = members;
+                    if (s.find()) {
+                        int slot = Integer.parseInt(s.group(1));
+                        to = slot < members.size() ? List.of(members.get(slot)) : List.of();
+                    }
+                    if ((cmd.equals("stall") || cmd.equals("unstall")) && !to.isEmpty()) {
+                        to.forEach(member -> member.stall(cmd.equals("stall")));
                     } else {
                         System.err.println("HerdlabMember: unknown command ignored: " + line);
                     }
@@ -494,6 +518,7 @@ public final class HerdlabMember {
         }
         Map<String, String> opts = new TreeMap<>();
         Map<String, String> given = new java.util.LinkedHashMap<>();
+        List<String[]> hosted = new ArrayList<>(); // --member NAME[=INSTANCE_ID]
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (i + 1 >= args.length) {
@@ -506,6 +531,9 @@ public final class HerdlabMember {
                     fail("-X expects NAME=VALUE, got " + v);
                 }
                 given.put(v.substring(0, eq).trim(), v.substring(eq + 1).trim());
+            } else if (a.equals("--member")) {
+                int eq = v.indexOf('=');
+                hosted.add(eq < 0 ? new String[] {v, null} : new String[] {v.substring(0, eq), v.substring(eq + 1)});
             } else if (Set.of("--bootstrap", "--group", "--topic", "--name", "--group-instance-id",
                     "--hold-until", "--poll-ms").contains(a)) {
                 opts.put(a, v);
@@ -513,54 +541,76 @@ public final class HerdlabMember {
                 fail("unknown option " + a);
             }
         }
-        for (String o : List.of("--bootstrap", "--group", "--topic", "--name")) {
+        for (String o : List.of("--bootstrap", "--group", "--topic")) {
             if (!opts.containsKey(o)) {
                 fail("missing " + o);
             }
+        }
+        if (hosted.isEmpty() == !opts.containsKey("--name")) {
+            fail("give either --name (one member) or --member (repeated: members hosted in this JVM)");
+        }
+        if (!hosted.isEmpty() && opts.containsKey("--group-instance-id")) {
+            fail("a hosted member's group.instance.id goes with its name: --member NAME=INSTANCE_ID");
+        }
+        if (hosted.isEmpty()) {
+            hosted.add(new String[] {opts.get("--name"), opts.get("--group-instance-id")});
         }
         for (String name : given.keySet()) {
             if (!known.contains(name)) {
                 fail("unknown java property '" + name + "'");
             }
         }
-        Properties props = new Properties();
-        given.forEach((k, v) -> {
-            if (!POLICY.contains(k)) {
-                props.put(k, k.equals(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG) ? assignors(v) : v);
+        List<Member> members = new ArrayList<>();
+        for (int slot = 0; slot < hosted.size(); slot++) {
+            String[] who = hosted.get(slot);
+            Properties props = new Properties();
+            given.forEach((k, v) -> {
+                if (!POLICY.contains(k)) {
+                    props.put(k, k.equals(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG) ? assignors(v) : v);
+                }
+            });
+            props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opts.get("--bootstrap"));
+            props.put(ConsumerConfig.GROUP_ID_CONFIG, opts.get("--group"));
+            props.put(ConsumerConfig.CLIENT_ID_CONFIG, who[0]); // one client.id per consumer: its MBeans
+            if (who[1] != null) {
+                props.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, who[1]);
             }
-        });
-        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, opts.get("--bootstrap"));
-        props.put(ConsumerConfig.GROUP_ID_CONFIG, opts.get("--group"));
-        props.put(ConsumerConfig.CLIENT_ID_CONFIG, opts.get("--name"));
-        if (opts.containsKey("--group-instance-id")) {
-            props.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, opts.get("--group-instance-id"));
+            props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+            props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+            props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+            try {
+                new ConsumerConfig(props); // a bad value: one line now, not a trace after ready
+                Policy policy = new Policy(Boolean.parseBoolean(given.getOrDefault("enable.auto.commit", "true")),
+                        Long.parseLong(given.getOrDefault("auto.commit.interval.ms", "5000")));
+                long pollMs = Long.parseLong(opts.getOrDefault("--poll-ms", "200"));
+                members.add(new Member(hosted.size() > 1 || opts.get("--name") == null ? slot : null,
+                        opts.get("--topic"), props, policy, pollMs));
+            } catch (RuntimeException e) {
+                fail("bad configuration: " + e.getMessage());
+            }
         }
-        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        Policy policy;
-        long pollMs;
-        try {
-            new ConsumerConfig(props); // a bad value: one line now, not a trace after ready
-            policy = new Policy(Boolean.parseBoolean(given.getOrDefault("enable.auto.commit", "true")),
-                    Long.parseLong(given.getOrDefault("auto.commit.interval.ms", "5000")));
-            pollMs = Long.parseLong(opts.getOrDefault("--poll-ms", "200"));
-        } catch (RuntimeException e) {
-            fail("bad configuration: " + e.getMessage());
-            return;
-        }
-        Member member = new Member(opts.get("--topic"), props, policy, pollMs);
-        readCommands(member);
-        sun.misc.SignalHandler onStop = sig -> member.stop();
+        readCommands(members);
+        sun.misc.SignalHandler onStop = sig -> members.forEach(Member::stop);
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), onStop);
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), onStop);
         if (opts.containsKey("--hold-until")) {
             hold(Paths.get(opts.get("--hold-until")));
         }
-        emit("ready");
-        int status = member.run(given);
+        int[] status = new int[members.size()];
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < members.size(); i++) {
+            int slot = i;
+            Thread t = new Thread(() -> status[slot] = members.get(slot).run(given), "herdlab-member-" + slot);
+            threads.add(t);
+            t.start();
+        }
+        int exit = 0;
+        for (int i = 0; i < threads.size(); i++) {
+            threads.get(i).join();
+            exit = Math.max(exit, status[i]);
+        }
         OUT.flush();
-        System.exit(status);
+        System.exit(exit);
     }
 
     /** Kafka's assignor names (range, roundrobin, sticky, cooperative-sticky) as the client's classes;

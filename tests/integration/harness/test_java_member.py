@@ -12,6 +12,8 @@ under the child adapter) on herdlab's broker, with the real kafka-clients jars, 
 * a commit the client refuses: a stalled member removed by its poll timer, stopped, tries its final commit
   and records it rejected with the client's error;
 * the same actions give a Java member's history the same event kinds and field names as kafka-python's;
+* several members in one JVM (``--names``: one KafkaConsumer per thread) join as separate members, each
+  under its own name, and stop cleanly together;
 * property passthrough: ``-X`` reaches the client (``started.effective``, the client's parse); an unknown
   name is a one-line error, from the scenario-side check and from the program itself.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -35,10 +38,16 @@ from harness.members import java_dist
 from harness.members.child import ChildMember
 from harness.members.clients.registry import child_argv, make_member
 from harness.members.recorder import MemberConfig
-from harness.run.launch import PY
+from harness.run.launch import PY, MemberService
 from harness.workload.producer import Producer, ProducerConfig
 from tests.support.brokers import BrokerFactory
-from tests.support.client_members import FAST_BROKER, ClientGroup, committed_offsets, create_topic
+from tests.support.client_members import (
+    FAST_BROKER,
+    ClientGroup,
+    committed_offsets,
+    create_topic,
+    member_argv,
+)
 from tests.support.recording import RecordingHistory
 from tests.support.waiting import wait_until
 
@@ -392,3 +401,53 @@ def test_an_unknown_property_is_a_one_line_error_from_the_check_and_from_the_pro
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == ["HerdlabMember: unknown java property 'no.such.property'"]
+
+
+def _owned(events: list[dict[str, Any]]) -> set[int]:
+    owned: set[int] = set()
+    for e in events:
+        if e["kind"] == "assigned":
+            owned.add(e["partition"])
+        elif e["kind"] == "revoked":
+            owned.discard(e["partition"])
+    return owned
+
+
+def test_members_hosted_in_one_jvm_each_join_with_their_own_consumer_and_stop_together(
+    group_of: Any, tmp_path: Path
+) -> None:
+    g: ClientGroup = group_of("java")
+    g.start("solo")
+    g.wait_balanced("solo alone")
+    history = tmp_path / "host0.jsonl"
+    argv = member_argv(g.broker, g.group, g.topic, "host0", history, "java", *OPTIONS, "--names", "a,b,c")
+    host = MemberService("host0", argv, history, tmp_path / "host0.log").start(timeout=60)
+    try:
+        hosted = ("a", "b", "c")
+
+        def split() -> dict[str, set[int]] | None:
+            events = read_events(history) if history.exists() else []
+            owned = {n: _owned([e for e in events if e["source"] == n]) for n in hosted}
+            owned["solo"] = g.assignments()["solo"]
+            flat = sorted(p for ps in owned.values() for p in ps)
+            stable = g.group_state == "Stable" and g.stable is not None and g.stable[1] == 4
+            return owned if flat == list(range(PARTITIONS)) and all(owned.values()) and stable else None
+
+        owned = wait_until(split, timeout=60, what=f"four members sharing the partitions: {g.describe()}")
+        assert owned is not None and set(owned) == {"solo", *hosted}
+        events = read_events(history)
+        ids = {
+            n: {e["member"] for e in events if e["source"] == n and e["kind"] == "assigned"} for n in hosted
+        }
+        assert all(len(i) == 1 for i in ids.values()) and len(set().union(*ids.values())) == 3, ids
+        assert all(next(iter(ids[n])).startswith(f"{n}-") for n in hosted)  # client.id = the member's name
+        jvms = subprocess.run(["pgrep", "-P", str(host.pid)], capture_output=True, text=True).stdout.split()
+        assert len(jvms) == 1  # one JVM under the host's adapter
+
+        host.signal(signal.SIGTERM, group=False)
+        assert host.wait(60) == 0, host.log_tail()
+    finally:
+        host.stop()
+    stopped = {e["source"]: e for e in read_events(history) if e["kind"] == "stopped"}
+    assert set(stopped) == set(hosted) and all(e["clean"] for e in stopped.values())
+    assert g.wait_balanced("solo after the host stopped") == {"solo": set(range(PARTITIONS))}
