@@ -13,7 +13,7 @@ under the child adapter) on herdlab's broker, with the real kafka-clients jars, 
   and records it rejected with the client's error;
 * the same actions give a Java member's history the same event kinds and field names as kafka-python's;
 * several members in one JVM (``--names``: one KafkaConsumer per thread) join as separate members, each
-  under its own name, and stop cleanly together;
+  under its own name, and stop cleanly together; a run hosts the untargeted members of a java unit;
 * property passthrough: ``-X`` reaches the client (``started.effective``, the client's parse); an unknown
   name is a one-line error, from the scenario-side check and from the program itself.
 """
@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from harness.cluster.broker import BrokerProcess
@@ -39,6 +40,8 @@ from harness.members.child import ChildMember
 from harness.members.clients.registry import child_argv, make_member
 from harness.members.recorder import MemberConfig
 from harness.run.launch import PY, MemberService
+from harness.run.runner import RunOptions, run_scenario
+from harness.scenario import load_scenario
 from harness.workload.producer import Producer, ProducerConfig
 from tests.support.brokers import BrokerFactory
 from tests.support.client_members import (
@@ -49,6 +52,7 @@ from tests.support.client_members import (
     member_argv,
 )
 from tests.support.recording import RecordingHistory
+from tests.support.runs import FAST
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.clients
@@ -451,3 +455,38 @@ def test_members_hosted_in_one_jvm_each_join_with_their_own_consumer_and_stop_to
     stopped = {e["source"]: e for e in read_events(history) if e["kind"] == "stopped"}
     assert set(stopped) == set(hosted) and all(e["clean"] for e in stopped.values())
     assert g.wait_balanced("solo after the host stopped") == {"solo": set(range(PARTITIONS))}
+
+
+def test_a_run_hosts_the_untargeted_java_members_two_per_jvm_and_keeps_the_targeted_alone(
+    tmp_path: Path, java_member: dict[str, Path]
+) -> None:
+    """herd-small's join, leave and crash on a coordinator unit of six java members, two per JVM: the leave's
+    and the crash's targets run alone, the four others in two hosts, each member under its own name; the
+    unit does not fail and no process is left."""
+    s = load_scenario(
+        "herd-small",
+        [
+            *FAST,
+            'implementations=["coordinator"]',
+            "group.members=6",
+            'group.coordinator.client="java"',
+            "group.coordinator.members_per_host=2",
+        ],
+    )
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    result = run_scenario(s, RunOptions(out=tmp_path))
+    assert not [u for u in result.units if u.get("failed")], result.units
+    left = [p for p in psutil.Process().children(recursive=True) if p.is_running() and p.pid not in before]
+    assert not left, left
+    events_dir = next((result.run_dir / "units").glob("c0-coordinator-r0")) / "events"
+    hosts = sorted(events_dir.glob("host*.jsonl"))
+    assert [h.name for h in hosts] == ["host0.jsonl", "host1.jsonl"]
+    hosted = {h.stem: {e["source"] for e in read_events(h) if e["kind"] == "ready"} for h in hosts}
+    assert [len(v) for v in hosted.values()] == [2, 2]
+    singles = {p.stem for p in events_dir.glob("m*.jsonl")}
+    assert len(singles) == 2 and not singles & set().union(*hosted.values())
+    for h in hosts:  # each hosted member joined and was assigned, in its own name
+        events = read_events(h)
+        for name in hosted[h.stem]:
+            mine = [e for e in events if e["source"] == name]
+            assert [e for e in mine if e["kind"] == "assigned"] and mine[-1]["kind"] == "stopped", name
