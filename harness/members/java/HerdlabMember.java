@@ -367,7 +367,13 @@ public final class HerdlabMember {
         /** Join and consume until stopped; the member's exit status (0: a clean stop). */
         int run(Map<String, String> given) {
             emit("ready");
-            consumer = new KafkaConsumer<>(props);
+            try {
+                consumer = new KafkaConsumer<>(props);
+            } catch (RuntimeException e) { // e.g. no resolvable bootstrap address
+                System.err.println("HerdlabMember: the client could not be made: " + e);
+                emit("stopped", field("clean", false));
+                return 1;
+            }
             if (stopping) {
                 consumer.wakeup();
             }
@@ -445,6 +451,9 @@ public final class HerdlabMember {
         }
 
         private void closeQuietly() {
+            if (consumer == null) {
+                return;
+            }
             try {
                 consumer.close(Duration.ZERO);
             } catch (RuntimeException e) {
@@ -597,6 +606,7 @@ public final class HerdlabMember {
             hold(Paths.get(opts.get("--hold-until")));
         }
         int[] status = new int[members.size()];
+        java.util.Arrays.fill(status, 1); // a member thread that died of an uncaught error
         List<Thread> threads = new ArrayList<>();
         for (int i = 0; i < members.size(); i++) {
             int slot = i;
