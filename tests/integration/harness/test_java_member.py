@@ -14,6 +14,7 @@ under the child adapter) on herdlab's broker, with the real kafka-clients jars, 
 * the same actions give a Java member's history the same event kinds and field names as kafka-python's;
 * several members in one JVM (``--names``: one KafkaConsumer per thread) join as separate members, each
   under its own name, and stop cleanly together; a run hosts the untargeted members of a java unit;
+* kafka-clients 4 with the consumer group protocol on Apache Kafka 4 (also marked ``kafka``);
 * property passthrough: ``-X`` reaches the client (``started.effective``, the client's parse); an unknown
   name is a one-line error, from the scenario-side check and from the program itself.
 """
@@ -32,6 +33,7 @@ from typing import Any
 
 import psutil
 import pytest
+from kafka.admin import KafkaAdminClient, NewTopic
 
 from harness.cluster.broker import BrokerProcess
 from harness.history.writer import HistoryWriter, read_events
@@ -490,3 +492,64 @@ def test_a_run_hosts_the_untargeted_java_members_two_per_jvm_and_keeps_the_targe
         for name in hosted[h.stem]:
             mine = [e for e in events if e["source"] == name]
             assert [e for e in mine if e["kind"] == "assigned"] and mine[-1]["kind"] == "stopped", name
+
+
+@pytest.mark.slow
+@pytest.mark.kafka
+def test_the_consumer_group_protocol_on_apache_kafka_4_assigns_with_member_epochs(
+    tmp_path: Path, java_member: dict[str, Path]
+) -> None:
+    """kafka-clients 4 with ``group.protocol=consumer`` (KIP-848) on Apache Kafka 4, through the member
+    command with its typed defaults: the shorthands the client refuses under that protocol
+    (session.timeout.ms, heartbeat.interval.ms, partition.assignment.strategy) are left out, the broker
+    assigns, and each assignment carries the member epoch as its generation. A second member takes half;
+    when it leaves, the first gets everything back."""
+    from harness.cluster.apache_kafka import ApacheKafkaCluster
+    from harness.cluster.kafka_dist import fetch
+
+    home = fetch("4")
+    with ApacheKafkaCluster(home.version, workdir=tmp_path / "kafka") as kafka:
+        admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+        try:
+            admin.create_topics([NewTopic("t", PARTITIONS, 1)])
+        finally:
+            admin.close()
+        members: dict[str, MemberService] = {}
+
+        def start(name: str) -> None:
+            history = tmp_path / f"{name}.jsonl"
+            argv = [*PY, "member", "coordinator", "--client", "java", "--client-version", "4"]
+            argv += ["--bootstrap", kafka.bootstrap, "--group", "g", "--topic", "t", "--name", name]
+            argv += ["--history", str(history), "-X", "group.protocol=consumer"]
+            members[name] = MemberService(name, argv, history, tmp_path / f"{name}.log").start(timeout=60)
+
+        def owned(name: str) -> set[int]:
+            history = tmp_path / f"{name}.jsonl"
+            return _owned(read_events(history)) if history.exists() else set()
+
+        try:
+            start("a")
+            wait_until(lambda: owned("a") == set(range(PARTITIONS)), timeout=60, what="a owning everything")
+            start("b")
+            wait_until(
+                lambda: owned("b") and owned("a") == set(range(PARTITIONS)) - owned("b"),
+                timeout=60,
+                what="a and b sharing the partitions",
+            )
+            b = members.pop("b")
+            b.signal(signal.SIGTERM, group=False)
+            assert b.wait(60) == 0, b.log_tail()
+            b.stop()
+            wait_until(lambda: owned("a") == set(range(PARTITIONS)), timeout=60, what="a after b left")
+        finally:
+            for m in members.values():
+                m.stop()
+    events = read_events(tmp_path / "a.jsonl")
+    (started,) = _kinds(events, "started")
+    assert started["effective"]["group.protocol"] == "consumer"
+    assert not {"session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"} & set(
+        started["effective"]
+    )
+    epochs = [e["generation"] for e in _kinds(events, "rebalance_end")]
+    assert epochs == sorted(epochs) and epochs[0] >= 1, epochs
+    assert {e["member"] for e in _kinds(events, "assigned")} != {""}
