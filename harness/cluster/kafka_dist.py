@@ -3,7 +3,8 @@
 Contract
 --------
 * :data:`LINES`: the two lines herdlab runs and the version each means: ``3.9`` (the last line with
-  ZooKeeper mode) and ``4`` (KRaft only). :func:`resolve_version` turns ``3.9`` / ``4`` / ``4.1`` / an exact
+  ZooKeeper mode) and ``4`` (KRaft only), kept in :mod:`harness.kernel.kafka_versions`, which Kafka's Java
+  client member shares. :func:`resolve_version` turns ``3.9`` / ``4`` / ``4.1`` / an exact
   version into an exact one; :func:`zookeeper_mode` says which mode a version runs in (3.x: ZooKeeper).
 * :func:`fetch`: Maven (``mvn`` on PATH) resolves ``org.apache.kafka:kafka_2.13:VERSION`` and
   ``kafka-tools`` with their runtime closure and a log binding (reload4j for 3.x, log4j 2 for 4.x, as
@@ -31,9 +32,20 @@ from pathlib import Path
 
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import ConfigError
+from harness.kernel.kafka_versions import LINES, resolve_version
 
-#: line -> the version herdlab runs of it (the newest Maven Central served when it was chosen)
-LINES = {"3.9": "3.9.2", "4": "4.1.1"}
+__all__ = [
+    "LINES",
+    "MARKER",
+    "KafkaHome",
+    "cache_root",
+    "fetch",
+    "fetched_versions",
+    "kafka_home",
+    "resolve_version",
+    "zookeeper_mode",
+]
+
 #: the log bindings of each major version: what Kafka's own distribution puts in libs/
 _LOG_BINDINGS = {
     3: [("org.slf4j", "slf4j-reload4j", "1.7.36")],
@@ -63,19 +75,6 @@ class KafkaHome:
     @property
     def zookeeper_mode(self) -> bool:
         return zookeeper_mode(self.version)
-
-
-def resolve_version(version: str | None) -> str:
-    """``None`` / ``"3.9"`` -> :data:`LINES` ``["3.9"]``; ``"4"`` or ``"4.x"`` -> ``LINES["4"]``; an exact
-    ``X.Y.Z`` as it is; anything else a :class:`ConfigError`."""
-    v = (version or "3.9").strip()
-    if v in LINES:
-        return LINES[v]
-    if v in ("4.x", "4.1"):
-        return LINES["4"]
-    if _VERSION.match(v):
-        return v
-    raise ConfigError(f"Apache Kafka version {v!r}: expected 3.9, 4 or an exact version such as {LINES['4']}")
 
 
 def zookeeper_mode(version: str) -> bool:

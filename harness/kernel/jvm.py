@@ -10,12 +10,13 @@ a one-line reason), in the order they go on the command line:
 * ``kafka``: an Apache Kafka broker and its storage tool (:mod:`harness.cluster.apache_kafka`);
 * ``spark``: the analysis's Spark driver (in local mode also its executor;
   :mod:`harness.analysis.spark`), passed as ``spark.driver.extraJavaOptions``;
-* ``spark_daemon``: a Spark standalone master or worker (:mod:`harness.cluster.spark_standalone`).
+* ``spark_daemon``: a Spark standalone master or worker (:mod:`harness.cluster.spark_standalone`);
+* ``member``: a coordinator member on Kafka's own Java consumer (:mod:`harness.members.java_dist`).
 
 An option's flag may hold placeholders, ``{name}``, that :func:`options` fills from its caller's
 values (a heap size, a log configuration's path, the process's name). The environment variable
 ``HERDLAB_JVM_<KIND>_OPTS`` (:func:`env_var`: ``HERDLAB_JVM_ZOOKEEPER_OPTS``, ``HERDLAB_JVM_KAFKA_OPTS``,
-``HERDLAB_JVM_SPARK_OPTS``, ``HERDLAB_JVM_SPARK_DAEMON_OPTS``), when set, replaces that kind's options
+``HERDLAB_JVM_SPARK_OPTS``, ``HERDLAB_JVM_SPARK_DAEMON_OPTS``, ``HERDLAB_JVM_MEMBER_OPTS``), when set, replaces that kind's options
 entirely: it is split as a shell would (:func:`shlex.split`) and may use the same placeholders. Set to
 the empty string it passes none.
 
@@ -139,12 +140,40 @@ SPARK_DAEMON = (
     ),
 )
 
+#: A group member: one KafkaConsumer's buffers and metadata, dozens of members on two cores.
+MEMBER = (
+    Option(
+        "-Xmx{heap_mb}m", "the member's heap, sized by its caller: a consumer's fetch buffers are small here"
+    ),
+    Option("-Xms16m", "a small initial heap: it grows only as far as the consumer needs"),
+    Option(
+        "-XX:+UseSerialGC",
+        "one collector thread and no concurrent work: many member JVMs share the cores; pauses on a small "
+        "heap stay far below a session timeout",
+    ),
+    Option(
+        "-XX:TieredStopAtLevel=1",
+        "C1 only: the member starts and joins sooner and leaves the cores to the others; its poll loop "
+        "needs no peak speed",
+    ),
+    Option("-Xss512k", "a smaller stack per thread (the consumer, its heartbeat thread, stdin's reader)"),
+    Option(
+        "-XX:+ExitOnOutOfMemoryError",
+        "a member out of memory exits (a crash the history shows), not limps on",
+    ),
+    Option("-Djava.net.preferIPv4Stack=true", "connect on IPv4 loopback, where the brokers listen"),
+    Option(
+        "-Dherdlab.name={name}", "the member's herdlab name on its command line, so ps tells members apart"
+    ),
+)
+
 #: Each kind of JVM and its default options, in command-line order.
 KINDS: Mapping[str, tuple[Option, ...]] = {
     "zookeeper": ZOOKEEPER,
     "kafka": KAFKA,
     "spark": SPARK,
     "spark_daemon": SPARK_DAEMON,
+    "member": MEMBER,
 }
 
 

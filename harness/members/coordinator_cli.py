@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -11,15 +12,17 @@ import click
 
 from harness.history.writer import open_history
 from harness.kernel.actions import STALL_SIGNAL, UNSTALL_SIGNAL
-from harness.members.clients.registry import clients_of, hold, make_member
-from harness.members.interface import MemberFatal
+from harness.members.clients.registry import clients_of, hold, make_host, make_member
+from harness.members.interface import MemberFatal, OnChange
 from harness.members.recorder import MemberConfig
 from harness.members.release import hold_option
 from harness.scenario.properties import (
     ALL_ASSIGNORS,
     KAFKA_METADATA_MAX_AGE_MS,
     check_client_properties,
+    check_client_version,
     client_metadata_names,
+    without_classic_only,
 )
 
 #: The typed options and the Kafka property each is a shorthand of.
@@ -54,7 +57,14 @@ def _property(item: str) -> tuple[str, str]:
     type=click.Choice(clients_of("coordinator")),
     default="kafka-python",
     show_default=True,
-    help="The Kafka client library the member runs on (librdkafka: confluent-kafka).",
+    help="The Kafka client library the member runs on (librdkafka: confluent-kafka; java: Kafka's own "
+    "KafkaConsumer, built by `herdlab clients build java`).",
+)
+@click.option(
+    "--client-version",
+    default=None,
+    help="The client's version, for a client with several (java: 3.9, 4 or an exact kafka-clients version; "
+    "default 3.9).",
 )
 @click.option("--session-timeout-ms", default=6000, show_default=True, help="session.timeout.ms")
 @click.option("--heartbeat-interval-ms", default=500, show_default=True, help="heartbeat.interval.ms")
@@ -103,6 +113,16 @@ def _property(item: str) -> tuple[str, str]:
     help="A Kafka consumer property by its dotted name (repeatable), over the options above; "
     "checked against the client's known properties.",
 )
+@click.option(
+    "--names",
+    default=None,
+    metavar="NAME,...",
+    help="Run these members in this one process (a host; clients that can: java, one KafkaConsumer per "
+    "thread in one JVM), each writing under its own name; --name is then the host's.",
+)
+@click.option(
+    "--static", is_flag=True, help="With --names: each hosted member's group.instance.id is its name."
+)
 @hold_option("joining")
 def coordinator(
     bootstrap: str,
@@ -111,9 +131,12 @@ def coordinator(
     name: str | None,
     history: str | None,
     client: str,
+    client_version: str | None,
     no_auto_commit: bool,
     group_instance_id: str | None,
     properties: tuple[str, ...],
+    names: str | None,
+    static: bool,
     hold_until: Path | None,
     **typed: object,
 ) -> None:
@@ -124,14 +147,29 @@ def coordinator(
     SIGUSR2 stalls its processing (it stops polling while its client heart-beats), SIGUSR1 ends the stall.
     """
     name = name or f"coordinator-{os.getpid()}"
+    hosted = [n.strip() for n in names.split(",") if n.strip()] if names is not None else []
+    if names is not None and (not hosted or group_instance_id is not None):
+        raise click.BadParameter(
+            "give member names, and static membership with --static (not --group-instance-id)",
+            param_hint="--names",
+        )
+    if static and not hosted:
+        raise click.BadParameter(
+            "--static goes with --names (one member: --group-instance-id)", param_hint="--static"
+        )
     props = client_metadata_names({prop: str(typed[key]) for key, prop in SHORTHANDS}, client)
     if no_auto_commit:
         props["enable.auto.commit"] = "false"
     given = dict(_property(p) for p in properties)
     try:
-        check_client_properties(client, given)
+        check_client_version(client, client_version)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--client-version") from None
+    try:
+        check_client_properties(client, given, client_version)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="-X") from None
+    props = without_classic_only(props, client, given)
     props.update(given)
     config = MemberConfig(
         bootstrap=bootstrap,
@@ -141,15 +179,25 @@ def coordinator(
         client=client,
         properties=props,
         group_instance_id=group_instance_id,
+        client_version=client_version,
     )
     hist = open_history(history, name, role="member")
 
-    def on_change(what: str, partitions: list[int], generation: int) -> None:
-        click.echo(f"{name}: generation {generation}: {what} {partitions}", err=False)
-        sys.stdout.flush()
+    def on_change_of(member_name: str) -> OnChange:
+        def on_change(what: str, partitions: list[int], generation: int) -> None:
+            click.echo(f"{member_name}: generation {generation}: {what} {partitions}", err=False)
+            sys.stdout.flush()
+
+        return on_change
 
     try:
-        member = make_member(config, hist, on_change=on_change, hold_until=hold_until)
+        if hosted:
+            configs = [
+                dataclasses.replace(config, name=n, group_instance_id=n if static else None) for n in hosted
+            ]
+            member = make_host(configs, hist, on_change=on_change_of, hold_until=hold_until)
+        else:
+            member = make_member(config, hist, on_change=on_change_of(name), hold_until=hold_until)
     except ValueError as e:  # a property the client cannot take (e.g. an assignor it does not have)
         hist.close()
         raise click.UsageError(str(e)) from None

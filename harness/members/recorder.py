@@ -3,7 +3,7 @@
 Contract
 --------
 * :class:`MemberConfig` is what a member needs: addresses, group, topic, its name, the client library
-  (``kafka-python`` | ``librdkafka`` | ``aiokafka``) and Kafka properties by their dotted names (checked
+  (``kafka-python`` | ``librdkafka`` | ``aiokafka`` | ``java``) and Kafka properties by their dotted names (checked
   by :mod:`harness.scenario.properties`; each client adapter maps them to its own configuration).
 * :class:`MemberRecorder` writes the history events of :mod:`harness.kernel.events` for one member;
   every event carries ``impl="coordinator"``, ``library`` (the client library), ``group``, ``member`` (the broker-assigned id,

@@ -43,6 +43,7 @@ __all__ = [
     "host_groups",
     "legacy_argv",
     "legacy_member_argv",
+    "start_coordinator_host",
     "start_host",
     "start_member",
     "start_producer",
@@ -202,6 +203,8 @@ def coordinator_argv(
     c = s.group.coordinator
     argv = MEMBER_PY + ["coordinator", "--bootstrap", ep.bootstrap, "--group", group, "--topic", topic]
     argv += ["--name", name, "--history", str(history), "--client", c.client]
+    if c.client_version is not None:
+        argv += ["--client-version", c.client_version]
     for k, v in c.member_properties(s.group.assignor).items():
         argv += ["-X", f"{k}={v}"]
     if c.static_membership:
@@ -309,6 +312,33 @@ def start_host(
     argv[argv.index("--handler") + 1] = "gevent"
     argv += ["--no-fetch", "--names", ",".join(names)]
     return MemberService(f"legacy_zk:{host}", argv, history, logs / f"{host}.log", launcher).start()
+
+
+def start_coordinator_host(
+    s: Scenario,
+    host: str,
+    names: Sequence[str],
+    ep: Endpoints,
+    events: Path,
+    logs: Path,
+    group: str,
+    topic: str,
+    launcher: Launcher | None = None,
+) -> MemberService:
+    """Start one process ``host`` running the coordinator members ``names`` (a client that hosts:
+    ``group.coordinator.members_per_host``; one client per thread), each writing under its own name to
+    ``<events>/<host>.jsonl``; its log is ``<logs>/<host>.log``. Their settings as for
+    :func:`coordinator_argv` (static members: ``--static``, each its name as group.instance.id). Returns
+    at once; the service is ready when its first member wrote ``ready``."""
+    if not names:
+        raise ValueError(f"host {host} has no member")
+    history = events / f"{host}.jsonl"
+    argv = coordinator_argv(s, host, ep, history, group, topic)
+    if "--group-instance-id" in argv:
+        at = argv.index("--group-instance-id")
+        argv[at : at + 2] = ["--static"]
+    argv += ["--names", ",".join(names)]
+    return MemberService(f"coordinator:{host}", argv, history, logs / f"{host}.log", launcher).start()
 
 
 def start_member(

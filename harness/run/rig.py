@@ -35,6 +35,8 @@ Contract
   (:func:`harness.run.launch.host_groups`, :func:`~harness.run.launch.start_host`; coordination-only:
   no record fetcher); the host starts on :meth:`UnitRig.start_member` of its first member and every
   member's handle is the host's. Members some action targets stay alone in their process.
+  ``[group.coordinator] members_per_host`` does the same for a coordinator unit whose client hosts
+  (java: one JVM, one KafkaConsumer per thread; :func:`~harness.run.launch.start_coordinator_host`).
 * :meth:`UnitRig.stop_processes` stops members (cleanly, in parallel; with hosts, every legacy process is
   quiesced first, SIGUSR1, so that tearing hundreds of members down causes no herd), producer and proxies;
   :meth:`UnitRig.stop_cluster` then the cluster. Both are idempotent; every child goes through
@@ -59,10 +61,19 @@ from harness.faults.nemesis import ClusterControl, MemberProcess, ProxyControl
 from harness.faults.proxy import ProxyHost, member_loopback_ip
 from harness.kernel.errors import ConfigError, HerdlabError
 from harness.procs import ChildProcess
-from harness.run.launch import Endpoints, MemberHandle, host_groups, start_host, start_member, start_producer
+from harness.run.launch import (
+    Endpoints,
+    MemberHandle,
+    host_groups,
+    start_coordinator_host,
+    start_host,
+    start_member,
+    start_producer,
+)
 from harness.run.plan import Plan
 from harness.scenario.brokers import kafka_broker_settings
 from harness.scenario.model import Scenario
+from harness.scenario.properties import HOSTING_CLIENTS
 
 log = logging.getLogger("harness.run")
 
@@ -163,10 +174,17 @@ class UnitRig:
         self.held: dict[str, tuple[MemberHandle, Path]] = {}
         # the untargeted initial legacy members sharing gevent hosts (see the module contract)
         self.host_of: dict[str, tuple[str, tuple[str, ...]]] = {}
-        if spec.impl == "legacy_zk":
+        per_host = {
+            "legacy_zk": spec.scenario.group.legacy_zk.members_per_host,
+            # a client that cannot host runs every member in its own process (a matrix over clients)
+            "coordinator": spec.scenario.group.coordinator.members_per_host
+            if spec.scenario.group.coordinator.client in HOSTING_CLIENTS
+            else 0,
+        }.get(spec.impl, 0)
+        if per_host:
             plan = spec.plan
             alone = plan.isolated | set(plan.proxied) | {t for st in plan.steps for t in st.targets}
-            groups = host_groups(plan.initial, alone, spec.scenario.group.legacy_zk.members_per_host)
+            groups = host_groups(plan.initial, alone, per_host)
             self.host_of = {n: (f"host{h}", g) for h, g in enumerate(groups) for n in g}
 
     def start(self) -> None:
@@ -318,7 +336,7 @@ class UnitRig:
             self.endpoints[name] = self._endpoints_for(name, len(self.endpoints))
         assert self.cluster is not None
         s = self.spec
-        if name in self.host_of and name not in self.members and kind in (None, "legacy_zk"):
+        if name in self.host_of and name not in self.members and kind in (None, s.impl):
             return self._start_host(name)
         kind = self.kinds[name] = kind or self.kinds.get(name, s.impl)
         if props is not None:
@@ -339,8 +357,8 @@ class UnitRig:
         )
 
     def _start_host(self, name: str) -> MemberHandle:
-        """``name``'s gevent host: started with all its members on the first of them; the others are
-        the same process (their handle is the host's)."""
+        """``name``'s host (legacy: gevent; coordinator: one JVM): started with all its members on the
+        first of them; the others are the same process (their handle is the host's)."""
         assert self.cluster is not None
         s = self.spec
         host, names = self.host_of[name]
@@ -348,10 +366,9 @@ class UnitRig:
         if started is None:
             ep = Endpoints(zookeeper=self.cluster.zookeeper_connect, bootstrap=self.cluster.bootstrap)
             launcher = self.cluster.member_launcher([s.events_dir])
-            started = start_host(
-                s.scenario, host, names, ep, s.events_dir, s.logs_dir, s.group, s.topic, launcher
-            )
-        self.kinds[name] = "legacy_zk"
+            start = start_host if s.impl == "legacy_zk" else start_coordinator_host
+            started = start(s.scenario, host, names, ep, s.events_dir, s.logs_dir, s.group, s.topic, launcher)
+        self.kinds[name] = s.impl
         return started
 
     def frozen(self, member: MemberProcess) -> bool:

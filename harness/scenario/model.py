@@ -22,6 +22,7 @@ from harness.scenario.properties import (
     COORDINATOR_SHORTHANDS,
     KAFKA_METADATA_MAX_AGE_MS,
     check_client_properties,
+    check_client_version,
     check_producer_properties,
     check_shorthands,
     client_cannot_run,
@@ -210,8 +211,13 @@ class CoordinatorSettings(Strict):
     broker's group coordinator. The typed client keys are shorthands of Kafka properties
     (:data:`harness.scenario.properties.COORDINATOR_SHORTHANDS`)."""
 
-    client: Literal["kafka-python", "librdkafka", "aiokafka"] = Field(
+    client: Literal["kafka-python", "librdkafka", "aiokafka", "java"] = Field(
         default="kafka-python", description="the members' Kafka client library"
+    )
+    client_version: str | None = Field(
+        default=None,
+        description="the client's version, for a client that has several (java: kafka-clients of the 3.9 "
+        "or 4 line, or an exact version); unset = the client's default (java: 3.9)",
     )
     properties: dict[str, PropertyValue] = Field(
         default_factory=dict[str, PropertyValue],
@@ -237,6 +243,13 @@ class CoordinatorSettings(Strict):
     )
     members: int | None = Field(
         default=None, ge=1, description="initial members of the coordinator units; unset = group.members"
+    )
+    members_per_host: int = Field(
+        default=0,
+        ge=0,
+        description="clients that host several members (java): run the untargeted initial members this many "
+        "per JVM, one KafkaConsumer per thread (they share the JVM's collector pauses, CPU and fate); other "
+        "clients and 0: every member in its own process",
     )
 
     @model_validator(mode="after")
@@ -274,7 +287,10 @@ class Group(Strict):
             raise ValueError(why)
         # every property a member gets, typed shorthands included: a client checks them against each
         # other (librdkafka: max.poll.interval.ms >= session.timeout.ms)
-        check_client_properties(client, self.coordinator.member_properties(self.assignor))
+        check_client_version(client, self.coordinator.client_version)
+        check_client_properties(
+            client, self.coordinator.member_properties(self.assignor), self.coordinator.client_version
+        )
         check_shorthands(set(self.coordinator.model_fields_set), self.coordinator.properties)
         return self
 

@@ -33,11 +33,13 @@ GAP_RECORDS = 10
 #: the coordinator members' poll window (``poll(timeout_ms=...)`` and its equivalents)
 MEMBER_POLL_TIMEOUT_MS = 200
 #: the coordinator clients' fetch-wait property and its default (kafka-python and aiokafka:
-#: ``fetch_max_wait_ms`` 500; librdkafka: ``fetch.wait.max.ms`` 500)
+#: ``fetch_max_wait_ms`` 500; librdkafka: ``fetch.wait.max.ms`` 500; Kafka's Java consumer:
+#: ``fetch.max.wait.ms`` 500)
 CLIENT_FETCH_WAIT_MS = {
     "kafka-python": ("fetch.max.wait.ms", 500),
     "aiokafka": ("fetch.max.wait.ms", 500),
     "librdkafka": ("fetch.wait.max.ms", 500),
+    "java": ("fetch.max.wait.ms", 500),
 }
 
 

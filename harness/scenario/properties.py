@@ -3,13 +3,18 @@
 Contract
 --------
 * :data:`CLIENTS` are the client libraries a coordinator member can run on (``group.coordinator.client``):
-  ``kafka-python`` (unmodified kafka-python), ``librdkafka`` (confluent-kafka, the C client) and
-  ``aiokafka``. :data:`ASSIGNORS` names, per client, the assignors it has (Kafka's names: range,
+  ``kafka-python`` (unmodified kafka-python), ``librdkafka`` (confluent-kafka, the C client),
+  ``aiokafka`` and ``java`` (Kafka's own ``KafkaConsumer``, :mod:`harness.members.java_dist`). :data:`ASSIGNORS` names, per client, the assignors it has (Kafka's names: range,
   roundrobin, sticky, cooperative-sticky); :data:`STATIC_MEMBERSHIP` the clients with
-  ``group.instance.id`` (KIP-345).
+  ``group.instance.id`` (KIP-345). :data:`CLIENT_VERSIONS` names the clients that come in several
+  versions (``group.coordinator.client_version``; java: kafka-clients of Kafka's lines,
+  :mod:`harness.kernel.kafka_versions`, default ``3.9``); :func:`check_client_version` refuses a version for
+  any other client.
 * :func:`check_client_properties` checks a ``[group.coordinator.properties]`` table for one client:
   every name must be a property that client knows (Kafka's dotted name; kafka-python and aiokafka take
-  them as ``snake_case`` keyword arguments, so ``session.timeout.ms`` is ``session_timeout_ms``), not one
+  them as ``snake_case`` keyword arguments, so ``session.timeout.ms`` is ``session_timeout_ms``; java
+  checks them against ``ConsumerConfig.configNames()`` of its version, dumped when the member was built,
+  :func:`java_config_names`, so no JVM starts here), not one
   the harness sets itself (:data:`HARNESS_PROPERTIES`), with a value of the right kind. A ValueError
   names the first bad name and the client. :func:`check_producer_properties` does the same for the
   workload's kafka-python producer (``[workload.properties]``).
@@ -20,6 +25,10 @@ Contract
   properties (the shorthands): the member gets the typed values, then the properties table over them.
   A property given both as a typed key and in the table is an error naming both (:func:`check_shorthands`) (it would be ambiguous
   which one a reader of the scenario should believe).
+* Java under the consumer group protocol (KIP-848, ``group.protocol=consumer``): the client refuses
+  :data:`CLASSIC_ONLY` (the broker's ``group.consumer.*`` settings govern them), so
+  :func:`coordinator_properties` leaves the typed shorthands of those out for it
+  (:func:`without_classic_only`), and :func:`check_client_properties` refuses them given in the table.
 * Commit policy: ``enable.auto.commit`` and ``auto.commit.interval.ms`` are carried out by the member
   itself, the same way on every client (interval commits of what was processed, a synchronous commit
   before partitions are revoked and on a clean close), so every commit's outcome is recorded from the
@@ -30,11 +39,16 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from harness.kernel.cache import cache_dir
+from harness.kernel.errors import ConfigError
 from harness.kernel.events import CLIENTS
+from harness.kernel.kafka_versions import LINES, resolve_version
 
 ALL_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 ASSIGNORS: dict[str, tuple[str, ...]] = {
@@ -43,8 +57,21 @@ ASSIGNORS: dict[str, tuple[str, ...]] = {
     "librdkafka": ("range", "roundrobin", "cooperative-sticky"),
     # aiokafka 0.14: range, roundrobin, sticky (no cooperative protocol)
     "aiokafka": ("range", "roundrobin", "sticky"),
+    # Kafka's KafkaConsumer: all four (its own classes; the member maps the names)
+    "java": ALL_ASSIGNORS,
 }
-STATIC_MEMBERSHIP = ("kafka-python", "librdkafka", "aiokafka")
+STATIC_MEMBERSHIP = ("kafka-python", "librdkafka", "aiokafka", "java")
+#: Clients with several versions and the versions a scenario names (others have one: the installed or
+#: pinned one). java: Kafka's lines (an exact kafka-clients version works as well).
+CLIENT_VERSIONS: dict[str, tuple[str, ...]] = {"java": tuple(LINES)}
+#: Clients whose program runs several members in one process (``[group.coordinator] members_per_host``)
+HOSTING_CLIENTS = ("java",)
+#: Properties Kafka's Java client refuses under ``group.protocol=consumer`` (see the module contract).
+CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
+#: Where a built Java member lives: ``<cache>/java-member/<exact version>`` (its ``libs``, ``classes`` and
+#: :data:`JAVA_CONFIG_NAMES`, the client's consumer property names as a JSON array).
+JAVA_MEMBER_DIR = "java-member"
+JAVA_CONFIG_NAMES = "config-names.json"
 
 #: Properties the harness sets for every member itself (identity, addresses, subscription).
 HARNESS_PROPERTIES = (
@@ -176,8 +203,80 @@ def property_value(value: PropertyValue) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def check_client_properties(client: str, props: Mapping[str, PropertyValue]) -> None:
-    """Check ``props`` for ``client`` (see the module contract); ValueError naming the first bad one."""
+def check_client_version(client: str, version: str | None) -> None:
+    """``version`` (``group.coordinator.client_version``) for ``client``: None always; else ``client`` must
+    have several (:data:`CLIENT_VERSIONS`) and ``version`` be one of them (java: a line or an exact
+    version). ValueError saying which."""
+    if version is None:
+        return
+    if client not in CLIENT_VERSIONS:
+        raise ValueError(f"client {client!r} has one version: group.coordinator.client_version is not for it")
+    if client == "java":
+        java_version(version)
+
+
+def java_version(version: str | None) -> str:
+    """The exact kafka-clients version of a java member's ``version`` (None: the ``3.9`` line);
+    ValueError when it is none."""
+    try:
+        return resolve_version(version)
+    except ConfigError:
+        raise ValueError(
+            f"java client version {version!r}: expected {', '.join(LINES)} or an exact kafka-clients "
+            f"version such as {LINES['4']}"
+        ) from None
+
+
+def java_member_dir(version: str) -> Path:
+    """Where the java member of the exact kafka-clients ``version`` is built (see :data:`JAVA_MEMBER_DIR`)."""
+    return cache_dir() / JAVA_MEMBER_DIR / version
+
+
+def java_config_names(version: str | None) -> frozenset[str]:
+    """The consumer property names of the java client ``version`` (``ConsumerConfig.configNames()``, dumped
+    when the member was built); ValueError saying to build it when it is not built."""
+    v = java_version(version)
+    path = java_member_dir(v) / JAVA_CONFIG_NAMES
+    try:
+        names = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise ValueError(
+            f"the java client (kafka-clients {v}) is not built here: run `herdlab clients build java` "
+            "for that version first (its properties are checked against the built client)"
+        ) from None
+    return frozenset(str(n) for n in names)
+
+
+def _check_java(props: Mapping[str, PropertyValue], version: str | None) -> None:
+    known = java_config_names(version)
+    for name in props:
+        if name not in known:
+            raise ValueError(f"unknown java property {name!r}")
+    if str(props.get("group.protocol", "")).lower() == "consumer":
+        for name in CLASSIC_ONLY:
+            if name in props:
+                raise ValueError(
+                    f"java property {name!r} cannot be set with group.protocol=consumer (the broker's "
+                    "group.consumer.* settings govern it)"
+                )
+
+
+def without_classic_only(
+    props: dict[str, str], client: str, given: Mapping[str, PropertyValue]
+) -> dict[str, str]:
+    """``props`` (a member's typed shorthands) without :data:`CLASSIC_ONLY` when ``client`` is java and
+    ``given`` (the properties given by name) sets ``group.protocol=consumer``; else unchanged."""
+    if client == "java" and str(given.get("group.protocol", "")).lower() == "consumer":
+        for name in CLASSIC_ONLY:
+            props.pop(name, None)
+    return props
+
+
+def check_client_properties(
+    client: str, props: Mapping[str, PropertyValue], version: str | None = None
+) -> None:
+    """Check ``props`` for ``client`` (``version``: its ``client_version``, for a client with several; see
+    the module contract); ValueError naming the first bad one."""
     for name in props:
         if name in HARNESS_PROPERTIES:
             raise ValueError(f"property {name!r} is set by the harness for every member")
@@ -192,6 +291,8 @@ def check_client_properties(client: str, props: Mapping[str, PropertyValue]) -> 
         _check_snake(client, _aiokafka_consumer(), own)
     elif client == "librdkafka":
         _check_librdkafka(own)
+    elif client == "java":
+        _check_java(props, version)
     else:
         raise ValueError(f"unknown client {client!r} (known: {', '.join(CLIENTS)})")
 
@@ -268,6 +369,7 @@ def coordinator_properties(
     out = {prop: property_value(typed[key]) for key, prop in COORDINATOR_SHORTHANDS.items()}
     out = client_metadata_names(out, client)
     out["partition.assignment.strategy"] = assignor
+    out = without_classic_only(out, client, table)
     out.update({k: property_value(v) for k, v in table.items()})
     return out
 

@@ -70,8 +70,21 @@ def test_spark_daemon_defaults() -> None:
     ]
 
 
+def test_member_defaults() -> None:
+    assert jvm.options("member", NO_ENV, heap_mb=64, name="m0") == [
+        "-Xmx64m",
+        "-Xms16m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-Xss512k",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.net.preferIPv4Stack=true",
+        "-Dherdlab.name=m0",
+    ]
+
+
 def test_every_option_of_every_kind_has_a_one_line_reason() -> None:
-    assert set(jvm.KINDS) == {"zookeeper", "kafka", "spark", "spark_daemon"}
+    assert set(jvm.KINDS) == {"zookeeper", "kafka", "spark", "spark_daemon", "member"}
     for kind, opts in jvm.KINDS.items():
         assert opts, kind
         for o in opts:
@@ -86,6 +99,7 @@ def test_every_option_of_every_kind_has_a_one_line_reason() -> None:
         ("kafka", "HERDLAB_JVM_KAFKA_OPTS"),
         ("spark", "HERDLAB_JVM_SPARK_OPTS"),
         ("spark_daemon", "HERDLAB_JVM_SPARK_DAEMON_OPTS"),
+        ("member", "HERDLAB_JVM_MEMBER_OPTS"),
     ],
 )
 def test_each_kind_has_its_environment_variable(kind: str, var: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any, get_args
 
 import pytest
 
+from harness.kernel.errors import ConfigError
 from harness.kernel.events import CLIENTS, MEMBER_KINDS
 from harness.members.child import ChildMember
 from harness.members.clients.registry import (
@@ -37,7 +38,7 @@ def _config(client: str, **kw: Any) -> MemberConfig:
 
 
 def test_the_table_holds_exactly_the_kernels_client_names_in_its_order() -> None:
-    assert tuple(CLIENT_SPECS) == CLIENTS == ("kafka-python", "librdkafka", "aiokafka")
+    assert tuple(CLIENT_SPECS) == CLIENTS == ("kafka-python", "librdkafka", "aiokafka", "java")
     assert clients_of("coordinator") == CLIENTS
     assert clients_of("legacy_zk") == ()
     assert set(get_args(MemberKind)) == set(MEMBER_KINDS)
@@ -48,7 +49,8 @@ def test_the_scenario_models_client_choice_is_the_kernels_list() -> None:
 
 
 def test_each_python_client_has_its_member_class_and_library() -> None:
-    assert {c: member_class(c).__name__ for c in CLIENTS} == {
+    python = [c for c in CLIENTS if isinstance(CLIENT_SPECS[c], PythonClient)]
+    assert {c: member_class(c).__name__ for c in python} == {
         "kafka-python": "KafkaPythonMember",
         "librdkafka": "LibrdkafkaMember",
         "aiokafka": "AiokafkaMember",
@@ -57,9 +59,21 @@ def test_each_python_client_has_its_member_class_and_library() -> None:
     assert libraries == {"kafka-python": "kafka", "librdkafka": "confluent_kafka", "aiokafka": "aiokafka"}
 
 
+def test_java_is_a_coordinator_child_whose_command_is_the_built_programs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    spec = CLIENT_SPECS["java"]
+    assert isinstance(spec, ChildClient) and spec.kind == "coordinator"
+    monkeypatch.setenv("HERDLAB_CACHE_DIR", str(tmp_path))
+    with pytest.raises(
+        ConfigError, match=r"kafka-clients 4\.1\.1 is not built: run `herdlab clients build java`"
+    ):
+        spec.command_for(_config("java", client_version="4"))
+
+
 def test_an_unknown_client_is_an_error_naming_the_known_ones() -> None:
     with pytest.raises(
-        ValueError, match="unknown client 'nope' \\(known: kafka-python, librdkafka, aiokafka\\)"
+        ValueError, match="unknown client 'nope' \\(known: kafka-python, librdkafka, aiokafka, java\\)"
     ):
         make_member(_config("nope"), RecordingHistory())  # pyright: ignore[reportArgumentType]
 

@@ -12,6 +12,8 @@ Contract
     coordinator kind: ``kafka-python`` (:mod:`~harness.members.clients.kafka_python`), ``librdkafka``
     (:mod:`~harness.members.clients.librdkafka`, confluent-kafka) and ``aiokafka``
     (:mod:`~harness.members.clients.aiokafka`).
+  - ``java``: Kafka's own ``KafkaConsumer`` in a program of ours, a coordinator-kind :class:`ChildClient`
+    whose command is :func:`harness.members.java_dist.command` (built at set-up per client version).
   - :class:`ChildClient`: a member in another language (a JVM or Go program), run by the subprocess adapter
     :class:`~harness.members.child.ChildMember`: ``command`` is the start of its command line, ``env`` the
     variables set over the adapter's, ``kind`` its member kind (``coordinator``: its lines go through
@@ -23,6 +25,10 @@ Contract
   another language that is, e.g. ``"franz-go": ChildClient(("herdlab-franz-go",), kind="coordinator")``: a
   program that takes :func:`child_argv`'s arguments and prints the JSON lines
   :mod:`harness.members.child` describes.
+
+* A host: :func:`make_host` runs several members of a :class:`ChildClient` with ``hosts`` (java) in one
+  child process (:class:`~harness.members.child_host.ChildHost`; its command line :func:`host_argv`), each
+  writing under its own name into the one history.
 
 * :func:`make_member` builds the member of ``config.client``; ``on_change(what, partitions, generation)``
   is called after each assignment change (the CLI prints it); ``hold_until``: the release file of a held
@@ -43,6 +49,7 @@ from typing import Literal
 from harness.history.writer import History
 from harness.kernel.events import CLIENTS
 from harness.members.child import ChildMember, ChildSpec, CoordinatorSink, EventSink, LegacySink
+from harness.members.child_host import ChildHost, SourcedHistory
 from harness.members.clients.base import ClientMemberBase
 from harness.members.interface import ClientMember, OnChange
 from harness.members.recorder import MemberConfig, MemberRecorder
@@ -61,6 +68,8 @@ __all__ = [
     "client_spec",
     "clients_of",
     "hold",
+    "host_argv",
+    "make_host",
     "make_member",
     "member_class",
 ]
@@ -88,6 +97,8 @@ class ChildClient:
     command: Sequence[str] | Callable[[MemberConfig], Sequence[str]]
     kind: MemberKind
     env: Mapping[str, str] = field(default_factory=dict[str, str])
+    #: the program can run several members in one process (:func:`host_argv`'s ``--member``, lines with ``m``)
+    hosts: bool = False
 
     def command_for(self, config: MemberConfig) -> Sequence[str]:
         """The start of the command line of the member ``config``."""
@@ -111,6 +122,13 @@ def _librdkafka() -> type[ClientMemberBase]:
     return LibrdkafkaMember
 
 
+def _java(config: MemberConfig) -> Sequence[str]:
+    # deferred: start-up: only a java member's adapter needs the build's paths and the JVM options
+    from harness.members.java_dist import command
+
+    return command(config)
+
+
 def _aiokafka() -> type[ClientMemberBase]:
     # deferred: start-up: a member process loads only the client library it runs
     from harness.members.clients.aiokafka import AiokafkaMember
@@ -123,6 +141,7 @@ CLIENT_SPECS: dict[str, ClientSpec] = {
     "kafka-python": PythonClient(_kafka_python, library="kafka"),
     "librdkafka": PythonClient(_librdkafka, library="confluent_kafka"),
     "aiokafka": PythonClient(_aiokafka, library="aiokafka"),
+    "java": ChildClient(_java, kind="coordinator", hosts=True),
 }
 
 
@@ -161,6 +180,63 @@ def child_argv(command: Sequence[str], config: MemberConfig, hold_until: Path | 
     if hold_until is not None:
         argv += ["--hold-until", str(hold_until)]
     return argv
+
+
+def host_argv(
+    command: Sequence[str], configs: Sequence[MemberConfig], hold_until: Path | None = None
+) -> list[str]:
+    """A host's command line: as :func:`child_argv`, with ``--member NAME`` (``NAME=INSTANCE_ID`` for a
+    static member) per member, in slot order, instead of ``--name`` and ``--group-instance-id``. The
+    members share the first one's addresses, group, topic and properties."""
+    first = configs[0]
+    argv = [*command, "--bootstrap", first.bootstrap, "--group", first.group, "--topic", first.topic]
+    for c in configs:
+        argv += ["--member", c.name if c.group_instance_id is None else f"{c.name}={c.group_instance_id}"]
+    for name, value in first.properties.items():
+        argv += ["-X", f"{name}={value}"]
+    if hold_until is not None:
+        argv += ["--hold-until", str(hold_until)]
+    return argv
+
+
+def make_host(
+    configs: Sequence[MemberConfig],
+    history: History,
+    on_change: Callable[[str], OnChange | None] | None = None,
+    hold_until: Path | None = None,
+) -> ClientMember:
+    """The members ``configs`` (one client, group, topic and properties) in one child process of a client
+    that hosts (ValueError otherwise); ``on_change(name)``: the callback of member ``name``."""
+    if not configs:
+        raise ValueError("a host needs at least one member")
+    first = configs[0]
+    spec = client_spec(first.client)
+    if not (isinstance(spec, ChildClient) and spec.hosts and spec.kind == "coordinator"):
+        raise ValueError(f"client {first.client!r} cannot run several members in one process")
+    differ = [
+        c.name
+        for c in configs
+        if (c.client, c.bootstrap, c.group, c.topic, dict(c.properties), c.client_version)
+        != (
+            first.client,
+            first.bootstrap,
+            first.group,
+            first.topic,
+            dict(first.properties),
+            first.client_version,
+        )
+    ]
+    if differ:
+        raise ValueError(
+            f"hosted members must share client, group, topic and properties: {differ[0]} differs"
+        )
+    sinks: list[EventSink] = [
+        CoordinatorSink(
+            MemberRecorder(c, SourcedHistory(history, c.name)), on_change(c.name) if on_change else None
+        )
+        for c in configs
+    ]
+    return ChildHost(ChildSpec(host_argv(spec.command_for(first), configs, hold_until), spec.env), sinks)
 
 
 def hold(client: str, hold_until: Path) -> None:
