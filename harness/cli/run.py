@@ -346,6 +346,7 @@ def _execute(
             kafka_home=kafka_home,
         )
     )
+    session.build_clients(lambda line: click.echo(line, err=True))  # stdout may be --json's document
     view = ProgressView()
     try:
         with view:

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.cli.completion import complete_scenario
+from harness.run.clients import check_clients
 from harness.run.estimate import UnitEstimate, run_estimate
 from harness.run.runner import planned_cases
 from harness.scenario import builtin_names, expand, left_out, load_scenario
@@ -130,6 +131,7 @@ def check(scenario: str, overrides: tuple[str, ...]) -> None:
     then the timeline, the number of units and an estimate of the run's duration."""
     s = load_scenario(scenario, overrides)
     cases = planned_cases(s)
+    check_clients(cases)
     for case in cases:
         click.echo(f"{s.name}: {case.label}: {case.members} members, {case.partitions} partitions")
     for out in left_out(s):

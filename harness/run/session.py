@@ -34,7 +34,9 @@ from harness.cluster.java import check_java
 from harness.cluster.kafka_dist import kafka_home
 from harness.images import image_names
 from harness.kernel.errors import ConfigError
+from harness.members.clients.registry import ChildClient, client_spec
 from harness.report import load_metrics, render_report
+from harness.run.clients import build_clients, case_clients, check_clients
 from harness.run.runner import RunOptions, RunResult, run_scenario, unit_columns
 from harness.scenario import Case, Scenario, expand, load_scenario
 
@@ -66,7 +68,14 @@ class Session:
     def run(self, progress: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
         """Run every unit, reporting progress to ``progress``."""
         self.options.progress = progress
+        build_clients(expand(self.scenario))
         return run_scenario(self.scenario, self.options)
+
+    def build_clients(self, echo: Callable[[str], None] | None = None) -> None:
+        """Build the client programs the run needs now (progress lines to ``echo``), rather than silently
+        at the start of :meth:`run`."""
+        build_clients(expand(self.scenario), echo)
+        expand(self.scenario)  # the cases again: a built client's own property names are checked now
 
 
 def prepare(req: SessionRequest) -> Session:
@@ -99,6 +108,13 @@ def prepare(req: SessionRequest) -> Session:
         # run directory is made; the runner constructs its own per unit.
         ExternalCluster(req.zookeeper, req.bootstrap or "")
     _check_kafka_homes(cases, req)
+    check_clients(cases)
+    if req.members_in_containers and any(
+        isinstance(client_spec(c), ChildClient) for c, _ in case_clients(cases)
+    ):
+        raise ConfigError(
+            "--members-in-containers runs the Python clients only (not java, kafka-go, franz-go)"
+        )
     options = RunOptions(
         backend=req.backend,
         out=req.out,

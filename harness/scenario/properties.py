@@ -14,7 +14,8 @@ Contract
   every name must be a property that client knows (Kafka's dotted name; kafka-python and aiokafka take
   them as ``snake_case`` keyword arguments, so ``session.timeout.ms`` is ``session_timeout_ms``; java
   checks them against ``ConsumerConfig.configNames()`` of its version, dumped when the member was built,
-  :func:`java_config_names`, so no JVM starts here), not one
+  :func:`java_config_names`, so no JVM starts here; a version not built yet has its names checked when a
+  run has built it, before anything starts), not one
   the harness sets itself (:data:`HARNESS_PROPERTIES`), with a value of the right kind. A ValueError
   names the first bad name and the client. :func:`check_producer_properties` does the same for the
   workload's kafka-python producer (``[workload.properties]``).
@@ -232,25 +233,21 @@ def java_member_dir(version: str) -> Path:
     return cache_dir() / JAVA_MEMBER_DIR / version
 
 
-def java_config_names(version: str | None) -> frozenset[str]:
+def java_config_names(version: str | None) -> frozenset[str] | None:
     """The consumer property names of the java client ``version`` (``ConsumerConfig.configNames()``, dumped
-    when the member was built); ValueError saying to build it when it is not built."""
-    v = java_version(version)
-    path = java_member_dir(v) / JAVA_CONFIG_NAMES
+    when the member was built); None when it is not built here (a run builds it, then checks again)."""
+    path = java_member_dir(java_version(version)) / JAVA_CONFIG_NAMES
     try:
         names = json.loads(path.read_text())
     except (OSError, ValueError):
-        raise ValueError(
-            f"the java client (kafka-clients {v}) is not built here: run `herdlab clients build java` "
-            "for that version first (its properties are checked against the built client)"
-        ) from None
+        return None
     return frozenset(str(n) for n in names)
 
 
 def _check_java(props: Mapping[str, PropertyValue], version: str | None) -> None:
     known = java_config_names(version)
     for name in props:
-        if name not in known:
+        if known is not None and name not in known:
             raise ValueError(f"unknown java property {name!r}")
     if str(props.get("group.protocol", "")).lower() == "consumer":
         for name in CLASSIC_ONLY:

@@ -65,6 +65,7 @@ __all__ = [
     "OnChange",
     "PythonClient",
     "child_argv",
+    "built_clients",
     "client_spec",
     "clients_of",
     "hold",
@@ -72,6 +73,7 @@ __all__ = [
     "make_host",
     "make_member",
     "member_class",
+    "missing_for",
 ]
 
 #: The two member kinds (:data:`harness.kernel.events.MEMBER_KINDS`).
@@ -99,6 +101,11 @@ class ChildClient:
     env: Mapping[str, str] = field(default_factory=dict[str, str])
     #: the program can run several members in one process (:func:`host_argv`'s ``--member``, lines with ``m``)
     hosts: bool = False
+    #: builds the program of a version (None: its default) into herdlab's cache, idempotent, progress lines
+    #: through the callable given; returns where it is (None: nothing to build)
+    build: Callable[[str | None, Progress | None], Path] | None = None
+    #: what this machine lacks to run or build a version (a short sentence), or None
+    missing: Callable[[str | None], str | None] | None = None
 
     def command_for(self, config: MemberConfig) -> Sequence[str]:
         """The start of the command line of the member ``config``."""
@@ -106,6 +113,8 @@ class ChildClient:
 
 
 ClientSpec = PythonClient | ChildClient
+#: a progress callback: one line of text per long step
+Progress = Callable[[str], None]
 
 
 def _kafka_python() -> type[ClientMemberBase]:
@@ -129,6 +138,20 @@ def _java(config: MemberConfig) -> Sequence[str]:
     return command(config)
 
 
+def _java_build(version: str | None, progress: Progress | None) -> Path:
+    # deferred: start-up: only a set-up loads the build's module
+    from harness.members import java_dist
+
+    return java_dist.build("java", version, progress=progress)
+
+
+def _java_missing(version: str | None) -> str | None:
+    # deferred: start-up: only a check loads the build's module
+    from harness.members import java_dist
+
+    return java_dist.missing("java", version)
+
+
 def _aiokafka() -> type[ClientMemberBase]:
     # deferred: start-up: a member process loads only the client library it runs
     from harness.members.clients.aiokafka import AiokafkaMember
@@ -141,8 +164,22 @@ CLIENT_SPECS: dict[str, ClientSpec] = {
     "kafka-python": PythonClient(_kafka_python, library="kafka"),
     "librdkafka": PythonClient(_librdkafka, library="confluent_kafka"),
     "aiokafka": PythonClient(_aiokafka, library="aiokafka"),
-    "java": ChildClient(_java, kind="coordinator", hosts=True),
+    "java": ChildClient(_java, kind="coordinator", hosts=True, build=_java_build, missing=_java_missing),
 }
+
+
+def built_clients() -> tuple[str, ...]:
+    """The clients whose program is built at set-up (``herdlab clients build``), in the table's order."""
+    return tuple(n for n, s in CLIENT_SPECS.items() if isinstance(s, ChildClient) and s.build is not None)
+
+
+def missing_for(client: str, version: str | None = None) -> str | None:
+    """What this machine lacks to run ``client`` at ``version`` (a sentence naming the client), or None: a
+    Python client lacks nothing here (its library is a dependency of herdlab)."""
+    spec = client_spec(client)
+    if isinstance(spec, ChildClient) and spec.missing is not None and (why := spec.missing(version)):
+        return f"client {client!r} cannot run here: {why}"
+    return None
 
 
 def client_spec(client: str) -> ClientSpec:

@@ -219,6 +219,9 @@ class _FakeSession:
 
         self.scenario = S()
 
+    def build_clients(self, echo: Any = None) -> None:
+        return None  # herd's clients are Python libraries: nothing to build
+
     def run(self, progress: Any = None) -> RunResult:
         d = self.out / "herd" / "20260101-000000-abcd"
         d.mkdir(parents=True)
