@@ -4,7 +4,7 @@
   400 ms). Tests share it: use unique group / path names.
 * ``fresh_zookeeper``: a server of the test's own, for tests that read ``mntr`` deltas or kill it.
 
-Tests marked ``bench``, ``containers``, ``migration``, ``failover``, ``long`` or ``kafka`` run only when the ``-m`` expression
+Tests marked ``bench``, ``containers``, ``migration``, ``failover``, ``long``, ``kafka`` or ``clients`` run only when the ``-m`` expression
 names that marker (``-m bench``, ``-m containers``, ``-m migration``, ``-m failover``, ``-m "containers or not containers"``);
 otherwise they are deselected, whatever else ``-m`` says (:mod:`tests.support.selection`). So ``./herdlab test`` and
 ``./herdlab test -m "not slow"`` both leave them out.

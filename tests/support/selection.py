@@ -1,6 +1,6 @@
 """Which marked tests a run selects (used by ``tests/conftest.py``).
 
-Tests marked ``bench``, ``containers``, ``migration``, ``failover``, ``long`` or ``kafka`` run only when the ``-m`` expression names that marker. pytest keeps
+Tests marked ``bench``, ``containers``, ``migration``, ``failover``, ``long``, ``kafka`` or ``clients`` run only when the ``-m`` expression names that marker. pytest keeps
 only the last ``-m`` given, so an ``-m`` in the default options would be lost to ``-m "not slow"``; this
 rule holds whatever ``-m`` the command line has.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-OPT_IN_MARKERS = ("bench", "containers", "migration", "failover", "long", "kafka")
+OPT_IN_MARKERS = ("bench", "containers", "migration", "failover", "long", "kafka", "clients")
 
 
 def opted_out_markers(markexpr: str) -> set[str]:

@@ -118,11 +118,21 @@ def _aiokafka() -> type[ClientMemberBase]:
     return AiokafkaMember
 
 
+def _go_command(config: MemberConfig) -> Sequence[str]:
+    # deferred: only a Go member's process needs its build's location
+    from harness.members.go_dist import command
+
+    return command(config)
+
+
 #: Each client's spec, by name (see the module contract).
 CLIENT_SPECS: dict[str, ClientSpec] = {
     "kafka-python": PythonClient(_kafka_python, library="kafka"),
     "librdkafka": PythonClient(_librdkafka, library="confluent_kafka"),
     "aiokafka": PythonClient(_aiokafka, library="aiokafka"),
+    # Go programs of herdlab's, built at set-up (harness.members.go_dist)
+    "kafka-go": ChildClient(_go_command, kind="coordinator"),
+    "franz-go": ChildClient(_go_command, kind="coordinator"),
 }
 
 
