@@ -275,23 +275,28 @@ def test_a_stalled_member_heartbeats_on_until_a_rebalance_then_is_removed_and_re
         time.sleep(0.1)  # not a synchronisation: the broker's history is watched over the whole window
     assert len(h0.of("record")) == len(produced)
 
-    # Another member joins: the stalled member cannot rejoin, and the broker removes it after the
-    # rebalance timeout; the newcomer gets every partition.
+    # Another member joins: the stalled member cannot take part, and the broker removes it; the newcomer
+    # gets every partition. kafka-go's heartbeat goroutine ended with the generation (the rebalance's
+    # heartbeat error ends it), so the broker expires its session (2 s, before the 3 s rebalance
+    # timeout); franz-go heart-beats on while its revoke waits for the poll loop, so it is removed by the
+    # rebalance timeout (the largest of the members': both have 3 s).
     t_join = time.monotonic()
-    group.start("m1", client, **fetch)
+    group.start("m1", client, **fetch, **{"max.poll.interval.ms": str(rebalance_timeout_ms)})
     wait_until(
         lambda: group.owned_by({"m1": set(range(PARTITIONS))}, 1),
         timeout=rebalance_timeout_ms / 1000 + 20,
         what="m1 alone after the stalled m0 was removed",
     )
-    assert time.monotonic() - t_join >= rebalance_timeout_ms / 1000 * 0.9
+    if client == "franz-go":
+        assert time.monotonic() - t_join >= rebalance_timeout_ms / 1000
     assert len(h0.of("record")) == len(produced)  # still stalled
 
     _command(m0, "unstall")
     wait_until(lambda: group.split(("m0", "m1")), timeout=40, what="m0 back in the group with m1")
     rejected = h0.of("commit_rejected")
     assert rejected, "the fenced member's commit was not rejected"
-    assert all(isinstance(e["code"], int) and e["error"].isupper() for e in rejected), rejected
+    # the broker no longer knows the member: Kafka's UNKNOWN_MEMBER_ID, from each client's own result
+    assert {(e["error"], e["code"]) for e in rejected} == {("UNKNOWN_MEMBER_ID", 25)}, rejected
     # every record produced during the stall is processed, by m1 or by m0 once back
     h1 = group.histories["m1"]
     wait_until(
@@ -341,6 +346,17 @@ def test_a_go_members_history_has_the_kinds_and_fields_of_a_kafka_python_members
         finally:
             group.stop_all()
         shapes[c] = _shape(group.histories["m0"])
+    acted = {
+        "ready",
+        "started",
+        "assigned",
+        "rebalance_end",
+        "record",
+        "commit",
+        "rebalance_begin",
+        "revoked",
+    }
+    assert acted | {"stopped"} <= set(shapes["kafka-python"])
     assert set(shapes[client]) == set(shapes["kafka-python"])
     for kind, fields in shapes["kafka-python"].items():
         assert shapes[client][kind] == fields, kind
