@@ -9,8 +9,9 @@ Contract
   through a ``replace`` directive).
 * :func:`build`: ``go build`` of the client's program into ``<cache>/go-member/<client>-<version>/member``,
   with the program's option table beside it (``options.json``: the program's ``--options``); the
-  directory appears whole or not at all (built beside it, renamed). Idempotent: a built version is not
-  built again. The build downloads the pinned modules through the module proxy (``GOPROXY``, the Go
+  directory appears whole or not at all (built beside it, renamed). Idempotent: a member built from the
+  same sources (:func:`sources_digest`, kept in its marker) is not built again; one built from other
+  sources is rebuilt and replaced. The build downloads the pinned modules through the module proxy (``GOPROXY``, the Go
   default unless the user set one) into Go's module cache and checks them against ``go.sum``
   (``-mod=readonly``; ``GOTOOLCHAIN=local``: the Go on PATH builds or says why not, no other toolchain is
   fetched; ``GOWORK=off``; ``CGO_ENABLED=0``). ``GOCACHE``/``GOMODCACHE`` are Go's own unless they
@@ -21,11 +22,13 @@ Contract
   is missing (no ``go`` on PATH, or a Go older than the program's ``go.mod`` needs). No network probe.
 * :func:`command`: the start of a member's command line (the built program); ConfigError saying how to
   build it when it is not built, ValueError naming a property the client cannot take
-  (:func:`harness.scenario.properties.go_options`).
+  (:func:`harness.scenario.properties.go_options`) or a static member of a client without static
+  membership (kafka-go).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -39,7 +42,7 @@ from pathlib import Path
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import ConfigError
 from harness.members.recorder import MemberConfig
-from harness.scenario.properties import GO_PROGRAMS, go_options
+from harness.scenario.properties import GO_PROGRAMS, STATIC_MEMBERSHIP, go_options
 
 #: client -> the pinned version of its Go module (github.com/segmentio/kafka-go, github.com/twmb/franz-go)
 GO_CLIENTS = {"kafka-go": "0.4.51", "franz-go": "1.22.3"}
@@ -68,6 +71,26 @@ def build_dir(client: str, version: str | None = None) -> Path:
     return cache_root() / f"{client}-{resolve_version(client, version)}"
 
 
+def sources_digest(client: str) -> str:
+    """A digest of the sources ``client``'s member is built from (its program and the common module):
+    a build is current only while they are unchanged."""
+    h = hashlib.sha256()
+    for directory in (SOURCES / GO_PROGRAMS[client], SOURCES / "common"):
+        for f in sorted(directory.iterdir()):
+            if f.suffix in (".go", ".mod", ".sum", ".json"):
+                h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def built(client: str, version: str | None = None) -> bool:
+    """Whether ``client``'s member is built from the current sources."""
+    try:
+        marker = json.loads((build_dir(client, version) / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return marker.get("sources") == sources_digest(client)
+
+
 def _required_go(client: str) -> tuple[int, int]:
     """The Go release the program's go.mod needs (its ``go`` line), as (major, minor)."""
     text = (SOURCES / GO_PROGRAMS[client] / "go.mod").read_text()
@@ -89,7 +112,7 @@ def _go_version(go: str) -> tuple[int, int] | None:
 def missing(client: str, version: str | None) -> str | None:
     """What is missing to run or build ``client`` here (see the module contract), or None."""
     v = resolve_version(client, version)
-    if (build_dir(client, v) / MARKER).exists():
+    if built(client, v):
         return None
     need = "{}.{}".format(*_required_go(client))
     go = shutil.which("go")
@@ -129,7 +152,7 @@ def build(
     """Build ``client``'s member (see the module contract); its directory."""
     v = resolve_version(client, version)
     dest = build_dir(client, v)
-    if (dest / MARKER).exists():
+    if built(client, v):
         return dest
     why = missing(client, v)
     if why is not None:
@@ -167,13 +190,16 @@ def build(
             [str(work / PROGRAM), "--options"], capture_output=True, text=True, timeout=60, check=True
         ).stdout
         (work / "options.json").write_text(options)
-        (work / MARKER).write_text(
-            json.dumps({"client": client, "version": v, "go": _go_version(go), "build_s": round(seconds, 1)})
-        )
+        marker = {"client": client, "version": v, "sources": sources_digest(client), "go": _go_version(go)}
+        (work / MARKER).write_text(json.dumps({**marker, "build_s": round(seconds, 1)}))
+        if dest.exists():  # a build of older sources: set aside, replaced whole
+            stale = Path(tempfile.mkdtemp(prefix=f".{client}-{v}-stale-", dir=dest.parent))
+            dest.rename(stale / "old")
+            shutil.rmtree(stale, ignore_errors=True)
         try:
             work.rename(dest)
         except OSError:
-            if not (dest / MARKER).exists():  # not a concurrent build of the same version that won
+            if not built(client, v):  # not a concurrent build of the same sources that won
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -183,10 +209,12 @@ def build(
 def command(config: MemberConfig) -> list[str]:
     """The start of the command line of a member of ``config.client`` (see the module contract)."""
     go_options(config.client, config.properties)
+    if config.group_instance_id is not None and config.client not in STATIC_MEMBERSHIP:
+        raise ValueError(f"client {config.client!r} has no static membership (group.instance.id)")
     path = build_dir(config.client, config.client_version)
-    if not (path / MARKER).exists():
+    if not built(config.client, config.client_version):
         raise ConfigError(
-            f"the {config.client} member is not built: run `herdlab clients build {config.client}` "
+            f"the {config.client} member is not built (or was built from other sources): run `herdlab clients build {config.client}` "
             "(needs Go and the Go module proxy)"
         )
     return [str(path / PROGRAM)]

@@ -4,6 +4,7 @@ take (properties.go_options and the scenario check), and go_dist's answers witho
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,20 @@ def test_a_member_of_an_unbuilt_go_client_says_how_to_build_it(
     bad = MemberConfig(**{**config.__dict__, "properties": {"Nope": "1"}})
     with pytest.raises(ValueError, match="unknown kafka-go option 'Nope'"):
         go_dist.command(bad)
+    static = MemberConfig(**{**config.__dict__, "group_instance_id": "i-0"})
+    with pytest.raises(ValueError, match="'kafka-go' has no static membership"):
+        go_dist.command(static)
+
+
+def test_a_build_of_other_sources_is_not_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERDLAB_CACHE_DIR", str(tmp_path))
+    home = go_dist.build_dir("franz-go")
+    home.mkdir(parents=True)
+    marker = {"client": "franz-go", "version": "1.22.3", "sources": "0" * 16}
+    (home / go_dist.MARKER).write_text(json.dumps(marker))
+    assert not go_dist.built("franz-go")
+    (home / go_dist.MARKER).write_text(json.dumps({**marker, "sources": go_dist.sources_digest("franz-go")}))
+    assert go_dist.built("franz-go")
 
 
 def test_without_go_on_path_missing_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -66,20 +66,24 @@ def test_no_test_module_imports_another_test_module() -> None:
 @pytest.mark.parametrize(
     ("markexpr", "out"),
     [
-        ("", {"bench", "containers", "migration", "failover", "long", "kafka"}),
-        ("not slow", {"bench", "containers", "migration", "failover", "long", "kafka"}),
-        ("containers", {"bench", "migration", "failover", "long", "kafka"}),
-        ("bench and not slow", {"containers", "migration", "failover", "long", "kafka"}),
-        ("containers or bench", {"migration", "failover", "long", "kafka"}),
-        ("migration or failover", {"bench", "containers", "long", "kafka"}),
-        ("migration or failover or long", {"bench", "containers", "kafka"}),
-        ("containers or bench or migration or failover or long", {"kafka"}),
-        ("kafka and (long or not long)", {"bench", "containers", "migration", "failover"}),
+        ("", {"bench", "containers", "migration", "failover", "long", "kafka", "clients"}),
+        ("not slow", {"bench", "containers", "migration", "failover", "long", "kafka", "clients"}),
+        ("containers", {"bench", "migration", "failover", "long", "kafka", "clients"}),
+        ("bench and not slow", {"containers", "migration", "failover", "long", "kafka", "clients"}),
+        ("containers or bench", {"migration", "failover", "long", "kafka", "clients"}),
+        ("migration or failover", {"bench", "containers", "long", "kafka", "clients"}),
+        ("migration or failover or long", {"bench", "containers", "kafka", "clients"}),
+        ("containers or bench or migration or failover or long", {"kafka", "clients"}),
+        ("kafka and (long or not long)", {"bench", "containers", "migration", "failover", "clients"}),
         (
             "not benchmarks",
-            {"bench", "containers", "migration", "failover", "long", "kafka"},
+            {"bench", "containers", "migration", "failover", "long", "kafka", "clients"},
         ),  # a whole word only
-        ("longer", {"bench", "containers", "migration", "failover", "long", "kafka"}),  # a whole word only
+        ("clients", {"bench", "containers", "migration", "failover", "long", "kafka"}),
+        (
+            "longer",
+            {"bench", "containers", "migration", "failover", "long", "kafka", "clients"},
+        ),  # a whole word only
     ],
 )
 def test_opt_in_markers_run_only_when_the_mark_expression_names_them(markexpr: str, out: set[str]) -> None:

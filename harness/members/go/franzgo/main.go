@@ -344,10 +344,10 @@ func main() {
 		m.opts = append(m.opts, kgo.InstanceID(m.args.GroupInstanceID))
 	}
 
+	go common.ReadCommands(m.gate)
+	common.Hold(m.args.HoldUntil) // a signal before the release ends the program as any process
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go common.ReadCommands(m.gate)
-	common.Hold(m.args.HoldUntil)
 
 	common.Out("ready", nil)
 	cl, err := kgo.NewClient(m.opts...)

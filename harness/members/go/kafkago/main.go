@@ -298,10 +298,10 @@ func main() {
 	readerCfg := reader.Config() // the partition readers' settings with kafka-go's defaults
 	_ = reader.Close()
 
+	go common.ReadCommands(m.gate)
+	common.Hold(m.args.HoldUntil) // a signal before the release ends the program as any process
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go common.ReadCommands(m.gate)
-	common.Hold(m.args.HoldUntil)
 
 	common.Out("ready", nil)
 	cg, err := kafka.NewConsumerGroup(m.cfg)
