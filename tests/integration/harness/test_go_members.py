@@ -418,3 +418,76 @@ def test_stdin_at_end_of_file_ends_the_program_at_once_and_an_unknown_command_is
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
+
+
+@pytest.fixture
+def franz_group(go_members: dict[str, Path], broker_factory: BrokerFactory, tmp_path: Path) -> Iterator[Any]:
+    groups: list[ClientGroup] = []
+
+    def make(assignor: str, *extra: str) -> ClientGroup:
+        broker = broker_factory(extra_args=FAST_BROKER)
+        create_topic(broker, "t", PARTITIONS)
+        options = (*OPTIONS, "-X", "FetchMaxWait=200ms", "--assignor", assignor, *extra)
+        g = ClientGroup(broker, tmp_path, "g-franz", "t", PARTITIONS, "franz-go", options)
+        groups.append(g)
+        return g
+
+    yield make
+    for g in groups:
+        g.stop_all()
+
+
+def test_franz_go_cooperative_sticky_revokes_only_the_partitions_that_move_on_a_join(
+    franz_group: Any, tmp_path: Path
+) -> None:
+    g: ClientGroup = franz_group("cooperative-sticky")
+    g.start("m0")
+    g.start("m1")
+    before = g.wait_balanced("two cooperative members")
+    with HistoryWriter(tmp_path / "producer.jsonl", "producer") as h:
+        producer = Producer(ProducerConfig(bootstrap=g.broker.bootstrap, topic=g.topic, rate=300), h)
+        t = threading.Thread(target=producer.run)
+        t.start()
+        try:
+            wait_until(
+                lambda: (
+                    len(_kinds(g.events("m0"), "record")) > 20 and len(_kinds(g.events("m1"), "record")) > 20
+                ),
+                timeout=30,
+                what="both members consuming",
+            )
+            join_ns = time.time_ns()
+            g.start("m2")
+            after = g.wait_balanced("after m2's join")
+            end_ns = time.time_ns()
+        finally:
+            producer.stop()
+            t.join(30)
+    kept = {n: before[n] & after[n] for n in ("m0", "m1")}
+    moved = {n: before[n] - after[n] for n in ("m0", "m1")}
+    assert after["m2"] and sum(len(ps) for ps in moved.values()) == len(after["m2"])
+    for n in ("m0", "m1"):
+        assert kept[n], f"{n} kept nothing: {before} -> {after}"
+        events = [e for e in g.events(n) if join_ns <= e["ts_ns"] <= end_ns]
+        revoked = {e["partition"] for e in _kinds(events, "revoked")}
+        assert revoked == moved[n], f"{n} revoked {revoked}, moved {moved[n]}"
+        assert all(not e["lost"] for e in _kinds(events, "revoked"))
+
+
+def test_a_franz_go_static_member_restart_within_the_session_timeout_causes_no_rebalance(
+    franz_group: Any,
+) -> None:
+    g: ClientGroup = franz_group("range", "--session-timeout-ms", "6000")
+    g.start("s0", "--group-instance-id", "i0")
+    g.start("s1", "--group-instance-id", "i1")
+    before = g.wait_balanced("two static members")
+    rebalances = len(g.broker_events("rebalance_begin"))
+    generation = g.stable
+    g.kill("s1")
+    g.start("s1", "--group-instance-id", "i1")  # back well within the 6 s session
+    after = g.wait_balanced("after the static restart")
+    assert after == before
+    assert g.stable == generation
+    assert len(g.broker_events("rebalance_begin")) == rebalances
+    (started, _) = _kinds(g.events("s1"), "started")
+    assert started["static"] is True
