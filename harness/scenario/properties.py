@@ -206,6 +206,20 @@ def go_option_table(client: str) -> dict[str, Any]:
 _GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$|^0$")
 
 
+_GO_UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
+_GO_UNITS_NS["h"] = 60 * _GO_UNITS_NS["m"]
+
+
+def go_duration_ms(text: str) -> float | None:
+    """A Go duration (``1m30s``, ``250ms``) in milliseconds; None when ``text`` is not one."""
+    if not _GO_DURATION.match(text):
+        return None
+    if text == "0":
+        return 0.0
+    parts = re.findall(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)", text)
+    return sum(float(n) * _GO_UNITS_NS[u] for n, u in parts) / 1e6
+
+
 def _go_value_error(option: Mapping[str, Any], value: str) -> str | None:
     """Why ``value`` is not a value of the Go option ``option`` (None: it is)."""
     kind = option["type"]

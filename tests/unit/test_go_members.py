@@ -14,7 +14,7 @@ from harness.members import go_dist
 from harness.members.recorder import MemberConfig
 from harness.run.launch import Endpoints, coordinator_argv
 from harness.scenario import load_scenario
-from harness.scenario.properties import check_client_properties, go_option_table, go_options
+from harness.scenario.properties import check_client_properties, go_duration_ms, go_option_table, go_options
 
 
 def test_kafka_gos_typed_shorthands_become_its_consumer_group_fields() -> None:
@@ -185,3 +185,22 @@ def test_without_go_on_path_missing_says_so(tmp_path: Path, monkeypatch: pytest.
 def test_gos_last_error_line_is_the_one_reported() -> None:
     out = 'go: downloading x v1\n\ngo: github.com/x@v1: Get "https://proxy.golang.org/x": dial tcp: refused\n'
     assert go_dist.go_error(out) == 'go: github.com/x@v1: Get "https://proxy.golang.org/x": dial tcp: refused'
+
+
+def test_go_durations_in_milliseconds() -> None:
+    assert go_duration_ms("250ms") == 250
+    assert go_duration_ms("1m30s") == 90_000
+    assert go_duration_ms("1.5s") == 1_500
+    assert go_duration_ms("0") == 0
+    assert go_duration_ms("10") is None and go_duration_ms("soon") is None
+
+
+def test_a_go_clients_fetch_wait_bounds_the_processing_gap() -> None:
+    from harness.scenario.processing import fetch_and_poll_ms
+
+    kafka_go = _load('group.coordinator.client="kafka-go"')
+    assert fetch_and_poll_ms(kafka_go, "coordinator") == 10_000 + 200  # MaxWait's default, one poll window
+    franz = _load(
+        'group.coordinator.client="franz-go"', 'group.coordinator.properties={FetchMaxWait="300ms"}'
+    )
+    assert fetch_and_poll_ms(franz, "coordinator") == 300 + 200
