@@ -204,3 +204,43 @@ def test_a_go_clients_fetch_wait_bounds_the_processing_gap() -> None:
         'group.coordinator.client="franz-go"', 'group.coordinator.properties={FetchMaxWait="300ms"}'
     )
     assert fetch_and_poll_ms(franz, "coordinator") == 300 + 200
+
+
+FAKE_GO = """#!/bin/sh
+if [ "$1" = env ]; then echo go1.26.0; exit 0; fi
+echo "go: downloading github.com/twmb/franz-go v1.22.3" >&2
+echo 'go: github.com/twmb/franz-go@v1.22.3: Get "https://proxy.golang.org/x": dial tcp: lookup proxy.golang.org: no such host' >&2
+exit 1
+"""
+
+
+def test_a_build_that_cannot_reach_the_proxy_is_one_line_with_gos_last_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "go").write_text(FAKE_GO)
+    (bin_dir / "go").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("HERDLAB_CACHE_DIR", str(tmp_path / "cache"))
+    lines: list[str] = []
+    with pytest.raises(ConfigError) as e:
+        go_dist.build("franz-go", progress=lines.append)
+    assert str(e.value) == (
+        "go build of the franz-go member failed: go: github.com/twmb/franz-go@v1.22.3: "
+        'Get "https://proxy.golang.org/x": dial tcp: lookup proxy.golang.org: no such host'
+    )
+    assert lines == ["building the franz-go 1.22.3 member with go build (modules from the Go module proxy)"]
+    assert list((tmp_path / "cache" / "go-member").iterdir()) == []  # nothing half-built is left
+
+
+def test_a_go_older_than_the_program_needs_is_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "go").write_text("#!/bin/sh\necho go1.21.5\n")
+    (tmp_path / "go").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("HERDLAB_CACHE_DIR", str(tmp_path / "cache"))
+    assert go_dist.missing("kafka-go", None) == (
+        f"the kafka-go member needs Go 1.23 or newer; {tmp_path / 'go'} is go1.21"
+    )
