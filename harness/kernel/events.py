@@ -241,7 +241,7 @@ def failed_attempt(kind: str | None, outcome: str | None) -> bool:
 STORES = ("zookeeper", "kafka")
 MEMBER_KINDS = ("legacy_zk", "coordinator")
 #: The client libraries of coordinator members (the ``client`` field) and the brokers (``cluster.broker``).
-CLIENTS = ("kafka-python", "librdkafka", "aiokafka", "java")
+CLIENTS = ("kafka-python", "librdkafka", "aiokafka", "java", "kafka-go", "franz-go")
 BROKERS = ("herdlab", "tansu", "apache-kafka", "external")
 
 

@@ -211,7 +211,7 @@ class CoordinatorSettings(Strict):
     broker's group coordinator. The typed client keys are shorthands of Kafka properties
     (:data:`harness.scenario.properties.COORDINATOR_SHORTHANDS`)."""
 
-    client: Literal["kafka-python", "librdkafka", "aiokafka", "java"] = Field(
+    client: Literal["kafka-python", "librdkafka", "aiokafka", "java", "kafka-go", "franz-go"] = Field(
         default="kafka-python", description="the members' Kafka client library"
     )
     client_version: str | None = Field(
@@ -221,7 +221,8 @@ class CoordinatorSettings(Strict):
     )
     properties: dict[str, PropertyValue] = Field(
         default_factory=dict[str, PropertyValue],
-        description="Kafka consumer properties (dotted names), checked against the client's own",
+        description="Kafka consumer properties (dotted names; the Go clients: their own option names), "
+        "checked against the client's own",
     )
 
     session_timeout_ms: int = Field(default=6000, ge=1)

@@ -17,7 +17,8 @@ records of one partition lie further apart than this bound, so silence is never 
   the member cannot see the next one sooner.
 
 The fetch wait is the client's property where the case sets one (``fetch.max.wait.ms``; librdkafka's
-``fetch.wait.max.ms``), else its default (:data:`CLIENT_FETCH_WAIT_MS`); legacy_zk's fetcher uses 0.8's
+``fetch.wait.max.ms``; the Go clients' own options, Go durations: kafka-go's ``MaxWait``, franz-go's
+``FetchMaxWait``), else its default (:data:`CLIENT_FETCH_WAIT_MS`); legacy_zk's fetcher uses 0.8's
 ``fetch.wait.max.ms`` default (:data:`legacy_zk.fetcher.FETCH_MAX_WAIT_MS`) and its poll window
 (:data:`legacy_zk.fetcher.POLL_MS`); every coordinator member polls in windows of
 :data:`MEMBER_POLL_TIMEOUT_MS`.
@@ -26,6 +27,7 @@ The fetch wait is the client's property where the case sets one (``fetch.max.wai
 from __future__ import annotations
 
 from harness.scenario.model import Scenario
+from harness.scenario.properties import go_duration_ms
 from legacy_zk.fetcher import FETCH_MAX_WAIT_MS, POLL_MS
 
 #: intervals between two records of one partition that a processing interval may stay silent
@@ -40,6 +42,9 @@ CLIENT_FETCH_WAIT_MS = {
     "aiokafka": ("fetch.max.wait.ms", 500),
     "librdkafka": ("fetch.wait.max.ms", 500),
     "java": ("fetch.max.wait.ms", 500),
+    # kafka-go: each partition reader's MaxWait (10s); franz-go: FetchMaxWait (5s)
+    "kafka-go": ("MaxWait", 10_000),
+    "franz-go": ("FetchMaxWait", 5_000),
 }
 
 
@@ -50,8 +55,9 @@ def fetch_and_poll_ms(scenario: Scenario, impl: str) -> int:
     c = scenario.group.coordinator
     name, default = CLIENT_FETCH_WAIT_MS[c.client]
     value = c.properties.get(name, default)
+    duration = go_duration_ms(str(value)) if isinstance(value, str) else None
     try:
-        wait = int(str(value))
+        wait = int(duration) if duration is not None else int(str(value))
     except ValueError:
         wait = default  # the client itself refuses such a value when the members start
     return wait + MEMBER_POLL_TIMEOUT_MS

@@ -4,9 +4,11 @@ Contract
 --------
 * :data:`CLIENTS` are the client libraries a coordinator member can run on (``group.coordinator.client``):
   ``kafka-python`` (unmodified kafka-python), ``librdkafka`` (confluent-kafka, the C client),
-  ``aiokafka`` and ``java`` (Kafka's own ``KafkaConsumer``, :mod:`harness.members.java_dist`). :data:`ASSIGNORS` names, per client, the assignors it has (Kafka's names: range,
-  roundrobin, sticky, cooperative-sticky); :data:`STATIC_MEMBERSHIP` the clients with
-  ``group.instance.id`` (KIP-345). :data:`CLIENT_VERSIONS` names the clients that come in several
+  ``aiokafka``, ``java`` (Kafka's own ``KafkaConsumer``, :mod:`harness.members.java_dist`), and the Go
+  clients ``kafka-go`` (segmentio/kafka-go) and ``franz-go`` (twmb/franz-go), each a small Go program of
+  herdlab's (:mod:`harness.members.go_dist`). :data:`ASSIGNORS` names, per client, the assignors it has
+  (Kafka's names: range, roundrobin, sticky, cooperative-sticky); :data:`STATIC_MEMBERSHIP` the clients
+  with ``group.instance.id`` (KIP-345). :data:`CLIENT_VERSIONS` names the clients that come in several
   versions (``group.coordinator.client_version``; java: kafka-clients of Kafka's lines,
   :mod:`harness.kernel.kafka_versions`, default ``3.9``); :func:`check_client_version` refuses a version for
   any other client.
@@ -17,7 +19,17 @@ Contract
   :func:`java_config_names`, so no JVM starts here; a version not built yet has its names checked when a
   run has built it, before anything starts), not one
   the harness sets itself (:data:`HARNESS_PROPERTIES`), with a value of the right kind. A ValueError
-  names the first bad name and the client. :func:`check_producer_properties` does the same for the
+  names the first bad name and the client.
+* The Go clients take **their own option names**, not Kafka's: kafka-go's ``ConsumerGroupConfig`` /
+  ``ReaderConfig`` field names, franz-go's ``kgo`` option function names (``SessionTimeout = "10s"``),
+  with values in Go's syntax (durations such as ``500ms``; balancers as Kafka's protocol names joined by
+  commas). The names, types and defaults are the client's option table (:func:`go_option_table`:
+  ``harness/members/go/<program>/options.json``, the same file the program embeds and prints with
+  ``--options``). Kafka's dotted names are taken only where the table maps them: the typed shorthands
+  (``session.timeout.ms`` -> ``SessionTimeout``, ``max.poll.interval.ms`` -> ``RebalanceTimeout``,
+  ``partition.assignment.strategy``, ``metadata.max.age.ms``, ``auto.offset.reset``) and the member's
+  commit policy; a client's own name wins over the dotted name mapped to the same option (so a table's
+  ``SessionTimeout`` overrides the typed ``session_timeout_ms``). Any other name is unknown. :func:`check_producer_properties` does the same for the
   workload's kafka-python producer (``[workload.properties]``).
 * :func:`client_cannot_run` says why a client cannot run a group's assignor or static membership: in a
   scenario without a matrix that is an error; a matrix case it concerns is left out of the run and said in
@@ -60,8 +72,12 @@ ASSIGNORS: dict[str, tuple[str, ...]] = {
     "aiokafka": ("range", "roundrobin", "sticky"),
     # Kafka's KafkaConsumer: all four (its own classes; the member maps the names)
     "java": ALL_ASSIGNORS,
+    # kafka-go 0.4.51: RangeGroupBalancer, RoundRobinGroupBalancer (no sticky balancer at all)
+    "kafka-go": ("range", "roundrobin"),
+    "franz-go": ALL_ASSIGNORS,
 }
-STATIC_MEMBERSHIP = ("kafka-python", "librdkafka", "aiokafka", "java")
+# kafka-go has no group.instance.id
+STATIC_MEMBERSHIP = ("kafka-python", "librdkafka", "aiokafka", "java", "franz-go")
 #: Clients with several versions and the versions a scenario names (others have one: the installed or
 #: pinned one). java: Kafka's lines (an exact kafka-clients version works as well).
 CLIENT_VERSIONS: dict[str, tuple[str, ...]] = {"java": tuple(LINES)}
@@ -73,6 +89,10 @@ CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assign
 #: :data:`JAVA_CONFIG_NAMES`, the client's consumer property names as a JSON array).
 JAVA_MEMBER_DIR = "java-member"
 JAVA_CONFIG_NAMES = "config-names.json"
+
+#: The Go clients: client name -> its program's directory under harness/members/go.
+GO_PROGRAMS = {"kafka-go": "kafkago", "franz-go": "franzgo"}
+_GO_SOURCES = Path(__file__).resolve().parent.parent / "members" / "go"
 
 #: Properties the harness sets for every member itself (identity, addresses, subscription).
 HARNESS_PROPERTIES = (
@@ -269,6 +289,97 @@ def without_classic_only(
     return props
 
 
+@functools.cache
+def go_option_table(client: str) -> dict[str, Any]:
+    """The option table of the Go client ``client`` (its program's ``options.json``): ``options`` (name ->
+    ``type``, ``default``, ``values``, ``doc``), ``kafka`` (Kafka's dotted name -> ``option``, and ``unit``
+    ``ms`` or a ``values`` map), ``policy`` and ``harness`` (names carried out or set by herdlab)."""
+    return json.loads((_GO_SOURCES / GO_PROGRAMS[client] / "options.json").read_text())
+
+
+#: A Go duration (time.ParseDuration's syntax; a bare number only for zero).
+_GO_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$|^0$")
+
+
+_GO_UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
+_GO_UNITS_NS["h"] = 60 * _GO_UNITS_NS["m"]
+
+
+def go_duration_ms(text: str) -> float | None:
+    """A Go duration (``1m30s``, ``250ms``) in milliseconds; None when ``text`` is not one."""
+    if not _GO_DURATION.match(text):
+        return None
+    if text == "0":
+        return 0.0
+    parts = re.findall(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)", text)
+    return sum(float(n) * _GO_UNITS_NS[u] for n, u in parts) / 1e6
+
+
+def _go_value_error(option: Mapping[str, Any], value: str) -> str | None:
+    """Why ``value`` is not a value of the Go option ``option`` (None: it is)."""
+    kind = option["type"]
+    if kind == "duration" and not _GO_DURATION.match(value):
+        return "expected a Go duration such as 10s or 500ms"
+    if kind == "int" and not value.lstrip("-").isdigit():
+        return "expected an integer"
+    if kind == "bool" and value not in ("true", "false"):
+        return "expected true or false"
+    if kind in ("balancers", "enum"):
+        parts = value.split(",") if kind == "balancers" else [value]
+        for part in (p.strip() for p in parts):
+            if part not in option["values"]:
+                return f"{part!r} is not one of {', '.join(option['values'])}"
+    return None
+
+
+def go_options(client: str, props: Mapping[str, PropertyValue]) -> dict[str, str]:
+    """The Go client's own options that ``props`` set (see the module contract): Kafka's dotted names the
+    table maps become their option (milliseconds as a Go duration, mapped values), then the client's own
+    names over them; the member policy's names are left out. A ValueError names the first bad name."""
+    table = go_option_table(client)
+    mapped: dict[str, str] = {}
+    own: dict[str, str] = {}
+    for name, raw in props.items():
+        value = property_value(raw)
+        if name in table["harness"]:
+            raise ValueError(f"property {name!r} is set by the harness for every member")
+        if name in table["policy"]:
+            continue
+        kafka = table["kafka"].get(name)
+        if kafka is not None:
+            option = kafka["option"]
+            if kafka.get("unit") == "ms":
+                if not value.isdigit():
+                    raise ValueError(f"{client} property {name!r}: bad value {raw!r} (expected an integer)")
+                converted = f"{value}ms"
+            elif "values" in kafka:
+                if value not in kafka["values"]:
+                    raise ValueError(
+                        f"{client} property {name!r}: bad value {raw!r} "
+                        f"(expected one of {', '.join(sorted(kafka['values']))})"
+                    )
+                converted = kafka["values"][value]
+            else:
+                converted = value
+            why = _go_value_error(table["options"][option], converted)
+            if why is not None:
+                if name == "partition.assignment.strategy":
+                    raise ValueError(
+                        f"{client} has no assignor {value!r} (it has: {', '.join(ASSIGNORS[client])})"
+                    )
+                raise ValueError(f"{client} property {name!r}: bad value {raw!r} ({why})")
+            mapped[option] = converted
+            continue
+        option_spec = table["options"].get(name)
+        if option_spec is None:
+            raise ValueError(f"unknown {client} option {name!r} (its options: {', '.join(table['options'])})")
+        why = _go_value_error(option_spec, value)
+        if why is not None:
+            raise ValueError(f"{client} option {name!r}: bad value {raw!r} ({why})")
+        own[name] = value
+    return {**mapped, **own}
+
+
 def check_client_properties(
     client: str, props: Mapping[str, PropertyValue], version: str | None = None
 ) -> None:
@@ -290,6 +401,8 @@ def check_client_properties(
         _check_librdkafka(own)
     elif client == "java":
         _check_java(props, version)
+    elif client in GO_PROGRAMS:
+        go_options(client, own)
     else:
         raise ValueError(f"unknown client {client!r} (known: {', '.join(CLIENTS)})")
 

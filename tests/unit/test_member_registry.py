@@ -38,7 +38,8 @@ def _config(client: str, **kw: Any) -> MemberConfig:
 
 
 def test_the_table_holds_exactly_the_kernels_client_names_in_its_order() -> None:
-    assert tuple(CLIENT_SPECS) == CLIENTS == ("kafka-python", "librdkafka", "aiokafka", "java")
+    assert tuple(CLIENT_SPECS) == CLIENTS
+    assert CLIENTS == ("kafka-python", "librdkafka", "aiokafka", "java", "kafka-go", "franz-go")
     assert clients_of("coordinator") == CLIENTS
     assert clients_of("legacy_zk") == ()
     assert set(get_args(MemberKind)) == set(MEMBER_KINDS)
@@ -49,7 +50,7 @@ def test_the_scenario_models_client_choice_is_the_kernels_list() -> None:
 
 
 def test_each_python_client_has_its_member_class_and_library() -> None:
-    python = [c for c in CLIENTS if isinstance(CLIENT_SPECS[c], PythonClient)]
+    python = [c for c, s in CLIENT_SPECS.items() if isinstance(s, PythonClient)]
     assert {c: member_class(c).__name__ for c in python} == {
         "kafka-python": "KafkaPythonMember",
         "librdkafka": "LibrdkafkaMember",
@@ -73,7 +74,8 @@ def test_java_is_a_coordinator_child_whose_command_is_the_built_programs(
 
 def test_an_unknown_client_is_an_error_naming_the_known_ones() -> None:
     with pytest.raises(
-        ValueError, match="unknown client 'nope' \\(known: kafka-python, librdkafka, aiokafka, java\\)"
+        ValueError,
+        match="unknown client 'nope' \\(known: kafka-python, librdkafka, aiokafka, java, kafka-go, franz-go\\)",
     ):
         make_member(_config("nope"), RecordingHistory())  # pyright: ignore[reportArgumentType]
 
@@ -94,6 +96,14 @@ print(sorted(m for m in watched if m in sys.modules))
 def test_the_registry_imports_a_clients_modules_only_when_that_client_is_asked_for() -> None:
     out = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.splitlines() == ["[]", "['harness.members.clients.kafka_python']"]
+
+
+def test_the_go_clients_are_child_clients_of_the_coordinator_kind() -> None:
+    for client in ("kafka-go", "franz-go"):
+        spec = CLIENT_SPECS[client]
+        assert isinstance(spec, ChildClient) and spec.kind == "coordinator"
+        with pytest.raises(ValueError, match="is a child process, not a Python member class"):
+            member_class(client)
 
 
 def test_a_childs_command_line_carries_the_members_settings() -> None:

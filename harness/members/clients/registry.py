@@ -159,12 +159,46 @@ def _aiokafka() -> type[ClientMemberBase]:
     return AiokafkaMember
 
 
+def _go_command(config: MemberConfig) -> Sequence[str]:
+    # deferred: only a Go member's process needs its build's location
+    from harness.members.go_dist import command
+
+    return command(config)
+
+
+def _go_build(client: str) -> Callable[[str | None, Progress | None], Path]:
+    def build(version: str | None, progress: Progress | None) -> Path:
+        # deferred: start-up: only a set-up loads the build's module
+        from harness.members import go_dist
+
+        return go_dist.build(client, version, progress=progress)
+
+    return build
+
+
+def _go_missing(client: str) -> Callable[[str | None], str | None]:
+    def missing(version: str | None) -> str | None:
+        # deferred: start-up: only a check loads the build's module
+        from harness.members import go_dist
+
+        return go_dist.missing(client, version)
+
+    return missing
+
+
 #: Each client's spec, by name (see the module contract).
 CLIENT_SPECS: dict[str, ClientSpec] = {
     "kafka-python": PythonClient(_kafka_python, library="kafka"),
     "librdkafka": PythonClient(_librdkafka, library="confluent_kafka"),
     "aiokafka": PythonClient(_aiokafka, library="aiokafka"),
     "java": ChildClient(_java, kind="coordinator", hosts=True, build=_java_build, missing=_java_missing),
+    # Go programs of herdlab's, built at set-up (harness.members.go_dist)
+    "kafka-go": ChildClient(
+        _go_command, kind="coordinator", build=_go_build("kafka-go"), missing=_go_missing("kafka-go")
+    ),
+    "franz-go": ChildClient(
+        _go_command, kind="coordinator", build=_go_build("franz-go"), missing=_go_missing("franz-go")
+    ),
 }
 
 

@@ -1,0 +1,3 @@
+module herdlab.local/member/common
+
+go 1.22
