@@ -34,6 +34,7 @@ SHORTHANDS = (
     ("auto_offset_reset", "auto.offset.reset"),
     ("assignor", "partition.assignment.strategy"),
     ("metadata_max_age_ms", "metadata.max.age.ms"),
+    ("fetch_max_wait_ms", "fetch.max.wait.ms"),
 )
 
 
@@ -106,6 +107,13 @@ def _property(item: str) -> tuple[str, str]:
     "topic.metadata.refresh.interval.ms, with its cache's metadata.max.age.ms at three times it).",
 )
 @click.option(
+    "--fetch-max-wait-ms",
+    type=int,
+    default=None,
+    help="fetch.max.wait.ms, as the client names it (librdkafka fetch.wait.max.ms, kafka-go MaxWait, franz-go "
+    "FetchMaxWait); default: the client's own.",
+)
+@click.option(
     "-X",
     "properties",
     multiple=True,
@@ -157,7 +165,9 @@ def coordinator(
         raise click.BadParameter(
             "--static goes with --names (one member: --group-instance-id)", param_hint="--static"
         )
-    props = client_metadata_names({prop: str(typed[key]) for key, prop in SHORTHANDS}, client)
+    props = client_metadata_names(
+        {prop: str(typed[key]) for key, prop in SHORTHANDS if typed[key] is not None}, client
+    )
     if no_auto_commit:
         props["enable.auto.commit"] = "false"
     given = dict(_property(p) for p in properties)

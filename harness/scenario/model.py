@@ -235,6 +235,13 @@ class CoordinatorSettings(Strict):
         description="metadata.max.age.ms: Kafka's default, 5 minutes; shorten it where the members must "
         "notice new partitions (partition-growth). Every refresh inside a trigger window counts in its herd",
     )
+    fetch_max_wait_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="fetch.max.wait.ms, named as each client names it (librdkafka fetch.wait.max.ms, "
+        "kafka-go MaxWait, franz-go FetchMaxWait): how long the broker holds an empty fetch; unset: each "
+        "client's own default (500 ms; kafka-go 10 s, franz-go 5 s). Set it to compare clients alike",
+    )
     static_membership: bool = False
     initial_rebalance_delay_ms: int = Field(
         default=3000, ge=0, description="broker: group.initial.rebalance.delay.ms"

@@ -16,7 +16,8 @@ records of one partition lie further apart than this bound, so silence is never 
   of an empty partition, the poll window the member's own loop): where records come slower than that,
   the member cannot see the next one sooner.
 
-The fetch wait is the client's property where the case sets one (``fetch.max.wait.ms``; librdkafka's
+The fetch wait is the client's property where the case sets one (``group.coordinator.fetch_max_wait_ms``,
+or by the client's own name: ``fetch.max.wait.ms``; librdkafka's
 ``fetch.wait.max.ms``; the Go clients' own options, Go durations: kafka-go's ``MaxWait``, franz-go's
 ``FetchMaxWait``), else its default (:data:`CLIENT_FETCH_WAIT_MS`); legacy_zk's fetcher uses 0.8's
 ``fetch.wait.max.ms`` default (:data:`legacy_zk.fetcher.FETCH_MAX_WAIT_MS`) and its poll window
@@ -54,6 +55,8 @@ def fetch_and_poll_ms(scenario: Scenario, impl: str) -> int:
         return FETCH_MAX_WAIT_MS + POLL_MS
     c = scenario.group.coordinator
     name, default = CLIENT_FETCH_WAIT_MS[c.client]
+    if c.fetch_max_wait_ms is not None and name not in c.properties:  # the typed key, unless overridden
+        return c.fetch_max_wait_ms + MEMBER_POLL_TIMEOUT_MS
     value = c.properties.get(name, default)
     duration = go_duration_ms(str(value)) if isinstance(value, str) else None
     try:

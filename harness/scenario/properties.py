@@ -445,7 +445,10 @@ COORDINATOR_SHORTHANDS = {
     "max_poll_interval_ms": "max.poll.interval.ms",
     "auto_commit_interval_ms": "auto.commit.interval.ms",
     "metadata_max_age_ms": "metadata.max.age.ms",
+    "fetch_max_wait_ms": "fetch.max.wait.ms",
 }
+#: librdkafka's name of Kafka's ``fetch.max.wait.ms``.
+LIBRDKAFKA_FETCH_WAIT = "fetch.wait.max.ms"
 
 
 #: librdkafka's periodic metadata refresh is ``topic.metadata.refresh.interval.ms`` (default 300000); its
@@ -456,11 +459,14 @@ LIBRDKAFKA_REFRESH = "topic.metadata.refresh.interval.ms"
 def client_metadata_names(props: dict[str, str], client: str) -> dict[str, str]:
     """``props`` with its ``metadata.max.age.ms`` (the refresh interval, as Kafka's Java client and
     kafka-python mean it) named as ``client`` names it: librdkafka's refresh interval is
-    :data:`LIBRDKAFKA_REFRESH`, and its ``metadata.max.age.ms`` (the cache's age) becomes three times it."""
+    :data:`LIBRDKAFKA_REFRESH`, and its ``metadata.max.age.ms`` (the cache's age) becomes three times it;
+    its ``fetch.max.wait.ms`` is :data:`LIBRDKAFKA_FETCH_WAIT`."""
     if client == "librdkafka" and "metadata.max.age.ms" in props:
         age = int(props["metadata.max.age.ms"])
         props[LIBRDKAFKA_REFRESH] = str(age)
         props["metadata.max.age.ms"] = str(3 * age)
+    if client == "librdkafka" and "fetch.max.wait.ms" in props:
+        props[LIBRDKAFKA_FETCH_WAIT] = props.pop("fetch.max.wait.ms")
     return props
 
 
@@ -476,7 +482,11 @@ def coordinator_properties(
     """The Kafka properties a coordinator member gets: the typed shorthands (``typed``: key -> value) as
     ``client`` names them (:func:`client_metadata_names`), ``partition.assignment.strategy`` from the
     group's assignor, then ``table`` over them."""
-    out = {prop: property_value(typed[key]) for key, prop in COORDINATOR_SHORTHANDS.items()}
+    out = {  # an unset optional key (None) leaves the client's own default
+        prop: property_value(typed[key])
+        for key, prop in COORDINATOR_SHORTHANDS.items()
+        if typed.get(key) is not None
+    }
     out = client_metadata_names(out, client)
     out["partition.assignment.strategy"] = assignor
     out = without_classic_only(out, client, table)

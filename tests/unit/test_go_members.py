@@ -93,6 +93,7 @@ def test_each_table_maps_every_typed_shorthand_to_one_of_its_options() -> None:
         "metadata.max.age.ms",
         "partition.assignment.strategy",
         "auto.offset.reset",
+        "fetch.max.wait.ms",
     }
     for client in ("kafka-go", "franz-go"):
         table = go_option_table(client)
@@ -126,8 +127,8 @@ def test_a_scenario_passes_a_go_clients_own_options_to_its_members() -> None:
             "not an assignor of client 'kafka-go'",
         ),
         (
-            ('group.coordinator.client="kafka-go"', 'group.coordinator.properties={"fetch.max.wait.ms"=50}'),
-            "unknown kafka-go option 'fetch.max.wait.ms'",
+            ('group.coordinator.client="kafka-go"', 'group.coordinator.properties={"fetch.min.bytes"=50}'),
+            "unknown kafka-go option 'fetch.min.bytes'",
         ),
         (('group.coordinator.client="franz-go"', "group.coordinator.properties={Nope=1}"), "'Nope'"),
     ],

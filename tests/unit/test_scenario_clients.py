@@ -9,6 +9,7 @@ import pytest
 from harness.kernel.errors import ConfigError
 from harness.run.launch import Endpoints, coordinator_argv, legacy_argv
 from harness.scenario import expand, left_out, load_scenario
+from harness.scenario.processing import fetch_and_poll_ms
 
 COORDINATOR_ONLY = 'implementations=["coordinator"]'
 
@@ -236,3 +237,38 @@ def test_every_member_property_of_a_librdkafka_scenario_is_accepted_together() -
     check_client_properties("librdkafka", props)
     with pytest.raises(ValueError, match="max.poll.interval.ms"):
         check_client_properties("librdkafka", {"max.poll.interval.ms": props["max.poll.interval.ms"]})
+
+
+def test_fetch_max_wait_ms_reaches_each_client_by_its_own_name_and_unset_leaves_the_clients_default() -> None:
+    names = {}
+    for client in ("kafka-python", "librdkafka", "java", "kafka-go"):
+        s = _load(
+            COORDINATOR_ONLY,
+            f'group.coordinator.client="{client}"',
+            "group.coordinator.fetch_max_wait_ms=250",
+        )
+        props = s.group.coordinator.member_properties(s.group.assignor)
+        names[client] = {k: v for k, v in props.items() if "wait" in k}
+        unset = _load(COORDINATOR_ONLY, f'group.coordinator.client="{client}"')
+        assert not [k for k in unset.group.coordinator.member_properties("range") if "wait" in k]
+    # Kafka's dotted name for all but librdkafka, whose name it is renamed to; the Go member maps the
+    # dotted name to its own option (MaxWait) from its table
+    assert names == {
+        "kafka-python": {"fetch.max.wait.ms": "250"},
+        "librdkafka": {"fetch.wait.max.ms": "250"},
+        "java": {"fetch.max.wait.ms": "250"},
+        "kafka-go": {"fetch.max.wait.ms": "250"},
+    }
+
+
+def test_the_processing_gap_bound_takes_the_typed_fetch_wait() -> None:
+
+    # kafka-go's own default fetch wait is 10 s; the typed key makes it 250 ms, plus the 200 ms poll window
+    s = _load(
+        COORDINATOR_ONLY, 'group.coordinator.client="kafka-go"', "group.coordinator.fetch_max_wait_ms=250"
+    )
+    assert fetch_and_poll_ms(s, "coordinator") == 250 + 200
+    assert (
+        fetch_and_poll_ms(_load(COORDINATOR_ONLY, 'group.coordinator.client="kafka-go"'), "coordinator")
+        == 10_200
+    )

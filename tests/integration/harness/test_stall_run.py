@@ -3,7 +3,8 @@ broker) with a stall, whose history the one trigger definition (:func:`harness.k
 which the checker applies per unit) reads as the stall's window, settled while the member was still
 stalled.
 
-Two kafka-python members share four partitions; the oldest is stalled at 1 s for 10 s, with
+Two members (kafka-python; and Kafka's Java consumer, whose stall goes through the adapter to the program's
+stdin) share four partitions; the oldest is stalled at 1 s for 10 s, with
 ``max.poll.interval.ms`` 5000 over a 3000 ms session: the first reaction (the other member's rebalance) comes
 only once the poll timer fired (no sooner than the session timeout plus a heartbeat after the stall: the
 stalled member kept heart-beating), the group is owned once by the other member before the unstall, and
@@ -18,8 +19,10 @@ import pytest
 
 from harness.history.schema import read_parquet
 from harness.kernel.windows import evaluate
+from harness.run.clients import build_clients
 from harness.run.runner import run_scenario
-from harness.scenario import load_scenario
+from harness.scenario import expand, load_scenario
+from harness.scenario.processing import MEMBER_POLL_TIMEOUT_MS
 from tests.support.runs import FAST, SharedCluster
 
 MS = 1_000_000
@@ -27,13 +30,17 @@ MS = 1_000_000
 
 @pytest.mark.slow
 @pytest.mark.long  # a run of about half a minute: opt-in, as the other long scenario runs
+@pytest.mark.parametrize("client", ["kafka-python", pytest.param("java", marks=pytest.mark.clients)])
 def test_a_stall_runs_end_to_end_and_its_window_settles_while_the_member_is_stalled(
-    tmp_path: Path, shared_cluster: SharedCluster
+    tmp_path: Path, shared_cluster: SharedCluster, client: str
 ) -> None:
+    if client == "java":
+        build_clients(expand(load_scenario("herd-small", ['group.coordinator.client="java"'])))
     s = load_scenario(
         "herd",
         [
             *FAST,
+            f"group.coordinator.client={client!r}".replace("'", '"'),
             'implementations=["coordinator"]',
             "group.members=2",
             "topic.partitions=4",
@@ -61,6 +68,12 @@ def test_a_stall_runs_end_to_end_and_its_window_settles_while_the_member_is_stal
     # the first reaction is m1's rebalance once m0's poll timer made it leave: not before m0's session
     # would have expired it, had it stopped heart-beating
     assert t.react_ns - t.t0_ns >= (c.session_timeout_ms + c.heartbeat_interval_ms) * MS
+    # and its poll timer made it leave in time: the poll timer (from its last poll, at most one poll
+    # window before the stall), one heartbeat interval for its heartbeat thread to notice, and the other
+    # member's next heartbeat to learn of the rebalance, plus a second for two loaded cores
+    slack_ms = 1000
+    bound_ms = MEMBER_POLL_TIMEOUT_MS + c.max_poll_interval_ms + 2 * c.heartbeat_interval_ms + slack_ms
+    assert t.react_ns - t.t0_ns <= bound_ms * MS
     # settled (m1 owns all four partitions) while m0 was still stalled, a settle window before the unstall
     assert t.t1_ns + int(s.settle_window * 1000) * MS <= unstall["ts_ns"]
     assert t.partitions_at_t1 == 4
