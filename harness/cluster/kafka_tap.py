@@ -23,7 +23,9 @@ Contract
   response, which is decoded as well (responses come in request order on a connection; they are read,
   never changed): one ``commit`` event per partition the broker accepted and one ``commit_rejected`` (with
   ``error``, the error's name) per partition it refused, with the fields herdlab's broker writes (group,
-  member, generation, topic, partition, offset) plus ``observed="tap"``. So the commit figures (stale
+  member, generation, topic, partition, offset) plus ``observed="tap"``. Every event of a frame is stamped
+  when the bytes completing it reached the tap, before they are forwarded (a commit is accepted before the
+  member can write what it does next, as herdlab's broker stamps its own before it answers). So the commit figures (stale
   generations, non-owners, the migration proof's broker-side commits) read a third-party broker's own
   answers. A response kio cannot decode writes nothing.
 * Every ``interval_s`` (and at :meth:`KafkaTap.close`) one ``broker_request`` event holds the counts since the
@@ -378,8 +380,12 @@ class KafkaTap:
         responses = FrameSplitter(pending, _CORRELATION)
         try:
             await asyncio.gather(
-                self._pump(reader, up_writer, lambda data: self._requests(requests.feed(data), pending)),
-                self._pump(up_reader, writer, lambda data: self._responses(responses.feed(data), pending)),
+                self._pump(
+                    reader, up_writer, lambda data, t: self._requests(requests.feed(data), pending, t)
+                ),
+                self._pump(
+                    up_reader, writer, lambda data, t: self._responses(responses.feed(data), pending, t)
+                ),
             )
         except (OSError, ValueError, asyncio.IncompleteReadError) as e:
             log.debug("kafka tap connection closed: %s", e)
@@ -391,24 +397,32 @@ class KafkaTap:
                 w.close()
 
     async def _pump(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, observe: Callable[[bytes], None]
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        observe: Callable[[bytes, int], None],
     ) -> None:
         try:
             while True:
                 data = await reader.read(_CHUNK)
                 if not data:
                     break
+                # stamped on arrival: what the tap writes of these bytes happened before the other end got
+                # them (a commit's acceptance before the member's next event), whenever it is decoded
+                arrived_ns = time.time_ns()
                 writer.write(data)  # forwarded first, untouched; observed after
-                observe(data)
+                observe(data, arrived_ns)
                 await writer.drain()
         finally:
             with contextlib.suppress(OSError, RuntimeError):
                 if writer.can_write_eof():
                     writer.write_eof()
 
-    def _requests(self, frames: Iterator[tuple[Any, ...]], pending: dict[int, CommitRequest]) -> None:
+    def _requests(
+        self, frames: Iterator[tuple[Any, ...]], pending: dict[int, CommitRequest], arrived_ns: int
+    ) -> None:
         """Count each request; remember each OffsetCommit until its response (before the broker can answer:
-        this runs before the pump next awaits)."""
+        this runs before the pump next awaits). ``arrived_ns``: when the bytes completing the frames came."""
         for key, version, frame in frames:
             if key == OFFSET_COMMIT and frame is not None:
                 self.requests[api_name(key, version)] += 1
@@ -416,10 +430,13 @@ class KafkaTap:
                 if got is not None:
                     pending[got[0]] = got[1]
                 continue
-            self._count(key, version, frame)
+            self._count(key, version, frame, arrived_ns)
 
-    def _responses(self, frames: Iterator[tuple[Any, ...]], pending: dict[int, CommitRequest]) -> None:
-        """Each OffsetCommit response as the broker's ``commit`` / ``commit_rejected`` events."""
+    def _responses(
+        self, frames: Iterator[tuple[Any, ...]], pending: dict[int, CommitRequest], arrived_ns: int
+    ) -> None:
+        """Each OffsetCommit response as the broker's ``commit`` / ``commit_rejected`` events, stamped
+        ``arrived_ns`` (when the response reached the tap, before the member could act on it)."""
         for correlation_id, frame in frames:
             request = pending.pop(correlation_id, None)
             if request is None or frame is None:
@@ -427,10 +444,15 @@ class KafkaTap:
             for fields in commit_results(request, frame):
                 kind = "commit_rejected" if "error" in fields else "commit"
                 self.history.emit(
-                    kind, impl="coordinator", broker_id=self.broker_id, observed="tap", **fields
+                    kind,
+                    ts_ns=arrived_ns,
+                    impl="coordinator",
+                    broker_id=self.broker_id,
+                    observed="tap",
+                    **fields,
                 )
 
-    def _count(self, api_key: int, api_version: int, frame: bytes | None) -> None:
+    def _count(self, api_key: int, api_version: int, frame: bytes | None, arrived_ns: int) -> None:
         name = api_name(api_key, api_version)
         self.requests[name] += 1
         if frame is None:
@@ -438,6 +460,7 @@ class KafkaTap:
         info = decode_request_info(frame)
         self.history.emit(
             "group_request",
+            ts_ns=arrived_ns,
             impl="coordinator",
             broker_id=self.broker_id,
             api=info.api,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,7 @@ def test_the_taps_decoded_commit_results_equal_the_brokers_own_commit_events(
             )
             # the member's commit: accepted for both partitions
             member.commit({TopicPartition("committed", p): OffsetAndMetadata(5 + p, "", -1) for p in (0, 1)})
+            returned_ns = time.time_ns()  # the member has its answer: whatever it writes next comes later
             # a client outside the group commits with no generation while the group has a member: refused
             outsider.assign([TopicPartition("committed", 0)])
             with contextlib.suppress(KafkaError):
@@ -157,6 +159,9 @@ def test_the_taps_decoded_commit_results_equal_the_brokers_own_commit_events(
     fields = ("partition", "offset", "member", "generation")
     tapped = [e for e in _events(tap_path, "commit") if e["group"] == group]
     assert {e["observed"] for e in tapped} == {"tap"}
+    # stamped when the answer reached the tap, before it was forwarded: before the member had it (an eager
+    # member's revocation right after its commit must not precede the commit's acceptance)
+    assert all(e["ts_ns"] < returned_ns for e in tapped), [(e["ts_ns"], returned_ns) for e in tapped]
     own_commits = [e for e in _events(own_path, "commit") if e["group"] == group]
     assert sorted(tuple(e[f] for f in fields) for e in tapped) == sorted(
         tuple(e[f] for f in fields) for e in own_commits
