@@ -299,6 +299,12 @@ def _as_json(
 @click.option("--records", default=2000, show_default=True, type=click.IntRange(min=1))
 @click.option("--timeout", default=120.0, show_default=True, help="Seconds to wait for each step.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON instead of tables.")
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Work in this new directory and keep it (histories, logs, the built caches); default: a temporary one.",
+)
 def clients(
     names: tuple[str, ...],
     hosted: tuple[int, ...],
@@ -308,6 +314,7 @@ def clients(
     records: int,
     timeout: float,
     as_json: bool,
+    keep: Path | None,
 ) -> None:
     """Set-up time and memory of one member of each client (a benchmark: nothing asserted)."""
     install_signal_handlers()
@@ -324,7 +331,14 @@ def clients(
 
     figures: list[ClientFigures] = []
     hosted_figures: list[HostedFigures] = []
-    with tempfile.TemporaryDirectory(prefix="herdlab-bench-clients-") as tmp:
+    if keep is not None and keep.exists() and any(keep.iterdir()):
+        raise ConfigError(f"--keep {keep}: not an empty directory")
+    with contextlib.ExitStack() as stack:
+        if keep is None:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="herdlab-bench-clients-"))
+        else:
+            keep.mkdir(parents=True, exist_ok=True)
+            tmp = str(keep)
         for name in wanted:
             cache = str(Path(tmp) / f"cache-{name}") if setup else None
             with _env("HERDLAB_CACHE_DIR", cache):
