@@ -11,7 +11,9 @@ What it does, per client (every client of :data:`harness.members.clients.registr
   build ("-"). ``--no-setup`` skips it and runs members from herdlab's usual cache (building there if needed).
 * memory: herdlab's broker on a free loopback port with a topic of ``--partitions`` partitions; one member
   of the client started exactly as a run starts it (:func:`harness.run.launch.start_member` with
-  :func:`~harness.run.launch.coordinator_argv` of the built-in ``herd-small`` scenario with that client);
+  :func:`~harness.run.launch.coordinator_argv` of the built-in ``coordinators`` scenario, whose member
+  settings the clients are compared with (every client waits 500 ms on an empty fetch), with that
+  client; ``--set`` overrides its keys);
   once its history says it owns every partition, ``--records`` small records are produced (the workload
   producer) and consumed (one ``record`` event each); then the resident memory (RSS, psutil) of its process
   tree is read: the Python adapter (the member process; for a Python client the whole member) and the
@@ -159,27 +161,30 @@ def _env(name: str, value: str | None) -> Iterator[None]:
             os.environ[name] = old
 
 
-def _setup(client: str, progress: Callable[[str], None]) -> tuple[float, float] | None:
-    """(cold, built) seconds of ``build()`` of ``client`` into the cache set now; None: nothing to build."""
+def _setup(client: str, version: str | None, progress: Callable[[str], None]) -> tuple[float, float] | None:
+    """(cold, built) seconds of ``build()`` of ``client`` at ``version`` into the cache set now; None:
+    nothing to build."""
     spec = CLIENT_SPECS[client]
     if not isinstance(spec, ChildClient) or spec.build is None:
         return None
     t0 = time.perf_counter()
-    spec.build(None, progress)
+    spec.build(version, progress)
     cold = time.perf_counter() - t0
     t0 = time.perf_counter()
-    spec.build(None, progress)
+    spec.build(version, progress)
     return cold, time.perf_counter() - t0
 
 
-def _scenario(client: str) -> Scenario:
+def _scenario(client: str, overrides: Sequence[str]) -> Scenario:
+    """The ``coordinators`` scenario's member settings with ``client``, then ``overrides`` (``--set``)."""
     return load_scenario(
-        "herd-small", ["matrix={}", 'implementations=["coordinator"]', f'group.coordinator.client="{client}"']
+        "coordinators",
+        ["matrix={}", 'implementations=["coordinator"]', f'group.coordinator.client="{client}"', *overrides],
     )
 
 
 def _member_memory(
-    client: str, work: Path, partitions: int, records: int, hosted: int | None, timeout: float
+    s: Scenario, work: Path, partitions: int, records: int, hosted: int | None, timeout: float
 ) -> tuple[int, int | None, int]:
     """Broker, topic, one member (or a host of ``hosted`` members) of ``client``, owned partitions, a
     consumed batch: (adapter RSS, program RSS or None, records consumed). Everything stopped on return."""
@@ -192,13 +197,12 @@ def _member_memory(
     member: MemberService | None = None
     try:
         broker.start()
-        topic, group = "bench", f"bench-{client}"
+        topic, group = "bench", f"bench-{s.group.coordinator.client}"
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         try:
             admin.create_topics([NewTopic(topic, partitions, 1)])
         finally:
             admin.close()
-        s = _scenario(client)
         ep = Endpoints(zookeeper="", bootstrap=broker.bootstrap)
         if hosted is None:
             names = ["m0"]
@@ -293,6 +297,14 @@ def _as_json(
     show_default=True,
     help="Java members per JVM to measure (with java among the clients).",
 )
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a key of the coordinators scenario whose member settings are used, e.g. "
+    "group.coordinator.client_version=4 (repeatable).",
+)
 @click.option("--no-hosted", is_flag=True, help="Skip the hosted java members.")
 @click.option("--setup/--no-setup", default=True, show_default=True, help="Time the builds.")
 @click.option("--partitions", default=8, show_default=True, type=click.IntRange(min=1))
@@ -308,6 +320,7 @@ def _as_json(
 def clients(
     names: tuple[str, ...],
     hosted: tuple[int, ...],
+    overrides: tuple[str, ...],
     no_hosted: bool,
     setup: bool,
     partitions: int,
@@ -320,8 +333,11 @@ def clients(
     install_signal_handlers()
     console = Console(width=160, stderr=as_json)
     wanted = list(dict.fromkeys(names)) or list(CLIENT_SPECS)
-    for name in wanted:
-        if why := missing_for(name):
+    scenarios = {
+        name: _scenario(name, overrides) for name in wanted
+    }  # a bad --set fails before anything runs
+    for name, sc in scenarios.items():
+        if why := missing_for(name, sc.group.coordinator.client_version):
             raise ConfigError(why)
     if not no_hosted and "java" in wanted and max(hosted) > partitions:
         raise ConfigError(f"--hosted {max(hosted)} needs at least as many --partitions (got {partitions})")
@@ -343,12 +359,14 @@ def clients(
             cache = str(Path(tmp) / f"cache-{name}") if setup else None
             with _env("HERDLAB_CACHE_DIR", cache):
                 spec = CLIENT_SPECS[name]
-                times = _setup(name, progress) if setup else None
+                s = scenarios[name]
+                version = s.group.coordinator.client_version
+                times = _setup(name, version, progress) if setup else None
                 if not setup and isinstance(spec, ChildClient) and spec.build is not None:
-                    spec.build(None, progress)  # the usual cache: built once, then nothing to do
+                    spec.build(version, progress)  # the usual cache: built once, then nothing to do
                 console.print(f"[dim]{name}: one member[/dim]")
                 adapter, program, got = _member_memory(
-                    name, Path(tmp) / name, partitions, records, None, timeout
+                    s, Path(tmp) / name, partitions, records, None, timeout
                 )
                 figures.append(
                     ClientFigures(
@@ -364,7 +382,7 @@ def clients(
                     for n in hosted:
                         console.print(f"[dim]java: {n} members in one JVM[/dim]")
                         a, p, got = _member_memory(
-                            name, Path(tmp) / f"java-hosted-{n}", partitions, records, n, timeout
+                            s, Path(tmp) / f"java-hosted-{n}", partitions, records, n, timeout
                         )
                         hosted_figures.append(HostedFigures(n, a, p or 0, got))
     if as_json:
