@@ -235,7 +235,7 @@ def _mib(x: int | None) -> str:
 
 
 def _secs(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1f}"
+    return "-" if x is None else f"{x:.2f}"
 
 
 def render(
