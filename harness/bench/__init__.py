@@ -9,6 +9,8 @@
 * :mod:`harness.bench.legacy_zk` (``herdlab bench legacy_zk``): the 0.8 consumer's herd effect;
 * :mod:`harness.bench.size` (``herdlab bench size``): one real run at size (500 legacy, 200
   coordinator members): start-up, health, wall time, peak memory and CPU of the rig;
+* :mod:`harness.bench.clients` (``herdlab bench clients``): set-up time and memory of one member of each
+  client (and of java members hosted in one JVM);
 * :mod:`harness.bench.common`: the options and history markers the benches share.
 
 A bench only orchestrates: it sets up, writes a history and takes its figures from the analysis.

@@ -84,6 +84,7 @@ if isinstance(_bench, click.Group):
     _register(_bench, "harness.bench.replication", "replication")
     _register(_bench, "harness.bench.size", "size")
     _register(_bench, "harness.bench.simulator", "simulator")
+    _register(_bench, "harness.bench.clients", "clients")
 
 
 def format_click_error(e: click.ClickException) -> str:
