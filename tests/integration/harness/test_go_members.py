@@ -20,6 +20,7 @@ session fixture), run on herdlab's broker through the member command and the sub
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import threading
@@ -390,6 +391,24 @@ def test_the_programs_option_table_is_the_one_python_checks_against(
     assert built == source
 
 
+@pytest.mark.parametrize("program", ["common", *(GO_PROGRAMS[c] for c in GO)])
+def test_the_go_programs_pure_parts_pass_their_own_go_tests(go_members: dict[str, Path], program: str) -> None:
+    """The Go programs' ``_test.go`` files (error names and codes, the cooperative decision, the hold),
+    run with ``go test`` in the environment the build uses (the modules are in Go's cache once built)."""
+    go = shutil.which("go")
+    assert go is not None
+    done = subprocess.run(
+        [go, "test", "-count=1", "."],
+        cwd=go_dist.SOURCES / program,
+        env=go_dist.go_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("client", GO)
 def test_stdin_at_end_of_file_ends_the_program_at_once_and_an_unknown_command_is_ignored(
     go_members: dict[str, Path], broker_factory: BrokerFactory, client: str
@@ -414,6 +433,27 @@ def test_stdin_at_end_of_file_ends_the_program_at_once_and_an_unknown_command_is
         assert proc.wait(10) == 0
         assert proc.stdout.read() == b""  # no commit, no revoke, no stopped
         assert b"ignoring an unknown command" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.mark.parametrize("client", GO)
+def test_a_program_stopped_while_held_exits_0_having_printed_nothing(
+    go_members: dict[str, Path], tmp_path: Path, client: str
+) -> None:
+    argv = [str(go_members[client] / go_dist.PROGRAM), "--bootstrap", "127.0.0.1:1", "--group", "g"]
+    argv += ["--topic", "t", "--name", "m0", "--hold-until", str(tmp_path / "release")]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        # the hold says so once the program's signal handler is installed
+        assert b"held until" in proc.stderr.readline()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        assert proc.stdout.read() == b""  # no ready, no stopped
+        assert not (tmp_path / "release").exists()
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)

@@ -15,12 +15,13 @@
 //     heartbeat_error line.
 //   - Commits: CommitOffsets (interval) and CommitOffsetsSync (revoke, stop) with an onDone callback:
 //     one commit line per partition from the response's per-partition error code (kerr's name, which
-//     is Kafka's), or the request's error for all of them.
+//     is Kafka's), or the request's error for all of them (its Go type when it has no Kafka code:
+//     common.ErrorName).
 //   - Stall: the poll loop holds the rebalance gate (a poll whose records are not yet processed,
 //     which BlockRebalanceOnPoll keeps until AllowRebalance) and stops polling: the heartbeat goes on,
 //     and the member's hooks (so its part of a rebalance) wait until it is unstalled.
 //   - SIGTERM: the poll loop ends, the pending offsets are committed, Close (a dynamic member leaves),
-//     stopped{clean:true, close_ms}, exit 0.
+//     stopped{clean:true, close_ms}, exit 0. Stopped while held (--hold-until): exit 0 with no event.
 package main
 
 import (
@@ -172,7 +173,7 @@ func errorOf(err error) (string, *int) {
 		code := int(ke.Code)
 		return ke.Message, &code
 	}
-	return err.Error(), nil
+	return common.ErrorName(err), nil
 }
 
 // onDone prints each partition's outcome of one commit of offsets.
@@ -344,10 +345,12 @@ func main() {
 		m.opts = append(m.opts, kgo.InstanceID(m.args.GroupInstanceID))
 	}
 
-	go common.ReadCommands(m.gate)
-	common.Hold(m.args.HoldUntil) // a signal before the release ends the program as any process
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go common.ReadCommands(m.gate)
+	if !common.Hold(m.args.HoldUntil, sigs) {
+		return // stopped while held: no event, exit 0
+	}
 
 	common.Out("ready", nil)
 	cl, err := kgo.NewClient(m.opts...)

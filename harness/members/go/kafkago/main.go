@@ -22,7 +22,8 @@
 //     record handler would: the heartbeat goroutine goes on, and a rebalance cannot complete for this
 //     member (kafka-go waits for every goroutine of the generation) until it is unstalled.
 //   - SIGTERM: the pending offsets are committed, ConsumerGroup.Close (the generation ends, the member
-//     leaves the group), stopped{clean:true, close_ms}, exit 0.
+//     leaves the group), stopped{clean:true, close_ms}, exit 0. Stopped while held (--hold-until): exit
+//     0 with no event.
 //   - No static membership and no sticky or cooperative-sticky balancer exist in kafka-go: a
 //     --group-instance-id or such an assignor is an error (exit status 2).
 package main
@@ -140,7 +141,7 @@ func errorOf(err error) (string, *int) {
 		}
 		return "UNKNOWN_" + strconv.Itoa(code), &code
 	}
-	return err.Error(), nil
+	return common.ErrorName(err), nil
 }
 
 // commit commits offsets in gen and prints each partition's outcome.
@@ -298,10 +299,12 @@ func main() {
 	readerCfg := reader.Config() // the partition readers' settings with kafka-go's defaults
 	_ = reader.Close()
 
-	go common.ReadCommands(m.gate)
-	common.Hold(m.args.HoldUntil) // a signal before the release ends the program as any process
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go common.ReadCommands(m.gate)
+	if !common.Hold(m.args.HoldUntil, sigs) {
+		return // stopped while held: no event, exit 0
+	}
 
 	common.Out("ready", nil)
 	cg, err := kafka.NewConsumerGroup(m.cfg)
