@@ -1,33 +1,37 @@
 // Command kafkago is a herdlab coordinator member on segmentio/kafka-go: one consumer group member,
 // speaking the child protocol of harness/members/child.py.
 //
-// It is built as kafka-go's Reader with a GroupID is (reader.go: run, subscribe, commitLoop,
-// unsubscribe), on the same kafka.ConsumerGroup, but written out here because the Reader hides what the
-// member must record: the generation id and member id, and its commits' errors (it retries them,
-// commitOffsetsWithRetry, or on an interval only logs them).
+// It runs a kafka.ConsumerGroup as kafka-go's Reader with a GroupID does (reader.go: run, subscribe,
+// commitLoop, unsubscribe), written out here because the Reader hides what the member must record: the
+// generation id and member id, and its commits' errors (it retries them, commitOffsetsWithRetry, or on
+// an interval only logs them).
 //
 // The same as the Reader
-//   - One generation at a time (ConsumerGroup.Next); the goroutines started in a generation
-//     (Generation.Start) are its heartbeat (kafka-go's own: it returns at its first error, which ends
-//     the generation), one fetcher per assigned partition (a ReaderConfig with that Partition, started
-//     at the generation's offset; the Reader's partition readers) and one commit goroutine (the
-//     Reader's commitLoop). Each selects on the generation's ctx, so the generation ends as soon as
-//     they return; the next one is joined at once.
-//   - The record handler (the processor) runs on its own goroutine outside the generation, as a Reader
-//     user's loop over FetchMessage does: a stuck handler does not hold the generation's end, and the
-//     member rejoins and keeps its membership while it is stuck.
-//   - The commit goroutine commits, with the generation (Generation.CommitOffsets), what the processor
-//     has processed: by the policy's interval, and once more when the generation's ctx ends (the
-//     Reader's final commit in commitLoopInterval).
+//   - One generation at a time (ConsumerGroup.Next). kafka-go starts the generation's heartbeat (and
+//     with WatchPartitionChanges its partition watcher); the heartbeat returns at its first error,
+//     which ends the generation. The program adds one commit goroutine (the Reader's commitLoop) and
+//     one fetcher per assigned partition (a ReaderConfig with that Partition, started at the
+//     generation's offset: the Reader's partition readers, which its unsubscribe goroutine stops at
+//     the generation's end). All of them are the generation's (Generation.Start) and select on its
+//     ctx, so the generation ends as soon as they return and the next one is joined at once.
+//   - The record handler (the processor) runs on its own goroutine outside every generation, as a
+//     Reader user's loop over FetchMessage does: a stuck handler does not hold the generation's end,
+//     and the member rejoins and keeps its membership while it is stuck.
+//   - The commit goroutine commits, with its generation (Generation.CommitOffsets), what the processor
+//     has processed, and once more when the generation's ctx ends (the Reader's final commit in
+//     commitLoopInterval).
 //
 // Where it differs from the Reader
-//   - The commit policy is the member's (harness/members/recorder.py), not ReaderConfig.CommitInterval;
-//     a commit is not retried: its outcome is printed.
+//   - The commit policy is the member's (harness/members/recorder.py: interval commits), not
+//     ReaderConfig.CommitInterval or CommitMessages; a commit is not retried: its outcome is printed.
 //   - Records reach the processor through an unbuffered channel (the Reader's is QueueCapacity long),
 //     each tagged with its generation; the processor drops a record whose generation has ended (the
-//     Reader drops only those older than the newest generation it subscribed to), so no record is
-//     processed after its generation's final commit and revoked line.
-//
+//     Reader drops only those older than the newest generation it subscribed to, and commits what its
+//     user processed late with the next generation), so no record is processed after its generation's
+//     final commit and revoked line.
+//   - The fetchers are the generation's own goroutines rather than stopped by one of them; the
+//     generation ends alike (each selects on its ctx).
+
 // Contract
 //   - Each generation: joined{generation, member}, assigned{partitions}; when it ends, after the final
 //     commit, revoked{partitions, lost:false} (kafka-go does not tell a lost generation from a revoked
