@@ -22,7 +22,7 @@ func TestKafkaErrorsAreRecordedByKafkasOwnNameAndCode(t *testing.T) {
 		{kafka.Error(113), "STALE_MEMBER_EPOCH", 113},
 		{kafka.Error(-1), "UNKNOWN_SERVER_ERROR", -1},
 		{fmt.Errorf("commit: %w", kafka.Error(25)), "UNKNOWN_MEMBER_ID", 25}, // wrapped
-		{kafka.Error(9999), "UNKNOWN_9999", 9999},                          // a code Kafka does not name
+		{kafka.Error(9999), "UNKNOWN_9999", 9999},                            // a code Kafka does not name
 	}
 	for _, c := range cases {
 		name, code := errorOf(c.err)
