@@ -72,12 +72,12 @@ def build_dir(client: str, version: str | None = None) -> Path:
 
 
 def sources_digest(client: str) -> str:
-    """A digest of the sources ``client``'s member is built from (its program and the common module):
-    a build is current only while they are unchanged."""
+    """A digest of the sources ``client``'s member is built from (its program and the common module, their
+    ``_test.go`` files aside): a build is current only while they are unchanged."""
     h = hashlib.sha256()
     for directory in (SOURCES / GO_PROGRAMS[client], SOURCES / "common"):
         for f in sorted(directory.iterdir()):
-            if f.suffix in (".go", ".mod", ".sum", ".json"):
+            if f.suffix in (".go", ".mod", ".sum", ".json") and not f.name.endswith("_test.go"):
                 h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
@@ -124,7 +124,9 @@ def missing(client: str, version: str | None) -> str | None:
     return None
 
 
-def _build_env() -> dict[str, str]:
+def go_env() -> dict[str, str]:
+    """The environment ``go`` runs in for a build (and for the programs' own ``go test``): see the module
+    contract."""
     env = dict(os.environ)
     env.update({"GOTOOLCHAIN": "local", "GOWORK": "off", "CGO_ENABLED": "0"})
     env["GOFLAGS"] = "-mod=readonly -buildvcs=false"
@@ -161,7 +163,7 @@ def build(
     assert go is not None  # missing() said so
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{client}-{v}-", dir=dest.parent))
-    env = _build_env()
+    env = go_env()
     try:
         if progress is not None:
             progress(f"building the {client} {v} member with go build (modules from the Go module proxy)")

@@ -173,6 +173,20 @@ def test_a_build_of_other_sources_is_not_current(tmp_path: Path, monkeypatch: py
     assert go_dist.built("franz-go")
 
 
+def test_the_sources_digest_is_of_the_programs_sources_not_of_their_go_tests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for d in ("franzgo", "common"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "main.go").write_text("package main\n")
+    monkeypatch.setattr(go_dist, "SOURCES", tmp_path)
+    before = go_dist.sources_digest("franz-go")
+    (tmp_path / "franzgo" / "main_test.go").write_text("package main\n")
+    assert go_dist.sources_digest("franz-go") == before
+    (tmp_path / "franzgo" / "main.go").write_text("package main\n\n// changed\n")
+    assert go_dist.sources_digest("franz-go") != before
+
+
 def test_without_go_on_path_missing_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERDLAB_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path))

@@ -8,11 +8,12 @@ session fixture), run on herdlab's broker through the member command and the sub
 * the same actions give a Go member's history the same event kinds with the same field names as a
   kafka-python member's;
 * a stall (``{"cmd":"stall"}`` on the child's stdin): neither client has a poll timer, so a stalled
-  member goes on heart-beating and the group does not change; when another member joins, the stalled
-  member cannot take part in the rebalance (kafka-go waits for every goroutine of the generation;
-  franz-go's hooks wait for the poll loop to allow the rebalance), so the broker removes it after the
-  rebalance timeout; once unstalled it finds itself fenced (its commit of what it processed is rejected
-  with Kafka's error name and code) and joins again;
+  member goes on heart-beating and the group does not change. When another member joins, kafka-go's
+  stalled member rejoins at once and keeps its membership (its record handler runs outside the
+  generation, as a Reader user's does), its generation's final commit accepted; franz-go's cannot take
+  part in the rebalance (its hooks wait for the poll loop to allow the rebalance), so the broker removes
+  it after the rebalance timeout, and once unstalled it finds itself fenced (its commit of what it
+  processed is rejected with Kafka's error name and code) and joins again;
 * an unknown option is a one-line error naming it and the client, in the member command and in the
   program; the program's ``--options`` is the table Python checks against.
 """
@@ -20,6 +21,7 @@ session fixture), run on herdlab's broker through the member command and the sub
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import threading
@@ -243,10 +245,101 @@ def group(broker_factory: BrokerFactory) -> Iterator[Members]:
     m.stop_all()
 
 
-@pytest.mark.parametrize("client", GO)
-def test_a_stalled_member_heartbeats_on_until_a_rebalance_then_is_removed_and_rejoins_when_unstalled(
-    go_members: dict[str, Path], group: Members, tmp_path: Path, client: str
+def _stall_quietly(
+    group: Members, m0: Any, produced: set[tuple[int, int]], tmp_path: Path
+) -> set[tuple[int, int]]:
+    """Stall m0 and produce more: over several session timeouts (2 s) neither client's stalled member
+    is removed and the group does not change (neither has a poll timer; the heartbeat goes on), nor
+    does it process the new records. The records produced during the stall."""
+    generation = group.stable
+    _command(m0, "stall")
+    later = _produce(group.broker.bootstrap, "t", tmp_path, 30, "during")
+    window_s = 3 * 2.0
+    t_end = time.monotonic() + window_s
+    while time.monotonic() < t_end:
+        group.update()
+        assert group.state == "Stable" and group.stable == generation, "the stalled member's group changed"
+        time.sleep(0.1)  # not a synchronisation: the broker's history is watched over the whole window
+    assert len(group.histories["m0"].of("record")) == len(produced)
+    return later
+
+
+def _ends(records: set[tuple[int, int]]) -> dict[int, int]:
+    """Each partition's next offset after ``records`` (what a commit of all of them carries)."""
+    return {p: max(o for q, o in records if q == p) + 1 for p in {q for q, _ in records}}
+
+
+def test_a_stalled_kafka_go_member_keeps_its_membership_through_a_rebalance(
+    go_members: dict[str, Path], group: Members, tmp_path: Path
 ) -> None:
+    """kafka-go's generation ends as soon as one of its goroutines returns and the next one waits only
+    for those goroutines (consumergroup.go: Generation.Start, close, nextGeneration); the member's
+    record handler runs outside the generation, as a Reader user's loop does (reader.go: the generation's
+    goroutines are commitLoop and the unsubscribe waiter; the partition readers select on ctx). So when
+    another member joins, the stalled member's heartbeat gets REBALANCE_IN_PROGRESS and returns, which
+    ends the generation; its fetchers stop (they select on the generation's ctx), its commit goroutine
+    makes the final commit of what was processed (accepted: the generation is not bumped before the
+    rebalance completes) and it rejoins at once, under the same member id, still stalled. The group
+    settles with both members, split, and nothing is removed or fenced; once unstalled the member
+    processes what its new partitions hold."""
+    client = "kafka-go"
+    rebalance_timeout_ms = 3000
+    fetch = {FETCH_WAIT[client]: "200ms"}
+    # m0 commits only at its generation's end (a long interval): the final commit is what is looked at
+    m0 = group.start(
+        "m0",
+        client,
+        **fetch,
+        **{"max.poll.interval.ms": str(rebalance_timeout_ms), "auto.commit.interval.ms": "600000"},
+    )
+    wait_until(lambda: group.owned_by({"m0": set(range(PARTITIONS))}, 1), timeout=30, what="m0 alone")
+    produced = _produce(group.broker.bootstrap, "t", tmp_path, 30, "before")
+    h0 = group.histories["m0"]
+    wait_until(lambda: len(h0.of("record")) >= len(produced), timeout=30, what="m0 processed the records")
+    assert not h0.of("commit")
+
+    later = _stall_quietly(group, m0, produced, tmp_path)
+
+    group.start("m1", client, **fetch, **{"max.poll.interval.ms": str(rebalance_timeout_ms)})
+    wait_until(lambda: group.split(("m0", "m1")), timeout=30, what="m0 (stalled) and m1 splitting the group")
+    assert len(h0.of("record")) == len(produced)  # still stalled
+    # the first generation's final commit: every record processed before the stall, accepted
+    assert {e["partition"]: e["offset"] for e in h0.of("commit")} == _ends(produced)
+    assert not h0.of("commit_rejected")
+    assert sorted(e["partition"] for e in h0.of("revoked")) == list(range(PARTITIONS))
+    assert all(e["lost"] is False for e in h0.of("revoked"))
+    # one member throughout: the same member id in both generations, the second one later
+    joins = h0.of("rebalance_end")
+    assert len(joins) == 2
+    assert joins[0]["member"] == joins[1]["member"] != ""
+    assert joins[1]["generation"] > joins[0]["generation"]
+
+    _command(m0, "unstall")
+    h1 = group.histories["m1"]
+    wait_until(
+        lambda: {(e["partition"], e["offset"]) for h in (h0, h1) for e in h.of("record")} >= later,
+        timeout=30,
+        what="the records produced during the stall processed",
+    )
+    # each by the member that owns its partition now, m0 included
+    mine = group.assignment("m0")
+    assert {(e["partition"], e["offset"]) for e in h0.of("record")} - produced == {
+        x for x in later if x[0] in mine
+    }
+    assert not h0.of("commit_rejected")
+    group.stop("m1")
+    group.stop("m0")
+
+
+def test_a_stalled_franz_go_member_heartbeats_on_until_a_rebalance_then_is_removed_and_rejoins_when_unstalled(
+    go_members: dict[str, Path], group: Members, tmp_path: Path
+) -> None:
+    """franz-go with BlockRebalanceOnPoll: the stalled poll loop holds the rebalance gate, so the
+    member's revoke waits for it while its heartbeat goes on; the broker removes it at the rebalance
+    timeout (the largest of the members': both have 3 s) and the newcomer gets every partition. Once
+    unstalled it finds itself fenced (its commit of what it processed is rejected with Kafka's
+    UNKNOWN_MEMBER_ID) and joins again."""
+    client = "franz-go"
     rebalance_timeout_ms = 3000
     fetch = {FETCH_WAIT[client]: "200ms"}
     # m0 commits only when its partitions are revoked (a long interval): what it processed before the
@@ -261,25 +354,9 @@ def test_a_stalled_member_heartbeats_on_until_a_rebalance_then_is_removed_and_re
     produced = _produce(group.broker.bootstrap, "t", tmp_path, 30, "before")
     h0 = group.histories["m0"]
     wait_until(lambda: len(h0.of("record")) >= len(produced), timeout=30, what="m0 processed the records")
-    generation = group.stable
 
-    _command(m0, "stall")
-    later = _produce(group.broker.bootstrap, "t", tmp_path, 30, "during")
-    # No poll timer in either client: over several session timeouts (2 s) the stalled member is not
-    # removed and the group does not change (its heartbeat goes on), nor does it process the new records.
-    window_s = 3 * 2.0
-    t_end = time.monotonic() + window_s
-    while time.monotonic() < t_end:
-        group.update()
-        assert group.state == "Stable" and group.stable == generation, "the stalled member's group changed"
-        time.sleep(0.1)  # not a synchronisation: the broker's history is watched over the whole window
-    assert len(h0.of("record")) == len(produced)
+    later = _stall_quietly(group, m0, produced, tmp_path)
 
-    # Another member joins: the stalled member cannot take part, and the broker removes it; the newcomer
-    # gets every partition. kafka-go's heartbeat goroutine ended with the generation (the rebalance's
-    # heartbeat error ends it), so the broker expires its session (2 s, before the 3 s rebalance
-    # timeout); franz-go heart-beats on while its revoke waits for the poll loop, so it is removed by the
-    # rebalance timeout (the largest of the members': both have 3 s).
     t_join = time.monotonic()
     group.start("m1", client, **fetch, **{"max.poll.interval.ms": str(rebalance_timeout_ms)})
     wait_until(
@@ -287,15 +364,14 @@ def test_a_stalled_member_heartbeats_on_until_a_rebalance_then_is_removed_and_re
         timeout=rebalance_timeout_ms / 1000 + 20,
         what="m1 alone after the stalled m0 was removed",
     )
-    if client == "franz-go":
-        assert time.monotonic() - t_join >= rebalance_timeout_ms / 1000
+    assert time.monotonic() - t_join >= rebalance_timeout_ms / 1000
     assert len(h0.of("record")) == len(produced)  # still stalled
 
     _command(m0, "unstall")
     wait_until(lambda: group.split(("m0", "m1")), timeout=40, what="m0 back in the group with m1")
     rejected = h0.of("commit_rejected")
     assert rejected, "the fenced member's commit was not rejected"
-    # the broker no longer knows the member: Kafka's UNKNOWN_MEMBER_ID, from each client's own result
+    # the broker no longer knows the member: Kafka's UNKNOWN_MEMBER_ID, from the client's own result
     assert {(e["error"], e["code"]) for e in rejected} == {("UNKNOWN_MEMBER_ID", 25)}, rejected
     # every record produced during the stall is processed, by m1 or by m0 once back
     h1 = group.histories["m1"]
@@ -390,6 +466,26 @@ def test_the_programs_option_table_is_the_one_python_checks_against(
     assert built == source
 
 
+@pytest.mark.parametrize("program", ["common", *(GO_PROGRAMS[c] for c in GO)])
+def test_the_go_programs_pure_parts_pass_their_own_go_tests(
+    go_members: dict[str, Path], program: str
+) -> None:
+    """The Go programs' ``_test.go`` files (error names and codes, the cooperative decision, the hold),
+    run with ``go test`` in the environment the build uses (the modules are in Go's cache once built)."""
+    go = shutil.which("go")
+    assert go is not None
+    done = subprocess.run(
+        [go, "test", "-count=1", "."],
+        cwd=go_dist.SOURCES / program,
+        env=go_dist.go_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("client", GO)
 def test_stdin_at_end_of_file_ends_the_program_at_once_and_an_unknown_command_is_ignored(
     go_members: dict[str, Path], broker_factory: BrokerFactory, client: str
@@ -414,6 +510,27 @@ def test_stdin_at_end_of_file_ends_the_program_at_once_and_an_unknown_command_is
         assert proc.wait(10) == 0
         assert proc.stdout.read() == b""  # no commit, no revoke, no stopped
         assert b"ignoring an unknown command" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.mark.parametrize("client", GO)
+def test_a_program_stopped_while_held_exits_0_having_printed_nothing(
+    go_members: dict[str, Path], tmp_path: Path, client: str
+) -> None:
+    argv = [str(go_members[client] / go_dist.PROGRAM), "--bootstrap", "127.0.0.1:1", "--group", "g"]
+    argv += ["--topic", "t", "--name", "m0", "--hold-until", str(tmp_path / "release")]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        # the hold says so once the program's signal handler is installed
+        assert b"held until" in proc.stderr.readline()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        assert proc.stdout.read() == b""  # no ready, no stopped
+        assert not (tmp_path / "release").exists()
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)

@@ -10,6 +10,9 @@
 //     stderr.
 //   - ReadCommands reads stdin: {"cmd":"stall"} / {"cmd":"unstall"} switch the Gate; an unknown
 //     line is one stderr line, ignored; end of file exits the process at once (no commit, no leave).
+//   - Hold (--hold-until) returns false when the member is stopped (SIGTERM, SIGINT) while held: the
+//     program then exits 0 having printed no event. The caller installs its signal handler before it.
+//   - ErrorName: an error without a Kafka error code is recorded by its Go type, its message logged.
 //   - Resolve turns the -X properties into the member's commit policy and the client's options by its
 //     own names: Kafka's dotted names of the table's "kafka" section are mapped to their option first,
 //     then the client's own names over them; any other name is an error naming it and the client.
@@ -100,19 +103,38 @@ func Logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().UTC().Format("15:04:05.000")+" "+format+"\n", args...)
 }
 
-// Hold waits until path exists, then removes it (harness/members/release.py).
-func Hold(path string) {
+// Hold waits until path exists, then removes it and returns true (harness/members/release.py); it
+// returns false at once when a signal arrives on stop first (the member was stopped while held: the
+// caller exits 0 without printing an event). No path: true at once.
+func Hold(path string, stop <-chan os.Signal) bool {
 	if path == "" {
-		return
+		return true
 	}
 	Logf("held until %s exists", path)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		if _, err := os.Stat(path); err == nil {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case sig := <-stop:
+			Logf("stopped while held (%v)", sig)
+			return false
+		case <-tick.C:
+		}
 	}
 	_ = os.Remove(path)
+	return true
+}
+
+// ErrorName is the name an event records for an error that carries no Kafka error code: its Go type
+// (as the Java and Python members record an exception's class name), e.g. "net.OpError"; the message
+// goes to the log (stderr) only.
+func ErrorName(err error) string {
+	name := strings.TrimPrefix(fmt.Sprintf("%T", err), "*")
+	Logf("%s: %v", name, err)
+	return name
 }
 
 // Gate is the stall switch: while stalled the member does not poll (its processing is stuck).

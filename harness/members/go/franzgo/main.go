@@ -10,17 +10,23 @@
 //     the hook), then assigned{partitions} (eager: the whole assignment; cooperative: what was added).
 //   - OnPartitionsRevoked: a synchronous commit of what the policy has pending for those partitions,
 //     then revoked{partitions, lost:false}; the end-of-session call that revokes nothing is skipped
-//     under a cooperative balancer (nothing is revoked there). OnPartitionsLost (a fatal group error):
+//     when every configured balancer is cooperative (kgo's default, cooperative-sticky, is): the group
+//     then runs a cooperative protocol, where nothing is revoked there. (kgo decides from the protocol
+//     the group chose, which it does not expose; a list mixing eager and cooperative balancers is
+//     taken as eager.) OnPartitionsLost (a fatal group error):
 //     revoked{partitions, lost:true}, no commit. A group management error (HookGroupManageError) is a
 //     heartbeat_error line.
 //   - Commits: CommitOffsets (interval) and CommitOffsetsSync (revoke, stop) with an onDone callback:
 //     one commit line per partition from the response's per-partition error code (kerr's name, which
-//     is Kafka's), or the request's error for all of them.
+//     is Kafka's), or the request's error for all of them (its Go type when it has no Kafka code:
+//     common.ErrorName).
 //   - Stall: the poll loop holds the rebalance gate (a poll whose records are not yet processed,
 //     which BlockRebalanceOnPoll keeps until AllowRebalance) and stops polling: the heartbeat goes on,
 //     and the member's hooks (so its part of a rebalance) wait until it is unstalled.
-//   - SIGTERM: the poll loop ends, the pending offsets are committed, Close (a dynamic member leaves),
-//     stopped{clean:true, close_ms}, exit 0.
+//   - SIGTERM: the poll loop holds the rebalance gate, commits what the policy has pending
+//     (synchronously, so no revoke runs between the last poll and this commit), allows rebalances and
+//     ends; then Close (a dynamic member leaves; its final revoke has nothing left to commit),
+//     stopped{clean:true, close_ms}, exit 0. Stopped while held (--hold-until): exit 0 with no event.
 package main
 
 import (
@@ -32,6 +38,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,7 +63,7 @@ var balancers = map[string]func() kgo.GroupBalancer{
 type member struct {
 	args        common.Args
 	opts        []kgo.Opt
-	cooperative bool
+	cooperative atomic.Bool // every balancer is cooperative (see the contract)
 	policy      *common.CommitPolicy
 	gate        *common.Gate
 	stop        chan struct{}
@@ -69,12 +76,8 @@ func (m *member) setters() map[string]func(string) error {
 	return map[string]func(string) error{
 		"Balancers": func(v string) error {
 			var bs []kgo.GroupBalancer
-			for i, name := range strings.Split(v, ",") {
-				name = strings.TrimSpace(name)
-				bs = append(bs, balancers[name]())
-				if i == 0 {
-					m.cooperative = name == "cooperative-sticky"
-				}
+			for _, name := range strings.Split(v, ",") {
+				bs = append(bs, balancers[strings.TrimSpace(name)]())
 			}
 			m.opts = append(m.opts, kgo.Balancers(bs...))
 			return nil
@@ -172,7 +175,17 @@ func errorOf(err error) (string, *int) {
 		code := int(ke.Code)
 		return ke.Message, &code
 	}
-	return err.Error(), nil
+	return common.ErrorName(err), nil
+}
+
+// allCooperative says whether every balancer is cooperative (the group's protocol then is).
+func allCooperative(bs []kgo.GroupBalancer) bool {
+	for _, b := range bs {
+		if !b.IsCooperative() {
+			return false
+		}
+	}
+	return len(bs) > 0
 }
 
 // onDone prints each partition's outcome of one commit of offsets.
@@ -234,7 +247,7 @@ func (m *member) onAssigned(_ context.Context, cl *kgo.Client, assigned map[stri
 
 func (m *member) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	ps := partitionsOf(m.args.Topic, revoked)
-	if len(ps) == 0 && m.cooperative {
+	if len(ps) == 0 && m.cooperative.Load() {
 		return
 	}
 	m.commitSync(ctx, cl, m.policy.Pending(ps))
@@ -259,19 +272,26 @@ func (manageErrors) OnGroupManageError(err error) {
 	common.Out("heartbeat_error", map[string]any{"error": name, "code": code})
 }
 
-// poll is the member's loop until stop: poll, process, commit by the policy, allow rebalances.
+// poll is the member's loop until stop: poll, process, commit by the policy, allow rebalances; on stop
+// the last commit is made while the rebalance gate is held (see the contract).
 func (m *member) poll(cl *kgo.Client) {
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for {
 		select {
 		case <-m.stop:
+			cl.PollRecords(canceled, 1) // holds the rebalance gate (after a rebalance under way)
+			m.final(cl)
 			return
 		default:
 		}
 		if m.gate.Stalled() {
 			cl.PollRecords(canceled, 1) // holds the rebalance gate, as an unprocessed poll does
 			m.gate.Wait(m.stop)
+			if m.stopping() {
+				m.final(cl)
+				return
+			}
 			cl.AllowRebalance()
 			continue
 		}
@@ -297,6 +317,10 @@ func (m *member) poll(cl *kgo.Client) {
 			common.Out("record", map[string]any{"partition": r.Partition, "offset": r.Offset, "value": value})
 			m.policy.Processed(int(r.Partition), r.Offset)
 		})
+		if m.stopping() {
+			m.final(cl) // this poll's records are committed before a rebalance can revoke them
+			return
+		}
 		if m.policy.Due() {
 			if offsets := m.policy.Pending(nil); len(offsets) > 0 {
 				cl.CommitOffsets(context.Background(), m.uncommitted(offsets), m.onDone(offsets))
@@ -304,6 +328,22 @@ func (m *member) poll(cl *kgo.Client) {
 		}
 		cl.AllowRebalance()
 	}
+}
+
+func (m *member) stopping() bool {
+	select {
+	case <-m.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// final commits what the policy has pending, synchronously, then allows rebalances: the caller holds
+// the rebalance gate, so no revoke runs between the last records processed and this commit.
+func (m *member) final(cl *kgo.Client) {
+	m.commitSync(context.Background(), cl, m.policy.Pending(nil))
+	cl.AllowRebalance()
 }
 
 func main() {
@@ -344,25 +384,28 @@ func main() {
 		m.opts = append(m.opts, kgo.InstanceID(m.args.GroupInstanceID))
 	}
 
-	go common.ReadCommands(m.gate)
-	common.Hold(m.args.HoldUntil) // a signal before the release ends the program as any process
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go common.ReadCommands(m.gate)
+	if !common.Hold(m.args.HoldUntil, sigs) {
+		return // stopped while held: no event, exit 0
+	}
 
 	common.Out("ready", nil)
 	cl, err := kgo.NewClient(m.opts...)
 	if err != nil {
 		common.Fail(client, fmt.Sprintf("the client refused its options: %v", err))
 	}
+	bs, _ := cl.OptValue("Balancers").([]kgo.GroupBalancer)
+	m.cooperative.Store(allCooperative(bs))
 	common.Out("started", map[string]any{"effective": effective(cl, table)})
 	polled := make(chan struct{})
 	go func() { m.poll(cl); close(polled) }()
 
 	<-sigs
 	t0 := time.Now()
-	close(m.stop) // ends a stall and the poll loop
+	close(m.stop) // ends a stall and the poll loop, which makes the last commit
 	<-polled
-	m.commitSync(context.Background(), cl, m.policy.Pending(nil))
 	cl.Close() // a dynamic member leaves the group (its final revoke runs first)
 	common.Out("stopped", map[string]any{"clean": true, "close_ms": float64(time.Since(t0).Microseconds()) / 1000})
 }

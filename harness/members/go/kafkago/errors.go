@@ -1,7 +1,9 @@
 package main
 
-// kafkaNames is Kafka's own name of each protocol error code (the names of Kafka's Errors enum, as the
-// Python and Java members record them); kafka.Error's Title() is a prose title instead.
+// kafkaNames is Kafka's own name of each protocol error code: the constants of Kafka's Errors enum
+// (org.apache.kafka.common.protocol.Errors of kafka-clients 4.1, which keeps every code and name of
+// 3.9 and adds codes 128-133), as the Python and Java members record them; kafka.Error's Title() is a
+// prose title instead. Code 0 (NONE) is no error and is not here.
 var kafkaNames = map[int]string{
 	-1:  "UNKNOWN_SERVER_ERROR",
 	1:   "OFFSET_OUT_OF_RANGE",
@@ -9,7 +11,7 @@ var kafkaNames = map[int]string{
 	3:   "UNKNOWN_TOPIC_OR_PARTITION",
 	4:   "INVALID_FETCH_SIZE",
 	5:   "LEADER_NOT_AVAILABLE",
-	6:   "NOT_LEADER_FOR_PARTITION",
+	6:   "NOT_LEADER_OR_FOLLOWER",
 	7:   "REQUEST_TIMED_OUT",
 	8:   "BROKER_NOT_AVAILABLE",
 	9:   "REPLICA_NOT_AVAILABLE",
@@ -110,4 +112,31 @@ var kafkaNames = map[int]string{
 	104: "INCONSISTENT_CLUSTER_ID",
 	105: "TRANSACTIONAL_ID_NOT_FOUND",
 	106: "FETCH_SESSION_TOPIC_ID_ERROR",
+	107: "INELIGIBLE_REPLICA",
+	108: "NEW_LEADER_ELECTED",
+	109: "OFFSET_MOVED_TO_TIERED_STORAGE",
+	110: "FENCED_MEMBER_EPOCH",
+	111: "UNRELEASED_INSTANCE_ID",
+	112: "UNSUPPORTED_ASSIGNOR",
+	113: "STALE_MEMBER_EPOCH",
+	114: "MISMATCHED_ENDPOINT_TYPE",
+	115: "UNSUPPORTED_ENDPOINT_TYPE",
+	116: "UNKNOWN_CONTROLLER_ID",
+	117: "UNKNOWN_SUBSCRIPTION_ID",
+	118: "TELEMETRY_TOO_LARGE",
+	119: "INVALID_REGISTRATION",
+	120: "TRANSACTION_ABORTABLE",
+	121: "INVALID_RECORD_STATE",
+	122: "SHARE_SESSION_NOT_FOUND",
+	123: "INVALID_SHARE_SESSION_EPOCH",
+	124: "FENCED_STATE_EPOCH",
+	125: "INVALID_VOTER_KEY",
+	126: "DUPLICATE_VOTER",
+	127: "VOTER_NOT_FOUND",
+	128: "INVALID_REGULAR_EXPRESSION",
+	129: "REBOOTSTRAP_REQUIRED",
+	130: "STREAMS_INVALID_TOPOLOGY",
+	131: "STREAMS_INVALID_TOPOLOGY_EPOCH",
+	132: "STREAMS_TOPOLOGY_FENCED",
+	133: "SHARE_SESSION_LIMIT_REACHED",
 }

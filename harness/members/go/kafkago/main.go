@@ -1,28 +1,55 @@
 // Command kafkago is a herdlab coordinator member on segmentio/kafka-go: one consumer group member,
 // speaking the child protocol of harness/members/child.py.
 //
-// Why kafka.ConsumerGroup rather than a Reader with a GroupID: the Reader hides what the member must
-// record. It keeps the generation and the assignment to itself, retries its commits
-// (commitOffsetsWithRetry) or, committing on an interval, only logs their errors. The Reader is built
-// on the same ConsumerGroup (NewConsumerGroup, Next, Generation.Start), so the coordinator sees the
-// same requests: one generation at a time, whose end waits for every goroutine the generation started.
+// It runs a kafka.ConsumerGroup as kafka-go's Reader with a GroupID does (reader.go: run, subscribe,
+// commitLoop, unsubscribe), written out here because the Reader hides what the member must record: the
+// generation id and member id, and its commits' errors (it retries them, commitOffsetsWithRetry, or on
+// an interval only logs them).
 //
+// The same as the Reader
+//   - One generation at a time (ConsumerGroup.Next). kafka-go starts the generation's heartbeat (and
+//     with WatchPartitionChanges its partition watcher); the heartbeat returns at its first error,
+//     which ends the generation. The program adds one commit goroutine (the Reader's commitLoop) and
+//     one fetcher per assigned partition (a ReaderConfig with that Partition, started at the
+//     generation's offset: the Reader's partition readers, which its unsubscribe goroutine stops at
+//     the generation's end). All of them are the generation's (Generation.Start) and select on its
+//     ctx, so the generation ends as soon as they return and the next one is joined at once.
+//   - The record handler (the processor) runs on its own goroutine outside every generation, as a
+//     Reader user's loop over FetchMessage does: a stuck handler does not hold the generation's end,
+//     and the member rejoins and keeps its membership while it is stuck.
+//   - The commit goroutine commits, with its generation (Generation.CommitOffsets), what the processor
+//     has processed, and once more when the generation's ctx ends (the Reader's final commit in
+//     commitLoopInterval).
+//
+// Where it differs from the Reader
+//   - The commit policy is the member's (harness/members/recorder.py: interval commits), not
+//     ReaderConfig.CommitInterval or CommitMessages; a commit is not retried: its outcome is printed.
+//   - Records reach the processor through an unbuffered channel (the Reader's is QueueCapacity long),
+//     each tagged with its generation; the processor drops a record whose generation has ended (the
+//     Reader drops only those older than the newest generation it subscribed to, and commits what its
+//     user processed late with the next generation), so no record is processed after its generation's
+//     final commit and revoked line.
+//   - The fetchers are the generation's own goroutines rather than stopped by one of them; the
+//     generation ends alike (each selects on its ctx).
+
 // Contract
-//   - Each generation (ConsumerGroup.Next): joined{generation, member}, assigned{partitions}; one
-//     reader per assigned partition (ReaderConfig with Partition, started at the generation's offset)
-//     and one processing goroutine, all started with Generation.Start. At the generation's end the
-//     processor commits what the policy has pending, then prints revoked{partitions, lost:false}
-//     (kafka-go does not tell a lost generation from a revoked one).
-//   - Commits: Generation.CommitOffsets (OffsetCommit with the generation): one commit line per
-//     partition; a rejected commit carries Kafka's error name and code (kafka-go fails the whole
-//     request with the first partition's error code).
+//   - Each generation: joined{generation, member}, assigned{partitions}; when it ends, after the final
+//     commit, revoked{partitions, lost:false} (kafka-go does not tell a lost generation from a revoked
+//     one).
+//   - Commits: one commit line per partition; a rejected commit carries Kafka's error name and code
+//     (kafka-go fails the whole request with the first partition's error code); an error without a code
+//     its Go type (common.ErrorName).
 //   - A ConsumerGroup.Next error (join, sync, offset fetch) is a heartbeat_error line; a failed
-//     heartbeat itself only ends the generation in kafka-go and is not reported to the program.
-//   - Stall: the processor stops taking records and no longer watches the generation's end, as a stuck
-//     record handler would: the heartbeat goroutine goes on, and a rebalance cannot complete for this
-//     member (kafka-go waits for every goroutine of the generation) until it is unstalled.
-//   - SIGTERM: the pending offsets are committed, ConsumerGroup.Close (the generation ends, the member
-//     leaves the group), stopped{clean:true, close_ms}, exit 0.
+//     heartbeat only ends the generation in kafka-go and is not reported to the program.
+//   - Stall: the processor stops taking records, as a stuck record handler would. The generation's
+//     goroutines go on: the heartbeat until the group rebalances (its error ends the generation), the
+//     fetchers blocked on handing over a record, the commit goroutine (nothing new to commit). A
+//     rebalance completes without waiting for the processor: the generation's final commit, revoked,
+//     and the member joins the next generation at once, still stalled; kafka-go has no poll timer, so
+//     a stall alone never removes the member.
+//   - SIGTERM: the processor stops, ConsumerGroup.Close ends the generation (its commit goroutine makes
+//     the final commit and prints revoked) and leaves the group, stopped{clean:true, close_ms}, exit 0.
+//     Stopped while held (--hold-until): exit 0 with no event.
 //   - No static membership and no sticky or cooperative-sticky balancer exist in kafka-go: a
 //     --group-instance-id or such an assignor is an error (exit status 2).
 package main
@@ -54,15 +81,22 @@ var balancers = map[string]kafka.GroupBalancer{
 }
 
 type member struct {
-	args   common.Args
-	cfg    kafka.ConsumerGroupConfig
-	rcfg   kafka.ReaderConfig // the partition readers' settings
-	policy *common.CommitPolicy
-	gate   *common.Gate
-	stop   chan struct{}
+	args    common.Args
+	cfg     kafka.ConsumerGroupConfig
+	rcfg    kafka.ReaderConfig // the partition readers' settings
+	policy  *common.CommitPolicy
+	gate    *common.Gate
+	stop    chan struct{}
+	records chan delivery // fetchers -> processor
 
-	mu  sync.Mutex
+	mu   sync.Mutex
+	live *kafka.Generation // the generation whose records the processor takes; nil once it ended
+}
+
+// delivery is one fetched record and the generation that fetched it.
+type delivery struct {
 	gen *kafka.Generation
+	msg kafka.Message
 }
 
 func (m *member) setters() map[string]func(string) error {
@@ -140,7 +174,7 @@ func errorOf(err error) (string, *int) {
 		}
 		return "UNKNOWN_" + strconv.Itoa(code), &code
 	}
-	return err.Error(), nil
+	return common.ErrorName(err), nil
 }
 
 // commit commits offsets in gen and prints each partition's outcome.
@@ -158,8 +192,8 @@ func (m *member) commit(gen *kafka.Generation, offsets map[int]int64) {
 	m.policy.Done(offsets)
 }
 
-// fetch reads one partition into records until the generation ends.
-func (m *member) fetch(gen *kafka.Generation, p kafka.PartitionAssignment, records chan<- kafka.Message) {
+// fetch reads one partition of gen and hands its records to the processor until the generation ends.
+func (m *member) fetch(gen *kafka.Generation, p kafka.PartitionAssignment) {
 	gen.Start(func(ctx context.Context) {
 		rc := m.rcfg
 		rc.Brokers, rc.Topic, rc.Partition = m.cfg.Brokers, m.args.Topic, p.ID
@@ -184,7 +218,7 @@ func (m *member) fetch(gen *kafka.Generation, p kafka.PartitionAssignment, recor
 				continue
 			}
 			select {
-			case records <- msg:
+			case m.records <- delivery{gen, msg}:
 			case <-ctx.Done():
 				return
 			}
@@ -192,39 +226,56 @@ func (m *member) fetch(gen *kafka.Generation, p kafka.PartitionAssignment, recor
 	})
 }
 
-// process handles the generation's records and commits by the policy (see the contract).
-func (m *member) process(gen *kafka.Generation, partitions []int, records <-chan kafka.Message) {
+// commits is gen's commit goroutine: interval commits of what was processed in gen's partitions, and
+// when the generation ends the final commit, then revoked (see the contract).
+func (m *member) commits(gen *kafka.Generation, partitions []int) {
 	gen.Start(func(ctx context.Context) {
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if m.gate.Stalled() {
-				m.gate.Wait(m.stop) // stuck: the generation's end is not seen until unstalled
-			}
 			select {
 			case <-ctx.Done():
+				m.mu.Lock()
+				if m.live == gen {
+					m.live = nil // from here on the processor drops this generation's records
+				}
+				m.mu.Unlock()
 				m.commit(gen, m.policy.Pending(partitions))
 				common.Out("revoked", map[string]any{"partitions": partitions, "lost": false})
 				m.policy.Forget(partitions)
 				return
-			case <-m.gate.Changed():
-			case msg := <-records:
-				var value any
-				if msg.Value != nil {
-					value = string(msg.Value)
-				}
-				common.Out("record", map[string]any{"partition": msg.Partition, "offset": msg.Offset, "value": value})
-				m.policy.Processed(msg.Partition, msg.Offset)
-				if m.policy.Due() {
-					m.commit(gen, m.policy.Pending(nil))
-				}
 			case <-tick.C:
 				if m.policy.Due() {
-					m.commit(gen, m.policy.Pending(nil))
+					m.commit(gen, m.policy.Pending(partitions))
 				}
 			}
 		}
 	})
+}
+
+// process is the record handler, outside every generation, until stop: it takes records unless stalled.
+func (m *member) process() {
+	for {
+		if m.gate.Stalled() {
+			m.gate.Wait(m.stop) // stuck, as a slow handler is; the generations go on without it
+		}
+		select {
+		case <-m.stop:
+			return
+		case <-m.gate.Changed():
+		case d := <-m.records:
+			m.mu.Lock()
+			if d.gen == m.live {
+				var value any
+				if d.msg.Value != nil {
+					value = string(d.msg.Value)
+				}
+				common.Out("record", map[string]any{"partition": d.msg.Partition, "offset": d.msg.Offset, "value": value})
+				m.policy.Processed(d.msg.Partition, d.msg.Offset)
+			}
+			m.mu.Unlock()
+		}
+	}
 }
 
 func (m *member) run(cg *kafka.ConsumerGroup) {
@@ -246,18 +297,17 @@ func (m *member) run(cg *kafka.ConsumerGroup) {
 		common.Out("joined", map[string]any{"generation": gen.ID, "member": gen.MemberID})
 		common.Out("assigned", map[string]any{"partitions": partitions})
 		m.mu.Lock()
-		m.gen = gen
+		m.live = gen
 		m.mu.Unlock()
-		records := make(chan kafka.Message)
+		m.commits(gen, partitions)
 		for _, p := range gen.Assignments[m.args.Topic] {
-			m.fetch(gen, p, records)
+			m.fetch(gen, p)
 		}
-		m.process(gen, partitions, records)
 	}
 }
 
 func main() {
-	m := &member{gate: common.NewGate(), stop: make(chan struct{})}
+	m := &member{gate: common.NewGate(), stop: make(chan struct{}), records: make(chan delivery)}
 	m.args = common.ParseArgs(client)
 	table := common.LoadTable(optionsJSON, m.setters())
 	if m.args.PrintOptions {
@@ -298,10 +348,12 @@ func main() {
 	readerCfg := reader.Config() // the partition readers' settings with kafka-go's defaults
 	_ = reader.Close()
 
-	go common.ReadCommands(m.gate)
-	common.Hold(m.args.HoldUntil) // a signal before the release ends the program as any process
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go common.ReadCommands(m.gate)
+	if !common.Hold(m.args.HoldUntil, sigs) {
+		return // stopped while held: no event, exit 0
+	}
 
 	common.Out("ready", nil)
 	cg, err := kafka.NewConsumerGroup(m.cfg)
@@ -309,19 +361,16 @@ func main() {
 		common.Fail(client, err.Error())
 	}
 	common.Out("started", map[string]any{"effective": m.effective(readerCfg)})
+	processed := make(chan struct{})
+	go func() { m.process(); close(processed) }()
 	done := make(chan struct{})
 	go func() { m.run(cg); close(done) }()
 
 	<-sigs
 	t0 := time.Now()
-	close(m.stop) // ends a stall
-	m.mu.Lock()
-	gen := m.gen
-	m.mu.Unlock()
-	if gen != nil {
-		m.commit(gen, m.policy.Pending(nil))
-	}
-	_ = cg.Close() // ends the generation (its processor commits and revokes) and leaves the group
+	close(m.stop) // ends a stall and the processor
+	<-processed
+	_ = cg.Close() // ends the generation (its commit goroutine commits and revokes) and leaves the group
 	<-done
 	common.Out("stopped", map[string]any{"clean": true, "close_ms": float64(time.Since(t0).Microseconds()) / 1000})
 }
