@@ -256,7 +256,8 @@ public final class HerdlabMember {
         final Properties props;
         final Policy policy;
         final long pollMs;
-        KafkaConsumer<byte[], byte[]> consumer;
+        /** set once by the member's thread; read by a signal handler's (stop) */
+        volatile KafkaConsumer<byte[], byte[]> consumer;
         volatile boolean stopping;
         private boolean stalled;
         private final Object stall = new Object();
