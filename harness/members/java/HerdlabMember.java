@@ -237,8 +237,16 @@ public final class HerdlabMember {
             return out;
         }
 
+        /** An accepted commit of ``offsets``: marked committed (never lowered by a late result) for the
+         * partitions the member still owns (in ``position``). An asynchronous commit's result may come
+         * after its partitions were revoked and forgotten; marking them then would skip a commit once the
+         * member owns them again. */
         void done(Map<Integer, Long> offsets) {
-            committed.putAll(offsets);
+            offsets.forEach((p, o) -> {
+                if (position.containsKey(p)) {
+                    committed.merge(p, o, Math::max);
+                }
+            });
         }
 
         void forget(Collection<Integer> partitions) {
