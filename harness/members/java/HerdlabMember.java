@@ -17,7 +17,9 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -179,16 +181,19 @@ public final class HerdlabMember {
 
     // -- commit outcomes ------------------------------------------------------------------------------
 
-    /** Kafka's error name and code of a commit's exception (a retriable failure: of its cause), or the
-     * exception's simple class name and null. */
+    /** Kafka's error name and code of a commit's exception (a retriable failure, or a future's wrapper:
+     * of its cause), or, when it is no error of Kafka's protocol, the exception's simple class name (as
+     * the Python members' type(e).__name__) and null. */
     static Object[] errorOf(Exception e) {
         Throwable t = e;
-        if (e instanceof RetriableCommitFailedException && e.getCause() != null) {
-            t = e.getCause();
+        while ((t instanceof RetriableCommitFailedException || t instanceof CompletionException
+                || t instanceof ExecutionException) && t.getCause() != null) {
+            t = t.getCause();
         }
         Errors err = Errors.forException(t);
         if (err == Errors.UNKNOWN_SERVER_ERROR && !(t instanceof UnknownServerException)) {
-            return new Object[] {t.getClass().getSimpleName(), null};
+            String name = t.getClass().getSimpleName();
+            return new Object[] {name.isEmpty() ? t.getClass().getName() : name, null};
         }
         return new Object[] {err.name(), (int) err.code()};
     }
