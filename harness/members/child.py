@@ -71,7 +71,13 @@ Contract
 * The end: a child that closes its stdout before it was asked to stop (a crash, a fatal client error)
   ends the member: ``stopped`` (``clean=False``) unless the child printed one, then
   :class:`ChildExited` when its exit status is not 0. When the child printed no ``stopped`` the adapter
-  writes the template's.
+  writes the template's. A child that ends a clean stop with a non-zero status (or by a signal) without
+  printing its ``stopped`` (for a host: not every member's) did not stop cleanly: :meth:`~ChildMember.close`
+  raises :class:`ChildExited` (:attr:`~ChildMember.close_must_return`), so that the member's ``stopped``
+  says ``clean=False``, and the member ends with that error.
+* A child that printed no line at all and exited with status 0 (a held child stopped before its
+  release, which exits at once: :mod:`harness.members.release`) never began: the adapter writes no
+  event for it, whether the stop came through the adapter or reached the child first.
 """
 
 from __future__ import annotations
@@ -226,6 +232,9 @@ class ChildMember(MemberTemplate):
     """One member run by a child process (see the module contract); ``poll_timeout_s``: how long one poll
     waits for a line before the stop flag is looked at again."""
 
+    #: a clean stop whose child ended badly (see :meth:`close`) is no clean stop
+    close_must_return = True
+
     def __init__(self, spec: ChildSpec, sink: EventSink, poll_timeout_s: float = 0.5) -> None:
         super().__init__()
         self.spec = spec
@@ -233,6 +242,7 @@ class ChildMember(MemberTemplate):
         self.poll_timeout_s = poll_timeout_s
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._ended = False  # the child closed its stdout
+        self._printed = False  # the child printed a line (it began)
         self._stopped_printed = False
         self._killed = False  # by the adapter (an unclean stop)
         self._child_stalled = False  # the last stall command asked for
@@ -252,8 +262,21 @@ class ChildMember(MemberTemplate):
         if not isinstance(event, dict) or not isinstance(kind, str) or not self.sink.accepts(kind):
             raise ChildProtocolError(f"the child printed {line[:200]!r}, not an event of its kind")
         fields: dict[str, Any] = {k: v for k, v in event.items() if k != "kind"}  # pyright: ignore[reportUnknownVariableType]
+        self._printed = True
         self.sink.apply(kind, fields)
         self._stopped_printed |= kind == "stopped"
+
+    def unstopped(self) -> bool:
+        """Whether the child has not printed its ``stopped`` (a host: some member's)."""
+        return not self._stopped_printed
+
+    def _never_began(self) -> bool:
+        """The child printed nothing and exited with status 0 (see the module contract)."""
+        proc: subprocess.Popen[bytes] | None = self.consumer
+        return proc is not None and not self._printed and proc.returncode == 0
+
+    def _exited(self, proc: subprocess.Popen[bytes]) -> ChildExited:
+        return ChildExited(f"the member's child {self.spec.argv[0]} exited with status {proc.returncode}")
 
     # -- the template's hooks --------------------------------------------------------------------
     def announce_ready(self) -> None:
@@ -297,10 +320,16 @@ class ChildMember(MemberTemplate):
         self.consumer.send_signal(signal.SIGTERM)  # the child commits and closes on it
 
     def close(self) -> None:
+        """Read the child's last lines until it closes its stdout and wait for it; :class:`ChildExited`
+        when it exited non-zero (or by a signal) without printing its ``stopped`` (see the module
+        contract)."""
         while (line := self._lines.get()) is not None:
             self._apply(line)
         self._ended = True
-        self.consumer.wait()
+        proc: subprocess.Popen[bytes] = self.consumer
+        proc.wait()
+        if proc.returncode != 0 and self.unstopped():
+            raise self._exited(proc)
 
     def release(self) -> None:
         proc: subprocess.Popen[bytes] | None = self.consumer
@@ -314,13 +343,13 @@ class ChildMember(MemberTemplate):
             proc.stdin.close()
 
     def announce_stopped(self, clean: bool, **fields: Any) -> None:
-        if not self._stopped_printed:
+        if self.unstopped() and not self._never_began():
             self.sink.stopped(clean, **fields)
 
     def after_run(self) -> None:
         proc: subprocess.Popen[bytes] | None = self.consumer
         if proc is not None and proc.returncode and not self._killed:
-            raise ChildExited(f"the member's child {self.spec.argv[0]} exited with status {proc.returncode}")
+            raise self._exited(proc)
 
     # -- commands ----------------------------------------------------------------------------------
     @property

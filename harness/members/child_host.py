@@ -14,7 +14,9 @@ Contract
   host's one history, as the legacy hosts' members do (:mod:`harness.members.legacy_host`).
 * :class:`ChildHost` is a :class:`~harness.members.child.ChildMember` with that sink: one process, one
   life cycle: a clean stop (SIGTERM) stops every member (each commits, closes and prints its
-  ``stopped``); the end of the child writes an unclean ``stopped`` for each member that printed none.
+  ``stopped``); the end of the child writes an unclean ``stopped`` for each member that printed none, as
+  does a clean stop after which the child exits non-zero (the adapter's ``stopped`` of a clean stop that
+  the child ended with status 0 says ``clean=True``).
   Stopping, killing, pausing or stalling one hosted member alone is not offered: the runner keeps every
   member a step targets in its own process (:func:`harness.run.launch.host_groups`).
 * What sharing a process costs in fidelity: each member keeps its own connections, coordinator state and
@@ -70,6 +72,10 @@ class HostSink:
         if kind == "stopped":
             self._stopped.add(slot)
 
+    def unstopped(self) -> bool:
+        """Whether some member has printed no ``stopped``."""
+        return len(self._stopped) < len(self.sinks)
+
     def stopped(self, clean: bool, **fields: Any) -> None:
         """The adapter's ``stopped`` for every member that printed none."""
         for slot, sink in enumerate(self.sinks):
@@ -85,5 +91,6 @@ class ChildHost(ChildMember):
         self.host_sink = HostSink(sinks)
         super().__init__(spec, self.host_sink, poll_timeout_s)
 
-    def announce_stopped(self, clean: bool, **fields: Any) -> None:
-        self.host_sink.stopped(clean, **fields)
+    def unstopped(self) -> bool:
+        """Whether some member of the host has not printed its ``stopped``."""
+        return self.host_sink.unstopped()

@@ -13,7 +13,9 @@ and the kafka-python its fetcher and Kafka offset storage use; a member in anoth
 :mod:`harness.members.child`), so the member's ``ready`` (the join's t0) follows the join's ``invoke`` by milliseconds rather than by a process start-up that
 a loaded machine stretches to tens of seconds when many members start at once. Until it is
 released the member has written no event and opened no connection; a signal ends it like any process
-(the member's own handlers are installed after the release).
+(the member's own handlers are installed after the release). A member in another language that holds
+itself is to end at once on a stop (SIGTERM or SIGINT, to it or to its adapter) with status 0, having printed
+nothing, so that its adapter writes no event either (:mod:`harness.members.child`).
 """
 
 from __future__ import annotations

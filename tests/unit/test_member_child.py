@@ -5,8 +5,11 @@ final lines are recorded; a child that exits by itself or prints a bad line ends
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +27,7 @@ from tests.support.recording import RecordingHistory
 from tests.support.waiting import wait_until
 
 CHILD = """
-import json, signal, sys
+import json, os, signal, sys
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 def out(**e):
     print(json.dumps(e), flush=True)
@@ -40,6 +43,12 @@ if sys.argv[1] == "garbage":
     signal.sigwait({signal.SIGTERM})
     sys.exit(0)
 signal.sigwait({signal.SIGTERM})
+if sys.argv[1] == "fail-stop":  # a clean stop that fails: no stopped, status 3
+    sys.exit(3)
+if sys.argv[1] == "die-on-stop":  # a clean stop that ends by a signal: no stopped
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    os.kill(os.getpid(), signal.SIGTERM)
+    sys.exit(0)
 out(kind="commit", partition=0, offset=1, error=None, code=None)
 out(kind="revoked", partitions=[0, 1], lost=False)
 out(kind="stopped", clean=True, close_ms=1.5)
@@ -107,6 +116,67 @@ def test_a_child_that_exits_by_itself_ends_the_member_with_its_status() -> None:
         *_until_record(),
         [("kind", "stopped"), *JOINED.items(), ("clean", False), ("records", 1)],
     ]
+
+
+@pytest.mark.parametrize(("mode", "status"), [("fail-stop", 3), ("die-on-stop", -15)])
+def test_a_child_that_ends_a_clean_stop_badly_without_its_stopped_makes_the_stop_unclean(
+    mode: str, status: int
+) -> None:
+    member, history = _member(mode)
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            member.run()
+        except ChildExited as e:
+            failed.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    wait_until(lambda: history.of("record"), timeout=30, what="the child's record")
+    member.stop(clean=True)
+    t.join(30)
+    assert not t.is_alive()
+    assert [str(e) for e in failed] == [f"the member's child {sys.executable} exited with status {status}"]
+    assert _items(history) == [
+        *_until_record(),
+        [("kind", "stopped"), *JOINED.items(), ("clean", False), ("records", 1)],
+    ]
+    assert member.consumer.returncode == status
+
+
+#: A held child (harness.members.release): it prints nothing, says on a file that it is waiting, and on
+#: SIGTERM exits 0 at once, printing nothing.
+HELD_CHILD = """
+import pathlib, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+pathlib.Path(sys.argv[1]).touch()
+signal.sigwait({signal.SIGTERM})
+"""
+
+
+@pytest.mark.parametrize("to", ["adapter", "child"])
+def test_a_child_stopped_before_it_printed_anything_that_exits_0_leaves_no_event(
+    to: str, tmp_path: Path
+) -> None:
+    history = RecordingHistory()
+    config = MemberConfig(bootstrap="127.0.0.1:1", group="g", topic="t", name="m0", client="java")
+    sink = CoordinatorSink(MemberRecorder(config, history))  # pyright: ignore[reportArgumentType]
+    waiting = tmp_path / "waiting"
+    member = ChildMember(
+        ChildSpec([sys.executable, "-c", HELD_CHILD, str(waiting)]), sink, poll_timeout_s=0.05
+    )
+    t = threading.Thread(target=member.run)
+    t.start()
+    wait_until(waiting.exists, timeout=30, what="the child waiting")
+    if to == "adapter":  # the adapter's clean stop: SIGTERM to the child, its end awaited
+        member.stop(clean=True)
+    else:  # the stop reached the child first (a signal to the process group): the adapter sees it end
+        os.kill(member.consumer.pid, signal.SIGTERM)
+    t.join(30)
+    assert not t.is_alive()
+    assert history.events == []
+    assert member.consumer.returncode == 0
 
 
 def test_a_line_that_is_no_event_ends_the_member_and_kills_the_child() -> None:

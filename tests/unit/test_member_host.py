@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.members.child import ChildProtocolError
+from harness.members.child import ChildExited, ChildProtocolError
 from harness.members.child_host import HostSink
 from harness.members.clients.registry import CLIENT_SPECS, ChildClient, host_argv, make_host
 from harness.members.recorder import MemberConfig
@@ -90,6 +90,36 @@ def test_a_hosts_lines_are_each_members_events_under_its_own_name(monkeypatch: p
     a_stopped, b_stopped = by["a"][-1], by["b"][-1]
     assert (a_stopped["clean"], a_stopped["close_ms"]) == (True, 1.5)
     assert b_stopped["clean"] is True  # the adapter's, after the child ended as asked
+
+
+def test_a_host_that_exits_non_zero_after_a_clean_stop_makes_the_silent_members_stop_unclean(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # as HOST, then exit status 1: b printed no stopped (its thread died), so its stop was not clean
+    monkeypatch.setitem(
+        CLIENT_SPECS,
+        "py-host",
+        ChildClient([sys.executable, "-c", HOST + "sys.exit(1)\n"], kind="coordinator", hosts=True),
+    )
+    history = RecordingHistory()
+    member = make_host([_config("a"), _config("b")], history)  # pyright: ignore[reportArgumentType]
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            member.run()
+        except ChildExited as e:
+            failed.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    wait_until(lambda: len(history.of("assigned")) == 4, timeout=30, what="both members assigned")
+    member.stop(clean=True)
+    t.join(30)
+    assert not t.is_alive()
+    assert [str(e) for e in failed] == [f"the member's child {sys.executable} exited with status 1"]
+    stopped = {e["source"]: (e["clean"], e.get("close_ms")) for e in history.of("stopped")}
+    assert stopped == {"a": (True, 1.5), "b": (False, None)}
 
 
 def test_a_line_for_no_member_of_the_host_is_a_protocol_error() -> None:

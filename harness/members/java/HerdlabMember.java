@@ -17,6 +17,9 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -69,10 +72,11 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * member stops uncleanly and exits 1), stopped{clean,close_ms}.
  *
  * <p>Control: SIGTERM or SIGINT stops cleanly (commit, close: a dynamic member leaves; exit 0), also
- * during a stall. stdin carries commands, one JSON object per line (with "m": for that slot only, else
- * for every member): {"cmd":"stall"} stops polling (the
- * client's heartbeat thread goes on, so only the poll timer max.poll.interval.ms can remove the
- * member), {"cmd":"unstall"} polls again; an unknown command is one stderr line. stdin at end of file
+ * during a stall; before the release of a hold (--hold-until) it ends the program at once, exit status 0,
+ * having printed nothing (a held member stopped before its join never began). stdin carries commands,
+ * one JSON object per line (with "m": for that slot only, else for every member): {"cmd":"stall"} stops
+ * polling (the client's heartbeat thread goes on, so only the poll timer max.poll.interval.ms can remove
+ * the member), {"cmd":"unstall"} polls again; an unknown command is one stderr line. stdin at end of file
  * (the adapter is gone): halt at once, no commit, no leave.
  */
 public final class HerdlabMember {
@@ -88,6 +92,11 @@ public final class HerdlabMember {
 
     private static final PrintStream OUT =
             new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+
+    /** A stop was asked (SIGTERM or SIGINT): a hold ends at once, every member is told. */
+    private static volatile boolean stopAsked;
+    /** The members a stop is for, once made (the signal thread reads it). */
+    private static final List<Member> MEMBERS = new CopyOnWriteArrayList<>();
 
     private HerdlabMember() {
     }
@@ -172,16 +181,19 @@ public final class HerdlabMember {
 
     // -- commit outcomes ------------------------------------------------------------------------------
 
-    /** Kafka's error name and code of a commit's exception (a retriable failure: of its cause), or the
-     * exception's simple class name and null. */
+    /** Kafka's error name and code of a commit's exception (a retriable failure, or a future's wrapper:
+     * of its cause), or, when it is no error of Kafka's protocol, the exception's simple class name (as
+     * the Python members' type(e).__name__) and null. */
     static Object[] errorOf(Exception e) {
         Throwable t = e;
-        if (e instanceof RetriableCommitFailedException && e.getCause() != null) {
-            t = e.getCause();
+        while ((t instanceof RetriableCommitFailedException || t instanceof CompletionException
+                || t instanceof ExecutionException) && t.getCause() != null) {
+            t = t.getCause();
         }
         Errors err = Errors.forException(t);
         if (err == Errors.UNKNOWN_SERVER_ERROR && !(t instanceof UnknownServerException)) {
-            return new Object[] {t.getClass().getSimpleName(), null};
+            String name = t.getClass().getSimpleName();
+            return new Object[] {name.isEmpty() ? t.getClass().getName() : name, null};
         }
         return new Object[] {err.name(), (int) err.code()};
     }
@@ -230,8 +242,16 @@ public final class HerdlabMember {
             return out;
         }
 
+        /** An accepted commit of ``offsets``: marked committed (never lowered by a late result) for the
+         * partitions the member still owns (in ``position``). An asynchronous commit's result may come
+         * after its partitions were revoked and forgotten; marking them then would skip a commit once the
+         * member owns them again. */
         void done(Map<Integer, Long> offsets) {
-            committed.putAll(offsets);
+            offsets.forEach((p, o) -> {
+                if (position.containsKey(p)) {
+                    committed.merge(p, o, Math::max);
+                }
+            });
         }
 
         void forget(Collection<Integer> partitions) {
@@ -249,7 +269,8 @@ public final class HerdlabMember {
         final Properties props;
         final Policy policy;
         final long pollMs;
-        KafkaConsumer<byte[], byte[]> consumer;
+        /** set once by the member's thread; read by a signal handler's (stop) */
+        volatile KafkaConsumer<byte[], byte[]> consumer;
         volatile boolean stopping;
         private boolean stalled;
         private final Object stall = new Object();
@@ -518,6 +539,13 @@ public final class HerdlabMember {
     }
 
     public static void main(String[] args) throws Exception {
+        // first, so that a stop during the start-up or the hold is this program's (no JVM default exit)
+        sun.misc.SignalHandler onStop = sig -> {
+            stopAsked = true;
+            MEMBERS.forEach(Member::stop);
+        };
+        sun.misc.Signal.handle(new sun.misc.Signal("TERM"), onStop);
+        sun.misc.Signal.handle(new sun.misc.Signal("INT"), onStop);
         logging();
         Set<String> known = ConsumerConfig.configNames();
         if (args.length == 1 && args[0].equals("--config-names")) {
@@ -598,12 +626,14 @@ public final class HerdlabMember {
                 fail("bad configuration: " + e.getMessage());
             }
         }
+        MEMBERS.addAll(members);
+        if (stopAsked) { // a stop before the members were made: theirs too
+            members.forEach(Member::stop);
+        }
         readCommands(members);
-        sun.misc.SignalHandler onStop = sig -> members.forEach(Member::stop);
-        sun.misc.Signal.handle(new sun.misc.Signal("TERM"), onStop);
-        sun.misc.Signal.handle(new sun.misc.Signal("INT"), onStop);
-        if (opts.containsKey("--hold-until")) {
-            hold(Paths.get(opts.get("--hold-until")));
+        if (opts.containsKey("--hold-until") && !hold(Paths.get(opts.get("--hold-until")))) {
+            OUT.flush();
+            System.exit(0); // stopped while held: nothing printed, nothing joined
         }
         int[] status = new int[members.size()];
         java.util.Arrays.fill(status, 1); // a member thread that died of an uncaught error
@@ -636,10 +666,15 @@ public final class HerdlabMember {
         return String.join(",", out);
     }
 
-    /** Wait until ``path`` exists, then remove it (harness/members/release.py: the runner's release). */
-    private static void hold(Path path) throws InterruptedException {
+    /** Wait until ``path`` exists, then remove it and return true (harness/members/release.py: the
+     * runner's release); false, at once, when a stop comes first (the file is left as it is). */
+    private static boolean hold(Path path) throws InterruptedException {
         System.err.println("held until " + path + " exists");
         while (!Files.exists(path)) {
+            if (stopAsked) {
+                System.err.println("HerdlabMember: stopped while held");
+                return false;
+            }
             Thread.sleep(10);
         }
         try {
@@ -647,5 +682,6 @@ public final class HerdlabMember {
         } catch (java.io.IOException e) {
             System.err.println("HerdlabMember: release file: " + e);
         }
+        return true;
     }
 }

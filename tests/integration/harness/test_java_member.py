@@ -15,6 +15,7 @@ under the child adapter) on herdlab's broker, with the real kafka-clients jars, 
 * several members in one JVM (``--names``: one KafkaConsumer per thread) join as separate members, each
   under its own name, and stop cleanly together; a run hosts the untargeted members of a java unit;
 * kafka-clients 4 with the consumer group protocol on Apache Kafka 4 (also marked ``kafka``);
+* a held member (``--hold-until``) stopped before its release ends at once, status 0, no event;
 * property passthrough: ``-X`` reaches the client (``started.effective``, the client's parse); an unknown
   name is a one-line error, from the scenario-side check and from the program itself.
 """
@@ -41,6 +42,7 @@ from harness.members import java_dist
 from harness.members.child import ChildMember
 from harness.members.clients.registry import child_argv, make_member
 from harness.members.recorder import MemberConfig
+from harness.procs import spawn
 from harness.run.launch import PY, MemberService
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
@@ -407,6 +409,33 @@ def test_an_unknown_property_is_a_one_line_error_from_the_check_and_from_the_pro
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == ["HerdlabMember: unknown java property 'no.such.property'"]
+
+
+@pytest.mark.parametrize("to", ["adapter", "group"])
+def test_a_held_member_stopped_before_its_release_ends_at_once_with_status_0_and_no_event(
+    java_member: dict[str, Path], tmp_path: Path, to: str
+) -> None:
+    """A join's member started held and never released (harness.members.release): a stop, to the adapter
+    alone (its clean stop signals the program) or to the process group (as the rig stops a held process),
+    ends the JVM at once; the member exits 0 and has written no event."""
+    history, log, release = tmp_path / "j0.jsonl", tmp_path / "j0.log", tmp_path / ".j0.release"
+    argv = [*PY, "member", "coordinator", "--client", "java", "--bootstrap", "127.0.0.1:1", "--group", "g"]
+    argv += ["--topic", "t", "--name", "j0", "--history", str(history), "--hold-until", str(release)]
+    member = spawn(argv, name="j0", log_path=log)
+    try:
+        wait_until(
+            lambda: log.exists() and f"held until {release} exists" in log.read_text(), 60, what="held"
+        )
+        (jvm,) = psutil.Process(member.pid).children()
+        member.signal(signal.SIGTERM, group=to == "group")
+        # a program that ignored the stop while held would still be waiting for its release here
+        assert member.wait(30) == 0, log.read_text()
+        assert not jvm.is_running()
+        assert not history.exists() or read_events(history) == []
+        assert "HerdlabMember: stopped while held" in log.read_text()
+        assert not release.exists()  # never released
+    finally:
+        member.stop()
 
 
 def _owned(events: list[dict[str, Any]]) -> set[int]:
