@@ -935,6 +935,19 @@ class Scenario(Strict):
         brokers from ZooKeeper), herdlab's eager and sticky legacy assignors aside, one broker only, no
         broker restarts (tansu keeps its data in memory) and no coordinator faults."""
         broker = self.cluster.broker
+        c = self.group.coordinator
+        consumer_protocol = str(c.properties.get("group.protocol", "classic")).lower() == "consumer"
+        kraft = broker == "apache-kafka" and int(self.cluster.kafka_version.split(".")[0]) >= 4
+        if (
+            "coordinator" in self.implementations
+            and consumer_protocol
+            and not (kraft or broker == "external")
+        ):
+            raise ValueError(
+                f"group.protocol = 'consumer' (KIP-848) needs a broker that serves it: cluster.broker = "
+                f"'apache-kafka' with kafka_version 4, or 'external' (not {broker!r} "
+                f"{self.cluster.kafka_version if broker == 'apache-kafka' else ''})".replace(" )", ")")
+            )
         if "legacy_zk" in self.implementations and self.group.assignor not in ("range", "roundrobin"):
             raise ValueError(
                 f"group.assignor {self.group.assignor!r} is a coordinator-side assignor: legacy_zk has "

@@ -196,3 +196,22 @@ def test_missing_names_the_tool_that_is_not_on_path(
     assert java_dist.missing("java", "4") is None  # built: java is enough
     with pytest.raises(ConfigError, match="not built by harness.members.java_dist"):
         java_dist.missing("kafka-go", None)
+
+
+def test_the_consumer_protocol_needs_a_broker_that_serves_it() -> None:
+    java = [
+        'implementations=["coordinator"]',
+        'group.coordinator.client="java"',
+        'group.coordinator.client_version="4"',
+    ]
+    consumer = 'group.coordinator.properties={"group.protocol"="consumer"}'
+    with pytest.raises(
+        ConfigError, match=r"group.protocol = 'consumer' \(KIP-848\) needs a broker .*not 'herdlab'\)"
+    ):
+        load_scenario("herd-small", [*java, consumer])
+    with pytest.raises(ConfigError, match=r"not 'apache-kafka' 3\.9\)"):
+        load_scenario("herd-small", [*java, consumer, 'cluster.broker="apache-kafka"'])
+    s = load_scenario(
+        "herd-small", [*java, consumer, 'cluster.broker="apache-kafka"', 'cluster.kafka_version="4"']
+    )
+    assert s.group.coordinator.properties["group.protocol"] == "consumer"
