@@ -62,7 +62,7 @@ def new_document(inputs: RunInputs, spark_master: str, spark_version: str) -> Do
     """The document of the run ``inputs`` before any unit is analysed."""
     man = inputs.manifest
     scenario = man.get("scenario") or {}
-    return {
+    doc: DocumentDraft = {
         "format": FORMAT,
         "run": {
             "run_id": man.get("run_id"),
@@ -90,8 +90,10 @@ def new_document(inputs: RunInputs, spark_master: str, spark_version: str) -> Do
         "aggregates": [],
         "series": {"rate": [], "gaps": [], "timelines": [], "e2e": []},
         "alerts": [f"LEFT OUT case {c.get('label')}: {c.get('reason')}" for c in man.get("left_out") or []],
-        "left_out": list(man.get("left_out") or []),
     }
+    if man.get("left_out"):  # only a run that left cases out has the section
+        doc["left_out"] = list(man["left_out"])
+    return doc
 
 
 def public_unit(u: dict[str, Any]) -> Unit:

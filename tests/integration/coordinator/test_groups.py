@@ -142,9 +142,13 @@ class Members:
     def balanced(self) -> dict[str, dict] | None:
         """The live members' states if every partition is owned by exactly one live member, every
         live member owns something, and the broker's group is Stable with exactly these members (one
-        generation); else None."""
+        generation); else None. The members' states are read while the broker's latest Stable stays the
+        same (reading them observes the broker as well): a snapshot that straddles a new Stable could join a
+        member's state from before the rebalance to the others' after it."""
+        self._observe_broker()
+        before = self.stable
         states = {n: self.state(n) for n in self.procs}
-        if any(s is None for s in states.values()):
+        if any(s is None for s in states.values()) or self.stable != before:
             return None
         owned = [p for s in states.values() for p in s["assignment"]]
         if sorted(owned) != list(range(PARTITIONS)):
