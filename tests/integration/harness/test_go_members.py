@@ -432,6 +432,11 @@ def test_a_go_members_history_has_the_kinds_and_fields_of_a_kafka_python_members
         "rebalance_begin",
         "revoked",
     }
+    # a rejected commit depends on timing (an interval commit in flight when the group rebalances), so it
+    # may appear in one client's run only; where it appears it has the accepted commit's fields and the error
+    for shape in shapes.values():
+        if "commit_rejected" in shape:
+            assert shape.pop("commit_rejected") == shape["commit"] | {"error", "code"}
     assert acted | {"stopped"} <= set(shapes["kafka-python"])
     assert set(shapes[client]) == set(shapes["kafka-python"])
     for kind, fields in shapes["kafka-python"].items():
