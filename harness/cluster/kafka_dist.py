@@ -33,6 +33,7 @@ from pathlib import Path
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import ConfigError
 from harness.kernel.kafka_versions import LINES, resolve_version
+from harness.kernel.maven import maven_error, pom
 
 __all__ = [
     "LINES",
@@ -90,24 +91,7 @@ def cache_root() -> Path:
 def _pom(version: str) -> str:
     major = int(version.split(".", 1)[0])
     deps = [("org.apache.kafka", "kafka_2.13", version), ("org.apache.kafka", "kafka-tools", version)]
-    deps += _LOG_BINDINGS[3 if major < 4 else 4]
-    body = "".join(
-        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-        for g, a, v in deps
-    )
-    return (
-        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-        "<groupId>herdlab</groupId><artifactId>apache-kafka</artifactId><version>1</version>"
-        f"<packaging>pom</packaging><dependencies>{body}</dependencies></project>"
-    )
-
-
-def _maven_error(output: str) -> str:
-    """Maven's most telling error line of a failed build (its first ``[ERROR]`` line, without the prefix)."""
-    for line in output.splitlines():
-        if line.startswith("[ERROR]") and line[7:].strip():
-            return line[7:].strip()
-    return (output.strip().splitlines() or ["no output"])[-1]
+    return pom("apache-kafka", deps + _LOG_BINDINGS[3 if major < 4 else 4])
 
 
 def fetch(version: str | None, settings: Path | None = None, timeout_s: float = 900.0) -> KafkaHome:
@@ -139,7 +123,7 @@ def fetch(version: str | None, settings: Path | None = None, timeout_s: float = 
             raise ConfigError(f"Maven did not resolve Apache Kafka {v} within {timeout_s:g} s") from None
         if done.returncode != 0:
             raise ConfigError(
-                f"Maven could not resolve org.apache.kafka:kafka_2.13:{v}: {_maven_error(done.stdout + done.stderr)}"
+                f"Maven could not resolve org.apache.kafka:kafka_2.13:{v}: {maven_error(done.stdout + done.stderr)}"
             )
         (work / "pom.xml").unlink()
         (work / MARKER).write_text(

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from harness.kernel import jvm
 from harness.kernel.errors import ConfigError
+from harness.kernel.maven import maven_error, pom
 from harness.members.recorder import MemberConfig
 from harness.scenario.properties import JAVA_CONFIG_NAMES, java_member_dir, java_version
 
@@ -87,26 +88,15 @@ def _built(dest: Path) -> bool:
 
 
 def _pom(version: str) -> str:
-    deps = [("org.apache.kafka", "kafka-clients", version), SLF4J_SIMPLE]
-    body = "".join(
-        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-        for g, a, v in deps
-    )
-    return (
-        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-        "<groupId>herdlab</groupId><artifactId>java-member</artifactId><version>1</version>"
-        f"<packaging>pom</packaging><dependencies>{body}</dependencies></project>"
-    )
+    return pom("java-member", [("org.apache.kafka", "kafka-clients", version), SLF4J_SIMPLE])
 
 
 def _last_error(output: str) -> str:
-    """A failed tool's most telling line: Maven's first ``[ERROR]`` line, javac's first ``error:``."""
+    """A failed tool's most telling line: javac's first ``error:``, else Maven's (:func:`maven_error`)."""
     for line in output.splitlines():
-        if line.startswith("[ERROR]") and line[7:].strip():
-            return line[7:].strip()
-        if "error:" in line:
+        if "error:" in line and not line.startswith("[ERROR]"):
             return line.strip()
-    return (output.strip().splitlines() or ["no output"])[-1]
+    return maven_error(output)
 
 
 def _run(argv: list[str], what: str, timeout_s: float) -> str:
