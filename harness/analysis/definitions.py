@@ -33,7 +33,10 @@ DEFINITIONS: list[tuple[str, str]] = [
         "(`complete` of pause / stall / cut); live again from the `complete` of its resume / unstall / "
         "heal. A stalled member processes nothing and reports the end of its ownership only when it "
         "polls again, so it does not count while stalled. A new process of a member (its `ready`) "
-        "starts afresh.",
+        "starts afresh. Consumer protocol (impl consumer): the same events, read the same way: a "
+        "member's first completed rebalance is its first completed reconciliation, the first "
+        "`assigned` callback after its `joined` (its first member epoch with an assignment applied, "
+        "possibly empty), which writes its `rebalance_end` ok.",
     ),
     (
         "claim / owned once",
@@ -41,7 +44,10 @@ DEFINITIONS: list[tuple[str, str]] = [
         "live members' claims count. The group is owned once when every partition 0..P-1 has "
         "exactly one live claimant and nothing >= P is claimed (P from unit_start, then "
         "add_partitions). A change point is an event that changes the live set, a live member's "
-        "claims or P.",
+        "claims or P. Claims are read incrementally for every implementation: an eager member revokes "
+        "everything and is then assigned its new set, while cooperative-sticky and the consumer "
+        "protocol revoke and assign only what moves; one fold reads all of them, so settled means the "
+        "same for the three designs.",
     ),
     (
         "trigger t0",
@@ -97,34 +103,61 @@ DEFINITIONS: list[tuple[str, str]] = [
         "JoinGroup, SyncGroup, LeaveGroup, OffsetFetch or Metadata request, also by API; a member's "
         "periodic metadata refresh in the window counts too, so members refresh at Kafka's "
         "metadata.max.age.ms of 5 minutes unless a scenario shortens it); "
+        "ConsumerGroupHeartbeat, the consumer protocol's one request, is a `group_request` event per "
+        "exchange and counts here (and by API) only when its `change` is true (the request joins or "
+        "leaves or reports its owned partitions, or the response carries a new member epoch, an "
+        "assignment or an error: harness.kernel.heartbeats.carries_change, which herdlab's broker and "
+        "the Kafka tap both apply); an exchange whose change is false or absent is steady traffic (see "
+        "steady heartbeats), never in a herd; "
         "coordination_requests = zk_requests + broker_group_requests; conflicts (NodeExists on an "
         "owner znode); failed_attempts (rebalance_end with an outcome other than ok / no_brokers / "
         "shutdown); gave_up (a member's last failed attempt: it stays registered with no partitions, "
         "the 0.8 ConsumerRebalanceFailedException); rebalance_attempts (member rebalance_begin); "
         "group_rebalances (broker "
-        "rebalance_begin). Skipped triggers have none.",
+        "rebalance_begin; consumer units: the broker's `target_assignment` events, one per group "
+        "epoch it computed a target for, None behind the Kafka tap, which cannot see them). Skipped "
+        "triggers have none.",
     ),
     (
         "rebalance rounds",
-        "Per trigger window (coordinator units with broker reports): the number of the leader's "
-        "SyncGroup requests in the window (the broker's `group_request` events of SyncGroup that carry "
-        "assignments; with a third-party broker, the tap's, role broker: counted on the wire, whatever "
-        "the broker does with generation numbers). Eager rebalancing: 1 per change; "
-        "cooperative-sticky: 2 when partitions move (the revoke round, then the assign round).",
+        "Per trigger window (coordinator and consumer units with broker reports). Classic protocol: the "
+        "number of the leader's SyncGroup requests in the window (the broker's `group_request` events "
+        "of SyncGroup that carry assignments; with a third-party broker, the tap's, role broker: "
+        "counted on the wire, whatever the broker does with generation numbers). Eager rebalancing: 1 per change; "
+        "cooperative-sticky: 2 when partitions move (the revoke round, then the assign round). "
+        "Consumer units (no SyncGroup): the distinct new epochs members reached in the window: the "
+        "distinct response `epoch` values of its ConsumerGroupHeartbeat exchanges with change true and "
+        "no error that exceed the window's starting epoch (the highest response epoch of the unit's "
+        "exchanges without error before t0; 0 without one). Read from the exchanges because "
+        "herdlab's broker and the Kafka tap both write them; the broker's `target_assignment` events "
+        "are not used (the tap has none), so a group epoch no member reached before the target moved "
+        "on is not a round. A change whose partitions move after revocations is still 1: members reach the new epoch as they reconcile.",
     ),
     (
         "partitions that never stopped",
         "Per settled trigger window [t0, t1]: the partitions owned by a live member at t0 whose "
         "claim lasted past t1 (never revoked or lost, and the owner stayed live): their count "
         "(undisturbed_partitions), its fraction of the partitions owned at t0, and the longest "
-        "processing gap of those partitions inside [t0, t1] (t0 and t1 count as edges). Eager "
-        "assignors revoke everything: 0; cooperative-sticky keeps the partitions it does not move.",
+        "processing gap of those partitions inside [t0, t1] (t0 and t1 count as edges). One "
+        "definition for every implementation, from the members' incremental claims: legacy_zk and eager "
+        "assignors revoke everything, so 0 by construction; cooperative-sticky and the consumer protocol "
+        "keep the partitions they do not move (the consumer protocol's promise, measured here, not "
+        "assumed).",
     ),
     (
         "steady-state traffic",
         "Per unit, from `stable` to `settling_end`, as a rate per second: the broker's requests of "
         "the other APIs (Heartbeat, OffsetCommit, Fetch, Produce ...) from its counter reports, and "
         "legacy members' offset writes to ZooKeeper. Never part of the herd.",
+    ),
+    (
+        "steady heartbeats",
+        "Consumer protocol: per unit, over the steady phase [stable, settling_end), the "
+        "ConsumerGroupHeartbeat exchanges whose change is false or absent (see herd counts), counted from "
+        "the broker's `group_request` events (herdlab's broker, or the Kafka tap in front of another), "
+        "and their rate per member per second: that count over the phase's member-seconds (the sum over "
+        "members of the time each was live in it, by the live member definition). Units without "
+        "ConsumerGroupHeartbeat exchanges have none (not measured, never 0). Never part of the herd.",
     ),
     (
         "session failures",
@@ -156,7 +189,11 @@ DEFINITIONS: list[tuple[str, str]] = [
         "totals cover startup and the trigger windows. Each episode lists its members (those whose "
         "interval intersects it) with the records each processed inside it (count, first and last "
         "offset) and how many of those another member of the episode processed at any time "
-        "(duplicates).",
+        "(duplicates). The consumer protocol reads the same: a member that loses its coordinator (a "
+        "coordinator pause or cut) keeps fetching and processing until it gives its partitions up "
+        "(revoked or lost) or stops, while the broker may fence it after its session timeout and "
+        "assign its partitions to others; whatever overlap that causes is measured from the records, "
+        "not assumed.",
     ),
     (
         "duplicates",
@@ -173,13 +210,21 @@ DEFINITIONS: list[tuple[str, str]] = [
         "commit from a non-owner",
         "An accepted commit of partition p at time t by a member that was not p's owner at t: the "
         "live member whose current claim of p began most recently (a zombie whose claim was "
-        "superseded is not the owner). Commits whose member id maps to no member count here too.",
+        "superseded is not the owner). Commits whose member id maps to no member count here too. The "
+        "same for every implementation (consumer protocol included: ownership from the members' "
+        "incremental claims).",
     ),
     (
         "commit from a stale generation",
         "An accepted commit carrying generation g >= 0 while the group's generation at t (the latest "
         "broker group_state generation, or the latest generation members were assigned in) was "
-        "larger. Not applicable to legacy_zk (no generations): n/a.",
+        "larger. Not applicable to legacy_zk (no generations): n/a. Consumer protocol (member epochs; "
+        "OffsetCommit v9 carries the member epoch as the commit's generation): an accepted commit "
+        "whose epoch g >= 0 is lower than its member's current epoch at t, the response epoch of that "
+        "member's latest ConsumerGroupHeartbeat exchange without error at or before t (the member by "
+        "its member id; herdlab's broker and the Kafka tap both write the exchanges). This reading "
+        "applies to every commit whose member id had such an exchange before it; other commits keep "
+        "the group-generation rule.",
     ),
     (
         "lost",
