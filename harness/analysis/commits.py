@@ -9,8 +9,10 @@ Contract
   (the member, through its member id for broker-side events) is not the owner of p at t: the live
   claimant whose claim began last (the fold's ``owned`` intervals); a commit whose member id maps to
   no member counts as well. It is stale when it carries generation g >= 0 while the group's latest
-  generation at t (broker group_state, else members' assigned) was larger; ``stale`` is null for a
-  commit without a generation. ``non_owner`` and ``stale`` are null for a rejected commit.
+  generation at t (broker group_state, else members' assigned) was larger; under the consumer protocol
+  (the commit's member id had a ConsumerGroupHeartbeat exchange at or before t) g is the member epoch
+  and it is stale when lower than that member's current epoch: the response ``epoch`` of its latest
+  exchange without error at or before t. ``stale`` is null for a commit without a generation. ``non_owner`` and ``stale`` are null for a rejected commit.
 * :func:`phase_values`: per phase (unit, tid, key, value) of the accepted commits:
   ``commits_non_owner``, ``commits_stale_generation`` and ``commits_with_generation`` (how many
   carried one: without any, stale generations are not applicable).
@@ -29,6 +31,7 @@ from pyspark.sql import functions as F
 from harness.analysis.control import Control
 from harness.analysis.facts import Facts, phase_ids
 from harness.analysis.frames import INF, UNIT, UnitKey, role_col, unit_key
+from harness.analysis.herd import CONSUMER_HEARTBEAT
 from harness.kernel.events import Kind, Role
 
 #: The per-phase values of the accepted commits.
@@ -76,6 +79,7 @@ def commits(facts: Facts, control: Control) -> list[Judged]:
         )
         gen_ts = [gts for gts, _ in gens]
         highest = list(accumulate((cg for _, cg in gens), max))
+        member_epochs = _member_epochs(rows)
         for e in kinds:
             if (e["role"] == Role.BROKER) != bside or e["role"] not in (Role.BROKER, Role.MEMBER):
                 continue
@@ -88,13 +92,49 @@ def commits(facts: Facts, control: Control) -> list[Judged]:
                 owner = _owner(owned.get((k, e["partition"]), []), ts)
                 g = e["generation"]
                 stale = None
-                if g is not None and g >= 0:
+                current = _current_epoch(member_epochs.get(e["member"]), ts)
+                if g is not None and g >= 0 and current is not None:
+                    stale = g < current  # a member epoch (consumer protocol)
+                elif g is not None and g >= 0:
                     # the latest generation at ts: the highest of those written at or before it
                     n = 0 if ts is None else bisect_right(gen_ts, ts)
                     stale = n > 0 and g < highest[n - 1]
                 non_owner = owner is None or committer is None or owner != committer
                 out.append((k, ts, False, non_owner, stale))
     return out
+
+
+def _member_epochs(rows: list[dict[str, Any]]) -> dict[str, tuple[list[int], list[int]]]:
+    """Per member id: the ts_ns of its ConsumerGroupHeartbeat exchanges answered without error (broker
+    ``group_request`` events with a response ``epoch``), in time order, and those epochs."""
+    out: dict[str, tuple[list[int], list[int]]] = {}
+    for e in sorted(
+        (
+            e
+            for e in rows
+            if e["role"] == Role.BROKER
+            and e["kind"] == Kind.GROUP_REQUEST
+            and e["api"] == CONSUMER_HEARTBEAT
+            and e["error"] is None
+            and e["epoch"] is not None
+            and e["member"]
+            and e["ts_ns"] is not None
+        ),
+        key=lambda e: e["ts_ns"],
+    ):
+        ts, epochs = out.setdefault(e["member"], ([], []))
+        ts.append(e["ts_ns"])
+        epochs.append(int(e["epoch"]))
+    return out
+
+
+def _current_epoch(exchanges: tuple[list[int], list[int]] | None, ts: int | None) -> int | None:
+    """A member's current epoch at ``ts``: the response epoch of its latest exchange at or before ``ts``;
+    None without one (the commit is then judged by the group's generation)."""
+    if exchanges is None or ts is None:
+        return None
+    n = bisect_right(exchanges[0], ts)
+    return exchanges[1][n - 1] if n else None
 
 
 def _owner(intervals: list[dict[str, Any]], ts: int | None) -> str | None:

@@ -473,6 +473,8 @@ UNIT_METRICS: list[Metric] = [
     Metric("commits_non_owner", "commits from non-owners", "", "split_brain"),
     Metric("commits_stale_generation", "commits from stale generations", "", "split_brain"),
     Metric("commits_rejected", "commits rejected", "", "split_brain", compare=False),
+    # consumer protocol: ConsumerGroupHeartbeat exchanges without a change per live member-second
+    Metric("heartbeats_per_member_s", "steady heartbeats per member", "1/s", "steady", compare=False),
     Metric("session_failures", "session failures of untargeted members", "", "health", compare=False),
     # group formation: from unit_start to the first stable group (member boot, joins, the broker's
     # group.initial.rebalance.delay.ms, the legacy herd of the initial registrations); compared, with a

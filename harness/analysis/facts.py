@@ -11,7 +11,8 @@ events into the driver as Arrow, and pins its output, one row per fact (``rtype`
   partition count at t1, and the live members and partition count just before the invoke (the
   ownership fold of :class:`~harness.kernel.ownership.GroupView` over the unit's earlier events);
 * ``claim`` / ``owned``: a member's claim of a partition (``owned``: while it was the owner, with
-  the claim's start ``since``); ``away``: a member's suspension (paused, stalled, cut);
+  the claim's start ``since``); ``away``: a member's suspension (paused, stalled, cut); ``live``: a
+  member's live interval (start, end; end null: live to the end);
 * ``close``: a processing interval's close (a revocation, stop, kill, pause, stall or cut; ``p`` < 0 for
   every partition of the member);
 * ``marks``: the unit's ``stable`` (start), ``settling_end`` (end) and last event (wend).
@@ -132,6 +133,8 @@ def _fold_unit(unit: UnitKey, rows: list[dict[str, Any]], window_ns: int) -> lis
         row("owned", ident=m, p=p, start=s, end=e, since=since)
     for m, s, e in f.away:
         row("away", ident=m, start=s, end=e)
+    for m, s, e in f.live:
+        row("live", ident=m, start=s, end=e)
     for m, p, ts in f.closes:
         row("close", ident=m, p=p, start=ts)
     row("marks", start=f.stable_ns, end=f.settling_end_ns, wend=f.last_ns)
@@ -199,7 +202,7 @@ class Facts:
         self._phase_frame: DataFrame | None = None
 
     def all(self) -> DataFrame:
-        """Every fact of every unit (rtype: trigger, claim, owned, away, close, marks)."""
+        """Every fact of every unit (rtype: trigger, claim, owned, away, live, close, marks)."""
         if self._facts is None:
             # the fold in the driver, over the collected control events (a few thousand a unit): in
             # Spark it cost a shuffle and a Python worker process

@@ -90,6 +90,12 @@ CONTROL_COLUMNS = (
     "assignments",
     "topic",
     "library",
+    # a ConsumerGroupHeartbeat exchange (group_request): whether it carries a change, the request's and
+    # the response's member epoch, the response's error
+    "change",
+    "member_epoch",
+    "epoch",
+    "error",
 )
 
 EXTRA_SCHEMA = (
@@ -97,7 +103,7 @@ EXTRA_SCHEMA = (
     "label string, counters map<string,double>, partitions string, requests map<string,double>, "
     "interval_s double, name string, from_state string, to_state string, broker_id long, api string, "
     "reason string, state string, client string, gave_up boolean, migration string, migration_step long, library string, "
-    "assignments long"
+    "assignments long, `change` boolean, member_epoch long, epoch long"
 )
 
 

@@ -8,11 +8,17 @@ Contract
   rebalance requests ``create`` / ``delete`` under ``/owners/``; registration_reads: their ``get`` of
   a registration ``/consumers/<group>/ids/<id>``; rebalancing_members: members with a
   ``rebalance_begin``; first_watch: the ts_ns of the first member ``watch``, absent without one; leader_syncs: the broker's
-  SyncGroup ``group_request`` events that carry assignments, i.e. the leader's, one per round),
+  SyncGroup ``group_request`` events that carry assignments, i.e. the leader's, one per round;
+  target_assignments: the broker's ``target_assignment`` events (the consumer protocol's group epochs
+  with a computed target); epochs_reached: the distinct response ``epoch`` values of the window's
+  ConsumerGroupHeartbeat exchanges with ``change`` true and no ``error`` above the window's starting
+  epoch, the highest response epoch of the unit's exchanges without error before t0, 0 without one;
+  steady_heartbeats: the window's ConsumerGroupHeartbeat exchanges whose ``change`` is not true, which
+  are steady traffic and in no other count),
   ``op`` (members' ZooKeeper requests of the rebalance by operation; offset writes are steady
-  state), ``api`` (broker coordination requests by API; the workload's clients, producer and
-  checker, are left out) and ``invoke`` (members: live just before the invoke; partitions: P then;
-  see :meth:`~harness.analysis.facts.Facts.at_invoke`).
+  state), ``api`` (broker coordination requests by API, a ConsumerGroupHeartbeat only when its
+  ``change`` is true; the workload's clients, producer and checker, are left out) and ``invoke``
+  (members: live just before the invoke; partitions: P then; see :meth:`~harness.analysis.facts.Facts.at_invoke`).
 * :func:`mntr_samples`: per unit, the ZooKeeper ``mntr`` samples (ts_ns, label, packets received).
 * :func:`unit_values`: per unit, what was measured: ``has_broker`` (a broker counter report),
   ``has_mntr`` (an mntr sample), ``tapped`` (the Kafka tap's events).
@@ -22,7 +28,8 @@ All of them read the collected control events (:mod:`.control`) and the fold's f
   None for every count; broker counts are None for a unit without a broker; zk_packets is None
   without mntr samples at both window edges; coordination_requests = zk_requests +
   broker_group_requests (None for a coordinator unit without broker reports);
-  rebalance_rounds (:func:`rebalance_rounds`). Besides (the legacy
+  rebalance_rounds (:func:`rebalance_rounds`); group_rebalances: the broker's ``rebalance_begin`` events,
+  for a consumer unit its ``target_assignment`` events (None behind the Kafka tap). Besides (the legacy
   herd bench's figures): owner_writes, registration_reads, rebalancing_members,
   first_notification_s (t0 to the first watch; None without one), zk_packets_minus_idle (see
   :func:`packets_minus_idle`), members_at_invoke and partitions_at_invoke.
@@ -47,13 +54,26 @@ REGISTRATION = "^/consumers/[^/]+/ids/[^/]+$"
 SYNC_GROUP = "SyncGroup"
 #: The ``source`` of the Kafka tap's events (:mod:`harness.cluster.kafka_tap`).
 TAP = "tap"
+#: The consumer protocol's implementation (KIP-848), its one group request, and the broker's event of a
+#: group epoch whose target assignment it computed (herdlab's broker only: a tap cannot see it).
+CONSUMER = "consumer"
+CONSUMER_HEARTBEAT = "ConsumerGroupHeartbeat"
+TARGET_ASSIGNMENT = "target_assignment"
 #: Per unit: (ts_ns, label, zk_packets_received) of each mntr sample.
 MntrSamples = dict[UnitKey, list[tuple[int, str, float | None]]]
 
 
 #: The kinds the herd counts read.
 COUNTED = frozenset(
-    (Kind.WATCH, Kind.ZK_REQUEST, Kind.CONFLICT, Kind.REBALANCE_END, Kind.REBALANCE_BEGIN, Kind.GROUP_REQUEST)
+    (
+        Kind.WATCH,
+        Kind.ZK_REQUEST,
+        Kind.CONFLICT,
+        Kind.REBALANCE_END,
+        Kind.REBALANCE_BEGIN,
+        Kind.GROUP_REQUEST,
+        TARGET_ASSIGNMENT,
+    )
 )
 #: The counts of the ``herd`` table, in the order the metrics document's first version listed them.
 HERD_KEYS = (
@@ -68,13 +88,45 @@ HERD_KEYS = (
     "owner_writes",
     "registration_reads",
     "leader_syncs",
+    "target_assignments",
+    "steady_heartbeats",
 )
 _REGISTRATION = re.compile(REGISTRATION)
 
 
-def _window_counts(events: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """The tables of one trigger window from its counted events (see the module contract)."""
+def steady_heartbeat(e: dict[str, Any]) -> bool:
+    """Whether a broker event is a ConsumerGroupHeartbeat exchange that does not carry a change (steady
+    traffic: :func:`harness.kernel.heartbeats.carries_change` said no, or the event has no ``change``)."""
+    return e["kind"] == Kind.GROUP_REQUEST and e["api"] == CONSUMER_HEARTBEAT and e["change"] is not True
+
+
+def _answered(e: dict[str, Any]) -> bool:
+    """Whether an event is a ConsumerGroupHeartbeat exchange answered without error, with a response epoch."""
+    return (
+        e["kind"] == Kind.GROUP_REQUEST
+        and e["api"] == CONSUMER_HEARTBEAT
+        and e["error"] is None
+        and e["epoch"] is not None
+    )
+
+
+def _epochs(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+    """The ts_ns of a unit's ConsumerGroupHeartbeat exchanges without error (in time order) and the highest
+    response epoch up to each."""
+    ts: list[int] = []
+    highest: list[int] = []
+    for e in events:
+        if _answered(e) and e["role"] == Role.BROKER:
+            ts.append(e["ts_ns"])
+            highest.append(max(int(e["epoch"]), highest[-1] if highest else int(e["epoch"])))
+    return ts, highest
+
+
+def _window_counts(events: list[dict[str, Any]], start_epoch: int = 0) -> dict[str, dict[str, int]]:
+    """The tables of one trigger window from its counted events (see the module contract);
+    ``start_epoch``: the window's starting epoch (consumer protocol)."""
     herd: dict[str, int] = dict.fromkeys(HERD_KEYS, 0)
+    reached: set[int] = set()
     ops: dict[str, int] = {}
     apis: dict[str, int] = {}
     rebalancing: set[str] = set()
@@ -105,13 +157,20 @@ def _window_counts(events: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
                     rebalancing.add(e["source"])
             else:
                 herd["group_rebalances"] += 1
+        elif broker and kind == TARGET_ASSIGNMENT:
+            herd["target_assignments"] += 1
+        elif broker and steady_heartbeat(e):
+            herd["steady_heartbeats"] += 1
         elif broker and kind == Kind.GROUP_REQUEST:
             herd["broker_group_requests"] += 1
             api = e["api"]
             apis[api or "?"] = apis.get(api or "?", 0) + 1
             if api == SYNC_GROUP and (e["assignments"] or 0) > 0:
                 herd["leader_syncs"] += 1
+            if _answered(e) and int(e["epoch"]) > start_epoch:
+                reached.add(int(e["epoch"]))
     herd["rebalancing_members"] = len(rebalancing)
+    herd["epochs_reached"] = len(reached)
     if first_watch is not None:
         herd["first_watch"] = first_watch
     return {"herd": herd, "op": ops, "api": apis}
@@ -121,6 +180,7 @@ def counts(facts: Facts, control: Control) -> HerdCounts:
     """Per trigger window [t0, end) of every trigger that was not skipped, its exact counts (see the
     module contract): the unit's counted events (the workload's clients left out) in the window."""
     counted: dict[UnitKey, tuple[list[int], list[dict[str, Any]]]] = {}
+    epochs: dict[UnitKey, tuple[list[int], list[int]]] = {}
     for k, rows in control.rows().items():
         evs = sorted(
             (
@@ -131,6 +191,7 @@ def counts(facts: Facts, control: Control) -> HerdCounts:
             key=lambda e: e["ts_ns"],
         )
         counted[k] = ([e["ts_ns"] for e in evs], evs)
+        epochs[k] = _epochs(evs)
     out: HerdCounts = {}
     for t in facts.rows("trigger"):
         if t["outcome"] == SKIPPED or t["outcome"] is None:
@@ -141,7 +202,9 @@ def counts(facts: Facts, control: Control) -> HerdCounts:
         if t["t0"] is not None and t["wend"] is not None:
             inside = evs[bisect_left(ts, t["t0"]) : bisect_left(ts, t["wend"])]
             if inside:
-                entry = _window_counts(inside)
+                ets, highest = epochs.get(k, ([], []))
+                before = bisect_left(ets, t["t0"])  # exchanges strictly before t0
+                entry = _window_counts(inside, highest[before - 1] if before else 0)
         entry["invoke"] = {"members": int(t["live_invoke"]), "partitions": int(t["nparts_invoke"])}
         out[(*k, t["tid"])] = entry
     return out
@@ -209,10 +272,12 @@ def rebalance_rounds(hc: dict[str, int], impl: str, has_broker: bool, measured: 
     """A trigger window's rebalance rounds: the leader's SyncGroup requests in it (those carrying
     assignments; counted on the wire, so a broker that does not number its generations, as tansu 0.6 keeps
     generation 0, is counted alike) (eager: 1 per change; cooperative-sticky: 2 when partitions move, the revoke round
-    then the assign round). None for legacy_zk, without broker reports, or for a skipped trigger."""
+    then the assign round); for a consumer unit the distinct new epochs members reached in it
+    (``epochs_reached``: the consumer protocol has no SyncGroup). None for legacy_zk, without broker
+    reports, or for a skipped trigger."""
     if impl == "legacy_zk" or not has_broker or not measured:
         return None
-    return hc.get("leader_syncs", 0)
+    return hc.get("epochs_reached" if impl == CONSUMER else "leader_syncs", 0)
 
 
 def herd_fields(
@@ -244,7 +309,9 @@ def herd_fields(
         "gave_up": hc.get("gave_up", 0) if measured else None,
         "rebalance_attempts": hc.get("rebalance_attempts", 0) if measured else None,
         # the broker's own rebalance events: None where nobody could count them (a third-party broker)
-        "group_rebalances": hc.get("group_rebalances", 0) if has_broker and not tapped and measured else None,
+        "group_rebalances": hc.get("target_assignments" if impl == CONSUMER else "group_rebalances", 0)
+        if has_broker and not tapped and measured
+        else None,
         "rebalance_rounds": rebalance_rounds(hc, impl, has_broker, measured),
         "zk_requests_by_op": dict(sorted(h.get("op", {}).items())),
         "broker_requests_by_api": dict(sorted(h.get("api", {}).items())) if has_broker else {},

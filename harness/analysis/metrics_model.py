@@ -80,6 +80,7 @@ __all__ = [
     "Unit",
     "UnitFailover",
     "UnitHealth",
+    "UnitSteady",
     "UnitMigration",
     "UnitRecords",
     "UnitSplitBrain",
@@ -453,6 +454,23 @@ class Steady(TypedDict):
     window_s: Annotated[float, Json(minimum=0)]
     zk_commits_per_s: float | None
     broker_per_s: Annotated[dict[str, float], Json(description="requests per second by Kafka API")]
+    heartbeats: NotRequired[
+        Annotated[
+            int,
+            Json(
+                minimum=0,
+                description="ConsumerGroupHeartbeat exchanges without a change in the window (consumer units)",
+            ),
+        ]
+    ]
+    heartbeats_per_member_s: NotRequired[
+        Annotated[
+            float | None,
+            Json(
+                minimum=0, description="steady heartbeats per member-second of live members (consumer units)"
+            ),
+        ]
+    ]
 
 
 class UnitRecords(TypedDict, total=False):
@@ -486,6 +504,12 @@ class UnitSplitBrain(TypedDict, total=False):
     overlaps: list[Overlap]
 
 
+class UnitSteady(TypedDict, total=False):
+    """A unit's flat steady heartbeat rate (:func:`harness.analysis.steady.steady_fields`), consumer units only."""
+
+    heartbeats_per_member_s: Annotated[float | None, Json(minimum=0)]
+
+
 class UnitHealth(TypedDict, total=False):
     """A unit's session failures and start-up (:func:`harness.analysis.health.health_fields`)."""
 
@@ -495,7 +519,7 @@ class UnitHealth(TypedDict, total=False):
     startup_stable_s: float | None
 
 
-class Unit(UnitRecords, UnitSplitBrain, UnitHealth, E2EFlat, extra_items=Any):
+class Unit(UnitRecords, UnitSplitBrain, UnitHealth, UnitSteady, E2EFlat, extra_items=Any):
     """One unit (``units[]``): a case, an implementation, a repetition."""
 
     case: str

@@ -15,7 +15,7 @@ Contract
   :func:`.herd.herd_fields` and :func:`.split_brain.split_brain` of its window), ``startup`` and
   ``drain`` (split brain before the first trigger and after settling_end), completeness and
   duplicates (:mod:`.records`), ``commits_rejected``, session failures (:mod:`.health`),
-  ``steady`` (:mod:`.steady`), the split-brain totals and ``overlaps`` (every episode with its
+  ``steady`` (:mod:`.steady`; its ``heartbeats_per_member_s`` also flat, where measured), the split-brain totals and ``overlaps`` (every episode with its
   members' records, :func:`.split_brain.episodes_by_unit`) and, for a unit whose members were switched
   between kinds, ``migration`` (:mod:`.migration`), and for a unit with a coordinator or
   ZooKeeper-leader fault, ``failover`` (:mod:`.failover`); the end-to-end latency of each unit and
@@ -322,6 +322,8 @@ def assemble(
         u["commits_rejected"] = int(pu.get("commits_rejected") or 0)
         u.update(health.health_fields(pu))
         u["steady"] = steady.steady_fields(pu)
+        if "heartbeats_per_member_s" in u["steady"]:  # the flat copy the aggregates read (consumer units)
+            u["heartbeats_per_member_s"] = u["steady"]["heartbeats_per_member_s"]
         # unit totals of split brain: before the first trigger and in the trigger windows (the
         # drain and teardown are reported apart, in `drain`)
         u.update(

@@ -26,7 +26,8 @@ Definitions (times are ``ts_ns``):
 
 Intervals for the split-brain checks, from the same fold: ``claims`` (a member's claim of a partition,
 from ``assigned`` to ``revoked`` or its stop), ``owned`` (the part of a claim while the member is live, with when the claim began),
-``away`` (a member not live after it had been: stopped, killed, paused, stalled, cut) and ``closes`` (where
+``away`` (a member not live after it had been: stopped, killed, paused, stalled, cut), ``live`` (a member's
+live intervals, by the live member definition) and ``closes`` (where
 a member's processing interval of a partition ends: its ``revoked``, its ``stopped``, the ``complete`` of a
 crash, leave, stop, pause, stall or cut of it; partition -1 means all of them).
 """
@@ -91,6 +92,8 @@ class UnitFacts:
     #: (member, partition, start, end, since): while a claim counts; ``since``: when the claim began
     owned: list[tuple[str, int, int, int | None, int]] = field(default_factory=list)
     away: list[tuple[str, int, int | None]] = field(default_factory=list)
+    #: (member, start, end): while the member is live (end None: live to the end of the history)
+    live: list[tuple[str, int, int | None]] = field(default_factory=list)
     closes: list[tuple[str, int, int]] = field(default_factory=list)
     stable_ns: int | None = None
     settling_end_ns: int | None = None
@@ -110,6 +113,7 @@ def evaluate(events: Iterable[Mapping[str, Any]], window_ns: int) -> UnitFacts:
         elif e.get("kind") == Kind.SETTLING_END and facts.settling_end_ns is None:
             facts.settling_end_ns = int(e["ts_ns"])
     cps, owned_after, live_ivs = _fold(evs, facts)
+    facts.live = [(m, s, e) for m, ivs in live_ivs.items() for s, e in ivs]
     facts.triggers = _triggers(evs, facts)
     for t in facts.triggers:
         if t.outcome == SKIPPED:

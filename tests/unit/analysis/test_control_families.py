@@ -89,12 +89,107 @@ def test_herd_counts_only_the_changes_own_events_in_its_window() -> None:
         "owner_writes": 1,
         "registration_reads": 3,
         "leader_syncs": 1,
+        "target_assignments": 0,
+        "steady_heartbeats": 0,
         "rebalancing_members": 1,
+        "epochs_reached": 0,
         "first_watch": 10 * S,
     }
     assert h["op"] == {"get": 3, "create": 1}
     assert h["api"] == {"SyncGroup": 2}
     assert h["invoke"] == {"members": 3, "partitions": 6}
+
+
+def hb(
+    ts: int, member: str, req: int, epoch: int, change: bool | None, error: str | None = None
+) -> dict[str, Any]:
+    """One ConsumerGroupHeartbeat exchange as the broker writes it (``change`` None: a writer that left it out)."""
+    return ev(
+        ts,
+        "broker",
+        "group_request",
+        api="ConsumerGroupHeartbeat",
+        member=member,
+        member_epoch=req,
+        epoch=epoch,
+        change=change,
+        error=error,
+    )
+
+
+def test_consumer_heartbeats_count_in_the_herd_only_when_they_carry_the_change() -> None:
+    events = [
+        hb(1 * S, "A", 0, 3, True),  # before the window: the starting epoch is 3
+        hb(2 * S, "B", 3, 3, False),
+        hb(10 * S, "C", 0, 4, True),  # the window [10 s, 20 s): C joins, epoch 4
+        ev(10 * S, "broker", "target_assignment", epoch=4),
+        hb(11 * S, "A", 3, 3, True),  # told to revoke: an assignment, the same epoch
+        hb(12 * S, "A", 3, 5, True),  # reports its revocation; the target moved on meanwhile: 5
+        hb(12 * S, "B", 3, 5, True),
+        hb(13 * S, "D", 7, 9, True, error="FENCED_MEMBER_EPOCH"),  # an error: in the herd, not a round
+        hb(14 * S, "B", 5, 5, False),  # steady
+        hb(15 * S, "C", 4, 4, None),  # no change flag: steady, not in the herd
+        ev(16 * S, "broker", "group_request", api="FindCoordinator"),
+        hb(20 * S, "C", 4, 6, True),  # the window's end is open
+    ]
+    got = herd.counts(FoldFacts([trigger(0, 10 * S, 20 * S)], {}), Rows(events))  # type: ignore[arg-type]
+    h = got[(*UNIT, 0)]
+    # by hand: change exchanges at 10, 11, 12, 12, 13 s (5) and the FindCoordinator; 14 and 15 s are
+    # steady; epochs above 3 answered without error: 4 (C), 5 (A, B): two reached; one target
+    assert h["api"] == {"ConsumerGroupHeartbeat": 5, "FindCoordinator": 1}
+    assert h["herd"]["broker_group_requests"] == 6
+    assert (h["herd"]["steady_heartbeats"], h["herd"]["epochs_reached"], h["herd"]["target_assignments"]) == (
+        2,
+        2,
+        1,
+    )
+    assert herd.rebalance_rounds(h["herd"], "consumer", True, True) == 2
+    fields = herd.herd_fields(
+        {"outcome": "settled", "invoke": 10 * S, "t0": 10 * S}, h, [], "consumer", True, False
+    )
+    assert (fields["rebalance_rounds"], fields["group_rebalances"]) == (2, 1)
+    tapped = herd.herd_fields(
+        {"outcome": "settled", "invoke": 10 * S, "t0": 10 * S}, h, [], "consumer", True, False, tapped=True
+    )
+    assert (tapped["rebalance_rounds"], tapped["group_rebalances"]) == (2, None)
+
+
+def test_steady_heartbeats_are_counted_per_live_member_second() -> None:
+    events = [
+        hb(1 * S, "A", 1, 1, False),  # before stable
+        hb(3 * S, "A", 1, 1, False),
+        hb(4 * S, "B", 1, 1, False),
+        hb(5 * S, "B", 1, 2, True),  # a change: not steady
+        hb(7 * S, "A", 2, 2, False),
+    ]
+
+    class LiveFacts(FoldFacts):
+        def rows(self, rtype: str) -> list[dict[str, Any]]:
+            if rtype == "live":  # a live from 0 to 6 s, b from 4 s to the end
+                return [
+                    {
+                        "case": UNIT[0],
+                        "impl": UNIT[1],
+                        "repetition": UNIT[2],
+                        "ident": m,
+                        "start": s,
+                        "end": e,
+                    }
+                    for m, s, e in (("a", 0, 6 * S), ("b", 4 * S, None))
+                ]
+            return super().rows(rtype)
+
+    got = steady.unit_values(LiveFacts([], {"start": 2 * S, "end": 8 * S, "wend": 9 * S}), Rows(events))  # type: ignore[arg-type]
+    # in [2 s, 8 s): 4 exchanges, 3 steady; member-seconds: a 2..6 (4 s), b 4..8 (4 s)
+    assert (got[UNIT]["heartbeat_exchanges"], got[UNIT]["steady_heartbeats"], got[UNIT]["member_s"]) == (
+        4,
+        3,
+        8,
+    )
+    fields = steady.steady_fields(got[UNIT])
+    assert (fields["heartbeats"], fields["heartbeats_per_member_s"]) == (3, 0.375)
+    # a unit without ConsumerGroupHeartbeat exchanges has neither (not measured)
+    assert "heartbeats" not in steady.steady_fields({"steady_window_ns": float(6 * S)})
 
 
 def test_herd_skips_a_skipped_trigger_and_an_empty_window_has_no_counts() -> None:

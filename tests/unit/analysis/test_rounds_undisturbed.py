@@ -15,6 +15,13 @@ def test_rounds_are_the_leader_syncs_of_coordinator_units_with_broker_reports() 
     assert rebalance_rounds({"leader_syncs": 2}, "coordinator", True, False) is None  # skipped
 
 
+def test_rounds_of_consumer_units_are_the_new_epochs_reached() -> None:
+    # the consumer protocol has no SyncGroup: its rounds are the distinct new epochs members reached
+    assert rebalance_rounds({"leader_syncs": 0, "epochs_reached": 1}, "consumer", True, True) == 1
+    assert rebalance_rounds({}, "consumer", True, True) == 0
+    assert rebalance_rounds({"epochs_reached": 1}, "consumer", False, True) is None  # no broker
+
+
 def test_undisturbed_fields_of_settled_and_other_triggers() -> None:
     # 4 of 6 partitions kept, longest gap 250 ms
     assert cooperative_fields(
