@@ -69,8 +69,8 @@ Sources (apache/kafka 0.9.0.1, ``core/src/main/scala/kafka/``) for what each ste
 
 ZooKeeper-leader faults (``kill_zk_leader`` / ``pause_zk_leader``, both implementations): **ZooKeeper
 election** = complete minus invoke (complete is "a new leader serves"); **sessions lost** = the
-members whose ZooKeeper session expired (legacy_zk ``zk_state`` LOST) or, on the coordinator side, the
-brokers a ``broker_change`` reported dead, from the fault's invoke to the end of its trigger window
+members whose ZooKeeper session expired (legacy_zk ``zk_state`` LOST) or, on the broker side (the
+coordinator and the consumer protocol alike), the brokers a ``broker_change`` reported dead, from the fault's invoke to the end of its trigger window
 (its settling); **session rebalances**: per legacy member that lost its session, whether its first
 ``rebalance_begin`` after the loss lies in the fault's trigger window (``in_window``) or after it.
 """
@@ -442,7 +442,7 @@ def zk_entry(
         if lo <= int(e["ts_ns"]) < end:
             lost_at.setdefault(str(e["source"]), int(e["ts_ns"]))
     who = sorted(lost_at)
-    if impl == "coordinator":
+    if impl != "legacy_zk":  # the broker side (classic or consumer protocol): its brokers' sessions
         dead = {b for e in broker_changes if lo <= int(e["ts_ns"]) < end for b in _dead(e)}
         who = sorted(set(who) | {f"broker-{b}" for b in dead})
     in_w = after_w = 0

@@ -219,17 +219,19 @@ def test_zookeeper_leader_fault_election_sessions_lost_and_their_rebalances() ->
     # election 5400 - 5000 = 0.4 s; t0 = (5400 - 1000) / 1000 = 4.4 s after the origin
     assert (e["zk_election_s"], e["t0_s"], e["sessions_lost"]) == (0.4, 4.4, ["m1", "m4"])
     assert e["session_rebalances"] == {"in_window": 1, "after_window": 1}
-    # the coordinator side: brokers reported dead in the window are its lost sessions
-    e = zk_entry(
-        f,
-        window_end=9000 * MS,
-        impl="coordinator",
-        lost_sessions=[],
-        broker_changes=[ev(6000, dead=[2]), ev(9100, dead=[3])],
-        rebalances=[],
-        **common,
-    )
-    assert e["sessions_lost"] == ["broker-2"]
+    # the broker side (the classic and the consumer protocol alike): brokers reported dead in the window
+    # are its lost sessions
+    for impl in ("coordinator", "consumer"):
+        e = zk_entry(
+            f,
+            window_end=9000 * MS,
+            impl=impl,
+            lost_sessions=[],
+            broker_changes=[ev(6000, dead=[2]), ev(9100, dead=[3])],
+            rebalances=[],
+            **common,
+        )
+        assert e["sessions_lost"] == ["broker-2"]
 
 
 def failover_unit(impl: str, faults: list[dict[str, Any]]) -> dict[str, Any]:
