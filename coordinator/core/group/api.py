@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.records import Record
@@ -334,7 +334,8 @@ class DescribedMember:
 @dataclass(slots=True)
 class DescribedGroup:
     """An unknown group is described as ``state="Dead"``, no members, ``error == NONE``. ``protocol`` is the
-    selected protocol in Stable, else ``""``."""
+    selected protocol in Stable, else ``""``. ``error_message`` (DescribeGroups v6+) is set only by the consumer
+    machine, for a group that is not a classic group (Kafka 4: GROUP_ID_NOT_FOUND, state ``Dead``)."""
 
     group_id: str
     error: ErrorCode
@@ -342,6 +343,7 @@ class DescribedGroup:
     protocol_type: str = ""
     protocol: str = ""
     members: list[DescribedMember] = field(default_factory=list[DescribedMember])
+    error_message: str | None = None
 
 
 @dataclass(slots=True)
@@ -358,9 +360,12 @@ class ListGroupsRequest:
 
 @dataclass(slots=True)
 class ListedGroup:
+    """``group_type`` (ListGroups v5+): ``classic`` for the classic machine's groups, ``consumer`` for KIP-848's."""
+
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
 
 
 @dataclass(slots=True)
@@ -396,6 +401,14 @@ class DeleteGroupsResponse:
     results: list[DeletedGroup]
 
 
+class OtherGroupTypeResponse(Protocol):
+    """The answer of another group type's machine that travels in the same :class:`Respond` effect (the consumer
+    machine's ``ConsumerGroupHeartbeatResponse``, :mod:`coordinator.core.consumer.api`, which imports this
+    package and so cannot be named here)."""
+
+    error: ErrorCode
+
+
 Response = (
     JoinGroupResponse
     | SyncGroupResponse
@@ -406,6 +419,7 @@ Response = (
     | DescribeGroupsResponse
     | ListGroupsResponse
     | DeleteGroupsResponse
+    | OtherGroupTypeResponse
 )
 
 # --------------------------------------------------------------------------------------------------------------
