@@ -1020,11 +1020,12 @@ class ConsumerGroupCoordinator:
             elif group.members:
                 results.append(DeletedGroup(group_id, ErrorCode.NON_EMPTY_GROUP))
             else:
+                # Kafka's order: the offsets' tombstones, then the group's.
+                out.append(Persist(GroupTombstoneRecord(group_id)))
                 for gid, member_id in [(group_id, m) for m in group.target]:
                     out.append(Persist(ConsumerTombstoneRecord(gid, TOMBSTONE_TARGET, member_id)))
                 out.append(Persist(ConsumerTombstoneRecord(group_id, TOMBSTONE_TARGET_EPOCH)))
                 out.append(Persist(ConsumerTombstoneRecord(group_id, TOMBSTONE_GROUP)))
-                out.append(Persist(GroupTombstoneRecord(group_id)))
                 del self._groups[group_id]
                 self.offsets.delete_group(group_id)
                 log.info("group=%s epoch=%d deleted", group_id, group.group_epoch)
