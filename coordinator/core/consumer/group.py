@@ -57,7 +57,8 @@ class ConsumerGroup:
     __slots__ = (
         "group_id",
         "group_epoch",
-        "assignment_epoch",
+        "_assignment_epoch",
+        "_unreconciled",
         "members",
         "static_members",
         "target",
@@ -73,7 +74,9 @@ class ConsumerGroup:
     def __init__(self, group_id: str, now_ms: int = 0) -> None:
         self.group_id = group_id
         self.group_epoch = 0
-        self.assignment_epoch = 0
+        self._assignment_epoch = 0
+        #: ids of the members not reconciled to the target epoch (kept so that the state costs O(1)).
+        self._unreconciled: set[str] = set()
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}
         self.target: dict[str, Assignment] = {}
@@ -87,6 +90,19 @@ class ConsumerGroup:
         self.assignor_counts: dict[str, int] = {}
         self.state = ConsumerGroupState.EMPTY
         self.state_timestamp_ms = now_ms
+
+    # ---------------------------------------------------------------------------------------------- epochs
+
+    @property
+    def assignment_epoch(self) -> int:
+        """The epoch of the target assignment (Kafka ``targetAssignmentEpoch``)."""
+        return self._assignment_epoch
+
+    @assignment_epoch.setter
+    def assignment_epoch(self, epoch: int) -> None:
+        if epoch != self._assignment_epoch:
+            self._assignment_epoch = epoch
+            self._unreconciled = {m.member_id for m in self.members.values() if not m.is_reconciled_to(epoch)}
 
     # ---------------------------------------------------------------------------------------------- OffsetGroup
 
@@ -133,6 +149,10 @@ class ConsumerGroup:
         self._add_partition_epochs(member.assigned, member.member_epoch)
         self._add_partition_epochs(member.pending_revocation, member.member_epoch)
         self.members[member.member_id] = member
+        if member.is_reconciled_to(self._assignment_epoch):
+            self._unreconciled.discard(member.member_id)
+        else:
+            self._unreconciled.add(member.member_id)
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
 
@@ -141,6 +161,7 @@ class ConsumerGroup:
         target assignment and the partitions it held go."""
         member = self.members.pop(member_id, None)
         self.target.pop(member_id, None)
+        self._unreconciled.discard(member_id)
         if member is None:
             return None
         self._count(member, -1)
@@ -215,18 +236,6 @@ class ConsumerGroup:
                 out.append(SubscribedTopic(name, str(topic.topic_id), topic.partitions))
         return tuple(out)
 
-    def member_topic_ids(self, member: ConsumerGroupMember, image: TopicsImage) -> frozenset[uuid.UUID]:
-        """The ids of the existing topics ``member`` subscribes to (by name or regex)."""
-        names = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex:
-            names |= regex_matches(member.subscribed_topic_regex, image.names())
-        ids: set[uuid.UUID] = set()
-        for name in names:
-            topic = image.by_name(name)
-            if topic is not None:
-                ids.add(topic.topic_id)
-        return frozenset(ids)
-
     def preferred_assignor(
         self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None
     ) -> str | None:
@@ -248,11 +257,10 @@ class ConsumerGroup:
         Reconciling while a member is not reconciled to the target, else Stable."""
         if not self.members:
             return ConsumerGroupState.EMPTY
-        if self.group_epoch > self.assignment_epoch:
+        if self.group_epoch > self._assignment_epoch:
             return ConsumerGroupState.ASSIGNING
-        for member in self.members.values():
-            if not member.is_reconciled_to(self.assignment_epoch):
-                return ConsumerGroupState.RECONCILING
+        if self._unreconciled:
+            return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
     def reconciling_members(self) -> int:

@@ -393,7 +393,6 @@ class ConsumerGroupCoordinator:
                 group,
                 group_epoch,
                 assignor,
-                self.topics,
                 subscribed,
                 homogeneous,
                 updated,
@@ -487,7 +486,7 @@ class ConsumerGroupCoordinator:
         )
         full_request = epoch == 0 or (
             req.rebalance_timeout_ms != -1
-            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
+            and req.subscribed_topic_names is not None
             and req.topic_partitions is not None
         )
         if full_request or dict(reconciled.assigned) != dict(member.assigned):

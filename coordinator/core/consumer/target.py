@@ -13,9 +13,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from coordinator.core.consumer.api import TopicsImage
 from coordinator.core.consumer.assignors import GroupSpec, MemberSpec, assign
-from coordinator.core.consumer.group import ConsumerGroup
+from coordinator.core.consumer.group import ConsumerGroup, regex_matches
 from coordinator.core.consumer.member import (
     EMPTY_ASSIGNMENT,
     Assignment,
@@ -47,7 +46,6 @@ def build_target(
     group: ConsumerGroup,
     epoch: int,
     assignor: str,
-    image: TopicsImage,
     subscribed: tuple[SubscribedTopic, ...],
     homogeneous: bool,
     updated: ConsumerGroupMember | None = None,
@@ -56,7 +54,8 @@ def build_target(
     """Kafka ``TargetAssignmentBuilder.build``: the members are the group's, with ``updated`` added or replacing
     the member of its id and ``removed`` left out (a static member's previous incarnation). A member's current
     target is its own; a static member replacing another starts from the other's. The assignor sees only the topics
-    of ``subscribed``; members in ascending member-id order (see :mod:`~coordinator.core.consumer.assignors`)."""
+    of ``subscribed`` (the group's subscription metadata, whose names regexes are matched against); members in
+    ascending member-id order (see :mod:`~coordinator.core.consumer.assignors`)."""
     members: dict[str, ConsumerGroupMember] = dict(group.members)
     current: dict[str, Assignment] = {m: group.target.get(m, EMPTY_ASSIGNMENT) for m in members}
     if updated is not None:
@@ -72,10 +71,24 @@ def build_target(
         current.pop(removed, None)
 
     partitions: dict[uuid.UUID, int] = {uuid.UUID(t.topic_id): t.partitions for t in subscribed}
+    ids_by_name = {t.name: uuid.UUID(t.topic_id) for t in subscribed}
+    topic_names = [t.name for t in subscribed]
+    regex_names: dict[str, frozenset[str]] = {}
+    by_subscription: dict[tuple[tuple[str, ...], str | None], frozenset[uuid.UUID]] = {}
     specs: list[MemberSpec] = []
     for member_id in sorted(members):
         member = members[member_id]
-        topic_ids = frozenset(t for t in group.member_topic_ids(member, image) if t in partitions)
+        key = (member.subscribed_topic_names, member.subscribed_topic_regex)
+        topic_ids = by_subscription.get(key)
+        if topic_ids is None:
+            names = set(member.subscribed_topic_names)
+            regex = member.subscribed_topic_regex
+            if regex:
+                if regex not in regex_names:
+                    regex_names[regex] = regex_matches(regex, topic_names)
+                names |= regex_names[regex]
+            topic_ids = frozenset(ids_by_name[n] for n in names if n in ids_by_name)
+            by_subscription[key] = topic_ids
         specs.append(MemberSpec(member_id, member.instance_id, topic_ids, current[member_id]))
     result = assign(assignor, GroupSpec(specs, homogeneous, partitions))
 
