@@ -25,7 +25,10 @@ effects in the order Kafka writes them; Kafka's timers become:
 
 Loading (single broker): ``begin_loading()`` (after the classic machine's, which clears the shared offsets),
 ``load(record)`` for every record :meth:`ConsumerGroupCoordinator.takes_record` accepts, in log order, then
-``finish_loading(now_ms)``. The consumer records are in the classic codec's ``Record`` union
+``finish_loading(now_ms)``. Replicated mode (``own_by_partition(n)`` once): per ``__consumer_offsets``
+partition ``begin_loading(p)``, ``load``, ``finish_loading(now_ms, p)``, and ``unload(p, now_ms)`` on
+resignation; Persist effects with a ``write`` id (ids from :data:`FIRST_WRITE_ID` up, apart from the classic
+machine's) are one batch whose outcome the shell reports with ``persisted(write, error, now_ms, leader_epoch)``. The consumer records are in the classic codec's ``Record`` union
 (:mod:`coordinator.core.group.records`). Offset records of a group this machine holds are its to replay (the
 consumer group's records come first in the log); the rest are the classic machine's.
 
@@ -55,8 +58,13 @@ Deviations from Kafka (each also noted where it happens):
 * Reconciliation follows Kafka 4's ``CurrentAssignmentBuilder`` including trunk's rule that a partition the member
   itself is revoking is not "unreleased" for it; not the later ``enforceSubscriptionConsistency`` step (a member
   whose subscription shrinks gives the partitions up through the new target assignment, as in 4.0).
-* Single-broker mode only: no per-partition ownership, loading or two-phase writes (the classic machine's
-  replicated mode is not built here); writes never fail.
+* Single-broker mode: writes never fail. Replicated mode (:meth:`ConsumerGroupCoordinator.own_by_partition`,
+  as the classic machine's): a heartbeat's records are one two-phase write and its answer waits for
+  :meth:`~ConsumerGroupCoordinator.persisted` (Kafka's runtime answers when the records are committed), commits
+  are two-phase as the classic ones; the records of timer firings (session / rebalance timeouts) and DeleteGroups
+  are fire-and-forget (Kafka writes them as any other, with no one waiting). A failed write is answered with
+  Kafka's mapped error but its in-memory change is not reverted (Kafka reverts to the last committed snapshot);
+  the partition is normally unloaded after such a failure, which drops the change with it.
 """
 
 from __future__ import annotations
@@ -128,12 +136,14 @@ from coordinator.core.group.api import (
     TimerKey,
 )
 from coordinator.core.group.errors import ErrorCode
-from coordinator.core.group.offsets import OffsetManager
+from coordinator.core.group.offsets import OffsetEntry, OffsetManager, PreparedCommit
+from coordinator.core.group.ownership import Ownership, WholeOwnership, commit_error
 from coordinator.core.group.records import GroupTombstoneRecord, OffsetCommitRecord
 
 __all__ = [
     "EMIT_MEMBER_EPOCH",
     "EMIT_TARGET_ASSIGNMENT",
+    "FIRST_WRITE_ID",
     "GROUP_TYPE",
     "PROTOCOL_TYPE",
     "REMOVED_REBALANCE_TIMEOUT",
@@ -204,7 +214,14 @@ class ConsumerGroupCoordinator:
         self._new_uuid: Callable[[], str] = new_uuid if new_uuid is not None else (lambda: str(uuid.uuid4()))
         self._emit_events = emit_events
         self._groups: dict[str, ConsumerGroup] = {}
-        self._loading = False
+        #: Which groups this machine serves: all (single broker; loading between begin_loading() and
+        #: finish_loading(now_ms)), or per offsets partition after own_by_partition (replicated mode).
+        self._own: WholeOwnership | Ownership = WholeOwnership()
+        #: Replicated mode's two-phase writes awaiting persisted(), by write id.
+        self._writes: dict[int, _PendingHeartbeat | _PendingCommit] = {}
+        self._next_write = FIRST_WRITE_ID
+        #: Offsets acknowledged while their partition loads, by partition and group (applied when it is loaded).
+        self._late_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetEntry]]] = {}
         #: (group, member) -> session deadline; a firing before it is stale.
         self._session_deadlines: dict[tuple[str, str], int] = {}
         #: (group, member) -> (member epoch the rebalance timeout was armed for, deadline).
@@ -214,7 +231,40 @@ class ConsumerGroupCoordinator:
 
     @property
     def loading(self) -> bool:
-        return self._loading
+        """True while loading (replicated mode: while any offsets partition loads)."""
+        return self._own.any_loading
+
+    @property
+    def replicated(self) -> bool:
+        return isinstance(self._own, Ownership)
+
+    def own_by_partition(self, offsets_partitions: int) -> None:
+        """Switch to replicated mode, before anything is loaded (as the classic machine's): the machine serves
+        only the groups of the offsets partitions loaded with ``begin_loading(p)`` ... ``finish_loading(now_ms,
+        p)``, answers NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for the others, and writes a heartbeat's
+        records and a commit's offsets in two phases (:class:`~coordinator.core.group.api.Persist` with a
+        ``write`` id, then :meth:`persisted`). ``ValueError`` if groups exist or it is on already."""
+        if self.replicated or self._groups or self.loading:
+            raise ValueError("replicated mode must be chosen before anything is loaded")
+        self._own = Ownership(offsets_partitions)
+
+    def partition_for(self, group_id: str) -> int | None:
+        """The offsets partition of ``group_id`` in replicated mode; None in single-broker mode."""
+        return self._own.partition_for(group_id)
+
+    def partition_status(self, partition: int) -> str:
+        """``"owned"``, ``"loading"`` or ``"not_owned"``."""
+        return self._own.partition_status(partition)
+
+    @property
+    def pending_writes(self) -> int:
+        """Two-phase writes awaiting :meth:`persisted`."""
+        return len(self._writes)
+
+    def _status(self, group_id: str) -> ErrorCode | None:
+        """COORDINATOR_LOAD_IN_PROGRESS (the group's partition loads), NOT_COORDINATOR (replicated mode: not
+        owned), None (served)."""
+        return self._own.status(group_id)
 
     def holds(self, group_id: str) -> bool:
         """True if ``group_id`` is a consumer group of this machine."""
@@ -244,8 +294,9 @@ class ConsumerGroupCoordinator:
         out: list[Effect] = []
         try:
             self._throw_if_consumer_group_heartbeat_request_is_invalid(req)
-            if self._loading:
-                raise _ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            status = self._status(req.group_id)
+            if status is not None:
+                raise _ApiError(status)
             if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 response = self._consumer_group_leave(now_ms, req, out)
             else:
@@ -260,8 +311,20 @@ class ConsumerGroupCoordinator:
                 e.message,
             )
             response = ConsumerGroupHeartbeatResponse(e.code, e.message)
+        else:
+            if self.replicated and any(isinstance(e, Persist) for e in out):
+                # Kafka answers once the records are committed: one two-phase write, answered by persisted().
+                write = self._take_write()
+                out[:] = [Persist(e.record, write) if isinstance(e, Persist) else e for e in out]
+                self._writes[write] = _PendingHeartbeat(token, response, req.group_id, req.member_id)
+                return out
         out.append(Respond(token, response))
         return out
+
+    def _take_write(self) -> int:
+        write = self._next_write
+        self._next_write += 1
+        return write
 
     def _throw_if_consumer_group_heartbeat_request_is_invalid(
         self, req: ConsumerGroupHeartbeatRequest
@@ -860,10 +923,14 @@ class ConsumerGroupCoordinator:
         (reason ``rebalance_timeout``) only if it is still at the epoch the timeout was armed for. Stale or unknown
         keys, and any firing while loading, change nothing."""
         out: list[Effect] = []
-        if self._loading or len(key) != 3:
+        if len(key) != 3:
             return out
         kind, group_id, member_id = key
-        if not isinstance(group_id, str) or not isinstance(member_id, str):
+        if (
+            not isinstance(group_id, str)
+            or not isinstance(member_id, str)
+            or self._status(group_id) is not None
+        ):
             return out
         group = self._groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
@@ -907,21 +974,34 @@ class ConsumerGroupCoordinator:
         ``ConsumerGroup.validateOffsetCommit``): the member epoch travels in ``generation_id``. A group this
         machine does not hold gets GROUP_ID_NOT_FOUND (the shell sends those to the classic machine)."""
         out: list[Effect] = []
-        if self._loading:
-            self.offsets.reject_commit(out, token, req, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None)
+        status = self._status(req.group_id)
+        if status is not None:
+            self.offsets.reject_commit(out, token, req, status, None)
             return out
         group = self._groups.get(req.group_id)
         if group is None:
             self.offsets.reject_commit(out, token, req, ErrorCode.GROUP_ID_NOT_FOUND, None)
             return out
-        if self.offsets.accept_commit(group, req, token, out):
+        if not self.offsets.accept_commit(group, req, token, out):
+            return out
+        if not self.replicated:
             self.offsets.store(req, now_ms, out, token)
+            return out
+        write = self._next_write
+        prepared = self.offsets.prepare(group, req, now_ms, out, token, write)
+        if prepared is not None:
+            self._take_write()
+            partition = self._own.partition_for(req.group_id)
+            assert partition is not None
+            self._writes[write] = _PendingCommit(prepared, partition)
         return out
 
     def offset_fetch(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
-        """OffsetFetch of a consumer group (COORDINATOR_LOAD_IN_PROGRESS while loading)."""
-        if self._loading:
-            return OffsetFetchResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        """OffsetFetch of a consumer group (COORDINATOR_LOAD_IN_PROGRESS while loading, NOT_COORDINATOR for a
+        partition not owned)."""
+        status = self._status(req.group_id)
+        if status is not None:
+            return OffsetFetchResponse(status)
         return self.offsets.fetch(self._groups.get(req.group_id), req)
 
     # ============================================================================================ admin
@@ -931,8 +1011,9 @@ class ConsumerGroupCoordinator:
         assignor named is the one the group would use now. Unknown: GROUP_ID_NOT_FOUND."""
         described: list[DescribedConsumerGroup] = []
         for group_id in group_ids:
-            if self._loading:
-                described.append(DescribedConsumerGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            status = self._status(group_id)
+            if status is not None:
+                described.append(DescribedConsumerGroup(group_id, status))
                 continue
             group = self._groups.get(group_id)
             if group is None:
@@ -977,8 +1058,9 @@ class ConsumerGroupCoordinator:
         does not hold are described as unknown (``Dead``, NONE); the shell asks the classic machine for those."""
         described: list[DescribedGroup] = []
         for group_id in group_ids:
-            if self._loading:
-                described.append(DescribedGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ""))
+            status = self._status(group_id)
+            if status is not None:
+                described.append(DescribedGroup(group_id, status, ""))
             elif group_id in self._groups:
                 described.append(
                     DescribedGroup(
@@ -1001,7 +1083,7 @@ class ConsumerGroupCoordinator:
             for g in self._groups.values()
             if wanted is None or g.state.value.lower() in wanted
         ]
-        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.loading else ErrorCode.NONE
         return ListGroupsResponse(error, listed)
 
     def delete_groups(self, now_ms: int, token: Any, group_ids: list[str]) -> list[Effect]:
@@ -1012,8 +1094,9 @@ class ConsumerGroupCoordinator:
         results: list[DeletedGroup] = []
         for group_id in group_ids:
             group = self._groups.get(group_id)
-            if self._loading:
-                results.append(DeletedGroup(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            status = self._status(group_id)
+            if status is not None:
+                results.append(DeletedGroup(group_id, status))
             elif group is None:
                 results.append(DeletedGroup(group_id, ErrorCode.GROUP_ID_NOT_FOUND))
             elif group.members:
@@ -1071,25 +1154,128 @@ class ConsumerGroupCoordinator:
             return record.group_id in self._groups
         return False
 
-    def begin_loading(self) -> list[Effect]:
-        """Start (re)loading from the durable log: every consumer group is forgotten with its offsets and timers.
-        Until :meth:`finish_loading`, requests get COORDINATOR_LOAD_IN_PROGRESS. The shell calls the classic
-        machine's ``begin_loading`` first (it clears every offset)."""
+    def begin_loading(self, partition: int | None = None) -> list[Effect]:
+        """Start (re)loading from the durable log.
+
+        Single broker (``partition`` None): every consumer group is forgotten with its offsets and timers, and
+        until :meth:`finish_loading` requests get COORDINATOR_LOAD_IN_PROGRESS. The shell calls the classic
+        machine's ``begin_loading`` first (it clears every offset).
+
+        Replicated mode: offsets partition ``partition`` becomes *loading* (its groups answer
+        COORDINATOR_LOAD_IN_PROGRESS until ``finish_loading(now_ms, partition)``); a partition already loading or
+        owned stays as it is. ``ValueError`` for a partition out of range or for the wrong mode."""
         out: list[Effect] = []
-        for group_id, group in self._groups.items():
-            for member_id in group.members:
-                self._cancel_timers(group_id, member_id, out)
-            self.offsets.delete_group(group_id)
-        self._groups.clear()
-        self._session_deadlines.clear()
-        self._rebalance_deadlines.clear()
-        self._loading = True
+        own = self._own
+        if isinstance(own, WholeOwnership):
+            if partition is not None:
+                raise ValueError("single-broker mode loads everything at once: begin_loading()")
+            for group_id in list(self._groups):
+                self._unload_group(group_id, out)
+            own.loading = True
+            return out
+        if partition is None:
+            raise ValueError(
+                "replicated mode loads one offsets partition at a time: begin_loading(partition)"
+            )
+        own.check(partition)
+        if partition not in own.loading and partition not in own.owned:
+            own.loading.add(partition)
+            log.info(
+                "offsets partition %d loading: its consumer groups answer COORDINATOR_LOAD_IN_PROGRESS",
+                partition,
+            )
         return out
+
+    def _unload_group(self, group_id: str, out: list[Effect]) -> None:
+        """Forget ``group_id``: its timers are cancelled, its offsets go (Kafka ``onUnloaded``)."""
+        group = self._groups.pop(group_id)
+        for member_id in group.members:
+            self._cancel_timers(group_id, member_id, out)
+        self.offsets.delete_group(group_id)
+
+    def unload(self, partition: int, now_ms: int) -> list[Effect]:
+        """Replicated mode: this coordinator resigned offsets partition ``partition``: neither loading nor owned
+        any more; its consumer groups are forgotten with their offsets and timers, and answer NOT_COORDINATOR from
+        now on. Two-phase writes in flight are still answered when their :meth:`persisted` comes."""
+        del now_ms
+        own = self._own
+        if not isinstance(own, Ownership):
+            raise ValueError("unload(partition) is replicated mode's")
+        own.check(partition)
+        own.loading.discard(partition)
+        own.owned.discard(partition)
+        self._late_offsets.pop(partition, None)
+        out: list[Effect] = []
+        gone = [g for g in self._groups if own.partition_for(g) == partition]
+        for group_id in gone:
+            self._unload_group(group_id, out)
+        log.info("offsets partition %d unloaded: %d consumer groups gone", partition, len(gone))
+        return out
+
+    def persisted(self, write: int, error: int, now_ms: int, leader_epoch: int = -1) -> list[Effect]:
+        """The outcome of two-phase write ``write`` (replicated mode; ``error`` 0: acknowledged).
+
+        * a heartbeat's records: the answer prepared when the heartbeat was handled, or, when the append failed,
+          Kafka's mapped error (``GroupCoordinatorService`` ``normalizeException``: NOT_COORDINATOR for a lost
+          leadership or storage error, COORDINATOR_NOT_AVAILABLE for missing replicas or a timeout,
+          UNKNOWN_SERVER_ERROR otherwise). The in-memory change stays (Kafka reverts it to the last committed
+          snapshot; here the partition is unloaded with it after such an error);
+        * a commit: completed as the classic machine's (the offsets become visible only now; ``commit`` events
+          carry ``offsets_partition`` and ``leader_epoch``).
+
+        An unknown ``write`` changes nothing."""
+        out: list[Effect] = []
+        pending = self._writes.pop(write, None)
+        if isinstance(pending, _PendingHeartbeat):
+            if error == ErrorCode.NONE:
+                out.append(Respond(pending.token, pending.response))
+            else:
+                mapped = _heartbeat_write_error(error)
+                log.warning(
+                    "group=%s member=%s epoch=%d heartbeat records not written (error %d): answered %s",
+                    pending.group_id,
+                    pending.member_id,
+                    pending.response.member_epoch,
+                    error,
+                    mapped.name,
+                )
+                out.append(Respond(pending.token, ConsumerGroupHeartbeatResponse(mapped)))
+        elif isinstance(pending, _PendingCommit):
+            mapped = commit_error(error)
+            target = self._acked_offsets_target(pending) if mapped is ErrorCode.NONE else None
+            self.offsets.complete(
+                pending.commit,
+                mapped,
+                target,
+                out,
+                extra={"offsets_partition": pending.offsets_partition, "leader_epoch": leader_epoch},
+            )
+        del now_ms
+        return out
+
+    def _acked_offsets_target(self, pending: _PendingCommit) -> dict[tuple[str, int], OffsetEntry] | None:
+        """Where an acknowledged commit's offsets go (as the classic machine's replicated durability): the group's
+        offsets if its partition is owned and the group still there, a cache applied at the end of the load if the
+        partition loads (the load may have read the log before the commit), nowhere if it is not owned."""
+        own = self._own
+        group_id = pending.commit.group.group_id
+        partition = pending.offsets_partition
+        if isinstance(own, Ownership) and partition in own.loading:
+            return self._late_offsets.setdefault(partition, {}).setdefault(group_id, {})
+        if self._status(group_id) is not None or group_id not in self._groups:
+            return None
+        return self.offsets.group_offsets(group_id)
 
     def load(self, record: object) -> None:
         """Replay one record (log order), as Kafka's ``replay`` methods do: the last record of a key wins, a
         tombstone deletes its key (a member goes with its member tombstone, a group with its group tombstone).
-        ``TypeError`` for a record :meth:`takes_record` refuses."""
+        ``TypeError`` for a record :meth:`takes_record` refuses; replicated mode: ``ValueError`` for a record of a
+        group whose offsets partition is not loading."""
+        own = self._own
+        if isinstance(own, Ownership):
+            group_id = getattr(record, "group_id", None)
+            if not isinstance(group_id, str) or own.partition_for(group_id) not in own.loading:
+                raise ValueError(f"record of group {group_id!r}: its offsets partition is not loading")
         if isinstance(record, OffsetCommitRecord):
             self.offsets.replay(record)
             return
@@ -1165,12 +1351,29 @@ class ConsumerGroupCoordinator:
         elif kind == TOMBSTONE_GROUP:
             del self._groups[group.group_id]
 
-    def finish_loading(self, now_ms: int) -> list[Effect]:
-        """End loading (Kafka ``onLoaded``): every group gets its state; every member a session timer, and a
-        rebalance timer if it is revoking."""
+    def finish_loading(self, now_ms: int, partition: int | None = None) -> list[Effect]:
+        """End loading (Kafka ``onLoaded``): every loaded group gets its state; every member a session timer, and a
+        rebalance timer if it is revoking. Replicated mode: for the groups of ``partition``, which becomes owned
+        (offsets acknowledged while it loaded are applied); nothing if it is not loading."""
         out: list[Effect] = []
-        self._loading = False
-        for group in self._groups.values():
+        own = self._own
+        if isinstance(own, WholeOwnership):
+            if partition is not None:
+                raise ValueError("single-broker mode: finish_loading(now_ms)")
+            own.loading = False
+            loaded = list(self._groups.values())
+        else:
+            if partition is None:
+                raise ValueError("replicated mode: finish_loading(now_ms, partition)")
+            if partition not in own.loading:
+                return out
+            own.loading.discard(partition)
+            own.owned.add(partition)
+            for group_id, late in self._late_offsets.pop(partition, {}).items():
+                if group_id in self._groups:
+                    self.offsets.update(group_id, late)
+            loaded = [g for g in self._groups.values() if own.partition_for(g.group_id) == partition]
+        for group in loaded:
             group.state = group.compute_state()
             group.state_timestamp_ms = now_ms
             log.info(
@@ -1238,6 +1441,44 @@ class ConsumerGroupCoordinator:
     def _emit(self, out: list[Effect], kind: str, fields: dict[str, Any]) -> None:
         if self._emit_events:
             out.append(Emit(kind, fields))
+
+
+# ================================================================================================ writes
+
+#: First write id of this machine's two-phase writes: far from the classic machine's (which count from 1), so a
+#: shell may keep both machines' writes in one table.
+FIRST_WRITE_ID = 1 << 40
+
+
+@dataclasses.dataclass(slots=True)
+class _PendingHeartbeat:
+    """A heartbeat whose records are being written: its answer, given when they are."""
+
+    token: Any
+    response: ConsumerGroupHeartbeatResponse
+    group_id: str
+    member_id: str
+
+
+@dataclasses.dataclass(slots=True)
+class _PendingCommit:
+    commit: PreparedCommit
+    offsets_partition: int
+
+
+def _heartbeat_write_error(append_error: int) -> ErrorCode:
+    """Kafka ``GroupCoordinatorService.normalizeException`` for a failed append behind a heartbeat."""
+    e = ErrorCode
+    if append_error in (
+        e.UNKNOWN_TOPIC_OR_PARTITION,
+        e.NOT_ENOUGH_REPLICAS,
+        e.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        e.REQUEST_TIMED_OUT,
+    ):
+        return e.COORDINATOR_NOT_AVAILABLE
+    if append_error in (e.NOT_LEADER_OR_FOLLOWER, e.KAFKA_STORAGE_ERROR):
+        return e.NOT_COORDINATOR
+    return e.UNKNOWN_SERVER_ERROR
 
 
 # ================================================================================================ records
