@@ -537,7 +537,7 @@ class ConsumerGroupCoordinator:
             if replaced is not None and replaced.member_id != member_id:
                 fields["replaces"] = replaced.member_id
             self._emit(out, EMIT_MEMBER_ADDED, fields)
-        self._after_reconcile(now_ms, group, member, reconciled, out)
+        self._after_reconcile(now_ms, group, member, updated, reconciled, out)
         self._schedule_consumer_group_session_timeout(now_ms, group_id, member_id, out)
         self._maybe_update_group_state(now_ms, group, state_before, out)
 
@@ -750,47 +750,46 @@ class ConsumerGroupCoordinator:
         now_ms: int,
         group: ConsumerGroup,
         before: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
         after: ConsumerGroupMember,
         out: list[Effect],
     ) -> None:
-        """Kafka ``maybeReconcile`` (effects part): the rebalance timeout follows UNREVOKED_PARTITIONS; a new epoch
-        or state is a ``member_epoch`` event."""
+        """Kafka ``maybeReconcile`` (effects part): when reconciliation changed the member (``updated`` ->
+        ``after``), the rebalance timeout is (re)armed in UNREVOKED_PARTITIONS and cancelled otherwise. A member
+        epoch or state other than the one before the heartbeat (``before``) is a ``member_epoch`` event."""
         gid = group.group_id
         mid = after.member_id
-        if before.member_epoch != after.member_epoch or before.state is not after.state:
+        if after is not updated and after != updated:
             if after.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_consumer_group_rebalance_timeout(
                     now_ms, gid, mid, after.member_epoch, after.rebalance_timeout_ms, out
                 )
             else:
                 self._cancel_consumer_group_rebalance_timeout(gid, mid, out)
-            log.info(
-                "group=%s epoch=%d member=%s member epoch %d -> %d, %s, %d partitions assigned, %d to revoke",
-                gid,
-                group.group_epoch,
-                mid,
-                before.member_epoch,
-                after.member_epoch,
-                after.state.value,
-                sum(len(p) for p in after.assigned.values()),
-                sum(len(p) for p in after.pending_revocation.values()),
-            )
-            self._emit(
-                out,
-                EMIT_MEMBER_EPOCH,
-                {
-                    "group": gid,
-                    "member": mid,
-                    "epoch": after.member_epoch,
-                    "previous_epoch": before.member_epoch,
-                    "state": after.state.value,
-                },
-            )
-        elif after != before and after.state is MemberState.UNREVOKED_PARTITIONS:
-            # Kafka re-arms the rebalance timeout whenever the member's assignment state changed.
-            self._schedule_consumer_group_rebalance_timeout(
-                now_ms, gid, mid, after.member_epoch, after.rebalance_timeout_ms, out
-            )
+        if before.member_epoch == after.member_epoch and before.state is after.state:
+            return
+        log.info(
+            "group=%s epoch=%d member=%s member epoch %d -> %d, %s, %d partitions assigned, %d to revoke",
+            gid,
+            group.group_epoch,
+            mid,
+            before.member_epoch,
+            after.member_epoch,
+            after.state.value,
+            sum(len(p) for p in after.assigned.values()),
+            sum(len(p) for p in after.pending_revocation.values()),
+        )
+        self._emit(
+            out,
+            EMIT_MEMBER_EPOCH,
+            {
+                "group": gid,
+                "member": mid,
+                "epoch": after.member_epoch,
+                "previous_epoch": before.member_epoch,
+                "state": after.state.value,
+            },
+        )
 
     # ============================================================================================ leave
 
