@@ -14,8 +14,9 @@ Where Kafka's output depends on hash-map iteration order we fix an order, the sa
   builder the first members in this order are the ones given the extra partition of ``total % members``;
 * topics are taken in Kafka's ``Uuid.compareTo`` order (most then least significant 64 bits, signed) where Kafka
   iterates a ``HashSet<Uuid>`` (the homogeneous builder's unassigned partitions; a member's current assignment);
-* a member's partitions of one topic are taken in ascending order (Java's ``HashSet<Integer>`` iterates small
-  integers that way, so this one matches Kafka).
+* a member's partitions of one topic are taken in ascending order (the homogeneous builder keeps the first ones
+  up to the member's quota). Java's ``HashSet<Integer>`` iterates that way only while every partition number is
+  below the set's table size (16, 32, ... by the set's size); beyond it Kafka's order follows the hash buckets.
 
 The heterogeneous builder and the range assignor sort with total orders of their own, so they match Kafka for the
 same member order.

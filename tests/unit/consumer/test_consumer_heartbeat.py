@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from coordinator.core.consumer.api import ConsumerGroupHeartbeatRequest
+from coordinator.core.consumer.config import ConsumerGroupConfig
 from coordinator.core.consumer.machine import TIMER_REBALANCE, TIMER_SESSION
 from coordinator.core.consumer.member import MemberState
 from coordinator.core.group.errors import ErrorCode
@@ -289,3 +290,35 @@ def test_regex_subscription_is_resolved_against_the_topics() -> None:
     r = d.join("m1", [], regex="orders.*")
     assert as_dict(r.assignment) == {tid(1): [0], tid(2): [0]}
     assert d.join("m2", [], regex="(").error is ErrorCode.INVALID_REGULAR_EXPRESSION
+
+
+def test_revocation_comes_before_assignment() -> None:
+    # Range (not sticky): a, b hold 0-2 and 3-5; member "0" (sorting first) joins and the target becomes
+    # "0" 0-1, a 2-3, b 4-5: a must give up 0-1 and take 3, which b still holds.
+    d = Driver(config=ConsumerGroupConfig(assignors=("range",)))
+    d.topics.add("t", 6)
+    d.join("a", ["t"])
+    d.join("b", ["t"])
+    d.hb("a", 1, {T: range(6)})
+    d.hb("a", 1, {T: [0, 1, 2]})
+    d.hb("b", 2, {})
+    r0 = d.join("0", ["t"])
+    assert (r0.member_epoch, as_dict(r0.assignment)) == (3, {})  # 0 and 1 are a's still
+
+    # a is first asked only to revoke 0-1: it stays at epoch 2 and is not given 3 yet.
+    r = d.hb("a", 2, {T: [0, 1, 2]})
+    assert (r.member_epoch, as_dict(r.assignment)) == (2, {T: [2]})
+    # Once it has revoked, it moves to epoch 3 but 3 is still b's: nothing new to send.
+    r = d.hb("a", 2, {T: [2]})
+    assert (r.member_epoch, r.assignment) == (3, None)
+    group = d.machine.group("g")
+    assert group is not None and group.members["a"].state is MemberState.UNRELEASED_PARTITIONS
+    # b revokes 3, then a gets it, and "0" gets 0-1.
+    r = d.hb("b", 2, {T: [3, 4, 5]})
+    assert (r.member_epoch, as_dict(r.assignment)) == (2, {T: [4, 5]})
+    assert d.hb("b", 2, {T: [4, 5]}).member_epoch == 3
+    r = d.hb("a", 3, {T: [2]})
+    assert (r.member_epoch, as_dict(r.assignment)) == (3, {T: [2, 3]})
+    r = d.hb("0", 3, {})
+    assert (r.member_epoch, as_dict(r.assignment)) == (3, {T: [0, 1]})
+    assert group.state.value == "Stable"
