@@ -2,8 +2,8 @@
 
 Contract
 --------
-* One record per line, encoded with :func:`coordinator.core.group.records.encode_record` (group metadata
-  or one committed offset). :meth:`GroupLog.append` writes whole lines with one ``write`` call per
+* One record per line, encoded with :func:`coordinator.core.group.records.encode_record` (group metadata,
+  one committed offset, or a consumer group's record). :meth:`GroupLog.append` writes whole lines with one ``write`` call per
   batch, so a killed broker leaves at most one torn line at the end, which :meth:`GroupLog.replay`
   drops (and cuts from the file).
 * :meth:`GroupLog.replay` yields every record in the order it was written. A line that does not
@@ -26,6 +26,19 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from coordinator.core.group.consumer_records import (
+    TOMBSTONE_CURRENT,
+    TOMBSTONE_GROUP,
+    TOMBSTONE_MEMBER,
+    TOMBSTONE_TARGET,
+    TOMBSTONE_TARGET_EPOCH,
+    ConsumerCurrentAssignmentRecord,
+    ConsumerGroupEpochRecord,
+    ConsumerMemberRecord,
+    ConsumerTargetEpochRecord,
+    ConsumerTargetMemberRecord,
+    ConsumerTombstoneRecord,
+)
 from coordinator.core.group.records import (
     GroupMetadataRecord,
     GroupTombstoneRecord,
@@ -43,22 +56,44 @@ LOG_NAME = "__consumer_offsets.jsonl"
 _COMPACT_MIN_RECORDS = 10_000
 
 
-def _key(record: GroupMetadataRecord | OffsetCommitRecord) -> tuple[str, ...]:
+def _key(record: Record) -> tuple[str, ...]:
+    """The record's key, as Kafka's ``__consumer_offsets`` keys records: the last record of a key wins."""
     if isinstance(record, OffsetCommitRecord):
         return ("offset", record.group_id, record.topic, str(record.partition))
-    return ("group", record.group_id)
+    if isinstance(record, GroupMetadataRecord | GroupTombstoneRecord):
+        return ("group", record.group_id)
+    if isinstance(record, ConsumerTombstoneRecord):
+        return _CONSUMER_TOMBSTONE_KEYS[record.kind], record.group_id, record.member_id or ""
+    member_id = getattr(record, "member_id", "")
+    return record.TYPE, record.group_id, member_id if isinstance(member_id, str) else ""
+
+
+#: The record type whose key a consumer-group tombstone of each kind deletes.
+_CONSUMER_TOMBSTONE_KEYS = {
+    TOMBSTONE_GROUP: ConsumerGroupEpochRecord.TYPE,
+    TOMBSTONE_MEMBER: ConsumerMemberRecord.TYPE,
+    TOMBSTONE_TARGET: ConsumerTargetMemberRecord.TYPE,
+    TOMBSTONE_TARGET_EPOCH: ConsumerTargetEpochRecord.TYPE,
+    TOMBSTONE_CURRENT: ConsumerCurrentAssignmentRecord.TYPE,
+}
 
 
 def live_records(records: list[Record]) -> list[Record]:
-    """What replay keeps, in log order: per group the last group record, per (group, topic,
-    partition) the last offset, minus everything a later tombstone deleted (tombstones themselves
-    are then redundant and dropped)."""
+    """What replay keeps, in log order: per key (:func:`_key`: a classic group, an offset, each record of a
+    consumer group and of its members) the last record, minus everything a later tombstone deleted (a group
+    tombstone deletes every key of its group, a consumer-group tombstone its one key; tombstones themselves are
+    then redundant and dropped)."""
     last: dict[tuple[str, ...], int] = {}
     keys_of_group: dict[str, set[tuple[str, ...]]] = {}
     for i, record in enumerate(records):
         if isinstance(record, GroupTombstoneRecord):
             for key in keys_of_group.pop(record.group_id, ()):
                 last.pop(key, None)
+            continue
+        if isinstance(record, ConsumerTombstoneRecord):
+            key = _key(record)
+            last.pop(key, None)
+            keys_of_group.get(record.group_id, set()).discard(key)
             continue
         key = _key(record)
         last[key] = i

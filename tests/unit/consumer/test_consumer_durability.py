@@ -17,6 +17,7 @@ from coordinator.core.group.api import (
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.offsets import OffsetManager
 from coordinator.core.group.records import decode_record, encode_record
+from coordinator.groups.log import live_records
 from tests.support.consumer_core import Driver, tid
 
 T = tid(1)
@@ -178,3 +179,34 @@ def test_a_deleted_group_stays_deleted_after_replay() -> None:
     restarted.finish_loading(0)
     assert not restarted.holds("g")
     assert d.offsets.count("g") == 0 and restarted.offsets.count("g") == 0
+
+
+def test_the_group_logs_compaction_keeps_what_replay_needs() -> None:
+    d = Driver()
+    d.topics.add("t", 4)
+    d.join("m1", ["t"])
+    d.join("m2", ["t"])
+    d.hb("m1", 1, {T: range(4)})
+    d.hb("m1", 1, {T: [0, 1]})
+    d.hb("m2", 2, {})
+    d.join("m3", ["t"])
+    d.hb("m3", -1)  # m3's member, target and current records are deleted by its tombstones
+    kept = live_records(list(d.persisted))
+    assert not any(getattr(r, "member_id", None) == "m3" for r in kept)
+    assert len(kept) < len(d.persisted)
+
+    restarted = ConsumerGroupCoordinator(d.config, d.topics, offsets=OffsetManager(max_metadata_bytes=4096))
+    restarted.begin_loading()
+    for record in kept:
+        restarted.load(record)
+    restarted.finish_loading(0)
+    group, original = restarted.group("g"), d.machine.group("g")
+    assert group is not None and original is not None
+    assert (
+        (group.group_epoch, group.assignment_epoch)
+        == (original.group_epoch, original.assignment_epoch)
+        == (4, 3)
+    )
+    assert group.members == original.members and list(group.members) == ["m1", "m2"]
+    assert group.target == original.target
+    assert group.partition_epochs == original.partition_epochs
