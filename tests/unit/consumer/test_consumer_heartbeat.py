@@ -8,7 +8,7 @@ from coordinator.core.consumer.config import ConsumerGroupConfig
 from coordinator.core.consumer.machine import TIMER_REBALANCE, TIMER_SESSION
 from coordinator.core.consumer.member import MemberState
 from coordinator.core.group.errors import ErrorCode
-from tests.support.consumer_core import Driver, as_dict, tid
+from tests.support.consumer_core import Driver, as_dict, tid, tps
 
 T = tid(1)  # the first topic FakeTopics.add creates
 
@@ -322,3 +322,29 @@ def test_revocation_comes_before_assignment() -> None:
     r = d.hb("0", 3, {})
     assert (r.member_epoch, as_dict(r.assignment)) == (3, {T: [0, 1]})
     assert group.state.value == "Stable"
+
+
+def test_a_subscription_change_revokes_the_old_topic_before_giving_the_new_one() -> None:
+    d = Driver()
+    t1 = d.topics.add("t1", 2)
+    t2 = d.topics.add("t2", 1)
+    d.join("m1", ["t1"])  # epoch 1: t1 0-1
+    r = d.send(
+        ConsumerGroupHeartbeatRequest(
+            "g", "m1", 1, subscribed_topic_names=("t2",), topic_partitions=tps({t1: [0, 1]})
+        )
+    )
+    # Epoch 2's target is t2-0, but t1 0-1 must be revoked first: still epoch 1, nothing assigned.
+    assert (r.member_epoch, as_dict(r.assignment)) == (1, {})
+    group = d.machine.group("g")
+    assert group is not None and group.group_epoch == 2
+    r = d.hb("m1", 1, {})
+    assert (r.member_epoch, as_dict(r.assignment)) == (2, {t2: [0]})
+
+
+def test_a_group_of_another_type_is_not_found() -> None:
+    r = Driver().machine.not_a_consumer_group("classic-g")
+    assert (r.error, r.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Group classic-g is not a consumer group",
+    )
