@@ -514,8 +514,8 @@ class ConsumerGroupCoordinator:
                     "assignor": assignor,
                 },
             )
-        elif replaced is not None and replaced.member_id != member_id:
-            group.target[member_id] = target
+        elif replaced is not None:
+            group.target[member_id] = target  # the replaced incarnation's (replaceMember's target record)
         group.update_member(reconciled)
         if is_new_member:
             log.info(

@@ -348,3 +348,15 @@ def test_a_group_of_another_type_is_not_found() -> None:
         ErrorCode.GROUP_ID_NOT_FOUND,
         "Group classic-g is not a consumer group",
     )
+
+
+def test_a_static_member_rejoining_under_the_same_member_id_keeps_its_target() -> None:
+    d = Driver()
+    d.topics.add("t", 2)
+    d.join("a", ["t"], instance_id="i1")
+    d.hb("a", -2, instance_id="i1")
+    r = d.join("a", ["t"], instance_id="i1")
+    assert (r.error, r.member_epoch, as_dict(r.assignment)) == (ErrorCode.NONE, 1, {T: [0, 1]})
+    group = d.machine.group("g")
+    assert group is not None and dict(group.target["a"]) == {T: frozenset({0, 1})}
+    assert group.state.value == "Stable"
