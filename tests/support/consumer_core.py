@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +52,7 @@ class FakeTopics:
         return iter(list(self._by_name))
 
 
-def tps(assignment: dict[uuid.UUID, Iterable[int]]) -> tuple[TopicPartitions, ...]:
+def tps(assignment: Mapping[uuid.UUID, Iterable[int]]) -> tuple[TopicPartitions, ...]:
     """Wire topic-partitions from ``{topic id: partitions}`` (topics and partitions sorted)."""
     return tuple(TopicPartitions(t, tuple(sorted(p))) for t, p in sorted(assignment.items()) if list(p))
 
@@ -129,7 +129,7 @@ class Driver:
         self,
         member: str,
         epoch: int,
-        owned: dict[uuid.UUID, Iterable[int]] | None = None,
+        owned: Mapping[uuid.UUID, Iterable[int]] | None = None,
         *,
         instance_id: str | None = None,
     ) -> ConsumerGroupHeartbeatResponse:
