@@ -114,21 +114,30 @@ class ConsumerGroup:
     def validate_offset_commit(self, req: OffsetCommitRequest) -> ErrorCode | None:
         """Kafka 4 ``ConsumerGroup.validateOffsetCommit``: a commit with a negative member epoch into an Empty group
         is an admin (or manually assigned) commit and is taken; otherwise the member must exist
-        (UNKNOWN_MEMBER_ID) and send its current member epoch (STALE_MEMBER_EPOCH). The version check (v9+ for
-        consumer-protocol members) is the shell's: the request carries no version."""
+        (UNKNOWN_MEMBER_ID), commit with OffsetCommit v9+ (UNSUPPORTED_VERSION; checked when the request says its
+        version) and send its current member epoch (STALE_MEMBER_EPOCH)."""
         if req.generation_id < 0 and not self.members:
             return None
         member = self.members.get(req.member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if req.api_version is not None and req.api_version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION
         if req.generation_id != member.member_epoch:
             return ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     def validate_offset_fetch(self, req: OffsetFetchRequest) -> ErrorCode | None:
-        """Kafka 4 ``ConsumerGroup.validateOffsetFetch`` without a member id and epoch (which herdlab's
-        OffsetFetch does not carry): accepted, as Kafka accepts an admin's fetch."""
-        del req
+        """Kafka 4 ``ConsumerGroup.validateOffsetFetch``: a fetch without member id and with a negative epoch (an
+        admin's, or any before v9) is accepted; a member's needs the member (UNKNOWN_MEMBER_ID) at the epoch it
+        sends (STALE_MEMBER_EPOCH)."""
+        if req.member_id is None and req.member_epoch < 0:
+            return None
+        member = self.members.get(req.member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if req.member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     # ---------------------------------------------------------------------------------------------- members

@@ -260,13 +260,16 @@ class OffsetCommitPartition:
 class OffsetCommitRequest:
     """An OffsetCommit of any version. ``generation_id == -1`` with ``member_id == ""`` is a simple (admin /
     manually assigned consumer) commit. The shell answers partitions of topics it does not know with
-    UNKNOWN_TOPIC_OR_PARTITION itself and passes only the rest (as Kafka's ``KafkaApis`` does)."""
+    UNKNOWN_TOPIC_OR_PARTITION itself and passes only the rest (as Kafka's ``KafkaApis`` does). For a consumer
+    group (v9+) ``generation_id`` is the member epoch; ``api_version`` (None: not given) lets the consumer machine
+    refuse a consumer-protocol member's commit below v9 as Kafka does; the classic machine ignores it."""
 
     group_id: str
     offsets: list[OffsetCommitPartition]
     generation_id: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
+    api_version: int | None = None
 
 
 @dataclass(slots=True)
@@ -285,11 +288,15 @@ class OffsetCommitResponse:
 
 @dataclass(slots=True)
 class OffsetFetchRequest:
-    """``partitions is None`` means every partition the group has offsets for (v2+)."""
+    """``partitions is None`` means every partition the group has offsets for (v2+). ``member_id`` /
+    ``member_epoch`` (v9+, a consumer-protocol member's; None and -1 when not sent) are checked by the consumer
+    machine (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); the classic machine ignores them."""
 
     group_id: str
     partitions: list[tuple[str, int]] | None = None
     require_stable: bool = False
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @dataclass(slots=True)

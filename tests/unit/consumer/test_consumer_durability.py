@@ -45,6 +45,16 @@ def test_commits_need_the_members_current_epoch() -> None:
     fetched = d.machine.offset_fetch(OffsetFetchRequest("g", [("t", 0)]))
     assert [(p.partition, p.offset) for p in fetched.partitions] == [(0, 10)]
     assert d.emitted("commit_rejected")[-1]["error"] == "UNKNOWN_MEMBER_ID"
+    v8 = OffsetCommitRequest("g", [OffsetCommitPartition("t", 0, 16)], 1, "m1", api_version=8)
+    [answer] = [e.response for e in d.machine.offset_commit(d.now, "c", v8) if isinstance(e, Respond)]
+    assert isinstance(answer, OffsetCommitResponse)
+    assert answer.partitions[0].error is ErrorCode.UNSUPPORTED_VERSION
+    fetch = d.machine.offset_fetch(OffsetFetchRequest("g", [("t", 0)], member_id="m1", member_epoch=1))
+    assert (fetch.error, fetch.partitions[0].offset) == (ErrorCode.NONE, 10)
+    stale = d.machine.offset_fetch(OffsetFetchRequest("g", [("t", 0)], member_id="m1", member_epoch=0))
+    assert stale.error is ErrorCode.STALE_MEMBER_EPOCH
+    unknown = d.machine.offset_fetch(OffsetFetchRequest("g", [("t", 0)], member_id="zz", member_epoch=1))
+    assert unknown.error is ErrorCode.UNKNOWN_MEMBER_ID
     d.hb("m1", -1)
     assert _commit(d, "", -1, offset=15) is ErrorCode.NONE  # the group is Empty now
     fetched = d.machine.offset_fetch(OffsetFetchRequest("g", None))
