@@ -14,8 +14,9 @@ How a shell drives it
 ---------------------
 As the classic machine (:mod:`coordinator.core.group`): call a method with the coordinator time and an opaque
 token, apply the returned effects in order (``Persist`` before any later ``Respond``; ``SetTimer`` /
-``CancelTimer``; ``Emit``). A heartbeat is answered in the same call, always. Kafka's records become ``Persist``
-effects in the order Kafka writes them; Kafka's timers become:
+``CancelTimer``; ``Emit``). A heartbeat is answered in the same call (in replicated mode, one that wrote records
+is answered by :meth:`~ConsumerGroupCoordinator.persisted`). Kafka's records become ``Persist`` effects in the
+order Kafka writes them; Kafka's timers become:
 
 * the session timeout -> ``("consumer-session", group, member)``, re-armed on every heartbeat (not on a static
   member's ``-2`` leave: the member is kept until it fires, ``scheduleConsumerGroupSessionTimeout``);
@@ -28,12 +29,14 @@ Loading (single broker): ``begin_loading()`` (after the classic machine's, which
 ``finish_loading(now_ms)``. Replicated mode (``own_by_partition(n)`` once): per ``__consumer_offsets``
 partition ``begin_loading(p)``, ``load``, ``finish_loading(now_ms, p)``, and ``unload(p, now_ms)`` on
 resignation; Persist effects with a ``write`` id (ids from :data:`FIRST_WRITE_ID` up, apart from the classic
-machine's) are one batch whose outcome the shell reports with ``persisted(write, error, now_ms, leader_epoch)``. The consumer records are in the classic codec's ``Record`` union
+machine's) are one batch whose outcome the shell reports with ``persisted(write, error, now_ms,
+leader_epoch)``. The consumer records are in the classic codec's ``Record`` union
 (:mod:`coordinator.core.group.records`). Offset records of a group this machine holds are its to replay (the
 consumer group's records come first in the log); the rest are the classic machine's.
 
-What the shell answers itself: NOT_COORDINATOR, authorization, UNSUPPORTED_VERSION for an OffsetCommit below v9
-from a consumer-protocol member (the request here carries no version), and a group id the classic machine holds:
+What the shell answers itself: NOT_COORDINATOR in single-broker mode, authorization, the version-specific shapes
+(DescribeGroups below v6 reports this machine's GROUP_ID_NOT_FOUND as ``Dead`` without error, as Kafka does), and
+a group id the classic machine holds:
 Kafka answers GROUP_ID_NOT_FOUND "Group <id> is not a consumer group" (:meth:`~ConsumerGroupCoordinator.
 not_a_consumer_group`) unless it converts the group (an empty classic group becomes a consumer group on a join;
 migration is not this module's).
@@ -52,6 +55,16 @@ Deviations from Kafka (each also noted where it happens):
 * Hash-map orders of Kafka are fixed (see :mod:`~coordinator.core.consumer.assignors`): assignors see members in
   member-id order and topics in ``Uuid`` order; the preferred server assignor's ties go to the name that sorts first.
 * The leave answer carries no heartbeat interval (0), as Kafka's (``consumerGroupLeave`` sets none).
+* Members are removed only as Kafka removes them: a leave, a session or rebalance timeout, a static member's
+  replacement (``member_removed`` reasons ``leave``, ``expired``, ``rebalance_timeout``, ``static_replaced``);
+  FENCED_MEMBER_EPOCH removes nobody, so the reason ``fenced`` never occurs here.
+* The events are herdlab's (no Kafka counterpart): ``member_added`` / ``member_removed`` carry the group epoch
+  after the change as ``epoch``; ``target_assignment``'s ``partitions_moved`` counts partitions whose target owner
+  changed, a partition gaining or losing its owner included.
+* ConsumerGroupDescribe of an unknown group carries the message ``Group <id> not found.``; ListGroups' state
+  filter is case-insensitive (Kafka 4 ``listGroups``).
+* Kafka's later per-partition assignment epochs (trunk's ``CurrentAssignmentBuilder``) and the UNKNOWN member
+  state's producers (a downgrade) are not modelled; UNKNOWN is handled as Kafka handles it but never arises.
 * No classic-protocol members in consumer groups, no online migration (upgrade / downgrade), no per-group
   configuration (``GroupConfigManager``), no offset expiry, no ``group.consumer.migration.policy``: the other
   parts of the project, or not modelled.
