@@ -99,15 +99,16 @@ class _UniformHomogeneous:
         spec = self.spec
         if not self.subscribed:
             return {m.member_id: {} for m in spec.members}
-        owned: set[tuple[uuid.UUID, int]] = set()
+        owned: dict[uuid.UUID, set[int]] = {}
         for m in spec.members:
             for topic, parts in m.assignment.items():
-                owned.update((topic, p) for p in parts)
+                owned.setdefault(topic, set()).update(parts)
         unassigned: list[tuple[uuid.UUID, int]] = []
         total = 0
         for topic in sorted(self.subscribed, key=topic_order_key):
             count = spec.partitions[topic]
-            unassigned.extend((topic, p) for p in range(count) if (topic, p) not in owned)
+            taken = owned.get(topic, set())
+            unassigned.extend((topic, p) for p in range(count) if p not in taken)
             total += count
         members = len(spec.members)
         minimum = total // members

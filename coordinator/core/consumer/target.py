@@ -109,13 +109,18 @@ def partitions_moved(old: dict[str, Assignment], new: dict[str, Assignment]) -> 
     counts)."""
     before = _owners(old)
     after = _owners(new)
-    return sum(1 for tp in before.keys() | after.keys() if before.get(tp) != after.get(tp))
+    moved = 0
+    for topic in before.keys() | after.keys():
+        was, now = before.get(topic, {}), after.get(topic, {})
+        moved += sum(1 for p in was.keys() | now.keys() if was.get(p) != now.get(p))
+    return moved
 
 
-def _owners(target: dict[str, Assignment]) -> dict[tuple[uuid.UUID, int], str]:
-    owners: dict[tuple[uuid.UUID, int], str] = {}
+def _owners(target: dict[str, Assignment]) -> dict[uuid.UUID, dict[int, str]]:
+    owners: dict[uuid.UUID, dict[int, str]] = {}
     for member_id, assignment in target.items():
         for topic, parts in assignment.items():
+            by_partition = owners.setdefault(topic, {})
             for p in parts:
-                owners[(topic, p)] = member_id
+                by_partition[p] = member_id
     return owners
