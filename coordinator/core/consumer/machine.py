@@ -68,9 +68,11 @@ Deviations from Kafka (each also noted where it happens):
 * No classic-protocol members in consumer groups, no online migration (upgrade / downgrade), no per-group
   configuration (``GroupConfigManager``), no offset expiry, no ``group.consumer.migration.policy``: the other
   parts of the project, or not modelled.
-* Reconciliation follows Kafka 4's ``CurrentAssignmentBuilder`` including trunk's rule that a partition the member
-  itself is revoking is not "unreleased" for it; not the later ``enforceSubscriptionConsistency`` step (a member
-  whose subscription shrinks gives the partitions up through the new target assignment, as in 4.0).
+* Reconciliation follows Kafka 4.1's ``CurrentAssignmentBuilder`` (after revoking, the member moves to
+  ``min(epoch + 1, target epoch)``; a partition it is revoking itself is not "unreleased" for it; a topic it no
+  longer subscribes to has an empty target) except ``updateCurrentAssignment``, which only matters when a
+  subscription change is seen before its new target exists (Kafka's asynchronous regex resolution): here a
+  changed subscription always comes with its new target.
 * Single-broker mode: writes never fail. Replicated mode (:meth:`ConsumerGroupCoordinator.own_by_partition`,
   as the classic machine's): a heartbeat's records are one two-phase write and its answer waits for
   :meth:`~ConsumerGroupCoordinator.persisted` (Kafka's runtime answers when the records are committed), commits
@@ -100,7 +102,7 @@ from coordinator.core.consumer.api import (
     TopicsImage,
 )
 from coordinator.core.consumer.config import ConsumerGroupConfig
-from coordinator.core.consumer.group import ConsumerGroup, ConsumerGroupState
+from coordinator.core.consumer.group import ConsumerGroup, ConsumerGroupState, regex_matches
 from coordinator.core.consumer.member import (
     EMPTY_ASSIGNMENT,
     Assignment,
@@ -753,10 +755,24 @@ class ConsumerGroupCoordinator:
         when it is reconciled already."""
         if member.is_reconciled_to(target_epoch):
             return member
+        topic_ids = self._subscribed_topic_ids(member)
         try:
-            return reconcile(member, target_epoch, target, group.current_partition_epoch, owned)
+            return reconcile(member, target_epoch, target, group.current_partition_epoch, owned, topic_ids)
         except FencedMemberEpoch as e:
             raise _ApiError(ErrorCode.FENCED_MEMBER_EPOCH, str(e)) from None
+
+    def _subscribed_topic_ids(self, member: ConsumerGroupMember) -> frozenset[uuid.UUID]:
+        """The ids of the existing topics ``member`` subscribes to, by name or regex (Kafka
+        ``CurrentAssignmentBuilder.subscribedTopicIds``)."""
+        names = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            names |= regex_matches(member.subscribed_topic_regex, self.topics.names())
+        ids: set[uuid.UUID] = set()
+        for name in names:
+            topic = self.topics.by_name(name)
+            if topic is not None:
+                ids.add(topic.topic_id)
+        return frozenset(ids)
 
     def _after_reconcile(
         self,

@@ -30,11 +30,19 @@ def reconcile(
     target: Assignment,
     current_partition_epoch: Callable[[uuid.UUID, int], int],
     owned: Sequence[TopicPartitions] | None,
+    subscribed_topic_ids: frozenset[uuid.UUID] | None = None,
 ) -> ConsumerGroupMember:
     """Kafka ``CurrentAssignmentBuilder.build``: the member's next state given the target assignment at
-    ``target_epoch``, the epoch holding each partition now and the partitions the member says it owns
-    (``None``: not sent in this heartbeat). Returns ``member`` itself when nothing changes."""
-    return _Builder(member, target_epoch, target, current_partition_epoch, owned).build()
+    ``target_epoch``, the epoch holding each partition now, the partitions the member says it owns (``None``: not
+    sent in this heartbeat) and the ids of the topics it subscribes to (its target in any other topic counts as
+    empty; None: no such filter). Returns ``member`` itself when nothing changes.
+
+    Kafka 4.1's builder also has ``updateCurrentAssignment``, for a subscription change seen before its new
+    target exists (a regex resolved later); here a changed subscription always comes with its new target, so the
+    full reconciliation below covers it."""
+    return _Builder(
+        member, target_epoch, target, current_partition_epoch, owned, subscribed_topic_ids
+    ).build()
 
 
 class _Builder:
@@ -45,7 +53,9 @@ class _Builder:
         target: Assignment,
         current_partition_epoch: Callable[[uuid.UUID, int], int],
         owned: Sequence[TopicPartitions] | None,
+        subscribed_topic_ids: frozenset[uuid.UUID] | None,
     ) -> None:
+        self.subscribed_topic_ids = subscribed_topic_ids
         self.member = member
         self.target_epoch = target_epoch
         self.target = target
@@ -62,7 +72,10 @@ class _Builder:
         if state is MemberState.UNREVOKED_PARTITIONS:
             if self._owns_revoked_partitions(member.pending_revocation):
                 return member
-            return self._compute_next_assignment(member.member_epoch, member.assigned)
+            # Revoked: the member moves to the next epoch (never past the target's) and on towards the target.
+            return self._compute_next_assignment(
+                min(member.member_epoch + 1, self.target_epoch), member.assigned
+            )
         if state is MemberState.UNRELEASED_PARTITIONS:
             return self._compute_next_assignment(member.member_epoch, member.assigned)
         # UNKNOWN: only after a downgrade in Kafka; fence unless the member owns nothing.
@@ -89,8 +102,11 @@ class _Builder:
         new_assigned: dict[uuid.UUID, frozenset[int]] = {}
         new_revocation: dict[uuid.UUID, frozenset[int]] = {}
         new_pending_assignment: dict[uuid.UUID, frozenset[int]] = {}
+        subscribed = self.subscribed_topic_ids
         for topic in set(self.target) | set(assigned_now):
             target = self.target.get(topic, frozenset())
+            if subscribed is not None and topic not in subscribed:
+                target = frozenset[int]()  # no longer subscribed to the topic: its target counts as empty
             current = assigned_now.get(topic, frozenset())
             assigned = current & target
             revocation = current - assigned

@@ -161,15 +161,16 @@ def test_replaying_the_log_reproduces_the_groups() -> None:
         (TIMER_REBALANCE, "g", "m1"): 400_000,
     }
 
-    # The restarted broker goes on where the old one was. m1 gave up 3-5; its target is now 0-1, so it must
-    # also revoke 2 (still epoch 1, assignment 0-1); once it has, it moves to epoch 3.
+    # The restarted broker goes on where the old one was. m1 gave up 3-5, which moves it to epoch 2
+    # (min(1 + 1, 3)); its target is now 0-1, so it must also revoke 2 (assignment 0-1); once it has, it moves
+    # to epoch 3.
     d2 = Driver(topics=d.topics)
     d2.machine = restarted
     d2.now = 100_000
     r = d2.hb("m1", 1, {T: [0, 1, 2]})
-    assert (r.error, r.member_epoch) == (ErrorCode.NONE, 1)
+    assert (r.error, r.member_epoch) == (ErrorCode.NONE, 2)
     assert [(tp.topic_id, tp.partitions) for tp in r.assignment or ()] == [(T, (0, 1))]
-    r = d2.hb("m1", 1, {T: [0, 1]})
+    r = d2.hb("m1", 2, {T: [0, 1]})
     assert (r.error, r.member_epoch, r.assignment) == (ErrorCode.NONE, 3, None)
 
 
