@@ -78,11 +78,22 @@ _CONSUMER_TOMBSTONE_KEYS = {
 }
 
 
+_CONSUMER_RECORDS = (
+    ConsumerGroupEpochRecord,
+    ConsumerMemberRecord,
+    ConsumerTargetEpochRecord,
+    ConsumerTargetMemberRecord,
+    ConsumerCurrentAssignmentRecord,
+)
+
+
 def live_records(records: list[Record]) -> list[Record]:
-    """What replay keeps, in log order: per key (:func:`_key`: a classic group, an offset, each record of a
-    consumer group and of its members) the last record, minus everything a later tombstone deleted (a group
-    tombstone deletes every key of its group, a consumer-group tombstone its one key; tombstones themselves are
-    then redundant and dropped)."""
+    """What replay keeps: per key (:func:`_key`: a classic group, an offset, each record of a consumer group and
+    of its members) the last record, minus everything a later tombstone deleted (a group tombstone deletes every
+    key of its group, a consumer-group tombstone its one key; tombstones themselves are then redundant and
+    dropped). Consumer groups' records come first, then the others, each in log order: a consumer group must
+    exist before its offsets are replayed (otherwise they would make a classic group of the id; Kafka's replay
+    replaces such a "simple" classic group when the consumer records follow)."""
     last: dict[tuple[str, ...], int] = {}
     keys_of_group: dict[str, set[tuple[str, ...]]] = {}
     for i, record in enumerate(records):
@@ -98,7 +109,11 @@ def live_records(records: list[Record]) -> list[Record]:
         key = _key(record)
         last[key] = i
         keys_of_group.setdefault(record.group_id, set()).add(key)
-    return [records[i] for i in sorted(last.values())]
+    kept = [records[i] for i in sorted(last.values())]
+    consumer = [r for r in kept if isinstance(r, _CONSUMER_RECORDS)]
+    if not consumer:
+        return kept
+    return consumer + [r for r in kept if not isinstance(r, _CONSUMER_RECORDS)]
 
 
 class GroupLog:

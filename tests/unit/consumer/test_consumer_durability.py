@@ -221,3 +221,22 @@ def test_the_group_logs_compaction_keeps_what_replay_needs() -> None:
     assert group.members == original.members and list(group.members) == ["m1", "m2"]
     assert group.target == original.target
     assert group.partition_epochs == original.partition_epochs
+
+
+def test_after_compaction_a_consumer_group_still_precedes_its_offsets() -> None:
+    d = Driver()
+    d.topics.add("t", 2)
+    d.join("m1", ["t"])
+    assert _commit(d, "m1", 1, offset=5) is ErrorCode.NONE
+    d.join("m2", ["t"])  # rewrites the group epoch, the target epoch and m1's target after the commit
+    d.hb("m1", -1)  # deletes m1's member, target and current records
+    kept = live_records(list(d.persisted))
+    restarted = ConsumerGroupCoordinator(d.config, d.topics, offsets=OffsetManager(max_metadata_bytes=4096))
+    restarted.begin_loading()
+    for record in kept:
+        assert restarted.takes_record(record), record
+        restarted.load(record)
+    restarted.finish_loading(0)
+    group = restarted.group("g")
+    assert group is not None and list(group.members) == ["m2"] and group.group_epoch == 3
+    assert restarted.offset_fetch(OffsetFetchRequest("g", [("t", 0)])).partitions[0].offset == 5
