@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.records import Record
@@ -260,13 +260,16 @@ class OffsetCommitPartition:
 class OffsetCommitRequest:
     """An OffsetCommit of any version. ``generation_id == -1`` with ``member_id == ""`` is a simple (admin /
     manually assigned consumer) commit. The shell answers partitions of topics it does not know with
-    UNKNOWN_TOPIC_OR_PARTITION itself and passes only the rest (as Kafka's ``KafkaApis`` does)."""
+    UNKNOWN_TOPIC_OR_PARTITION itself and passes only the rest (as Kafka's ``KafkaApis`` does). For a consumer
+    group (v9+) ``generation_id`` is the member epoch; ``api_version`` (None: not given) lets the consumer machine
+    refuse a consumer-protocol member's commit below v9 as Kafka does; the classic machine ignores it."""
 
     group_id: str
     offsets: list[OffsetCommitPartition]
     generation_id: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
+    api_version: int | None = None
 
 
 @dataclass(slots=True)
@@ -285,11 +288,15 @@ class OffsetCommitResponse:
 
 @dataclass(slots=True)
 class OffsetFetchRequest:
-    """``partitions is None`` means every partition the group has offsets for (v2+)."""
+    """``partitions is None`` means every partition the group has offsets for (v2+). ``member_id`` /
+    ``member_epoch`` (v9+, a consumer-protocol member's; None and -1 when not sent) are checked by the consumer
+    machine (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); the classic machine ignores them."""
 
     group_id: str
     partitions: list[tuple[str, int]] | None = None
     require_stable: bool = False
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @dataclass(slots=True)
@@ -334,7 +341,8 @@ class DescribedMember:
 @dataclass(slots=True)
 class DescribedGroup:
     """An unknown group is described as ``state="Dead"``, no members, ``error == NONE``. ``protocol`` is the
-    selected protocol in Stable, else ``""``."""
+    selected protocol in Stable, else ``""``. ``error_message`` (DescribeGroups v6+) is set only by the consumer
+    machine, for a group that is not a classic group (Kafka 4: GROUP_ID_NOT_FOUND, state ``Dead``)."""
 
     group_id: str
     error: ErrorCode
@@ -342,6 +350,7 @@ class DescribedGroup:
     protocol_type: str = ""
     protocol: str = ""
     members: list[DescribedMember] = field(default_factory=list[DescribedMember])
+    error_message: str | None = None
 
 
 @dataclass(slots=True)
@@ -358,9 +367,12 @@ class ListGroupsRequest:
 
 @dataclass(slots=True)
 class ListedGroup:
+    """``group_type`` (ListGroups v5+): ``classic`` for the classic machine's groups, ``consumer`` for KIP-848's."""
+
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
 
 
 @dataclass(slots=True)
@@ -396,6 +408,14 @@ class DeleteGroupsResponse:
     results: list[DeletedGroup]
 
 
+class OtherGroupTypeResponse(Protocol):
+    """The answer of another group type's machine that travels in the same :class:`Respond` effect (the consumer
+    machine's ``ConsumerGroupHeartbeatResponse``, :mod:`coordinator.core.consumer.api`, which imports this
+    package and so cannot be named here)."""
+
+    error: ErrorCode
+
+
 Response = (
     JoinGroupResponse
     | SyncGroupResponse
@@ -406,6 +426,7 @@ Response = (
     | DescribeGroupsResponse
     | ListGroupsResponse
     | DeleteGroupsResponse
+    | OtherGroupTypeResponse
 )
 
 # --------------------------------------------------------------------------------------------------------------
