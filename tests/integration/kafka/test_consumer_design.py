@@ -75,7 +75,7 @@ def test_a_consumer_unit_on_apache_kafka_4_joins_and_leaves_on_the_consumer_prot
     # others keep theirs), then m0 (the oldest) leaves and its partitions move to m1 and j0
     revoked = [e for e in members["m0"] if e["kind"] == "revoked"]
     assert revoked and not any(e["lost"] for e in revoked)
-    metrics = analyse(result.run_dir)  # PySpark, as `herdlab run` does
+    metrics: Any = analyse(result.run_dir)  # PySpark, as `herdlab run` does
     assert is_valid(metrics), metrics["verdict"]["line"]
     (u,) = metrics["units"]
     assert u["impl"] == "consumer" and u["lost"] == 0 and u["not_drained"] == 0
