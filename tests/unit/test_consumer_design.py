@@ -365,3 +365,18 @@ def test_a_member_on_the_consumer_protocol_leaves_out_the_typed_names_its_client
     assert without_classic_only(dict(typed), "librdkafka", {"group.protocol": "consumer"}) == {}
     assert without_classic_only(dict(typed), "franz-go", {"ServerSideBalancer": "true"}) == {}
     assert without_classic_only(dict(typed), "librdkafka", {}) == typed  # the classic protocol keeps them
+
+
+def test_the_member_command_takes_the_consumer_protocol_for_the_clients_that_speak_it() -> None:
+    from click.testing import CliRunner
+
+    from harness.members.coordinator_cli import coordinator
+
+    base = ["--bootstrap", "127.0.0.1:9", "--group", "g", "--topic", "t"]
+    refused = CliRunner().invoke(
+        coordinator, [*base, "--client", "kafka-python", "--group-protocol", "consumer"]
+    )
+    assert refused.exit_code == 2
+    assert "client 'kafka-python' does not speak the consumer group protocol" in refused.output
+    alone = CliRunner().invoke(coordinator, [*base, "--remote-assignor", "range"])
+    assert alone.exit_code == 2 and "goes with --group-protocol consumer" in alone.output
