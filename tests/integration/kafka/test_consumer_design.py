@@ -1,5 +1,6 @@
 """The third design end to end: a consumer unit (KIP-848's consumer group protocol) of librdkafka members on
-Apache Kafka 4, through a join and a leave, ends VALID with every partition owned once.
+Apache Kafka 4, through a join and a leave, ends VALID with every partition owned once; a franz-go member
+asked for the protocol refuses a broker that does not serve it (Apache Kafka 3.9).
 
 Marked ``kafka`` (CI runs them in .ci/run): the first fetch needs Maven Central; later ones find the
 version in herdlab's cache.
@@ -8,12 +9,15 @@ version in herdlab's cache.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.cluster.apache_kafka import ApacheKafkaCluster
 from harness.cluster.kafka_dist import fetch
 from harness.run.runner import RunOptions, run_scenario
 from harness.run.session import analyse, is_valid
@@ -80,3 +84,19 @@ def test_a_consumer_unit_on_apache_kafka_4_joins_and_leaves_on_the_consumer_prot
     (u,) = metrics["units"]
     assert u["impl"] == "consumer" and u["lost"] == 0 and u["not_drained"] == 0
     assert [(t["action"], t["outcome"]) for t in u["triggers"]] == [("join", "settled"), ("leave", "settled")]
+
+
+def test_a_franz_go_member_on_the_consumer_protocol_refuses_a_broker_that_does_not_serve_it(
+    tmp_path: Path,
+) -> None:
+    # Apache Kafka 3.9 has no ConsumerGroupHeartbeat v1: kgo would run the classic protocol without a word
+    home = fetch("3.9")
+    with ApacheKafkaCluster(home.version, settings={}, workdir=tmp_path) as c:
+        argv = [sys.executable, "-m", "harness.members", "coordinator", "--bootstrap", c.bootstrap]
+        argv += ["--group", "g", "--topic", "t", "--client", "franz-go", "--group-protocol", "consumer"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode != 0
+    assert (
+        "franz-go member: error: the broker does not serve the consumer group protocol "
+        "(ConsumerGroupHeartbeat v1); kgo would run the classic protocol instead"
+    ) in done.stderr
