@@ -358,6 +358,15 @@ def consumer_properties(
     return out
 
 
+#: Why a refused name cannot be set under the consumer group protocol (else :data:`_BROKER_GOVERNS`).
+_CONSUMER_REFUSAL = {
+    "partition.assignment.strategy": "the broker assigns: group.consumer.assignor names its assignor",
+    "Balancers": "the broker assigns: group.consumer.assignor names its assignor",
+    "group.protocol.type": "librdkafka refuses it there",
+}
+_BROKER_GOVERNS = "the broker's group.consumer.* settings govern it: group.consumer.session_timeout_ms and heartbeat_interval_ms"
+
+
 def check_consumer_client(client: str) -> None:
     """ValueError (one line, naming the clients that do) when ``client`` does not speak the consumer
     group protocol."""
@@ -381,14 +390,7 @@ def check_consumer_properties(
                 "(the server-side assignor: group.consumer.assignor)"
             )
         if name in CONSUMER_REFUSED[client]:
-            why = (
-                "the broker assigns: group.consumer.assignor names its assignor"
-                if name in ("partition.assignment.strategy", "Balancers")
-                else "the broker's group.consumer.* settings govern it: group.consumer.session_timeout_ms "
-                "and heartbeat_interval_ms"
-                if name not in ("group.protocol.type",)
-                else "librdkafka refuses it there"
-            )
+            why = _CONSUMER_REFUSAL.get(name, _BROKER_GOVERNS)
             raise ValueError(
                 f"{client} property {name!r} cannot be set under the consumer group protocol ({why})"
             )
