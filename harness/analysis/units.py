@@ -190,10 +190,16 @@ def columns(
     case's ``cluster.broker``, else the scenario's, else "herdlab"; Apache Kafka with its version: the
     ``broker_version`` the unit ran, else the case's or scenario's ``cluster.kafka_version``, else 3.9,
     e.g. ``apache-kafka 3.9.2``) and ``assignor`` (the case's ``group.assignor``, else the scenario's,
-    else "range")."""
+    else "range"). A consumer unit's client and assignor are ``group.consumer``'s (default librdkafka;
+    its server-side assignor, default uniform, the broker's)."""
     group = scenario.get("group") or {}
     client = ""
-    if impl != "legacy_zk":
+    assignor = params.get("group.assignor") or group.get("assignor") or "range"
+    if impl == "consumer":
+        consumer = group.get("consumer") or {}
+        client = library or params.get("group.consumer.client") or consumer.get("client") or "librdkafka"
+        assignor = params.get("group.consumer.assignor") or consumer.get("assignor") or "uniform"
+    elif impl != "legacy_zk":
         client = (
             library
             or params.get("group.coordinator.client")
@@ -207,7 +213,6 @@ def columns(
             broker_version or params.get("cluster.kafka_version") or cluster.get("kafka_version") or "3.9"
         )
         broker = f"{broker} {version}"
-    assignor = params.get("group.assignor") or group.get("assignor") or "range"
     return {"client": str(client), "broker": str(broker), "assignor": str(assignor)}
 
 

@@ -27,9 +27,11 @@
   says at the top that it is one; ``run.simulation`` in the metrics). ``"unknown"`` does not fail
   ``herdlab run`` / ``report`` (exit 0, as before it existed): scripts read it from
   ``metrics.json`` or ``--json``;
-* ``ratios``: per case and trigger kind (action) that ``legacy_zk`` and another implementation both
-  have, and per such pair: ``case``, ``action``, ``triggers`` (the keys, e.g. ``["#2 crash"]``),
-  ``numerator`` (``legacy_zk``), ``denominator``, and for ``latency_s`` and ``coordination_requests``
+* ``ratios``: per case, pair of implementations and trigger kind (action) both have: ``case``,
+  ``action``, ``triggers`` (the numerator's keys, e.g. ``["#2 crash"]``), ``numerator`` (the older design
+  of the pair, in the order of :data:`DESIGNS`: ``legacy_zk`` before ``coordinator`` before ``consumer``;
+  so ``legacy_zk`` / ``coordinator``, ``legacy_zk`` / ``consumer``, ``coordinator`` / ``consumer``),
+  ``denominator``, and for ``latency_s`` and ``coordination_requests``
   a dict ``ratio`` (None when there is none), ``ci95`` ([lo, hi] or None), ``means`` (each side's
   mean over its finite repetition values, or None), ``n`` (finite values on each side), ``never``
   (repetitions that never settled on each side), ``note`` (why a ratio or an interval is missing,
@@ -52,6 +54,8 @@ from harness.analysis.samples import case_order, trigger_sample, unit_name
 from harness.analysis.stats import ratio_of_means
 
 LEGACY = "legacy_zk"
+#: The designs in the order of their ratios' numerators (an implementation not named here comes after).
+DESIGNS = ("legacy_zk", "coordinator", "consumer")
 #: ``verdict["valid"]`` of a run with nothing to judge (rule 2).
 UNKNOWN = "unknown"
 RATIO_METRICS = ("latency_s", "coordination_requests")
@@ -88,6 +92,15 @@ def implementations(out: DocumentSections) -> list[str]:
     named = (out.get("run") or {}).get("implementations") or []
     seen = {u["impl"] for u in out.get("units") or []}
     return [i for i in named if i in seen] + sorted(seen - set(named))
+
+
+def _pairs(impls: Sequence[str]) -> list[tuple[str, str]]:
+    """Every pair of ``impls`` a ratio compares, (older, newer) by :data:`DESIGNS`, numerators in that
+    order: with legacy_zk, coordinator and consumer, legacy_zk / coordinator, legacy_zk / consumer, then
+    coordinator / consumer. Only designs of :data:`DESIGNS` pair; without legacy_zk, coordinator and
+    consumer still do."""
+    ranked = sorted((i for i in impls if i in DESIGNS), key=DESIGNS.index)
+    return [(a, b) for k, a in enumerate(ranked) for b in ranked[k + 1 :]]
 
 
 def _unit_values(units: Sequence[Mapping[str, Any]], action: str, name: str) -> tuple[list[float], int, int]:
@@ -218,15 +231,14 @@ def verdict(out: DocumentSections) -> Verdict:
             live.setdefault((u["impl"], u["case"]), []).append(u)
     ratios = []
     labels = sorted({u["case"] for u in units}, key=lambda c: (case_order(c, cases), c))
-    others = [i for i in impls if i != LEGACY] if LEGACY in impls else []
     for case in labels:
-        legacy = live.get((LEGACY, case), [])
-        kinds: dict[str, tuple[int, set[str]]] = {}
-        for u in legacy:
-            for t in u.get("triggers") or []:
-                idx, keys = kinds.get(t["action"], (int(t.get("index") or 0), set()))
-                kinds[t["action"]] = (min(idx, int(t.get("index") or 0)), keys | {t["key"]})
-        for other in others:
+        for first, other in _pairs(impls):
+            num = live.get((first, case), [])
+            kinds: dict[str, tuple[int, set[str]]] = {}
+            for u in num:
+                for t in u.get("triggers") or []:
+                    idx, keys = kinds.get(t["action"], (int(t.get("index") or 0), set()))
+                    kinds[t["action"]] = (min(idx, int(t.get("index") or 0)), keys | {t["key"]})
             den = live.get((other, case), [])
             present = {t["action"] for u in den for t in u.get("triggers") or []}
             for action in sorted((a for a in kinds if a in present), key=lambda a: kinds[a][0]):
@@ -234,11 +246,11 @@ def verdict(out: DocumentSections) -> Verdict:
                     "case": case,
                     "action": action,
                     "triggers": sorted(kinds[action][1], key=lambda k: (len(k), k)),
-                    "numerator": LEGACY,
+                    "numerator": first,
                     "denominator": other,
                 }
                 for name in RATIO_METRICS:
-                    row[name] = _ratio(legacy, den, action, name, (LEGACY, other))
+                    row[name] = _ratio(num, den, action, name, (first, other))
                 ratios.append(row)
     completeness = []
     for impl in impls:

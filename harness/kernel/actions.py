@@ -76,7 +76,10 @@ Family = Literal[
 #: (frozen, cut off or stalled: not live until the step that ends the fault, its ``ended_by``, completes).
 Effect = Literal["joins", "down", "suspends"]
 
-LEGACY_ZK, COORDINATOR = "legacy_zk", "coordinator"
+LEGACY_ZK, COORDINATOR, CONSUMER = "legacy_zk", "coordinator", "consumer"
+#: Every implementation; a consumer unit's members are coordinator-kind, so every coordinator fault applies
+#: to it as to a coordinator unit.
+_ALL = (LEGACY_ZK, COORDINATOR, CONSUMER)
 
 #: What a ``stall`` / ``unstall`` sends to each target's member process itself (not its process group):
 #: the member's command stalls its poll loop, or tells its child program to. SIGUSR1 otherwise reaches
@@ -105,7 +108,7 @@ class ActionSpec:
     timeline: bool = True
     trigger: bool = True
     ended_by: str | None = None
-    applies_to: tuple[str, ...] = (LEGACY_ZK, COORDINATOR)
+    applies_to: tuple[str, ...] = _ALL
     fields: tuple[str, ...] = ()
     random: bool = False
     simulated: bool = False
@@ -119,7 +122,7 @@ _MIGRATION_FIELDS = ("member_kind", "props", "migration", "migration_step", "mod
 _COORDINATOR_FIELDS = ("broker_id", "offsets_partition", "group")
 
 
-def _end(name: str, family: Family, applies_to: tuple[str, ...] = (LEGACY_ZK, COORDINATOR)) -> ActionSpec:
+def _end(name: str, family: Family, applies_to: tuple[str, ...] = _ALL) -> ActionSpec:
     """The step that ends a fault: not a trigger, never a timeline entry of its own."""
     return ActionSpec(name, family, timeline=False, trigger=False, applies_to=applies_to)
 
@@ -136,7 +139,7 @@ def _toxic(name: str) -> ActionSpec:
     )
 
 
-_ONLY_COORDINATOR = (COORDINATOR,)
+_ONLY_COORDINATOR = (COORDINATOR, CONSUMER)
 
 #: Every action, in the order of the history contract.
 SPECS: tuple[ActionSpec, ...] = (

@@ -19,7 +19,8 @@ Kinds: the members' block of :class:`Kind`.
 
 * every member writes ``impl`` (``legacy_zk`` | ``coordinator``, one of :data:`MEMBER_KINDS`) on its
   events, ``ready`` and ``started`` included: the kind of member, so one unit can hold members of both
-  kinds; every coordinator member event carries ``library`` (its client library, one of
+  kinds (a ``consumer`` unit's members, on KIP-848's consumer group protocol, are of kind ``coordinator``;
+  the harness's and nemesis's events carry the unit's implementation, ``consumer``); every coordinator member event carries ``library`` (its client library, one of
   :data:`CLIENTS`; not ``client``, which on broker events is the Kafka client id);
 * a member's ``commit`` carries ``store``: ``zookeeper`` or ``kafka`` (:data:`STORES`). A legacy member
   writes one ``commit`` per partition per accepted store write (kafka: the broker answered NONE for that
@@ -111,8 +112,8 @@ was ready to join (its ``ready`` event).
   from ZooKeeper; ended by ``restart_coordinator``, ``resume_coordinator``, ``heal_coordinator``) resolve
   their target when invoked: ``invoke`` / ``complete`` carry ``broker_id`` (the broker that coordinated
   ``group`` then) and ``offsets_partition``; ``targets`` stays empty (no member is hit). They are
-  triggers for the coordinator implementation and ``skipped`` for legacy_zk (whose counterpart is the
-  ZooKeeper leader's fault). A ``skipped`` pair carries ``group`` and ``offsets_partition`` too
+  triggers for the coordinator implementation (and the consumer one) and ``skipped`` for legacy_zk (whose
+  counterpart is the ZooKeeper leader's fault). A ``skipped`` pair carries ``group`` and ``offsets_partition`` too
   (``broker_id`` null: no target was resolved), and the ``complete`` of a ``restart_coordinator``
   carries ``rejoined_s`` (seconds from the start until the broker served again).
 * A degraded-network step (``latency``, ``bandwidth``, ``reset_peer``, ``slow_close``, ``timeout``,

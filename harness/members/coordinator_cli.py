@@ -18,10 +18,13 @@ from harness.members.recorder import MemberConfig
 from harness.members.release import hold_option
 from harness.scenario.properties import (
     ALL_ASSIGNORS,
+    CONSUMER_CLIENTS,
     KAFKA_METADATA_MAX_AGE_MS,
     check_client_properties,
     check_client_version,
+    check_consumer_client,
     client_metadata_names,
+    consumer_protocol,
     without_classic_only,
 )
 
@@ -114,6 +117,23 @@ def _property(item: str) -> tuple[str, str]:
     "FetchMaxWait); default: the client's own.",
 )
 @click.option(
+    "--group-protocol",
+    type=click.Choice(["classic", "consumer"]),
+    default="classic",
+    show_default=True,
+    help="consumer: KIP-848's consumer group protocol (clients "
+    + ", ".join(CONSUMER_CLIENTS)
+    + "; group.protocol=consumer, franz-go ServerSideBalancer): the broker then sets the session timeout "
+    "and heartbeat interval and assigns, so those options are not sent.",
+)
+@click.option(
+    "--remote-assignor",
+    type=click.Choice(["uniform", "range"]),
+    default=None,
+    help="With --group-protocol consumer: the server-side assignor asked for (group.remote.assignor; "
+    "franz-go: its balancer); default: the broker's (uniform).",
+)
+@click.option(
     "-X",
     "properties",
     multiple=True,
@@ -146,6 +166,8 @@ def coordinator(
     names: str | None,
     static: bool,
     hold_until: Path | None,
+    group_protocol: str,
+    remote_assignor: str | None,
     **typed: object,
 ) -> None:
     """Run one coordinator-side member until Ctrl-C or SIGTERM.
@@ -171,6 +193,14 @@ def coordinator(
     if no_auto_commit:
         props["enable.auto.commit"] = "false"
     given = dict(_property(p) for p in properties)
+    if remote_assignor is not None and group_protocol != "consumer":
+        raise click.BadParameter("goes with --group-protocol consumer", param_hint="--remote-assignor")
+    if group_protocol == "consumer":
+        try:
+            check_consumer_client(client)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--client") from None
+        given = {**consumer_protocol(client, remote_assignor), **given}
     try:
         check_client_version(client, client_version)
     except ValueError as e:

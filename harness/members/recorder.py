@@ -12,7 +12,8 @@ Contract
   never from log text:
 
   - :meth:`~MemberRecorder.ready` once, before connecting (t0 of a join); :meth:`~MemberRecorder.started`
-    once the client object exists;
+    once the client object exists (``assignor``: the member's; under KIP-848's consumer group protocol the
+    server-side assignor it asks for, ``uniform`` when it names none, with ``group_protocol`` ``consumer``);
   - :meth:`~MemberRecorder.joined` whenever the client reports a completed join (generation, member id),
     before the assignment callbacks of that join;
   - :meth:`~MemberRecorder.revoked` / :meth:`~MemberRecorder.assigned` from the rebalance callbacks, one
@@ -45,6 +46,7 @@ from typing import Any
 
 from harness.history.writer import History
 from harness.scenario.processing import MEMBER_POLL_TIMEOUT_MS
+from harness.scenario.properties import speaks_consumer
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,21 @@ class MemberConfig:
     @property
     def assignor(self) -> str:
         return self.prop("partition.assignment.strategy", "range")
+
+    @property
+    def consumer_protocol(self) -> bool:
+        """Whether the member runs KIP-848's consumer group protocol (``group.protocol=consumer``; franz-go:
+        ``ServerSideBalancer=true``)."""
+        return speaks_consumer(self.client, self.properties)
+
+    @property
+    def server_assignor(self) -> str:
+        """Under the consumer group protocol, the server-side assignor the member asks for
+        (``group.remote.assignor``; franz-go: its balancer, range or else uniform); ``uniform``, the
+        broker's default, when it names none."""
+        if self.client == "franz-go":
+            return "range" if self.prop("Balancers", "") == "range" else "uniform"
+        return self.prop("group.remote.assignor", "uniform")
 
     @property
     def auto_commit(self) -> bool:
@@ -138,9 +155,11 @@ class MemberRecorder:
 
     def started(self, **fields: Any) -> None:
         c = self.config
-        self.emit(
-            "started", name=c.name, static=c.group_instance_id is not None, assignor=c.assignor, **fields
-        )
+        if c.consumer_protocol:
+            fields = {"assignor": c.server_assignor, "group_protocol": "consumer", **fields}
+        else:
+            fields = {"assignor": c.assignor, **fields}
+        self.emit("started", name=c.name, static=c.group_instance_id is not None, **fields)
 
     def joined(self, generation: int, member_id: str) -> None:
         self.generation = generation

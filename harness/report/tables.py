@@ -281,16 +281,38 @@ def one_note(notes: str) -> str:
     return notes
 
 
+#: The ratio table's title when it compares several pairs, all against legacy_zk / not all of them.
+SEVERAL_AGAINST_LEGACY = "legacy_zk against the other implementations, per trigger kind"
+EACH_PAIR = "each pair of designs (older / newer), per trigger kind"
+
+
+def pairs_beyond_legacy(pairs: set[str]) -> bool:
+    """Whether some of the ratio table's pairs (its ``ratio`` cells, ``num / den``) has a numerator other
+    than legacy_zk (coordinator / consumer): the table then speaks of the older and newer design."""
+    return any(not p.startswith("legacy_zk / ") for p in pairs)
+
+
+def pair_headers(headers: list[str], pairs: set[str]) -> list[str]:
+    """``headers`` as they read over ``pairs`` (see :func:`pairs_beyond_legacy`): ``(legacy_zk / other)``
+    becomes ``(older / newer)`` when some pair does not start with legacy_zk; else unchanged."""
+    if not pairs_beyond_legacy(pairs):
+        return headers
+    return [h.replace("(legacy_zk / other)", "(older / newer)") for h in headers]
+
+
 def ratio_table(rows: list[list[str]], headers: list[str]) -> tuple[str, list[str], list[list[str]]]:
     """The ratio table as a report shows it: (title, headers, rows) of :func:`verdict_rows`' ``rows``
     under ``headers`` (:data:`VERDICT_COLUMNS` or :data:`VERDICT_HEADERS`, or a selection of them that keeps
     the first three and the notes last). When every row compares the same pair (two implementations), the
-    title names the pair and its column goes; a note both ratios of a row share is said once."""
+    title names the pair and its column goes; a note both ratios of a row share is said once. With three
+    designs (legacy_zk, coordinator, consumer) the rows compare each pair, and the title and the means'
+    headers say older / newer (:func:`pair_headers`)."""
     pair = VERDICT_COLUMNS.index("ratio")
     rows = [[*r[:-1], one_note(r[-1])] for r in rows]
     pairs = {r[pair] for r in rows}
+    headers = pair_headers(headers, pairs)
     if len(pairs) != 1:
-        return "legacy_zk against the other implementations, per trigger kind", headers, rows
+        return EACH_PAIR if pairs_beyond_legacy(pairs) else SEVERAL_AGAINST_LEGACY, headers, rows
     keep = [i for i in range(len(headers)) if i != pair]
     return (
         f"{next(iter(pairs))}, per trigger kind",
@@ -367,8 +389,14 @@ def completeness_rows(metrics: MetricsDocument) -> list[list[str]]:
 def verdict_intro(metrics: MetricsDocument) -> str:
     """The sentence under the verdict's ratio table: what a ratio is and how its interval is made."""
     v = verdict_of(metrics)
+    older = any(r.get("numerator") != "legacy_zk" for r in v.get("ratios") or [])
     return (
-        "A ratio above 1: legacy_zk took longer or sent more. "
+        (
+            "A ratio above 1: the older design of the pair (legacy_zk, then coordinator, then consumer) "
+            "took longer or sent more. "
+            if older
+            else "A ratio above 1: legacy_zk took longer or sent more. "
+        )
         + (v.get("method") or "")
         + " Completeness and split brain below: totals over every unit of each implementation."
     )

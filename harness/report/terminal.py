@@ -15,7 +15,9 @@ from harness.report.simulation import banner
 from harness.report.tables import (
     COMPLETENESS_COLUMNS,
     DASH,
+    EACH_PAIR,
     FAILOVER_COLUMNS,
+    SEVERAL_AGAINST_LEGACY,
     VERDICT_COLUMNS,
     cases,
     completeness_rows,
@@ -25,6 +27,7 @@ from harness.report.tables import (
     fmt_stat,
     implementations,
     migration_line,
+    pairs_beyond_legacy,
     ratio_table,
     single,
     startup_rows,
@@ -62,8 +65,9 @@ def verdict_panel(metrics: MetricsDocument, wide: bool = False) -> Group:
         columns = [c for c in VERDICT_COLUMNS if wide or c not in VERDICT_WIDE_ONLY]
         narrow = [[r[VERDICT_COLUMNS.index(c)] for c in columns] for r in ratios]
         if wide:  # every column, the pair's too
+            pairs = {r[VERDICT_COLUMNS.index("ratio")] for r in ratios}
             title, head, rows = (
-                "legacy_zk against the other implementations, per trigger kind",
+                EACH_PAIR if pairs_beyond_legacy(pairs) else SEVERAL_AGAINST_LEGACY,
                 columns,
                 narrow,
             )

@@ -75,13 +75,16 @@ class Ending:
 
 
 def detection_s(scenario: Scenario, impl: str, plan: Plan) -> float:
-    """How long a fault's effect can lag: the session timeout of the members' kind. After a migration
+    """How long a fault's effect can lag: the session timeout of the members' kind (a consumer unit's: the
+    broker's ``group.consumer.session_timeout_ms``). After a migration
     the group may end with either kind (or both): the larger session timeout among the kinds present
     after the last step (the unit's implementation when none is left)."""
     g = scenario.group
-    timeout_ms = {"legacy_zk": g.legacy_zk.zookeeper_session_timeout_ms}
-    default = "legacy_zk" if impl == "legacy_zk" else "coordinator"
-    kinds = {k or default for k in plan.final_kinds.values()} or {default}
+    timeout_ms = {
+        "legacy_zk": g.legacy_zk.zookeeper_session_timeout_ms,
+        "consumer": g.consumer.session_timeout_ms,
+    }
+    kinds = {k or impl for k in plan.final_kinds.values()} or {impl}
     return max(timeout_ms.get(k, g.coordinator.session_timeout_ms) for k in kinds) / 1000
 
 

@@ -196,16 +196,24 @@ class Endpoints:
 
 
 def coordinator_argv(
-    s: Scenario, name: str, ep: Endpoints, history: Path, group: str, topic: str
+    s: Scenario, name: str, ep: Endpoints, history: Path, group: str, topic: str, impl: str = "coordinator"
 ) -> list[str]:
     """``herdlab member coordinator`` (through :data:`MEMBER_PY`) on the scenario's client, every Kafka property as ``-X`` (the typed
-    shorthands, the assignor, then ``[group.coordinator.properties]``)."""
-    c = s.group.coordinator
+    shorthands, the assignor, then ``[group.coordinator.properties]``). ``impl`` ``consumer``: the same
+    command on ``[group.consumer]``'s client and version, with its properties
+    (:meth:`~harness.scenario.model.ConsumerSettings.member_properties`: the consumer group protocol)."""
+    c = s.group.consumer if impl == "consumer" else s.group.coordinator
     argv = MEMBER_PY + ["coordinator", "--bootstrap", ep.bootstrap, "--group", group, "--topic", topic]
     argv += ["--name", name, "--history", str(history), "--client", c.client]
-    if c.client_version is not None:
-        argv += ["--client-version", c.client_version]
-    for k, v in c.member_properties(s.group.assignor).items():
+    props = (
+        s.group.consumer.member_properties()
+        if impl == "consumer"
+        else s.group.coordinator.member_properties(s.group.assignor)
+    )
+    version = s.group.consumer.effective_version if impl == "consumer" else c.client_version
+    if version is not None:
+        argv += ["--client-version", version]
+    for k, v in props.items():
         argv += ["-X", f"{k}={v}"]
     if c.static_membership:
         argv += ["--group-instance-id", name]
@@ -324,21 +332,23 @@ def start_coordinator_host(
     group: str,
     topic: str,
     launcher: Launcher | None = None,
+    impl: str = "coordinator",
 ) -> MemberService:
     """Start one process ``host`` running the coordinator members ``names`` (a client that hosts:
-    ``group.coordinator.members_per_host``; one client per thread), each writing under its own name to
+    ``group.coordinator.members_per_host``, or ``group.consumer``'s for ``impl`` consumer; one client per
+    thread), each writing under its own name to
     ``<events>/<host>.jsonl``; its log is ``<logs>/<host>.log``. Their settings as for
     :func:`coordinator_argv` (static members: ``--static``, each its name as group.instance.id). Returns
     at once; the service is ready when its first member wrote ``ready``."""
     if not names:
         raise ValueError(f"host {host} has no member")
     history = events / f"{host}.jsonl"
-    argv = coordinator_argv(s, host, ep, history, group, topic)
+    argv = coordinator_argv(s, host, ep, history, group, topic, impl)
     if "--group-instance-id" in argv:
         at = argv.index("--group-instance-id")
         argv[at : at + 2] = ["--static"]
     argv += ["--names", ",".join(names)]
-    return MemberService(f"coordinator:{host}", argv, history, logs / f"{host}.log", launcher).start()
+    return MemberService(f"{impl}:{host}", argv, history, logs / f"{host}.log", launcher).start()
 
 
 def start_member(
@@ -356,12 +366,13 @@ def start_member(
 ) -> MemberService:
     """Start one member of ``impl`` named ``name`` (a child process, or through ``launcher``); it
     returns at once: wait on :meth:`MemberService.ready` (or the history) for the member to boot.
-    ``props``: 0.8 properties a legacy member gets on top of the scenario's (ignored for coordinator).
+    ``props``: 0.8 properties a legacy member gets on top of the scenario's (ignored for coordinator and
+    consumer, whose members are coordinator-kind: :func:`coordinator_argv`).
     ``hold``: the member starts up, then waits until that file exists before it joins
     (``--hold-until``, :mod:`harness.members.release`)."""
     history = events / f"{name}.jsonl"
-    if impl == "coordinator":
-        argv = coordinator_argv(s, name, ep, history, group, topic)
+    if impl in ("coordinator", "consumer"):
+        argv = coordinator_argv(s, name, ep, history, group, topic, impl)
     else:
         argv = legacy_argv(s, name, ep, history, group, topic, props)
     if hold is not None:

@@ -36,7 +36,12 @@ Contract
   no record fetcher); the host starts on :meth:`UnitRig.start_member` of its first member and every
   member's handle is the host's. Members some action targets stay alone in their process.
   ``[group.coordinator] members_per_host`` does the same for a coordinator unit whose client hosts
-  (java: one JVM, one KafkaConsumer per thread; :func:`~harness.run.launch.start_coordinator_host`).
+  (java: one JVM, one KafkaConsumer per thread; :func:`~harness.run.launch.start_coordinator_host`), and
+  ``[group.consumer] members_per_host`` for a consumer unit.
+* A ``consumer`` unit (KIP-848's consumer group protocol) runs coordinator-kind members on
+  ``[group.consumer]``'s client (:func:`~harness.run.launch.coordinator_argv`); its broker gets that
+  table's ``group.consumer.*`` settings (herdlab's broker as options, Apache Kafka 4 in its configuration:
+  :mod:`harness.scenario.brokers`).
 * :meth:`UnitRig.stop_processes` stops members (cleanly, in parallel; with hosts, every legacy process is
   quiesced first, SIGUSR1, so that tearing hundreds of members down causes no herd), producer and proxies;
   :meth:`UnitRig.stop_cluster` then the cluster. Both are idempotent; every child goes through
@@ -71,7 +76,7 @@ from harness.run.launch import (
     start_producer,
 )
 from harness.run.plan import Plan
-from harness.scenario.brokers import kafka_broker_settings
+from harness.scenario.brokers import herdlab_consumer_args, kafka_broker_settings
 from harness.scenario.model import Scenario
 from harness.scenario.properties import HOSTING_CLIENTS
 
@@ -174,12 +179,12 @@ class UnitRig:
         self.held: dict[str, tuple[MemberHandle, Path]] = {}
         # the untargeted initial legacy members sharing gevent hosts (see the module contract)
         self.host_of: dict[str, tuple[str, tuple[str, ...]]] = {}
+        g = spec.scenario.group
         per_host = {
-            "legacy_zk": spec.scenario.group.legacy_zk.members_per_host,
+            "legacy_zk": g.legacy_zk.members_per_host,
             # a client that cannot host runs every member in its own process (a matrix over clients)
-            "coordinator": spec.scenario.group.coordinator.members_per_host
-            if spec.scenario.group.coordinator.client in HOSTING_CLIENTS
-            else 0,
+            "coordinator": g.coordinator.members_per_host if g.coordinator.client in HOSTING_CLIENTS else 0,
+            "consumer": g.consumer.members_per_host if g.consumer.client in HOSTING_CLIENTS else 0,
         }.get(spec.impl, 0)
         if per_host:
             plan = spec.plan
@@ -200,6 +205,7 @@ class UnitRig:
                 str(c.min_session_timeout_ms),
                 "--no-auto-create-topics",
                 *s.scenario.cluster.broker_args(),
+                *(herdlab_consumer_args(s.scenario) if s.impl == "consumer" else ()),
             )
             if broker == "herdlab"
             else ()
@@ -224,7 +230,7 @@ class UnitRig:
                 broker=broker,
                 kafka_version=s.scenario.cluster.kafka_version,
                 kafka_home=s.kafka_home,
-                broker_settings=kafka_broker_settings(s.scenario) if broker == "apache-kafka" else {},
+                broker_settings=kafka_broker_settings(s.scenario, s.impl) if broker == "apache-kafka" else {},
             )
         ).start()
         if s.impl == "legacy_zk" and not self.cluster.zookeeper_connect:
@@ -366,8 +372,8 @@ class UnitRig:
         if started is None:
             ep = Endpoints(zookeeper=self.cluster.zookeeper_connect, bootstrap=self.cluster.bootstrap)
             launcher = self.cluster.member_launcher([s.events_dir])
-            start = start_host if s.impl == "legacy_zk" else start_coordinator_host
-            started = start(s.scenario, host, names, ep, s.events_dir, s.logs_dir, s.group, s.topic, launcher)
+            args = (s.scenario, host, names, ep, s.events_dir, s.logs_dir, s.group, s.topic, launcher)
+            started = start_host(*args) if s.impl == "legacy_zk" else start_coordinator_host(*args, s.impl)
         self.kinds[name] = s.impl
         return started
 
@@ -416,7 +422,7 @@ class UnitRig:
                 out["image"] = self.cluster.image_ref
             return out
         if broker == "herdlab":
-            return {"broker": broker, "properties": kafka_broker_settings(s)}
+            return {"broker": broker, "properties": kafka_broker_settings(s, self.spec.impl)}
         return {"broker": broker}
 
     def stop_cluster(self) -> None:

@@ -5,6 +5,10 @@ options (:meth:`harness.run.rig.UnitRig.start`) as the Kafka properties a third-
 ``group.initial.rebalance.delay.ms``, ``group.min.session.timeout.ms``, ``group.max.session.timeout.ms``
 (Kafka's default, which herdlab's broker keeps too) and ``auto.create.topics.enable`` (off: the harness
 creates each unit's topic). So a column difference between brokers is never a configuration difference.
+A ``consumer`` unit's broker also gets ``[group.consumer]``'s ``group.consumer.*`` settings
+(:meth:`~harness.scenario.model.ConsumerSettings.broker_settings`); :func:`herdlab_consumer_args` are
+the same settings as herdlab's broker options (``--consumer-heartbeat-interval-ms``,
+``--consumer-session-timeout-ms`` and their minimums).
 """
 
 from __future__ import annotations
@@ -15,12 +19,30 @@ from harness.scenario.model import Scenario
 GROUP_MAX_SESSION_TIMEOUT_MS = 1_800_000
 
 
-def kafka_broker_settings(scenario: Scenario) -> dict[str, str]:
-    """The broker properties ``scenario`` sets (see the module contract)."""
+#: herdlab's broker option of each ``group.consumer.*`` setting.
+CONSUMER_BROKER_OPTIONS = {
+    "group.consumer.heartbeat.interval.ms": "--consumer-heartbeat-interval-ms",
+    "group.consumer.min.heartbeat.interval.ms": "--consumer-min-heartbeat-interval-ms",
+    "group.consumer.session.timeout.ms": "--consumer-session-timeout-ms",
+    "group.consumer.min.session.timeout.ms": "--consumer-min-session-timeout-ms",
+}
+
+
+def kafka_broker_settings(scenario: Scenario, impl: str | None = None) -> dict[str, str]:
+    """The broker properties ``scenario`` sets for a unit of ``impl`` (see the module contract)."""
     c = scenario.group.coordinator
-    return {
+    out = {
         "group.initial.rebalance.delay.ms": str(c.initial_rebalance_delay_ms),
         "group.min.session.timeout.ms": str(c.min_session_timeout_ms),
         "group.max.session.timeout.ms": str(GROUP_MAX_SESSION_TIMEOUT_MS),
         "auto.create.topics.enable": "false",
     }
+    if impl == "consumer":
+        out.update(scenario.group.consumer.broker_settings())
+    return out
+
+
+def herdlab_consumer_args(scenario: Scenario) -> tuple[str, ...]:
+    """herdlab's broker options of ``[group.consumer]``'s broker settings (a consumer unit's broker)."""
+    settings = scenario.group.consumer.broker_settings()
+    return tuple(x for name, value in settings.items() for x in (CONSUMER_BROKER_OPTIONS[name], value))

@@ -1,7 +1,9 @@
 """The scenario schema: what one scenario file may say, with types, bounds and defaults.
 
 A scenario names the workload, the group settings, the membership timeline and the faults once; the
-harness runs it against each implementation (``legacy_zk``, ``coordinator``) with repetitions.
+harness runs it against each implementation (``legacy_zk``: the ZooKeeper-era consumer; ``coordinator``:
+the classic group protocol's members; ``consumer``: coordinator-kind members on KIP-848's consumer group
+protocol, ``[group.consumer]``) with repetitions.
 Every model forbids unknown keys, so a typo is an error that names the key, never a silent default.
 
 Durations are written as strings with a unit (``"500ms"``, ``"5s"``, ``"2m"``) or as a number of
@@ -19,19 +21,34 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from harness.kernel import actions
 from harness.scenario.properties import (
+    CONSUMER_CLIENTS,
+    CONSUMER_SHORTHANDS,
     COORDINATOR_SHORTHANDS,
     KAFKA_METADATA_MAX_AGE_MS,
     check_client_properties,
     check_client_version,
+    check_consumer_client,
+    check_consumer_properties,
     check_producer_properties,
     check_shorthands,
     client_cannot_run,
+    consumer_properties,
     coordinator_properties,
     metadata_refresh_ms,
 )
 from legacy_zk.config import PROPERTIES
 
-IMPLEMENTATIONS = ("legacy_zk", "coordinator")
+#: Every implementation (design) a unit runs: the ZooKeeper-era consumer, the classic group protocol, and
+#: KIP-848's consumer group protocol (coordinator-kind members with ``group.protocol=consumer``).
+IMPLEMENTATIONS = ("legacy_zk", "coordinator", "consumer")
+#: A scenario's ``implementations`` when it names none: the two designs every built-in scenario compares
+#: (``consumer`` is named where wanted: its units need a broker that serves the protocol).
+DEFAULT_IMPLEMENTATIONS = ("legacy_zk", "coordinator")
+#: Kafka's bounds of the consumer protocol's broker settings (``group.consumer.*``): the defaults of the
+#: minimums (which the harness lowers to a scenario's shorter value) and of the maximums (the scenario's
+#: upper bounds, so herdlab's broker and Apache Kafka 4 take the same values).
+CONSUMER_MIN_HEARTBEAT_INTERVAL_MS, CONSUMER_MAX_HEARTBEAT_INTERVAL_MS = 5000, 15000
+CONSUMER_MIN_SESSION_TIMEOUT_MS, CONSUMER_MAX_SESSION_TIMEOUT_MS = 45000, 60000
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -273,6 +290,120 @@ class CoordinatorSettings(Strict):
         return coordinator_properties(typed, self.properties, assignor, self.client)
 
 
+class ConsumerSettings(Strict):
+    """Settings of the ``consumer`` implementation's units: its members (coordinator-kind, on a client that
+    speaks KIP-848's consumer group protocol, run with ``group.protocol=consumer``) and the broker's
+    ``group.consumer.*`` settings, which under this protocol replace the members' session timeout,
+    heartbeat interval and assignor. The client properties the protocol refuses are an error here."""
+
+    client: str = Field(
+        default="librdkafka",
+        description="the members' Kafka client library: librdkafka (confluent-kafka), java (kafka-clients "
+        "of the 4 line by default) or franz-go; kafka-python, aiokafka and kafka-go do not speak the protocol",
+        json_schema_extra={"enum": list(CONSUMER_CLIENTS)},
+    )
+    client_version: str | None = Field(
+        default=None,
+        description="the client's version, for a client that has several (java: 3.9, 4 or an exact "
+        "kafka-clients version); unset = the client's default (java: 4)",
+    )
+    properties: dict[str, PropertyValue] = Field(
+        default_factory=dict[str, PropertyValue],
+        description="client properties (dotted names; franz-go: its own option names), checked against the "
+        "client's own; the names the protocol refuses (session.timeout.ms, heartbeat.interval.ms, "
+        "partition.assignment.strategy; librdkafka also group.protocol.type; franz-go SessionTimeout, "
+        "HeartbeatInterval, Balancers) and those the harness sets (group.protocol, group.remote.assignor, "
+        "ServerSideBalancer) are errors",
+    )
+    assignor: Literal["uniform", "range"] | None = Field(
+        default=None,
+        description="the server-side assignor the members ask for (group.remote.assignor; franz-go: its "
+        "balancer, cooperative-sticky for uniform); unset = the broker's default, uniform",
+    )
+    heartbeat_interval_ms: int = Field(
+        default=500,
+        ge=1,
+        le=CONSUMER_MAX_HEARTBEAT_INTERVAL_MS,
+        description="broker: group.consumer.heartbeat.interval.ms (herdlab's broker: "
+        "--consumer-heartbeat-interval-ms), the interval the broker gives its members; its minimum is "
+        "lowered to it when below Kafka's 5000",
+    )
+    session_timeout_ms: int = Field(
+        default=6000,
+        ge=1,
+        le=CONSUMER_MAX_SESSION_TIMEOUT_MS,
+        description="broker: group.consumer.session.timeout.ms (herdlab's broker: "
+        "--consumer-session-timeout-ms); its minimum is lowered to it when below Kafka's 45000",
+    )
+    max_poll_interval_ms: int = Field(
+        default=30000,
+        ge=1,
+        description="max.poll.interval.ms: the member's poll timer, sent as its rebalance timeout (how long "
+        "the broker waits for it to revoke)",
+    )
+    auto_commit_interval_ms: int = Field(
+        default=5000, ge=10, description="auto.commit.interval.ms, carried out by the member's commit policy"
+    )
+    fetch_max_wait_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="fetch.max.wait.ms as each client names it (librdkafka fetch.wait.max.ms, franz-go "
+        "FetchMaxWait); unset: the client's own default",
+    )
+    static_membership: bool = Field(
+        default=False, description="members with group.instance.id (their name), as for coordinator"
+    )
+    members: int | None = Field(
+        default=None, ge=1, description="initial members of the consumer units; unset = group.members"
+    )
+    members_per_host: int = Field(
+        default=0,
+        ge=0,
+        description="java: run the untargeted initial members this many per JVM (as for coordinator); other "
+        "clients and 0: every member in its own process",
+    )
+
+    @model_validator(mode="after")
+    def _check_consumer(self) -> ConsumerSettings:
+        check_consumer_client(self.client)
+        check_client_version(self.client, self.client_version)
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError("group.consumer.heartbeat_interval_ms must be below session_timeout_ms")
+        # the properties are checked by a scenario whose implementations name consumer
+        # (Scenario._check_consumer): a client's own check costs a client instance
+        return self
+
+    @property
+    def effective_version(self) -> str | None:
+        """The client version the members run: ``client_version``, else java's ``4`` line (kafka-clients
+        speaks the protocol GA from 4.0), else None (the client's one version)."""
+        if self.client_version is None and self.client == "java":
+            return "4"
+        return self.client_version
+
+    def member_properties(self) -> dict[str, str]:
+        """Every property a member gets (:func:`harness.scenario.properties.consumer_properties`)."""
+        typed = {k: getattr(self, k) for k in CONSUMER_SHORTHANDS}
+        return consumer_properties(typed, self.properties, self.assignor, self.client)
+
+    def check_properties(self) -> None:
+        """The properties table and every property a member gets, checked for the client; ValueError."""
+        check_consumer_properties(
+            self.client, self.properties, self.member_properties(), self.effective_version
+        )
+
+    def broker_settings(self) -> dict[str, str]:
+        """The broker's ``group.consumer.*`` settings of these keys (Kafka's names): the heartbeat interval
+        and session timeout with their minimums lowered to them where Kafka's defaults are higher."""
+        hb, session = self.heartbeat_interval_ms, self.session_timeout_ms
+        return {
+            "group.consumer.heartbeat.interval.ms": str(hb),
+            "group.consumer.min.heartbeat.interval.ms": str(min(hb, CONSUMER_MIN_HEARTBEAT_INTERVAL_MS)),
+            "group.consumer.session.timeout.ms": str(session),
+            "group.consumer.min.session.timeout.ms": str(min(session, CONSUMER_MIN_SESSION_TIMEOUT_MS)),
+        }
+
+
 class Group(Strict):
     """The consumer group: size, assignor and per-implementation settings."""
 
@@ -287,6 +418,11 @@ class Group(Strict):
     )
     legacy_zk: LegacySettings = LegacySettings()
     coordinator: CoordinatorSettings = CoordinatorSettings()
+    consumer: ConsumerSettings = Field(
+        default=ConsumerSettings(),
+        description="the consumer implementation (KIP-848's consumer group protocol): its members and the "
+        "broker's group.consumer.* settings",
+    )
 
     @model_validator(mode="after")
     def _assignor_of_client(self) -> Group:
@@ -304,7 +440,7 @@ class Group(Strict):
 
     @model_validator(mode="after")
     def _members_per_implementation(self) -> Group:
-        given = [k for k in ("legacy_zk", "coordinator") if getattr(self, k).members is not None]
+        given = [k for k in IMPLEMENTATIONS if getattr(self, k).members is not None]
         if given and isinstance(self.members, list):
             raise ValueError(
                 f"group.{given[0]}.members cannot be combined with a list of group.members (a matrix axis)"
@@ -315,7 +451,13 @@ class Group(Strict):
         """The initial member count of ``impl``'s units: ``[group.<impl>] members`` when set, else
         ``group.members`` (a single value here:
         a case's scenario, after the matrix substitution)."""
-        kind = self.legacy_zk if impl == "legacy_zk" else self.coordinator
+        kind = (
+            self.legacy_zk
+            if impl == "legacy_zk"
+            else self.consumer
+            if impl == "consumer"
+            else self.coordinator
+        )
         if kind.members is not None:
             return kind.members
         assert isinstance(self.members, int), "a case's group.members is one value"
@@ -827,8 +969,11 @@ class Scenario(Strict):
 
     name: str = Field(pattern=r"^[A-Za-z0-9._-]{1,100}$")
     description: str = ""
-    implementations: list[Literal["legacy_zk", "coordinator"]] = Field(
-        default=list(IMPLEMENTATIONS), min_length=1
+    implementations: list[Literal["legacy_zk", "coordinator", "consumer"]] = Field(
+        default=list(DEFAULT_IMPLEMENTATIONS),
+        min_length=1,
+        description="the designs compared, one column each: legacy_zk (ZooKeeper-era), coordinator (the "
+        "classic group protocol), consumer (KIP-848's consumer group protocol: not run unless named)",
     )
     repetitions: int = Field(default=1, ge=1, le=1000)
     seed: int = 1
@@ -898,6 +1043,8 @@ class Scenario(Strict):
         brokers = 2 if "cluster.brokers" in self.matrix_keys else self.cluster.brokers
         _check_coordinator_faults(self.timeline, brokers)
         self._check_broker()
+        if "consumer" in self.implementations:
+            self.group.consumer.check_properties()
         _check_network_faults(self)
         self._check_partition_discovery()
         migrations = sorted({a.action for a in self.timeline if a.action in MIGRATION_ACTIONS})
@@ -938,6 +1085,12 @@ class Scenario(Strict):
         c = self.group.coordinator
         consumer_protocol = str(c.properties.get("group.protocol", "classic")).lower() == "consumer"
         kraft = broker == "apache-kafka" and int(self.cluster.kafka_version.split(".")[0]) >= 4
+        if "consumer" in self.implementations and not (kraft or broker in ("herdlab", "external")):
+            version = f" {self.cluster.kafka_version}" if broker == "apache-kafka" else ""
+            raise ValueError(
+                f"implementation 'consumer' (KIP-848's consumer group protocol) needs a broker that serves it: "
+                f"herdlab's, 'apache-kafka' with kafka_version 4, or 'external' (not {broker!r}{version})"
+            )
         if (
             "coordinator" in self.implementations
             and consumer_protocol

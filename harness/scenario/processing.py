@@ -53,7 +53,7 @@ def fetch_and_poll_ms(scenario: Scenario, impl: str) -> int:
     """One fetch wait plus one poll window of ``impl``'s members in ``scenario``, in ms."""
     if impl == "legacy_zk":
         return FETCH_MAX_WAIT_MS + POLL_MS
-    c = scenario.group.coordinator
+    c = scenario.group.consumer if impl == "consumer" else scenario.group.coordinator
     name, default = CLIENT_FETCH_WAIT_MS[c.client]
     if c.fetch_max_wait_ms is not None and name not in c.properties:  # the typed key, unless overridden
         return c.fetch_max_wait_ms + MEMBER_POLL_TIMEOUT_MS

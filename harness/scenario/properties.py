@@ -42,6 +42,15 @@ Contract
   :data:`CLASSIC_ONLY` (the broker's ``group.consumer.*`` settings govern them), so
   :func:`coordinator_properties` leaves the typed shorthands of those out for it
   (:func:`without_classic_only`), and :func:`check_client_properties` refuses them given in the table.
+* The ``consumer`` implementation (KIP-848's protocol as a design of its own, ``[group.consumer]``): its
+  members run on :data:`CONSUMER_CLIENTS`; :func:`consumer_protocol` is what makes a client speak the
+  protocol with the group's server-side assignor (librdkafka and java: ``group.protocol=consumer`` and
+  ``group.remote.assignor``; franz-go: its ``ServerSideBalancer`` option with ``Balancers`` naming the
+  assignor it asks for, cooperative-sticky -> uniform, range -> range), set by the harness
+  (:data:`CONSUMER_HARNESS`); :data:`CONSUMER_REFUSED` are the names each client refuses (or ignores)
+  under it; :func:`consumer_properties` is every property a member gets, :func:`check_consumer_properties`
+  the one-line refusals. :func:`without_classic_only` drops a client's refused names from the typed
+  shorthands of a member that speaks the protocol (:func:`speaks_consumer`).
 * Commit policy: ``enable.auto.commit`` and ``auto.commit.interval.ms`` are carried out by the member
   itself, the same way on every client (interval commits of what was processed, a synchronous commit
   before partitions are revoked and on a clean close), so every commit's outcome is recorded from the
@@ -85,6 +94,25 @@ CLIENT_VERSIONS: dict[str, tuple[str, ...]] = {"java": tuple(LINES)}
 HOSTING_CLIENTS = ("java",)
 #: Properties Kafka's Java client refuses under ``group.protocol=consumer`` (see the module contract).
 CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy")
+#: The clients whose members speak the consumer group protocol (KIP-848): librdkafka (2.12 on), Kafka's
+#: Java client (kafka-clients 4) and franz-go; kafka-python, aiokafka and kafka-go do not.
+CONSUMER_CLIENTS = ("librdkafka", "java", "franz-go")
+#: Per client, the names it refuses (librdkafka's and Java's own configuration checks) or ignores
+#: (franz-go's group options, which the broker's settings replace) under the consumer group protocol.
+CONSUMER_REFUSED: dict[str, tuple[str, ...]] = {
+    # librdkafka 2.x: "`<name>` is not supported for `group.protocol=consumer`" (rdkafka_conf.c)
+    "librdkafka": (*CLASSIC_ONLY, "group.protocol.type"),
+    "java": CLASSIC_ONLY,
+    "franz-go": (*CLASSIC_ONLY, "SessionTimeout", "HeartbeatInterval", "Balancers"),
+}
+#: Names the harness sets for a member of the ``consumer`` implementation (:func:`consumer_protocol`).
+CONSUMER_HARNESS = ("group.protocol", "group.remote.assignor", "ServerSideBalancer")
+#: The typed ``[group.consumer]`` keys that are shorthands of client properties.
+CONSUMER_SHORTHANDS = {
+    "max_poll_interval_ms": "max.poll.interval.ms",
+    "auto_commit_interval_ms": "auto.commit.interval.ms",
+    "fetch_max_wait_ms": "fetch.max.wait.ms",
+}
 #: Where a built Java member lives: ``<cache>/java-member/<exact version>`` (its ``libs``, ``classes`` and
 #: :data:`JAVA_CONFIG_NAMES`, the client's consumer property names as a JSON array).
 JAVA_MEMBER_DIR = "java-member"
@@ -278,15 +306,95 @@ def _check_java(props: Mapping[str, PropertyValue], version: str | None) -> None
                 )
 
 
+def speaks_consumer(client: str, given: Mapping[str, PropertyValue]) -> bool:
+    """Whether a member of ``client`` with the properties ``given`` (by name) runs the consumer group
+    protocol: ``group.protocol=consumer`` (librdkafka, java), ``ServerSideBalancer=true`` (franz-go)."""
+    if client == "franz-go":
+        return property_value(given.get("ServerSideBalancer", False)) == "true"
+    return str(given.get("group.protocol", "")).lower() == "consumer"
+
+
 def without_classic_only(
     props: dict[str, str], client: str, given: Mapping[str, PropertyValue]
 ) -> dict[str, str]:
-    """``props`` (a member's typed shorthands) without :data:`CLASSIC_ONLY` when ``client`` is java and
-    ``given`` (the properties given by name) sets ``group.protocol=consumer``; else unchanged."""
-    if client == "java" and str(given.get("group.protocol", "")).lower() == "consumer":
-        for name in CLASSIC_ONLY:
+    """``props`` (a member's typed shorthands) without the names ``client`` refuses under the consumer
+    group protocol (:data:`CONSUMER_REFUSED`; java: :data:`CLASSIC_ONLY`) when ``given`` (the properties
+    given by name) makes it speak that protocol (:func:`speaks_consumer`); else unchanged."""
+    if speaks_consumer(client, given):
+        for name in CONSUMER_REFUSED.get(client, CLASSIC_ONLY):
             props.pop(name, None)
     return props
+
+
+def consumer_protocol(client: str, assignor: str | None) -> dict[str, str]:
+    """The properties that make a member of ``client`` speak the consumer group protocol and ask for the
+    server-side ``assignor`` (``uniform`` | ``range``; None: the broker's default, which is uniform): see
+    the module contract. franz-go always names one (its balancer is the request's assignor)."""
+    if client == "franz-go":
+        return {
+            "ServerSideBalancer": "true",
+            "Balancers": "range" if assignor == "range" else "cooperative-sticky",
+        }
+    out = {"group.protocol": "consumer"}
+    if assignor is not None:
+        out["group.remote.assignor"] = assignor
+    return out
+
+
+def consumer_properties(
+    typed: Mapping[str, Any], table: Mapping[str, PropertyValue], assignor: str | None, client: str
+) -> dict[str, str]:
+    """The properties a member of the ``consumer`` implementation gets: the typed shorthands
+    (``typed``: :data:`CONSUMER_SHORTHANDS`' key -> value, None = the client's default) as ``client``
+    names them, the ``table`` over them, then :func:`consumer_protocol`."""
+    out = {
+        prop: property_value(typed[key])
+        for key, prop in CONSUMER_SHORTHANDS.items()
+        if typed.get(key) is not None
+    }
+    out = client_metadata_names(out, client)
+    out.update({k: property_value(v) for k, v in table.items()})
+    out.update(consumer_protocol(client, assignor))
+    return out
+
+
+#: Why a refused name cannot be set under the consumer group protocol (else :data:`_BROKER_GOVERNS`).
+_CONSUMER_REFUSAL = {
+    "partition.assignment.strategy": "the broker assigns: group.consumer.assignor names its assignor",
+    "Balancers": "the broker assigns: group.consumer.assignor names its assignor",
+    "group.protocol.type": "librdkafka refuses it there",
+}
+_BROKER_GOVERNS = "the broker's group.consumer.* settings govern it: group.consumer.session_timeout_ms and heartbeat_interval_ms"
+
+
+def check_consumer_client(client: str) -> None:
+    """ValueError (one line, naming the clients that do) when ``client`` does not speak the consumer
+    group protocol."""
+    if client not in CONSUMER_CLIENTS:
+        raise ValueError(
+            f"client {client!r} does not speak the consumer group protocol (KIP-848): "
+            f"group.consumer.client is one of {', '.join(CONSUMER_CLIENTS)}"
+        )
+
+
+def check_consumer_properties(
+    client: str, table: Mapping[str, PropertyValue], props: Mapping[str, PropertyValue], version: str | None
+) -> None:
+    """Check a ``[group.consumer.properties]`` ``table`` of ``client`` and every property its members get
+    (``props``, :func:`consumer_properties`); ValueError naming the first refused or bad one."""
+    check_consumer_client(client)
+    for name in table:
+        if name in CONSUMER_HARNESS:
+            raise ValueError(
+                f"property {name!r} is set by the harness for consumer units "
+                "(the server-side assignor: group.consumer.assignor)"
+            )
+        if name in CONSUMER_REFUSED[client]:
+            why = _CONSUMER_REFUSAL.get(name, _BROKER_GOVERNS)
+            raise ValueError(
+                f"{client} property {name!r} cannot be set under the consumer group protocol ({why})"
+            )
+    check_client_properties(client, props, version)
 
 
 @functools.cache

@@ -20,6 +20,8 @@ from harness.analysis.definitions import DEFINITIONS
 
 CASES = (("members=3", 3), ("members=6", 6))
 IMPLS = ("legacy_zk", "coordinator")
+#: Every implementation, in the order a run names them (a hand-built run may have a consumer column too).
+ORDER = (*IMPLS, "consumer")
 
 
 def trigger(
@@ -119,7 +121,7 @@ def build(units: list[dict[str, Any]], repetitions: int | None = None, **run: An
     for u in units:
         if u["case"] not in labels:
             labels.append(u["case"])
-    impls = [i for i in IMPLS if any(u["impl"] == i for u in units)]
+    impls = [i for i in ORDER if any(u["impl"] == i for u in units)]
     reps = repetitions if repetitions is not None else 1 + max((u["repetition"] for u in units), default=-1)
     out: dict[str, Any] = {
         "format": "herdlab-metrics/2",

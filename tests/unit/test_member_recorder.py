@@ -131,6 +131,27 @@ def test_the_recorder_writes_the_vocabulary_with_identity_and_library() -> None:
     assert h.events[7]["lost"] is True and rec.assignment == {2}
 
 
+def test_started_names_the_server_side_assignor_of_a_member_on_the_consumer_protocol() -> None:
+    def started(client: str, props: dict[str, str]) -> dict[str, Any]:
+        h = RecordingHistory()
+        config = MemberConfig(
+            bootstrap="b:1", group="g", topic="t", name="m0", client=client, properties=props
+        )
+        MemberRecorder(config, h).started()  # pyright: ignore[reportArgumentType]
+        (e,) = h.events
+        return {k: e.get(k) for k in ("assignor", "group_protocol")}
+
+    # classic: the client-side assignor, no protocol field (as before)
+    assert started("librdkafka", {}) == {"assignor": "range", "group_protocol": None}
+    # consumer protocol: the assignor asked for, else the broker's default
+    consumer = {"group.protocol": "consumer"}
+    assert started("librdkafka", consumer) == {"assignor": "uniform", "group_protocol": "consumer"}
+    ranged = {**consumer, "group.remote.assignor": "range"}
+    assert started("java", ranged) == {"assignor": "range", "group_protocol": "consumer"}
+    franz = {"ServerSideBalancer": "true", "Balancers": "range"}
+    assert started("franz-go", franz) == {"assignor": "range", "group_protocol": "consumer"}
+
+
 # -- error_of --------------------------------------------------------------------------------------
 
 

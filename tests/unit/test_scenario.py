@@ -78,7 +78,7 @@ def _assert_one_line_error(tmp_path: Path, text: str, expected: str) -> None:
     [
         (
             'name = "x"\n[group]\nmembrs = 3\n',
-            "line 3: group.membrs: unknown key; did you mean 'members'? (allowed: assignor, coordinator, id, legacy_zk, members)",
+            "line 3: group.membrs: unknown key; did you mean 'members'? (allowed: assignor, consumer, coordinator, id, legacy_zk, members)",
         ),
         (
             'name = "x"\n[group]\nmembers = "ten"\n',
@@ -106,7 +106,7 @@ def _assert_one_line_error(tmp_path: Path, text: str, expected: str) -> None:
         ),
         (
             'name = "x"\nimplementations = ["kafka"]\n',
-            "line 2: implementations entry 1: Input should be 'legacy_zk' or 'coordinator' (got 'kafka')",
+            "line 2: implementations entry 1: Input should be 'legacy_zk', 'coordinator' or 'consumer' (got 'kafka')",
         ),
         (
             'name = "x"\n[group.coordinator]\nheartbeat_interval_ms = 7000\n',

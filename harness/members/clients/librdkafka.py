@@ -16,7 +16,8 @@ Contract
   saw instead.
 * Rebalances come from the subscribe callbacks ``on_assign`` / ``on_revoke`` / ``on_lost``. With
   ``cooperative-sticky`` (librdkafka's only COOPERATIVE assignor; confluent-kafka 2.16 has no
-  ``rebalance_protocol()`` binding, so the protocol follows from the configured assignor) the callbacks name
+  ``rebalance_protocol()`` binding, so the protocol follows from the configured assignor), and under the
+  consumer group protocol (``group.protocol=consumer``, KIP-848: always incremental) the callbacks name
   only what changes and the member calls ``incremental_assign`` / ``incremental_unassign`` with exactly
   those partitions (also an empty list: a round that changes nothing of this member still writes
   ``rebalance_end``); eager protocols call ``assign`` / ``unassign`` with the whole assignment.
@@ -27,7 +28,8 @@ Contract
   echoes are told from asynchronous commits by their offsets (an ``on_commit`` whose offsets match no
   outstanding asynchronous commit is not recorded again).
 * Identity: ``member`` is ``Consumer.memberid()`` and ``generation`` the generation in
-  ``Consumer.consumer_group_metadata()``, both read in each rebalance callback. librdkafka has no
+  ``Consumer.consumer_group_metadata()`` (under the consumer group protocol librdkafka keeps the member
+  epoch there), both read in each rebalance callback. librdkafka has no
   accessor for the generation (the statistics' ``cgrp`` object has ``join_state``, ``rebalance_cnt``,
   ``assignment_size`` but no generation); ``consumer_group_metadata()`` returns librdkafka's serialised
   ``rd_kafka_consumer_group_metadata_t`` (``rd_kafka_consumer_group_metadata_write``, the bytes a
@@ -123,7 +125,10 @@ class LibrdkafkaMember(ClientMemberBase):
                 f"librdkafka has no assignor {config.assignor!r} (it has: {', '.join(ASSIGNORS['librdkafka'])})"
             )
         super().__init__(config, history, on_change)
-        self.cooperative = config.assignor == "cooperative-sticky"
+        # the consumer group protocol (KIP-848) is incremental whatever the assignor: librdkafka refuses an
+        # eager assign() in its rebalance callbacks there
+        consumer_protocol = config.prop("group.protocol", "classic").lower() == "consumer"
+        self.cooperative = config.assignor == "cooperative-sticky" or consumer_protocol
         self._fatal: str | None = None
         #: asynchronous commits not yet answered by on_commit, in the order they were sent
         self._async_commits: list[dict[int, int]] = []

@@ -49,7 +49,7 @@ def test_broken_scenarios_fail_for_the_named_reason() -> None:
         "(top): Additional properties are not allowed ('grup' was unexpected)"
     ]
     assert validate_scenario_data({"name": "x", "implementations": ["zookeeper"]}) == [
-        "implementations.0: 'zookeeper' is not one of ['legacy_zk', 'coordinator']"
+        "implementations.0: 'zookeeper' is not one of ['legacy_zk', 'coordinator', 'consumer']"
     ]
     assert validate_scenario_data({"name": "x", "repetitions": 0}) == [
         "repetitions: 0 is less than the minimum of 1"

@@ -52,7 +52,7 @@ def test_an_entrys_keys_are_what_its_spec_says(name: str) -> None:
     assert ("downtime" in fields) == (s.length == "downtime")
 
 
-@pytest.mark.parametrize("impl", ["legacy_zk", "coordinator"])
+@pytest.mark.parametrize("impl", ["legacy_zk", "coordinator", "consumer"])
 def test_a_nemesis_applies_exactly_where_its_spec_says(impl: str) -> None:
     for name, cls in REGISTRY.items():
         applies = cls(target="broker").applicable(impl) is None
@@ -111,7 +111,8 @@ def test_a_stall_is_planned_on_chosen_members_and_ended_by_an_unstall_its_durati
         (9.0, "unstall", ("m0", "m1"), None, False),
     ]
     assert plan.isolated == {"m0", "m1"}
-    assert spec("stall").applies_to == ("coordinator",) and spec("unstall").applies_to == ("coordinator",)
+    # the poll timer's fault: coordinator-kind members, of classic and consumer units alike
+    assert spec("stall").applies_to == spec("unstall").applies_to == ("coordinator", "consumer")
 
 
 def test_an_unknown_action_is_a_key_error_naming_it() -> None:
@@ -186,3 +187,15 @@ def test_the_failover_analysis_reads_each_fault_with_the_step_that_ends_it() -> 
 def test_the_toxic_kinds_and_the_scenarios_coordinator_faults_are_the_registrys() -> None:
     assert toxics.TOXICS == ("latency", "bandwidth", "reset_peer", "slow_close", "timeout", "limit_data")
     assert model.COORDINATOR_FAULTS == ("kill_coordinator", "pause_coordinator", "cut_coordinator")
+
+
+def test_every_action_applies_to_consumer_units_exactly_where_it_applies_to_coordinator_units() -> None:
+    # a consumer unit's members are coordinator-kind: its faults are the coordinator's, and the legacy-only
+    # ones (expire, the migrations) are skipped with the coordinator's reason
+    for s in SPECS:
+        assert ("consumer" in s.applies_to) == ("coordinator" in s.applies_to), s.name
+    for name, cls in REGISTRY.items():
+        assert cls(target="zookeeper").applicable("consumer") == cls(target="zookeeper").applicable(
+            "coordinator"
+        ), name
+    assert REGISTRY["expire"]().applicable("consumer") == "ZooKeeper sessions exist only on the legacy side"

@@ -13,7 +13,8 @@
 //     when every configured balancer is cooperative (kgo's default, cooperative-sticky, is): the group
 //     then runs a cooperative protocol, where nothing is revoked there. (kgo decides from the protocol
 //     the group chose, which it does not expose; a list mixing eager and cooperative balancers is
-//     taken as eager.) OnPartitionsLost (a fatal group error):
+//     taken as eager; with ServerSideBalancer, KIP-848's consumer protocol, it is always incremental.)
+//     OnPartitionsLost (a fatal group error):
 //     revoked{partitions, lost:true}, no commit. A group management error (HookGroupManageError) is a
 //     heartbeat_error line.
 //   - Commits: CommitOffsets (interval) and CommitOffsetsSync (revoke, stop) with an onDone callback:
@@ -23,6 +24,9 @@
 //   - Stall: the poll loop holds the rebalance gate (a poll whose records are not yet processed,
 //     which BlockRebalanceOnPoll keeps until AllowRebalance) and stops polling: the heartbeat goes on,
 //     and the member's hooks (so its part of a rebalance) wait until it is unstalled.
+//   - ServerSideBalancer (KIP-848's consumer group protocol): the member first asks the cluster for its
+//     API versions and fails (exit 2, one line) unless it serves ConsumerGroupHeartbeat v1, since kgo
+//     would otherwise run the classic protocol without a word.
 //   - SIGTERM: the poll loop holds the rebalance gate, commits what the policy has pending
 //     (synchronously, so no revoke runs between the last poll and this commit), allows rebalances and
 //     ends; then Close (a dynamic member leaves; its final revoke has nothing left to commit),
@@ -186,6 +190,23 @@ func allCooperative(bs []kgo.GroupBalancer) bool {
 		}
 	}
 	return len(bs) > 0
+}
+
+// requireConsumerProtocol fails unless the cluster serves ConsumerGroupHeartbeat v1, which kgo's
+// ServerSideBalancer needs (see the contract).
+func requireConsumerProtocol(cl *kgo.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("ApiVersions for the consumer group protocol: %v", err)
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == int16(kmsg.ConsumerGroupHeartbeat) && k.MaxVersion >= 1 {
+			return nil
+		}
+	}
+	return errors.New("the broker does not serve the consumer group protocol (ConsumerGroupHeartbeat v1); kgo would run the classic protocol instead")
 }
 
 // onDone prints each partition's outcome of one commit of offsets.
@@ -397,7 +418,13 @@ func main() {
 		common.Fail(client, fmt.Sprintf("the client refused its options: %v", err))
 	}
 	bs, _ := cl.OptValue("Balancers").([]kgo.GroupBalancer)
-	m.cooperative.Store(allCooperative(bs))
+	serverSide, _ := cl.OptValue("ServerSideBalancer").(bool)
+	if serverSide {
+		if err := requireConsumerProtocol(cl); err != nil {
+			common.Fail(client, err.Error())
+		}
+	}
+	m.cooperative.Store(serverSide || allCooperative(bs))
 	common.Out("started", map[string]any{"effective": effective(cl, table)})
 	polled := make(chan struct{})
 	go func() { m.poll(cl); close(polled) }()
