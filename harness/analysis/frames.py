@@ -88,6 +88,7 @@ CONTROL_COLUMNS = (
     "client",
     "gave_up",
     "assignments",
+    "change",
     "topic",
     "library",
 )
@@ -97,7 +98,7 @@ EXTRA_SCHEMA = (
     "label string, counters map<string,double>, partitions string, requests map<string,double>, "
     "interval_s double, name string, from_state string, to_state string, broker_id long, api string, "
     "reason string, state string, client string, gave_up boolean, migration string, migration_step long, library string, "
-    "assignments long"
+    "assignments long, change boolean"
 )
 
 

@@ -105,7 +105,8 @@ def _window_counts(events: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
                     rebalancing.add(e["source"])
             else:
                 herd["group_rebalances"] += 1
-        elif broker and kind == Kind.GROUP_REQUEST:
+        elif broker and kind == Kind.GROUP_REQUEST and e.get("change") is not False:
+            # a ConsumerGroupHeartbeat without a change is steady traffic, never the herd
             herd["broker_group_requests"] += 1
             api = e["api"]
             apis[api or "?"] = apis.get(api or "?", 0) + 1
