@@ -74,11 +74,14 @@ from coordinator.api_keys import ApiKey
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
 from coordinator.context import RequestContext
+from coordinator.core.consumer.api import TopicsImage
 from coordinator.core.group.machine import GroupCoordinator
+from coordinator.core.group.offsets import OffsetManager
 from coordinator.dataplane import DATA_VERSIONS, DataPlane
 from coordinator.dataplane.local import LocalBackend
 from coordinator.dataplane.replicated import ReplicatedBackend
 from coordinator.groups import GROUP_VERSIONS, GroupApis
+from coordinator.groups.consumer import ConsumerMachine
 from coordinator.groups.log import GroupLog
 from coordinator.groups.runner import GroupFailure
 from coordinator.replicas.fetcher import FetcherManager
@@ -272,13 +275,15 @@ class Broker:
         machine: GroupCoordinator | None = None,
         cluster: ClusterView | None = None,
         zk_factory: Callable[..., Any] | None = None,
+        consumer_machine: Callable[[TopicsImage, OffsetManager], ConsumerMachine] | None = None,
     ) -> None:
         """``history`` receives ``broker_request`` counters and group events (the harness passes its
         writer, source ``broker-<id>``, role ``broker``); None drops them. The broker closes it at stop.
 
         ``cluster`` and ``zk_factory`` (called as :class:`coordinator.zookeeper.registration.ZkRegistration`
         is) replace the cluster view and the ZooKeeper registration: tests of the replicated data path feed
-        partition states themselves."""
+        partition states themselves. ``consumer_machine(topics, offsets)`` makes the consumer group type's machine
+        over the broker's topics and the classic machine's offsets (tests give a fake one)."""
         self.config = config
         self.history: History = history if history is not None else NullHistory()
         data_dir = Path(config.data_dir) if config.data_dir is not None else None
@@ -315,16 +320,23 @@ class Broker:
             broker_id=config.broker_id,
             known_topic=self._known_topic,
             rejected=self.rejected,
+            consumer=None
+            if consumer_machine is None
+            else (lambda topics: consumer_machine(topics, self.machine.offsets)),
             **group_extra,
         )
-        self.served = dict(SERVED_VERSIONS)
+        self.served = {ApiKey.API_VERSIONS: SERVED_VERSIONS[ApiKey.API_VERSIONS], **DATA_VERSIONS}
+        self.served.update(self.groups.versions())
         self.handlers: dict[int, Callable[[RequestContext, Any], Any]] = {
             ApiKey.API_VERSIONS: self.api_versions,
             **self.data.handlers(),
             **self.groups.handlers(),
         }
         self.requests: Counter[int] = Counter()
-        self._coordination_keys = frozenset(k for k, n in API_NAMES.items() if n in COORDINATION_APIS)
+        # ConsumerGroupHeartbeat's event needs its answer: the consumer group type writes it (coordinator.groups.consumer)
+        self._coordination_keys = frozenset(
+            k for k, n in API_NAMES.items() if n in COORDINATION_APIS and k != ApiKey.CONSUMER_GROUP_HEARTBEAT
+        )
         self.handling_ns: Counter[int] = Counter()
         self._reported: Counter[int] = Counter()
         self._reported_rejected: Counter[str] = Counter()

@@ -3,7 +3,8 @@
 A group this broker does not coordinate (the routing) is NOT_COORDINATOR in DescribeGroups and DeleteGroups; the
 others go to the type holding each group (:meth:`~coordinator.groups.types.GroupTypes.split`) and the answers
 keep the request's order. ListGroups lists every type's groups whose type passes the request's ``types_filter``
-(v5; none: all types), each tagged with its type's name; its error is the first type's error that is not NONE.
+(v5; none: all types), each tagged with its type's name (a group id is listed once, by the type holding it);
+its error is the first type's error that is not NONE.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class ListGroupsApi:
                         group_type=t.name,
                     )
                     for x in r.groups
+                    if self.types.for_group(x.group_id) is t  # a group id one type took over from another
                 )
         return make(cls, throttle_time=ZERO_TD, error_code=kio_error(error), groups=tuple(listed))
 

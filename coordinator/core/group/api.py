@@ -285,11 +285,15 @@ class OffsetCommitResponse:
 
 @dataclass(slots=True)
 class OffsetFetchRequest:
-    """``partitions is None`` means every partition the group has offsets for (v2+)."""
+    """``partitions is None`` means every partition the group has offsets for (v2+). ``member_id`` /
+    ``member_epoch`` (v9+): the member asking, for a consumer group to check (None / -1: not a member, e.g. an
+    admin client; the classic protocol's groups ignore them, as Kafka's ``ClassicGroup.validateOffsetFetch``)."""
 
     group_id: str
     partitions: list[tuple[str, int]] | None = None
     require_stable: bool = False
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @dataclass(slots=True)
