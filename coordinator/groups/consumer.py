@@ -14,8 +14,8 @@ Contract
 * A group this broker does not coordinate (the routing) is NOT_COORDINATOR without reaching the machine; an empty
   group id reaches it (INVALID_REQUEST is the machine's answer, Kafka's request checks).
 * A group id the classic type holds with members is not a consumer group: a ConsumerGroupHeartbeat for it is
-  GROUP_ID_NOT_FOUND ("Group <id> is not a consumer group"), as Kafka 4's ``getOrMaybeCreateConsumerGroup``
-  answers without an online-migration policy. An Empty classic group is taken over, as Kafka deletes an empty
+  GROUP_ID_NOT_FOUND ("Cannot upgrade classic group <id> to consumer group because online upgrade is disabled."),
+  as Kafka 4's ``getOrMaybeCreateConsumerGroup`` answers without an online-migration policy. An Empty classic group is taken over, as Kafka deletes an empty
   classic group when a consumer-protocol member joins (``maybeDeleteEmptyClassicGroup``): its offsets (shared)
   stay, the consumer type holds the id from then on (the shared APIs go to the type holding a group, the consumer
   type first), and the classic machine's empty record is shadowed.
@@ -306,7 +306,9 @@ class ConsumerGroups:
         if not self.machine.holds(mreq.group_id) and self.classic_in_use(mreq.group_id):
             return convert(
                 c.ConsumerGroupHeartbeatResponse(
-                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {mreq.group_id} is not a consumer group"
+                    ErrorCode.GROUP_ID_NOT_FOUND,
+                    f"Cannot upgrade classic group {mreq.group_id} to consumer group because online upgrade is "
+                    "disabled.",
                 )
             )
         token = Token(convert, mreq.group_id, "ConsumerGroupHeartbeat")

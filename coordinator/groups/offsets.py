@@ -101,6 +101,7 @@ class OffsetCommitApi:
             generation_id=req.generation_id_or_member_epoch,
             member_id=req.member_id,
             group_instance_id=getattr(req, "group_instance_id", None),
+            api_version=ctx.api_version,
         )
         return self.types.for_group(req.group_id).offset_commit(mreq, convert)
 

@@ -267,6 +267,9 @@ class OffsetCommitRequest:
     generation_id: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
+    #: The request's version (a consumer group's member must commit with v9+: UNSUPPORTED_VERSION otherwise, Kafka
+    #: 4's ``ConsumerGroup.validateOffsetCommit``); -1 when not known.
+    api_version: int = -1
 
 
 @dataclass(slots=True)
@@ -346,6 +349,8 @@ class DescribedGroup:
     protocol_type: str = ""
     protocol: str = ""
     members: list[DescribedMember] = field(default_factory=list[DescribedMember])
+    #: DescribeGroups v6's ``error_message`` (Kafka 4: "Group <id> is not a classic group." for a consumer group).
+    error_message: str | None = None
 
 
 @dataclass(slots=True)

@@ -78,7 +78,16 @@ class FakeMachine:
         return g.OffsetFetchResponse(ErrorCode.STALE_MEMBER_EPOCH)
 
     def describe_groups(self, group_ids: list[str]) -> list[g.DescribedGroup]:
-        return [g.DescribedGroup(gid, ErrorCode.NONE, "Stable", "consumer", "") for gid in group_ids]
+        # Kafka 4 (4.1.1 asked): a consumer group in DescribeGroups v6
+        return [
+            g.DescribedGroup(
+                gid,
+                ErrorCode.GROUP_ID_NOT_FOUND,
+                "Dead",
+                error_message=f"Group {gid} is not a classic group.",
+            )
+            for gid in group_ids
+        ]
 
     def list_groups(self, states: list[str] | None) -> g.ListGroupsResponse:
         return g.ListGroupsResponse(
@@ -228,7 +237,7 @@ def test_a_classic_group_in_use_is_not_a_consumer_group_and_an_empty_one_is_take
     r = rig.call(HB, 1, cgh(1, "classic", "m-9", 0, topics=("t",), owned=()))
     assert (r.error_code, r.error_message) == (
         KioError.group_id_not_found,
-        "Group classic is not a consumer group",
+        "Cannot upgrade classic group classic to consumer group because online upgrade is disabled.",
     )
     assert rig.fake.requests == []
     assert rig.events()[-1]["error"] == "GROUP_ID_NOT_FOUND"
@@ -334,3 +343,21 @@ def _join(group: str, member: str) -> JoinGroupRequest:
 
 def _replication() -> Any:
     return ReplicationConfig(enabled=True)
+
+
+@pytest.mark.parametrize("version", [5, 6])
+def test_describe_groups_of_a_consumer_group_is_dead_before_v6_and_not_found_from_v6(
+    rig: Rig, version: int
+) -> None:
+    rig.fake.held.add("cg")
+    cls: Any = load_request_schema(15, version)
+    r = rig.call(ApiKey.DESCRIBE_GROUPS, version, cls(groups=("cg",), include_authorized_operations=False))
+    [d] = r.groups
+    if version == 5:  # as Apache Kafka 4.1.1 answers DescribeGroups v5 for a consumer group
+        assert (d.error_code, d.group_state, d.members) == (KioError.none, "Dead", ())
+    else:
+        assert (d.error_code, d.error_message, d.group_state) == (
+            KioError.group_id_not_found,
+            "Group cg is not a classic group.",
+            "Dead",
+        )
