@@ -2,8 +2,8 @@
 
 Contract
 --------
-* One record per line, encoded with :func:`coordinator.core.group.records.encode_record` (group metadata
-  or one committed offset). :meth:`GroupLog.append` writes whole lines with one ``write`` call per
+* One record per line, encoded with :func:`coordinator.core.group.records.encode_record` (group metadata,
+  one committed offset, or a consumer group's record). :meth:`GroupLog.append` writes whole lines with one ``write`` call per
   batch, so a killed broker leaves at most one torn line at the end, which :meth:`GroupLog.replay`
   drops (and cuts from the file).
 * :meth:`GroupLog.replay` yields every record in the order it was written. A line that does not
@@ -26,6 +26,19 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from coordinator.core.group.consumer_records import (
+    TOMBSTONE_CURRENT,
+    TOMBSTONE_GROUP,
+    TOMBSTONE_MEMBER,
+    TOMBSTONE_TARGET,
+    TOMBSTONE_TARGET_EPOCH,
+    ConsumerCurrentAssignmentRecord,
+    ConsumerGroupEpochRecord,
+    ConsumerMemberRecord,
+    ConsumerTargetEpochRecord,
+    ConsumerTargetMemberRecord,
+    ConsumerTombstoneRecord,
+)
 from coordinator.core.group.records import (
     GroupMetadataRecord,
     GroupTombstoneRecord,
@@ -43,16 +56,44 @@ LOG_NAME = "__consumer_offsets.jsonl"
 _COMPACT_MIN_RECORDS = 10_000
 
 
-def _key(record: GroupMetadataRecord | OffsetCommitRecord) -> tuple[str, ...]:
+def _key(record: Record) -> tuple[str, ...]:
+    """The record's key, as Kafka's ``__consumer_offsets`` keys records: the last record of a key wins."""
     if isinstance(record, OffsetCommitRecord):
         return ("offset", record.group_id, record.topic, str(record.partition))
-    return ("group", record.group_id)
+    if isinstance(record, GroupMetadataRecord | GroupTombstoneRecord):
+        return ("group", record.group_id)
+    if isinstance(record, ConsumerTombstoneRecord):
+        return _CONSUMER_TOMBSTONE_KEYS[record.kind], record.group_id, record.member_id or ""
+    member_id = getattr(record, "member_id", "")
+    return record.TYPE, record.group_id, member_id if isinstance(member_id, str) else ""
+
+
+#: The record type whose key a consumer-group tombstone of each kind deletes.
+_CONSUMER_TOMBSTONE_KEYS = {
+    TOMBSTONE_GROUP: ConsumerGroupEpochRecord.TYPE,
+    TOMBSTONE_MEMBER: ConsumerMemberRecord.TYPE,
+    TOMBSTONE_TARGET: ConsumerTargetMemberRecord.TYPE,
+    TOMBSTONE_TARGET_EPOCH: ConsumerTargetEpochRecord.TYPE,
+    TOMBSTONE_CURRENT: ConsumerCurrentAssignmentRecord.TYPE,
+}
+
+
+_CONSUMER_RECORDS = (
+    ConsumerGroupEpochRecord,
+    ConsumerMemberRecord,
+    ConsumerTargetEpochRecord,
+    ConsumerTargetMemberRecord,
+    ConsumerCurrentAssignmentRecord,
+)
 
 
 def live_records(records: list[Record]) -> list[Record]:
-    """What replay keeps, in log order: per group the last group record, per (group, topic,
-    partition) the last offset, minus everything a later tombstone deleted (tombstones themselves
-    are then redundant and dropped)."""
+    """What replay keeps: per key (:func:`_key`: a classic group, an offset, each record of a consumer group and
+    of its members) the last record, minus everything a later tombstone deleted (a group tombstone deletes every
+    key of its group, a consumer-group tombstone its one key; tombstones themselves are then redundant and
+    dropped). Consumer groups' records come first, then the others, each in log order: a consumer group must
+    exist before its offsets are replayed (otherwise they would make a classic group of the id; Kafka's replay
+    replaces such a "simple" classic group when the consumer records follow)."""
     last: dict[tuple[str, ...], int] = {}
     keys_of_group: dict[str, set[tuple[str, ...]]] = {}
     for i, record in enumerate(records):
@@ -60,10 +101,19 @@ def live_records(records: list[Record]) -> list[Record]:
             for key in keys_of_group.pop(record.group_id, ()):
                 last.pop(key, None)
             continue
+        if isinstance(record, ConsumerTombstoneRecord):
+            key = _key(record)
+            last.pop(key, None)
+            keys_of_group.get(record.group_id, set()).discard(key)
+            continue
         key = _key(record)
         last[key] = i
         keys_of_group.setdefault(record.group_id, set()).add(key)
-    return [records[i] for i in sorted(last.values())]
+    kept = [records[i] for i in sorted(last.values())]
+    consumer = [r for r in kept if isinstance(r, _CONSUMER_RECORDS)]
+    if not consumer:
+        return kept
+    return consumer + [r for r in kept if not isinstance(r, _CONSUMER_RECORDS)]
 
 
 class GroupLog:

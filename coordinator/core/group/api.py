@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.records import Record
@@ -260,16 +260,16 @@ class OffsetCommitPartition:
 class OffsetCommitRequest:
     """An OffsetCommit of any version. ``generation_id == -1`` with ``member_id == ""`` is a simple (admin /
     manually assigned consumer) commit. The shell answers partitions of topics it does not know with
-    UNKNOWN_TOPIC_OR_PARTITION itself and passes only the rest (as Kafka's ``KafkaApis`` does)."""
+    UNKNOWN_TOPIC_OR_PARTITION itself and passes only the rest (as Kafka's ``KafkaApis`` does). For a consumer
+    group (v9+) ``generation_id`` is the member epoch; ``api_version`` (None: not given) lets the consumer machine
+    refuse a consumer-protocol member's commit below v9 as Kafka does; the classic machine ignores it."""
 
     group_id: str
     offsets: list[OffsetCommitPartition]
     generation_id: int = -1
     member_id: str = ""
     group_instance_id: str | None = None
-    #: The request's version (a consumer group's member must commit with v9+: UNSUPPORTED_VERSION otherwise, Kafka
-    #: 4's ``ConsumerGroup.validateOffsetCommit``); -1 when not known.
-    api_version: int = -1
+    api_version: int | None = None
 
 
 @dataclass(slots=True)
@@ -289,8 +289,8 @@ class OffsetCommitResponse:
 @dataclass(slots=True)
 class OffsetFetchRequest:
     """``partitions is None`` means every partition the group has offsets for (v2+). ``member_id`` /
-    ``member_epoch`` (v9+): the member asking, for a consumer group to check (None / -1: not a member, e.g. an
-    admin client; the classic protocol's groups ignore them, as Kafka's ``ClassicGroup.validateOffsetFetch``)."""
+    ``member_epoch`` (v9+, a consumer-protocol member's; None and -1 when not sent) are checked by the consumer
+    machine (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); the classic machine ignores them."""
 
     group_id: str
     partitions: list[tuple[str, int]] | None = None
@@ -341,7 +341,8 @@ class DescribedMember:
 @dataclass(slots=True)
 class DescribedGroup:
     """An unknown group is described as ``state="Dead"``, no members, ``error == NONE``. ``protocol`` is the
-    selected protocol in Stable, else ``""``."""
+    selected protocol in Stable, else ``""``. ``error_message`` (DescribeGroups v6+) is set only by the consumer
+    machine, for a group that is not a classic group (Kafka 4: GROUP_ID_NOT_FOUND, state ``Dead``)."""
 
     group_id: str
     error: ErrorCode
@@ -367,9 +368,12 @@ class ListGroupsRequest:
 
 @dataclass(slots=True)
 class ListedGroup:
+    """``group_type`` (ListGroups v5+): ``classic`` for the classic machine's groups, ``consumer`` for KIP-848's."""
+
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
 
 
 @dataclass(slots=True)
@@ -405,6 +409,14 @@ class DeleteGroupsResponse:
     results: list[DeletedGroup]
 
 
+class OtherGroupTypeResponse(Protocol):
+    """The answer of another group type's machine that travels in the same :class:`Respond` effect (the consumer
+    machine's ``ConsumerGroupHeartbeatResponse``, :mod:`coordinator.core.consumer.api`, which imports this
+    package and so cannot be named here)."""
+
+    error: ErrorCode
+
+
 Response = (
     JoinGroupResponse
     | SyncGroupResponse
@@ -415,6 +427,7 @@ Response = (
     | DescribeGroupsResponse
     | ListGroupsResponse
     | DeleteGroupsResponse
+    | OtherGroupTypeResponse
 )
 
 # --------------------------------------------------------------------------------------------------------------

@@ -10,6 +10,10 @@ Three record types, mirroring Kafka's ``__consumer_offsets`` payloads (``GroupMe
 * :class:`GroupTombstoneRecord` -- the group was deleted (DeleteGroups on an Empty group): replay drops the group
   and all its offsets.
 
+The consumer groups' records (:mod:`coordinator.core.group.consumer_records`, ``"type"`` ``consumer_*``) share this
+log and this codec: they are part of :data:`Record`; the classic machine's ``load`` refuses them (the shell gives
+them to the consumer machine).
+
 Replay (``GroupCoordinator.load``) must see the records in the order they were persisted; the last group record of
 a group wins, offsets are last-writer-wins per (group, topic, partition).
 
@@ -25,6 +29,8 @@ import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from coordinator.core.group.consumer_records import CONSUMER_RECORD_TYPES, ConsumerRecord
 
 __all__ = [
     "GroupMetadataRecord",
@@ -184,12 +190,13 @@ class GroupTombstoneRecord:
         return cls(group_id=d["group_id"])
 
 
-Record = GroupMetadataRecord | OffsetCommitRecord | GroupTombstoneRecord
+Record = GroupMetadataRecord | OffsetCommitRecord | GroupTombstoneRecord | ConsumerRecord
 
 _BY_TYPE: dict[str, Any] = {
     GroupMetadataRecord.TYPE: GroupMetadataRecord,
     OffsetCommitRecord.TYPE: OffsetCommitRecord,
     GroupTombstoneRecord.TYPE: GroupTombstoneRecord,
+    **CONSUMER_RECORD_TYPES,
 }
 
 
