@@ -75,6 +75,7 @@ from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
 from coordinator.context import RequestContext
 from coordinator.core.consumer.api import TopicsImage
+from coordinator.core.consumer.machine import ConsumerGroupCoordinator
 from coordinator.core.group.machine import GroupCoordinator
 from coordinator.core.group.offsets import OffsetManager
 from coordinator.dataplane import DATA_VERSIONS, DataPlane
@@ -283,7 +284,8 @@ class Broker:
         ``cluster`` and ``zk_factory`` (called as :class:`coordinator.zookeeper.registration.ZkRegistration`
         is) replace the cluster view and the ZooKeeper registration: tests of the replicated data path feed
         partition states themselves. ``consumer_machine(topics, offsets)`` makes the consumer group type's machine
-        over the broker's topics and the classic machine's offsets (tests give a fake one)."""
+        over the broker's topics and the classic machine's offsets (default: ``ConsumerGroupCoordinator`` with
+        ``config.consumer``; tests give a fake one)."""
         self.config = config
         self.history: History = history if history is not None else NullHistory()
         data_dir = Path(config.data_dir) if config.data_dir is not None else None
@@ -320,9 +322,9 @@ class Broker:
             broker_id=config.broker_id,
             known_topic=self._known_topic,
             rejected=self.rejected,
-            consumer=None
-            if consumer_machine is None
-            else (lambda topics: consumer_machine(topics, self.machine.offsets)),
+            consumer=lambda topics: (consumer_machine or self._consumer_machine)(
+                topics, self.machine.offsets
+            ),
             **group_extra,
         )
         self.served = {ApiKey.API_VERSIONS: SERVED_VERSIONS[ApiKey.API_VERSIONS], **DATA_VERSIONS}
@@ -352,6 +354,10 @@ class Broker:
         self._bg: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
         self.loaded = asyncio.Event()
+
+    def _consumer_machine(self, topics: TopicsImage, offsets: OffsetManager) -> ConsumerMachine:
+        """The consumer group protocol's machine over ``topics``, sharing the classic machine's ``offsets``."""
+        return ConsumerGroupCoordinator(self.config.consumer, topics, offsets=offsets)
 
     def _known_topic(self, name: str) -> bool:
         if self.store.get(name) is not None:

@@ -33,7 +33,7 @@ from coordinator.core.group.machine import GroupCoordinator
 from coordinator.groups.admin import DeleteGroupsApi, DescribeGroupsApi, ListGroupsApi
 from coordinator.groups.classic import ClassicGroups
 from coordinator.groups.codec import kio_error
-from coordinator.groups.consumer import ConsumerGroups, ConsumerMachine, StoreTopics, takes_record
+from coordinator.groups.consumer import ConsumerGroups, ConsumerMachine, StoreTopics
 from coordinator.groups.find_coordinator import FindCoordinatorApi
 from coordinator.groups.log import GroupLog
 from coordinator.groups.offsets import OffsetCommitApi, OffsetFetchApi
@@ -160,9 +160,10 @@ class GroupApis:
 
     async def load(self) -> tuple[int, int]:
         """Load the groups (see :meth:`ClassicGroups.load`); with the consumer type, one replay of the group log
-        gives each record to the machine of its type (:func:`~coordinator.groups.consumer.takes_record`)."""
+        gives each record to the machine that takes it (the consumer machine's ``takes_record``), the rest to the
+        classic machine."""
         if self.consumer is not None:
-            return await self.classic.load(also=[(self.consumer.runner, takes_record)])
+            return await self.classic.load(also=[(self.consumer.runner, self.consumer.machine.takes_record)])
         return await self.classic.load()
 
     @property

@@ -25,7 +25,8 @@ Contract
   :func:`harness.kernel.heartbeats.carries_change`), written when the answer is made (also for NOT_COORDINATOR
   and a failed machine call, answered UNKNOWN_SERVER_ERROR).
 * Records: the machine's ``Persist`` records go to the broker's one group log; on start the log is replayed once
-  and each record goes to the machine of its type (:func:`takes_record`).
+  and each record goes to the machine that takes it (:meth:`ConsumerMachine.takes_record`), the rest to the
+  classic machine, whose ``begin_loading`` comes first (it clears the shared offsets).
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ __all__ = [
     "decode_heartbeat",
     "encode_heartbeat",
     "heartbeat_event",
-    "takes_record",
 ]
 
 log = logging.getLogger("coordinator")
@@ -94,15 +94,14 @@ class ConsumerMachine(Protocol):
 
     def begin_loading(self) -> list[g.Effect]: ...
 
+    def takes_record(self, record: object) -> bool:
+        """While loading: True if ``record`` of the group log is this machine's to replay (its own record types,
+        and the offsets of groups it holds at that point of the log); the rest is the classic machine's."""
+        ...
+
     def load(self, record: Any) -> None: ...
 
     def finish_loading(self, now_ms: int) -> list[g.Effect]: ...
-
-
-def takes_record(record: object) -> bool:
-    """True if ``record`` (read from the group log) is one of the consumer machine's: the record types of
-    :mod:`coordinator.core.consumer`; everything else (classic group metadata, offsets) is the classic machine's."""
-    return type(record).__module__.startswith("coordinator.core.consumer")
 
 
 class StoreTopics:

@@ -100,6 +100,9 @@ class FakeMachine:
     def begin_loading(self) -> list[g.Effect]:
         return []
 
+    def takes_record(self, record: object) -> bool:
+        return False
+
     def load(self, record: Any) -> None:
         return None
 
