@@ -84,13 +84,18 @@ def owned(version: int, parts: dict[uuid.UUID, tuple[int, ...]]) -> tuple[Any, .
 
 
 def dispatch(broker: Broker, api_key: int, version: int, body: Any, loop: asyncio.AbstractEventLoop) -> Any:
-    """One request through :meth:`Broker.dispatch` (no socket); the kio response, read back from its bytes."""
-    out = broker.dispatch(request_frame(api_key, version, 1, body), LoopbackPeer())
-    assert out is not None
-    correlation_id, _key, _version, result = out
-    if inspect.isawaitable(result):
-        result = loop.run_until_complete(result)
-    data = encode_response(correlation_id, result)
+    """One request through :meth:`Broker.dispatch` (no socket) inside ``loop`` (the group runners arm their timers
+    on it); the kio response, read back from its bytes."""
+
+    async def call() -> Any:
+        out = broker.dispatch(request_frame(api_key, version, 1, body), LoopbackPeer())
+        assert out is not None
+        correlation_id, _key, _version, result = out
+        if inspect.isawaitable(result):
+            result = await result
+        return encode_response(correlation_id, result)
+
+    data = loop.run_until_complete(call())
     return response_body(api_key, version, data[4:])[1]
 
 
