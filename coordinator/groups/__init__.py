@@ -6,9 +6,9 @@
   pure machine (:mod:`coordinator.core.group`) and its runner (:mod:`coordinator.groups.runner`: timers, durable log,
   responses, history events, loud failures);
 * :mod:`~coordinator.groups.consumer` -- the consumer type (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe
-  over the consumer protocol's pure machine (:mod:`coordinator.core.consumer`) and a runner of its own; served
-  beside the classic type on a single broker, and not at all in replicated mode (its APIs are then not
-  advertised, and a request of them is UNSUPPORTED_VERSION, as a Kafka broker without the consumer protocol);
+  over the consumer protocol's pure machine (:mod:`coordinator.core.consumer`) and a runner of its own, beside the
+  classic type; in replicated mode both machines own groups per ``__consumer_offsets`` partition and the classic
+  runner (the leadership listener) loads and unloads both (:attr:`~coordinator.groups.runner.GroupRunner.co_runners`);
 * :mod:`~coordinator.groups.offsets` -- OffsetCommit, OffsetFetch; :mod:`~coordinator.groups.admin` --
   DescribeGroups, ListGroups, DeleteGroups; :mod:`~coordinator.groups.find_coordinator` -- FindCoordinator (from
   the cluster view; no group type models it);
@@ -93,7 +93,7 @@ class GroupApis:
         :class:`~coordinator.groups.classic.ClassicGroups`) and the routing to :class:`OwnedRouting`. An
         OffsetCommit's topic is known if the store has it, else if ``known_topic`` says so (default: the store).
         ``consumer`` makes the consumer type's machine over the broker's topics (it must share the classic
-        machine's offsets); without it, or in replicated mode, the consumer type is not served."""
+        machine's offsets); without it the consumer type is not served."""
         routing: Routing = OwnedRouting() if replicated is not None else HashRouting(cluster)
         self.classic = ClassicGroups(
             machine,
@@ -108,7 +108,7 @@ class GroupApis:
             replication=replication,
         )
         self.consumer: ConsumerGroups | None = None
-        if consumer is not None and replicated is None:
+        if consumer is not None:
             topics = StoreTopics(store)
             self.consumer = ConsumerGroups(
                 consumer(topics),
@@ -121,8 +121,13 @@ class GroupApis:
                 broker_id=broker_id,
                 clock=clock,
                 rejected=rejected,
+                store=self.classic.topic_store,
             )
             self.classic.held_elsewhere = self.consumer.holds
+            if replicated is not None:
+                self.classic.runner.co_runners.append(
+                    (self.consumer.runner, self.consumer.machine.takes_record)
+                )
         self.types = GroupTypes([self.classic] if self.consumer is None else [self.classic, self.consumer])
         self._handlers: dict[int, Handler] = {
             ApiKey.FIND_COORDINATOR: FindCoordinatorApi(cluster),

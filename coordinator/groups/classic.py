@@ -73,6 +73,8 @@ class ClassicGroups:
         if replicated is not None:
             machine.own_by_partition(offsets_partitions)
             topic_store = TopicGroupStore(replicated, offsets_partitions, replication or ReplicationConfig())
+        #: Replicated mode: the ``__consumer_offsets`` store (another group type's runner writes to it too).
+        self.topic_store = topic_store
         self.runner = GroupRunner(
             machine,
             history,

@@ -47,6 +47,7 @@ from coordinator.groups.codec import NO_AUTH_OPS, kio_error
 from coordinator.groups.log import GroupLog
 from coordinator.groups.routing import Routing, other_coordinates
 from coordinator.groups.runner import GroupFailure, GroupRunner, Token, now_ms
+from coordinator.groups.store import TopicGroupStore
 from coordinator.groups.types import Handler
 from coordinator.topics import TopicStore
 from coordinator.wire import ZERO_TD, make, nested, response_class
@@ -92,7 +93,11 @@ class ConsumerMachine(Protocol):
 
     def delete_groups(self, now_ms: int, token: Any, group_ids: list[str]) -> list[g.Effect]: ...
 
-    def begin_loading(self) -> list[g.Effect]: ...
+    def begin_loading(self, partition: int | None = None) -> list[g.Effect]: ...
+
+    def own_by_partition(self, offsets_partitions: int) -> None:
+        """Replicated mode: own groups per ``__consumer_offsets`` partition (before anything is loaded)."""
+        ...
 
     def takes_record(self, record: object) -> bool:
         """While loading: True if ``record`` of the group log is this machine's to replay (its own record types,
@@ -101,7 +106,7 @@ class ConsumerMachine(Protocol):
 
     def load(self, record: Any) -> None: ...
 
-    def finish_loading(self, now_ms: int) -> list[g.Effect]: ...
+    def finish_loading(self, now_ms: int, partition: int | None = None) -> list[g.Effect]: ...
 
 
 class StoreTopics:
@@ -232,7 +237,13 @@ class ConsumerGroups:
         broker_id: int = 0,
         clock: Callable[[], int] = now_ms,
         rejected: Counter[str] | None = None,
+        store: TopicGroupStore | None = None,
     ) -> None:
+        """``store``: replicated mode (the machine then owns groups per offsets partition, as the classic machine;
+        the classic type's runner loads and unloads both machines' partitions, see
+        :attr:`GroupRunner.co_runners`)."""
+        if store is not None:
+            machine.own_by_partition(offsets_partitions)
         self.machine = machine
         self.topics = topics
         self.routing = routing
@@ -249,6 +260,7 @@ class ConsumerGroups:
             rejected=rejected,
             offsets_partitions=offsets_partitions,
             impl=CONSUMER_IMPL,
+            store=store,
         )
 
     def handlers(self) -> dict[int, Handler]:
@@ -391,4 +403,4 @@ class ConsumerGroups:
 
     @property
     def loading(self) -> bool:
-        return self.runner.loading
+        return self.runner.loading or bool(getattr(self.machine, "loading", False))

@@ -71,11 +71,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from coordinator.core.group import api as g
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.machine import GroupCoordinator
+from coordinator.core.group.offsets import OffsetManager
 from coordinator.core.group.records import OffsetCommitRecord, Record
 from coordinator.groups.log import GroupLog
 from coordinator.groups.store import TopicGroupStore
@@ -83,7 +84,7 @@ from coordinator.ports import OFFSETS_TOPIC
 from harness.kernel.history import History
 from harness.kernel.javacompat import partition_for
 
-__all__ = ["GroupFailure", "GroupRunner", "Machine", "Token", "now_ms"]
+__all__ = ["GroupFailure", "GroupRunner", "Machine", "PartitionedMachine", "Token", "now_ms"]
 
 log = logging.getLogger("coordinator")
 
@@ -115,16 +116,40 @@ def now_ms() -> int:
 
 
 class Machine(Protocol):
-    """What the runner asks of every group machine: its timers and loading from the group log. Requests are
-    calls the adapters pass to :meth:`GroupRunner.call` as closures."""
+    """What the runner asks of every group machine: its timers and loading from the group log (``partition``: a
+    replicated machine loads one offsets partition at a time). Requests are calls the adapters pass to
+    :meth:`GroupRunner.call` as closures."""
 
     def on_timer(self, now_ms: int, key: Any) -> list[g.Effect]: ...
 
-    def begin_loading(self) -> list[g.Effect]: ...
+    def begin_loading(self, partition: int | None = None) -> list[g.Effect]: ...
 
     def load(self, record: Any) -> None: ...
 
-    def finish_loading(self, now_ms: int) -> list[g.Effect]: ...
+    def finish_loading(self, now_ms: int, partition: int | None = None) -> list[g.Effect]: ...
+
+
+class PartitionedMachine(Machine, Protocol):
+    """A machine that can own its groups per ``__consumer_offsets`` partition (replicated mode): both group
+    machines are."""
+
+    @property
+    def replicated(self) -> bool: ...
+
+    @property
+    def offsets(self) -> OffsetManager: ...
+
+    def partition_for(self, group_id: str) -> int | None: ...
+
+    def partition_status(self, partition: int) -> str: ...
+
+    def unload(self, partition: int, now_ms: int) -> list[g.Effect]: ...
+
+    def persisted(self, write: int, error: int, now_ms: int, leader_epoch: int = -1) -> list[g.Effect]: ...
+
+    def group_ids(self) -> list[str]: ...
+
+    def group(self, group_id: str) -> Any: ...
 
 
 class GroupFailure(RuntimeError):
@@ -178,11 +203,15 @@ class GroupRunner:
         classic machine in replicated mode, and ``group_log`` is then not used). ``impl``: the ``impl`` of the
         machine's history events."""
         classic = machine if isinstance(machine, GroupCoordinator) else None
-        if store is not None and (classic is None or not classic.replicated):
-            raise ValueError("a topic store needs the classic machine in replicated mode (own_by_partition)")
+        if store is not None and not getattr(machine, "replicated", False):
+            raise ValueError("a topic store needs the machine in replicated mode (own_by_partition)")
         self.machine = machine
         #: The machine when it is the classic one (what only it offers: see the module docstring).
         self.classic = classic
+        #: Replicated mode: the runners of other machines sharing this runner's offsets partitions, each with the
+        #: records its machine takes; this runner (the leadership listener) loads and unloads their partitions
+        #: with its own, in one read of each partition.
+        self.co_runners: list[tuple[GroupRunner, Callable[[Record], bool]]] = []
         self.impl = impl
         self.history = history
         self.group_log = group_log if store is None else None
@@ -343,7 +372,7 @@ class GroupRunner:
         if self.store is None:
             if self.group_log is not None:
                 self.group_log.append(records)
-            self.apply(self._classic().persisted(write, 0, self.clock()))
+            self.apply(self._partitioned().persisted(write, 0, self.clock()))
             return
         self._spawn(self._append_write(write, records))
 
@@ -384,12 +413,12 @@ class GroupRunner:
             self.run(
                 (group_id,),
                 f"write {write} outcome",
-                lambda: self._classic().persisted(write, error, self.clock(), epoch),
+                lambda: self._partitioned().persisted(write, error, self.clock(), epoch),
             )
 
     def _fenced_commit(self, group_id: str, partition: int, error: int, epoch: int) -> None:
         name = _error_name(error)
-        group = self._classic().group(group_id)
+        group = self._partitioned().group(group_id)
         log.warning(
             "group=%s generation=%s offsets_partition=%d leader_epoch=%d: commit refused, its append failed: %s",
             group_id,
@@ -584,11 +613,11 @@ class GroupRunner:
             if tally.loaded % _LOAD_CHUNK == 0:
                 await asyncio.sleep(0)
 
-    def _classic(self) -> GroupCoordinator:
-        """The classic machine, for what only it offers (replicated mode, two-phase writes)."""
-        if self.classic is None:
-            raise RuntimeError("this needs the classic group machine")
-        return self.classic
+    def _partitioned(self) -> PartitionedMachine:
+        """The machine, for replicated mode and two-phase writes (both group machines offer them)."""
+        if not getattr(self.machine, "replicated", False):
+            raise RuntimeError("this needs a group machine in replicated mode")
+        return cast(PartitionedMachine, self.machine)
 
     # ------------------------------------------------------------------ replicated mode: leadership
 
@@ -597,7 +626,7 @@ class GroupRunner:
         Loads its groups in the background (CatchUp: ``coordinator_load`` begin ... end); an epoch older than the
         last one heard is refused, and a partition already loading or owned is not reloaded (Kafka 3.7
         ``loadGroupsAndOffsets``: ``maybeUpdateCoordinatorEpoch``, "Already loading")."""
-        classic = self._classic()
+        classic = self._partitioned()
         store = self.store
         if store is None:
             raise RuntimeError("leadership callbacks need the topic store (replicated mode)")
@@ -617,6 +646,8 @@ class GroupRunner:
             )
             return
         self.apply(classic.begin_loading(partition))
+        for runner, _takes in self.co_runners:
+            runner.apply(runner.machine.begin_loading(partition))
         log.info("offsets_partition=%d leader_epoch=%d: loading its groups", partition, leader_epoch)
         self._emit_load("begin", partition, leader_epoch)
         task = asyncio.ensure_future(self._load_partition(partition, leader_epoch, time.monotonic()))
@@ -629,11 +660,13 @@ class GroupRunner:
         """:class:`~coordinator.ports.LeadershipListener`: this broker no longer leads ``partition``: a load in
         progress is cancelled, its groups are unloaded (``coordinator_load`` unload; Kafka 3.7 ``onResignation``).
         Nothing happens for a partition it neither loads nor owns."""
-        classic = self._classic()
+        classic = self._partitioned()
         self.epochs[partition] = max(leader_epoch, self.epochs.get(partition, -1))
         task = self._loads.pop(partition, None)
         if task is not None:
             task.cancel()
+        for runner, _takes in self.co_runners:
+            runner.resign(partition)
         if classic.partition_status(partition) == "not_owned":
             return
         effects = classic.unload(partition, self.clock())
@@ -646,6 +679,18 @@ class GroupRunner:
             "offsets_partition=%d leader_epoch=%d: resigned, its groups unloaded", partition, leader_epoch
         )
         self._emit_load("unload", partition, leader_epoch)
+
+    def resign(self, partition: int) -> None:
+        """A co-runner's part of :meth:`on_resigned`: its machine unloads ``partition``, whose timers go."""
+        machine = self._partitioned()
+        if machine.partition_status(partition) == "not_owned":
+            return
+        effects = machine.unload(partition, self.clock())
+        for key in [k for k in self._timers if len(k) > 1 and isinstance(k[1], str)]:
+            if machine.partition_for(key[1]) == partition:
+                self._timers.pop(key).handle.cancel()
+        self.apply(effects)
+        self._served = {gid for gid in self._served if machine.partition_for(gid) != partition}
 
     async def _load_partition(self, partition: int, leader_epoch: int, started: float) -> None:
         """Read ``partition``'s committed records into the machine, yielding to the loop every chunk; then
@@ -663,14 +708,16 @@ class GroupRunner:
         after :attr:`barrier_retry_s`, until it is acknowledged or the partition is resigned (which cancels
         this task): loading below a high watermark the barrier did not move would hide acknowledged
         commits."""
-        classic = self._classic()
+        classic = self._partitioned()
         store = self.store
         assert store is not None
         tally = _Tally()
         try:
             await self._await_barrier(store, partition, leader_epoch)
             await self._replay(
-                ((f"offsets_partition={partition}: record", r) for r in store.read(partition)), tally
+                ((f"offsets_partition={partition}: record", r) for r in store.read(partition)),
+                tally,
+                self.co_runners,
             )
             tally.skipped += store.skipped
         except asyncio.CancelledError:
@@ -689,20 +736,29 @@ class GroupRunner:
             if (gr := classic.group(gid)) is not None
         ]
         offsets = sum(classic.offsets.count(gr.group_id) for gr in groups)
+        loaded = len(groups)
+        for runner, _takes in self.co_runners:
+            machine = runner._partitioned()
+            if machine.partition_status(partition) != "loading":
+                continue
+            mine = [gid for gid in machine.group_ids() if machine.partition_for(gid) == partition]
+            loaded += len(mine)
+            offsets += sum(machine.offsets.count(gid) for gid in mine)
+            runner.apply(machine.finish_loading(runner.clock(), partition))
         self.apply(classic.finish_loading(self.clock(), partition))
         duration_ms = round((time.monotonic() - started) * 1000)
         log.info(
             "offsets_partition=%d leader_epoch=%d: loaded %d groups, %d offsets (%d records, %d skipped) in %d ms",
             partition,
             leader_epoch,
-            len(groups),
+            loaded,
             offsets,
             tally.loaded,
             tally.skipped,
             duration_ms,
         )
         self._emit_load(
-            "end", partition, leader_epoch, groups=len(groups), offsets=offsets, duration_ms=duration_ms
+            "end", partition, leader_epoch, groups=loaded, offsets=offsets, duration_ms=duration_ms
         )
 
     async def _await_barrier(self, store: TopicGroupStore, partition: int, leader_epoch: int) -> None:
@@ -756,7 +812,7 @@ class GroupRunner:
             error = max((abs(int(p.error)) for p in parts), default=0)
         if int(error) != 0:
             return
-        classic = self._classic()
+        classic = self._partitioned()
         partition = classic.partition_for(group_id)
         if partition is None or classic.partition_status(partition) != "owned":
             return

@@ -97,8 +97,11 @@ class FakeMachine:
     def delete_groups(self, now_ms: int, token: Any, group_ids: list[str]) -> list[g.Effect]:
         return [g.Respond(token, g.DeleteGroupsResponse([]))]
 
-    def begin_loading(self) -> list[g.Effect]:
+    def begin_loading(self, partition: int | None = None) -> list[g.Effect]:
         return []
+
+    def own_by_partition(self, offsets_partitions: int) -> None:
+        raise AssertionError("not replicated in these tests")
 
     def takes_record(self, record: object) -> bool:
         return False
@@ -106,7 +109,7 @@ class FakeMachine:
     def load(self, record: Any) -> None:
         return None
 
-    def finish_loading(self, now_ms: int) -> list[g.Effect]:
+    def finish_loading(self, now_ms: int, partition: int | None = None) -> list[g.Effect]:
         return []
 
 
@@ -325,12 +328,14 @@ def test_a_failing_machine_is_answered_unknown_server_error_loudly_and_recorded(
     assert (e["error"], e["change"]) == ("UNKNOWN_SERVER_ERROR", True)
 
 
-def test_the_consumer_apis_are_advertised_only_with_the_consumer_type() -> None:
+def test_the_consumer_apis_are_advertised_single_and_replicated() -> None:
     assert set(Broker(BrokerConfig(), consumer_machine=FakeMachine).served) >= {HB, DESCRIBE}
-    replicated = BrokerConfig(zookeeper="127.0.0.1:1", replication=_replication())
-    broker = Broker(replicated, consumer_machine=FakeMachine)
-    assert broker.groups.consumer is None
-    assert HB not in broker.served and DESCRIBE not in broker.served and HB not in broker.handlers
+    replicated = Broker(BrokerConfig(zookeeper="127.0.0.1:1", replication=_replication()))
+    consumer = replicated.groups.consumer
+    assert consumer is not None and getattr(consumer.machine, "replicated", False)
+    assert {HB, DESCRIBE} <= set(replicated.served) and HB in replicated.handlers
+    # the classic runner (the leadership listener) loads the consumer machine's partitions with its own
+    assert [r for r, _ in replicated.groups.classic.runner.co_runners] == [consumer.runner]
 
 
 def _join(group: str, member: str) -> JoinGroupRequest:
