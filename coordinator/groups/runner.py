@@ -41,7 +41,8 @@ Contract
   so members simply join again. The request that hit the failure is answered UNKNOWN_SERVER_ERROR
   (by the server, on :class:`GroupFailure`). A machine without ``reset_group`` (the consumer protocol's) is
   not reset: its heartbeats are never parked, so the failed request's answer is the only one lost, and its
-  timers stay armed (a member that stops heartbeating still expires). A response that cannot be converted fails only that
+  timers stay armed (a member that stops heartbeating still expires); a request of the group waiting for a write
+  outcome (replicated mode) is answered UNKNOWN_SERVER_ERROR. A response that cannot be converted fails only that
   request; an event that cannot be written to the history is logged.
 * Time is wall-clock milliseconds (record timestamps are meaningful across restarts).
 * Loading: :meth:`GroupRunner.load` replays the group log into the machine between
@@ -295,6 +296,10 @@ class GroupRunner:
         classic = self.classic
         if classic is None:
             log.error("group(s) %s: %s failed: %s", list(group_ids), what, error, exc_info=error)
+            for group_id in group_ids:  # a request waiting for a write outcome: answered UNKNOWN_SERVER_ERROR
+                for token in list(self._waiting.pop(group_id, ())):
+                    if token.fut is not None and not token.fut.done():
+                        token.fut.set_exception(GroupFailure(f"group {group_id}: {what} failed"))
             return
         log.error("group(s) %s: %s failed; resetting: %s", list(group_ids), what, error, exc_info=error)
         for group_id in group_ids:
