@@ -369,3 +369,37 @@ def test_describe_groups_of_a_consumer_group_is_dead_before_v6_and_not_found_fro
             "Group cg is not a classic group.",
             "Dead",
         )
+
+
+def test_a_classic_groups_v9_commit_carries_its_generation(rig: Rig) -> None:
+    joined = rig.loop.run_until_complete(rig.client.acall(_join("classic", ""), 3))
+    sync = SyncGroupRequest(
+        group_id="classic",
+        generation_id=joined.generation_id,
+        member_id=joined.member_id,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=[],
+    )
+    assert rig.loop.run_until_complete(rig.client.acall(sync, 5)).error_code == 0
+
+    def commit(generation: int) -> Any:
+        cls: Any = load_request_schema(8, 9)
+        topic_cls = nested(cls, "topics")
+        part_cls = nested(topic_cls, "partitions")
+        part = part_cls(
+            partition_index=0, committed_offset=9, committed_leader_epoch=-1, committed_metadata=""
+        )
+        body = cls(
+            group_id="classic",
+            generation_id_or_member_epoch=generation,
+            member_id=joined.member_id,
+            group_instance_id=None,
+            topics=(topic_cls(name="t", partitions=(part,)),),
+        )
+        return rig.call(ApiKey.OFFSET_COMMIT, 9, body).topics[0].partitions[0].error_code
+
+    # v9 carries the classic generation where a consumer group's member carries its epoch
+    assert commit(joined.generation_id) == KioError.none
+    assert commit(joined.generation_id + 1) == KioError.illegal_generation
+    assert rig.broker.machine.offsets.group_offsets("classic")[("t", 0)].offset == 9
