@@ -274,9 +274,9 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
         """Run a Kafka-protocol broker with the classic group coordinator (kio wire codec).
 
         Serves ApiVersions, Metadata, CreateTopics, CreatePartitions, Produce, Fetch, ListOffsets,
-        InitProducerId, DescribeCluster and the group APIs to unmodified Kafka clients; on a single broker (not
-        with --replication) also the consumer group protocol (KIP-848: ConsumerGroupHeartbeat,
-        ConsumerGroupDescribe), set with the --consumer-* options (Kafka 4's group.consumer.* defaults).
+        InitProducerId, DescribeCluster and the group APIs to unmodified Kafka clients, the consumer group
+        protocol (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe) included, set with the --consumer-*
+        options (Kafka 4's group.consumer.* defaults).
         """
         # deferred: start-up: the broker (kio wire codec) loads when the command runs, not for `herdlab --help`
         from coordinator.server import run_broker

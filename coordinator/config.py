@@ -81,8 +81,7 @@ class BrokerConfig:
     * ``metrics_interval_s``: how often request counters go to the history (0: only at shutdown).
     * ``ready_file``: written (``{"port": ..., "pid": ...}``) once the broker accepts connections.
     * ``group``: the group coordinator's settings.
-    * ``consumer``: the consumer group protocol's settings (Kafka 4's ``group.consumer.*``; served on a single
-      broker only).
+    * ``consumer``: the consumer group protocol's settings (Kafka 4's ``group.consumer.*``).
     * ``replication``: replication and the controller (:class:`ReplicationConfig`; off by default).
     """
 
