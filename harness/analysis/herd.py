@@ -10,8 +10,8 @@ Contract
   ``rebalance_begin``; first_watch: the ts_ns of the first member ``watch``, absent without one; leader_syncs: the broker's
   SyncGroup ``group_request`` events that carry assignments, i.e. the leader's, one per round),
   ``op`` (members' ZooKeeper requests of the rebalance by operation; offset writes are steady
-  state), ``api`` (broker coordination requests by API; the workload's clients, producer and
-  checker, are left out) and ``invoke`` (members: live just before the invoke; partitions: P then;
+  state), ``api`` (broker coordination requests by API, a ConsumerGroupHeartbeat only when it carries a
+  change; the workload's clients, producer and checker, are left out) and ``invoke`` (members: live just before the invoke; partitions: P then;
   see :meth:`~harness.analysis.facts.Facts.at_invoke`).
 * :func:`mntr_samples`: per unit, the ZooKeeper ``mntr`` samples (ts_ns, label, packets received).
 * :func:`unit_values`: per unit, what was measured: ``has_broker`` (a broker counter report),

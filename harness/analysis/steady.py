@@ -6,7 +6,8 @@ Contract
   marks: ``steady_window_ns`` (settling_end,
   else the unit's last event, minus stable), ``zk_commits`` (legacy members' offset writes to
   ZooKeeper in that window) and ``broker:<api>`` (the broker's counter reports in that window of
-  every API that is not a coordination API: Heartbeat, OffsetCommit, Fetch, Produce ...).
+  every API that is not a coordination API: Heartbeat, OffsetCommit, Fetch, Produce ...; and the
+  ConsumerGroupHeartbeat exchanges without a change, from their ``group_request`` events).
 * :func:`steady_fields`: the unit's ``steady`` entry in the metrics document: ``window_s`` and the
   rates ``zk_commits_per_s`` (None without a window) and ``broker_per_s`` (by API).
 
@@ -47,6 +48,9 @@ def unit_values(facts: Facts, control: Control) -> UnitValues:
                 for api, n in (e["requests"] or {}).items():
                     if api not in COORDINATION_APIS and n is not None:
                         broker[api] = broker.get(api, 0.0) + n
+            elif e["role"] == Role.BROKER and e["kind"] == Kind.GROUP_REQUEST and e.get("change") is False:
+                # a ConsumerGroupHeartbeat without a change: steady traffic of a coordination API
+                broker[e["api"]] = broker.get(e["api"], 0.0) + 1
         values["zk_commits"] = float(zk_commits)
         values.update({f"broker:{api}": n for api, n in broker.items()})
         out[k] = values
