@@ -29,11 +29,12 @@ from collections.abc import Callable
 from coordinator.api_keys import ApiKey
 from coordinator.cluster import ClusterView
 from coordinator.config import ReplicationConfig
+from coordinator.core.consumer.api import TopicsImage
 from coordinator.core.group.machine import GroupCoordinator
 from coordinator.groups.admin import DeleteGroupsApi, DescribeGroupsApi, ListGroupsApi
 from coordinator.groups.classic import ClassicGroups
 from coordinator.groups.codec import kio_error
-from coordinator.groups.consumer import ConsumerGroups, ConsumerMachine, StoreTopics
+from coordinator.groups.consumer import ClusterTopics, ConsumerGroups, ConsumerMachine, StoreTopics
 from coordinator.groups.find_coordinator import FindCoordinatorApi
 from coordinator.groups.log import GroupLog
 from coordinator.groups.offsets import OffsetCommitApi, OffsetFetchApi
@@ -87,7 +88,7 @@ class GroupApis:
         rejected: Counter[str] | None = None,
         replicated: ReplicatedLog | None = None,
         replication: ReplicationConfig | None = None,
-        consumer: Callable[[StoreTopics], ConsumerMachine] | None = None,
+        consumer: Callable[[TopicsImage], ConsumerMachine] | None = None,
     ) -> None:
         """``replicated`` switches the classic type to replicated mode (see
         :class:`~coordinator.groups.classic.ClassicGroups`) and the routing to :class:`OwnedRouting`. An
@@ -109,7 +110,8 @@ class GroupApis:
         )
         self.consumer: ConsumerGroups | None = None
         if consumer is not None:
-            topics = StoreTopics(store)
+            # replicated: the cluster's topics (a coordinator need not host a topic its groups consume)
+            topics: TopicsImage = StoreTopics(store) if replicated is None else ClusterTopics(cluster, store)
             self.consumer = ConsumerGroups(
                 consumer(topics),
                 topics,

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from coordinator.api_keys import ApiKey
+from coordinator.cluster import ClusterView
 from coordinator.context import RequestContext
 from coordinator.core.consumer import api as c
 from coordinator.core.group import api as g
@@ -49,7 +50,8 @@ from coordinator.groups.routing import Routing, other_coordinates
 from coordinator.groups.runner import GroupFailure, GroupRunner, Token, now_ms
 from coordinator.groups.store import TopicGroupStore
 from coordinator.groups.types import Handler
-from coordinator.topics import TopicStore
+from coordinator.ports import OFFSETS_TOPIC
+from coordinator.topics import TopicStore, replicated_topic_id
 from coordinator.wire import ZERO_TD, make, nested, response_class
 from harness.kernel.heartbeats import carries_change
 from harness.kernel.history import History
@@ -57,6 +59,7 @@ from harness.kernel.history import History
 __all__ = [
     "CONSUMER_IMPL",
     "ConsumerGroups",
+    "ClusterTopics",
     "ConsumerMachine",
     "StoreTopics",
     "decode_heartbeat",
@@ -126,6 +129,37 @@ class StoreTopics:
 
     def names(self) -> Iterable[str]:
         return [t.name for t in self.store]
+
+
+class ClusterTopics:
+    """Replicated mode's :class:`~coordinator.core.consumer.api.TopicsImage`: the topics the cluster view has
+    partition states of (what Metadata answers, not only what this broker hosts), with the ids Metadata gives
+    them (:func:`~coordinator.topics.replicated_topic_id`, or the local topic's)."""
+
+    def __init__(self, cluster: ClusterView, store: TopicStore) -> None:
+        self.cluster = cluster
+        self.store = store
+
+    def _meta(self, name: str) -> c.TopicMetadata | None:
+        parts = self.cluster.topic_partitions(name)
+        if not parts or name == OFFSETS_TOPIC:
+            return None
+        local = self.store.get(name)
+        topic_id = local.topic_id if local is not None else replicated_topic_id(name)
+        return c.TopicMetadata(topic_id, name, max(parts) + 1)
+
+    def by_name(self, name: str) -> c.TopicMetadata | None:
+        return self._meta(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> c.TopicMetadata | None:
+        for name in self.cluster.topic_names():
+            meta = self._meta(name)
+            if meta is not None and meta.topic_id == topic_id:
+                return meta
+        return None
+
+    def names(self) -> Iterable[str]:
+        return [n for n in self.cluster.topic_names() if n != OFFSETS_TOPIC]
 
 
 def _ms(value: datetime.timedelta) -> int:
