@@ -40,6 +40,10 @@ Contract
   refused, by reason; ``group_failure`` counts groups reset after an internal error, see
   :mod:`coordinator.groups.runner`). Nothing is written for an interval without requests. Cheap: two counter
   increments per request.
+* **Coordination events.** Every decoded request of a coordination API
+  (:data:`harness.kernel.events.COORDINATION_APIS`) is one ``group_request`` history event, written as it is
+  dispatched; a ConsumerGroupHeartbeat's is written by the consumer group type once its answer is known (it
+  carries the answer's epoch, error and whether the exchange carried a change: :mod:`coordinator.groups.consumer`).
 * **Replication** (``replication.enabled``): the broker runs a
   :class:`~coordinator.replicas.manager.ReplicaManager` (the data path of every partition: leader or follower)
   with its :class:`~coordinator.replicas.fetcher.FetcherManager`; the ZooKeeper registration is built with the
