@@ -119,6 +119,7 @@ class GroupApis:
                 history,
                 group_log,
                 classic_in_use=self.classic.in_use,
+                classic_holds=self.classic.holds,
                 offsets_partitions=cluster.offsets_partitions,
                 broker_id=broker_id,
                 clock=clock,

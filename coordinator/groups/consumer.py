@@ -254,7 +254,8 @@ class ConsumerGroups:
 
     ``topics``: the image the machine reads (ConsumerGroupDescribe names topic ids with it).
     ``classic_in_use(group_id)``: the classic type holds the group in a state other than Empty (a heartbeat for
-    it is then GROUP_ID_NOT_FOUND, see the contract)."""
+    it is then GROUP_ID_NOT_FOUND, see the contract); ``classic_holds(group_id)``: it holds the group at all
+    (ConsumerGroupDescribe answers such a group "Group <id> is not a consumer group.", as Kafka 4.1.1)."""
 
     name = "consumer"
 
@@ -267,6 +268,7 @@ class ConsumerGroups:
         group_log: GroupLog | None = None,
         *,
         classic_in_use: Callable[[str], bool] = lambda _gid: False,
+        classic_holds: Callable[[str], bool] = lambda _gid: False,
         offsets_partitions: int = 50,
         broker_id: int = 0,
         clock: Callable[[], int] = now_ms,
@@ -283,6 +285,7 @@ class ConsumerGroups:
         self.routing = routing
         self.history = history
         self.classic_in_use = classic_in_use
+        self.classic_holds = classic_holds
         self.broker_id = broker_id
         self.clock = clock
         self.runner = GroupRunner(
@@ -385,7 +388,13 @@ class ConsumerGroups:
         tp_cls = nested(assignment_cls, "topic_partitions")
         ids = list(req.group_ids)
         mine = [gid for gid in ids if not other_coordinates(self.routing, gid)]
-        described = {d.group_id: d for d in self.machine.consumer_group_describe(mine)} if mine else {}
+        classic = [gid for gid in mine if not self.machine.holds(gid) and self.classic_holds(gid)]
+        asked = [gid for gid in mine if gid not in classic]
+        described = {d.group_id: d for d in self.machine.consumer_group_describe(asked)} if asked else {}
+        for gid in classic:
+            described[gid] = c.DescribedConsumerGroup(
+                gid, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group."
+            )
 
         def name_of(topic_id: uuid.UUID) -> str:
             meta = self.topics.by_id(topic_id)

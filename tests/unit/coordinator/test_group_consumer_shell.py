@@ -403,3 +403,13 @@ def test_a_classic_groups_v9_commit_carries_its_generation(rig: Rig) -> None:
     assert commit(joined.generation_id) == KioError.none
     assert commit(joined.generation_id + 1) == KioError.illegal_generation
     assert rig.broker.machine.offsets.group_offsets("classic")[("t", 0)].offset == 9
+
+
+def test_consumer_group_describe_of_a_classic_group_says_it_is_not_a_consumer_group(rig: Rig) -> None:
+    rig.loop.run_until_complete(rig.client.acall(_join("classic", ""), 3))
+    cls: Any = load_request_schema(69, 0)
+    r = rig.call(DESCRIBE, 0, cls(group_ids=("classic",), include_authorized_operations=False))
+    # as Apache Kafka 4.1.1 answers it (asked over the wire)
+    assert [(d.group_id, d.error_code, d.error_message) for d in r.groups] == [
+        ("classic", KioError.group_id_not_found, "Group classic is not a consumer group.")
+    ]
