@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from coordinator.config import DEFAULT_MAX_REQUEST_BYTES, BrokerConfig, ReplicationConfig
+from coordinator.core.consumer.config import ASSIGNOR_NAMES, ConsumerGroupConfig
 from coordinator.core.group.config import GroupConfig
 from harness.kernel.errors import ConfigError, HerdlabError
 from harness.kernel.history import History
@@ -18,6 +19,7 @@ from harness.kernel.history import History
 __all__ = ["HistoryOpener", "broker", "broker_command"]
 
 _G = GroupConfig()  # defaults (slots dataclass: read them from an instance)
+_C = ConsumerGroupConfig()
 
 
 HistoryOpener = Callable[[Path, str], History]
@@ -129,6 +131,63 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
         help="offset.metadata.max.bytes",
     )
     @click.option(
+        "--consumer-heartbeat-interval-ms",
+        type=int,
+        default=_C.heartbeat_interval_ms,
+        show_default=True,
+        help="group.consumer.heartbeat.interval.ms: the interval the consumer protocol's members heartbeat at.",
+    )
+    @click.option(
+        "--consumer-min-heartbeat-interval-ms",
+        type=int,
+        default=_C.min_heartbeat_interval_ms,
+        show_default=True,
+        help="group.consumer.min.heartbeat.interval.ms",
+    )
+    @click.option(
+        "--consumer-max-heartbeat-interval-ms",
+        type=int,
+        default=_C.max_heartbeat_interval_ms,
+        show_default=True,
+        help="group.consumer.max.heartbeat.interval.ms",
+    )
+    @click.option(
+        "--consumer-session-timeout-ms",
+        type=int,
+        default=_C.session_timeout_ms,
+        show_default=True,
+        help="group.consumer.session.timeout.ms: a consumer-protocol member without a heartbeat this long is "
+        "removed.",
+    )
+    @click.option(
+        "--consumer-min-session-timeout-ms",
+        type=int,
+        default=_C.min_session_timeout_ms,
+        show_default=True,
+        help="group.consumer.min.session.timeout.ms",
+    )
+    @click.option(
+        "--consumer-max-session-timeout-ms",
+        type=int,
+        default=_C.max_session_timeout_ms,
+        show_default=True,
+        help="group.consumer.max.session.timeout.ms",
+    )
+    @click.option(
+        "--consumer-max-size",
+        type=int,
+        default=_C.max_size,
+        show_default=True,
+        help="group.consumer.max.size",
+    )
+    @click.option(
+        "--consumer-assignors",
+        default=",".join(_C.assignors),
+        show_default=True,
+        help=f"group.consumer.assignors: server-side assignors by name ({', '.join(ASSIGNOR_NAMES)}), "
+        "comma-separated; the first is the default.",
+    )
+    @click.option(
         "--replication/--no-replication",
         default=False,
         show_default=True,
@@ -194,6 +253,14 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
         group_initial_rebalance_delay_ms: int,
         group_max_size: int,
         offset_metadata_max_bytes: int,
+        consumer_heartbeat_interval_ms: int,
+        consumer_min_heartbeat_interval_ms: int,
+        consumer_max_heartbeat_interval_ms: int,
+        consumer_session_timeout_ms: int,
+        consumer_min_session_timeout_ms: int,
+        consumer_max_session_timeout_ms: int,
+        consumer_max_size: int,
+        consumer_assignors: str,
         replication: bool,
         default_replication_factor: int | None,
         offsets_topic_replication_factor: int,
@@ -207,7 +274,9 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
         """Run a Kafka-protocol broker with the classic group coordinator (kio wire codec).
 
         Serves ApiVersions, Metadata, CreateTopics, CreatePartitions, Produce, Fetch, ListOffsets,
-        InitProducerId, DescribeCluster and the group APIs to unmodified Kafka clients.
+        InitProducerId, DescribeCluster and the group APIs to unmodified Kafka clients, the consumer group
+        protocol (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe) included, set with the --consumer-*
+        options (Kafka 4's group.consumer.* defaults).
         """
         # deferred: start-up: the broker (kio wire codec) loads when the command runs, not for `herdlab --help`
         from coordinator.server import run_broker
@@ -221,6 +290,17 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
                 max_session_timeout_ms=group_max_session_timeout_ms,
                 initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
                 max_size=group_max_size,
+                offset_metadata_max_bytes=offset_metadata_max_bytes,
+            )
+            consumer = ConsumerGroupConfig(
+                heartbeat_interval_ms=consumer_heartbeat_interval_ms,
+                min_heartbeat_interval_ms=consumer_min_heartbeat_interval_ms,
+                max_heartbeat_interval_ms=consumer_max_heartbeat_interval_ms,
+                session_timeout_ms=consumer_session_timeout_ms,
+                min_session_timeout_ms=consumer_min_session_timeout_ms,
+                max_session_timeout_ms=consumer_max_session_timeout_ms,
+                max_size=consumer_max_size,
+                assignors=tuple(a.strip() for a in consumer_assignors.split(",") if a.strip()),
                 offset_metadata_max_bytes=offset_metadata_max_bytes,
             )
         except ValueError as e:
@@ -239,6 +319,7 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
             metrics_interval_s=metrics_interval,
             ready_file=ready_file,
             group=group,
+            consumer=consumer,
             replication=ReplicationConfig(
                 enabled=replication,
                 default_replication_factor=default_replication_factor,

@@ -1,10 +1,12 @@
-"""Broker settings (everything but the group coordinator's own :class:`GroupConfig`)."""
+"""Broker settings (everything but the group coordinators' own :class:`GroupConfig` and
+:class:`ConsumerGroupConfig`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coordinator.core.consumer.config import ConsumerGroupConfig
 from coordinator.core.group.config import GroupConfig
 from harness.kernel.errors import ConfigError
 
@@ -79,6 +81,7 @@ class BrokerConfig:
     * ``metrics_interval_s``: how often request counters go to the history (0: only at shutdown).
     * ``ready_file``: written (``{"port": ..., "pid": ...}``) once the broker accepts connections.
     * ``group``: the group coordinator's settings.
+    * ``consumer``: the consumer group protocol's settings (Kafka 4's ``group.consumer.*``).
     * ``replication``: replication and the controller (:class:`ReplicationConfig`; off by default).
     """
 
@@ -96,6 +99,7 @@ class BrokerConfig:
     ready_file: Path | None = None
     cluster_id: str = "herdlab-cluster"
     group: GroupConfig = field(default_factory=GroupConfig)
+    consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
     replication: ReplicationConfig = field(default_factory=ReplicationConfig)
 
     def __post_init__(self) -> None:

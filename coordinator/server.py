@@ -40,6 +40,10 @@ Contract
   refused, by reason; ``group_failure`` counts groups reset after an internal error, see
   :mod:`coordinator.groups.runner`). Nothing is written for an interval without requests. Cheap: two counter
   increments per request.
+* **Coordination events.** Every decoded request of a coordination API
+  (:data:`harness.kernel.events.COORDINATION_APIS`) is one ``group_request`` history event, written as it is
+  dispatched; a ConsumerGroupHeartbeat's is written by the consumer group type once its answer is known (it
+  carries the answer's epoch, error and whether the exchange carried a change: :mod:`coordinator.groups.consumer`).
 * **Replication** (``replication.enabled``): the broker runs a
   :class:`~coordinator.replicas.manager.ReplicaManager` (the data path of every partition: leader or follower)
   with its :class:`~coordinator.replicas.fetcher.FetcherManager`; the ZooKeeper registration is built with the
@@ -74,11 +78,15 @@ from coordinator.api_keys import ApiKey
 from coordinator.cluster import ClusterView
 from coordinator.config import BrokerConfig
 from coordinator.context import RequestContext
+from coordinator.core.consumer.api import TopicsImage
+from coordinator.core.consumer.machine import ConsumerGroupCoordinator
 from coordinator.core.group.machine import GroupCoordinator
+from coordinator.core.group.offsets import OffsetManager
 from coordinator.dataplane import DATA_VERSIONS, DataPlane
 from coordinator.dataplane.local import LocalBackend
 from coordinator.dataplane.replicated import ReplicatedBackend
 from coordinator.groups import GROUP_VERSIONS, GroupApis
+from coordinator.groups.consumer import ConsumerMachine
 from coordinator.groups.log import GroupLog
 from coordinator.groups.runner import GroupFailure
 from coordinator.replicas.fetcher import FetcherManager
@@ -272,13 +280,16 @@ class Broker:
         machine: GroupCoordinator | None = None,
         cluster: ClusterView | None = None,
         zk_factory: Callable[..., Any] | None = None,
+        consumer_machine: Callable[[TopicsImage, OffsetManager], ConsumerMachine] | None = None,
     ) -> None:
         """``history`` receives ``broker_request`` counters and group events (the harness passes its
         writer, source ``broker-<id>``, role ``broker``); None drops them. The broker closes it at stop.
 
         ``cluster`` and ``zk_factory`` (called as :class:`coordinator.zookeeper.registration.ZkRegistration`
         is) replace the cluster view and the ZooKeeper registration: tests of the replicated data path feed
-        partition states themselves."""
+        partition states themselves. ``consumer_machine(topics, offsets)`` makes the consumer group type's machine
+        over the broker's topics and the classic machine's offsets (default: ``ConsumerGroupCoordinator`` with
+        ``config.consumer``; tests give a fake one)."""
         self.config = config
         self.history: History = history if history is not None else NullHistory()
         data_dir = Path(config.data_dir) if config.data_dir is not None else None
@@ -315,16 +326,23 @@ class Broker:
             broker_id=config.broker_id,
             known_topic=self._known_topic,
             rejected=self.rejected,
+            consumer=lambda topics: (consumer_machine or self._consumer_machine)(
+                topics, self.machine.offsets
+            ),
             **group_extra,
         )
-        self.served = dict(SERVED_VERSIONS)
+        self.served = {ApiKey.API_VERSIONS: SERVED_VERSIONS[ApiKey.API_VERSIONS], **DATA_VERSIONS}
+        self.served.update(self.groups.versions())
         self.handlers: dict[int, Callable[[RequestContext, Any], Any]] = {
             ApiKey.API_VERSIONS: self.api_versions,
             **self.data.handlers(),
             **self.groups.handlers(),
         }
         self.requests: Counter[int] = Counter()
-        self._coordination_keys = frozenset(k for k, n in API_NAMES.items() if n in COORDINATION_APIS)
+        # ConsumerGroupHeartbeat's event needs its answer: the consumer group type writes it (coordinator.groups.consumer)
+        self._coordination_keys = frozenset(
+            k for k, n in API_NAMES.items() if n in COORDINATION_APIS and k != ApiKey.CONSUMER_GROUP_HEARTBEAT
+        )
         self.handling_ns: Counter[int] = Counter()
         self._reported: Counter[int] = Counter()
         self._reported_rejected: Counter[str] = Counter()
@@ -340,6 +358,10 @@ class Broker:
         self._bg: set[asyncio.Task[Any]] = set()
         self._stopped = asyncio.Event()
         self.loaded = asyncio.Event()
+
+    def _consumer_machine(self, topics: TopicsImage, offsets: OffsetManager) -> ConsumerMachine:
+        """The consumer group protocol's machine over ``topics``, sharing the classic machine's ``offsets``."""
+        return ConsumerGroupCoordinator(self.config.consumer, topics, offsets=offsets)
 
     def _known_topic(self, name: str) -> bool:
         if self.store.get(name) is not None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -96,8 +97,14 @@ class ReplicatedBackend:
         missing: list[str] = []
         for ref in wanted:
             name = ref.name
-            if name is None:
-                entries.append((None, ErrorCode.invalid_request))  # topic ids: not in replicated mode
+            if name is None and ref.topic_id is not None and ref.topic_id.int != 0:
+                # by id (v10+: a consumer-protocol member resolves its assignment's topic ids so)
+                known = next(
+                    (n for n in self.cluster.topic_names() if self._topic_id(n) == ref.topic_id), None
+                )
+                entries.append((known, ErrorCode.none) if known else (None, ErrorCode.unknown_topic_id))
+            elif name is None:
+                entries.append((None, ErrorCode.invalid_request))
             elif self.cluster.topic_partitions(name):
                 entries.append((name, ErrorCode.none))
             elif not allow_auto or self.create_topic is None:
@@ -134,6 +141,11 @@ class ReplicatedBackend:
                 log.warning("auto-creating topic %s failed: %s", name, e)
         return self._metas(entries)
 
+    def _topic_id(self, name: str) -> uuid.UUID:
+        """The id Metadata gives topic ``name``: the local topic's, else the one every broker derives."""
+        local = self.store.get(name)
+        return local.topic_id if local is not None else replicated_topic_id(name)
+
     def _metas(self, entries: list[tuple[str | None, ErrorCode]]) -> list[TopicMeta]:
         """The topics of ``entries`` from the partition states recorded now."""
         live = set(self.cluster.node_ids())
@@ -159,8 +171,7 @@ class ReplicatedBackend:
                         tuple(b for b in info.replicas if b not in live),
                     )
                 )
-            local = self.store.get(name) if name is not None else None
-            topic_id = local.topic_id if local is not None else replicated_topic_id(name or "")
+            topic_id = self._topic_id(name) if name is not None else ZERO_UUID
             topics.append(TopicMeta(name, topic_id, error, name == OFFSETS_TOPIC, tuple(partitions)))
         return topics
 

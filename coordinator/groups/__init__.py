@@ -5,6 +5,10 @@
 * :mod:`~coordinator.groups.classic` -- the classic type: JoinGroup, SyncGroup, Heartbeat, LeaveGroup over the
   pure machine (:mod:`coordinator.core.group`) and its runner (:mod:`coordinator.groups.runner`: timers, durable log,
   responses, history events, loud failures);
+* :mod:`~coordinator.groups.consumer` -- the consumer type (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe
+  over the consumer protocol's pure machine (:mod:`coordinator.core.consumer`) and a runner of its own, beside the
+  classic type; in replicated mode both machines own groups per ``__consumer_offsets`` partition and the classic
+  runner (the leadership listener) loads and unloads both (:attr:`~coordinator.groups.runner.GroupRunner.co_runners`);
 * :mod:`~coordinator.groups.offsets` -- OffsetCommit, OffsetFetch; :mod:`~coordinator.groups.admin` --
   DescribeGroups, ListGroups, DeleteGroups; :mod:`~coordinator.groups.find_coordinator` -- FindCoordinator (from
   the cluster view; no group type models it);
@@ -25,10 +29,12 @@ from collections.abc import Callable
 from coordinator.api_keys import ApiKey
 from coordinator.cluster import ClusterView
 from coordinator.config import ReplicationConfig
+from coordinator.core.consumer.api import TopicsImage
 from coordinator.core.group.machine import GroupCoordinator
 from coordinator.groups.admin import DeleteGroupsApi, DescribeGroupsApi, ListGroupsApi
 from coordinator.groups.classic import ClassicGroups
 from coordinator.groups.codec import kio_error
+from coordinator.groups.consumer import ClusterTopics, ConsumerGroups, ConsumerMachine, StoreTopics
 from coordinator.groups.find_coordinator import FindCoordinatorApi
 from coordinator.groups.log import GroupLog
 from coordinator.groups.offsets import OffsetCommitApi, OffsetFetchApi
@@ -39,12 +45,19 @@ from coordinator.ports import ReplicatedLog
 from coordinator.topics import TopicStore
 from harness.kernel.history import History
 
-__all__ = ["GROUP_VERSIONS", "GroupApis", "kio_error"]
+__all__ = ["CONSUMER_VERSIONS", "GROUP_VERSIONS", "GroupApis", "kio_error"]
 
-#: API key -> (min, max) served by :class:`GroupApis`.
+#: API key -> (min, max) of the consumer type's own APIs (served only with the consumer type).
+CONSUMER_VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
+}
+
+#: API key -> (min, max) served by :class:`GroupApis` (OffsetCommit / OffsetFetch v9: a consumer group's member
+#: epoch; a classic group's v9 commit carries its generation as before).
 GROUP_VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKey.OFFSET_COMMIT: (2, 8),
-    ApiKey.OFFSET_FETCH: (1, 8),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (1, 9),
     ApiKey.FIND_COORDINATOR: (0, 4),
     ApiKey.JOIN_GROUP: (0, 9),
     ApiKey.HEARTBEAT: (0, 4),
@@ -53,11 +66,13 @@ GROUP_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 6),
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),
+    **CONSUMER_VERSIONS,
 }
 
 
 class GroupApis:
-    """Group APIs of the broker: the shared adapters over the group types (today the classic one)."""
+    """Group APIs of the broker: the shared adapters over the group types (the classic one, and the consumer one
+    when it is given its machine)."""
 
     def __init__(
         self,
@@ -73,10 +88,13 @@ class GroupApis:
         rejected: Counter[str] | None = None,
         replicated: ReplicatedLog | None = None,
         replication: ReplicationConfig | None = None,
+        consumer: Callable[[TopicsImage], ConsumerMachine] | None = None,
     ) -> None:
         """``replicated`` switches the classic type to replicated mode (see
         :class:`~coordinator.groups.classic.ClassicGroups`) and the routing to :class:`OwnedRouting`. An
-        OffsetCommit's topic is known if the store has it, else if ``known_topic`` says so (default: the store)."""
+        OffsetCommit's topic is known if the store has it, else if ``known_topic`` says so (default: the store).
+        ``consumer`` makes the consumer type's machine over the broker's topics (it must share the classic
+        machine's offsets); without it the consumer type is not served."""
         routing: Routing = OwnedRouting() if replicated is not None else HashRouting(cluster)
         self.classic = ClassicGroups(
             machine,
@@ -90,7 +108,30 @@ class GroupApis:
             replicated=replicated,
             replication=replication,
         )
-        self.types = GroupTypes([self.classic])
+        self.consumer: ConsumerGroups | None = None
+        if consumer is not None:
+            # replicated: the cluster's topics (a coordinator need not host a topic its groups consume)
+            topics: TopicsImage = StoreTopics(store) if replicated is None else ClusterTopics(cluster, store)
+            self.consumer = ConsumerGroups(
+                consumer(topics),
+                topics,
+                routing,
+                history,
+                group_log,
+                classic_in_use=self.classic.in_use,
+                classic_holds=self.classic.holds,
+                offsets_partitions=cluster.offsets_partitions,
+                broker_id=broker_id,
+                clock=clock,
+                rejected=rejected,
+                store=self.classic.topic_store,
+            )
+            self.classic.held_elsewhere = self.consumer.holds
+            if replicated is not None:
+                self.classic.runner.co_runners.append(
+                    (self.consumer.runner, self.consumer.machine.takes_record)
+                )
+        self.types = GroupTypes([self.classic] if self.consumer is None else [self.classic, self.consumer])
         self._handlers: dict[int, Handler] = {
             ApiKey.FIND_COORDINATOR: FindCoordinatorApi(cluster),
             ApiKey.OFFSET_COMMIT: OffsetCommitApi(
@@ -105,8 +146,15 @@ class GroupApis:
             self._handlers.update(group_type.handlers())
 
     def handlers(self) -> dict[int, Handler]:
-        """API key -> handler, for every key of :data:`GROUP_VERSIONS`."""
+        """API key -> handler, for every key of :meth:`versions`."""
         return dict(self._handlers)
+
+    def versions(self) -> dict[int, tuple[int, int]]:
+        """API key -> (min, max) these group APIs serve: :data:`GROUP_VERSIONS`, without the consumer type's own
+        APIs when it is not served."""
+        if self.consumer is not None:
+            return dict(GROUP_VERSIONS)
+        return {k: v for k, v in GROUP_VERSIONS.items() if k not in CONSUMER_VERSIONS}
 
     @property
     def machine(self) -> GroupCoordinator:
@@ -119,17 +167,25 @@ class GroupApis:
         return self.classic.runner
 
     async def load(self) -> tuple[int, int]:
-        """Load the groups (see :meth:`ClassicGroups.load`)."""
+        """Load the groups (see :meth:`ClassicGroups.load`); with the consumer type, one replay of the group log
+        gives each record to the machine that takes it (the consumer machine's ``takes_record``), the rest to the
+        classic machine."""
+        if self.consumer is not None:
+            return await self.classic.load(also=[(self.consumer.runner, self.consumer.machine.takes_record)])
         return await self.classic.load()
 
     @property
     def loading(self) -> bool:
         """True while groups load."""
-        return self.classic.loading
+        return self.classic.loading or (self.consumer is not None and self.consumer.loading)
 
     def cancel_timers(self) -> None:
         self.classic.runner.cancel_timers()
+        if self.consumer is not None:
+            self.consumer.runner.cancel_timers()
 
     @property
     def timer_count(self) -> int:
-        return self.classic.runner.timer_count
+        return self.classic.runner.timer_count + (
+            self.consumer.runner.timer_count if self.consumer is not None else 0
+        )

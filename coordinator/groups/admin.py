@@ -1,9 +1,13 @@
 """DescribeGroups v0-6, ListGroups v0-5, DeleteGroups v0-2 over every group type.
 
+DescribeGroups of a group a type answers GROUP_ID_NOT_FOUND for (Kafka 4: a consumer group, "Group <id> is not a
+classic group.") is that error with its message from v6, and Dead without error before (as Kafka 4 answers).
+
 A group this broker does not coordinate (the routing) is NOT_COORDINATOR in DescribeGroups and DeleteGroups; the
 others go to the type holding each group (:meth:`~coordinator.groups.types.GroupTypes.split`) and the answers
 keep the request's order. ListGroups lists every type's groups whose type passes the request's ``types_filter``
-(v5; none: all types), each tagged with its type's name; its error is the first type's error that is not NONE.
+(v5; none: all types), each tagged with its type's name (a group id is listed once, by the type holding it);
+its error is the first type's error that is not NONE.
 """
 
 from __future__ import annotations
@@ -42,11 +46,15 @@ class DescribeGroupsApi:
             d = described.get(gid)
             if d is None:
                 d = g.DescribedGroup(gid, ErrorCode.NOT_COORDINATOR, "")
+            error, message = d.error, d.error_message
+            if error == ErrorCode.GROUP_ID_NOT_FOUND and ctx.api_version < 6:
+                # KafkaApis: before v6 a group that is not found (or not a classic group) is Dead without error
+                error, message = ErrorCode.NONE, None
             groups.append(
                 make(
                     group_cls,
-                    error_code=kio_error(d.error),
-                    error_message=None,
+                    error_code=kio_error(error),
+                    error_message=message,
                     group_id=gid,
                     group_state=d.state,
                     protocol_type=d.protocol_type,
@@ -96,6 +104,7 @@ class ListGroupsApi:
                         group_type=t.name,
                     )
                     for x in r.groups
+                    if self.types.for_group(x.group_id) is t  # a group id one type took over from another
                 )
         return make(cls, throttle_time=ZERO_TD, error_code=kio_error(error), groups=tuple(listed))
 

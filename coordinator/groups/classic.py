@@ -9,12 +9,17 @@ of the shared APIs (:class:`~coordinator.groups.types.GroupType`) goes to the sa
 (:class:`~coordinator.core.group.offsets.OffsetManager`, ``machine.offsets``) hold every group's commits: a second
 type's machine can be given the same manager. ``replicated=`` switches the machine to owning groups per ``__consumer_offsets`` partition (see
 :class:`ClassicGroups`).
+
+A group id another type holds (:attr:`ClassicGroups.held_elsewhere`: a consumer group) is refused, as Kafka 4
+answers classic requests for a consumer group whose members are not classic-protocol members (herdlab's consumer
+groups have none: no online migration): JoinGroup INCONSISTENT_GROUP_PROTOCOL (``throwIfClassicProtocolIsNotSupported``),
+SyncGroup, Heartbeat and each LeaveGroup member UNKNOWN_MEMBER_ID (``throwIfMemberDoesNotUseClassicProtocol``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordinator.api_keys import ApiKey
@@ -23,6 +28,7 @@ from coordinator.context import RequestContext
 from coordinator.core.group import api as g
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.machine import GroupCoordinator
+from coordinator.core.group.records import Record
 from coordinator.groups.codec import kio_error
 from coordinator.groups.log import GroupLog
 from coordinator.groups.routing import Routing, other_coordinates
@@ -67,6 +73,8 @@ class ClassicGroups:
         if replicated is not None:
             machine.own_by_partition(offsets_partitions)
             topic_store = TopicGroupStore(replicated, offsets_partitions, replication or ReplicationConfig())
+        #: Replicated mode: the ``__consumer_offsets`` store (another group type's runner writes to it too).
+        self.topic_store = topic_store
         self.runner = GroupRunner(
             machine,
             history,
@@ -78,6 +86,8 @@ class ClassicGroups:
             offsets_partitions=offsets_partitions,
         )
         self.clock = clock
+        #: True for a group id another group type holds (set by the broker's group APIs).
+        self.held_elsewhere: Callable[[str], bool] = lambda _group_id: False
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -89,14 +99,17 @@ class ClassicGroups:
 
     # ------------------------------------------------------------------ the runner's life cycle
 
-    async def load(self) -> tuple[int, int]:
-        """Replay the group log into the machine (:meth:`GroupRunner.load`). Replicated mode: register the
-        runner as the ``__consumer_offsets`` leadership listener instead (each partition this broker leads is
-        then loaded as it is elected); returns (0, 0)."""
+    async def load(
+        self, also: Sequence[tuple[GroupRunner, Callable[[Record], bool]]] = ()
+    ) -> tuple[int, int]:
+        """Replay the group log into the machine (:meth:`GroupRunner.load`; ``also``: the runners of other group
+        types sharing the log, each with the records it takes). Replicated mode: register the runner as the
+        ``__consumer_offsets`` leadership listener instead (each partition this broker leads is then loaded as it
+        is elected); returns (0, 0)."""
         if self.replicated is not None:
             self.replicated.add_leadership_listener(OFFSETS_TOPIC, self.runner)
             return 0, 0
-        return await self.runner.load()
+        return await self.runner.load(also)
 
     @property
     def loading(self) -> bool:
@@ -107,6 +120,12 @@ class ClassicGroups:
 
     def holds(self, group_id: str) -> bool:
         return self.machine.group(group_id) is not None
+
+    def in_use(self, group_id: str) -> bool:
+        """True if this type holds ``group_id`` in a state other than Empty or Dead (Kafka's
+        ``isEmptyClassicGroup`` is false): a consumer-protocol member may not take it over."""
+        group = self.machine.group(group_id)
+        return group is not None and group.state not in (g.GroupState.EMPTY, g.GroupState.DEAD)
 
     def offset_commit(
         self, req: g.OffsetCommitRequest, convert: Callable[[g.OffsetCommitResponse], Any]
@@ -168,6 +187,10 @@ class ClassicGroups:
 
         if other_coordinates(self.routing, req.group_id):
             return convert(g.JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=req.member_id))
+        if self.held_elsewhere(req.group_id):
+            return convert(
+                g.JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id)
+            )
         token = Token(convert, req.group_id, "JoinGroup")
         mreq = g.JoinGroupRequest(
             group_id=req.group_id,
@@ -206,6 +229,8 @@ class ClassicGroups:
             return convert(g.SyncGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
         if other_coordinates(self.routing, req.group_id):
             return convert(g.SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
+        if self.held_elsewhere(req.group_id):
+            return convert(g.SyncGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
         token = Token(convert, req.group_id, "SyncGroup")
         mreq = g.SyncGroupRequest(
             group_id=req.group_id,
@@ -232,6 +257,8 @@ class ClassicGroups:
 
         if other_coordinates(self.routing, req.group_id):
             return convert(g.HeartbeatResponse(ErrorCode.NOT_COORDINATOR))
+        if self.held_elsewhere(req.group_id):
+            return convert(g.HeartbeatResponse(ErrorCode.UNKNOWN_MEMBER_ID))
         token = Token(convert, req.group_id, "Heartbeat")
         mreq = g.HeartbeatRequest(
             group_id=req.group_id,
@@ -280,6 +307,13 @@ class ClassicGroups:
         else:
             members = [(m.member_id, m.group_instance_id) for m in req.members]
             reason = next((m.reason for m in req.members if getattr(m, "reason", None)), None)
+        if self.held_elsewhere(req.group_id):
+            return convert(
+                g.LeaveGroupResponse(
+                    ErrorCode.NONE,
+                    [g.LeaveGroupMemberResult(mid, iid, ErrorCode.UNKNOWN_MEMBER_ID) for mid, iid in members],
+                )
+            )
         token = Token(convert, req.group_id, "LeaveGroup")
         mreq = g.LeaveGroupRequest(group_id=req.group_id, members=members, reason=reason)
         return self.runner.call(

@@ -1,4 +1,8 @@
-"""OffsetCommit v2-8 and OffsetFetch v1-8: kio requests in, the group type holding the group, kio responses out.
+"""OffsetCommit v2-9 and OffsetFetch v1-9: kio requests in, the group type holding the group, kio responses out.
+
+v9 of both: a consumer group's member commits with its member epoch in ``generation_id_or_member_epoch`` (a classic
+group's member with its generation, as before) and fetches with its member id and epoch, which the group type
+checks (a consumer group: STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; a classic group ignores them).
 
 OffsetCommit answers unknown topics / partitions UNKNOWN_TOPIC_OR_PARTITION itself (KafkaApis does, before the
 coordinator); only the rest reaches the group type, or gets NOT_COORDINATOR when the routing says so (an empty
@@ -97,6 +101,7 @@ class OffsetCommitApi:
             generation_id=req.generation_id_or_member_epoch,
             member_id=req.member_id,
             group_instance_id=getattr(req, "group_instance_id", None),
+            api_version=ctx.api_version,
         )
         return self.types.for_group(req.group_id).offset_commit(mreq, convert)
 
@@ -108,11 +113,24 @@ class OffsetFetchApi:
         self.types = types
         self.routing = routing
 
-    def _fetch_group(self, group_id: str, topics: Any, require_stable: bool) -> g.OffsetFetchResponse:
+    def _fetch_group(
+        self,
+        group_id: str,
+        topics: Any,
+        require_stable: bool,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> g.OffsetFetchResponse:
         if self.routing.not_coordinator(group_id):
             return g.OffsetFetchResponse(ErrorCode.NOT_COORDINATOR)
         parts = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
-        request = g.OffsetFetchRequest(group_id=group_id, partitions=parts, require_stable=require_stable)
+        request = g.OffsetFetchRequest(
+            group_id=group_id,
+            partitions=parts,
+            require_stable=require_stable,
+            member_id=member_id,
+            member_epoch=member_epoch,
+        )
         return self.types.for_group(group_id).offset_fetch(request)
 
     @staticmethod
@@ -144,7 +162,13 @@ class OffsetFetchApi:
             topic_cls = nested(group_cls, "topics")
             groups = []
             for rg in req.groups:
-                r = self._fetch_group(rg.group_id, rg.topics, require_stable)
+                r = self._fetch_group(
+                    rg.group_id,
+                    rg.topics,
+                    require_stable,
+                    getattr(rg, "member_id", None),
+                    getattr(rg, "member_epoch", -1),
+                )
                 groups.append(
                     make(
                         group_cls,

@@ -1,8 +1,12 @@
 # pyright: strict
-"""The effect runner: the asyncio shell that runs the pure :class:`~coordinator.core.group.machine.GroupCoordinator`.
+"""The effect runner: the asyncio shell that runs a pure group machine, the classic
+:class:`~coordinator.core.group.machine.GroupCoordinator` or the consumer protocol's
+``ConsumerGroupCoordinator`` (:class:`Machine`: what the runner asks of either).
 
 The kio adapters (:mod:`coordinator.groups`) turn requests into machine calls; this module runs those calls and
-applies the effects the machine returns. It knows nothing of the wire.
+applies the effects the machine returns. It knows nothing of the wire. What only the classic machine offers
+(resetting a failed group, two-phase writes, replicated mode, the wedge check of PreparingRebalance) is used
+only when the runner runs the classic machine.
 
 Contract
 --------
@@ -23,8 +27,9 @@ Contract
     (:meth:`~coordinator.core.group.machine.GroupCoordinator.persisted`), which answers the request behind it; a
     commit refused by its append also gives a ``fenced`` event (what ``commit``, the append's error name).
     Other records are appended in the background per offsets partition and a failure is only logged;
-  - ``Emit`` events go to the history with ``impl="coordinator"`` and the broker id; group state
-    transitions also get one INFO log line naming group, generation and members.
+  - ``Emit`` events go to the history with the runner's ``impl`` (``"coordinator"`` for the classic machine,
+    ``"consumer"`` for the consumer protocol's) and the broker id; group state transitions also get one INFO log
+    line naming the group.
 
 * **Failures are loud, never a wedge.** Every machine call (a request or a timer) runs through
   :meth:`GroupRunner.run`: if the machine raises, if applying an effect fails (a group-log write, a
@@ -34,12 +39,18 @@ Contract
   every parked JoinGroup / SyncGroup of it is answered (UNKNOWN_MEMBER_ID, or UNKNOWN_SERVER_ERROR
   when its answer was lost in the failure), its timers go, and it continues Empty with its offsets,
   so members simply join again. The request that hit the failure is answered UNKNOWN_SERVER_ERROR
-  (by the server, on :class:`GroupFailure`). A response that cannot be converted fails only that
+  (by the server, on :class:`GroupFailure`). A machine without ``reset_group`` (the consumer protocol's) is
+  not reset: its heartbeats are never parked, so the failed request's answer is the only one lost, and its
+  timers stay armed (a member that stops heartbeating still expires); a request of the group waiting for a write
+  outcome (replicated mode) is answered UNKNOWN_SERVER_ERROR. A response that cannot be converted fails only that
   request; an event that cannot be written to the history is logged.
 * Time is wall-clock milliseconds (record timestamps are meaningful across restarts).
 * Loading: :meth:`GroupRunner.load` replays the group log into the machine between
   ``begin_loading`` and ``finish_loading``, yielding to the event loop between chunks, so requests
-  arriving meanwhile are answered by the machine (COORDINATOR_LOAD_IN_PROGRESS).
+  arriving meanwhile are answered by the machine (COORDINATOR_LOAD_IN_PROGRESS). Several machines share one
+  group log: ``load(also=...)`` gives each record to the runner whose ``takes`` predicate holds for it (by
+  record type), each machine loading between its own ``begin_loading`` and ``finish_loading``, whose effects
+  (timers) its own runner applies.
 * Replicated mode: the runner is the ``__consumer_offsets``
   :class:`~coordinator.ports.LeadershipListener`. :meth:`GroupRunner.on_became_leader` loads the partition's
   committed records in the background (events ``coordinator_load`` begin, then end with groups, offsets,
@@ -61,11 +72,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol, cast
 
 from coordinator.core.group import api as g
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.machine import GroupCoordinator
+from coordinator.core.group.offsets import OffsetManager
 from coordinator.core.group.records import OffsetCommitRecord, Record
 from coordinator.groups.log import GroupLog
 from coordinator.groups.store import TopicGroupStore
@@ -73,7 +85,7 @@ from coordinator.ports import OFFSETS_TOPIC
 from harness.kernel.history import History
 from harness.kernel.javacompat import partition_for
 
-__all__ = ["GroupFailure", "GroupRunner", "Token", "now_ms"]
+__all__ = ["GroupFailure", "GroupRunner", "Machine", "PartitionedMachine", "Token", "now_ms"]
 
 log = logging.getLogger("coordinator")
 
@@ -102,6 +114,43 @@ def _error_name(code: int) -> str:
 def now_ms() -> int:
     """Wall-clock time in milliseconds (the runner's default clock)."""
     return time.time_ns() // 1_000_000
+
+
+class Machine(Protocol):
+    """What the runner asks of every group machine: its timers and loading from the group log (``partition``: a
+    replicated machine loads one offsets partition at a time). Requests are calls the adapters pass to
+    :meth:`GroupRunner.call` as closures."""
+
+    def on_timer(self, now_ms: int, key: Any) -> list[g.Effect]: ...
+
+    def begin_loading(self, partition: int | None = None) -> list[g.Effect]: ...
+
+    def load(self, record: Any) -> None: ...
+
+    def finish_loading(self, now_ms: int, partition: int | None = None) -> list[g.Effect]: ...
+
+
+class PartitionedMachine(Machine, Protocol):
+    """A machine that can own its groups per ``__consumer_offsets`` partition (replicated mode): both group
+    machines are."""
+
+    @property
+    def replicated(self) -> bool: ...
+
+    @property
+    def offsets(self) -> OffsetManager: ...
+
+    def partition_for(self, group_id: str) -> int | None: ...
+
+    def partition_status(self, partition: int) -> str: ...
+
+    def unload(self, partition: int, now_ms: int) -> list[g.Effect]: ...
+
+    def persisted(self, write: int, error: int, now_ms: int, leader_epoch: int = -1) -> list[g.Effect]: ...
+
+    def group_ids(self) -> list[str]: ...
+
+    def group(self, group_id: str) -> Any: ...
 
 
 class GroupFailure(RuntimeError):
@@ -140,7 +189,7 @@ class GroupRunner:
 
     def __init__(
         self,
-        machine: GroupCoordinator,
+        machine: Machine,
         history: History,
         group_log: GroupLog | None = None,
         *,
@@ -149,12 +198,22 @@ class GroupRunner:
         rejected: Counter[str] | None = None,
         store: TopicGroupStore | None = None,
         offsets_partitions: int = 50,
+        impl: str = "coordinator",
     ) -> None:
         """``group_log`` is the file store (single-broker mode); ``store`` the topic store (replicated mode: the
-        machine must be in replicated mode too, and ``group_log`` is then not used)."""
-        if store is not None and not machine.replicated:
+        classic machine in replicated mode, and ``group_log`` is then not used). ``impl``: the ``impl`` of the
+        machine's history events."""
+        classic = machine if isinstance(machine, GroupCoordinator) else None
+        if store is not None and not getattr(machine, "replicated", False):
             raise ValueError("a topic store needs the machine in replicated mode (own_by_partition)")
         self.machine = machine
+        #: The machine when it is the classic one (what only it offers: see the module docstring).
+        self.classic = classic
+        #: Replicated mode: the runners of other machines sharing this runner's offsets partitions, each with the
+        #: records its machine takes; this runner (the leadership listener) loads and unloads their partitions
+        #: with its own, in one read of each partition.
+        self.co_runners: list[tuple[GroupRunner, Callable[[Record], bool]]] = []
+        self.impl = impl
         self.history = history
         self.group_log = group_log if store is None else None
         self.store = store
@@ -218,10 +277,12 @@ class GroupRunner:
             raise GroupFailure(f"{what} failed for group(s) {list(group_ids)}: {e}") from e
 
     def _wedged(self, group_id: str) -> str | None:
-        why = self.machine.wedged(group_id)
+        if self.classic is None:
+            return None
+        why = self.classic.wedged(group_id)
         if why is not None:
             return why
-        group = self.machine.group(group_id)
+        group = self.classic.group(group_id)
         if (
             group is not None
             and group.state is g.GroupState.PREPARING_REBALANCE
@@ -232,15 +293,23 @@ class GroupRunner:
 
     def _fail(self, group_ids: Sequence[str], what: str, error: BaseException) -> None:
         self.rejected["group_failure"] += 1
+        classic = self.classic
+        if classic is None:
+            log.error("group(s) %s: %s failed: %s", list(group_ids), what, error, exc_info=error)
+            for group_id in group_ids:  # a request waiting for a write outcome: answered UNKNOWN_SERVER_ERROR
+                for token in list(self._waiting.pop(group_id, ())):
+                    if token.fut is not None and not token.fut.done():
+                        token.fut.set_exception(GroupFailure(f"group {group_id}: {what} failed"))
+            return
         log.error("group(s) %s: %s failed; resetting: %s", list(group_ids), what, error, exc_info=error)
         for group_id in group_ids:
             for key in [k for k in self._timers if len(k) > 1 and k[1] == group_id]:
                 self._timers.pop(key).handle.cancel()
             try:
-                effects = self.machine.reset_group(self.clock(), group_id, f"{what} failed: {error}")
+                effects = classic.reset_group(self.clock(), group_id, f"{what} failed: {error}")
             except Exception:
                 log.critical("group=%s cannot be reset; dropping it from memory", group_id, exc_info=True)
-                self.machine.drop_group(group_id)
+                classic.drop_group(group_id)
             else:
                 try:
                     self.apply(effects)  # its one Persist comes last: a failed write loses only that
@@ -308,7 +377,7 @@ class GroupRunner:
         if self.store is None:
             if self.group_log is not None:
                 self.group_log.append(records)
-            self.apply(self.machine.persisted(write, 0, self.clock()))
+            self.apply(self._partitioned().persisted(write, 0, self.clock()))
             return
         self._spawn(self._append_write(write, records))
 
@@ -349,12 +418,12 @@ class GroupRunner:
             self.run(
                 (group_id,),
                 f"write {write} outcome",
-                lambda: self.machine.persisted(write, error, self.clock(), epoch),
+                lambda: self._partitioned().persisted(write, error, self.clock(), epoch),
             )
 
     def _fenced_commit(self, group_id: str, partition: int, error: int, epoch: int) -> None:
         name = _error_name(error)
-        group = self.machine.group(group_id)
+        group = self._partitioned().group(group_id)
         log.warning(
             "group=%s generation=%s offsets_partition=%d leader_epoch=%d: commit refused, its append failed: %s",
             group_id,
@@ -404,7 +473,11 @@ class GroupRunner:
             partition = _partition_for(group, self.offsets_partitions) if isinstance(group, str) else -1
             epoch = self.epochs.get(partition, -1) if self.store is not None else -1
             fields = {**fields, "offsets_partition": partition, "leader_epoch": epoch}
-        self.history.emit(effect.kind, impl="coordinator", broker_id=self.broker_id, **fields)
+        self.history.emit(effect.kind, impl=self.impl, broker_id=self.broker_id, **fields)
+        if self.classic is None:
+            if effect.kind in (g.EMIT_GROUP_STATE, g.EMIT_MEMBER_REMOVED, g.EMIT_MEMBER_ADDED):
+                log.info("%s %s", effect.kind, fields)
+            return
         if effect.kind == g.EMIT_GROUP_STATE:
             log.info(
                 "group=%s generation=%s state %s -> %s members=%s [%s]",
@@ -427,10 +500,10 @@ class GroupRunner:
             log.debug("%s %s", effect.kind, fields)
 
     def _member_ids(self, group: Any) -> list[str]:
-        if not isinstance(group, str):
+        if not isinstance(group, str) or self.classic is None:
             return []
         try:
-            described = self.machine.describe_groups(self.clock(), g.DescribeGroupsRequest([group]))
+            described = self.classic.describe_groups(self.clock(), g.DescribeGroupsRequest([group]))
         except Exception:  # a log line must never break the broker
             return []
         return [m.member_id for d in described.groups for m in d.members]
@@ -486,40 +559,57 @@ class GroupRunner:
 
     # ------------------------------------------------------------------ loading
 
-    async def load(self) -> tuple[int, int]:
+    async def load(
+        self, also: Sequence[tuple[GroupRunner, Callable[[Record], bool]]] = ()
+    ) -> tuple[int, int]:
         """Replay the group log into the machine; ``(records loaded, records skipped)``.
 
         A line that does not decode (see :class:`~coordinator.groups.log.GroupLog`) or a record the machine
         rejects is skipped with a warning naming its line; everything else is loaded. If reading the log
         itself fails, the error propagates, and the groups loaded until then are served (Kafka's
         ``loadGroupsAndOffsets`` logs the error and owns the partition all the same): loading always ends.
+
+        ``also``: other runners sharing this group log, each with the predicate of the records its machine
+        takes (the first that holds wins; the rest go to this runner's machine). Each machine is between its
+        ``begin_loading`` and ``finish_loading`` for the whole replay, and its runner applies their effects.
         """
         if self.store is not None:
             raise RuntimeError(
                 "replicated mode loads per offsets partition, on leadership (on_became_leader)"
             )
-        self.loading = True
-        self.apply(self.machine.begin_loading())
+        runners = [self, *(r for r, _ in also)]
+        for runner in runners:
+            runner.loading = True
+            runner.apply(runner.machine.begin_loading())
         tally = _Tally()
         try:
             if self.group_log is not None:
                 path = self.group_log.path
                 await self._replay(
-                    ((f"group log {path} line {n}", r) for n, r in self.group_log.replay_lines()), tally
+                    ((f"group log {path} line {n}", r) for n, r in self.group_log.replay_lines()), tally, also
                 )
                 tally.skipped += self.group_log.skipped
         finally:
-            self.apply(self.machine.finish_loading(self.clock()))
-            self.loading = False
+            for runner in runners:
+                try:
+                    runner.apply(runner.machine.finish_loading(runner.clock()))
+                finally:
+                    runner.loading = False
         return tally.loaded, tally.skipped
 
-    async def _replay(self, items: Iterable[tuple[str, Record]], tally: _Tally) -> None:
-        """Load each ``(where, record)`` into the machine in order, yielding to the loop every
-        ``_LOAD_CHUNK`` records; a record the machine rejects is skipped (counted in ``tally``) with a
+    async def _replay(
+        self,
+        items: Iterable[tuple[str, Record]],
+        tally: _Tally,
+        also: Sequence[tuple[GroupRunner, Callable[[Record], bool]]] = (),
+    ) -> None:
+        """Load each ``(where, record)`` into the machine taking it (see :meth:`load`) in order, yielding to the
+        loop every ``_LOAD_CHUNK`` records; a record the machine rejects is skipped (counted in ``tally``) with a
         warning naming ``where``."""
         for where, record in items:
+            machine = next((r.machine for r, takes in also if takes(record)), self.machine)
             try:
-                self.machine.load(record)
+                machine.load(record)
             except Exception as e:
                 tally.skipped += 1
                 log.warning("%s skipped: %s (%s: %s)", where, record, type(e).__name__, e)
@@ -528,6 +618,12 @@ class GroupRunner:
             if tally.loaded % _LOAD_CHUNK == 0:
                 await asyncio.sleep(0)
 
+    def _partitioned(self) -> PartitionedMachine:
+        """The machine, for replicated mode and two-phase writes (both group machines offer them)."""
+        if not getattr(self.machine, "replicated", False):
+            raise RuntimeError("this needs a group machine in replicated mode")
+        return cast(PartitionedMachine, self.machine)
+
     # ------------------------------------------------------------------ replicated mode: leadership
 
     def on_became_leader(self, partition: int, leader_epoch: int) -> None:
@@ -535,6 +631,7 @@ class GroupRunner:
         Loads its groups in the background (CatchUp: ``coordinator_load`` begin ... end); an epoch older than the
         last one heard is refused, and a partition already loading or owned is not reloaded (Kafka 3.7
         ``loadGroupsAndOffsets``: ``maybeUpdateCoordinatorEpoch``, "Already loading")."""
+        classic = self._partitioned()
         store = self.store
         if store is None:
             raise RuntimeError("leadership callbacks need the topic store (replicated mode)")
@@ -548,12 +645,14 @@ class GroupRunner:
             )
             return
         self.epochs[partition] = leader_epoch
-        if self.machine.partition_status(partition) != "not_owned":
+        if classic.partition_status(partition) != "not_owned":
             log.info(
                 "offsets_partition=%d: leader again at epoch %d, already served", partition, leader_epoch
             )
             return
-        self.apply(self.machine.begin_loading(partition))
+        self.apply(classic.begin_loading(partition))
+        for runner, _takes in self.co_runners:
+            runner.apply(runner.machine.begin_loading(partition))
         log.info("offsets_partition=%d leader_epoch=%d: loading its groups", partition, leader_epoch)
         self._emit_load("begin", partition, leader_epoch)
         task = asyncio.ensure_future(self._load_partition(partition, leader_epoch, time.monotonic()))
@@ -566,22 +665,37 @@ class GroupRunner:
         """:class:`~coordinator.ports.LeadershipListener`: this broker no longer leads ``partition``: a load in
         progress is cancelled, its groups are unloaded (``coordinator_load`` unload; Kafka 3.7 ``onResignation``).
         Nothing happens for a partition it neither loads nor owns."""
+        classic = self._partitioned()
         self.epochs[partition] = max(leader_epoch, self.epochs.get(partition, -1))
         task = self._loads.pop(partition, None)
         if task is not None:
             task.cancel()
-        if self.machine.partition_status(partition) == "not_owned":
+        for runner, _takes in self.co_runners:
+            runner.resign(partition)
+        if classic.partition_status(partition) == "not_owned":
             return
-        effects = self.machine.unload(partition, self.clock())
+        effects = classic.unload(partition, self.clock())
         for key in [k for k in self._timers if len(k) > 1 and isinstance(k[1], str)]:
-            if self.machine.partition_for(key[1]) == partition:
+            if classic.partition_for(key[1]) == partition:
                 self._timers.pop(key).handle.cancel()  # the machine cancels its own; nothing of it may fire
         self.apply(effects)
-        self._served = {gid for gid in self._served if self.machine.partition_for(gid) != partition}
+        self._served = {gid for gid in self._served if classic.partition_for(gid) != partition}
         log.info(
             "offsets_partition=%d leader_epoch=%d: resigned, its groups unloaded", partition, leader_epoch
         )
         self._emit_load("unload", partition, leader_epoch)
+
+    def resign(self, partition: int) -> None:
+        """A co-runner's part of :meth:`on_resigned`: its machine unloads ``partition``, whose timers go."""
+        machine = self._partitioned()
+        if machine.partition_status(partition) == "not_owned":
+            return
+        effects = machine.unload(partition, self.clock())
+        for key in [k for k in self._timers if len(k) > 1 and isinstance(k[1], str)]:
+            if machine.partition_for(key[1]) == partition:
+                self._timers.pop(key).handle.cancel()
+        self.apply(effects)
+        self._served = {gid for gid in self._served if machine.partition_for(gid) != partition}
 
     async def _load_partition(self, partition: int, leader_epoch: int, started: float) -> None:
         """Read ``partition``'s committed records into the machine, yielding to the loop every chunk; then
@@ -599,13 +713,16 @@ class GroupRunner:
         after :attr:`barrier_retry_s`, until it is acknowledged or the partition is resigned (which cancels
         this task): loading below a high watermark the barrier did not move would hide acknowledged
         commits."""
+        classic = self._partitioned()
         store = self.store
         assert store is not None
         tally = _Tally()
         try:
             await self._await_barrier(store, partition, leader_epoch)
             await self._replay(
-                ((f"offsets_partition={partition}: record", r) for r in store.read(partition)), tally
+                ((f"offsets_partition={partition}: record", r) for r in store.read(partition)),
+                tally,
+                self.co_runners,
             )
             tally.skipped += store.skipped
         except asyncio.CancelledError:
@@ -615,29 +732,38 @@ class GroupRunner:
             log.exception(
                 "offsets_partition=%d: reading failed after %d records; serving them", partition, tally.loaded
             )
-        if self.machine.partition_status(partition) != "loading":
+        if classic.partition_status(partition) != "loading":
             return  # resigned meanwhile (the task was not cancelled in time)
         groups = [
             gr
-            for gid in self.machine.group_ids()
-            if self.machine.partition_for(gid) == partition
-            if (gr := self.machine.group(gid)) is not None
+            for gid in classic.group_ids()
+            if classic.partition_for(gid) == partition
+            if (gr := classic.group(gid)) is not None
         ]
-        offsets = sum(self.machine.offsets.count(gr.group_id) for gr in groups)
-        self.apply(self.machine.finish_loading(self.clock(), partition))
+        offsets = sum(classic.offsets.count(gr.group_id) for gr in groups)
+        loaded = len(groups)
+        for runner, _takes in self.co_runners:
+            machine = runner._partitioned()
+            if machine.partition_status(partition) != "loading":
+                continue
+            mine = [gid for gid in machine.group_ids() if machine.partition_for(gid) == partition]
+            loaded += len(mine)
+            offsets += sum(machine.offsets.count(gid) for gid in mine)
+            runner.apply(machine.finish_loading(runner.clock(), partition))
+        self.apply(classic.finish_loading(self.clock(), partition))
         duration_ms = round((time.monotonic() - started) * 1000)
         log.info(
             "offsets_partition=%d leader_epoch=%d: loaded %d groups, %d offsets (%d records, %d skipped) in %d ms",
             partition,
             leader_epoch,
-            len(groups),
+            loaded,
             offsets,
             tally.loaded,
             tally.skipped,
             duration_ms,
         )
         self._emit_load(
-            "end", partition, leader_epoch, groups=len(groups), offsets=offsets, duration_ms=duration_ms
+            "end", partition, leader_epoch, groups=loaded, offsets=offsets, duration_ms=duration_ms
         )
 
     async def _await_barrier(self, store: TopicGroupStore, partition: int, leader_epoch: int) -> None:
@@ -691,13 +817,14 @@ class GroupRunner:
             error = max((abs(int(p.error)) for p in parts), default=0)
         if int(error) != 0:
             return
-        partition = self.machine.partition_for(group_id)
-        if partition is None or self.machine.partition_status(partition) != "owned":
+        classic = self._partitioned()
+        partition = classic.partition_for(group_id)
+        if partition is None or classic.partition_status(partition) != "owned":
             return
         self._served.add(group_id)
         generation = getattr(response, "generation_id", None)
         if not isinstance(generation, int) or generation < 0:
-            group = self.machine.group(group_id)
+            group = classic.group(group_id)
             generation = group.generation_id if group is not None else -1
         log.info(
             "group=%s generation=%d offsets_partition=%d served (%s)", group_id, generation, partition, api

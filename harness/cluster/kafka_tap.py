@@ -28,6 +28,13 @@ Contract
   member can write what it does next, as herdlab's broker stamps its own before it answers). So the commit figures (stale
   generations, non-owners, the migration proof's broker-side commits) read a third-party broker's own
   answers. A response kio cannot decode writes nothing.
+* ConsumerGroupHeartbeat (KIP-848's consumer protocol) is kept per connection until its response too (matched
+  by correlation id) and both are decoded: one ``group_request`` event per exchange with the fields herdlab's broker
+  writes (``api``, ``client``, ``group``, ``member``, ``member_epoch``: the request's, ``epoch``: the response's,
+  ``error``: the error's name, absent when NONE, ``change`` from :func:`harness.kernel.heartbeats.carries_change`)
+  plus ``observed="tap"``, stamped when the response reached the tap. A request kio cannot decode is written at
+  once with ``group`` and ``member`` None and no ``change``; a response kio cannot decode writes the exchange with
+  ``epoch`` None and no ``change`` (both then count as the change's own cost, never as steady traffic).
 * Every ``interval_s`` (and at :meth:`KafkaTap.close`) one ``broker_request`` event holds the counts since the
   previous one, with the broker's fields (``interval_s``, ``requests`` by API name, ``total``,
   ``handling_us`` and ``rejected``, both empty: the tap sees no handling time and rejects nothing) plus
@@ -37,7 +44,7 @@ Contract
   counters. Only loopback addresses are accepted (a :class:`ValueError` otherwise).
 
 Cost: one extra loopback hop and an asyncio read and write per chunk. Decoding (kio) is done only for the
-coordination requests, which are rare next to Heartbeat, Fetch and Produce.
+coordination requests (and ConsumerGroupHeartbeat, whose every exchange is an event), which are rare next to Fetch and Produce.
 """
 
 from __future__ import annotations
@@ -59,9 +66,20 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader
 
 from harness.kernel.events import COORDINATION_APIS
+from harness.kernel.heartbeats import carries_change
 from harness.kernel.history import History
 
-__all__ = ["COORDINATION_KEYS", "FrameSplitter", "KafkaTap", "RequestInfo", "api_name", "decode_request_info"]
+__all__ = [
+    "COORDINATION_KEYS",
+    "FrameSplitter",
+    "HeartbeatRequest",
+    "KafkaTap",
+    "RequestInfo",
+    "api_name",
+    "decode_heartbeat_request",
+    "decode_request_info",
+    "heartbeat_fields",
+]
 
 log = logging.getLogger("harness.kafka_tap")
 
@@ -71,6 +89,8 @@ _PEEK = struct.Struct(">hh")  # api_key, api_version
 _CORRELATION = struct.Struct(">i")  # a response's correlation_id
 #: OffsetCommit's API key: its requests and responses are decoded for the broker's commit results
 OFFSET_COMMIT = 8
+#: ConsumerGroupHeartbeat's API key: its requests and responses are decoded for the exchange's event
+CONSUMER_GROUP_HEARTBEAT = 68
 
 
 @cache
@@ -154,6 +174,71 @@ def decode_commit_request(frame: bytes) -> tuple[int, CommitRequest] | None:
     return header.correlation_id, CommitRequest(
         api_version, body.group_id, body.member_id, generation, offsets
     )
+
+
+@dataclass(frozen=True)
+class HeartbeatRequest:
+    """A ConsumerGroupHeartbeat request as the tap remembers it until its response."""
+
+    version: int
+    client: str | None
+    group: str
+    member: str
+    member_epoch: int
+    owned: bool  # its owned TopicPartitions were not null
+
+
+def decode_heartbeat_request(frame: bytes) -> tuple[int, HeartbeatRequest] | None:
+    """A ConsumerGroupHeartbeat request frame's correlation id and what the exchange's event needs of it; None when
+    kio cannot read it."""
+    api_key, api_version = _PEEK.unpack_from(frame, 0)
+    try:
+        read_header, read_body = _readers(api_key, api_version)
+        header, hsize = read_header(frame, 0)
+        body, _ = read_body(frame, hsize)
+    except Exception:  # noqa: BLE001 - forwarded and counted anyway
+        return None
+    return header.correlation_id, HeartbeatRequest(
+        api_version,
+        header.client_id,
+        body.group_id,
+        body.member_id,
+        int(body.member_epoch),
+        body.topic_partitions is not None,
+    )
+
+
+def heartbeat_fields(request: HeartbeatRequest, frame: bytes) -> dict[str, Any]:
+    """The ``group_request`` fields of one ConsumerGroupHeartbeat exchange, as herdlab's broker writes them
+    (:mod:`coordinator.groups.consumer`): the request's and the response's; ``epoch`` None and no ``change`` when
+    kio cannot read the response."""
+    fields: dict[str, Any] = {
+        "api": "ConsumerGroupHeartbeat",
+        "client": request.client,
+        "group": request.group,
+        "member": request.member,
+        "member_epoch": request.member_epoch,
+        "epoch": None,
+    }
+    try:
+        read_header, read_body = _response_readers(CONSUMER_GROUP_HEARTBEAT, request.version)
+        _, hsize = read_header(frame, 0)
+        body, _ = read_body(frame, hsize)
+    except Exception:  # noqa: BLE001 - forwarded anyway
+        return fields
+    error = int(body.error_code.value)
+    fields["member"] = request.member or body.member_id
+    fields["epoch"] = int(body.member_epoch)
+    fields["change"] = carries_change(
+        request_epoch=request.member_epoch,
+        request_owned=request.owned,
+        response_error=error,
+        response_epoch=int(body.member_epoch),
+        response_assignment=body.assignment is not None,
+    )
+    if error != 0:
+        fields["error"] = body.error_code.name.upper()
+    return fields
 
 
 @cache
@@ -285,7 +370,7 @@ class KafkaTap:
         self.requests: Counter[str] = Counter()
         self._reported: Counter[str] = Counter()
         self._last_report = time.monotonic()
-        self._wanted = frozenset({*COORDINATION_KEYS, OFFSET_COMMIT})
+        self._wanted = frozenset({*COORDINATION_KEYS, OFFSET_COMMIT})  # ConsumerGroupHeartbeat is one of them
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
@@ -375,7 +460,8 @@ class KafkaTap:
             src_host, src_port = writer.get_extra_info("peername")[:2]
             dst_host, dst_port = writer.get_extra_info("sockname")[:2]
             up_writer.write(f"PROXY TCP4 {src_host} {dst_host} {src_port} {dst_port}\r\n".encode())
-        pending: dict[int, CommitRequest] = {}  # this connection's OffsetCommits awaiting their response
+        # this connection's OffsetCommits and ConsumerGroupHeartbeats awaiting their response
+        pending: dict[int, CommitRequest | HeartbeatRequest] = {}
         requests = FrameSplitter(self._wanted)
         responses = FrameSplitter(pending, _CORRELATION)
         try:
@@ -419,10 +505,14 @@ class KafkaTap:
                     writer.write_eof()
 
     def _requests(
-        self, frames: Iterator[tuple[Any, ...]], pending: dict[int, CommitRequest], arrived_ns: int
+        self,
+        frames: Iterator[tuple[Any, ...]],
+        pending: dict[int, CommitRequest | HeartbeatRequest],
+        arrived_ns: int,
     ) -> None:
-        """Count each request; remember each OffsetCommit until its response (before the broker can answer:
-        this runs before the pump next awaits). ``arrived_ns``: when the bytes completing the frames came."""
+        """Count each request; remember each OffsetCommit and ConsumerGroupHeartbeat until its response (before
+        the broker can answer: this runs before the pump next awaits). ``arrived_ns``: when the bytes completing
+        the frames came."""
         for key, version, frame in frames:
             if key == OFFSET_COMMIT and frame is not None:
                 self.requests[api_name(key, version)] += 1
@@ -430,16 +520,36 @@ class KafkaTap:
                 if got is not None:
                     pending[got[0]] = got[1]
                 continue
+            if key == CONSUMER_GROUP_HEARTBEAT and frame is not None:
+                heartbeat = decode_heartbeat_request(frame)
+                if heartbeat is not None:
+                    self.requests[api_name(key, version)] += 1
+                    pending[heartbeat[0]] = heartbeat[1]
+                    continue
             self._count(key, version, frame, arrived_ns)
 
     def _responses(
-        self, frames: Iterator[tuple[Any, ...]], pending: dict[int, CommitRequest], arrived_ns: int
+        self,
+        frames: Iterator[tuple[Any, ...]],
+        pending: dict[int, CommitRequest | HeartbeatRequest],
+        arrived_ns: int,
     ) -> None:
-        """Each OffsetCommit response as the broker's ``commit`` / ``commit_rejected`` events, stamped
-        ``arrived_ns`` (when the response reached the tap, before the member could act on it)."""
+        """Each OffsetCommit response as the broker's ``commit`` / ``commit_rejected`` events, each
+        ConsumerGroupHeartbeat exchange as its ``group_request`` event, stamped ``arrived_ns`` (when the response
+        reached the tap, before the member could act on it)."""
         for correlation_id, frame in frames:
             request = pending.pop(correlation_id, None)
             if request is None or frame is None:
+                continue
+            if isinstance(request, HeartbeatRequest):
+                self.history.emit(
+                    "group_request",
+                    ts_ns=arrived_ns,
+                    impl="consumer",
+                    broker_id=self.broker_id,
+                    observed="tap",
+                    **heartbeat_fields(request, frame),
+                )
                 continue
             for fields in commit_results(request, frame):
                 kind = "commit_rejected" if "error" in fields else "commit"
@@ -509,5 +619,6 @@ COORDINATION_KEYS: dict[int, str] = {
     11: "JoinGroup",
     13: "LeaveGroup",
     14: "SyncGroup",
+    68: "ConsumerGroupHeartbeat",
 }
 assert sorted(COORDINATION_KEYS.values()) == sorted(COORDINATION_APIS)

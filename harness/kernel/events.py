@@ -49,12 +49,26 @@ Kinds: the brokers' blocks of :class:`Kind`.
 
 * ``group_request``: one coordination request (``api``, one of :data:`COORDINATION_APIS`), with
   ``member`` and ``generation`` when the request has them (JoinGroup, SyncGroup, Heartbeat, LeaveGroup
-  v0-2, OffsetCommit): the SyncGroup generations of a window are its rebalance rounds.
+  v0-2, OffsetCommit): the SyncGroup generations of a window are its rebalance rounds. A
+  ``ConsumerGroupHeartbeat`` (KIP-848's consumer protocol) is one event per exchange, written once its answer is
+  known: ``group``, ``member`` (the request's member id, or the one the answer gave a v0 member joining without
+  one), ``member_epoch`` (the request's), ``epoch`` (the answer's member epoch), ``error`` (Kafka's error name,
+  absent when NONE) and ``change`` (bool, :func:`harness.kernel.heartbeats.carries_change`): with
+  ``change`` false it is steady traffic (a rate, never counted in a herd), with ``change`` true the change's own
+  cost.
   ``broker_request``: counters of all requests over ``interval_s``. With a third-party broker
   (``cluster.broker = "tansu"``, one of :data:`BROKERS`) both come from the harness's Kafka tap in front
   of it (``source`` ``tap``, ``role`` broker, ``observed`` ``"tap"``): the same requests, counted on the
   wire;
 * the broker's own ``commit`` events are the kafka store's truth.
+* the consumer protocol's group machine (``impl`` ``consumer``): ``group_state`` (``group``, ``state``: Kafka's
+  name ``Empty`` | ``Assigning`` | ``Reconciling`` | ``Stable`` | ``Dead``, ``epoch``: the group epoch),
+  ``member_added`` / ``member_removed`` (``group``, ``member``, ``epoch``; a removal's ``reason``: ``leave`` |
+  ``expired`` | ``fenced`` | ``rebalance_timeout`` | ``static_replaced``), ``target_assignment`` (``group``,
+  ``epoch``: the group epoch whose target was computed, ``members``, ``partitions_moved``: partitions whose
+  target owner changed), ``member_epoch`` (``group``, ``member``, ``epoch``, ``previous_epoch``, ``state``:
+  ``stable`` | ``unrevoked_partitions`` | ``unreleased_partitions``) and ``commit`` / ``commit_rejected`` whose
+  ``generation`` is the member epoch.
 
 With several brokers every broker event carries ``broker_id``, and:
 
@@ -199,6 +213,10 @@ class Kind(StrEnum):
     # broker
     GROUP_STATE = "group_state"  # a group changed state (from_state, to_state, generation)
     GROUP_REQUEST = "group_request"  # one coordination request (api), counted exactly per window
+    MEMBER_ADDED = "member_added"  # a group machine added a member (group, member)
+    MEMBER_REMOVED = "member_removed"  # a group machine removed a member (group, member, reason)
+    TARGET_ASSIGNMENT = "target_assignment"  # consumer protocol: a new target assignment (group, epoch)
+    MEMBER_EPOCH = "member_epoch"  # consumer protocol: a member moved to another epoch or state
     BROKER_REQUEST = "broker_request"  # counters of all requests over interval_s (steady-state rates)
     # broker (replication, controller, coordinator failover; fields in the module docstring)
     CONTROLLER = "controller"
@@ -269,8 +287,17 @@ def zk_steady(op: str | None, path: str | None) -> bool:
 
 #: Broker APIs that are coordination traffic (the herd); the broker writes one ``group_request``
 #: event per request of these. Everything else (Heartbeat, OffsetCommit, Fetch, Produce, ...) is
-#: steady-state traffic, reported as a rate from ``broker_request`` counters.
-COORDINATION_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "LeaveGroup", "OffsetFetch", "Metadata")
+#: steady-state traffic, reported as a rate from ``broker_request`` counters. ConsumerGroupHeartbeat is both:
+#: each exchange is one ``group_request`` event whose ``change`` says which (see the broker section above).
+COORDINATION_APIS = (
+    "FindCoordinator",
+    "JoinGroup",
+    "SyncGroup",
+    "LeaveGroup",
+    "OffsetFetch",
+    "Metadata",
+    "ConsumerGroupHeartbeat",
+)
 #: Kafka client ids of the workload and the harness: their requests (the producer's metadata
 #: refreshes, the harness's admin calls) are not the group's coordination traffic.
 WORKLOAD_CLIENTS = ("herdlab-producer", "herdlab-harness")

@@ -350,6 +350,7 @@ class DescribedGroup:
     protocol_type: str = ""
     protocol: str = ""
     members: list[DescribedMember] = field(default_factory=list[DescribedMember])
+    #: DescribeGroups v6's ``error_message`` (Kafka 4: "Group <id> is not a classic group." for a consumer group).
     error_message: str | None = None
 
 

@@ -7,6 +7,7 @@ Every broker runs on one event loop in a thread of its own; the test reads the b
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,6 +263,28 @@ def test_metadata_lists_leaders_replicas_and_isr_and_an_offline_partition_has_no
     assert (list(p0.replica_nodes), list(p0.isr_nodes)) == ([3, 1, 2], [3, 2, 1])
     assert (p1.error_code, p1.leader_id, list(p1.replica_nodes)) == (5, -1, [2, 3, 1])  # LEADER_NOT_AVAILABLE
     assert sorted(b.node_id for b in resp.brokers) == [1, 2, 3]
+
+
+def test_metadata_finds_a_topic_by_its_id(trio: Trio) -> None:
+    from kafka.protocol.metadata import MetadataRequest
+
+    trio.inject(PartitionState(3, 4, (3, 2, 1), 2), assigned=(3, 1, 2))
+    with RawClient("127.0.0.1", trio.brokers[1].port) as raw:
+        by_name = raw.call(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=T)]), 12)
+        topic_id = by_name.topics[0].topic_id
+        # v12: by id only (a consumer-protocol member resolves its assignment's topic ids so)
+        by_id = raw.call(
+            MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=topic_id, name=None)]), 12
+        )
+        unknown = raw.call(
+            MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(topic_id=uuid.UUID(int=7), name=None)]
+            ),
+            12,
+        )
+    [found] = by_id.topics
+    assert (found.error_code, found.name, found.topic_id) == (0, T, topic_id)
+    assert unknown.topics[0].error_code == 100  # UNKNOWN_TOPIC_ID
 
 
 def test_topics_are_created_through_the_zookeeper_shell(trio: Trio) -> None:
