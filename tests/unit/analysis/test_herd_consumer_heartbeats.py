@@ -38,10 +38,14 @@ def test_steady_consumer_heartbeats_are_a_steady_rate() -> None:
         ),  # the counter: not counted twice
     ]
     got = steady.unit_values(FoldFacts([], {"start": 2 * S, "end": 6 * S, "wend": 9 * S}), Rows(events))  # type: ignore[arg-type]
-    # by hand: the steady heartbeats at 3 s and 5 s inside [2 s, 6 s); Fetch from the counter
+    # by hand: three exchanges inside [2 s, 6 s), the two at 3 s and 5 s steady; no member was live (no
+    # member-seconds); Fetch from the counter, the counter's ConsumerGroupHeartbeat (a coordination API) not
+    # counted a second time
     assert got[UNIT] == {
         "steady_window_ns": float(4 * S),
         "zk_commits": 0.0,
-        f"broker:{CGH}": 2.0,
+        "heartbeat_exchanges": 3.0,
+        "steady_heartbeats": 2.0,
+        "member_s": 0.0,
         "broker:Fetch": 2.0,
     }
