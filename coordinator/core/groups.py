@@ -108,7 +108,7 @@ from coordinator.core.group.api import (
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.group import Group
 from coordinator.core.group.machine import GroupCoordinator
-from coordinator.core.group.records import GroupMetadataRecord
+from coordinator.core.group.records import GroupMetadataRecord, Record
 
 __all__ = ["CLASSIC", "CONSUMER", "EMIT_GROUP_CONVERTED", "GroupCoordinators"]
 
@@ -229,6 +229,7 @@ class GroupCoordinators:
             log.info("group=%s %s", gid, e)
             return [Respond(token, _not_found(str(e)))]
         conversion: list[Effect] = []
+        converted_members = len(converted.members)
         self.consumer.adopt_group(now_ms, converted, records, conversion)
         effects = self.consumer.heartbeat(now_ms, token, req)
         if _heartbeat_error(effects) is not ErrorCode.NONE:
@@ -250,7 +251,7 @@ class GroupCoordinators:
                 "from_type": CLASSIC,
                 "to_type": CONSUMER,
                 "epoch": classic.generation_id,
-                "members": len(converted.members),
+                "members": converted_members,
                 "reason": f"a consumer-protocol member joined (client {req.client_id})",
             },
         )
@@ -258,7 +259,7 @@ class GroupCoordinators:
             "group=%s generation=%d classic group upgraded to a consumer group with %d classic members",
             gid,
             classic.generation_id,
-            len(converted.members),
+            converted_members,
         )
         out.extend(effects)
         return out
@@ -416,14 +417,14 @@ class GroupCoordinators:
         out.extend(self.consumer.begin_loading())
         return out
 
-    def load(self, record: object) -> None:
+    def load(self, record: Record) -> None:
         """Replay one record (log order) into the machine it belongs to: consumer records, and offsets or
         deletions of a group the consumer machine holds at this point, go to it; the rest to the classic
         machine."""
         if self.consumer.takes_record(record):
             self.consumer.load(record)
         else:
-            self.classic.load(record)  # pyright: ignore[reportArgumentType]  # the log's Record union
+            self.classic.load(record)
 
     def finish_loading(self, now_ms: int) -> list[Effect]:
         """End loading: a classic group shadowed by a consumer group of the same id (the log's last word on the id)

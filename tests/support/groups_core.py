@@ -72,6 +72,9 @@ class Groups:
     def __post_init__(self) -> None:
         if self.topics.by_name("t") is None:
             self.topics.add("t", 6)
+        # Member ids stay unique across restarts (as random ids would).
+        self._classic_ids = itertools.count(1)
+        self._consumer_ids = itertools.count(1)
         self.build()
         self.timers: dict[tuple[Any, ...], int] = {}
         self.log: list[bytes] = []
@@ -81,8 +84,7 @@ class Groups:
 
     def build(self) -> None:
         """(Re)create the machines (a broker restart: call :meth:`restart`)."""
-        classic_ids = itertools.count(1)
-        consumer_ids = itertools.count(1)
+        classic_ids, consumer_ids = self._classic_ids, self._consumer_ids
         self.offsets = OffsetManager(max_metadata_bytes=4096)
         self.classic = GroupCoordinator(
             self.classic_config, new_uuid=lambda: f"u{next(classic_ids)}", offsets=self.offsets
@@ -114,7 +116,7 @@ class Groups:
             elif isinstance(e, CancelTimer):
                 self.timers.pop(e.key, None)
             elif isinstance(e, Persist):
-                self.log.append(encode_record(e.record))  # pyright: ignore[reportArgumentType]
+                self.log.append(encode_record(e.record))
             elif isinstance(e, Respond):
                 self.answers[e.token] = e.response
         return effects
@@ -238,7 +240,10 @@ class Groups:
         t = self.t
         return self.send(
             ConsumerGroupHeartbeatRequest(
-                self.group, member_id, epoch, topic_partitions=None if owned is None else tps({t: list(owned)})
+                self.group,
+                member_id,
+                epoch,
+                topic_partitions=None if owned is None else tps({t: list(owned)}),
             )
         )
 
@@ -258,7 +263,8 @@ class Groups:
         group = self.consumer.group(self.group)
         assert group is not None
         return {
-            m.member_id: set(m.assigned.get(self.t, frozenset())) | set(m.pending_revocation.get(self.t, frozenset()))
+            m.member_id: set(m.assigned.get(self.t, frozenset()))
+            | set(m.pending_revocation.get(self.t, frozenset()))
             for m in group.members.values()
         }
 
@@ -271,7 +277,9 @@ class Groups:
         """Classic group: each member's assignment (its last SyncGroup's) of t."""
         group = self.classic.group(self.group)
         assert group is not None
-        return {m.member_id: parts_of(m.assignment) if m.assignment else set() for m in group.members.values()}
+        return {
+            m.member_id: parts_of(m.assignment) if m.assignment else set() for m in group.members.values()
+        }
 
 
 def exclusive(owners: Mapping[str, set[int]]) -> bool:
