@@ -39,7 +39,18 @@ What the shell answers itself: NOT_COORDINATOR in single-broker mode, authorizat
 a group id the classic machine holds:
 Kafka answers GROUP_ID_NOT_FOUND "Group <id> is not a consumer group" (:meth:`~ConsumerGroupCoordinator.
 not_a_consumer_group`) unless it converts the group (an empty classic group becomes a consumer group on a join;
-migration is not this module's).
+the online migration between the types is the facade's, :mod:`coordinator.core.groups`).
+
+Classic-protocol members of a consumer group (Kafka's ``classicGroup*ToConsumerGroup``) are served by
+:meth:`~ConsumerGroupCoordinator.classic_join_group`, :meth:`~ConsumerGroupCoordinator.classic_sync_group`,
+:meth:`~ConsumerGroupCoordinator.classic_heartbeat` and :meth:`~ConsumerGroupCoordinator.classic_leave_group`
+(the facade routes the classic APIs of a consumer group to them): such a member carries ``classic`` metadata (its
+session timeout and JoinGroup protocols, :mod:`~coordinator.core.consumer.classic_members`), its JoinGroup is the
+consumer protocol's join/heartbeat with the owned partitions of its subscription, its SyncGroup returns its current
+assignment, its Heartbeat says REBALANCE_IN_PROGRESS when it must rejoin. Two more timers:
+``("consumer-join", group, member)`` (a classic member told to rejoin must within its rebalance timeout) and
+``("consumer-sync", group, member)`` (SyncGroup due within its rebalance timeout after JoinGroup); both fence it.
+``on_fence`` (a hook the facade sets) may take a group away when a member is fenced (the downgrade).
 
 Deviations from Kafka (each also noted where it happens):
 
@@ -65,9 +76,11 @@ Deviations from Kafka (each also noted where it happens):
   filter is case-insensitive (Kafka 4 ``listGroups``).
 * Kafka's later per-partition assignment epochs (trunk's ``CurrentAssignmentBuilder``) and the UNKNOWN member
   state's producers (a downgrade) are not modelled; UNKNOWN is handled as Kafka handles it but never arises.
-* No classic-protocol members in consumer groups, no online migration (upgrade / downgrade), no per-group
-  configuration (``GroupConfigManager``), no offset expiry, no ``group.consumer.migration.policy``: the other
-  parts of the project, or not modelled.
+* No per-group configuration (``GroupConfigManager``), no offset expiry. Classic members follow the trunk
+  (3.9-era) ``classicGroupJoinToConsumerGroup`` / ``SyncToConsumerGroup`` / ``HeartbeatToConsumerGroup`` /
+  ``LeaveToConsumerGroup``; a JoinGroup whose subscription does not decode is UNKNOWN_SERVER_ERROR (Kafka's
+  ``IllegalStateException``); a classic member's protocols count once per name (as the classic machine's).
+  Replicated mode: classic members' requests are answered at once (their records are not two-phase writes).
 * Reconciliation follows Kafka 4.1's ``CurrentAssignmentBuilder`` (after revoking, the member moves to
   ``min(epoch + 1, target epoch)``; a partition it is revoking itself is not "unreleased" for it; a topic it no
   longer subscribes to has an empty target) except ``updateCurrentAssignment``, which only matters when a

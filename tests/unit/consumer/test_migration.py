@@ -27,8 +27,11 @@ from coordinator.core.consumer.records import (
     ConsumerTombstoneRecord,
 )
 from coordinator.core.group.api import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
     GroupState,
     JoinGroupResponse,
+    ListGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetFetchRequest,
@@ -624,3 +627,47 @@ def test_rolling_restart_from_consumer_to_classic_members() -> None:
     classic = g.classic.group("g")
     assert classic is not None and classic.state is GroupState.STABLE
     assert g.classic_owners() == {"v1": {0, 1}, "v2": {3, 4}, "c3-u1": {2, 5}}
+
+
+# ================================================================================================ routing
+
+
+def test_a_classic_join_to_an_empty_consumer_group_replaces_it_by_a_classic_group() -> None:
+    g = Groups()
+    g.cjoin("k1")
+    g.cleave("k1")
+    group = g.consumer.group("g")
+    assert group is not None and not group.members
+    token = g.join("", client="c1")
+    assert g.consumer.group("g") is None
+    # Its tombstones (Kafka ``createGroupTombstoneRecords``, no offsets' tombstone) come before the classic join.
+    assert [type(r).__name__ for r in _records(g)[-2:]] == [
+        "ConsumerTombstoneRecord",
+        "ConsumerTombstoneRecord",
+    ]
+    g.advance(1)
+    join = g.answer(token)
+    assert isinstance(join, JoinGroupResponse) and (join.error, join.generation_id) == (ErrorCode.NONE, 1)
+    assert g.facade.holder("g") == "classic"
+
+
+def test_list_describe_and_delete_go_to_the_machine_holding_each_group() -> None:
+    g = _upgraded()
+    # A second id: an Empty classic group "h" made by a simple commit.
+    g.apply(g.facade.offset_commit(g.now, "c", OffsetCommitRequest("h", [OffsetCommitPartition("t", 0, 1)])))
+    listed = g.facade.list_groups(g.now, ListGroupsRequest())
+    assert sorted((x.group_id, x.group_type, x.state) for x in listed.groups) == [
+        ("g", "consumer", "Reconciling"),
+        ("h", "classic", "Empty"),
+    ]
+    described = g.facade.describe_groups(g.now, DescribeGroupsRequest(["h", "g"])).groups
+    assert [(d.group_id, d.error) for d in described] == [
+        ("h", ErrorCode.NONE),
+        ("g", ErrorCode.GROUP_ID_NOT_FOUND),
+    ]
+    g.apply(g.facade.delete_groups(g.now, "del", DeleteGroupsRequest(["g", "h"])))
+    response = g.answer("del")
+    assert [(r.group_id, r.error) for r in response.results] == [
+        ("g", ErrorCode.NON_EMPTY_GROUP),
+        ("h", ErrorCode.NONE),
+    ]
