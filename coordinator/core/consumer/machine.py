@@ -76,11 +76,14 @@ Deviations from Kafka (each also noted where it happens):
   filter is case-insensitive (Kafka 4 ``listGroups``).
 * Kafka's later per-partition assignment epochs (trunk's ``CurrentAssignmentBuilder``) and the UNKNOWN member
   state's producers (a downgrade) are not modelled; UNKNOWN is handled as Kafka handles it but never arises.
-* No per-group configuration (``GroupConfigManager``), no offset expiry. Classic members follow the trunk
-  (3.9-era) ``classicGroupJoinToConsumerGroup`` / ``SyncToConsumerGroup`` / ``HeartbeatToConsumerGroup`` /
-  ``LeaveToConsumerGroup``; a JoinGroup whose subscription does not decode is UNKNOWN_SERVER_ERROR (Kafka's
-  ``IllegalStateException``); a classic member's protocols count once per name (as the classic machine's).
-  Replicated mode: classic members' requests are answered at once (their records are not two-phase writes).
+* No per-group configuration (``GroupConfigManager``), no offset expiry. Classic members follow Kafka 4's
+  ``classicGroupJoinToConsumerGroup`` / ``classicGroupSyncToConsumerGroup`` / ``classicGroupHeartbeatToConsumerGroup``
+  / ``classicGroupLeaveToConsumerGroup`` except: a classic static member replacing the last consumer-protocol
+  static member does not downgrade the group (``validateOnlineDowngradeWithReplacedMember``; the group stays a
+  consumer group); a JoinGroup whose subscription does not decode is UNKNOWN_SERVER_ERROR (Kafka's
+  ``IllegalStateException``); a classic member's protocols count once per name (as the classic machine's); the
+  classic-member errors carry no messages where the classic responses have no field for them. Replicated mode:
+  classic members' requests are answered at once (their records are not two-phase writes).
 * Reconciliation follows Kafka 4.1's ``CurrentAssignmentBuilder`` (after revoking, the member moves to
   ``min(epoch + 1, target epoch)``; a partition it is revoking itself is not "unreleased" for it; a topic it no
   longer subscribes to has an empty target) except ``updateCurrentAssignment``, which only matters when a
