@@ -36,7 +36,13 @@ methods below only: ``join_group``, ``sync_group``, ``heartbeat``, ``leave_group
 ``consumer_group_describe``, ``offset_commit``, ``offset_fetch``, ``describe_groups``, ``list_groups``,
 ``delete_groups``, ``on_timer``, ``begin_loading`` / ``load`` / ``finish_loading``. ``holder(group_id)`` says which
 type holds a group. A conversion is an ``Emit`` of kind ``group_converted`` (group, from_type, to_type, epoch: the
-consumer group's epoch, members, reason).
+consumer group's epoch, members, reason). Build it as ``GroupCoordinators(GroupCoordinator(config,
+offsets=shared), ConsumerGroupCoordinator(consumer_config, topics, offsets=shared))`` and drive it with one runner
+(it has the runner's machine methods: ``on_timer``, ``begin_loading``, ``load``, ``finish_loading``): the type
+checks a shell made between the two machines (an Empty classic group taken over, classic requests to a consumer
+group refused, which machine replays a record) are the facade's now. The machines stay reachable as ``classic`` and
+``consumer`` for what only one of them offers (``consumer_group_describe`` is here too; ``wedged`` /
+``reset_group`` are the classic machine's).
 
 Deviations from Kafka:
 
@@ -57,7 +63,7 @@ Deviations from Kafka:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from coordinator.core.consumer.api import (
     ConsumerGroupHeartbeatRequest,
@@ -411,24 +417,27 @@ class GroupCoordinators:
             return self.consumer.on_timer(now_ms, key)
         return self.classic.on_timer(now_ms, key)
 
-    def begin_loading(self) -> list[Effect]:
-        """Single broker: both machines forget everything and load."""
+    def begin_loading(self, partition: int | None = None) -> list[Effect]:
+        """Single broker: both machines forget everything and load (``partition`` must be None: the facade is the
+        single-broker mode's; the signature is the shell's runner's)."""
+        _single_broker(partition)
         out = self.classic.begin_loading()
         out.extend(self.consumer.begin_loading())
         return out
 
-    def load(self, record: Record) -> None:
+    def load(self, record: object) -> None:
         """Replay one record (log order) into the machine it belongs to: consumer records, and offsets or
         deletions of a group the consumer machine holds at this point, go to it; the rest to the classic
-        machine."""
+        machine (``TypeError`` for what is no group record)."""
         if self.consumer.takes_record(record):
             self.consumer.load(record)
         else:
-            self.classic.load(record)
+            self.classic.load(cast(Record, record))
 
-    def finish_loading(self, now_ms: int) -> list[Effect]:
+    def finish_loading(self, now_ms: int, partition: int | None = None) -> list[Effect]:
         """End loading: a classic group shadowed by a consumer group of the same id (the log's last word on the id)
         is forgotten, its offsets kept; then both machines finish (timers for every member)."""
+        _single_broker(partition)
         for gid in self.classic.group_ids():
             if self.consumer.holds(gid):
                 self.classic.forget_group(gid)
@@ -439,6 +448,11 @@ class GroupCoordinators:
     def _emit(self, out: list[Effect], fields: dict[str, Any]) -> None:
         if self._emit_events:
             out.append(Emit(EMIT_GROUP_CONVERTED, fields))
+
+
+def _single_broker(partition: int | None) -> None:
+    if partition is not None:
+        raise ValueError("the group facade loads in single-broker mode only (partition None)")
 
 
 def _not_found(message: str) -> ConsumerGroupHeartbeatResponse:
