@@ -158,8 +158,9 @@ class Groups:
         protocols: list[tuple[str, bytes]] | None = None,
         protocol_type: str = "consumer",
         instance_id: str | None = None,
+        api_version: int = 3,
     ) -> Any:
-        """A classic JoinGroup (v3: no MEMBER_ID_REQUIRED round); returns its token."""
+        """A classic JoinGroup (by default v3: no MEMBER_ID_REQUIRED round); returns its token."""
         req = JoinGroupRequest(
             self.group,
             member_id,
@@ -167,7 +168,7 @@ class Groups:
             protocol_type,
             protocols if protocols is not None else [("range", sub(owned, version=version))],
             rebalance_timeout_ms=rebalance_ms,
-            api_version=3,
+            api_version=api_version,
             group_instance_id=instance_id,
             client_id=client,
         )

@@ -208,6 +208,36 @@ def test_a_new_classic_member_joins_a_consumer_group() -> None:
     assert exclusive(g.owners())
 
 
+def test_a_v4_classic_member_without_id_is_given_one_then_joins() -> None:
+    g = _upgraded()
+    first = g.answer(g.join("", client="c4", api_version=4))
+    assert isinstance(first, JoinGroupResponse)
+    assert (first.error, first.member_id) == (ErrorCode.MEMBER_ID_REQUIRED, "v1")
+    group = g.consumer.group("g")
+    assert group is not None and "v1" not in group.members and group.group_epoch == 2
+    second = g.answer(g.join("v1", client="c4", api_version=4))
+    assert isinstance(second, JoinGroupResponse) and (second.error, second.generation_id) == (
+        ErrorCode.NONE,
+        3,
+    )
+
+
+def test_a_classic_member_that_does_not_sync_in_time_is_fenced() -> None:
+    g = _upgraded()
+    g.now = 2000
+    join = g.answer(g.join(C1, owned=[0, 1], rebalance_ms=30_000))
+    assert isinstance(join, JoinGroupResponse) and join.generation_id == 2
+    assert g.timers[(TIMER_CLASSIC_SYNC, "g", C1)] == 32_000
+    for t in range(7000, 32_000, 5000):
+        g.advance(t - g.now)
+        for member_id in (C1, C2, C3):
+            g.heartbeat(member_id, 2 if member_id == C1 else 1)
+        g.chb("k1", 2, [])
+    assert C1 in g.owners()
+    g.advance(32_000 - g.now)
+    assert C1 not in g.owners()
+
+
 def test_a_classic_member_that_stops_heartbeating_is_fenced_by_its_session_timeout() -> None:
     g = _upgraded()
     g.advance(5000)
