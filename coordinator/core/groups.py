@@ -20,7 +20,10 @@ A group id is held by at most one machine (after :meth:`GroupCoordinators.finish
 * The last consumer-protocol member of a consumer group leaving (a leave, a session or rebalance timeout) while
   classic members remain converts it back, when the policy allows the downgrade and the classic members fit in
   ``group.max.size`` (``validateOnlineDowngradeWithFencedMember`` / ``convertToClassicGroup``): the classic group is
-  Stable at the consumer group's epoch with each member's target assignment, and rebalances at once.
+  Stable at the consumer group's epoch with each member's target assignment, and rebalances at once. So does a
+  classic static member joining without member id in place of the last consumer-protocol member, a static one of
+  its instance id (``validateOnlineDowngradeWithReplacedMember``): it takes the replaced member's place and target,
+  is answered at once, and the classic group rebalances only if its subscribed topics differ.
 * OffsetCommit / OffsetFetch / DescribeGroups / DeleteGroups go to the holder (the classic machine when none holds
   the id); ListGroups lists both; timers go by their key's kind.
 
@@ -53,9 +56,6 @@ Deviations from Kafka:
   records of the group's partition); with either machine replicated, the group types stay apart as before.
 * A downgrade whose conversion fails (a member's subscription that does not decode) leaves the ordinary fence to
   happen (Kafka answers the leave GROUP_ID_NOT_FOUND and, for a timer, keeps the member).
-* The downgrade when a static classic member replaces the last consumer-protocol static member
-  (``validateOnlineDowngradeWithReplacedMember``) is not modelled: the group stays a consumer group until a
-  consumer-protocol member leaves by other means.
 * DescribeGroups of a consumer group with classic members is the consumer machine's (GROUP_ID_NOT_FOUND, not a
   classic group), as for any consumer group.
 """
@@ -78,6 +78,7 @@ from coordinator.core.consumer.classic_members import (
 )
 from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.consumer.machine import (
+    REMOVED_STATIC_REPLACED,
     TIMER_CLASSIC_JOIN,
     TIMER_CLASSIC_SYNC,
     TIMER_REBALANCE,
@@ -149,6 +150,7 @@ class GroupCoordinators:
         self.consumer = consumer
         self._emit_events = emit_events
         consumer.on_fence = self._maybe_downgrade
+        consumer.on_static_replace = self._maybe_downgrade_on_static_replacement
 
     # ============================================================================================ routing
 
@@ -345,6 +347,76 @@ class GroupCoordinators:
         )
         self.classic.adopt_group(
             now_ms, classic, out, f"Downgrade group {gid} from consumer to classic for member leaving."
+        )
+        return True
+
+    def _maybe_downgrade_on_static_replacement(
+        self,
+        now_ms: int,
+        group: ConsumerGroup,
+        replaced: ConsumerGroupMember,
+        joining: ConsumerGroupMember,
+        subscription_changed: bool,
+        out: list[Effect],
+    ) -> bool:
+        """The consumer machine's ``on_static_replace`` hook: Kafka ``validateOnlineDowngradeWithReplacedMember`` and
+        ``convertToClassicGroup`` with a joining member, which takes the replaced member's place and target; the
+        classic group rebalances only if the joining member's subscription differs. True when converted."""
+        gid = group.group_id
+        if not self._migrating or not self.consumer.config.downgrade_enabled:
+            return False
+        if len(group.members) > self.classic.config.max_size:
+            return False
+        try:
+            classic = classic_group_from_consumer(
+                group, [replaced.member_id], self.consumer.topics, now_ms, joining=joining
+            )
+        except ConversionRefused as e:
+            log.warning("group=%s %s", gid, e)
+            return False
+        out.extend(Persist(record) for record in group_tombstone_records(group))
+        self.consumer.release_group(gid, out)
+        if self._emit_events:
+            out.append(
+                Emit(
+                    EMIT_MEMBER_REMOVED,
+                    {
+                        "group": gid,
+                        "member": replaced.member_id,
+                        "epoch": group.group_epoch,
+                        "member_epoch": replaced.member_epoch,
+                        "instance_id": replaced.instance_id,
+                        "reason": REMOVED_STATIC_REPLACED,
+                    },
+                )
+            )
+        self._emit(
+            out,
+            {
+                "group": gid,
+                "from_type": CONSUMER,
+                "to_type": CLASSIC,
+                "epoch": group.group_epoch,
+                "members": len(classic.members),
+                "reason": f"classic member {joining.member_id} replaced static member {replaced.member_id}",
+            },
+        )
+        log.info(
+            "group=%s epoch=%d consumer group downgraded to a classic group: classic member %s replaced the last "
+            "consumer-protocol member %s (instance %s)",
+            gid,
+            group.group_epoch,
+            joining.member_id,
+            replaced.member_id,
+            joining.instance_id,
+        )
+        self.classic.adopt_group(
+            now_ms,
+            classic,
+            out,
+            f"Downgrade group {gid} from consumer to classic for static member replacement with different "
+            "subscription.",
+            rebalance=subscription_changed,
         )
         return True
 

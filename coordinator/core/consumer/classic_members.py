@@ -233,19 +233,31 @@ def group_tombstone_records(group: ConsumerGroup) -> list[ConsumerRecord]:
 
 
 def classic_group_from_consumer(
-    group: ConsumerGroup, leaving: Iterable[str], topics: TopicsImage, now_ms: int
+    group: ConsumerGroup,
+    leaving: Iterable[str],
+    topics: TopicsImage,
+    now_ms: int,
+    joining: ConsumerGroupMember | None = None,
 ) -> Group:
-    """Kafka ``ClassicGroup.fromConsumerGroup`` (the downgrade, without a joining static member): a Stable classic
-    group at generation = the group epoch, protocol type ``consumer``, every member but ``leaving`` (all of them
-    classic members) with its JoinGroup protocols and timeouts, the protocol the members vote for, the first member
-    as leader, and each member's assignment its target assignment encoded in its subscription's version.
-    :class:`ConversionRefused` when a member's subscription does not decode."""
+    """Kafka ``ClassicGroup.fromConsumerGroup`` (the downgrade): a Stable classic group at generation = the group
+    epoch, protocol type ``consumer``, every member but ``leaving`` (all of them classic members) with its JoinGroup
+    protocols and timeouts, then ``joining`` (a classic static member replacing the static member of its instance
+    id, which must be in ``leaving``), the protocol the members vote for, the first member as leader, and each
+    member's assignment its target assignment (the joining member: the replaced one's) encoded in its
+    subscription's version. :class:`ConversionRefused` when a member's subscription does not decode."""
     gone = set(leaving)
     gid = group.group_id
     classic = Group(gid, GroupState.STABLE, now_ms)
     classic.generation_id = group.group_epoch
     classic.protocol_type = PROTOCOL_TYPE
     kept = [m for m in group.members.values() if m.member_id not in gone]
+    targets = {m.member_id: group.target.get(m.member_id, {}) for m in kept}
+    if joining is not None:
+        replaced = group.static_member(joining.instance_id or "")
+        if replaced is None or replaced.member_id not in gone:
+            raise ValueError(f"member {joining.member_id} replaces no leaving static member of group {gid}")
+        kept.append(joining)
+        targets[joining.member_id] = group.target.get(replaced.member_id, {})
     for m in kept:
         if m.classic is None:
             raise ValueError(f"member {m.member_id} of group {gid} does not use the classic protocol")
@@ -268,9 +280,7 @@ def classic_group_from_consumer(
         for m in kept:
             member = classic.members[m.member_id]
             version = decode_version(member.metadata(classic.protocol_name))
-            member.assignment = encode_assignment(
-                by_names(group.target.get(m.member_id, {}), topics), max(version, 0)
-            )
+            member.assignment = encode_assignment(by_names(targets[m.member_id], topics), max(version, 0))
     except ConsumerProtocolError as e:
         raise ConversionRefused(f"Cannot downgrade the classic group {gid}: {e}.") from None
     return classic

@@ -50,7 +50,8 @@ consumer protocol's join/heartbeat with the owned partitions of its subscription
 assignment, its Heartbeat says REBALANCE_IN_PROGRESS when it must rejoin. Two more timers:
 ``("consumer-join", group, member)`` (a classic member told to rejoin must within its rebalance timeout) and
 ``("consumer-sync", group, member)`` (SyncGroup due within its rebalance timeout after JoinGroup); both fence it.
-``on_fence`` (a hook the facade sets) may take a group away when a member is fenced (the downgrade).
+``on_fence`` and ``on_static_replace`` (hooks the facade sets) may take a group away when a member is fenced or a
+classic static member replaces the last consumer-protocol member (the downgrade).
 
 Deviations from Kafka (each also noted where it happens):
 
@@ -78,9 +79,9 @@ Deviations from Kafka (each also noted where it happens):
   state's producers (a downgrade) are not modelled; UNKNOWN is handled as Kafka handles it but never arises.
 * No per-group configuration (``GroupConfigManager``), no offset expiry. Classic members follow Kafka 4's
   ``classicGroupJoinToConsumerGroup`` / ``classicGroupSyncToConsumerGroup`` / ``classicGroupHeartbeatToConsumerGroup``
-  / ``classicGroupLeaveToConsumerGroup`` except: a classic static member replacing the last consumer-protocol
-  static member does not downgrade the group (``validateOnlineDowngradeWithReplacedMember``; the group stays a
-  consumer group); a JoinGroup whose subscription does not decode is UNKNOWN_SERVER_ERROR (Kafka's
+  / ``classicGroupLeaveToConsumerGroup`` except: when a classic static member replacing the last consumer-protocol
+  member downgrades the group, its subscription counts as changed only when its topics do (Kafka also bumps on a
+  metadata refresh due then); a JoinGroup whose subscription does not decode is UNKNOWN_SERVER_ERROR (Kafka's
   ``IllegalStateException``); a classic member's protocols count once per name (as the classic machine's); the
   classic-member errors carry no messages where the classic responses have no field for them. Replicated mode:
   classic members' requests are answered at once (their records are not two-phase writes).
@@ -202,6 +203,7 @@ __all__ = [
     "TIMER_CLASSIC_SYNC",
     "TIMER_REBALANCE",
     "FenceHook",
+    "StaticReplaceHook",
     "TIMER_SESSION",
     "ConsumerGroupCoordinator",
 ]
@@ -225,6 +227,12 @@ REMOVED_CLASSIC_SYNC_TIMEOUT = "sync_timeout"
 #: ``on_fence(now_ms, group, member, reason, out)``: called before a member is fenced (left, expired, timed out);
 #: True means the hook took the whole group away (the online downgrade) and the fence must do nothing more.
 FenceHook = Callable[[int, ConsumerGroup, ConsumerGroupMember, str, list[Effect]], bool]
+#: ``on_static_replace(now_ms, group, replaced, joining, subscription_changed, out)``: a classic static member
+#: (``joining``) replaces ``replaced``, the group's last consumer-protocol member; True means the hook converted the
+#: group (the online downgrade) and the JoinGroup is answered from ``joining``.
+StaticReplaceHook = Callable[
+    [int, ConsumerGroup, ConsumerGroupMember, ConsumerGroupMember, bool, list[Effect]], bool
+]
 
 #: ``target_assignment``: group, epoch (the group epoch the target was computed for), members, partitions_moved
 #: (partitions whose target owner changed, gaining or losing one included), assignor.
@@ -297,6 +305,8 @@ class ConsumerGroupCoordinator:
         self._sync_deadlines: dict[tuple[str, str], int] = {}
         #: Called before a member is fenced; the online downgrade (:mod:`coordinator.core.groups`) sets it.
         self.on_fence: FenceHook | None = None
+        #: Called when a classic static member replaces the last consumer-protocol member (the facade's downgrade).
+        self.on_static_replace: StaticReplaceHook | None = None
 
     # ============================================================================================ inspection
 
@@ -1064,6 +1074,23 @@ class ConsumerGroupCoordinator:
                 client_host=req.client_host,
             )
             classic = ClassicMemberMetadata(req.session_timeout_ms, protocols)
+            downgraded = self._maybe_downgrade_on_static_replacement(
+                now_ms, group, hreq, classic, unknown, out
+            )
+            if downgraded is not None:
+                out.append(
+                    Respond(
+                        token,
+                        JoinGroupResponse(
+                            ErrorCode.NONE,
+                            member_id=downgraded.member_id,
+                            generation_id=downgraded.member_epoch,
+                            protocol_type=CLASSIC_PROTOCOL_TYPE,
+                            protocol_name=protocols[0][0],
+                        ),
+                    )
+                )
+                return out
             _, member = self._consumer_group_heartbeat(
                 now_ms, hreq, out, classic=classic, create_static=unknown
             )
@@ -1096,6 +1123,57 @@ class ConsumerGroupCoordinator:
             )
         )
         return out
+
+    def _maybe_downgrade_on_static_replacement(
+        self,
+        now_ms: int,
+        group: ConsumerGroup,
+        req: ConsumerGroupHeartbeatRequest,
+        classic: ClassicMemberMetadata,
+        unknown: bool,
+        out: list[Effect],
+    ) -> ConsumerGroupMember | None:
+        """Kafka ``classicGroupJoinToConsumerGroup``'s downgrade: a classic static member joining without member id
+        replaces the group's last consumer-protocol member (a static one of its instance id). The joining member is
+        the replaced one's copy at epoch 0 with the request's subscription, reconciled to the current target when
+        its subscription is the same; ``on_static_replace`` (the facade) decides and converts the group. Returns
+        the joining member when the group was converted (it is the classic machine's from then on), else None."""
+        hook = self.on_static_replace
+        instance_id = req.instance_id
+        if hook is None or not unknown or instance_id is None:
+            return None
+        existing = group.static_member(instance_id)
+        if (
+            existing is None
+            or existing.classic is not None
+            or not group.all_members_use_classic_protocol_except([existing.member_id])
+        ):
+            return None
+        joining = dataclasses.replace(
+            existing,
+            member_id=req.member_id,
+            member_epoch=0,
+            previous_member_epoch=0,
+            rack_id=req.rack_id if req.rack_id is not None else existing.rack_id,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            subscribed_topic_names=tuple(sorted(set(req.subscribed_topic_names or ()))),
+            client_id=req.client_id,
+            client_host=req.client_host,
+            classic=classic,
+        )
+        # Kafka ``hasMemberSubscriptionChanged``: the topic names.
+        changed = joining.subscribed_topic_names != existing.subscribed_topic_names
+        if not changed:
+            joining = self._maybe_reconcile(
+                group,
+                joining,
+                group.assignment_epoch,
+                group.target.get(existing.member_id, EMPTY_ASSIGNMENT),
+                req.topic_partitions,
+            )
+        if not hook(now_ms, group, existing, joining, changed, out):
+            return None
+        return joining
 
     def _validate_consumer_group_member(
         self, group: ConsumerGroup, member_id: str, instance_id: str | None

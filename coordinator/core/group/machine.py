@@ -1322,11 +1322,13 @@ class GroupCoordinator:
         del now_ms
         return group
 
-    def adopt_group(self, now_ms: int, group: Group, out: list[Effect], reason: str) -> None:
+    def adopt_group(
+        self, now_ms: int, group: Group, out: list[Effect], reason: str, rebalance: bool = True
+    ) -> None:
         """Take ``group``, converted from another group type (Kafka 4's online downgrade,
         ``convertToClassicGroup``): it must be Stable with its members' protocols, protocol and assignments set.
-        Its record is written, every member's session timer armed (``rescheduleClassicGroupMemberHeartbeat``) and a
-        rebalance begins (``prepareRebalance``), so the members rejoin as a classic group."""
+        Its record is written, every member's session timer armed (``rescheduleClassicGroupMemberHeartbeat``) and,
+        with ``rebalance``, a rebalance begins (``prepareRebalance``), so the members rejoin as a classic group."""
         if group.group_id in self._groups:
             raise ValueError(f"group {group.group_id} exists already")
         self._groups[group.group_id] = group
@@ -1339,7 +1341,8 @@ class GroupCoordinator:
             group.generation_id,
             len(group.members),
         )
-        self._prepare_rebalance(group, now_ms, out, reason)
+        if rebalance:
+            self._prepare_rebalance(group, now_ms, out, reason)
 
     def forget_group(self, group_id: str) -> None:
         """While loading: forget ``group_id`` (its offsets stay, shared): a later record of another group type

@@ -345,6 +345,43 @@ def test_a_consumer_member_whose_session_ends_downgrades_the_group_too() -> None
     assert g.facade.holder("g") == "classic"  # k1's session ended at 46 000
 
 
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_the_group() -> None:
+    g = Groups()
+    g.classic_group_of_three()
+    g.now = 1000
+    static_join = ConsumerGroupHeartbeatRequest(
+        "g",
+        "k1",
+        0,
+        instance_id="i1",
+        rebalance_timeout_ms=60_000,
+        subscribed_topic_names=("t",),
+        topic_partitions=(),
+    )
+    assert g.send(static_join).member_epoch == 2  # as in the upgrade test: k1's target is {5}, still c3-u3's
+    # k1 shuts down as a static member (-2: it stays until its session ends) and restarts as a classic member with
+    # the same instance id.
+    assert g.send(ConsumerGroupHeartbeatRequest("g", "k1", -2, instance_id="i1")).member_epoch == -2
+    g.now = 2000
+    join = g.answer(g.join("", client="c4", instance_id="i1"))
+    # The replacing member (named v1 by the consumer machine) takes k1's place and target; its subscription is k1's,
+    # so it is reconciled (epoch 2, waiting for 5) and the classic group, Stable at generation 2, does not rebalance.
+    assert join == JoinGroupResponse(
+        ErrorCode.NONE, member_id="v1", generation_id=2, protocol_type="consumer", protocol_name="range"
+    )
+    assert g.facade.holder("g") == "classic"
+    classic = g.classic.group("g")
+    assert classic is not None
+    assert (classic.generation_id, classic.state, classic.leader_id) == (2, GroupState.STABLE, C1)
+    assert classic.static_members == {"i1": "v1"}
+    assert g.classic_owners() == {C1: {0, 1}, C2: {2, 3}, C3: {4}, "v1": {5}}
+    assert ("join", "g") not in g.timers
+    sync = g.answer(g.sync("v1", 2))
+    assert isinstance(sync, SyncGroupResponse) and parts_of(sync.assignment) == {5}
+    # c3-u3, still at generation 1, must rejoin the classic group.
+    assert g.heartbeat(C3, 1).error is ErrorCode.ILLEGAL_GENERATION
+
+
 # ================================================================================================ policies
 
 
