@@ -51,13 +51,16 @@ Deviations from Kafka:
 
 * The upgrade writes the classic group as an Empty group record where Kafka writes the group-metadata tombstone:
   herdlab's group tombstone (``GroupTombstoneRecord``) also deletes the group's offsets, which a conversion keeps.
-  Replay gives the same groups (the consumer records that follow shadow it).
+  An Empty classic group taken over gets no record at all (its last one is Empty already). Replay gives the same
+  groups (the consumer records that follow shadow it).
+* The downgrade on a static replacement writes only the consumer group's tombstones and the classic group record
+  (Kafka first writes the replacement's own records, which its tombstones then delete): replay gives the same.
 * Single-broker mode only: the facade converts nothing in replicated mode (Kafka's conversions are ordinary
   records of the group's partition); with either machine replicated, the group types stay apart as before.
 * A downgrade whose conversion fails (a member's subscription that does not decode) leaves the ordinary fence to
   happen (Kafka answers the leave GROUP_ID_NOT_FOUND and, for a timer, keeps the member).
-* DescribeGroups of a consumer group with classic members is the consumer machine's (GROUP_ID_NOT_FOUND, not a
-  classic group), as for any consumer group.
+* DescribeGroups of a consumer group with classic members is the consumer machine's answer for any consumer group
+  (GROUP_ID_NOT_FOUND, not a classic group); Kafka 4's answer for such a group was not compared.
 """
 
 from __future__ import annotations
