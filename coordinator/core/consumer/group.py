@@ -67,6 +67,8 @@ class ConsumerGroup:
         "topic_counts",
         "regex_counts",
         "assignor_counts",
+        "classic_members",
+        "classic_protocols",
         "state",
         "state_timestamp_ms",
     )
@@ -88,6 +90,10 @@ class ConsumerGroup:
         self.regex_counts: dict[str, int] = {}
         #: server assignor name -> members asking for it.
         self.assignor_counts: dict[str, int] = {}
+        #: members that use the classic protocol (Kafka ``numClassicProtocolMembers``).
+        self.classic_members = 0
+        #: classic protocol name -> classic members listing it (Kafka ``classicProtocolMembersSupportedProtocols``).
+        self.classic_protocols: dict[str, int] = {}
         self.state = ConsumerGroupState.EMPTY
         self.state_timestamp_ms = now_ms
 
@@ -121,10 +127,13 @@ class ConsumerGroup:
         member = self.members.get(req.member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if req.api_version is not None and req.api_version < 9:
+        if member.classic is None and req.api_version is not None and req.api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         if req.generation_id != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            # Kafka ``validateMemberEpoch``: a classic member's generation is its member epoch.
+            return (
+                ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
+            )
         return None
 
     def validate_offset_fetch(self, req: OffsetFetchRequest) -> ErrorCode | None:
@@ -137,7 +146,9 @@ class ConsumerGroup:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if req.member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            return (
+                ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
+            )
         return None
 
     # ---------------------------------------------------------------------------------------------- members
@@ -189,6 +200,42 @@ class ConsumerGroup:
             _bump(self.regex_counts, member.subscribed_topic_regex, delta)
         if member.server_assignor is not None:
             _bump(self.assignor_counts, member.server_assignor, delta)
+        if member.classic is not None:
+            self.classic_members += delta
+            for name in dict.fromkeys(name for name, _ in member.classic.protocols):
+                _bump(self.classic_protocols, name, delta)
+
+    # ---------------------------------------------------------------------------------------------- classic members
+
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Kafka ``supportsClassicProtocols``: a classic member may join if it speaks the embedded consumer protocol
+        and, unless the group is empty, one of its protocols is listed by every classic member."""
+        wanted = list(names)
+        if protocol_type != "consumer":
+            return False
+        if not self.members:
+            return bool(wanted)
+        return any(self.classic_protocols.get(name, 0) == self.classic_members for name in wanted)
+
+    def all_members_use_classic_protocol_except(self, member_ids: Iterable[str]) -> bool:
+        """Kafka ``allMembersUseClassicProtocolExcept``: every member but ``member_ids`` (which must not use it)
+        uses the classic protocol."""
+        leaving = [self.members[m] for m in set(member_ids) if m in self.members]
+        if any(m.classic is not None for m in leaving):
+            return False
+        return self.classic_members == len(self.members) - len(leaving)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Kafka ``waitingOnUnreleasedPartition``: the member waits for a partition of its target that another
+        member still holds."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic, parts in self.target.get(member.member_id, {}).items():
+            assigned = member.assigned.get(topic, frozenset())
+            for p in parts:
+                if p not in assigned and self.current_partition_epoch(topic, p) != -1:
+                    return True
+        return False
 
     def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         """Kafka ``currentPartitionEpoch``: the epoch of the member holding the partition, -1 if none does."""

@@ -39,7 +39,19 @@ What the shell answers itself: NOT_COORDINATOR in single-broker mode, authorizat
 a group id the classic machine holds:
 Kafka answers GROUP_ID_NOT_FOUND "Group <id> is not a consumer group" (:meth:`~ConsumerGroupCoordinator.
 not_a_consumer_group`) unless it converts the group (an empty classic group becomes a consumer group on a join;
-migration is not this module's).
+the online migration between the types is the facade's, :mod:`coordinator.core.groups`).
+
+Classic-protocol members of a consumer group (Kafka's ``classicGroup*ToConsumerGroup``) are served by
+:meth:`~ConsumerGroupCoordinator.classic_join_group`, :meth:`~ConsumerGroupCoordinator.classic_sync_group`,
+:meth:`~ConsumerGroupCoordinator.classic_heartbeat` and :meth:`~ConsumerGroupCoordinator.classic_leave_group`
+(the facade routes the classic APIs of a consumer group to them): such a member carries ``classic`` metadata (its
+session timeout and JoinGroup protocols, :mod:`~coordinator.core.consumer.classic_members`), its JoinGroup is the
+consumer protocol's join/heartbeat with the owned partitions of its subscription, its SyncGroup returns its current
+assignment, its Heartbeat says REBALANCE_IN_PROGRESS when it must rejoin. Two more timers:
+``("consumer-join", group, member)`` (a classic member told to rejoin must within its rebalance timeout) and
+``("consumer-sync", group, member)`` (SyncGroup due within its rebalance timeout after JoinGroup); both fence it.
+``on_fence`` and ``on_static_replace`` (hooks the facade sets) may take a group away when a member is fenced or a
+classic static member replaces the last consumer-protocol member (the downgrade).
 
 Deviations from Kafka (each also noted where it happens):
 
@@ -65,9 +77,14 @@ Deviations from Kafka (each also noted where it happens):
   filter is case-insensitive (Kafka 4 ``listGroups``).
 * Kafka's later per-partition assignment epochs (trunk's ``CurrentAssignmentBuilder``) and the UNKNOWN member
   state's producers (a downgrade) are not modelled; UNKNOWN is handled as Kafka handles it but never arises.
-* No classic-protocol members in consumer groups, no online migration (upgrade / downgrade), no per-group
-  configuration (``GroupConfigManager``), no offset expiry, no ``group.consumer.migration.policy``: the other
-  parts of the project, or not modelled.
+* No per-group configuration (``GroupConfigManager``), no offset expiry. Classic members follow Kafka 4's
+  ``classicGroupJoinToConsumerGroup`` / ``classicGroupSyncToConsumerGroup`` / ``classicGroupHeartbeatToConsumerGroup``
+  / ``classicGroupLeaveToConsumerGroup`` except: when a classic static member replacing the last consumer-protocol
+  member downgrades the group, its subscription counts as changed only when its topics do (Kafka also bumps on a
+  metadata refresh due then); a JoinGroup whose subscription does not decode is UNKNOWN_SERVER_ERROR (Kafka's
+  ``IllegalStateException``); a classic member's protocols count once per name (as the classic machine's); the
+  classic-member errors carry no messages where the classic responses have no field for them. Replicated mode:
+  classic members' requests are answered at once (their records are not two-phase writes).
 * Reconciliation follows Kafka 4.1's ``CurrentAssignmentBuilder`` (after revoking, the member moves to
   ``min(epoch + 1, target epoch)``; a partition it is revoking itself is not "unreleased" for it; a topic it no
   longer subscribes to has an empty target) except ``updateCurrentAssignment``, which only matters when a
@@ -101,6 +118,11 @@ from coordinator.core.consumer.api import (
     TopicPartitions,
     TopicsImage,
 )
+from coordinator.core.consumer.classic_members import (
+    assignment_bytes,
+    group_tombstone_records,
+    owned_partitions,
+)
 from coordinator.core.consumer.config import ConsumerGroupConfig
 from coordinator.core.consumer.group import ConsumerGroup, ConsumerGroupState, regex_matches
 from coordinator.core.consumer.member import (
@@ -112,6 +134,8 @@ from coordinator.core.consumer.member import (
     assignment_text,
     assignment_to_wire,
 )
+from coordinator.core.consumer.protocol import PROTOCOL_TYPE as CLASSIC_PROTOCOL_TYPE
+from coordinator.core.consumer.protocol import ConsumerProtocolError, decode_subscription
 from coordinator.core.consumer.reconcile import FencedMemberEpoch, reconcile
 from coordinator.core.consumer.records import (
     TOMBSTONE_CURRENT,
@@ -119,6 +143,7 @@ from coordinator.core.consumer.records import (
     TOMBSTONE_MEMBER,
     TOMBSTONE_TARGET,
     TOMBSTONE_TARGET_EPOCH,
+    ClassicMemberMetadata,
     ConsumerCurrentAssignmentRecord,
     ConsumerGroupEpochRecord,
     ConsumerMemberRecord,
@@ -140,6 +165,13 @@ from coordinator.core.group.api import (
     DescribedGroup,
     Effect,
     Emit,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMemberResult,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
     ListedGroup,
     ListGroupsResponse,
     OffsetCommitRequest,
@@ -148,6 +180,8 @@ from coordinator.core.group.api import (
     Persist,
     Respond,
     SetTimer,
+    SyncGroupRequest,
+    SyncGroupResponse,
     TimerKey,
 )
 from coordinator.core.group.errors import ErrorCode
@@ -161,9 +195,15 @@ __all__ = [
     "FIRST_WRITE_ID",
     "GROUP_TYPE",
     "PROTOCOL_TYPE",
+    "REMOVED_CLASSIC_JOIN_TIMEOUT",
+    "REMOVED_CLASSIC_SYNC_TIMEOUT",
     "REMOVED_REBALANCE_TIMEOUT",
     "REMOVED_STATIC_REPLACED",
+    "TIMER_CLASSIC_JOIN",
+    "TIMER_CLASSIC_SYNC",
     "TIMER_REBALANCE",
+    "FenceHook",
+    "StaticReplaceHook",
     "TIMER_SESSION",
     "ConsumerGroupCoordinator",
 ]
@@ -174,6 +214,25 @@ TIMER_SESSION = "consumer-session"  #: ("consumer-session", group_id, member_id)
 TIMER_REBALANCE = (
     "consumer-rebalance"  #: ("consumer-rebalance", group_id, member_id): the revocation deadline
 )
+#: ("consumer-join", group_id, member_id): a classic member told to rejoin must send JoinGroup within its rebalance
+#: timeout (Kafka ``consumerGroupJoinKey``).
+TIMER_CLASSIC_JOIN = "consumer-join"
+#: ("consumer-sync", group_id, member_id): a classic member must send SyncGroup within its rebalance timeout after
+#: its JoinGroup (Kafka ``consumerGroupSyncKey``).
+TIMER_CLASSIC_SYNC = "consumer-sync"
+#: ``member_removed`` reasons of classic members that did not rejoin / sync in time.
+REMOVED_CLASSIC_JOIN_TIMEOUT = "join_timeout"
+REMOVED_CLASSIC_SYNC_TIMEOUT = "sync_timeout"
+
+#: ``on_fence(now_ms, group, member, reason, out)``: called before a member is fenced (left, expired, timed out);
+#: True means the hook took the whole group away (the online downgrade) and the fence must do nothing more.
+FenceHook = Callable[[int, ConsumerGroup, ConsumerGroupMember, str, list[Effect]], bool]
+#: ``on_static_replace(now_ms, group, replaced, joining, subscription_changed, out)``: a classic static member
+#: (``joining``) replaces ``replaced``, the group's last consumer-protocol member; True means the hook converted the
+#: group (the online downgrade) and the JoinGroup is answered from ``joining``.
+StaticReplaceHook = Callable[
+    [int, ConsumerGroup, ConsumerGroupMember, ConsumerGroupMember, bool, list[Effect]], bool
+]
 
 #: ``target_assignment``: group, epoch (the group epoch the target was computed for), members, partitions_moved
 #: (partitions whose target owner changed, gaining or losing one included), assignor.
@@ -241,6 +300,13 @@ class ConsumerGroupCoordinator:
         self._session_deadlines: dict[tuple[str, str], int] = {}
         #: (group, member) -> (member epoch the rebalance timeout was armed for, deadline).
         self._rebalance_deadlines: dict[tuple[str, str], tuple[int, int]] = {}
+        #: (group, member) -> deadline of a classic member's join / sync timeout.
+        self._join_deadlines: dict[tuple[str, str], int] = {}
+        self._sync_deadlines: dict[tuple[str, str], int] = {}
+        #: Called before a member is fenced; the online downgrade (:mod:`coordinator.core.groups`) sets it.
+        self.on_fence: FenceHook | None = None
+        #: Called when a classic static member replaces the last consumer-protocol member (the facade's downgrade).
+        self.on_static_replace: StaticReplaceHook | None = None
 
     # ============================================================================================ inspection
 
@@ -315,7 +381,7 @@ class ConsumerGroupCoordinator:
             if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 response = self._consumer_group_leave(now_ms, req, out)
             else:
-                response = self._consumer_group_heartbeat(now_ms, req, out)
+                response, _ = self._consumer_group_heartbeat(now_ms, req, out)
         except _ApiError as e:
             log.info(
                 "group=%s member=%s epoch=%d heartbeat refused: %s (%s)",
@@ -379,18 +445,28 @@ class ConsumerGroupCoordinator:
             )
 
     def _consumer_group_heartbeat(
-        self, now_ms: int, req: ConsumerGroupHeartbeatRequest, out: list[Effect]
-    ) -> ConsumerGroupHeartbeatResponse:
+        self,
+        now_ms: int,
+        req: ConsumerGroupHeartbeatRequest,
+        out: list[Effect],
+        classic: ClassicMemberMetadata | None = None,
+        create_static: bool = False,
+    ) -> tuple[ConsumerGroupHeartbeatResponse, ConsumerGroupMember]:
         """Kafka ``consumerGroupHeartbeat`` (the regular path): 1. create or update the member (a subscription
         change, a new member or a changed topic bumps the group epoch), 2. compute a new target assignment when the
         group epoch is ahead of it, 3. reconcile the member towards its target. Everything is decided before the
-        group changes; an :class:`_ApiError` leaves it untouched."""
+        group changes; an :class:`_ApiError` leaves it untouched. Returns the answer and the member after it.
+
+        With ``classic`` it is a classic member's JoinGroup (Kafka ``classicGroupJoinToConsumerGroup``, steps 1-3):
+        the member is created if unknown (a static one only when ``create_static``: it joined without member id),
+        its epoch is not checked, it keeps ``classic`` as its metadata, and its timers are the caller's."""
         group_id = req.group_id
         epoch = req.member_epoch
         regex = req.subscribed_topic_regex or None
         if regex is not None:
             self._throw_if_regular_expression_is_invalid(regex)
-        create = epoch == 0
+        is_classic = classic is not None
+        create = epoch == 0 or is_classic
         group = self._groups.get(group_id)
         new_group = group is None
         if group is None:
@@ -403,10 +479,18 @@ class ConsumerGroupCoordinator:
         owned = req.topic_partitions
         replaced: ConsumerGroupMember | None = None
         if req.instance_id is None:
-            member = self._get_or_maybe_subscribe_dynamic_member(group, member_id, epoch, owned, create)
+            member = self._get_or_maybe_subscribe_dynamic_member(
+                group, member_id, epoch, owned, create, check_epoch=not is_classic
+            )
         else:
             member, replaced = self._get_or_maybe_subscribe_static_member(
-                group, member_id, epoch, req.instance_id, owned, create
+                group,
+                member_id,
+                epoch,
+                req.instance_id,
+                owned,
+                create_static if is_classic else create,
+                classic=is_classic,
             )
 
         # 1. The member.
@@ -430,6 +514,7 @@ class ConsumerGroupCoordinator:
             ),
             client_id=req.client_id,
             client_host=req.client_host,
+            classic=classic,
         )
         records: list[ConsumerRecord] = []
         if replaced is not None:
@@ -553,7 +638,8 @@ class ConsumerGroupCoordinator:
                 fields["replaces"] = replaced.member_id
             self._emit(out, EMIT_MEMBER_ADDED, fields)
         self._after_reconcile(now_ms, group, member, updated, reconciled, out)
-        self._schedule_consumer_group_session_timeout(now_ms, group_id, member_id, out)
+        if not is_classic:
+            self._schedule_consumer_group_session_timeout(now_ms, group_id, member_id, out)
         self._maybe_update_group_state(now_ms, group, state_before, out)
 
         response = ConsumerGroupHeartbeatResponse(
@@ -569,7 +655,7 @@ class ConsumerGroupCoordinator:
         )
         if full_request or dict(reconciled.assigned) != dict(member.assigned):
             response.assignment = assignment_to_wire(reconciled.assigned)
-        return response
+        return response, reconciled
 
     def _throw_if_regular_expression_is_invalid(self, regex: str) -> None:
         """Kafka ``throwIfRegularExpressionIsInvalid`` (Python's ``re`` for RE2/J)."""
@@ -610,10 +696,12 @@ class ConsumerGroupCoordinator:
         epoch: int,
         owned: tuple[TopicPartitions, ...] | None,
         create: bool,
+        check_epoch: bool = True,
     ) -> ConsumerGroupMember:
-        """Kafka ``getOrMaybeSubscribeDynamicConsumerGroupMember``."""
+        """Kafka ``getOrMaybeSubscribeDynamicConsumerGroupMember`` (a classic member's epoch is not checked)."""
         member = self._get_or_maybe_create_member(group, member_id, create)
-        self._throw_if_member_epoch_is_invalid(group, member, epoch, owned)
+        if check_epoch:
+            self._throw_if_member_epoch_is_invalid(group, member, epoch, owned)
         return member
 
     def _get_or_maybe_subscribe_static_member(
@@ -624,15 +712,19 @@ class ConsumerGroupCoordinator:
         instance_id: str,
         owned: tuple[TopicPartitions, ...] | None,
         create: bool,
+        classic: bool = False,
     ) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None]:
         """Kafka ``getOrMaybeSubscribeStaticConsumerGroupMember``: a join with an instance id whose member left with
         ``-2`` replaces it (the new member starts at epoch 0 with the old one's assignment); a join while the old
-        one is still there is UNRELEASED_INSTANCE_ID. Returns the member and the member it replaces."""
+        one is still there is UNRELEASED_INSTANCE_ID, unless the joining or the existing member uses the classic
+        protocol (``classic``: a classic member's JoinGroup, whose epoch is not checked). Returns the member and the
+        member it replaces."""
         existing = group.static_member(instance_id)
         if create:
             if existing is None:
                 return self._get_or_maybe_create_member(group, member_id, True), None
-            self._throw_if_instance_id_is_unreleased(group, existing, member_id, instance_id)
+            if not classic and existing.classic is None:
+                self._throw_if_instance_id_is_unreleased(group, existing, member_id, instance_id)
             copy = dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
             log.info(
                 "group=%s epoch=%d member=%s static instance %s rejoins, replacing member %s",
@@ -646,7 +738,8 @@ class ConsumerGroupCoordinator:
         if existing is None:
             raise _ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         self._throw_if_instance_id_is_fenced(group, existing, member_id, instance_id)
-        self._throw_if_member_epoch_is_invalid(group, existing, epoch, owned)
+        if not classic:
+            self._throw_if_member_epoch_is_invalid(group, existing, epoch, owned)
         return existing, None
 
     def _throw_if_member_epoch_is_invalid(
@@ -898,6 +991,8 @@ class ConsumerGroupCoordinator:
         subscription metadata recomputed without it), its timers cancelled. The new target is computed at the
         next heartbeat of another member (the group is Assigning until then)."""
         gid = group.group_id
+        if self.on_fence is not None and self.on_fence(now_ms, group, member, reason, out):
+            return
         state_before = group.state
         records: list[ConsumerRecord] = []
         _remove_member_records(records, gid, member.member_id)
@@ -912,12 +1007,444 @@ class ConsumerGroupCoordinator:
         self._emit_removed(out, group, member, reason)
         self._maybe_update_group_state(now_ms, group, state_before, out)
 
+    # ============================================================================================ classic members
+
+    def classic_join_group(self, now_ms: int, token: Any, req: JoinGroupRequest) -> list[Effect]:
+        """A classic member's JoinGroup to a non-empty consumer group (Kafka ``classicGroupJoinToConsumerGroup``):
+        the member joins or rejoins as the consumer protocol's heartbeat would make it (group epoch, target
+        assignment, reconciliation, with its subscription's owned partitions), and is answered at once with its
+        member epoch as generation, the group's protocol and no member list (it is never the leader): its
+        assignment comes with SyncGroup. Its session timer runs on its JoinGroup's session timeout, and it must
+        send SyncGroup within its rebalance timeout. The session timeout's bounds are the shell's (the classic
+        machine's configuration, as Kafka's service checks them first). Errors: GROUP_MAX_SIZE_REACHED,
+        INCONSISTENT_GROUP_PROTOCOL (not the embedded consumer protocol, or no protocol every classic member
+        lists), MEMBER_ID_REQUIRED (v4+ dynamic member without id, with the id to use), and the member checks of
+        the consumer protocol (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)."""
+        out: list[Effect] = []
+        status = self._status(req.group_id)
+        group = self._groups.get(req.group_id)
+        if status is not None or group is None:
+            out.append(
+                Respond(
+                    token, JoinGroupResponse(status or ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id)
+                )
+            )
+            return out
+        unknown = req.member_id == ""
+        member_id = self._new_uuid() if unknown else req.member_id
+        protocols = tuple((name, bytes(meta)) for name, meta in req.protocols)
+        try:
+            self._throw_if_consumer_group_is_full(group, member_id)
+            if not group.supports_classic_protocols(req.protocol_type, (name for name, _ in protocols)):
+                raise _ApiError(
+                    ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                    f"Member {member_id}'s protocols are not supported.",
+                )
+            if unknown and req.group_instance_id is None and req.api_version >= 4:
+                log.info(
+                    "group=%s epoch=%d dynamic classic member joins with no member id: asked to rejoin as %s",
+                    group.group_id,
+                    group.group_epoch,
+                    member_id,
+                )
+                out.append(
+                    Respond(token, JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
+                )
+                return out
+            try:
+                subscription = decode_subscription(protocols[0][1])
+            except ConsumerProtocolError:
+                raise _ApiError(
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    "Malformed embedded consumer protocol in subscription deserialization.",
+                ) from None
+            rebalance = req.rebalance_timeout_ms
+            if req.api_version == 0 or rebalance < 0:
+                rebalance = req.session_timeout_ms
+            hreq = ConsumerGroupHeartbeatRequest(
+                group_id=group.group_id,
+                member_id=member_id,
+                member_epoch=-1,
+                instance_id=req.group_instance_id,
+                rack_id=subscription.rack_id,
+                rebalance_timeout_ms=rebalance,
+                subscribed_topic_names=subscription.topics,
+                topic_partitions=owned_partitions(subscription, self.topics),
+                client_id=req.client_id,
+                client_host=req.client_host,
+            )
+            classic = ClassicMemberMetadata(req.session_timeout_ms, protocols)
+            downgraded = self._maybe_downgrade_on_static_replacement(
+                now_ms, group, hreq, classic, unknown, out
+            )
+            if downgraded is not None:
+                out.append(
+                    Respond(
+                        token,
+                        JoinGroupResponse(
+                            ErrorCode.NONE,
+                            member_id=downgraded.member_id,
+                            generation_id=downgraded.member_epoch,
+                            protocol_type=CLASSIC_PROTOCOL_TYPE,
+                            protocol_name=protocols[0][0],
+                        ),
+                    )
+                )
+                return out
+            _, member = self._consumer_group_heartbeat(
+                now_ms, hreq, out, classic=classic, create_static=unknown
+            )
+        except _ApiError as e:
+            log.info(
+                "group=%s member=%s classic JoinGroup refused: %s (%s)",
+                req.group_id,
+                req.member_id,
+                e.code.name,
+                e.message,
+            )
+            out.append(Respond(token, JoinGroupResponse(e.code, member_id=req.member_id)))
+            return out
+        gid = group.group_id
+        self._cancel_classic_timer(self._join_deadlines, TIMER_CLASSIC_JOIN, gid, member.member_id, out)
+        self._schedule_consumer_group_session_timeout(
+            now_ms, gid, member.member_id, out, req.session_timeout_ms
+        )
+        self._schedule_consumer_group_sync_timeout(now_ms, gid, member.member_id, rebalance, out)
+        out.append(
+            Respond(
+                token,
+                JoinGroupResponse(
+                    ErrorCode.NONE,
+                    member_id=member.member_id,
+                    generation_id=member.member_epoch,
+                    protocol_type=CLASSIC_PROTOCOL_TYPE,
+                    protocol_name=protocols[0][0],
+                ),
+            )
+        )
+        return out
+
+    def _maybe_downgrade_on_static_replacement(
+        self,
+        now_ms: int,
+        group: ConsumerGroup,
+        req: ConsumerGroupHeartbeatRequest,
+        classic: ClassicMemberMetadata,
+        unknown: bool,
+        out: list[Effect],
+    ) -> ConsumerGroupMember | None:
+        """Kafka ``classicGroupJoinToConsumerGroup``'s downgrade: a classic static member joining without member id
+        replaces the group's last consumer-protocol member (a static one of its instance id). The joining member is
+        the replaced one's copy at epoch 0 with the request's subscription, reconciled to the current target when
+        its subscription is the same; ``on_static_replace`` (the facade) decides and converts the group. Returns
+        the joining member when the group was converted (it is the classic machine's from then on), else None."""
+        hook = self.on_static_replace
+        instance_id = req.instance_id
+        if hook is None or not unknown or instance_id is None:
+            return None
+        existing = group.static_member(instance_id)
+        if (
+            existing is None
+            or existing.classic is not None
+            or not group.all_members_use_classic_protocol_except([existing.member_id])
+        ):
+            return None
+        joining = dataclasses.replace(
+            existing,
+            member_id=req.member_id,
+            member_epoch=0,
+            previous_member_epoch=0,
+            rack_id=req.rack_id if req.rack_id is not None else existing.rack_id,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            subscribed_topic_names=tuple(sorted(set(req.subscribed_topic_names or ()))),
+            client_id=req.client_id,
+            client_host=req.client_host,
+            classic=classic,
+        )
+        # Kafka ``hasMemberSubscriptionChanged``: the topic names.
+        changed = joining.subscribed_topic_names != existing.subscribed_topic_names
+        if not changed:
+            joining = self._maybe_reconcile(
+                group,
+                joining,
+                group.assignment_epoch,
+                group.target.get(existing.member_id, EMPTY_ASSIGNMENT),
+                req.topic_partitions,
+            )
+        if not hook(now_ms, group, existing, joining, changed, out):
+            return None
+        return joining
+
+    def _validate_consumer_group_member(
+        self, group: ConsumerGroup, member_id: str, instance_id: str | None
+    ) -> ConsumerGroupMember:
+        """Kafka ``validateConsumerGroupMember`` and ``throwIfMemberDoesNotUseClassicProtocol``."""
+        if instance_id is None:
+            member = self._get_or_maybe_create_member(group, member_id, False)
+        else:
+            found = group.static_member(instance_id)
+            if found is None:
+                raise _ApiError(
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    f"Member with instance id {instance_id} is not a member of group {group.group_id}.",
+                )
+            self._throw_if_instance_id_is_fenced(group, found, member_id, instance_id)
+            member = found
+        if member.classic is None:
+            raise _ApiError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol."
+            )
+        return member
+
+    @staticmethod
+    def _throw_if_generation_id_unmatched(member: ConsumerGroupMember, generation_id: int) -> None:
+        if member.member_epoch != generation_id:
+            raise _ApiError(
+                ErrorCode.ILLEGAL_GENERATION,
+                f"The request generation id {generation_id} is not equal to the member epoch "
+                f"{member.member_epoch} of member {member.member_id}.",
+            )
+
+    def classic_sync_group(self, now_ms: int, token: Any, req: SyncGroupRequest) -> list[Effect]:
+        """A classic member's SyncGroup to a consumer group (Kafka ``classicGroupSyncToConsumerGroup``): answered at
+        once with the partitions it is assigned now (its reconciled current assignment, in its subscription's
+        version); its sync timeout is cancelled and its session timer re-armed. Errors: UNKNOWN_MEMBER_ID (unknown,
+        or not a classic member; also an Empty group), FENCED_INSTANCE_ID, ILLEGAL_GENERATION (not its member epoch),
+        INCONSISTENT_GROUP_PROTOCOL (another protocol type or name than its JoinGroup's answer), and
+        REBALANCE_IN_PROGRESS when the group epoch moved past it (it must rejoin; the join timeout starts)."""
+        out: list[Effect] = []
+        status = self._status(req.group_id)
+        group = self._groups.get(req.group_id)
+        if status is not None or group is None or not group.members:
+            out.append(Respond(token, SyncGroupResponse(status or ErrorCode.UNKNOWN_MEMBER_ID)))
+            return out
+        try:
+            member = self._validate_consumer_group_member(group, req.member_id, req.group_instance_id)
+            self._throw_if_generation_id_unmatched(member, req.generation_id)
+            assert member.classic is not None
+            protocol_name = member.classic.protocols[0][0] if member.classic.protocols else ""
+            if req.protocol_type is not None and req.protocol_type != CLASSIC_PROTOCOL_TYPE:
+                raise _ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            if req.protocol_name is not None and req.protocol_name != protocol_name:
+                raise _ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            self._throw_if_rebalance_in_progress(now_ms, group, member, out)
+        except _ApiError as e:
+            out.append(Respond(token, SyncGroupResponse(e.code)))
+            return out
+        gid = group.group_id
+        self._cancel_classic_timer(self._sync_deadlines, TIMER_CLASSIC_SYNC, gid, member.member_id, out)
+        self._schedule_consumer_group_session_timeout(
+            now_ms, gid, member.member_id, out, _session_timeout(member)
+        )
+        out.append(
+            Respond(
+                token,
+                SyncGroupResponse(
+                    ErrorCode.NONE,
+                    assignment_bytes(member, member.assigned, self.topics),
+                    req.protocol_type,
+                    req.protocol_name,
+                ),
+            )
+        )
+        return out
+
+    def _throw_if_rebalance_in_progress(
+        self, now_ms: int, group: ConsumerGroup, member: ConsumerGroupMember, out: list[Effect]
+    ) -> None:
+        """Kafka ``throwIfRebalanceInProgress``: the group epoch is past the member's and it is not revoking."""
+        if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+            self._schedule_consumer_group_join_timeout_if_absent(now_ms, group.group_id, member, out)
+            raise _ApiError(
+                ErrorCode.REBALANCE_IN_PROGRESS,
+                f"A new rebalance is triggered in group {group.group_id} and member {member.member_id} should "
+                "rejoin to catch up.",
+            )
+
+    def classic_heartbeat(self, now_ms: int, token: Any, req: HeartbeatRequest) -> list[Effect]:
+        """A classic member's Heartbeat in a consumer group (Kafka ``classicGroupHeartbeatToConsumerGroup``): its
+        session timer is re-armed; REBALANCE_IN_PROGRESS (and the join timeout started) when it must rejoin: the
+        group epoch is past its member epoch, it must revoke partitions, or partitions it waits for are free now.
+        Errors: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION."""
+        out: list[Effect] = []
+        status = self._status(req.group_id)
+        group = self._groups.get(req.group_id)
+        if status is not None or group is None:
+            out.append(Respond(token, HeartbeatResponse(status or ErrorCode.UNKNOWN_MEMBER_ID)))
+            return out
+        try:
+            member = self._validate_consumer_group_member(group, req.member_id, req.group_instance_id)
+            self._throw_if_generation_id_unmatched(member, req.generation_id)
+        except _ApiError as e:
+            out.append(Respond(token, HeartbeatResponse(e.code)))
+            return out
+        gid = group.group_id
+        self._schedule_consumer_group_session_timeout(
+            now_ms, gid, member.member_id, out, _session_timeout(member)
+        )
+        error = ErrorCode.NONE
+        if (
+            member.member_epoch < group.group_epoch
+            or member.state is MemberState.UNREVOKED_PARTITIONS
+            or (
+                member.state is MemberState.UNRELEASED_PARTITIONS
+                and not group.waiting_on_unreleased_partition(member)
+            )
+        ):
+            error = ErrorCode.REBALANCE_IN_PROGRESS
+            self._schedule_consumer_group_join_timeout_if_absent(now_ms, gid, member, out)
+        out.append(Respond(token, HeartbeatResponse(error)))
+        return out
+
+    def classic_leave_group(self, now_ms: int, token: Any, req: LeaveGroupRequest) -> list[Effect]:
+        """A classic LeaveGroup to a consumer group (Kafka ``classicGroupLeaveToConsumerGroup``): each classic member
+        named (by member id, or by instance id with an empty member id for an admin's removal) is removed with its
+        timers; if any was, the group epoch is bumped once (with the subscription metadata recomputed). Per member:
+        UNKNOWN_MEMBER_ID (unknown, or a consumer-protocol member), FENCED_INSTANCE_ID."""
+        out: list[Effect] = []
+        status = self._status(req.group_id)
+        group = self._groups.get(req.group_id)
+        if status is not None:
+            out.append(Respond(token, LeaveGroupResponse(status)))
+            return out
+        if group is None:
+            results = [LeaveGroupMemberResult(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in req.members]
+            out.append(Respond(token, LeaveGroupResponse(ErrorCode.NONE, results)))
+            return out
+        gid = group.group_id
+        state_before = group.state
+        results: list[LeaveGroupMemberResult] = []
+        leaving: list[ConsumerGroupMember] = []
+        for member_id, instance_id in req.members:
+            try:
+                if instance_id is None:
+                    member = self._validate_consumer_group_member(group, member_id, None)
+                else:
+                    found = group.static_member(instance_id)
+                    if found is None:
+                        raise _ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+                    if member_id != "":
+                        self._throw_if_instance_id_is_fenced(group, found, member_id, instance_id)
+                    member = self._validate_consumer_group_member(group, found.member_id, None)
+                if member in leaving:
+                    raise _ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
+            except _ApiError as e:
+                results.append(LeaveGroupMemberResult(member_id, instance_id, e.code))
+                continue
+            log.info(
+                "group=%s epoch=%d classic member %s (instance %s) left the group (client reason: %s)",
+                gid,
+                group.group_epoch,
+                member.member_id,
+                instance_id,
+                req.reason or "not provided",
+            )
+            leaving.append(member)
+            results.append(LeaveGroupMemberResult(member.member_id, instance_id, ErrorCode.NONE))
+        if leaving:
+            records: list[ConsumerRecord] = []
+            for member in leaving:
+                _remove_member_records(records, gid, member.member_id)
+                group.remove_member(member.member_id)
+                self._cancel_timers(gid, member.member_id, out)
+            names = group.subscribed_topic_names(self.topics, None, None)
+            group.subscribed = ConsumerGroup.subscription_metadata(names, self.topics)
+            group.group_epoch += 1
+            records.append(ConsumerGroupEpochRecord(gid, group.group_epoch, group.subscribed))
+            out[:0] = [Persist(record) for record in records]
+            for member in leaving:
+                self._emit_removed(out, group, member, REMOVED_LEAVE)
+            self._maybe_update_group_state(now_ms, group, state_before, out)
+        out.append(Respond(token, LeaveGroupResponse(ErrorCode.NONE, results)))
+        return out
+
+    # ============================================================================================ conversions
+
+    def adopt_group(
+        self, now_ms: int, group: ConsumerGroup, records: list[ConsumerRecord], out: list[Effect]
+    ) -> None:
+        """Take ``group``, converted from a classic group (the online upgrade, :mod:`coordinator.core.groups`): its
+        conversion ``records`` are written and each member's session timer armed on its classic session timeout
+        (Kafka ``convertToConsumerGroup``). Undo with :meth:`abandon_group` if the heartbeat that caused it fails."""
+        if group.group_id in self._groups:
+            raise ValueError(f"consumer group {group.group_id} exists already")
+        self._groups[group.group_id] = group
+        group.state = group.compute_state()
+        group.state_timestamp_ms = now_ms
+        out.extend(Persist(record) for record in records)
+        for member in group.members.values():
+            self._schedule_consumer_group_session_timeout(
+                now_ms, group.group_id, member.member_id, out, _session_timeout(member)
+            )
+
+    def abandon_group(self, group_id: str) -> None:
+        """Undo :meth:`adopt_group` (nothing of it was applied: the shell drops its effects)."""
+        group = self._groups.pop(group_id, None)
+        if group is None:
+            return
+        for member_id in group.members:
+            self._session_deadlines.pop((group_id, member_id), None)
+
+    def release_group(self, group_id: str, out: list[Effect]) -> ConsumerGroup | None:
+        """Hand ``group_id`` over to the classic machine (the online downgrade): every member's timers are
+        cancelled and the group is forgotten; its offsets stay (shared). Writes nothing (the caller writes the
+        conversion's records)."""
+        group = self._groups.pop(group_id, None)
+        if group is None:
+            return None
+        for member_id in group.members:
+            self._cancel_timers(group_id, member_id, out)
+        return group
+
+    def drop_empty_group(self, now_ms: int, group_id: str, out: list[Effect]) -> bool:
+        """Kafka ``maybeDeleteEmptyConsumerGroup`` (a classic JoinGroup to an Empty consumer group): the group's
+        tombstones are written and it is forgotten, its offsets kept, so the classic machine can create the classic
+        group. False (nothing done) if the group is unknown or has members."""
+        group = self._groups.get(group_id)
+        if group is None or group.members:
+            return False
+        out.extend(Persist(record) for record in group_tombstone_records(group))
+        del self._groups[group_id]
+        log.info(
+            "group=%s epoch=%d empty consumer group deleted for a classic JoinGroup",
+            group_id,
+            group.group_epoch,
+        )
+        self._emit(
+            out,
+            EMIT_GROUP_STATE,
+            {
+                "group": group_id,
+                "from_state": group.state.value,
+                "state": ConsumerGroupState.DEAD.value,
+                "epoch": group.group_epoch,
+                "members": 0,
+            },
+        )
+        del now_ms
+        return True
+
+    def forget_group(self, group_id: str) -> None:
+        """While loading: forget ``group_id`` without effects (its offsets stay)."""
+        self._groups.pop(group_id, None)
+
+    def invalid_heartbeat(self, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse | None:
+        """The answer Kafka's request checks give ``req`` before looking at any group (INVALID_REQUEST,
+        UNSUPPORTED_ASSIGNOR ...), None if it passes them."""
+        try:
+            self._throw_if_consumer_group_heartbeat_request_is_invalid(req)
+        except _ApiError as e:
+            return ConsumerGroupHeartbeatResponse(e.code, e.message)
+        return None
+
     # ============================================================================================ timers
 
     def _schedule_consumer_group_session_timeout(
-        self, now_ms: int, group_id: str, member_id: str, out: list[Effect]
+        self, now_ms: int, group_id: str, member_id: str, out: list[Effect], timeout_ms: int | None = None
     ) -> None:
-        deadline = now_ms + self.config.session_timeout_ms
+        """(Re)arm the member's session timer: ``timeout_ms``, by default the group's session timeout (a classic
+        member's is its JoinGroup's, Kafka ``classicProtocolSessionTimeout``)."""
+        deadline = now_ms + (self.config.session_timeout_ms if timeout_ms is None else timeout_ms)
         self._session_deadlines[(group_id, member_id)] = deadline
         out.append(SetTimer((TIMER_SESSION, group_id, member_id), deadline))
 
@@ -945,6 +1472,34 @@ class ConsumerGroupCoordinator:
         self._session_deadlines.pop((group_id, member_id), None)
         out.append(CancelTimer((TIMER_SESSION, group_id, member_id)))
         self._cancel_consumer_group_rebalance_timeout(group_id, member_id, out)
+        self._cancel_classic_timer(self._join_deadlines, TIMER_CLASSIC_JOIN, group_id, member_id, out)
+        self._cancel_classic_timer(self._sync_deadlines, TIMER_CLASSIC_SYNC, group_id, member_id, out)
+
+    @staticmethod
+    def _cancel_classic_timer(
+        deadlines: dict[tuple[str, str], int], kind: str, group_id: str, member_id: str, out: list[Effect]
+    ) -> None:
+        if deadlines.pop((group_id, member_id), None) is not None:
+            out.append(CancelTimer((kind, group_id, member_id)))
+
+    def _schedule_consumer_group_join_timeout_if_absent(
+        self, now_ms: int, group_id: str, member: ConsumerGroupMember, out: list[Effect]
+    ) -> None:
+        """Kafka ``scheduleConsumerGroupJoinTimeoutIfAbsent``: a classic member told to rejoin is fenced if it has
+        not rejoined within its rebalance timeout."""
+        key = (group_id, member.member_id)
+        if key not in self._join_deadlines:
+            deadline = now_ms + max(member.rebalance_timeout_ms, 0)
+            self._join_deadlines[key] = deadline
+            out.append(SetTimer((TIMER_CLASSIC_JOIN, group_id, member.member_id), deadline))
+
+    def _schedule_consumer_group_sync_timeout(
+        self, now_ms: int, group_id: str, member_id: str, timeout_ms: int, out: list[Effect]
+    ) -> None:
+        """Kafka ``scheduleConsumerGroupSyncTimeout``."""
+        deadline = now_ms + max(timeout_ms, 0)
+        self._sync_deadlines[(group_id, member_id)] = deadline
+        out.append(SetTimer((TIMER_CLASSIC_SYNC, group_id, member_id), deadline))
 
     def on_timer(self, now_ms: int, key: TimerKey) -> list[Effect]:
         """A timer fired. A session timeout fences the member (reason ``expired``); a rebalance timeout fences it
@@ -993,6 +1548,25 @@ class ConsumerGroupCoordinator:
                 member.member_epoch,
             )
             self._consumer_group_fence_member(now_ms, group, member, REMOVED_REBALANCE_TIMEOUT, out)
+        elif kind in (TIMER_CLASSIC_JOIN, TIMER_CLASSIC_SYNC):
+            deadlines = self._join_deadlines if kind == TIMER_CLASSIC_JOIN else self._sync_deadlines
+            deadline = deadlines.get((group_id, member_id))
+            if deadline is None or now_ms < deadline:
+                return out
+            del deadlines[(group_id, member_id)]
+            if group is None or member is None:
+                return out
+            log.info(
+                "group=%s epoch=%d member=%s fenced: the classic member did not %s within its rebalance timeout",
+                group_id,
+                group.group_epoch,
+                member_id,
+                "rejoin" if kind == TIMER_CLASSIC_JOIN else "sync",
+            )
+            reason = (
+                REMOVED_CLASSIC_JOIN_TIMEOUT if kind == TIMER_CLASSIC_JOIN else REMOVED_CLASSIC_SYNC_TIMEOUT
+            )
+            self._consumer_group_fence_member(now_ms, group, member, reason, out)
         return out
 
     # ============================================================================================ offsets
@@ -1340,6 +1914,7 @@ class ConsumerGroupCoordinator:
                     subscribed_topic_regex=record.subscribed_topic_regex,
                     server_assignor=record.server_assignor,
                     rebalance_timeout_ms=record.rebalance_timeout_ms,
+                    classic=record.classic,
                 )
             )
         elif isinstance(record, ConsumerTargetEpochRecord):
@@ -1413,7 +1988,9 @@ class ConsumerGroupCoordinator:
                 group.assignment_epoch,
             )
             for member in group.members.values():
-                self._schedule_consumer_group_session_timeout(now_ms, group.group_id, member.member_id, out)
+                self._schedule_consumer_group_session_timeout(
+                    now_ms, group.group_id, member.member_id, out, _session_timeout(member)
+                )
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_consumer_group_rebalance_timeout(
                         now_ms,
@@ -1524,6 +2101,7 @@ def _member_record(group_id: str, m: ConsumerGroupMember) -> ConsumerMemberRecor
         m.subscribed_topic_regex,
         m.server_assignor,
         m.rebalance_timeout_ms,
+        m.classic,
     )
 
 
@@ -1544,3 +2122,8 @@ def _remove_member_records(records: list[ConsumerRecord], group_id: str, member_
     records.append(ConsumerTombstoneRecord(group_id, TOMBSTONE_CURRENT, member_id))
     records.append(ConsumerTombstoneRecord(group_id, TOMBSTONE_TARGET, member_id))
     records.append(ConsumerTombstoneRecord(group_id, TOMBSTONE_MEMBER, member_id))
+
+
+def _session_timeout(member: ConsumerGroupMember) -> int | None:
+    """A classic member's session timeout (its JoinGroup's); None: the group's."""
+    return None if member.classic is None else member.classic.session_timeout_ms

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from coordinator.core.consumer.api import TopicPartitions
-from coordinator.core.consumer.records import PartitionsText
+from coordinator.core.consumer.records import ClassicMemberMetadata, PartitionsText
 
 __all__ = [
     "EMPTY_ASSIGNMENT",
@@ -48,7 +48,9 @@ class MemberState(StrEnum):
 class ConsumerGroupMember:
     """One member. ``subscribed_topic_names`` is sorted (Kafka keeps a set); ``assigned`` is what the member owns
     (or is being given) at ``member_epoch``, ``pending_revocation`` what it must still give up. A new member is
-    epoch 0, previous epoch -1, STABLE with nothing (Kafka's ``Builder(memberId)``)."""
+    epoch 0, previous epoch -1, STABLE with nothing (Kafka's ``Builder(memberId)``). ``classic`` is set for a member
+    that speaks the classic protocol (Kafka ``classicMemberMetadata``): its JoinGroup's session timeout and
+    protocols."""
 
     member_id: str
     instance_id: str | None = None
@@ -64,6 +66,12 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict[uuid.UUID, frozenset[int]])
     pending_revocation: Assignment = field(default_factory=dict[uuid.UUID, frozenset[int]])
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        """Kafka ``useClassicProtocol``."""
+        return self.classic is not None
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         """Kafka ``isReconciledTo``: STABLE at ``target_epoch``."""

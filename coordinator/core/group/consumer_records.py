@@ -20,6 +20,7 @@ target and member tombstones in that order, deleting a group also the target-epo
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "TOMBSTONE_MEMBER",
     "TOMBSTONE_TARGET",
     "TOMBSTONE_TARGET_EPOCH",
+    "ClassicMemberMetadata",
     "ConsumerCurrentAssignmentRecord",
     "ConsumerGroupEpochRecord",
     "ConsumerMemberRecord",
@@ -88,8 +90,33 @@ class ConsumerGroupEpochRecord:
 
 
 @dataclass(slots=True, frozen=True)
+class ClassicMemberMetadata:
+    """Kafka ``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``: a member of a consumer group that speaks
+    the classic protocol (JoinGroup / SyncGroup / Heartbeat / LeaveGroup): its session timeout and its JoinGroup
+    protocols ``(name, metadata)`` in preference order (the metadata is the embedded consumer protocol's
+    subscription)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session_timeout_ms": self.session_timeout_ms,
+            "protocols": [[name, base64.b64encode(meta).decode("ascii")] for name, meta in self.protocols],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ClassicMemberMetadata:
+        return cls(
+            int(d["session_timeout_ms"]),
+            tuple((str(name), base64.b64decode(str(meta))) for name, meta in d.get("protocols", ())),
+        )
+
+
+@dataclass(slots=True, frozen=True)
 class ConsumerMemberRecord:
-    """Kafka ``ConsumerGroupMemberMetadataValue``: a member's subscription and identity."""
+    """Kafka ``ConsumerGroupMemberMetadataValue``: a member's subscription and identity; ``classic`` is set for a
+    member that uses the classic protocol (absent in the JSON otherwise, so older logs read unchanged)."""
 
     group_id: str
     member_id: str
@@ -101,11 +128,12 @@ class ConsumerMemberRecord:
     subscribed_topic_regex: str | None
     server_assignor: str | None
     rebalance_timeout_ms: int
+    classic: ClassicMemberMetadata | None = None
 
     TYPE = "consumer_member"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "type": self.TYPE,
             "group_id": self.group_id,
             "member_id": self.member_id,
@@ -118,9 +146,13 @@ class ConsumerMemberRecord:
             "server_assignor": self.server_assignor,
             "rebalance_timeout_ms": self.rebalance_timeout_ms,
         }
+        if self.classic is not None:
+            d["classic"] = self.classic.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ConsumerMemberRecord:
+        classic = d.get("classic")
         return cls(
             d["group_id"],
             d["member_id"],
@@ -132,6 +164,7 @@ class ConsumerMemberRecord:
             d.get("subscribed_topic_regex"),
             d.get("server_assignor"),
             int(d.get("rebalance_timeout_ms", -1)),
+            None if classic is None else ClassicMemberMetadata.from_dict(classic),
         )
 
 

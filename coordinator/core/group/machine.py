@@ -1285,6 +1285,70 @@ class GroupCoordinator:
         self._persist_group(fresh, now_ms, out)
         return out
 
+    # ============================================================================================ migration
+
+    def release_group(self, now_ms: int, group_id: str, out: list[Effect]) -> Group | None:
+        """Hand ``group_id`` over to another group type (Kafka 4's online upgrade, ``convertToConsumerGroup``):
+        parked JoinGroups and SyncGroups are answered REBALANCE_IN_PROGRESS (``completeAllJoinFutures`` /
+        ``completeAllSyncFutures``), every timer of the group is cancelled and the group is forgotten; its offsets
+        stay (they are shared). Writes nothing: the caller writes the conversion's records. Returns the group (None:
+        unknown id)."""
+        group = self._groups.pop(group_id, None)
+        if group is None:
+            return None
+        for member in group.members.values():
+            parked, token = group.take_join(member)
+            if parked:
+                out.append(
+                    Respond(
+                        token, JoinGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id)
+                    )
+                )
+            if member.awaiting_sync:
+                self._answer_sync(out, member, SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
+            self._cancel_heartbeat(member, out)
+        for pending_id in group.pending_members:
+            out.append(CancelTimer((TIMER_PENDING, group_id, pending_id)))
+        if group.join_deadline_ms is not None:
+            group.join_deadline_ms = None
+            out.append(CancelTimer(group.join_key))
+        self._remove_sync_expiration(group, out)
+        log.info(
+            "group=%s generation=%d handed over to another group type with %d members",
+            group_id,
+            group.generation_id,
+            len(group.members),
+        )
+        del now_ms
+        return group
+
+    def adopt_group(
+        self, now_ms: int, group: Group, out: list[Effect], reason: str, rebalance: bool = True
+    ) -> None:
+        """Take ``group``, converted from another group type (Kafka 4's online downgrade,
+        ``convertToClassicGroup``): it must be Stable with its members' protocols, protocol and assignments set.
+        Its record is written, every member's session timer armed (``rescheduleClassicGroupMemberHeartbeat``) and,
+        with ``rebalance``, a rebalance begins (``prepareRebalance``), so the members rejoin as a classic group."""
+        if group.group_id in self._groups:
+            raise ValueError(f"group {group.group_id} exists already")
+        self._groups[group.group_id] = group
+        self._persist_group(group, now_ms, out)
+        for member in group.members.values():
+            self._schedule_heartbeat(member, now_ms, out)
+        log.info(
+            "group=%s generation=%d taken from another group type with %d members",
+            group.group_id,
+            group.generation_id,
+            len(group.members),
+        )
+        if rebalance:
+            self._prepare_rebalance(group, now_ms, out, reason)
+
+    def forget_group(self, group_id: str) -> None:
+        """While loading: forget ``group_id`` (its offsets stay, shared): a later record of another group type
+        holds the id (the conversion's tombstone in Kafka's log)."""
+        self._groups.pop(group_id, None)
+
     def drop_group(self, group_id: str) -> None:
         """Forget ``group_id`` and its offsets in memory (the last resort when :meth:`reset_group` itself failed;
         the shell answers what was parked). The durable log is untouched: a restart loads it again."""
