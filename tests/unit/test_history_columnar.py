@@ -56,6 +56,10 @@ EVENTS: list[tuple[Kind, str, dict[str, Any]]] = [
     (Kind.STOPPED, Role.MEMBER, {"reason": "signal"}),
     (Kind.GROUP_STATE, Role.BROKER, {"group": "g", "generation": 5, "from_state": "Stable", "to_state": "X"}),
     (Kind.GROUP_REQUEST, Role.BROKER, {"api": "SyncGroup", "assignments": 3, "client": "m1"}),
+    (Kind.MEMBER_ADDED, Role.BROKER, {"group": "g", "member": "m1-id", "epoch": 1}),
+    (Kind.MEMBER_REMOVED, Role.BROKER, {"group": "g", "member": "m1-id", "epoch": 2, "reason": "expired"}),
+    (Kind.TARGET_ASSIGNMENT, Role.BROKER, {"group": "g", "epoch": 3, "members": 2, "partitions_moved": 1}),
+    (Kind.MEMBER_EPOCH, Role.BROKER, {"group": "g", "member": "m1-id", "epoch": 3, "previous_epoch": 2}),
     (
         Kind.BROKER_REQUEST,
         Role.BROKER,

@@ -9,7 +9,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from kio.index import load_response_schema
+from kio.index import load_request_schema, load_response_schema
 from kio.schema.consumer_group_heartbeat.v1.request import TopicPartitions
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
@@ -17,8 +17,8 @@ from kio.static.primitive import i32
 
 from coordinator.wire import nested
 from harness.cluster.kafka_tap import _CORRELATION, FrameSplitter, KafkaTap  # pyright: ignore[reportPrivateUsage]
+from tests.support.kio_wire import request_frame
 from tests.support.recording import RecordingHistory
-from tests.unit.test_kafka_tap import frame
 
 T1 = uuid.UUID("00000000-0000-0000-0000-00000000000a")
 
@@ -34,7 +34,8 @@ def request(
         "topic_partitions": owned,
         **more,
     }
-    return frame(68, version, correlation_id, "rdkafka", **body)
+    data = request_frame(68, version, correlation_id, load_request_schema(68, version)(**body), "rdkafka")
+    return struct.pack(">i", len(data)) + data
 
 
 def response(

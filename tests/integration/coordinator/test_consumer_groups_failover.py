@@ -14,13 +14,7 @@ from confluent_kafka import Producer
 
 from harness.cluster.broker import BrokerProcess
 from harness.faults.kafka_probe import fetch_offsets, find_coordinator
-from tests.integration.coordinator.test_failover_e2e import (
-    PARTITIONS,
-    REPLICATION,
-    TOPIC,
-    _bootstrap,
-    _cluster,
-)
+from tests.support.broker_cluster import PARTITIONS, REPLICATION, TOPIC, bootstrap_of, three_brokers
 from tests.support.brokers import BrokerFactory
 from tests.support.kip848_member import Kip848Members
 from tests.support.waiting import wait_until
@@ -57,8 +51,8 @@ def test_a_consumer_group_survives_its_coordinators_death(
     def factory(**kw: Any) -> BrokerProcess:
         return broker_factory(**{**kw, "extra_args": [*REPLICATION, *CONSUMER]})
 
-    brokers = _cluster(fresh_zookeeper, factory)
-    everyone = _bootstrap(brokers)
+    brokers = three_brokers(fresh_zookeeper, factory)
+    everyone = bootstrap_of(brokers)
     producer = Producer({"bootstrap.servers": everyone, "acks": "all"})
     for p in range(PARTITIONS):
         for i in range(RECORDS):
@@ -88,7 +82,7 @@ def test_a_consumer_group_survives_its_coordinators_death(
         }
         brokers[coordinator].kill()
 
-        survivors = _bootstrap(brokers, but=coordinator)
+        survivors = bootstrap_of(brokers, but=coordinator)
         successor = wait_until(
             lambda: (
                 (c := find_coordinator(survivors, "cg-kill", timeout=2.0)) not in (None, coordinator) and c

@@ -17,57 +17,17 @@ from __future__ import annotations
 import signal
 import socket
 import struct
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
-from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from harness.cluster.broker import BrokerProcess
 from harness.faults.kafka_probe import fetch_offsets, find_coordinator
+from tests.support.broker_cluster import PARTITIONS, TOPIC, bootstrap_of, three_brokers, wait_for
 from tests.support.brokers import BrokerFactory
 
-TOPIC = "orders"
-PARTITIONS = 3
 RECORDS_PER_PARTITION = 20
-REPLICATION = ["--replication", "--metrics-interval", "0"]
-
-
-def _wait(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``condition`` until it returns a truthy value (returned) or fail after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.1)  # polling pace toward a deadline, not synchronisation
-
-
-def _cluster(zookeeper: Any, broker_factory: BrokerFactory) -> list[BrokerProcess]:
-    brokers = [
-        broker_factory(broker_id=i, zookeeper=zookeeper.connect_string, extra_args=REPLICATION)
-        for i in range(3)
-    ]
-    bootstrap = ",".join(b.bootstrap for b in brokers)
-    # The controller must know all three before the topic is created (it decides the ISR from its view).
-    admin = KafkaAdminClient(
-        bootstrap_servers=bootstrap, client_id="herdlab-harness", request_timeout_ms=10000
-    )
-    try:
-        _wait(lambda: len(admin.describe_cluster()["brokers"]) == 3, 30, "three live brokers in Metadata")
-        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])
-    finally:
-        admin.close()
-    return brokers
-
-
-def _bootstrap(brokers: list[BrokerProcess], but: int | None = None) -> str:
-    return ",".join(b.bootstrap for b in brokers if b.broker_id != but)
 
 
 def _produce(bootstrap: str) -> None:
@@ -93,7 +53,7 @@ def _commit_as_member(bootstrap: str, group: str, offsets: dict[int, int]) -> No
         heartbeat_interval_ms=500,
     )
     try:
-        _wait(
+        wait_for(
             lambda: consumer.poll(timeout_ms=200) is not None and len(consumer.assignment()) == PARTITIONS,
             60,
             "the member to own every partition",
@@ -122,7 +82,7 @@ def _first_offsets(bootstrap: str, group: str) -> dict[int, int]:
                 first.setdefault(tp.partition, records[0].offset)
             return len(first) == PARTITIONS
 
-        _wait(all_seen, 60, "records of every partition")
+        wait_for(all_seen, 60, "records of every partition")
     finally:
         consumer.close()
     return first
@@ -141,8 +101,8 @@ def _log_end(bootstrap: str) -> dict[int, int]:
 def test_a_killed_coordinators_successor_returns_every_committed_offset(
     fresh_zookeeper: Any, broker_factory: BrokerFactory
 ) -> None:
-    brokers = _cluster(fresh_zookeeper, broker_factory)
-    everyone = _bootstrap(brokers)
+    brokers = three_brokers(fresh_zookeeper, broker_factory)
+    everyone = bootstrap_of(brokers)
     _produce(everyone)
     committed = {0: 3, 1: 11, 2: 17}  # by hand: below the 20 records of each partition
     _commit_as_member(everyone, "g-kill", committed)
@@ -150,8 +110,8 @@ def test_a_killed_coordinators_successor_returns_every_committed_offset(
     assert coordinator is not None
     brokers[coordinator].kill()  # right after the acknowledged commit
 
-    survivors = _bootstrap(brokers, but=coordinator)
-    successor = _wait(
+    survivors = bootstrap_of(brokers, but=coordinator)
+    successor = wait_for(
         lambda: (c := find_coordinator(survivors, "g-kill", timeout=2.0)) not in (None, coordinator) and c,
         40,
         "a new coordinator",
@@ -214,8 +174,8 @@ def _recv(sock: socket.socket, n: int) -> bytes:
 def test_a_zombie_coordinator_accepts_nothing_clients_can_see(
     fresh_zookeeper: Any, broker_factory: BrokerFactory
 ) -> None:
-    brokers = _cluster(fresh_zookeeper, broker_factory)
-    everyone = _bootstrap(brokers)
+    brokers = three_brokers(fresh_zookeeper, broker_factory)
+    everyone = bootstrap_of(brokers)
     _produce(everyone)
     committed = {0: 5, 1: 6, 2: 7}  # by hand
     _commit_as_member(everyone, "g-zombie", committed)
@@ -224,8 +184,8 @@ def test_a_zombie_coordinator_accepts_nothing_clients_can_see(
     zombie = brokers[coordinator]
     zombie.signal(signal.SIGSTOP)
     try:
-        survivors = _bootstrap(brokers, but=coordinator)
-        _wait(
+        survivors = bootstrap_of(brokers, but=coordinator)
+        wait_for(
             lambda: find_coordinator(survivors, "g-zombie", timeout=2.0) not in (None, coordinator),
             40,
             "a new coordinator while the old one is paused",
