@@ -87,9 +87,8 @@ Deviations from Kafka (each also noted where it happens):
   classic members' requests are answered at once (their records are not two-phase writes).
 * Reconciliation follows Kafka 4.1's ``CurrentAssignmentBuilder`` (after revoking, the member moves to
   ``min(epoch + 1, target epoch)``; a partition it is revoking itself is not "unreleased" for it; a topic it no
-  longer subscribes to has an empty target) except ``updateCurrentAssignment``, which only matters when a
-  subscription change is seen before its new target exists (Kafka's asynchronous regex resolution): here a
-  changed subscription always comes with its new target.
+  longer subscribes to has an empty target; a subscription change while revoking moves the unsubscribed topics'
+  partitions to pending revocation at once, ``updateCurrentAssignment``).
 * Single-broker mode: writes never fail. Replicated mode (:meth:`ConsumerGroupCoordinator.own_by_partition`,
   as the classic machine's): a heartbeat's records are one two-phase write and its answer waits for
   :meth:`~ConsumerGroupCoordinator.persisted` (Kafka's runtime answers when the records are committed), commits
@@ -574,7 +573,9 @@ class ConsumerGroupCoordinator:
                 target = EMPTY_ASSIGNMENT
 
         # 3. Reconciliation.
-        reconciled = self._maybe_reconcile(group, updated, target_epoch, target, owned)
+        reconciled = self._maybe_reconcile(
+            group, updated, target_epoch, target, owned, not updated.same_subscription(member)
+        )
         if reconciled is not updated and reconciled != updated:
             records.append(_current_record(group_id, reconciled))
 
@@ -843,14 +844,24 @@ class ConsumerGroupCoordinator:
         target_epoch: int,
         target: Assignment,
         owned: tuple[TopicPartitions, ...] | None,
+        subscription_changed: bool = False,
     ) -> ConsumerGroupMember:
         """Kafka ``maybeReconcile`` (decision part): the member reconciled towards ``target``; the member itself
-        when it is reconciled already."""
-        if member.is_reconciled_to(target_epoch):
+        when it is reconciled already and its subscription did not change in this request
+        (``subscription_changed``, Kafka ``hasSubscriptionChanged``)."""
+        if not subscription_changed and member.is_reconciled_to(target_epoch):
             return member
         topic_ids = self._subscribed_topic_ids(member)
         try:
-            return reconcile(member, target_epoch, target, group.current_partition_epoch, owned, topic_ids)
+            return reconcile(
+                member,
+                target_epoch,
+                target,
+                group.current_partition_epoch,
+                owned,
+                topic_ids,
+                subscription_changed,
+            )
         except FencedMemberEpoch as e:
             raise _ApiError(ErrorCode.FENCED_MEMBER_EPOCH, str(e)) from None
 

@@ -5,7 +5,9 @@ A member is STABLE (at its epoch, owning what it was given), UNREVOKED_PARTITION
 ``pending_revocation``: it stays at its epoch until a heartbeat's owned partitions no longer hold any of them),
 or UNRELEASED_PARTITIONS (it is at the target epoch but part of its target is still held by another member: it
 is given the rest now and those when they are released). Revocation always comes before assignment: a member that
-must revoke is given nothing new in the same answer.
+must revoke is given nothing new in the same answer. When the member's subscription changed in this heartbeat, the
+partitions of topics it no longer subscribes to become pending revocation at once, even while it is still revoking
+others (Kafka 4.1's ``updateCurrentAssignment``).
 """
 
 from __future__ import annotations
@@ -31,17 +33,23 @@ def reconcile(
     current_partition_epoch: Callable[[uuid.UUID, int], int],
     owned: Sequence[TopicPartitions] | None,
     subscribed_topic_ids: frozenset[uuid.UUID] | None = None,
+    subscription_changed: bool = False,
 ) -> ConsumerGroupMember:
     """Kafka ``CurrentAssignmentBuilder.build``: the member's next state given the target assignment at
     ``target_epoch``, the epoch holding each partition now, the partitions the member says it owns (``None``: not
-    sent in this heartbeat) and the ids of the topics it subscribes to (its target in any other topic counts as
-    empty; None: no such filter). Returns ``member`` itself when nothing changes.
-
-    Kafka 4.1's builder also has ``updateCurrentAssignment``, for a subscription change seen before its new
-    target exists (a regex resolved later); here a changed subscription always comes with its new target, so the
-    full reconciliation below covers it."""
+    sent in this heartbeat), the ids of the topics it subscribes to (its target in any other topic counts as
+    empty; None: no such filter) and whether its subscription changed in this heartbeat (Kafka
+    ``hasSubscriptionChanged``: a STABLE member already at ``target_epoch`` or an UNREVOKED_PARTITIONS member that
+    still owns what it must revoke then has its unsubscribed topics moved to pending revocation, Kafka
+    ``updateCurrentAssignment``). Returns ``member`` itself when nothing changes."""
     return _Builder(
-        member, target_epoch, target, current_partition_epoch, owned, subscribed_topic_ids
+        member,
+        target_epoch,
+        target,
+        current_partition_epoch,
+        owned,
+        subscribed_topic_ids,
+        subscription_changed,
     ).build()
 
 
@@ -54,8 +62,10 @@ class _Builder:
         current_partition_epoch: Callable[[uuid.UUID, int], int],
         owned: Sequence[TopicPartitions] | None,
         subscribed_topic_ids: frozenset[uuid.UUID] | None,
+        subscription_changed: bool = False,
     ) -> None:
         self.subscribed_topic_ids = subscribed_topic_ids
+        self.subscription_changed = subscription_changed
         self.member = member
         self.target_epoch = target_epoch
         self.target = target
@@ -68,9 +78,13 @@ class _Builder:
         if state is MemberState.STABLE:
             if member.member_epoch != self.target_epoch:
                 return self._compute_next_assignment(member.member_epoch, member.assigned)
+            if self.subscription_changed:
+                return self._update_current_assignment()
             return member
         if state is MemberState.UNREVOKED_PARTITIONS:
             if self._owns_revoked_partitions(member.pending_revocation):
+                if self.subscription_changed:
+                    return self._update_current_assignment()
                 return member
             # Revoked: the member moves to the next epoch (never past the target's) and on towards the target.
             return self._compute_next_assignment(
@@ -95,6 +109,31 @@ class _Builder:
             if revoking and any(p in revoking for p in tp.partitions):
                 return True
         return False
+
+    def _update_current_assignment(self) -> ConsumerGroupMember:
+        """Kafka ``updateCurrentAssignment``: the assigned partitions of topics the member no longer subscribes to
+        join its pending revocation; epochs unchanged. It becomes UNREVOKED_PARTITIONS if it still owns (or did not
+        say what it owns) any partition pending revocation; otherwise those partitions were already revoked and only
+        its assignment shrinks (state and pending revocation kept)."""
+        member = self.member
+        subscribed = self.subscribed_topic_ids
+        if subscribed is None:
+            return member
+        removed = {t: p for t, p in member.assigned.items() if t not in subscribed}
+        if not removed:
+            return member
+        new_assigned = {t: p for t, p in member.assigned.items() if t in subscribed}
+        new_revocation = dict(member.pending_revocation)
+        for topic, parts in removed.items():
+            new_revocation[topic] = new_revocation.get(topic, frozenset()) | parts
+        if new_revocation and self._owns_revoked_partitions(new_revocation):
+            return dataclasses.replace(
+                member,
+                state=MemberState.UNREVOKED_PARTITIONS,
+                assigned=new_assigned,
+                pending_revocation=new_revocation,
+            )
+        return dataclasses.replace(member, assigned=new_assigned)
 
     def _compute_next_assignment(self, member_epoch: int, assigned_now: Assignment) -> ConsumerGroupMember:
         member = self.member

@@ -1,0 +1,72 @@
+"""A subscription change seen while a member reconciles (Kafka 4.1's ``CurrentAssignmentBuilder`` with
+``hasSubscriptionChanged``: ``updateCurrentAssignment``)."""
+
+from __future__ import annotations
+
+from coordinator.core.consumer.api import ConsumerGroupHeartbeatRequest, TopicPartitions
+from coordinator.core.consumer.member import ConsumerGroupMember, MemberState
+from coordinator.core.consumer.reconcile import reconcile
+from tests.support.consumer_core import Driver, as_dict, tid, tps
+
+
+def test_dropping_a_topic_while_revoking_moves_its_partitions_to_pending_revocation_at_once() -> None:
+    d = Driver()
+    t1 = d.topics.add("t1", 2)
+    t2 = d.topics.add("t2", 2)
+    d.join("m1", ["t1", "t2"])  # epoch 1: t1 0-1, t2 0-1
+    d.join("m2", ["t1", "t2"])
+    # Epoch 2 (uniform, homogeneous, 4 partitions / 2 members = 2 each; m1 first keeps t1 0-1 and reaches its
+    # quota): m1 t1 0-1, m2 t2 0-1. m1 must revoke t2 0-1 first.
+    r = d.hb("m1", 1, {t1: [0, 1], t2: [0, 1]})
+    assert (r.member_epoch, as_dict(r.assignment)) == (1, {t1: [0, 1]})
+    group = d.machine.group("g")
+    assert group is not None and group.members["m1"].state is MemberState.UNREVOKED_PARTITIONS
+
+    # Still owning everything, m1 now subscribes to t2 only: t1 0-1 join the pending revocation at once and the
+    # smaller (empty) assignment is sent; the member stays at epoch 1, revoking.
+    r = d.send(
+        ConsumerGroupHeartbeatRequest(
+            "g", "m1", 1, subscribed_topic_names=("t2",), topic_partitions=tps({t1: [0, 1], t2: [0, 1]})
+        )
+    )
+    assert (r.member_epoch, as_dict(r.assignment)) == (1, {})
+    m1 = group.members["m1"]
+    assert (m1.member_epoch, m1.state) == (1, MemberState.UNREVOKED_PARTITIONS)
+    assert dict(m1.assigned) == {}
+    assert dict(m1.pending_revocation) == {t1: frozenset({0, 1}), t2: frozenset({0, 1})}
+
+
+def _never_held(_topic: object, _partition: int) -> int:
+    return -1
+
+
+def test_a_stable_member_whose_subscription_changed_revokes_the_unsubscribed_topic() -> None:
+    t1, t2 = tid(1), tid(2)
+    member = ConsumerGroupMember(
+        "m",
+        subscribed_topic_names=("t2",),
+        member_epoch=5,
+        previous_member_epoch=4,
+        assigned={t1: frozenset({0, 1}), t2: frozenset({0})},
+    )
+    target = {t1: frozenset({0, 1}), t2: frozenset({0})}  # the target at epoch 5 predates the change
+    owned = (TopicPartitions(t1, (0, 1)), TopicPartitions(t2, (0,)))
+    # Unchanged subscription: reconciled already, nothing to do.
+    assert reconcile(member, 5, target, _never_held, owned, frozenset({t2})) is member
+    # Changed: t1 0-1 become pending revocation, epochs kept (5, previous 4).
+    after = reconcile(member, 5, target, _never_held, owned, frozenset({t2}), True)
+    assert (after.member_epoch, after.previous_member_epoch, after.state) == (
+        5,
+        4,
+        MemberState.UNREVOKED_PARTITIONS,
+    )
+    assert dict(after.assigned) == {t2: frozenset({0})}
+    assert dict(after.pending_revocation) == {t1: frozenset({0, 1})}
+    # Already revoked by the client (it owns only t2-0): the assignment just shrinks, the member stays STABLE.
+    after = reconcile(member, 5, target, _never_held, (TopicPartitions(t2, (0,)),), frozenset({t2}), True)
+    assert (after.member_epoch, after.state, dict(after.assigned)) == (
+        5,
+        MemberState.STABLE,
+        {t2: frozenset({0})},
+    )
+    assert dict(after.pending_revocation) == {}
