@@ -20,9 +20,10 @@ order Kafka writes them; Kafka's timers become:
 
 * the session timeout -> ``("consumer-session", group, member)``, re-armed on every heartbeat (not on a static
   member's ``-2`` leave: the member is kept until it fires, ``scheduleConsumerGroupSessionTimeout``);
-* the rebalance timeout -> ``("consumer-rebalance", group, member)``, armed when a member enters
-  UNREVOKED_PARTITIONS, cancelled when it leaves it; when it fires while the member is still at the epoch it
-  was armed for, the member is fenced (``scheduleConsumerGroupRebalanceTimeout``).
+* the rebalance timeout -> ``("consumer-rebalance", group, member)``, armed when a member of the consumer protocol
+  enters UNREVOKED_PARTITIONS, cancelled when it leaves it (classic members have their join and sync timeouts
+  instead; loading arms it for every revoking member, as Kafka's ``onLoaded``); when it fires while the member is
+  still at the epoch it was armed for, the member is fenced (``scheduleConsumerGroupRebalanceTimeout``).
 
 Loading (single broker): ``begin_loading()`` (after the classic machine's, which clears the shared offsets),
 ``load(record)`` for every record :meth:`ConsumerGroupCoordinator.takes_record` accepts, in log order, then
@@ -887,12 +888,13 @@ class ConsumerGroupCoordinator:
         after: ConsumerGroupMember,
         out: list[Effect],
     ) -> None:
-        """Kafka ``maybeReconcile`` (effects part): when reconciliation changed the member (``updated`` ->
-        ``after``), the rebalance timeout is (re)armed in UNREVOKED_PARTITIONS and cancelled otherwise. A member
-        epoch or state other than the one before the heartbeat (``before``) is a ``member_epoch`` event."""
+        """Kafka ``maybeReconcile`` (effects part): when reconciliation changed a member of the consumer protocol
+        (``updated`` -> ``after``), the rebalance timeout is (re)armed in UNREVOKED_PARTITIONS and cancelled
+        otherwise; a classic member has none (its join and sync timeouts stand for it). A member epoch or state
+        other than the one before the heartbeat (``before``) is a ``member_epoch`` event."""
         gid = group.group_id
         mid = after.member_id
-        if after is not updated and after != updated:
+        if after is not updated and after != updated and not after.uses_classic_protocol:
             if after.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_consumer_group_rebalance_timeout(
                     now_ms, gid, mid, after.member_epoch, after.rebalance_timeout_ms, out
