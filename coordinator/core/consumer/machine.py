@@ -650,9 +650,10 @@ class ConsumerGroupCoordinator:
             member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
         )
+        # Kafka's full request: every field a full request must carry (the names or the regex, the owned partitions).
         full_request = epoch == 0 or (
             req.rebalance_timeout_ms != -1
-            and req.subscribed_topic_names is not None
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
             and req.topic_partitions is not None
         )
         if full_request or dict(reconciled.assigned) != dict(member.assigned):

@@ -1,5 +1,6 @@
-"""A subscription change seen while a member reconciles (Kafka 4.1's ``CurrentAssignmentBuilder`` with
-``hasSubscriptionChanged``: ``updateCurrentAssignment``)."""
+"""Subscriptions in the consumer-group machine: a subscription change seen while a member reconciles (Kafka 4.1's
+``CurrentAssignmentBuilder`` with ``hasSubscriptionChanged``: ``updateCurrentAssignment``) and the full request of a
+member subscribing with a regex (Kafka 4's ``consumerGroupHeartbeat``)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,27 @@ def test_a_stable_member_whose_subscription_changed_revokes_the_unsubscribed_top
         {t2: frozenset({0})},
     )
     assert dict(after.pending_revocation) == {}
+
+
+def test_a_full_request_of_a_regex_member_is_answered_with_its_assignment() -> None:
+    d = Driver()
+    t = d.topics.add("orders", 2)
+    r = d.join("m1", [], regex="ord.*")
+    assert (r.member_epoch, as_dict(r.assignment)) == (1, {t: [0, 1]})
+    # A full request (what a client sends after an error): rebalance timeout, the regex, the owned partitions.
+    # Nothing changed, yet Kafka answers it with the whole assignment.
+    full = ConsumerGroupHeartbeatRequest(
+        "g",
+        "m1",
+        1,
+        rebalance_timeout_ms=300_000,
+        subscribed_topic_regex="ord.*",
+        topic_partitions=tps({t: [0, 1]}),
+    )
+    r = d.send(full)
+    assert (r.member_epoch, as_dict(r.assignment)) == (1, {t: [0, 1]})
+    # Without the owned partitions it is not a full request: no assignment.
+    partial = ConsumerGroupHeartbeatRequest(
+        "g", "m1", 1, rebalance_timeout_ms=300_000, subscribed_topic_regex="ord.*"
+    )
+    assert d.send(partial).assignment is None
