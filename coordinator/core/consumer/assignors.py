@@ -53,7 +53,7 @@ class MemberSpec:
 @dataclass(slots=True, frozen=True)
 class GroupSpec:
     """The group as an assignor sees it (Kafka ``GroupSpecImpl`` and ``SubscribedTopicDescriber``):
-    ``homogeneous`` when every member subscribes to the same topic names (``SubscriptionType``),
+    ``homogeneous`` as Kafka's ``SubscriptionType`` (``ConsumerGroup.is_homogeneous``),
     ``partitions`` the partition count of every subscribed topic that exists."""
 
     members: Sequence[MemberSpec]

@@ -281,6 +281,25 @@ class ConsumerGroup:
                     counts[name] = counts.get(name, 0) + n
         return counts
 
+    def is_homogeneous(
+        self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None, members: int
+    ) -> bool:
+        """Kafka 4 ``ConsumerGroup.subscriptionType`` with ``old`` replaced by ``new`` and ``members`` members:
+        without regexes, homogeneous when every subscribed topic name is subscribed by every member; with any
+        regex, only when all the members use one single regex and no topic is subscribed by name."""
+        counts = dict(self.topic_counts)
+        regexes = dict(self.regex_counts)
+        for member, delta in ((old, -1), (new, +1)):
+            if member is None:
+                continue
+            for name in member.subscribed_topic_names:
+                _bump(counts, name, delta)
+            if member.subscribed_topic_regex:
+                _bump(regexes, member.subscribed_topic_regex, delta)
+        if not regexes:
+            return all(count == members for count in counts.values())
+        return len(regexes) == 1 and next(iter(regexes.values())) == members and not counts
+
     @staticmethod
     def subscription_metadata(names: Iterable[str], image: TopicsImage) -> tuple[SubscribedTopic, ...]:
         """Kafka ``computeSubscriptionMetadata``: the subscribed topics that exist, with id and partition count

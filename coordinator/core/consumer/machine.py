@@ -540,7 +540,7 @@ class ConsumerGroupCoordinator:
             updated.instance_id is None or updated.instance_id not in group.static_members
         ):
             members_after += 1
-        homogeneous = all(count == members_after for count in names.values())
+        homogeneous = group.is_homogeneous(member, updated, members_after)
         if subscribed != group.subscribed:
             bump = True
         group_epoch = group.group_epoch + 1 if bump else group.group_epoch

@@ -1,10 +1,12 @@
 """Subscriptions in the consumer-group machine: a subscription change seen while a member reconciles (Kafka 4.1's
-``CurrentAssignmentBuilder`` with ``hasSubscriptionChanged``: ``updateCurrentAssignment``) and the full request of a
-member subscribing with a regex (Kafka 4's ``consumerGroupHeartbeat``)."""
+``CurrentAssignmentBuilder`` with ``hasSubscriptionChanged``: ``updateCurrentAssignment``) the full request of a
+member subscribing with a regex (Kafka 4's ``consumerGroupHeartbeat``) and the subscription type with regexes
+(Kafka 4's ``ConsumerGroup.subscriptionType``)."""
 
 from __future__ import annotations
 
 from coordinator.core.consumer.api import ConsumerGroupHeartbeatRequest, TopicPartitions
+from coordinator.core.consumer.group import ConsumerGroup
 from coordinator.core.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.core.consumer.reconcile import reconcile
 from tests.support.consumer_core import Driver, as_dict, tid, tps
@@ -95,3 +97,60 @@ def test_a_full_request_of_a_regex_member_is_answered_with_its_assignment() -> N
         "g", "m1", 1, rebalance_timeout_ms=300_000, subscribed_topic_regex="ord.*"
     )
     assert d.send(partial).assignment is None
+
+
+def _with(*members: ConsumerGroupMember) -> ConsumerGroup:
+    group = ConsumerGroup("g")
+    for m in members:
+        group.update_member(m)
+    return group
+
+
+def test_subscription_type_with_regexes_is_kafkas() -> None:
+    by_names = ConsumerGroupMember("a", subscribed_topic_names=("t1", "t2"))
+    by_regex = ConsumerGroupMember("b", subscribed_topic_regex="t.*")
+    other_regex = ConsumerGroupMember("c", subscribed_topic_regex="t[12]")
+    # Names only: homogeneous when every name is subscribed by every member.
+    assert _with(by_names).is_homogeneous(
+        None, ConsumerGroupMember("x", subscribed_topic_names=("t1", "t2")), 2
+    )
+    assert not _with(by_names).is_homogeneous(
+        None, ConsumerGroupMember("x", subscribed_topic_names=("t1",)), 2
+    )
+    # One regex used by every member, no names: homogeneous.
+    assert _with(by_regex).is_homogeneous(None, ConsumerGroupMember("x", subscribed_topic_regex="t.*"), 2)
+    # A regex beside names (even the same topics), or two regexes: heterogeneous.
+    assert not _with(by_names).is_homogeneous(None, by_regex, 2)
+    assert not _with(by_regex).is_homogeneous(None, other_regex, 2)
+    # The regex member replaced by a names member: names only again.
+    assert _with(by_names, by_regex).is_homogeneous(
+        by_regex, ConsumerGroupMember("b", subscribed_topic_names=("t1", "t2")), 2
+    )
+
+
+def test_a_member_counted_twice_does_not_make_the_group_homogeneous() -> None:
+    # x subscribes to t1 by name and to t1 and t2 through its regex; a (sorting first) to t2 by name. Per topic,
+    # 2 subscriptions for 2 members, but the subscriptions differ: Kafka's type is heterogeneous (a regex beside
+    # names), so t1 stays x's (its only subscriber) and t2 goes to a, 2 partitions each (uniform). A homogeneous
+    # assignment would give every member a's topics (t2 only) and leave t1 unassigned.
+    d = Driver()
+    t1 = d.topics.add("t1", 2)
+    t2 = d.topics.add("t2", 2)
+    d.send(
+        ConsumerGroupHeartbeatRequest(
+            "g",
+            "x",
+            0,
+            rebalance_timeout_ms=300_000,
+            subscribed_topic_names=("t1",),
+            subscribed_topic_regex="t1|t2",
+            topic_partitions=(),
+        )
+    )
+    d.join("a", ["t2"])
+    group = d.machine.group("g")
+    assert group is not None and group.group_epoch == 2
+    assert {m: dict(a) for m, a in group.target.items()} == {
+        "x": {t1: frozenset({0, 1})},
+        "a": {t2: frozenset({0, 1})},
+    }
