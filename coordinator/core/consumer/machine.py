@@ -81,11 +81,12 @@ Deviations from Kafka (each also noted where it happens):
 * No per-group configuration (``GroupConfigManager``), no offset expiry. Classic members follow Kafka 4's
   ``classicGroupJoinToConsumerGroup`` / ``classicGroupSyncToConsumerGroup`` / ``classicGroupHeartbeatToConsumerGroup``
   / ``classicGroupLeaveToConsumerGroup`` except: when a classic static member replacing the last consumer-protocol
-  member downgrades the group, its subscription counts as changed only when its topics do (Kafka also bumps on a
-  metadata refresh due then); a JoinGroup whose subscription does not decode is UNKNOWN_SERVER_ERROR (Kafka's
-  ``IllegalStateException``); a classic member's protocols count once per name (as the classic machine's); the
-  classic-member errors carry no messages where the classic responses have no field for them. Replicated mode:
-  classic members' requests are answered at once (their records are not two-phase writes).
+  member downgrades the group, its subscription counts as changed only when its topics change or the replaced
+  member's regex goes (a classic member has none), not when a metadata refresh is due then (Kafka bumps then too);
+  a JoinGroup whose subscription does not decode is UNKNOWN_SERVER_ERROR (Kafka's ``IllegalStateException``); a
+  classic member's protocols count once per name (as the classic machine's); the classic-member errors carry no
+  messages where the classic responses have no field for them. Replicated mode: classic members' requests are
+  answered at once (their records are not two-phase writes).
 * Reconciliation follows Kafka 4.1's ``CurrentAssignmentBuilder`` (after revoking, the member moves to
   ``min(epoch + 1, target epoch)``; a partition it is revoking itself is not "unreleased" for it; a topic it no
   longer subscribes to has an empty target; a subscription change while revoking moves the unsubscribed topics'
@@ -1083,6 +1084,7 @@ class ConsumerGroupCoordinator:
                 rack_id=subscription.rack_id,
                 rebalance_timeout_ms=rebalance,
                 subscribed_topic_names=subscription.topics,
+                subscribed_topic_regex="",  # a classic member has no regex (Kafka sets it to "")
                 topic_partitions=owned_partitions(subscription, self.topics),
                 client_id=req.client_id,
                 client_host=req.client_host,
@@ -1171,12 +1173,13 @@ class ConsumerGroupCoordinator:
             rack_id=req.rack_id if req.rack_id is not None else existing.rack_id,
             rebalance_timeout_ms=req.rebalance_timeout_ms,
             subscribed_topic_names=tuple(sorted(set(req.subscribed_topic_names or ()))),
+            subscribed_topic_regex=None,
             client_id=req.client_id,
             client_host=req.client_host,
             classic=classic,
         )
-        # Kafka ``hasMemberSubscriptionChanged``: the topic names.
-        changed = joining.subscribed_topic_names != existing.subscribed_topic_names
+        # Kafka ``hasMemberSubscriptionChanged`` (the topic names) or a regex dropped (``regexUpdated``).
+        changed = not joining.same_subscription(existing)
         if not changed:
             joining = self._maybe_reconcile(
                 group,
