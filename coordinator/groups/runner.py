@@ -56,7 +56,11 @@ Contract
   committed records in the background (events ``coordinator_load`` begin, then end with groups, offsets,
   duration_ms); :meth:`GroupRunner.on_resigned` cancels a load in progress and unloads the partition
   (``coordinator_load`` unload). An election older than the last epoch heard is ignored, and a partition
-  already loading or owned is not reloaded (Kafka 3.7 ``loadGroupsAndOffsets``). ``group_served`` is emitted for
+  already loading or owned is not reloaded (Kafka 3.7 ``loadGroupsAndOffsets``). When a write of the consumer
+  machine's records fails while this broker still leads the partition, the partition is unloaded and loaded again
+  (events ``coordinator_load`` unload, begin, end): the machine's unwritten change goes, as Kafka 4's runtime
+  reverts to the last written offset; the classic machine's groups of the partition are reloaded with it (Kafka
+  reverts only what was not written). ``group_served`` is emitted for
   the first answer without error to each group after its partition's load (:meth:`GroupRunner.maybe_served`).
   ``commit`` / ``commit_rejected`` events carry ``offsets_partition`` and ``leader_epoch`` (-1 without
   replication).
@@ -213,6 +217,9 @@ class GroupRunner:
         #: records its machine takes; this runner (the leadership listener) loads and unloads their partitions
         #: with its own, in one read of each partition.
         self.co_runners: list[tuple[GroupRunner, Callable[[Record], bool]]] = []
+        #: A co-runner's leadership listener (set when the listener first loads a partition for it): what reloads
+        #: a partition after a failed write of this runner's consumer-group records.
+        self.listener: GroupRunner | None = None
         self.impl = impl
         self.history = history
         self.group_log = group_log if store is None else None
@@ -392,6 +399,7 @@ class GroupRunner:
             result = await self.store.append(partition, records)
         except Exception:
             log.exception("offsets_partition=%d: append of %d group records failed", partition, len(records))
+            self._reload_after_failed_write(partition)
             return
         if result.error != 0:
             log.warning(
@@ -401,6 +409,7 @@ class GroupRunner:
                 sorted({r.group_id for r in records})[:5],
                 _error_name(result.error),
             )
+            self._reload_after_failed_write(partition)
 
     async def _append_write(self, write: int, records: list[Record]) -> None:
         assert self.store is not None
@@ -420,6 +429,39 @@ class GroupRunner:
                 f"write {write} outcome",
                 lambda: self._partitioned().persisted(write, error, self.clock(), epoch),
             )
+        if error != 0 and not isinstance(records[0], OffsetCommitRecord):
+            self._reload_after_failed_write(partition)
+
+    def _reload_after_failed_write(self, partition: int) -> None:
+        """A write of the consumer machine's records (not an offset commit, whose offsets become visible only once
+        written) failed: its change is in the machine but not in the log. Kafka's ``CoordinatorRuntime`` reverts
+        the partition's state to its last written offset (``revertLastWrittenOffset``); here, while this broker
+        still leads ``partition``, its leadership listener unloads and loads it again as on a re-election (the load
+        barrier makes the load read every record appended before it), which restores the written state. Nothing
+        happens for the classic machine (Kafka 3.7 keeps its state and only logs), when the partition is not owned
+        (resigned: unloaded already; loading: being reloaded) or when this broker no longer leads it (its
+        resignation unloads it)."""
+        store, listener = self.store, self.listener
+        if self.classic is not None or store is None:
+            return
+        if listener is None:
+            log.error(
+                "offsets_partition=%d: a failed write cannot be reverted: no leadership listener", partition
+            )
+            return
+        if self._partitioned().partition_status(partition) != "owned":
+            return
+        epoch = store.log.leader_epoch(OFFSETS_TOPIC, partition)
+        if epoch is None:
+            return
+        log.warning(
+            "offsets_partition=%d leader_epoch=%d: a write of consumer-group records failed; reloading the "
+            "partition from its log to drop the unwritten change",
+            partition,
+            epoch,
+        )
+        listener.on_resigned(partition, epoch)
+        listener.on_became_leader(partition, epoch)
 
     def _fenced_commit(self, group_id: str, partition: int, error: int, epoch: int) -> None:
         name = _error_name(error)
@@ -652,6 +694,7 @@ class GroupRunner:
             return
         self.apply(classic.begin_loading(partition))
         for runner, _takes in self.co_runners:
+            runner.listener = self
             runner.apply(runner.machine.begin_loading(partition))
         log.info("offsets_partition=%d leader_epoch=%d: loading its groups", partition, leader_epoch)
         self._emit_load("begin", partition, leader_epoch)

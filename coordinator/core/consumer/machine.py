@@ -96,8 +96,11 @@ Deviations from Kafka (each also noted where it happens):
   :meth:`~ConsumerGroupCoordinator.persisted` (Kafka's runtime answers when the records are committed), commits
   are two-phase as the classic ones; the records of timer firings (session / rebalance timeouts) and DeleteGroups
   are fire-and-forget (Kafka writes them as any other, with no one waiting). A failed write is answered with
-  Kafka's mapped error but its in-memory change is not reverted (Kafka reverts to the last committed snapshot);
-  the partition is normally unloaded after such a failure, which drops the change with it.
+  Kafka's mapped error; this machine keeps its in-memory change and the shell drops it by reloading the offsets
+  partition from its log while the broker still leads it, or by the unload of a resignation
+  (:mod:`coordinator.groups.runner`; Kafka's runtime reverts to the last written offset,
+  ``revertLastWrittenOffset``). Unlike Kafka, which fails the rest of the batch, a request handled between the
+  failed write and its outcome may still write records computed on the unwritten change.
 """
 
 from __future__ import annotations
@@ -1837,8 +1840,8 @@ class ConsumerGroupCoordinator:
         * a heartbeat's records: the answer prepared when the heartbeat was handled, or, when the append failed,
           Kafka's mapped error (``GroupCoordinatorService`` ``normalizeException``: NOT_COORDINATOR for a lost
           leadership or storage error, COORDINATOR_NOT_AVAILABLE for missing replicas or a timeout,
-          UNKNOWN_SERVER_ERROR otherwise). The in-memory change stays (Kafka reverts it to the last committed
-          snapshot; here the partition is unloaded with it after such an error);
+          UNKNOWN_SERVER_ERROR otherwise). The in-memory change stays here: the shell reloads the partition from
+          its log (Kafka reverts to the last written offset; see the module docstring);
         * a commit: completed as the classic machine's (the offsets become visible only now; ``commit`` events
           carry ``offsets_partition`` and ``leader_epoch``).
 
