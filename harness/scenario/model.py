@@ -1173,3 +1173,9 @@ class Scenario(Strict):
     def has_migration(self) -> bool:
         """Whether the timeline has a migration action (set_property, switch, rollback)."""
         return any(a.action in MIGRATION_ACTIONS for a in self.timeline)
+
+    @property
+    def has_protocol_migration(self) -> bool:
+        """Whether the timeline migrates a coordinator group between the classic and the consumer protocol
+        (:func:`is_protocol_migration`): its broker then gets ``[group.consumer]``'s broker settings too."""
+        return any(is_protocol_migration(a) for a in self.timeline)
