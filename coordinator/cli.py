@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from coordinator.config import DEFAULT_MAX_REQUEST_BYTES, BrokerConfig, ReplicationConfig
-from coordinator.core.consumer.config import ASSIGNOR_NAMES, ConsumerGroupConfig
+from coordinator.core.consumer.config import ASSIGNOR_NAMES, MIGRATION_POLICIES, ConsumerGroupConfig
 from coordinator.core.group.config import GroupConfig
 from harness.kernel.errors import ConfigError, HerdlabError
 from harness.kernel.history import History
@@ -188,6 +188,15 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
         "comma-separated; the first is the default.",
     )
     @click.option(
+        "--consumer-migration-policy",
+        type=click.Choice(MIGRATION_POLICIES, case_sensitive=False),
+        default=_C.migration_policy,
+        show_default=True,
+        help="group.consumer.migration.policy: the online migration between classic and consumer groups "
+        "(single-broker mode; upgrade: a classic group converts when a consumer-protocol member joins; downgrade: "
+        "back when its last consumer-protocol member leaves). Replicated mode converts nothing.",
+    )
+    @click.option(
         "--replication/--no-replication",
         default=False,
         show_default=True,
@@ -261,6 +270,7 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
         consumer_max_session_timeout_ms: int,
         consumer_max_size: int,
         consumer_assignors: str,
+        consumer_migration_policy: str,
         replication: bool,
         default_replication_factor: int | None,
         offsets_topic_replication_factor: int,
@@ -302,6 +312,7 @@ def broker_command(open_history: HistoryOpener | None = None) -> click.Command:
                 max_size=consumer_max_size,
                 assignors=tuple(a.strip() for a in consumer_assignors.split(",") if a.strip()),
                 offset_metadata_max_bytes=offset_metadata_max_bytes,
+                migration_policy=consumer_migration_policy.lower(),
             )
         except ValueError as e:
             raise ConfigError(str(e)) from None

@@ -6,9 +6,12 @@
   pure machine (:mod:`coordinator.core.group`) and its runner (:mod:`coordinator.groups.runner`: timers, durable log,
   responses, history events, loud failures);
 * :mod:`~coordinator.groups.consumer` -- the consumer type (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe
-  over the consumer protocol's pure machine (:mod:`coordinator.core.consumer`) and a runner of its own, beside the
-  classic type; in replicated mode both machines own groups per ``__consumer_offsets`` partition and the classic
-  runner (the leadership listener) loads and unloads both (:attr:`~coordinator.groups.runner.GroupRunner.co_runners`);
+  over the consumer protocol's pure machine (:mod:`coordinator.core.consumer`). In single-broker mode both
+  machines sit behind one facade (:class:`~coordinator.core.groups.GroupCoordinators`: Kafka 4's online migration
+  between the types, ``--consumer-migration-policy``), run by one runner over one group log. In replicated mode
+  the consumer type has a runner of its own beside the classic type, both machines own groups per
+  ``__consumer_offsets`` partition, the classic runner (the leadership listener) loads and unloads both
+  (:attr:`~coordinator.groups.runner.GroupRunner.co_runners`), and groups are not converted between the types;
 * :mod:`~coordinator.groups.offsets` -- OffsetCommit, OffsetFetch; :mod:`~coordinator.groups.admin` --
   DescribeGroups, ListGroups, DeleteGroups; :mod:`~coordinator.groups.find_coordinator` -- FindCoordinator (from
   the cluster view; no group type models it);
@@ -30,7 +33,9 @@ from coordinator.api_keys import ApiKey
 from coordinator.cluster import ClusterView
 from coordinator.config import ReplicationConfig
 from coordinator.core.consumer.api import TopicsImage
+from coordinator.core.consumer.machine import ConsumerGroupCoordinator
 from coordinator.core.group.machine import GroupCoordinator
+from coordinator.core.groups import GroupCoordinators
 from coordinator.groups.admin import DeleteGroupsApi, DescribeGroupsApi, ListGroupsApi
 from coordinator.groups.classic import ClassicGroups
 from coordinator.groups.codec import kio_error
@@ -96,6 +101,19 @@ class GroupApis:
         ``consumer`` makes the consumer type's machine over the broker's topics (it must share the classic
         machine's offsets); without it the consumer type is not served."""
         routing: Routing = OwnedRouting() if replicated is not None else HashRouting(cluster)
+        # Single-broker mode with the consumer protocol's own machine: both types behind the facade (the online
+        # migration), one runner. Replicated mode (or another consumer machine): the two types stay apart.
+        consumer_machine: ConsumerMachine | None = None
+        topics: TopicsImage | None = None
+        facade: GroupCoordinators | None = None
+        if consumer is not None:
+            # replicated: the cluster's topics (a coordinator need not host a topic its groups consume)
+            topics = StoreTopics(store) if replicated is None else ClusterTopics(cluster, store)
+            consumer_machine = consumer(topics)
+            if replicated is None and isinstance(consumer_machine, ConsumerGroupCoordinator):
+                facade = GroupCoordinators(machine, consumer_machine)
+        #: The facade of both group types (single-broker mode with the consumer type), else None.
+        self.facade = facade
         self.classic = ClassicGroups(
             machine,
             routing,
@@ -107,13 +125,12 @@ class GroupApis:
             rejected=rejected,
             replicated=replicated,
             replication=replication,
+            facade=facade,
         )
         self.consumer: ConsumerGroups | None = None
-        if consumer is not None:
-            # replicated: the cluster's topics (a coordinator need not host a topic its groups consume)
-            topics: TopicsImage = StoreTopics(store) if replicated is None else ClusterTopics(cluster, store)
+        if consumer_machine is not None and topics is not None:
             self.consumer = ConsumerGroups(
-                consumer(topics),
+                consumer_machine,
                 topics,
                 routing,
                 history,
@@ -125,13 +142,19 @@ class GroupApis:
                 clock=clock,
                 rejected=rejected,
                 store=self.classic.topic_store,
+                facade=facade,
+                runner=self.classic.runner if facade is not None else None,
             )
-            self.classic.held_elsewhere = self.consumer.holds
+            if facade is None:
+                self.classic.held_elsewhere = self.consumer.holds
             if replicated is not None:
                 self.classic.runner.co_runners.append(
                     (self.consumer.runner, self.consumer.machine.takes_record)
                 )
-        self.types = GroupTypes([self.classic] if self.consumer is None else [self.classic, self.consumer])
+        # Under the facade the classic type's shared APIs serve both types (it routes by holder).
+        self.types = GroupTypes(
+            [self.classic] if self.consumer is None or facade is not None else [self.classic, self.consumer]
+        )
         self._handlers: dict[int, Handler] = {
             ApiKey.FIND_COORDINATOR: FindCoordinatorApi(cluster),
             ApiKey.OFFSET_COMMIT: OffsetCommitApi(
@@ -144,6 +167,8 @@ class GroupApis:
         }
         for group_type in self.types.types:
             self._handlers.update(group_type.handlers())
+        if self.consumer is not None:  # under the facade it is not among the types of the shared APIs
+            self._handlers.update(self.consumer.handlers())
 
     def handlers(self) -> dict[int, Handler]:
         """API key -> handler, for every key of :meth:`versions`."""
@@ -168,9 +193,9 @@ class GroupApis:
 
     async def load(self) -> tuple[int, int]:
         """Load the groups (see :meth:`ClassicGroups.load`); with the consumer type, one replay of the group log
-        gives each record to the machine that takes it (the consumer machine's ``takes_record``), the rest to the
-        classic machine."""
-        if self.consumer is not None:
+        gives each record to the machine that takes it (the consumer machine's ``takes_record``; under the facade,
+        the facade's ``load`` decides), the rest to the classic machine."""
+        if self.consumer is not None and self.facade is None:
             return await self.classic.load(also=[(self.consumer.runner, self.consumer.machine.takes_record)])
         return await self.classic.load()
 
@@ -179,13 +204,19 @@ class GroupApis:
         """True while groups load."""
         return self.classic.loading or (self.consumer is not None and self.consumer.loading)
 
+    def _other_runner(self) -> GroupRunner | None:
+        """The consumer type's runner when it is not the classic type's (no facade)."""
+        if self.consumer is None or self.consumer.runner is self.classic.runner:
+            return None
+        return self.consumer.runner
+
     def cancel_timers(self) -> None:
         self.classic.runner.cancel_timers()
-        if self.consumer is not None:
-            self.consumer.runner.cancel_timers()
+        other = self._other_runner()
+        if other is not None:
+            other.cancel_timers()
 
     @property
     def timer_count(self) -> int:
-        return self.classic.runner.timer_count + (
-            self.consumer.runner.timer_count if self.consumer is not None else 0
-        )
+        other = self._other_runner()
+        return self.classic.runner.timer_count + (other.timer_count if other is not None else 0)

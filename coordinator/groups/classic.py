@@ -10,10 +10,13 @@ of the shared APIs (:class:`~coordinator.groups.types.GroupType`) goes to the sa
 type's machine can be given the same manager. ``replicated=`` switches the machine to owning groups per ``__consumer_offsets`` partition (see
 :class:`ClassicGroups`).
 
-A group id another type holds (:attr:`ClassicGroups.held_elsewhere`: a consumer group) is refused, as Kafka 4
-answers classic requests for a consumer group whose members are not classic-protocol members (herdlab's consumer
-groups have none: no online migration): JoinGroup INCONSISTENT_GROUP_PROTOCOL (``throwIfClassicProtocolIsNotSupported``),
-SyncGroup, Heartbeat and each LeaveGroup member UNKNOWN_MEMBER_ID (``throwIfMemberDoesNotUseClassicProtocol``).
+Single-broker mode (``facade=``): the requests go to :class:`~coordinator.core.groups.GroupCoordinators`, which
+serves a consumer group's classic-protocol members through these APIs and converts groups between the types (Kafka
+4's online migration, ``group.consumer.migration.policy``). Replicated mode, or without the facade: a group id
+another type holds (:attr:`ClassicGroups.held_elsewhere`: a consumer group) is refused, as Kafka 4 answers classic
+requests for a consumer group whose members are not classic-protocol members: JoinGroup
+INCONSISTENT_GROUP_PROTOCOL (``throwIfClassicProtocolIsNotSupported``), SyncGroup, Heartbeat and each LeaveGroup
+member UNKNOWN_MEMBER_ID (``throwIfMemberDoesNotUseClassicProtocol``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from coordinator.core.group import api as g
 from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.machine import GroupCoordinator
 from coordinator.core.group.records import Record
+from coordinator.core.groups import GroupCoordinators
 from coordinator.groups.codec import kio_error
 from coordinator.groups.log import GroupLog
 from coordinator.groups.routing import Routing, other_coordinates
@@ -60,13 +64,24 @@ class ClassicGroups:
         rejected: Counter[str] | None = None,
         replicated: ReplicatedLog | None = None,
         replication: ReplicationConfig | None = None,
+        facade: GroupCoordinators | None = None,
     ) -> None:
         """``replicated`` (a :class:`~coordinator.ports.ReplicatedLog`) switches to replicated mode: the machine
         owns groups per ``__consumer_offsets`` partition (``offsets_partitions`` of them) and keeps its records in
         that topic (:class:`~coordinator.groups.store.TopicGroupStore`, acks and timeout from ``replication``);
         ``group_log`` is then unused and :meth:`load` registers the runner as the topic's leadership listener.
-        Without it (the default) everything is as in the single-broker design."""
+        Without it (the default) everything is as in the single-broker design.
+
+        ``facade`` (single-broker mode only): both group types behind
+        :class:`~coordinator.core.groups.GroupCoordinators` (whose classic machine is ``machine``), with the online
+        migration between them. Every request of this type and of the shared APIs then goes to the facade, which
+        routes it to the machine holding the group, and the runner runs the facade."""
+        if facade is not None and (replicated is not None or facade.classic is not machine):
+            raise ValueError("the group facade is single-broker mode's, over this type's machine")
         self.machine = machine
+        self.facade = facade
+        #: What takes this type's requests and the shared APIs: the facade, else the classic machine.
+        self.api: GroupCoordinator | GroupCoordinators = facade if facade is not None else machine
         self.routing = routing
         self.replicated = replicated
         topic_store: TopicGroupStore | None = None
@@ -76,7 +91,7 @@ class ClassicGroups:
         #: Replicated mode: the ``__consumer_offsets`` store (another group type's runner writes to it too).
         self.topic_store = topic_store
         self.runner = GroupRunner(
-            machine,
+            self.api,
             history,
             group_log,
             broker_id=broker_id,
@@ -135,25 +150,25 @@ class ClassicGroups:
             token,
             (req.group_id,),
             "OffsetCommit",
-            lambda: self.machine.offset_commit(self.clock(), token, req),
+            lambda: self.api.offset_commit(self.clock(), token, req),
         )
 
     def offset_fetch(self, req: g.OffsetFetchRequest) -> g.OffsetFetchResponse:
-        r = self.machine.offset_fetch(self.clock(), req)
+        r = self.api.offset_fetch(self.clock(), req)
         self.runner.maybe_served(req.group_id, "OffsetFetch", r)
         return r
 
     def describe_groups(self, group_ids: list[str]) -> list[g.DescribedGroup]:
-        return self.machine.describe_groups(self.clock(), g.DescribeGroupsRequest(group_ids)).groups
+        return self.api.describe_groups(self.clock(), g.DescribeGroupsRequest(group_ids)).groups
 
     def list_groups(self, states: list[str] | None) -> g.ListGroupsResponse:
-        return self.machine.list_groups(self.clock(), g.ListGroupsRequest(states_filter=states))
+        return self.api.list_groups(self.clock(), g.ListGroupsRequest(states_filter=states))
 
     def delete_groups(self, group_ids: list[str], convert: Callable[[g.DeleteGroupsResponse], Any]) -> Any:
         token = Token(convert)
         request = g.DeleteGroupsRequest(group_ids)
         return self.runner.call(
-            token, group_ids, "DeleteGroups", lambda: self.machine.delete_groups(self.clock(), token, request)
+            token, group_ids, "DeleteGroups", lambda: self.api.delete_groups(self.clock(), token, request)
         )
 
     # ------------------------------------------------------------------ JoinGroup
@@ -206,7 +221,7 @@ class ClassicGroups:
             reason=getattr(req, "reason", None),
         )
         return self.runner.call(
-            token, (req.group_id,), "JoinGroup", lambda: self.machine.join_group(self.clock(), token, mreq)
+            token, (req.group_id,), "JoinGroup", lambda: self.api.join_group(self.clock(), token, mreq)
         )
 
     # ------------------------------------------------------------------ SyncGroup
@@ -242,7 +257,7 @@ class ClassicGroups:
             protocol_name=getattr(req, "protocol_name", None),
         )
         return self.runner.call(
-            token, (req.group_id,), "SyncGroup", lambda: self.machine.sync_group(self.clock(), token, mreq)
+            token, (req.group_id,), "SyncGroup", lambda: self.api.sync_group(self.clock(), token, mreq)
         )
 
     # ------------------------------------------------------------------ Heartbeat
@@ -267,7 +282,7 @@ class ClassicGroups:
             group_instance_id=getattr(req, "group_instance_id", None),
         )
         return self.runner.call(
-            token, (req.group_id,), "Heartbeat", lambda: self.machine.heartbeat(self.clock(), token, mreq)
+            token, (req.group_id,), "Heartbeat", lambda: self.api.heartbeat(self.clock(), token, mreq)
         )
 
     # ------------------------------------------------------------------ LeaveGroup
@@ -317,5 +332,5 @@ class ClassicGroups:
         token = Token(convert, req.group_id, "LeaveGroup")
         mreq = g.LeaveGroupRequest(group_id=req.group_id, members=members, reason=reason)
         return self.runner.call(
-            token, (req.group_id,), "LeaveGroup", lambda: self.machine.leave_group(self.clock(), token, mreq)
+            token, (req.group_id,), "LeaveGroup", lambda: self.api.leave_group(self.clock(), token, mreq)
         )

@@ -13,12 +13,20 @@ Contract
 --------
 * A group this broker does not coordinate (the routing) is NOT_COORDINATOR without reaching the machine; an empty
   group id reaches it (INVALID_REQUEST is the machine's answer, Kafka's request checks).
-* A group id the classic type holds with members is not a consumer group: a ConsumerGroupHeartbeat for it is
-  GROUP_ID_NOT_FOUND ("Cannot upgrade classic group <id> to consumer group because online upgrade is disabled."),
-  as Kafka 4's ``getOrMaybeCreateConsumerGroup`` answers without an online-migration policy. An Empty classic group is taken over, as Kafka deletes an empty
-  classic group when a consumer-protocol member joins (``maybeDeleteEmptyClassicGroup``): its offsets (shared)
-  stay, the consumer type holds the id from then on (the shared APIs go to the type holding a group, the consumer
-  type first), and the classic machine's empty record is shadowed.
+* Single-broker mode (the facade, :class:`~coordinator.core.groups.GroupCoordinators`): Kafka 4's online
+  migration (``group.consumer.migration.policy``, broker flag ``--consumer-migration-policy``). A classic group in
+  use is converted to a consumer group when a consumer-protocol member joins it and the policy allows the upgrade
+  (else GROUP_ID_NOT_FOUND with Kafka's message); its classic members stay, served through JoinGroup, SyncGroup,
+  Heartbeat and LeaveGroup, and the group converts back when the last consumer-protocol member leaves (policy
+  allowing the downgrade). One runner runs the facade (the classic type's); a conversion is a ``group_converted``
+  event.
+* Replicated mode (no facade): a group id the classic type holds with members is not a consumer group: a
+  ConsumerGroupHeartbeat for it is GROUP_ID_NOT_FOUND ("Cannot upgrade classic group <id> to consumer group
+  because online upgrade is disabled."), as Kafka 4's ``getOrMaybeCreateConsumerGroup`` answers without an
+  online-migration policy. An Empty classic group is taken over, as Kafka deletes an empty classic group when a
+  consumer-protocol member joins (``maybeDeleteEmptyClassicGroup``): its offsets (shared) stay, the consumer type
+  holds the id from then on (the shared APIs go to the type holding a group, the consumer type first), and the
+  classic machine's empty record is shadowed.
 * Every ConsumerGroupHeartbeat exchange is one ``group_request`` history event (``api``
   ``"ConsumerGroupHeartbeat"``, ``group``, ``member``, ``member_epoch``: the request's, ``epoch``: the
   response's, ``error``: Kafka's name, absent when NONE, and ``change`` from
@@ -44,10 +52,11 @@ from coordinator.context import RequestContext
 from coordinator.core.consumer import api as c
 from coordinator.core.group import api as g
 from coordinator.core.group.errors import ErrorCode
+from coordinator.core.groups import GroupCoordinators
 from coordinator.groups.codec import NO_AUTH_OPS, kio_error
 from coordinator.groups.log import GroupLog
 from coordinator.groups.routing import Routing, other_coordinates
-from coordinator.groups.runner import GroupFailure, GroupRunner, Token, now_ms
+from coordinator.groups.runner import CONSUMER_IMPL, GroupFailure, GroupRunner, Token, now_ms
 from coordinator.groups.store import TopicGroupStore
 from coordinator.groups.types import Handler
 from coordinator.ports import OFFSETS_TOPIC
@@ -70,7 +79,6 @@ __all__ = [
 log = logging.getLogger("coordinator")
 
 #: The history ``impl`` of the consumer protocol's events (the third design's implementation value).
-CONSUMER_IMPL = "consumer"
 #: Kafka's UUID ``ZERO_UUID``: kio reads an all-zero topic id as None.
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -274,10 +282,20 @@ class ConsumerGroups:
         clock: Callable[[], int] = now_ms,
         rejected: Counter[str] | None = None,
         store: TopicGroupStore | None = None,
+        facade: GroupCoordinators | None = None,
+        runner: GroupRunner | None = None,
     ) -> None:
         """``store``: replicated mode (the machine then owns groups per offsets partition, as the classic machine;
         the classic type's runner loads and unloads both machines' partitions, see
-        :attr:`GroupRunner.co_runners`)."""
+        :attr:`GroupRunner.co_runners`).
+
+        ``facade`` and ``runner`` (single-broker mode, together): ConsumerGroupHeartbeat goes to the facade of both
+        group types (:class:`~coordinator.core.groups.GroupCoordinators`, whose consumer machine is ``machine``),
+        which converts a classic group when the first consumer-protocol member joins, run by ``runner`` (the
+        classic type's, which runs the facade: one runner, one group log); ``classic_in_use`` is then not asked and
+        the shared APIs are the classic type's (over the facade too)."""
+        if (facade is None) != (runner is None) or (facade is not None and facade.consumer is not machine):
+            raise ValueError("the group facade comes with its runner, over this type's machine")
         if store is not None:
             machine.own_by_partition(offsets_partitions)
         self.machine = machine
@@ -288,7 +306,8 @@ class ConsumerGroups:
         self.classic_holds = classic_holds
         self.broker_id = broker_id
         self.clock = clock
-        self.runner = GroupRunner(
+        self.facade = facade
+        self.runner = runner or GroupRunner(
             machine,
             history,
             group_log,
@@ -351,7 +370,8 @@ class ConsumerGroups:
 
         if other_coordinates(self.routing, mreq.group_id):
             return convert(c.ConsumerGroupHeartbeatResponse(ErrorCode.NOT_COORDINATOR))
-        if not self.machine.holds(mreq.group_id) and self.classic_in_use(mreq.group_id):
+        facade = self.facade
+        if facade is None and not self.machine.holds(mreq.group_id) and self.classic_in_use(mreq.group_id):
             return convert(
                 c.ConsumerGroupHeartbeatResponse(
                     ErrorCode.GROUP_ID_NOT_FOUND,
@@ -365,7 +385,11 @@ class ConsumerGroups:
                 token,
                 (mreq.group_id,),
                 "ConsumerGroupHeartbeat",
-                lambda: self.machine.heartbeat(self.clock(), token, mreq),
+                lambda: (
+                    facade.consumer_group_heartbeat(self.clock(), token, mreq)
+                    if facade is not None
+                    else self.machine.heartbeat(self.clock(), token, mreq)
+                ),
             )
         except GroupFailure:  # loud already (the runner logged it); the exchange is still one event
             return convert(c.ConsumerGroupHeartbeatResponse(ErrorCode.UNKNOWN_SERVER_ERROR))

@@ -3,6 +3,11 @@
 :class:`~coordinator.core.group.machine.GroupCoordinator` or the consumer protocol's
 ``ConsumerGroupCoordinator`` (:class:`Machine`: what the runner asks of either).
 
+In single-broker mode it runs :class:`~coordinator.core.groups.GroupCoordinators`, the facade of both machines
+(the online migration between them); what only the classic machine offers is then the facade's classic machine's,
+a group the consumer machine holds is never reset, and the consumer machine's events carry ``impl`` ``"consumer"``
+(:meth:`GroupRunner._impl_of`).
+
 The kio adapters (:mod:`coordinator.groups`) turn requests into machine calls; this module runs those calls and
 applies the effects the machine returns. It knows nothing of the wire. What only the classic machine offers
 (resetting a failed group, two-phase writes, replicated mode, the wedge check of PreparingRebalance) is used
@@ -83,17 +88,21 @@ from coordinator.core.group.errors import ErrorCode
 from coordinator.core.group.machine import GroupCoordinator
 from coordinator.core.group.offsets import OffsetManager
 from coordinator.core.group.records import OffsetCommitRecord, Record
+from coordinator.core.groups import GroupCoordinators
 from coordinator.groups.log import GroupLog
 from coordinator.groups.store import TopicGroupStore
 from coordinator.ports import OFFSETS_TOPIC
 from harness.kernel.history import History
 from harness.kernel.javacompat import partition_for
 
-__all__ = ["GroupFailure", "GroupRunner", "Machine", "PartitionedMachine", "Token", "now_ms"]
+__all__ = ["CONSUMER_IMPL", "GroupFailure", "GroupRunner", "Machine", "PartitionedMachine", "Token", "now_ms"]
 
 log = logging.getLogger("coordinator")
 
 _LOAD_CHUNK = 2000
+
+#: The ``impl`` of the consumer protocol's history events.
+CONSUMER_IMPL = "consumer"
 
 
 @dataclass(slots=True)
@@ -207,12 +216,18 @@ class GroupRunner:
         """``group_log`` is the file store (single-broker mode); ``store`` the topic store (replicated mode: the
         classic machine in replicated mode, and ``group_log`` is then not used). ``impl``: the ``impl`` of the
         machine's history events."""
+        facade = machine if isinstance(machine, GroupCoordinators) else None
         classic = machine if isinstance(machine, GroupCoordinator) else None
+        if facade is not None:
+            classic = facade.classic
         if store is not None and not getattr(machine, "replicated", False):
             raise ValueError("a topic store needs the machine in replicated mode (own_by_partition)")
         self.machine = machine
-        #: The machine when it is the classic one (what only it offers: see the module docstring).
+        #: The machine when it is the classic one, or the facade's classic machine (what only it offers: see the
+        #: module docstring).
         self.classic = classic
+        #: The machine when it is the facade of both group types (single-broker mode's online migration).
+        self.facade = facade
         #: Replicated mode: the runners of other machines sharing this runner's offsets partitions, each with the
         #: records its machine takes; this runner (the leadership listener) loads and unloads their partitions
         #: with its own, in one read of each partition.
@@ -301,6 +316,9 @@ class GroupRunner:
     def _fail(self, group_ids: Sequence[str], what: str, error: BaseException) -> None:
         self.rejected["group_failure"] += 1
         classic = self.classic
+        facade = self.facade
+        if facade is not None and any(facade.consumer.holds(gid) for gid in group_ids):
+            classic = None  # a consumer group is not reset (see the module docstring)
         if classic is None:
             log.error("group(s) %s: %s failed: %s", list(group_ids), what, error, exc_info=error)
             for group_id in group_ids:  # a request waiting for a write outcome: answered UNKNOWN_SERVER_ERROR
@@ -515,8 +533,9 @@ class GroupRunner:
             partition = _partition_for(group, self.offsets_partitions) if isinstance(group, str) else -1
             epoch = self.epochs.get(partition, -1) if self.store is not None else -1
             fields = {**fields, "offsets_partition": partition, "leader_epoch": epoch}
-        self.history.emit(effect.kind, impl=self.impl, broker_id=self.broker_id, **fields)
-        if self.classic is None:
+        impl = self._impl_of(effect)
+        self.history.emit(effect.kind, impl=impl, broker_id=self.broker_id, **fields)
+        if self.classic is None or impl != self.impl:
             if effect.kind in (g.EMIT_GROUP_STATE, g.EMIT_MEMBER_REMOVED, g.EMIT_MEMBER_ADDED):
                 log.info("%s %s", effect.kind, fields)
             return
@@ -540,6 +559,21 @@ class GroupRunner:
             )
         elif effect.kind in (g.EMIT_REBALANCE_BEGIN, g.EMIT_REBALANCE_END, g.EMIT_MEMBER_ADDED):
             log.debug("%s %s", effect.kind, fields)
+
+    def _impl_of(self, effect: g.Emit) -> str:
+        """The ``impl`` of an event: the runner's, except under the facade, where the consumer machine's events
+        (they carry ``epoch``, the classic machine's ``generation``; so does ``group_converted``) and a consumer
+        group's commits are the consumer protocol's."""
+        facade = self.facade
+        if facade is None:
+            return self.impl
+        fields = effect.fields
+        if effect.kind in (g.EMIT_COMMIT, g.EMIT_COMMIT_REJECTED):
+            group = fields.get("group")
+            consumer = isinstance(group, str) and facade.consumer.holds(group)
+        else:
+            consumer = "epoch" in fields and "generation" not in fields
+        return CONSUMER_IMPL if consumer else self.impl
 
     def _member_ids(self, group: Any) -> list[str]:
         if not isinstance(group, str) or self.classic is None:

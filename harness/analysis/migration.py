@@ -10,12 +10,17 @@ Contract
   handful per unit). One Spark job on the pinned control events; a run without a ``switch`` or
   ``rollback`` step stops there (:func:`migration_units` returns ``{}``).
 * A *switch* is the group of nemesis steps with the same ``migration_step`` whose ``migration`` is
-  ``switch`` or ``rollback``: from ``legacy_zk`` to ``coordinator`` (``rollback``: the reverse); its
+  ``switch`` or ``rollback``: to the ``member_kind`` its start steps carry (without one: ``coordinator`` for a
+  switch, ``legacy_zk`` for a rollback), from the kind that action replaces (switch: legacy_zk -> coordinator,
+  coordinator -> consumer; rollback: coordinator -> legacy_zk, consumer -> coordinator); its
   ``t_S`` is the group's first invoke and its ``mode`` the steps' ``mode`` when they carry one,
   else ``all_at_once`` when the group stopped its members in one step, ``rolling`` otherwise.
 * A member's kind (:func:`member_kinds`): the ``impl`` its ``ready`` (else ``started``) event wrote
-  (kept in ``extra`` when the unit's context overrode the column), else the ``member_kind`` of a
-  step that started it, else the unit's implementation.
+  (kept in ``extra`` when the unit's context overrode the column; ``consumer`` for a ``coordinator`` member
+  whose ``started`` says ``group_protocol`` ``consumer``), else the ``member_kind`` of a step that started it,
+  else the unit's implementation. So the kinds a switch moves between are ``legacy_zk`` -> ``coordinator``
+  (the ZooKeeper switch) or ``coordinator`` -> ``consumer`` (the classic-to-consumer migration: the
+  member's group protocol), and back for ``rollback``.
 * :func:`migration_units`: per unit with a switch, ``{"switches": [...], "verdict": worst}``; per
   switch ``step``, ``action``, ``mode``, ``from``, ``to``, ``t_s``, ``verdict`` and one entry per
   partition 0..P-1 of the unit's topic (:func:`.migration_verdict.partition_entry` states each
@@ -66,10 +71,17 @@ from harness.analysis.migration_verdict import partition_entry, worst
 from harness.analysis.split_brain import overlap_islands
 from harness.kernel.events import JOIN_ACTIONS, Kind, Role
 
-LEGACY, COORDINATOR = "legacy_zk", "coordinator"
+LEGACY, COORDINATOR, CONSUMER = "legacy_zk", "coordinator", "consumer"
 SWITCH_ACTIONS = ("switch", "rollback")
 #: The store a commit event without ``store`` (an older history) was written to, by member kind.
-DEFAULT_STORE = {LEGACY: "zookeeper", COORDINATOR: "kafka"}
+DEFAULT_STORE = {LEGACY: "zookeeper", COORDINATOR: "kafka", CONSUMER: "kafka"}
+#: (action, the kind its members start) -> the kind it replaces.
+_REPLACED = {
+    ("switch", COORDINATOR): LEGACY,
+    ("switch", CONSUMER): COORDINATOR,
+    ("rollback", LEGACY): COORDINATOR,
+    ("rollback", COORDINATOR): CONSUMER,
+}
 
 
 def other(kind: str) -> str:
@@ -111,7 +123,9 @@ def switches_of(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for n, ss in groups.items():
         action = ss[0]["migration"]
-        src = LEGACY if action == "switch" else COORDINATOR
+        started = next((s["member_kind"] for s in ss if s.get("member_kind")), None)
+        dst = started or (COORDINATOR if action == "switch" else LEGACY)
+        src = _REPLACED.get((action, dst), other(dst))
         stops = [s for s in ss if s.get("action") == "stop_member"]
         mode = next((s["mode"] for s in ss if s.get("mode")), None) or (
             "all_at_once" if len(stops) <= 1 else "rolling"
@@ -122,7 +136,7 @@ def switches_of(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "action": action,
                 "mode": mode,
                 "from": src,
-                "to": other(src),
+                "to": dst,
                 "t_ns": min(int(s["ts_ns"]) for s in ss),
             }
         )
@@ -137,9 +151,15 @@ def member_kinds(
     c = frames.control
     rows = collect(
         c.where(F.col("kind").isin(Kind.READY, Kind.STARTED) & role_col(Role.MEMBER))
-        .select(*UNIT, "ident", "kind", "ts_ns", _x("impl").alias("own_impl"))
+        .select(
+            *UNIT, "ident", "kind", "ts_ns", _x("impl").alias("own_impl"), _x("group_protocol").alias("gp")
+        )
         .where(F.col("own_impl").isNotNull())
     )
+    # a coordinator member whose start said it runs the consumer group protocol is of kind consumer
+    consumer = {
+        (unit_key(r), r["ident"]) for r in rows if r["own_impl"] == COORDINATOR and r["gp"] == CONSUMER
+    }
     out: dict[UnitKey, dict[str, str]] = {k: {} for k in wanted}
     for k in wanted:  # the steps that started members of a named kind, in time order
         for s in sorted(steps.get(k, []), key=lambda s: s["ts_ns"]):
@@ -150,7 +170,7 @@ def member_kinds(
     for r in sorted(rows, key=lambda r: (r["kind"] == Kind.READY, r["ts_ns"])):
         k = unit_key(r)
         if k in wanted:
-            out[k][r["ident"]] = r["own_impl"]
+            out[k][r["ident"]] = CONSUMER if (k, r["ident"]) in consumer else r["own_impl"]
     return out
 
 

@@ -69,6 +69,14 @@ Kinds: the brokers' blocks of :class:`Kind`.
   target owner changed), ``member_epoch`` (``group``, ``member``, ``epoch``, ``previous_epoch``, ``state``:
   ``stable`` | ``unrevoked_partitions`` | ``unreleased_partitions``) and ``commit`` / ``commit_rejected`` whose
   ``generation`` is the member epoch.
+* the online migration between the group types (herdlab's broker in single-broker mode,
+  ``--consumer-migration-policy``): ``group_converted`` (``impl`` ``consumer``): ``group``, ``from_type`` and
+  ``to_type`` (``classic`` | ``consumer``), ``epoch`` (the consumer group's epoch: the classic generation it starts
+  from on an upgrade, the group epoch it ends at on a downgrade), ``members`` (the classic members converted: on an
+  upgrade those carried into the consumer group, on a downgrade those the classic group starts with), ``reason``.
+  While a consumer group holds classic-protocol members the consumer machine writes their events too (``impl``
+  ``consumer``; a classic member's removal by ``member_removed`` reasons ``join_timeout`` | ``sync_timeout`` beside
+  the others).
 
 With several brokers every broker event carries ``broker_id``, and:
 
@@ -217,6 +225,7 @@ class Kind(StrEnum):
     MEMBER_REMOVED = "member_removed"  # a group machine removed a member (group, member, reason)
     TARGET_ASSIGNMENT = "target_assignment"  # consumer protocol: a new target assignment (group, epoch)
     MEMBER_EPOCH = "member_epoch"  # consumer protocol: a member moved to another epoch or state
+    GROUP_CONVERTED = "group_converted"  # online migration: a group changed type (group, from_type, to_type)
     BROKER_REQUEST = "broker_request"  # counters of all requests over interval_s (steady-state rates)
     # broker (replication, controller, coordinator failover; fields in the module docstring)
     CONTROLLER = "controller"

@@ -18,7 +18,12 @@ the unit's implementation, legacy_zk). ``set_property`` is a rolling restart of 
 members, each started again with ``props`` = the properties of every set_property so far (a later one
 overriding an earlier one). ``switch`` replaces the present legacy members by coordinator members
 ``c0``, ``c1``, ... (one counter per unit); ``rollback`` replaces the present coordinator members by
-legacy members ``r0``, ``r1``, ... with the set_property properties so far plus its own. ``all_at_once``:
+legacy members ``r0``, ``r1``, ... with the set_property properties so far plus its own. The classic-to-consumer
+migration (coordinator units, :func:`harness.scenario.model.is_protocol_migration`; the unit's members are then
+``coordinator``): ``switch`` with ``to = "consumer"`` replaces the present coordinator (classic-protocol)
+members by members of kind ``consumer`` (the same client with ``group.protocol=consumer``, started as a consumer
+unit's members are) ``k0``, ``k1``, ...; ``rollback`` with ``to = "coordinator"`` the present consumer members by
+coordinator members ``r0``, ``r1``, ...; the start steps carry the kind as ``member_kind``. ``all_at_once``:
 one ``stop_member`` of all of them (a trigger), then after ``downtime`` one ``start_member`` of all the
 replacements; ``rolling``: per member a stop (a trigger) and its replacement's start ``downtime`` later,
 ``interval`` apart. Every step of such an action carries ``migration`` (its name) and ``migration_step``
@@ -67,10 +72,11 @@ from harness.scenario.model import (
     Stall,
     Switch,
     ToxicAction,
+    is_protocol_migration,
     property_string,
 )
 
-LEGACY, COORDINATOR = "legacy_zk", "coordinator"
+LEGACY, COORDINATOR, CONSUMER = "legacy_zk", "coordinator", "consumer"
 
 
 @dataclass
@@ -118,20 +124,26 @@ def make_plan(
     present = [f"m{i}" for i in range(members)]  # in start order
     plan = Plan(initial=list(present))
     joined = 0
-    # None = the unit's implementation: legacy_zk wherever a migration action may appear (the model)
+    # None = the unit's implementation: legacy_zk wherever a legacy migration action may appear, coordinator
+    # where a protocol migration may (the model)
     kinds: dict[str, str | None] = dict.fromkeys(present)
+    unit_kind = COORDINATOR if any(is_protocol_migration(a) for a in scenario.timeline) else LEGACY
     props: dict[str, str] = {}  # every set_property so far
-    replaced = {"c": 0, "r": 0}
+    replaced = {"c": 0, "k": 0, "r": 0}
     migrations = 0
 
     def of_kind(kind: str) -> list[str]:
-        legacy = kind == LEGACY
-        return [n for n in present if (kinds[n] in (None, LEGACY)) == legacy]
+        return [n for n in present if (kinds[n] or unit_kind) == kind]
 
     def replace(action: Switch | Rollback, step: int, props_of_new: dict[str, str]) -> None:
-        old, new, prefix = (
-            (LEGACY, COORDINATOR, "c") if isinstance(action, Switch) else (COORDINATOR, LEGACY, "r")
-        )
+        if isinstance(action, Switch):
+            old, new, prefix = (
+                (COORDINATOR, CONSUMER, "k") if action.to == CONSUMER else (LEGACY, COORDINATOR, "c")
+            )
+        else:
+            old, new, prefix = (
+                (CONSUMER, COORDINATOR, "r") if action.to == COORDINATOR else (COORDINATOR, LEGACY, "r")
+            )
         going = of_kind(old)
         if not going:
             raise ValueError(f"{action.action} at {action.at:g}s: no {old} member is present to replace")

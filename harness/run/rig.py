@@ -39,8 +39,9 @@ Contract
   (java: one JVM, one KafkaConsumer per thread; :func:`~harness.run.launch.start_coordinator_host`), and
   ``[group.consumer] members_per_host`` for a consumer unit.
 * A ``consumer`` unit (KIP-848's consumer group protocol) runs coordinator-kind members on
-  ``[group.consumer]``'s client (:func:`~harness.run.launch.coordinator_argv`); its broker gets that
-  table's ``group.consumer.*`` settings (herdlab's broker as options, Apache Kafka 4 in its configuration:
+  ``[group.consumer]``'s client (:func:`~harness.run.launch.coordinator_argv`); its broker (and a coordinator
+  unit's that migrates to the consumer protocol, :attr:`~harness.scenario.model.Scenario.has_protocol_migration`)
+  gets that table's ``group.consumer.*`` settings (herdlab's broker as options, Apache Kafka 4 in its configuration:
   :mod:`harness.scenario.brokers`).
 * :meth:`UnitRig.stop_processes` stops members (cleanly, in parallel; with hosts, every legacy process is
   quiesced first, SIGUSR1, so that tearing hundreds of members down causes no herd), producer and proxies;
@@ -205,7 +206,11 @@ class UnitRig:
                 str(c.min_session_timeout_ms),
                 "--no-auto-create-topics",
                 *s.scenario.cluster.broker_args(),
-                *(herdlab_consumer_args(s.scenario) if s.impl == "consumer" else ()),
+                *(
+                    herdlab_consumer_args(s.scenario)
+                    if s.impl == "consumer" or s.scenario.has_protocol_migration
+                    else ()
+                ),
             )
             if broker == "herdlab"
             else ()

@@ -5,7 +5,9 @@ options (:meth:`harness.run.rig.UnitRig.start`) as the Kafka properties a third-
 ``group.initial.rebalance.delay.ms``, ``group.min.session.timeout.ms``, ``group.max.session.timeout.ms``
 (Kafka's default, which herdlab's broker keeps too) and ``auto.create.topics.enable`` (off: the harness
 creates each unit's topic). So a column difference between brokers is never a configuration difference.
-A ``consumer`` unit's broker also gets ``[group.consumer]``'s ``group.consumer.*`` settings
+A ``consumer`` unit's broker (and a coordinator unit's that migrates to the consumer protocol,
+:attr:`~harness.scenario.model.Scenario.has_protocol_migration`) also gets ``[group.consumer]``'s
+``group.consumer.*`` settings
 (:meth:`~harness.scenario.model.ConsumerSettings.broker_settings`); :func:`herdlab_consumer_args` are
 the same settings as herdlab's broker options (``--consumer-heartbeat-interval-ms``,
 ``--consumer-session-timeout-ms`` and their minimums).
@@ -37,12 +39,13 @@ def kafka_broker_settings(scenario: Scenario, impl: str | None = None) -> dict[s
         "group.max.session.timeout.ms": str(GROUP_MAX_SESSION_TIMEOUT_MS),
         "auto.create.topics.enable": "false",
     }
-    if impl == "consumer":
+    if impl == "consumer" or scenario.has_protocol_migration:
         out.update(scenario.group.consumer.broker_settings())
     return out
 
 
 def herdlab_consumer_args(scenario: Scenario) -> tuple[str, ...]:
-    """herdlab's broker options of ``[group.consumer]``'s broker settings (a consumer unit's broker)."""
+    """herdlab's broker options of ``[group.consumer]``'s broker settings (a consumer unit's broker, or one that
+    migrates to the consumer protocol)."""
     settings = scenario.group.consumer.broker_settings()
     return tuple(x for name, value in settings.items() for x in (CONSUMER_BROKER_OPTIONS[name], value))

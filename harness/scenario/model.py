@@ -756,18 +756,29 @@ class SetProperty(_Action):
 
 
 class Switch(_Action):
-    """Migration: replace every present legacy member by a coordinator member of the same group."""
+    """Migration: replace every present legacy member by a coordinator member of the same group (``to =
+    "coordinator"``, a legacy_zk unit), or every present classic-protocol coordinator member by a member of the
+    same client with ``group.protocol=consumer`` (``to = "consumer"``, a coordinator unit: Kafka 4's online
+    migration of the group from the classic to the consumer protocol)."""
 
     action: Literal["switch"]
+    to: Literal["coordinator", "consumer"] = Field(
+        default="coordinator", description="the members it starts: coordinator (classic protocol) or consumer"
+    )
     mode: SwitchMode = "all_at_once"
     interval: Duration = Field(default=3.0, description="rolling: time between one replacement and the next")
     downtime: Duration = Field(default=0.5, description="time between a stop and its replacement's start")
 
 
 class Rollback(_Action):
-    """Migration: replace every present coordinator member by a legacy member (the reverse switch)."""
+    """Migration: the reverse switch: replace every present coordinator member by a legacy member (``to =
+    "legacy_zk"``), or every present consumer-protocol member by a classic-protocol coordinator member (``to =
+    "coordinator"``, a coordinator unit)."""
 
     action: Literal["rollback"]
+    to: Literal["legacy_zk", "coordinator"] = Field(
+        default="legacy_zk", description="the members it starts: legacy_zk, or coordinator (classic protocol)"
+    )
     mode: SwitchMode = "all_at_once"
     interval: Duration = Field(default=3.0, description="rolling: time between one replacement and the next")
     downtime: Duration = Field(default=0.5, description="time between a stop and its replacement's start")
@@ -777,6 +788,14 @@ class Rollback(_Action):
 
 
 MIGRATION_ACTIONS = actions.MIGRATION_ACTIONS
+
+
+def is_protocol_migration(action: object) -> bool:
+    """Whether ``action`` migrates a coordinator group between the classic and the consumer protocol (``switch``
+    to consumer, ``rollback`` to coordinator) rather than a legacy_zk group."""
+    return (isinstance(action, Switch) and action.to == "consumer") or (
+        isinstance(action, Rollback) and action.to == "coordinator"
+    )
 
 
 #: What serves the Kafka protocol (``cluster.broker``): herdlab's broker, tansu (a third-party broker with
@@ -1047,10 +1066,25 @@ class Scenario(Strict):
             self.group.consumer.check_properties()
         _check_network_faults(self)
         self._check_partition_discovery()
-        migrations = sorted({a.action for a in self.timeline if a.action in MIGRATION_ACTIONS})
-        if migrations and self.implementations != ["legacy_zk"]:
+        migrations = [a for a in self.timeline if a.action in MIGRATION_ACTIONS]
+        protocol = [a for a in migrations if is_protocol_migration(a)]
+        if protocol and len(protocol) != len(migrations):
             raise ValueError(
-                f"timeline actions {', '.join(migrations)} migrate a legacy_zk group: they need "
+                "a timeline migrates either a legacy_zk group (set_property, switch, rollback to legacy_zk) or "
+                'a classic group to the consumer protocol (switch to = "consumer", rollback to = "coordinator"), '
+                "not both"
+            )
+        if protocol and "consumer" not in self.implementations:
+            self.group.consumer.check_properties()  # the members a switch to the consumer protocol starts
+        if protocol and self.implementations != ["coordinator"]:
+            raise ValueError(
+                'timeline actions switch to = "consumer" / rollback to = "coordinator" migrate a coordinator '
+                'group between the classic and the consumer protocol: they need implementations = ["coordinator"]'
+            )
+        if migrations and not protocol and self.implementations != ["legacy_zk"]:
+            names = sorted({a.action for a in migrations})
+            raise ValueError(
+                f"timeline actions {', '.join(names)} migrate a legacy_zk group: they need "
                 'implementations = ["legacy_zk"]'
             )
         return self
@@ -1139,3 +1173,9 @@ class Scenario(Strict):
     def has_migration(self) -> bool:
         """Whether the timeline has a migration action (set_property, switch, rollback)."""
         return any(a.action in MIGRATION_ACTIONS for a in self.timeline)
+
+    @property
+    def has_protocol_migration(self) -> bool:
+        """Whether the timeline migrates a coordinator group between the classic and the consumer protocol
+        (:func:`is_protocol_migration`): its broker then gets ``[group.consumer]``'s broker settings too."""
+        return any(is_protocol_migration(a) for a in self.timeline)

@@ -1,5 +1,7 @@
 """A librdkafka consumer with ``group.protocol=consumer`` (KIP-848) as a process of its own, for tests of a broker's
-consumer groups; ``python -m tests.support.kip848_member BOOTSTRAP GROUP TOPIC OUT [--assignor NAME] [--commit]``.
+consumer groups; ``python -m tests.support.kip848_member BOOTSTRAP GROUP TOPIC OUT [--assignor NAME] [--commit]
+[--protocol classic|consumer]`` (``--protocol classic``: the same consumer with ``group.protocol=classic`` and the
+cooperative-sticky assignor, whose callbacks are incremental too).
 
 It writes one JSON object a line to ``OUT`` (flushed at once): ``ready``; ``assigned`` / ``revoked`` / ``lost``
 with ``partitions`` (librdkafka's incremental callbacks: only what changes) and ``member`` (its member id); with ``--commit``, after each record a synchronous commit of
@@ -32,6 +34,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--assignor", default=None)
     parser.add_argument("--commit", action="store_true")
+    parser.add_argument("--protocol", choices=("classic", "consumer"), default="consumer")
     args = parser.parse_args()
     out = args.out.open("a")
 
@@ -49,13 +52,15 @@ def main() -> None:
     conf: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap,
         "group.id": args.group,
-        "group.protocol": "consumer",
+        "group.protocol": args.protocol,
         "client.id": args.out.stem,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
     }
     if args.assignor:
         conf["group.remote.assignor"] = args.assignor
+    if args.protocol == "classic":
+        conf["partition.assignment.strategy"] = "cooperative-sticky"
     consumer = Consumer(conf)
 
     def parts(ps: list[TopicPartition]) -> list[int]:
@@ -94,9 +99,10 @@ class Kip848Members:
         self.procs: dict[str, ChildProcess] = {}
         self.gone: set[str] = set()  # killed: their claims no longer count
 
-    def start(self, name: str) -> ChildProcess:
+    def start(self, name: str, *extra: str) -> ChildProcess:
+        """Start member ``name`` (``extra``: arguments for it alone, e.g. ``--protocol classic``)."""
         argv = [sys.executable, "-m", "tests.support.kip848_member", self.bootstrap, self.group, self.topic]
-        argv += [str(self.tmp / f"{name}.jsonl"), *self.extra]
+        argv += [str(self.tmp / f"{name}.jsonl"), *self.extra, *extra]
         proc = spawn(argv, name=name, log_path=self.tmp / f"{name}.log", cwd=Path(__file__).parents[2])
         self.procs[name] = proc
         return proc

@@ -19,7 +19,7 @@ def run_migration(
     """Run ``scenario`` (a built-in name or a TOML file, with ``--set`` ``overrides``; one unit) into ``out``,
     analyse and report it.
     Returns its history (``history.parquet`` as dicts), its metrics document with ``summary_md`` (the
-    summary's text) added, and each member's own JSON-lines history by name (``m*``, ``c*``, ``r*``: the
+    summary's text) added, and each member's own JSON-lines history by name (``m*``, ``c*``, ``k*``, ``r*``: the
     ``impl`` a member wrote is only there, the merged history carries the unit's)."""
     result = run_scenario(load_scenario(str(scenario), overrides), RunOptions(out=out))
     assert len(result.units) == 1
@@ -30,7 +30,7 @@ def run_migration(
     members = {
         p.stem: read_events(p)
         for p in sorted(events_dir.glob("*.jsonl"))
-        if p.stem[0] in "mcr" and p.stem[1:].isdigit()
+        if p.stem[0] in "mcrk" and p.stem[1:].isdigit()
     }
     metrics = {**metrics, "summary_md": paths["markdown"].read_text()}
     return read_parquet(result.run_dir / "history.parquet"), metrics, members

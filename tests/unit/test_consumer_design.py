@@ -380,3 +380,18 @@ def test_the_member_command_takes_the_consumer_protocol_for_the_clients_that_spe
     assert "client 'kafka-python' does not speak the consumer group protocol" in refused.output
     alone = CliRunner().invoke(coordinator, [*base, "--remote-assignor", "range"])
     assert alone.exit_code == 2 and "goes with --group-protocol consumer" in alone.output
+
+
+def test_a_coordinator_unit_migrating_to_the_consumer_protocol_gets_the_group_consumer_settings_too() -> None:
+    s = load_scenario("migration-consumer")
+    assert s.implementations == ["coordinator"] and s.has_protocol_migration
+    # by hand: [group.consumer]'s defaults (heartbeat 500 ms, session 6000 ms), as a consumer unit's broker
+    settings = kafka_broker_settings(s, "coordinator")
+    assert (
+        settings["group.consumer.heartbeat.interval.ms"],
+        settings["group.consumer.session.timeout.ms"],
+    ) == (
+        "500",
+        "6000",
+    )
+    assert not load_scenario("herd-small").has_protocol_migration

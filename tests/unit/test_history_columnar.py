@@ -61,6 +61,18 @@ EVENTS: list[tuple[Kind, str, dict[str, Any]]] = [
     (Kind.TARGET_ASSIGNMENT, Role.BROKER, {"group": "g", "epoch": 3, "members": 2, "partitions_moved": 1}),
     (Kind.MEMBER_EPOCH, Role.BROKER, {"group": "g", "member": "m1-id", "epoch": 3, "previous_epoch": 2}),
     (
+        Kind.GROUP_CONVERTED,
+        Role.BROKER,
+        {
+            "group": "g",
+            "from_type": "classic",
+            "to_type": "consumer",
+            "epoch": 4,
+            "members": 2,
+            "reason": "r",
+        },
+    ),
+    (
         Kind.BROKER_REQUEST,
         Role.BROKER,
         {"interval_s": 1.0, "requests": {"Heartbeat": 3, "Fetch": 12}, "broker_id": 1},

@@ -229,6 +229,61 @@ def test_the_builtin_migration_scenarios_plan_measurable_triggers_ending_with_co
     assert starts == ["c0", "c1", "c2"]
 
 
+def _protocol_migration(timeline: str, *more: str) -> Scenario:
+    """A coordinator scenario of 3 members with ``timeline`` (a TOML array of inline tables)."""
+    return load_scenario(
+        "herd",
+        ['implementations=["coordinator"]', "matrix={}", "group.members=3", f"timeline={timeline}", *more],
+    )
+
+
+def test_a_switch_to_the_consumer_protocol_replaces_classic_members_by_consumer_members_and_back() -> None:
+    s = _protocol_migration(
+        "[{at='5s', action='switch', to='consumer', mode='rolling', interval='4s', downtime='0.5s'},"
+        " {at='20s', action='leave', count=1, select='oldest'},"
+        " {at='25s', action='rollback', to='coordinator', mode='all_at_once', downtime='1s'}]",
+        "settle_window='2s'",
+    )
+    plan = make_plan(s, 3)
+    # by hand: m0, m1, m2 (the unit's classic members) replaced in turn by k0, k1, k2 of kind consumer; the
+    # leave takes the oldest present (k0); the rollback replaces k1 and k2 by classic members r0, r1
+    assert _steps(plan) == [
+        (5.0, "stop_member", ("m0",), True, None, {}, "switch", 1),
+        (5.5, "start_member", ("k0",), False, "consumer", {}, "switch", 1),
+        (9.0, "stop_member", ("m1",), True, None, {}, "switch", 1),
+        (9.5, "start_member", ("k1",), False, "consumer", {}, "switch", 1),
+        (13.0, "stop_member", ("m2",), True, None, {}, "switch", 1),
+        (13.5, "start_member", ("k2",), False, "consumer", {}, "switch", 1),
+        (20.0, "leave", ("k0",), True, None, {}, None, None),
+        (25.0, "stop_member", ("k1", "k2"), True, None, {}, "rollback", 2),
+        (26.0, "start_member", ("r0", "r1"), False, "coordinator", {}, "rollback", 2),
+    ]
+    assert plan.final_kinds == {"r0": "coordinator", "r1": "coordinator"}
+    check_spacing(plan, 2.0)
+    with pytest.raises(
+        ValueError, match=re.escape("rollback at 7s: no consumer member is present to replace")
+    ):
+        make_plan(_protocol_migration("[{at='7s', action='rollback', to='coordinator'}]"), 3)
+
+
+@pytest.mark.parametrize(
+    ("name", "members", "final"),
+    [
+        ("migration-consumer", 3, dict.fromkeys(("k0", "k1", "k2"), "consumer")),
+        ("migration-consumer-back", 3, dict.fromkeys(("r0", "r1", "r2"), "coordinator")),
+        ("migration-consumer-zombie", 2, dict.fromkeys(("k0", "k1"), "consumer")),
+    ],
+)
+def test_the_builtin_protocol_migrations_plan_measurable_triggers(
+    name: str, members: int, final: dict[str, str]
+) -> None:
+    s = load_scenario(name)
+    assert s.implementations == ["coordinator"] and s.group.members == members
+    plan = make_plan(s, members)
+    check_spacing(plan, s.settle_window)
+    assert plan.final_kinds == final
+
+
 def _switch_history(migration: dict[str, object]) -> list[dict[str, object]]:
     """Two legacy members own partitions 0 and 1; at 1 s both are stopped (``migration`` fields on
     the stop and on the start of c0, c1 at 1.5 s); c0 and c1 are ready at 2.0 / 2.1 s, get one

@@ -191,6 +191,29 @@ def test_malformed_migrations_give_one_line_naming_key_and_value(
     _assert_one_line_error(tmp_path, text, expected)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            _LEGACY + '[[timeline]]\nat = "5s"\naction = "switch"\nto = "consumer"\n',
+            'they need implementations = ["coordinator"]',
+        ),
+        (
+            'name = "x"\nimplementations = ["coordinator"]\n[[timeline]]\nat = "5s"\naction = "switch"\n'
+            'to = "consumer"\n[[timeline]]\nat = "20s"\naction = "rollback"\n',
+            "not both",
+        ),
+        (
+            'name = "x"\nimplementations = ["coordinator"]\n[[timeline]]\nat = "5s"\naction = "switch"\n'
+            'to = "legacy_zk"\n',
+            "to",
+        ),
+    ],
+)
+def test_malformed_protocol_migrations_give_one_line(tmp_path: Path, text: str, expected: str) -> None:
+    _assert_one_line_error(tmp_path, text, expected)
+
+
 def test_migration_keys_and_actions_load_with_their_defaults(tmp_path: Path) -> None:
     s = load_scenario(
         _write(
