@@ -30,8 +30,8 @@ from harness.kernel.errors import ConfigError
 from harness.run.manifest import write_manifest
 from harness.run.runner import RunResult, Unit, new_run_id, planned_cases
 from harness.scenario.model import Scenario
-from harness.sim.coordinator import unmodelled
-from harness.sim.driver import WAIT_SETTLED_FROM, SimUnitRunner, UnitProgress, group_factory
+from harness.sim import consumer, coordinator
+from harness.sim.driver import DESIGNS, WAIT_SETTLED_FROM, SimUnitRunner, UnitProgress, group_factory
 from harness.sim.legacy import AGGREGATE_FROM, FLUID_FROM
 from harness.sim.model import DEFAULT_PROFILE, DelayModel, load_profile
 
@@ -39,6 +39,7 @@ __all__ = [
     "SIM_OPTIONS",
     "SimOptions",
     "parse_delays",
+    "parse_designs",
     "parse_sim_options",
     "peak_rss_mb",
     "simulate_scenario",
@@ -60,6 +61,8 @@ class SimOptions:
     delays: DelayModel = field(default_factory=lambda: load_profile(DEFAULT_PROFILE))
     options: dict[str, Any] = field(default_factory=dict[str, Any])
     progress: Callable[[UnitProgress, int, int], None] | None = None
+    #: the designs to simulate instead of the scenario's ``implementations`` (None: the scenario's)
+    designs: tuple[str, ...] | None = None
 
 
 def peak_rss_mb() -> float:
@@ -125,15 +128,32 @@ def effective_options(given: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def parse_designs(text: str | None) -> tuple[str, ...] | None:
+    """``--design NAME[,NAME...]`` (names of :data:`~harness.sim.driver.DESIGNS`, each once); None when not
+    given; one-line errors."""
+    if text is None:
+        return None
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in DESIGNS]
+    if not names or unknown or len(set(names)) != len(names):
+        raise ConfigError(
+            f"--design expects NAME[,NAME...], each once, of {', '.join(DESIGNS)}; got {text!r}"
+        )
+    return names
+
+
 def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
-    """Simulate every unit of ``scenario`` (see the module contract)."""
+    """Simulate every unit of ``scenario`` (see the module contract) for its implementations, or for
+    ``options.designs`` when given (the manifest's scenario then names those)."""
     cases = planned_cases(scenario)
-    impls = list(scenario.implementations)
+    impls = list(options.designs or scenario.implementations)
     for impl in impls:
         group_factory(impl)  # a one-line error now, before anything is written
-    if "coordinator" in impls:
+    for impl, check in (("coordinator", coordinator.unmodelled), ("consumer", consumer.unmodelled)):
+        if impl not in impls:
+            continue
         for case in cases:
-            why = unmodelled(case.scenario)
+            why = check(case.scenario)
             if why is not None:
                 raise ConfigError(
                     f"{scenario.name}, case {case.label or 'default'}: {why} (run it with `herdlab run`, or "
@@ -182,7 +202,7 @@ def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
             delay_model=options.delays.as_dict(),
             delay_model_text=options.delays.describe(),
             sim_options=effective_options(options.options),
-            scenario=scenario.model_dump(mode="json"),
+            scenario={**scenario.model_dump(mode="json"), "implementations": impls},
             cases=[
                 {
                     "index": i,
