@@ -33,7 +33,7 @@ from harness.analysis.definitions import metric
 from harness.analysis.metrics_model import MetricsDocument
 from harness.report.tables import cases, column_label, implementations, varying
 
-IMPL_COLORS = {"legacy_zk": "#d95f02", "coordinator": "#1b6ac9"}
+IMPL_COLORS = {"legacy_zk": "#d95f02", "coordinator": "#1b6ac9", "consumer": "#1b9e77"}
 OTHER = ["#7570b3", "#66a61e", "#e7298a", "#a6761d"]
 
 
