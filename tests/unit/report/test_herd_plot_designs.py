@@ -36,7 +36,7 @@ def test_each_design_has_a_colour_of_its_own() -> None:
 
 
 def test_the_herd_plot_draws_the_consumer_protocol_alone_or_beside_the_others(monkeypatch: Any) -> None:
-    drawn: list[str] = []
+    drawn: list[Any] = []
     real = plots.Figure.subplots
 
     def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
