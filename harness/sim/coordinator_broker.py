@@ -24,6 +24,10 @@ Contract
 * FindCoordinator and Metadata are answered by the shell (this broker coordinates every group; the
   topic's partitions), as the real server answers them without the machine.
 * Member ids are deterministic (a counter in the uuid's place), so two runs give identical histories.
+
+:class:`SimShell` is all of this but the machine; :class:`SimBroker` adds the classic GroupCoordinator, and the
+consumer design's broker (:class:`harness.sim.consumer.SimConsumerBroker`) the consumer machine, with no client
+cost before a request leaves and its ConsumerGroupHeartbeat events written by itself (with each answer).
 """
 
 from __future__ import annotations

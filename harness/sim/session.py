@@ -5,7 +5,8 @@ Contract
 --------
 :func:`simulate_scenario` plans the scenario's cases as ``run`` does (:func:`harness.run.runner.planned_cases`:
 the same matrix, plans and checks), creates ``<out>/<scenario>/<run-id>/`` and runs every unit
-(case x implementation x repetition, in ``run``'s order) with :class:`harness.sim.driver.SimUnitRunner`,
+(case x implementation x repetition, in ``run``'s order; the implementations are ``SimOptions.designs`` when
+given, ``herdlab simulate --design``, and the manifest's scenario then names those) with :class:`harness.sim.driver.SimUnitRunner`,
 each on its own virtual clock anchored at the wall-clock instant it starts. Then it merges the units'
 JSON lines into ``history.parquet`` (:func:`harness.history.schema.to_parquet`, the same columns and
 context) and writes ``manifest.json`` as ``run`` does plus ``simulated: true``, ``delay_model``
