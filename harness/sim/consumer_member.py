@@ -210,6 +210,8 @@ class SimKip848Member:
         self.rec.joined(self.epoch, self.member_id)
         if revoke:
             self._revoke(revoke, lost=False)
+            if self._target is not target:  # fenced while its commit was in flight: that reset everything
+                return
         if revoke or add:
             self.rec.assigned(add)  # on_assign, with nothing new after a revoke
             self.assignment = sorted((owned - set(revoke)) | set(add))
