@@ -6,7 +6,7 @@ Contract
 :func:`simulate_scenario` plans the scenario's cases as ``run`` does (:func:`harness.run.runner.planned_cases`:
 the same matrix, plans and checks), creates ``<out>/<scenario>/<run-id>/`` and runs every unit
 (case x implementation x repetition, in ``run``'s order; the implementations are ``SimOptions.designs`` when
-given, ``herdlab simulate --design``, and the manifest's scenario then names those) with :class:`harness.sim.driver.SimUnitRunner`,
+given, ``herdlab simulate --design``, recorded as the manifest's ``designs``) with :class:`harness.sim.driver.SimUnitRunner`,
 each on its own virtual clock anchored at the wall-clock instant it starts. Then it merges the units'
 JSON lines into ``history.parquet`` (:func:`harness.history.schema.to_parquet`, the same columns and
 context) and writes ``manifest.json`` as ``run`` does plus ``simulated: true``, ``delay_model``
@@ -30,7 +30,7 @@ from harness.history.schema import to_parquet
 from harness.kernel.errors import ConfigError
 from harness.run.manifest import write_manifest
 from harness.run.runner import RunResult, Unit, new_run_id, planned_cases
-from harness.scenario.model import Scenario
+from harness.scenario.model import IMPLEMENTATIONS, Scenario
 from harness.sim import consumer, coordinator
 from harness.sim.driver import DESIGNS, WAIT_SETTLED_FROM, SimUnitRunner, UnitProgress, group_factory
 from harness.sim.legacy import AGGREGATE_FROM, FLUID_FROM
@@ -143,6 +143,16 @@ def parse_designs(text: str | None) -> tuple[str, ...] | None:
     return names
 
 
+def _scenario_record(scenario: Scenario, designs: list[str]) -> dict[str, Any]:
+    """The manifest's scenario: naming the designs simulated as its implementations where the scenario model
+    knows them all (the analysis reads the scenario back with it), else as the scenario named them (the
+    manifest's ``designs`` says what ran; the report lists every unit's design either way)."""
+    out = scenario.model_dump(mode="json")
+    if all(d in IMPLEMENTATIONS for d in designs):
+        out["implementations"] = list(designs)
+    return out
+
+
 def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
     """Simulate every unit of ``scenario`` (see the module contract) for its implementations, or for
     ``options.designs`` when given (the manifest's scenario then names those)."""
@@ -203,7 +213,8 @@ def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
             delay_model=options.delays.as_dict(),
             delay_model_text=options.delays.describe(),
             sim_options=effective_options(options.options),
-            scenario={**scenario.model_dump(mode="json"), "implementations": impls},
+            scenario=_scenario_record(scenario, impls),
+            designs=impls,
             cases=[
                 {
                     "index": i,

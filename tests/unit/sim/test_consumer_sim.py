@@ -36,7 +36,7 @@ from harness.kernel.errors import ConfigError
 from harness.kernel.events import Kind
 from harness.run.runner import Unit, planned_cases
 from harness.scenario.loading import load_scenario
-from harness.scenario.model import Scenario
+from harness.scenario.model import IMPLEMENTATIONS, Scenario
 from harness.sim.driver import SimUnitRunner, group_factory
 from harness.sim.model import DEFAULT_PROFILE, load_profile
 from harness.sim.session import parse_designs
@@ -225,6 +225,9 @@ def test_simulate_with_the_consumer_design_writes_a_run_naming_it(tmp_path: Path
     s = _scenario(3, 6, "leave")
     result = simulate_scenario(s, SimOptions(out=tmp_path, designs=("consumer",)))
     manifest: dict[str, Any] = json.loads((result.run_dir / "manifest.json").read_text())
-    assert manifest["scenario"]["implementations"] == ["consumer"]
+    assert manifest["designs"] == ["consumer"]
+    # the scenario names them where its model knows the design (else the analysis could not read it back)
+    known = "consumer" in IMPLEMENTATIONS
+    assert (manifest["scenario"]["implementations"] == ["consumer"]) is known
     assert [u["impl"] for u in result.units] == ["consumer"]
     assert not any(u.get("failed") for u in result.units)
