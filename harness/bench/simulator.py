@@ -42,7 +42,7 @@ from harness.kernel.errors import ConfigError
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import load_scenario
 from harness.sim.model import DEFAULT_PROFILE
-from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
+from harness.sim.session import SimOptions, parse_delays, parse_designs, parse_sim_options, simulate_scenario
 from harness.sim.validate import Comparison, compare, run_cases, run_counts, unsettled
 
 if TYPE_CHECKING:
@@ -369,7 +369,13 @@ def tally(rows: list[Comparison]) -> str:
 @simulator.command("reach")
 @click.option("--scenario", default="herd", show_default=True)
 @click.option("--members", default="1000,10000", show_default=True, help="Group sizes, comma-separated.")
-@click.option("--impl", "impls", default="legacy_zk", show_default=True)
+@click.option(
+    "--impl",
+    "impls",
+    default="legacy_zk",
+    show_default=True,
+    help="Designs, comma-separated: legacy_zk, coordinator, consumer.",
+)
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Scenario overrides.")
 @click.option(
     "--profile",
@@ -404,10 +410,13 @@ def reach_command(
     click.echo(f"model: {model.describe()}; options: {options}")
 
     base = Path(out or tempfile.mkdtemp(prefix="herdlab-simreach-"))
+    designs = parse_designs(
+        impls
+    )  # the simulator's designs (the consumer protocol's too), not the scenario's
     for n in [int(x) for x in members.split(",") if x]:
-        s = load_scenario(scenario, _overrides(str(n), 1, impls, sets))
+        s = load_scenario(scenario, [f"group.members=[{n}]", "repetitions=1", *sets])
         t0 = time.monotonic()
-        result = simulate_scenario(s, SimOptions(out=base, delays=model, options=options))
+        result = simulate_scenario(s, SimOptions(out=base, delays=model, options=options, designs=designs))
         for u in result.units:
             click.echo(
                 f"N={n} {u['unit']}: virtual {u.get('virtual_s')} s, {u.get('events')} events, "

@@ -21,7 +21,13 @@ from harness.kernel.errors import ConfigError
 from harness.scenario import load_scenario
 from harness.sim.driver import UnitProgress
 from harness.sim.model import DEFAULT_PROFILE
-from harness.sim.session import SimOptions, parse_delays, parse_sim_options, simulate_scenario
+from harness.sim.session import (
+    SimOptions,
+    parse_delays,
+    parse_designs,
+    parse_sim_options,
+    simulate_scenario,
+)
 
 console = OutputConsole()
 
@@ -34,6 +40,14 @@ console = OutputConsole()
     default=None,
     metavar="N[,N...]",
     help="Group sizes to simulate (the same as --set group.members=[N,...]), e.g. 1000,10000.",
+)
+@click.option(
+    "--design",
+    "designs",
+    default=None,
+    metavar="NAME[,NAME...]",
+    help="Designs to simulate instead of the scenario's implementations: legacy_zk, coordinator, consumer "
+    "(KIP-848's consumer group protocol), e.g. legacy_zk,coordinator,consumer for all three.",
 )
 @click.option(
     "--profile",
@@ -85,6 +99,7 @@ def simulate(
     scenario: str,
     overrides: tuple[str, ...],
     members_scale: str | None,
+    designs: str | None,
     profile: str | None,
     delays: tuple[str, ...],
     seed: int | None,
@@ -116,6 +131,7 @@ def simulate(
         not no_report,
         profile=profile,
         wide=wide,
+        designs=designs,
     )
 
 
@@ -131,6 +147,7 @@ def execute(
     report: bool = True,
     profile: str | None = None,
     wide: bool = False,
+    designs: str | None = None,
 ) -> Path:
     """Simulate, then analyse and report (see ``herdlab simulate``); returns the run directory."""
 
@@ -141,6 +158,7 @@ def execute(
         except ValueError:
             raise ConfigError(f"--members-scale expects N[,N...], got {members_scale!r}") from None
         sets.append(f"group.members=[{','.join(str(n) for n in sizes)}]")
+    chosen = parse_designs(designs)
     s = load_scenario(scenario, sets)
     model = parse_delays(delays, seed, profile or DEFAULT_PROFILE)
     last: list[Any] = [0.0, None]  # when progress was last printed, and for which (unit, phase)
@@ -159,7 +177,14 @@ def execute(
 
     console.print(f"simulating {s.name}: {model.describe()}", highlight=False)
     result = simulate_scenario(
-        s, SimOptions(out=out, delays=model, options=parse_sim_options(sim_options), progress=progress)
+        s,
+        SimOptions(
+            out=out,
+            delays=model,
+            options=parse_sim_options(sim_options),
+            progress=progress,
+            designs=chosen,
+        ),
     )
     for u in result.units:
         console.print(

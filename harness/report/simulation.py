@@ -45,7 +45,8 @@ def banner(metrics: MetricsDocument) -> str | None:
     return (
         "SIMULATION: this run was not measured on real processes. herdlab's simulator drove the same "
         "pure cores (legacy_zk's rebalance against an in-memory ZooKeeper, the GroupCoordinator state "
-        "machine, the assignors) in virtual time; every delay comes from its stated model: "
+        "machine, the consumer protocol's ConsumerGroupCoordinator, the assignors) in virtual time; every delay "
+        "comes from its stated model: "
         f"{sim.get('model') or '(model not recorded)'}"
         + (f"; simulator options: {_options(sim['options'])}" if sim.get("options") else "")
         + ". Where the model departs from a real run: docs/simulator.md."

@@ -24,6 +24,10 @@ Contract
 * FindCoordinator and Metadata are answered by the shell (this broker coordinates every group; the
   topic's partitions), as the real server answers them without the machine.
 * Member ids are deterministic (a counter in the uuid's place), so two runs give identical histories.
+
+:class:`SimShell` is all of this but the machine; :class:`SimBroker` adds the classic GroupCoordinator, and the
+consumer design's broker (:class:`harness.sim.consumer.SimConsumerBroker`) the consumer machine, with no client
+cost before a request leaves and its ConsumerGroupHeartbeat events written by itself (with each answer).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from harness.sim.clock import NS_PER_S, Timer, VirtualScheduler
 from harness.sim.model import DelayModel
 from harness.sim.workload import SimTopic
 
-__all__ = ["BROKER_ID", "BROKER_SOURCE", "Reply", "SimBroker"]
+__all__ = ["BROKER_ID", "BROKER_SOURCE", "Reply", "SimBroker", "SimShell"]
 
 BROKER_ID = (
     0  # the local cluster numbers its single broker 0 (harness.cluster.local): the same source, broker-0
@@ -53,7 +57,10 @@ BROKER_SOURCE = f"broker-{BROKER_ID}"
 OFFSETS_PARTITIONS = 50
 #: The real broker's ``metrics_interval_s`` default (coordinator/config.py).
 METRICS_INTERVAL_S = 1.0
-_COORDINATION = frozenset(COORDINATION_APIS)
+#: The consumer protocol's one request: its ``group_request`` event is written with its answer (the
+#: exchange's fields), by the consumer shell (:mod:`harness.sim.consumer`), never before the call.
+CONSUMER_HEARTBEAT = "ConsumerGroupHeartbeat"
+_COORDINATION = frozenset(COORDINATION_APIS) - {CONSUMER_HEARTBEAT}
 
 #: A reply callback: called on the loop with the machine's (or the shell's) response.
 Reply = Callable[[Any], object]
@@ -67,34 +74,33 @@ class _Armed:
         self.timer = timer
 
 
-class SimBroker:
-    """One simulated broker with the real group coordinator machine (see the module contract)."""
+class SimShell:
+    """The simulated broker's shell without its machine (see the module contract): the FIFO loop, the
+    effects, the timers, the events and the counters. ``impl`` is the ``impl`` of its events;
+    ``client_s`` a request's client-side cost before it leaves (None: ``kafka_client_s``); a subclass
+    gives the machine's timer entry (:meth:`on_timer`)."""
 
     def __init__(
         self,
         sched: VirtualScheduler,
         delays: DelayModel,
         history: History,
-        scenario: Scenario,
         topic: SimTopic,
         metrics_interval_s: float = METRICS_INTERVAL_S,
+        *,
+        impl: str = "coordinator",
+        client_s: float | None = None,
     ) -> None:
-        c = scenario.group.coordinator
         self.sched = sched
         self.delays = delays
         self.history = history
         self.topic = topic
+        self.impl = impl
         self._ids = 0
-        self.machine = GroupCoordinator(
-            GroupConfig(
-                initial_rebalance_delay_ms=c.initial_rebalance_delay_ms,
-                min_session_timeout_ms=c.min_session_timeout_ms,
-            ),
-            new_uuid=self._new_uuid,
-        )
         self._net_ns = round(delays.network_one_way_s * NS_PER_S)
         self._service_ns = round(delays.broker_service_s * NS_PER_S)
-        self._lead_ns = round(delays.kafka_client_s * NS_PER_S) + self._net_ns
+        client = delays.kafka_client_s if client_s is None else client_s
+        self._lead_ns = round(client * NS_PER_S) + self._net_ns
         self._busy_until = 0
         self._timers: dict[Any, _Armed] = {}
         self.requests: Counter[str] = Counter()
@@ -110,7 +116,7 @@ class SimBroker:
 
     # -- life cycle -----------------------------------------------------------------------------------
     def start(self) -> None:
-        self.history.emit("started", impl="coordinator", broker_id=BROKER_ID, host="sim", port=0)
+        self.history.emit("started", impl=self.impl, broker_id=BROKER_ID, host="sim", port=0)
         self._last_report_ns = self.sched.now_ns
         if self._interval_s > 0:
             self._report_timer = self.sched.call_later(self._interval_s, self._report_tick)
@@ -126,7 +132,7 @@ class SimBroker:
         if self._report_timer is not None:
             self._report_timer.cancel()
         self.report()
-        self.history.emit("stopped", impl="coordinator", broker_id=BROKER_ID)
+        self.history.emit("stopped", impl=self.impl, broker_id=BROKER_ID)
 
     # -- requests -------------------------------------------------------------------------------------
     def send(
@@ -165,7 +171,7 @@ class SimBroker:
         if api in _COORDINATION:
             self.history.emit(
                 "group_request",
-                impl="coordinator",
+                impl=self.impl,
                 broker_id=BROKER_ID,
                 api=api,
                 client=client,
@@ -230,7 +236,11 @@ class SimBroker:
             armed.timer = self.sched.call_at(armed.deadline_ns, self._fire, key)
             return
         del self._timers[key]
-        self.apply(self.machine.on_timer(self.sched.now_ms, key))
+        self.apply(self.on_timer(self.sched.now_ms, key))
+
+    def on_timer(self, now_ms: int, key: Any) -> list[g.Effect]:
+        """The machine's timer entry (a subclass's)."""
+        raise NotImplementedError
 
     def _emit(self, effect: g.Emit) -> None:
         fields = effect.fields
@@ -238,7 +248,7 @@ class SimBroker:
             group = fields.get("group")
             partition = partition_for(group, OFFSETS_PARTITIONS) if isinstance(group, str) else -1
             fields = {**fields, "offsets_partition": partition, "leader_epoch": -1}
-        self.history.emit(effect.kind, impl="coordinator", broker_id=BROKER_ID, **fields)
+        self.history.emit(effect.kind, impl=self.impl, broker_id=BROKER_ID, **fields)
 
     # -- counters -------------------------------------------------------------------------------------
     def _report_tick(self) -> None:
@@ -255,7 +265,7 @@ class SimBroker:
             service_us = self.delays.broker_service_s * 1e6
             self.history.emit(
                 "broker_request",
-                impl="coordinator",
+                impl=self.impl,
                 broker_id=BROKER_ID,
                 interval_s=round((now - self._last_report_ns) / NS_PER_S, 3),
                 requests=dict(sorted(delta.items())),
@@ -265,3 +275,29 @@ class SimBroker:
             )
             self._reported = Counter(self.requests)
         self._last_report_ns = now
+
+
+class SimBroker(SimShell):
+    """One simulated broker with the real group coordinator machine (see the module contract)."""
+
+    def __init__(
+        self,
+        sched: VirtualScheduler,
+        delays: DelayModel,
+        history: History,
+        scenario: Scenario,
+        topic: SimTopic,
+        metrics_interval_s: float = METRICS_INTERVAL_S,
+    ) -> None:
+        super().__init__(sched, delays, history, topic, metrics_interval_s)
+        c = scenario.group.coordinator
+        self.machine = GroupCoordinator(
+            GroupConfig(
+                initial_rebalance_delay_ms=c.initial_rebalance_delay_ms,
+                min_session_timeout_ms=c.min_session_timeout_ms,
+            ),
+            new_uuid=self._new_uuid,
+        )
+
+    def on_timer(self, now_ms: int, key: Any) -> list[g.Effect]:
+        return self.machine.on_timer(now_ms, key)

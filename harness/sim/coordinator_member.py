@@ -58,7 +58,7 @@ Contract
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from greenlet import getcurrent
 
@@ -74,7 +74,7 @@ from harness.sim.kafka_python30 import RETRY_BACKOFF_S, ThreadTiming, flag_seen_
 from harness.sim.model import DelayModel
 from harness.sim.workload import SimTopic
 
-__all__ = ["SimConsumer", "TopicFeed"]
+__all__ = ["FeedOwner", "SimConsumer", "TopicFeed"]
 
 #: kafka-python's ``fetch_max_wait_ms`` default (``consumer/group.py``): how long the broker parks a Fetch
 #: with nothing to return.
@@ -128,6 +128,12 @@ class _Member:
         self.metadata = metadata
 
 
+class FeedOwner(Protocol):
+    """A member the feed tells of records on its partitions."""
+
+    def wake(self) -> None: ...
+
+
 class TopicFeed:
     """Tells the owner of a partition when records arrive on it: one task waits on the topic for every
     member (see :mod:`harness.sim.coordinator`). The producer writes record ``seq`` to partition
@@ -137,7 +143,7 @@ class TopicFeed:
     def __init__(self, sched: VirtualScheduler, topic: SimTopic) -> None:
         self.sched = sched
         self.topic = topic
-        self.owners: dict[int, SimConsumer] = {}
+        self.owners: dict[int, FeedOwner] = {}
         self._known: list[int] = []
         self._cursor = 0
         self._task: Task | None = None
@@ -154,11 +160,11 @@ class TopicFeed:
             task.glet.parent = getcurrent()
             task.glet.throw(GreenletExit)
 
-    def own(self, partitions: list[int], member: SimConsumer) -> None:
+    def own(self, partitions: list[int], member: FeedOwner) -> None:
         for p in partitions:
             self.owners[p] = member
 
-    def release(self, partitions: list[int], member: SimConsumer) -> None:
+    def release(self, partitions: list[int], member: FeedOwner) -> None:
         for p in partitions:
             if self.owners.get(p) is member:
                 del self.owners[p]

@@ -57,6 +57,7 @@ from harness.run.runner import Unit, UnitFailed
 from harness.run.tail import GroupWatch
 from harness.scenario.model import Scenario
 from harness.sim.clock import NS_PER_S, Task, VirtualScheduler
+from harness.sim.consumer import make_group as make_consumer_group
 from harness.sim.coordinator import make_group as make_coordinator_group
 from harness.sim.cpu import gamma_draw
 from harness.sim.group import SimContext, SimGroup
@@ -67,6 +68,7 @@ from harness.sim.model import DelayModel
 from harness.sim.workload import SimProducer, SimTopic
 
 __all__ = [
+    "DESIGNS",
     "NOT_SIMULATED",
     "SIMULATED_ACTIONS",
     "WAIT_SETTLED_FROM",
@@ -97,20 +99,27 @@ STABLE_TIMEOUT_ROUNDS = 10
 GroupFactory = Callable[[SimContext], SimGroup]
 
 
+#: The designs the simulator has, in the order reports list them.
+DESIGNS = ("legacy_zk", "coordinator", "consumer")
+
+
 def group_factory(impl: str) -> GroupFactory:
-    """The simulated group of ``impl`` (legacy_zk, coordinator); a one-line error when it has none."""
+    """The simulated group of ``impl`` (legacy_zk, coordinator, consumer); a one-line error when it has
+    none."""
 
     if impl == "legacy_zk":
         return make_group
     if impl == "coordinator":
         return make_coordinator_group
-    raise ConfigError(f"{impl} is not simulated (the simulator has legacy_zk and coordinator)")
+    if impl == "consumer":
+        return make_consumer_group
+    raise ConfigError(f"{impl} is not simulated (the simulator has {', '.join(DESIGNS)})")
 
 
 def round_s(impl: str, members: int, delays: DelayModel) -> float:
     """At least how long one rebalance round of ``members`` takes for ``impl`` (virtual seconds): the
-    legacy herd's quadratic reads (:func:`harness.sim.legacy.round_s`); 0 for the coordinator, whose round
-    is a request or two per member at a broker serving 10^4 a second."""
+    legacy herd's quadratic reads (:func:`harness.sim.legacy.round_s`); 0 for the coordinator and the
+    consumer protocol, whose round is a request or two per member at a broker serving 10^4 a second."""
     if impl == "legacy_zk":
         return legacy_round_s(members, delays)
     return 0.0

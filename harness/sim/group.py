@@ -6,7 +6,8 @@ The driver (:mod:`harness.sim.driver`, one per simulated unit) interprets the un
 (:func:`harness.run.plan.make_plan`: the same steps, members and seed as a real run) in virtual time and
 writes the nemesis ``invoke`` / ``complete`` pairs and the harness markers exactly as the real runner
 does. For the members and servers it calls a :class:`SimGroup`, made by the implementation's factory
-(:func:`harness.sim.legacy.make_group`, :func:`harness.sim.coordinator.make_group`) from a
+(:func:`harness.sim.legacy.make_group`, :func:`harness.sim.coordinator.make_group`,
+:func:`harness.sim.consumer.make_group`) from a
 :class:`SimContext`. A group's members run as tasks of ``ctx.sched``; every event they, the broker or the
 ZooKeeper model write goes through ``ctx.history(source, role)`` with the same kinds and fields as the
 real members and broker (:mod:`harness.kernel.events`), so the same checker measures them.
@@ -17,7 +18,8 @@ and returns at once (the effect happens later in virtual time, through the group
 * ``start_member(name)``: a member process starts now; it writes ``ready`` after its start-up delay
   and then joins (``ready_ns`` of a join's ``complete`` comes from :meth:`SimGroup.ready_ns`);
 * ``stop_member(name)``: a clean stop (legacy: close the session, which deletes its ephemerals;
-  coordinator: LeaveGroup, then close); it writes ``stopped`` when done;
+  coordinator: LeaveGroup, then close; consumer: the leave heartbeat, epoch -1); it writes ``stopped``
+  when done;
 * ``crash_member(name)``: SIGKILL: the member's tasks end now, without a request; its ZooKeeper session
   or its coordinator membership stays until the session timeout expires it on the server side;
 * ``members()``: the names of members started and not stopped or crashed;

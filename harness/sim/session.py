@@ -5,7 +5,8 @@ Contract
 --------
 :func:`simulate_scenario` plans the scenario's cases as ``run`` does (:func:`harness.run.runner.planned_cases`:
 the same matrix, plans and checks), creates ``<out>/<scenario>/<run-id>/`` and runs every unit
-(case x implementation x repetition, in ``run``'s order) with :class:`harness.sim.driver.SimUnitRunner`,
+(case x implementation x repetition, in ``run``'s order; the implementations are ``SimOptions.designs`` when
+given, ``herdlab simulate --design``, recorded as the manifest's ``designs``) with :class:`harness.sim.driver.SimUnitRunner`,
 each on its own virtual clock anchored at the wall-clock instant it starts. Then it merges the units'
 JSON lines into ``history.parquet`` (:func:`harness.history.schema.to_parquet`, the same columns and
 context) and writes ``manifest.json`` as ``run`` does plus ``simulated: true``, ``delay_model``
@@ -29,9 +30,9 @@ from harness.history.schema import to_parquet
 from harness.kernel.errors import ConfigError
 from harness.run.manifest import write_manifest
 from harness.run.runner import RunResult, Unit, new_run_id, planned_cases
-from harness.scenario.model import Scenario
-from harness.sim.coordinator import unmodelled
-from harness.sim.driver import WAIT_SETTLED_FROM, SimUnitRunner, UnitProgress, group_factory
+from harness.scenario.model import IMPLEMENTATIONS, Scenario
+from harness.sim import consumer, coordinator
+from harness.sim.driver import DESIGNS, WAIT_SETTLED_FROM, SimUnitRunner, UnitProgress, group_factory
 from harness.sim.legacy import AGGREGATE_FROM, FLUID_FROM
 from harness.sim.model import DEFAULT_PROFILE, DelayModel, load_profile
 
@@ -39,6 +40,7 @@ __all__ = [
     "SIM_OPTIONS",
     "SimOptions",
     "parse_delays",
+    "parse_designs",
     "parse_sim_options",
     "peak_rss_mb",
     "simulate_scenario",
@@ -60,6 +62,8 @@ class SimOptions:
     delays: DelayModel = field(default_factory=lambda: load_profile(DEFAULT_PROFILE))
     options: dict[str, Any] = field(default_factory=dict[str, Any])
     progress: Callable[[UnitProgress, int, int], None] | None = None
+    #: the designs to simulate instead of the scenario's ``implementations`` (None: the scenario's)
+    designs: tuple[str, ...] | None = None
 
 
 def peak_rss_mb() -> float:
@@ -125,15 +129,42 @@ def effective_options(given: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def parse_designs(text: str | None) -> tuple[str, ...] | None:
+    """``--design NAME[,NAME...]`` (names of :data:`~harness.sim.driver.DESIGNS`, each once); None when not
+    given; one-line errors."""
+    if text is None:
+        return None
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in DESIGNS]
+    if not names or unknown or len(set(names)) != len(names):
+        raise ConfigError(
+            f"--design expects NAME[,NAME...], each once, of {', '.join(DESIGNS)}; got {text!r}"
+        )
+    return names
+
+
+def _scenario_record(scenario: Scenario, designs: list[str]) -> dict[str, Any]:
+    """The manifest's scenario: naming the designs simulated as its implementations where the scenario model
+    knows them all (the analysis reads the scenario back with it), else as the scenario named them (the
+    manifest's ``designs`` says what ran; the report lists every unit's design either way)."""
+    out = scenario.model_dump(mode="json")
+    if all(d in IMPLEMENTATIONS for d in designs):
+        out["implementations"] = list(designs)
+    return out
+
+
 def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
-    """Simulate every unit of ``scenario`` (see the module contract)."""
+    """Simulate every unit of ``scenario`` (see the module contract) for its implementations, or for
+    ``options.designs`` when given (the manifest's scenario then names those)."""
     cases = planned_cases(scenario)
-    impls = list(scenario.implementations)
+    impls = list(options.designs or scenario.implementations)
     for impl in impls:
         group_factory(impl)  # a one-line error now, before anything is written
-    if "coordinator" in impls:
+    for impl, check in (("coordinator", coordinator.unmodelled), ("consumer", consumer.unmodelled)):
+        if impl not in impls:
+            continue
         for case in cases:
-            why = unmodelled(case.scenario)
+            why = check(case.scenario)
             if why is not None:
                 raise ConfigError(
                     f"{scenario.name}, case {case.label or 'default'}: {why} (run it with `herdlab run`, or "
@@ -182,7 +213,8 @@ def simulate_scenario(scenario: Scenario, options: SimOptions) -> RunResult:
             delay_model=options.delays.as_dict(),
             delay_model_text=options.delays.describe(),
             sim_options=effective_options(options.options),
-            scenario=scenario.model_dump(mode="json"),
+            scenario=_scenario_record(scenario, impls),
+            designs=impls,
             cases=[
                 {
                     "index": i,

@@ -39,11 +39,13 @@ from harness.kernel.windows import evaluate
 
 __all__ = [
     "Comparison",
+    "ConsumerCounts",
     "RunCounts",
     "Sync",
     "TriggerCounts",
     "compare",
     "compare_runs",
+    "consumer_counts",
     "read_unit",
     "repeat_attempts",
     "repeated_joins",
@@ -394,3 +396,75 @@ def compare_runs(real_dirs: Path | Sequence[Path], sim_dir: Path, settle_window_
     dirs = [real_dirs] if isinstance(real_dirs, Path) else list(real_dirs)
     real = [run_counts(d, settle_window_s) for d in dirs]
     return compare(real, run_counts(sim_dir, settle_window_s), run_cases(dirs[0]))
+
+
+#: The consumer protocol's one request (KIP-848): its exchanges carry ``change`` (herdlab's broker and the tap).
+CONSUMER_HEARTBEAT = "ConsumerGroupHeartbeat"
+
+
+@dataclass
+class ConsumerCounts:
+    """One trigger's timing-free counts under the consumer protocol (:func:`consumer_counts`)."""
+
+    label: str
+    outcome: str
+    #: ConsumerGroupHeartbeat exchanges in the window whose ``change`` is true (the herd's own cost)
+    change_heartbeats: int = 0
+    #: members (by member id) that moved to a higher member epoch in the window: an exchange answered without
+    #: error whose answer's epoch is above its request's (a join, epoch 0, included)
+    members_reconciled: int = 0
+    #: partitions a member was given in the window (its ``assigned`` events) that another member, or none,
+    #: owned at the window's start (the members' ``assigned`` / ``revoked`` events before it)
+    partitions_moved: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "change_heartbeats": self.change_heartbeats,
+            "members_reconciled": self.members_reconciled,
+            "partitions_moved": self.partitions_moved,
+        }
+
+
+def consumer_counts(events: Iterable[Mapping[str, Any]], settle_window_s: float) -> list[ConsumerCounts]:
+    """Per trigger of a consumer-protocol unit (a real run's or a simulation's history), in trigger order, its
+    :class:`ConsumerCounts` inside the checker's window ``[t0, end)`` (:func:`harness.kernel.windows.evaluate`).
+    Pure."""
+    evs = sorted(events, key=lambda e: int(e.get("ts_ns") or 0))
+    facts = evaluate(evs, int(settle_window_s * 1e9))
+    out: list[ConsumerCounts] = []
+    for t in facts.triggers:
+        c = ConsumerCounts(f"{t.action} {','.join(t.targets)}".strip(), t.outcome)
+        owner: dict[int, str] = {}
+        reconciled: set[str] = set()
+        moved: set[int] = set()
+        for e in evs:
+            ts = int(e.get("ts_ns") or 0)
+            if ts >= t.end_ns:
+                break
+            kind, role = e.get("kind"), e.get("role")
+            inside = ts >= t.t0_ns
+            if role == Role.MEMBER and kind in (Kind.ASSIGNED, Kind.REVOKED):
+                p, who = int(e["partition"]), str(e.get("source"))
+                if kind == Kind.ASSIGNED:
+                    if inside and owner.get(p) != who and p not in moved:
+                        moved.add(p)
+                    if not inside:
+                        owner[p] = who
+                elif not inside and owner.get(p) == who:
+                    del owner[p]
+            elif (
+                inside
+                and role == Role.BROKER
+                and kind == Kind.GROUP_REQUEST
+                and e.get("api") == CONSUMER_HEARTBEAT
+                and e.get("change") is True
+            ):
+                c.change_heartbeats += 1
+                epoch, asked = e.get("epoch"), e.get("member_epoch")
+                answered = e.get("error") is None and epoch is not None and asked is not None
+                if answered and 0 <= int(asked) < int(epoch):  # pyright: ignore[reportArgumentType]
+                    reconciled.add(str(e.get("member")))
+        c.members_reconciled = len(reconciled)
+        c.partitions_moved = len(moved)
+        out.append(c)
+    return out

@@ -36,8 +36,9 @@ __all__ = ["GroupSpec", "MemberSpec", "assign", "range_assign", "uniform_assign"
 #: Kafka ``UniformHeterogeneousAssignmentBuilder.MAX_ITERATION_COUNT``.
 MAX_ITERATION_COUNT = 16
 
-#: A new target assignment: member id -> topic id -> partitions.
-Result = dict[str, dict[uuid.UUID, frozenset[int]]]
+#: A new target assignment: member id -> topic id -> partitions (a member's own assignment object when it keeps
+#: exactly that).
+Result = dict[str, Assignment]
 
 
 @dataclass(slots=True, frozen=True)
@@ -107,13 +108,15 @@ class _UniformHomogeneous:
         total = 0
         for topic in sorted(self.subscribed, key=topic_order_key):
             count = spec.partitions[topic]
-            taken = owned.get(topic, set())
-            unassigned.extend((topic, p) for p in range(count) if p not in taken)
+            free = set(range(count)).difference(owned.get(topic, ()))
+            unassigned.extend((topic, p) for p in sorted(free))
             total += count
         members = len(spec.members)
         minimum = total // members
         extra = total % members
         result: dict[str, dict[uuid.UUID, set[int]]] = {}
+        #: members that keep exactly what they have: their assignment itself is their result (no copy)
+        kept_whole: dict[str, Assignment] = {}
         unfilled: list[tuple[str, int]] = []
         # maybeRevokePartitions
         for m in spec.members:
@@ -121,6 +124,12 @@ class _UniformHomogeneous:
             if extra > 0:
                 quota += 1
                 extra -= 1
+            if len(m.assignment) == 1:
+                # the common case, one topic: kept whole when within the quota that it fills exactly
+                ((topic, parts),) = m.assignment.items()
+                if parts and len(parts) == quota and topic in self.subscribed:
+                    kept_whole[m.member_id] = m.assignment
+                    continue
             new: dict[uuid.UUID, set[int]] = {}
             for topic in sorted(m.assignment, key=topic_order_key):
                 parts = sorted(m.assignment[topic])
@@ -154,7 +163,12 @@ class _UniformHomogeneous:
                 target.setdefault(topic, set()).add(p)
         if index < len(unassigned):
             raise RuntimeError("uniform assignor: partitions were left unassigned")
-        return {member_id: _frozen(a) for member_id, a in result.items()}
+        return {
+            m.member_id: kept_whole[m.member_id]
+            if m.member_id in kept_whole
+            else _frozen(result[m.member_id])
+            for m in spec.members
+        }
 
 
 class _Balancer:

@@ -98,7 +98,7 @@ def build_target(
         new = result.get(spec.member_id, EMPTY_ASSIGNMENT)
         new_target[spec.member_id] = new
         old = group.target.get(spec.member_id)
-        if old is None or dict(old) != dict(new):
+        if old is None or (old is not new and dict(old) != dict(new)):
             records.append(ConsumerTargetMemberRecord(group.group_id, spec.member_id, assignment_text(new)))
     records.append(ConsumerTargetEpochRecord(group.group_id, epoch))
     return TargetAssignment(epoch, new_target, records, assignor)
@@ -106,21 +106,17 @@ def build_target(
 
 def partitions_moved(old: dict[str, Assignment], new: dict[str, Assignment]) -> int:
     """How many partitions have another target owner in ``new`` than in ``old`` (gaining or losing an owner
-    counts)."""
-    before = _owners(old)
-    after = _owners(new)
-    moved = 0
-    for topic in before.keys() | after.keys():
-        was, now = before.get(topic, {}), after.get(topic, {})
-        moved += sum(1 for p in was.keys() | now.keys() if was.get(p) != now.get(p))
-    return moved
-
-
-def _owners(target: dict[str, Assignment]) -> dict[uuid.UUID, dict[int, str]]:
-    owners: dict[uuid.UUID, dict[int, str]] = {}
-    for member_id, assignment in target.items():
-        for topic, parts in assignment.items():
-            by_partition = owners.setdefault(topic, {})
-            for p in parts:
-                by_partition[p] = member_id
-    return owners
+    counts). A target gives each partition one owner, so a partition changed owner exactly when some member
+    lost or gained it: the count is the union of what members lost and gained, read from the members whose
+    part changed (a member's unchanged part, often the very same object, is skipped)."""
+    empty: Assignment = {}
+    changed: dict[uuid.UUID, set[int]] = {}
+    for member_id in old.keys() | new.keys():
+        was, now = old.get(member_id, empty), new.get(member_id, empty)
+        if was is now or was == now:
+            continue
+        for topic in was.keys() | now.keys():
+            a, b = was.get(topic, frozenset[int]()), now.get(topic, frozenset[int]())
+            if a != b:
+                changed.setdefault(topic, set()).update(a ^ b)
+    return sum(len(parts) for parts in changed.values())
