@@ -42,26 +42,29 @@ def _joiner_reconciliations(events_dir: Path) -> int:
     return count
 
 
-def _expected_herd(joiner_reconciliations: int) -> dict[str, int]:
+def _expected_herd(joiner_reconciliations: int) -> dict[str, set[int]]:
     """The ConsumerGroupHeartbeat exchanges that carry each change, worked out from the protocol (each member
     heartbeats on its own timer; an exchange carries a change when it joins or leaves, reports owned
-    partitions, or is answered with a new epoch or an assignment).
+    partitions, or is answered with a new epoch or an assignment); a set where the timing allows several.
 
     Join of j0 to m0 (3 partitions) and m1 (3): the target is 2 + 2 + 2, and j0's two partitions are still
     owned, so
       * j0's join: 1 (epoch 0 -> the new group epoch, an empty assignment: its partitions are unreleased);
       * m0 and m1 each: the heartbeat answered with its smaller assignment at its old epoch (revoke one), then
         its acknowledgment (owned partitions) answered with the new epoch: 2 each, 4;
-      * j0: each assignment it is given is one answer with it and one acknowledgment: 2 per reconciliation.
-        Both partitions come in one answer when m0 and m1 have both released theirs by j0's next heartbeat
-        (the common case, 2); one at a time when j0's heartbeat falls between the two releases (4).
+      * j0: both partitions come in one answer when m0 and m1 have both released theirs by j0's next
+        heartbeat (the common case): that answer and j0's acknowledgment, 2. When j0's heartbeat falls
+        between the two releases it reconciles twice: an answer with one partition, its acknowledgment, an
+        answer with both, its acknowledgment (4), or 3 when the second release is in by the time j0
+        acknowledges the first, so that one exchange carries the acknowledgment and the second partition.
     Leave of j0 (2 partitions, released as it leaves): its leave (epoch -1): 1; the group epoch is bumped and
       the target computed at the next heartbeat: m0 and m1 each get one free partition at once with the new
       epoch, then acknowledge it: 2 each, 4. Total 5.
     Crash of m0 (3 partitions): after the session timeout it is fenced; m1 is answered with all six and the
       new epoch, then acknowledges: 2.
     """
-    return {"#1 join": 1 + 4 + 2 * joiner_reconciliations, "#2 leave": 5, "#3 crash": 2}
+    joiner = {2} if joiner_reconciliations == 1 else {3, 4}
+    return {"#1 join": {1 + 4 + n for n in joiner}, "#2 leave": {5}, "#3 crash": {2}}
 
 
 @pytest.mark.long  # two units of about a minute, then the Spark analysis
@@ -91,7 +94,9 @@ def test_the_consumer_protocol_herd_is_the_same_on_herdlab_and_apache_kafka_4(tm
         counted = {t["key"]: t["broker_requests_by_api"].get(HEARTBEAT, 0) for t in triggers}
         reconciliations = _joiner_reconciliations(events_of[case])
         assert reconciliations in (1, 2), case
-        assert counted == _expected_herd(reconciliations), case
+        expected = _expected_herd(reconciliations)
+        for key, n in counted.items():
+            assert n in expected[key], (case, key, n, reconciliations)
         herd[case] = counted
     assert set(herd) == {"cluster.broker=herdlab", "cluster.broker=apache-kafka"}
     # the leave and the crash do not depend on timing at all: equal between the brokers
