@@ -11,7 +11,8 @@ Where Kafka's output depends on hash-map iteration order we fix an order, the sa
 
 * members are taken in the order the spec lists them, which :mod:`~coordinator.core.consumer.target` makes
   ascending member id (Kafka: ``groupSpec.memberIds()``, a ``HashMap`` key set). In the homogeneous uniform
-  builder the first members in this order are the ones given the extra partition of ``total % members``;
+  builder a member is offered one of the extra partitions of ``total % members`` in this order, and keeps the
+  offer only if it already holds that many partitions or too few members follow to take the extra ones left;
 * topics are taken in Kafka's ``Uuid.compareTo`` order (most then least significant 64 bits, signed) where Kafka
   iterates a ``HashSet<Uuid>`` (the homogeneous builder's unassigned partitions; a member's current assignment);
 * a member's partitions of one topic are taken in ascending order (the homogeneous builder keeps the first ones
@@ -89,8 +90,9 @@ def _frozen(assignment: Mapping[uuid.UUID, set[int] | frozenset[int]]) -> dict[u
 
 
 class _UniformHomogeneous:
-    """Kafka ``UniformHomogeneousAssignmentBuilder``: keep what each member has up to its quota, hand the rest
-    out in order to members below quota."""
+    """Kafka 4.1's ``UniformHomogeneousAssignmentBuilder``: keep what each member has up to its quota (the extra
+    partitions going to members that already hold them where the order allows), hand the rest out in order to
+    members below quota."""
 
     def __init__(self, spec: GroupSpec) -> None:
         self.spec = spec
@@ -119,16 +121,18 @@ class _UniformHomogeneous:
         kept_whole: dict[str, Assignment] = {}
         unfilled: list[tuple[str, int]] = []
         # maybeRevokePartitions
-        for m in spec.members:
+        for index, m in enumerate(spec.members):
             quota = minimum
-            if extra > 0:
+            has_extra = extra > 0
+            if has_extra:
                 quota += 1
-                extra -= 1
             if len(m.assignment) == 1:
-                # the common case, one topic: kept whole when within the quota that it fills exactly
+                # the common case, one topic: kept whole when it fills its quota exactly (nothing to give up)
                 ((topic, parts),) = m.assignment.items()
                 if parts and len(parts) == quota and topic in self.subscribed:
                     kept_whole[m.member_id] = m.assignment
+                    if has_extra:
+                        extra -= 1
                     continue
             new: dict[uuid.UUID, set[int]] = {}
             for topic in sorted(m.assignment, key=topic_order_key):
@@ -148,8 +152,16 @@ class _UniformHomogeneous:
                         unassigned.append((topic, p))
                 if kept:
                     new[topic] = kept
+            # A member that cannot fill its extra slot from what it holds gives the slot up while the members
+            # from it on outnumber the extra slots left, so the extra partitions stay with members that hold
+            # them and fewer partitions move (Kafka 4.1's maybeRevokePartitions).
+            if quota > 0 and has_extra and members - index > extra:
+                quota -= 1
+                has_extra = False
             if quota > 0:
                 unfilled.append((m.member_id, quota))
+            if has_extra:
+                extra -= 1
             result[m.member_id] = new
         # assignRemainingPartitions
         index = 0

@@ -39,9 +39,22 @@ def _plain(result: dict[str, dict[uuid.UUID, frozenset[int]]]) -> dict[str, dict
 
 
 def test_uniform_three_members_seven_partitions_from_scratch() -> None:
-    # 7 // 3 = 2 each, 7 % 3 = 1 extra for the first member in order: a 3, b 2, c 2, handed out in order.
+    # 7 // 3 = 2 each, 7 % 3 = 1 extra. a is offered it but holds nothing, and b and c follow to take the one
+    # extra: a gives it up (quota 2); so does b (c follows); c, the last, keeps it (quota 3). Handed out in
+    # order: a 0-1, b 2-3, c 4-6.
     spec = _spec({m: ({T1}, {}) for m in "abc"}, {T1: 7}, homogeneous=True)
-    assert _plain(uniform_assign(spec)) == {"a": {T1: [0, 1, 2]}, "b": {T1: [3, 4]}, "c": {T1: [5, 6]}}
+    assert _plain(uniform_assign(spec)) == {"a": {T1: [0, 1]}, "b": {T1: [2, 3]}, "c": {T1: [4, 5, 6]}}
+
+
+def test_uniform_a_joiner_first_in_order_leaves_the_extra_partition_with_a_member_that_holds_it() -> None:
+    # b holds 0-1 and c 2-3; a joins (first in member order). 4 // 3 = 1 each, 1 extra. a is offered the extra
+    # but holds nothing and two members follow: it gives the extra up (quota 1). b keeps the extra and both its
+    # partitions (quota 2); c (quota 1) keeps 2 and gives up 3, which goes to a. One partition moves, as Apache
+    # Kafka 4.1 moves it (an older builder gave a the extra and took one partition from each of b and c).
+    spec = _spec(
+        {"a": ({T1}, {}), "b": ({T1}, {T1: {0, 1}}), "c": ({T1}, {T1: {2, 3}})}, {T1: 4}, homogeneous=True
+    )
+    assert _plain(uniform_assign(spec)) == {"a": {T1: [3]}, "b": {T1: [0, 1]}, "c": {T1: [2]}}
 
 
 def test_uniform_keeps_what_members_have_up_to_their_quota() -> None:

@@ -113,12 +113,14 @@ def test_a_join_that_takes_one_partition_from_one_member(tmp_path: Path, members
 
 
 def test_a_join_that_takes_from_two_members_is_given_partitions_as_they_are_released(tmp_path: Path) -> None:
-    """The joiner's id sorts first: 11 members over 20 partitions, the joiner and the first 8 initial members
-    have a quota of 2, the last two initial members 1: each revokes one and the joiner gets both. The join
+    """The joiner's id sorts first: 11 members over 30 partitions, a minimum of 2 and 8 extra slots. The joiner
+    owns nothing and gives its extra slot up (Kafka 4.1: the 11 members from it on outnumber the 8 extra
+    slots), the next 8 initial members keep their 3, the last two have a quota of 2: each revokes one and the
+    joiner gets both. The join
     (1), 8 members that keep theirs (8), two revoking members (2 x 2): 13; the joiner then picks the two up as
     they are released: both at one heartbeat (a pick-up and its acknowledgement: 2), or one, then the other
     answered on that acknowledgement (3), or one at a time (4). The other two counts do not depend on when."""
-    unit_dir = _simulate(tmp_path, 10, 20, "join", joiner="a-joiner")
+    unit_dir = _simulate(tmp_path, 10, 30, "join", joiner="a-joiner")
     c = _counts(unit_dir)
     assert (c.members_reconciled, c.partitions_moved) == (11, 2)
     assert c.change_heartbeats in (15, 16, 17)
