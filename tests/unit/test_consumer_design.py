@@ -199,9 +199,9 @@ def test_herdlab_kafka_4_and_external_brokers_are_taken() -> None:
 
 
 def test_members_of_the_consumer_units() -> None:
-    s = load_scenario("designs-small", ["group.consumer.members=5"])
+    s = load_scenario("designs-small", ["group.consumer.members=5", 'topic.partitions="members"'])
     (case,) = expand(s)
-    # [group.consumer] members for its units, group.members (3) for the others; partitions follow
+    # [group.consumer] members for its units, group.members (3) for the others; partitions = "members" follow
     assert [unit_members(case, i) for i in IMPLEMENTATIONS] == [3, 3, 5]
     assert [unit_partitions(case, i) for i in IMPLEMENTATIONS] == [3, 3, 5]
     assert "group.consumer.members cannot be combined" in _one_line(
