@@ -8,6 +8,12 @@ through the ZooKeeper shell.
 * Fetch: consumers (replica id -1) read below the high watermark, followers (replica id >= 0) up to the log end
   and their fetch offset is recorded; a broker that does not lead the partition answers NOT_LEADER_OR_FOLLOWER
   (UNKNOWN_TOPIC_OR_PARTITION when no broker knows the topic). ListOffsets is answered by the leader only.
+  A consumer's ``current_leader_epoch`` (Fetch v9+, ListOffsets v4+) is not checked, a follower's is: Metadata
+  gives clients no leader epoch (-1, below), so an epoch a client sends is none this cluster gave it.
+  librdkafka sends 0 in place of an unknown epoch to a broker that serves Metadata v9+
+  (``rd_kafka_has_reliable_leader_epochs``); checked, it would be FENCED_LEADER_EPOCH at every leader from
+  the first re-election on (epoch >= 1), and its Metadata refresh would give it -1 again: it would never
+  fetch again.
 * Metadata lists the partitions, leaders, replicas and ISRs of ``cluster.topic_partitions`` (what the ZooKeeper
   shell read from the state znodes); a partition without a live leader is LEADER_NOT_AVAILABLE with leader -1.
   Topics are asked for by name only (by id: INVALID_REQUEST).
@@ -259,7 +265,8 @@ class ReplicatedBackend:
         replica_id: int,
         leader_epoch: int,
     ) -> Read:
-        fr = self.replicas.read(topic, partition, offset, max_bytes or 0, replica_id, leader_epoch)
+        checked_epoch = leader_epoch if replica_id >= 0 else -1  # a consumer's: see the module docstring
+        fr = self.replicas.read(topic, partition, offset, max_bytes or 0, replica_id, checked_epoch)
         error = ErrorCode(fr.error)
         if error is ErrorCode.not_leader_or_follower:
             error = self._missing(topic)
@@ -268,7 +275,7 @@ class ReplicatedBackend:
     def offsets_log(
         self, topic: str, partition: int, leader_epoch: int
     ) -> tuple[ErrorCode, PartitionLog | None]:
-        code, plog = self.replicas.list_offset(topic, partition, leader_epoch)
+        code, plog = self.replicas.list_offset(topic, partition)  # leader_epoch unchecked: module docstring
         if code == ErrorCode.not_leader_or_follower:
             return self._missing(topic), None
         return ErrorCode(code), plog

@@ -44,7 +44,8 @@ Sources (apache/kafka 0.9.0.1 ``core/src/main/scala/kafka/``, unless said):
   gave it): checked as Kafka 3.7 ``Partition.checkCurrentLeaderEpoch`` does (KIP-320, after 0.9): older than
   this leader's epoch -> FENCED_LEADER_EPOCH (74, ``fenced`` what=``fetch``), newer -> UNKNOWN_LEADER_EPOCH (75);
   the client refreshes its metadata and retries. So a consumer that learnt of a newer leadership is never
-  served by a leader still on an older one.
+  served by a leader still on an older one. The replicated dataplane passes a consumer's epoch as -1 (its
+  Metadata gives clients none, see :mod:`coordinator.dataplane.replicated`); a follower's is checked.
 * The ISR shrink check (``maybeShrinkIsr``) runs every ``replica.lag.time.max.ms / 2``: Kafka 3.7's period
   (``ReplicaManager.startup``, "isr-expiration"); 0.9 ran it every ``replica.lag.time.max.ms``, which let a
   stuck follower stay in the ISR for up to twice the lag time. ISR writes go through the
