@@ -16,7 +16,8 @@ through the ZooKeeper shell.
   fetch again.
 * Metadata lists the partitions, leaders, replicas and ISRs of ``cluster.topic_partitions`` (what the ZooKeeper
   shell read from the state znodes); a partition without a live leader is LEADER_NOT_AVAILABLE with leader -1.
-  Topics are asked for by name only (by id: INVALID_REQUEST).
+  Topics are asked for by name or (v10+) by id; an unknown id is UNKNOWN_TOPIC_ID with a zero id (Kafka echoes
+  the id asked for).
 * Topics are created through the ZooKeeper shell's ``create_topic(name, partitions, replication_factor | None)``
   (blocking; run in :attr:`ReplicatedBackend.zookeeper_executor`): auto-creation from Metadata answers
   LEADER_NOT_AVAILABLE until the controller elected leaders (Kafka's ``KafkaApis.getTopicMetadata`` after
