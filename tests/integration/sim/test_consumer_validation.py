@@ -15,7 +15,6 @@ partition from one member to another, and none of the counts depends on when the
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -35,17 +34,6 @@ SCENARIO = "designs"
 SETS = ['implementations=["consumer"]', "repetitions=1"]
 
 
-def _missing() -> str | None:
-    """Why a real consumer unit cannot run here (None: it can)."""
-    from harness.scenario import model
-
-    if "consumer" not in getattr(model, "IMPLEMENTATIONS", ()):
-        return "the scenario model has no 'consumer' implementation"
-    if importlib.util.find_spec("coordinator.groups.consumer") is None:
-        return "herdlab's broker does not serve ConsumerGroupHeartbeat (no coordinator.groups.consumer)"
-    return None
-
-
 def _member_ids(events: list[dict[str, Any]]) -> dict[str, str]:
     """Each member's id (its name -> the first non-empty ``member`` of its own events)."""
     ids: dict[str, str] = {}
@@ -59,9 +47,6 @@ def _member_ids(events: list[dict[str, Any]]) -> dict[str, str]:
 def test_simulated_consumer_counts_equal_a_real_runs(tmp_path: Path) -> None:
     """A real run of ``designs``' consumer units (10 and 50 members, a few minutes on 2 cores), then the same
     cases simulated with the real members' ids; every trigger's counts equal."""
-    why = _missing()
-    if why is not None:
-        pytest.skip(why)
     sets = [x for s in SETS for x in ("--set", s)]
     subprocess.run(
         [
