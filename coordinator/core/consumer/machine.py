@@ -1097,18 +1097,7 @@ class ConsumerGroupCoordinator:
                 now_ms, group, hreq, classic, unknown, out
             )
             if downgraded is not None:
-                out.append(
-                    Respond(
-                        token,
-                        JoinGroupResponse(
-                            ErrorCode.NONE,
-                            member_id=downgraded.member_id,
-                            generation_id=downgraded.member_epoch,
-                            protocol_type=CLASSIC_PROTOCOL_TYPE,
-                            protocol_name=protocols[0][0],
-                        ),
-                    )
-                )
+                out.append(Respond(token, _classic_join_answer(downgraded, protocols[0][0])))
                 return out
             _, member = self._consumer_group_heartbeat(
                 now_ms, hreq, out, classic=classic, create_static=unknown
@@ -1129,18 +1118,7 @@ class ConsumerGroupCoordinator:
             now_ms, gid, member.member_id, out, req.session_timeout_ms
         )
         self._schedule_consumer_group_sync_timeout(now_ms, gid, member.member_id, rebalance, out)
-        out.append(
-            Respond(
-                token,
-                JoinGroupResponse(
-                    ErrorCode.NONE,
-                    member_id=member.member_id,
-                    generation_id=member.member_epoch,
-                    protocol_type=CLASSIC_PROTOCOL_TYPE,
-                    protocol_name=protocols[0][0],
-                ),
-            )
-        )
+        out.append(Respond(token, _classic_join_answer(member, protocols[0][0])))
         return out
 
     def _maybe_downgrade_on_static_replacement(
@@ -2147,3 +2125,15 @@ def _remove_member_records(records: list[ConsumerRecord], group_id: str, member_
 def _session_timeout(member: ConsumerGroupMember) -> int | None:
     """A classic member's session timeout (its JoinGroup's); None: the group's."""
     return None if member.classic is None else member.classic.session_timeout_ms
+
+
+def _classic_join_answer(member: ConsumerGroupMember, protocol_name: str) -> JoinGroupResponse:
+    """A classic member's JoinGroup answer from the consumer group: its member id, its member epoch as the
+    generation, the protocol it chose first."""
+    return JoinGroupResponse(
+        ErrorCode.NONE,
+        member_id=member.member_id,
+        generation_id=member.member_epoch,
+        protocol_type=CLASSIC_PROTOCOL_TYPE,
+        protocol_name=protocol_name,
+    )
