@@ -27,6 +27,10 @@ the terminal) and returns a JSON-serialisable dict (format ``herdlab-metrics/2``
 * ``coordinators`` (only when the units ran against more than one broker): per trigger, client and
   assignor, each broker's median latency and coordination requests and the ratio herdlab / tansu
   (:mod:`.coordinators`);
+* ``legacy_clients`` (only when legacy_zk units ran on more than one legacy client: herdlab's member and
+  Kafka 0.8.2.2's own consumer): per case and trigger, each figure's median over the repetitions with
+  the distribution-free interval of the median, and the figures whose intervals do not overlap
+  (:mod:`.legacy_clients`);
 * ``failover`` (only when some unit had a coordinator or ZooKeeper-leader fault): per implementation
   and fault action, the failover figures over its units (:func:`.failover_verdict.summary`); each
   such unit has ``failover`` (per fault: failover time and its parts, offsets lost, records lost

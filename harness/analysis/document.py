@@ -19,7 +19,8 @@ had a coordinator or ZooKeeper-leader fault, the failover summary ``failover``
 (:data:`~harness.analysis.definitions.FAILOVER_DEFINITIONS`), and its alert lines after the others
 (:func:`harness.analysis.failover_verdict.alert_lines`); when some unit has a ``start_up`` entry, the
 start-up term (:data:`harness.analysis.startup.DEFINITION`); when the units have more than one broker,
-``coordinators`` (:func:`harness.analysis.coordinators.summary`); it computes
+``coordinators`` (:func:`harness.analysis.coordinators.summary`); when legacy_zk units ran on more than
+one legacy client, ``legacy_clients`` (:func:`harness.analysis.legacy_clients.summary`); it computes
 the aggregates, verdict and alerts
 (:mod:`harness.analysis.aggregate`) and ``metric_info`` (label, unit, family, censored) of every
 metric of :data:`~harness.analysis.definitions.METRICS` and of every aggregated one.
@@ -47,8 +48,9 @@ from harness.analysis.definitions import (
 )
 from harness.analysis.failover_verdict import alert_lines as failover_alerts
 from harness.analysis.failover_verdict import summary as failover_summary
+from harness.analysis.legacy_clients import summary as legacy_clients_summary
 from harness.analysis.load import RunInputs
-from harness.analysis.metrics_model import DocumentDraft, MetricsDocument, Unit
+from harness.analysis.metrics_model import DocumentDraft, LegacyClients, MetricsDocument, Unit
 from harness.analysis.migration_verdict import summary as migration_summary
 from harness.analysis.samples import case_order
 from harness.analysis.startup import DEFINITION as STARTUP_DEFINITION
@@ -126,6 +128,9 @@ def finish(
     coordinators = coordinators_summary(out["units"], out["aggregates"])
     if coordinators is not None:
         out["coordinators"] = coordinators
+    legacy_clients = legacy_clients_summary(out["units"], cases)
+    if legacy_clients is not None:
+        out["legacy_clients"] = cast(LegacyClients, legacy_clients)
     alerts(out)
     out["alerts"] += failover_alerts(out)  # alerts, not reasons: the run measured what happened
     names = {a["metric"] for a in out["aggregates"]} | set(METRICS)

@@ -21,7 +21,10 @@ Contract
   (members: live just before the invoke; partitions: P then; see :meth:`~harness.analysis.facts.Facts.at_invoke`).
 * :func:`mntr_samples`: per unit, the ZooKeeper ``mntr`` samples (ts_ns, label, packets received).
 * :func:`unit_values`: per unit, what was measured: ``has_broker`` (a broker counter report),
-  ``has_mntr`` (an mntr sample), ``tapped`` (the Kafka tap's events).
+  ``has_mntr`` (an mntr sample), ``tapped`` (the Kafka tap's events), ``zk_tapped`` (the ZooKeeper tap's).
+* Whose ZooKeeper events count (watches, zk_requests and its ``op`` table, owner_writes,
+  registration_reads, conflicts, first_watch): the ZooKeeper tap's in a unit that ran with one, else the
+  members' own (:func:`harness.kernel.events.zk_counter`); never both.
 
 All of them read the collected control events (:mod:`.control`) and the fold's facts, in Python.
 * :func:`herd_fields`: a trigger's herd figures in the metrics document. A skipped trigger has
@@ -44,7 +47,7 @@ from typing import Any
 from harness.analysis.control import Control, UnitValues
 from harness.analysis.facts import Facts
 from harness.analysis.frames import UnitKey, dur_s, unit_key
-from harness.kernel.events import OK_OUTCOMES, SKIPPED, WORKLOAD_CLIENTS, Kind, Role, zk_steady
+from harness.kernel.events import OK_OUTCOMES, SKIPPED, WORKLOAD_CLIENTS, Kind, Role, zk_counter, zk_steady
 
 #: Per (case, impl, repetition, tid): {table: {key: count}}.
 HerdCounts = dict[tuple[Any, ...], dict[str, dict[str, int]]]
@@ -122,9 +125,12 @@ def _epochs(events: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
     return ts, highest
 
 
-def _window_counts(events: list[dict[str, Any]], start_epoch: int = 0) -> dict[str, dict[str, int]]:
+def _window_counts(
+    events: list[dict[str, Any]], start_epoch: int = 0, zk_role: str = Role.MEMBER
+) -> dict[str, dict[str, int]]:
     """The tables of one trigger window from its counted events (see the module contract);
-    ``start_epoch``: the window's starting epoch (consumer protocol)."""
+    ``start_epoch``: the window's starting epoch (consumer protocol); ``zk_role``: whose ZooKeeper events
+    (``zk_request``, ``watch``, ``conflict``) count (:func:`harness.kernel.events.zk_counter`)."""
     herd: dict[str, int] = dict.fromkeys(HERD_KEYS, 0)
     reached: set[int] = set()
     ops: dict[str, int] = {}
@@ -133,11 +139,12 @@ def _window_counts(events: list[dict[str, Any]], start_epoch: int = 0) -> dict[s
     first_watch: int | None = None
     for e in events:
         kind, member, broker = e["kind"], e["role"] == Role.MEMBER, e["role"] == Role.BROKER
+        zk = e["role"] == zk_role
         n = 1 if e["count"] is None else int(e["count"])  # a simulated zk_request stands for `count`
-        if member and kind == Kind.WATCH:
+        if zk and kind == Kind.WATCH:
             herd["watches"] += 1
             first_watch = e["ts_ns"] if first_watch is None else min(first_watch, e["ts_ns"])
-        elif member and kind == Kind.ZK_REQUEST and not zk_steady(e["op"], e["path"]):
+        elif zk and kind == Kind.ZK_REQUEST and not zk_steady(e["op"], e["path"]):
             herd["zk_requests"] += n
             op, path = e["op"], e["path"] or ""
             ops[op or "?"] = ops.get(op or "?", 0) + n
@@ -145,7 +152,7 @@ def _window_counts(events: list[dict[str, Any]], start_epoch: int = 0) -> dict[s
                 herd["owner_writes"] += n
             if op == "get" and _REGISTRATION.search(path):
                 herd["registration_reads"] += n
-        elif member and kind == Kind.CONFLICT:
+        elif zk and kind == Kind.CONFLICT:
             herd["conflicts"] += 1
         elif member and kind == Kind.REBALANCE_END:
             herd["failed_attempts"] += int(e["outcome"] is not None and e["outcome"] not in OK_OUTCOMES)
@@ -181,6 +188,7 @@ def counts(facts: Facts, control: Control) -> HerdCounts:
     module contract): the unit's counted events (the workload's clients left out) in the window."""
     counted: dict[UnitKey, tuple[list[int], list[dict[str, Any]]]] = {}
     epochs: dict[UnitKey, tuple[list[int], list[int]]] = {}
+    zk_roles: dict[UnitKey, str] = {}
     for k, rows in control.rows().items():
         evs = sorted(
             (
@@ -192,6 +200,7 @@ def counts(facts: Facts, control: Control) -> HerdCounts:
         )
         counted[k] = ([e["ts_ns"] for e in evs], evs)
         epochs[k] = _epochs(evs)
+        zk_roles[k] = zk_counter(e["role"] for e in rows)
     out: HerdCounts = {}
     for t in facts.rows("trigger"):
         if t["outcome"] == SKIPPED or t["outcome"] is None:
@@ -204,7 +213,7 @@ def counts(facts: Facts, control: Control) -> HerdCounts:
             if inside:
                 ets, highest = epochs.get(k, ([], []))
                 before = bisect_left(ets, t["t0"])  # exchanges strictly before t0
-                entry = _window_counts(inside, highest[before - 1] if before else 0)
+                entry = _window_counts(inside, highest[before - 1] if before else 0, zk_roles[k])
         entry["invoke"] = {"members": int(t["live_invoke"]), "partitions": int(t["nparts_invoke"])}
         out[(*k, t["tid"])] = entry
     return out
@@ -222,9 +231,9 @@ def mntr_samples(control: Control) -> MntrSamples:
 
 
 def unit_values(control: Control) -> UnitValues:
-    """Per unit: ``has_broker``, ``has_mntr`` and ``tapped`` (its broker figures come from the Kafka tap
-    in front of a third-party broker, which sees requests but not the broker's own group events); 1.0
-    where the unit has them, else 0.0."""
+    """Per unit: ``has_broker``, ``has_mntr``, ``tapped`` (its broker figures come from the Kafka tap
+    in front of a third-party broker, which sees requests but not the broker's own group events) and
+    ``zk_tapped`` (its ZooKeeper figures come from the ZooKeeper tap); 1.0 where the unit has them, else 0.0."""
     out: UnitValues = {}
     for k, rows in control.rows().items():
         broker = [e for e in rows if e["role"] == Role.BROKER]
@@ -232,6 +241,7 @@ def unit_values(control: Control) -> UnitValues:
             "has_broker": float(any(e["kind"] == Kind.BROKER_REQUEST for e in broker)),
             "has_mntr": float(any(e["kind"] == Kind.ZK_MNTR for e in rows)),
             "tapped": float(any(e["source"] == TAP for e in broker)),
+            "zk_tapped": float(zk_counter(e["role"] for e in rows) == Role.ZOOKEEPER),
         }
     return out
 

@@ -627,6 +627,14 @@ class Coordinators(TypedDict, extra_items=Any):
     rows: list[CoordinatorRow]
 
 
+class LegacyClients(TypedDict, extra_items=Any):
+    """``legacy_clients``: herdlab's legacy member beside Kafka 0.8.2.2's own consumer
+    (:mod:`harness.analysis.legacy_clients`)."""
+
+    clients: list[str]
+    rows: list[dict[str, Any]]
+
+
 class Spark(TypedDict, extra_items=Any):
     """``spark``: the Spark session the analysis ran on and how long it took."""
 
@@ -687,6 +695,15 @@ class DocumentSections(TypedDict):
             Json(
                 description="the Coordinators summary (harness.analysis.coordinators), when the units ran on"
                 " more than one broker"
+            ),
+        ]
+    ]
+    legacy_clients: NotRequired[
+        Annotated[
+            LegacyClients,
+            Json(
+                description="the legacy fidelity summary (harness.analysis.legacy_clients), when legacy_zk units"
+                " ran on more than one legacy client"
             ),
         ]
     ]

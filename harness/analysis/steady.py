@@ -5,7 +5,7 @@ Contract
 * :func:`unit_values`: per unit, from its collected control events (:mod:`.control`) and the fold's
   marks: ``steady_window_ns`` (settling_end,
   else the unit's last event, minus stable), ``zk_commits`` (legacy members' offset writes to
-  ZooKeeper in that window) and ``broker:<api>`` (the broker's counter reports in that window of
+  ZooKeeper in that window; counted by the ZooKeeper tap in a unit that ran with one, as the herd is) and ``broker:<api>`` (the broker's counter reports in that window of
   every API that is not a coordination API: Heartbeat, OffsetCommit, Fetch, Produce ...); for a unit
   with ConsumerGroupHeartbeat exchanges (the broker's ``group_request`` events of that API, herdlab's
   broker's or the Kafka tap's), ``heartbeat_exchanges`` (all of them in that window),
@@ -29,7 +29,7 @@ from harness.analysis.control import Control, UnitValues
 from harness.analysis.facts import Facts
 from harness.analysis.frames import INF, unit_key
 from harness.analysis.herd import CONSUMER_HEARTBEAT, steady_heartbeat
-from harness.kernel.events import COORDINATION_APIS, Kind, Role, zk_steady
+from harness.kernel.events import COORDINATION_APIS, Kind, Role, zk_counter, zk_steady
 
 
 def unit_values(facts: Facts, control: Control) -> UnitValues:
@@ -41,6 +41,7 @@ def unit_values(facts: Facts, control: Control) -> UnitValues:
         live.setdefault(unit_key(r), []).append(r)
     out: UnitValues = {}
     for k, rows in control.rows().items():
+        zk_role = zk_counter(e["role"] for e in rows)
         m = marks.get(k) or {}
         stable, send = m.get("start"), m.get("end") if m.get("end") is not None else m.get("wend")
         values: dict[str, float] = {}
@@ -52,7 +53,7 @@ def unit_values(facts: Facts, control: Control) -> UnitValues:
         for e in rows if stable is not None and send is not None else []:
             if e["ts_ns"] is None or not stable <= e["ts_ns"] < send:
                 continue
-            if e["role"] == Role.MEMBER and e["kind"] == Kind.ZK_REQUEST and zk_steady(e["op"], e["path"]):
+            if e["role"] == zk_role and e["kind"] == Kind.ZK_REQUEST and zk_steady(e["op"], e["path"]):
                 zk_commits += (
                     1 if e["count"] is None else e["count"]
                 )  # a simulated zk_request stands for `count`

@@ -173,6 +173,7 @@ This module is pure data: it imports nothing of ours, so the systems under test 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 from harness.kernel import actions
@@ -186,6 +187,7 @@ class Role(StrEnum):
     NEMESIS = "nemesis"
     PRODUCER = "producer"
     HARNESS = "harness"
+    ZOOKEEPER = "zookeeper"  # the ZooKeeper tap: what the ZooKeeper server saw of the members' sessions
 
 
 ROLES = tuple(r.value for r in Role)
@@ -290,6 +292,14 @@ ZK_STEADY_PATH = "/offsets/"
 def zk_steady(op: str | None, path: str | None) -> bool:
     """Whether a ``zk_request`` (op, path) is steady-state traffic (see :data:`ZK_STEADY_OPS`)."""
     return bool(path) and ZK_STEADY_PATH in str(path) and op in ZK_STEADY_OPS
+
+
+def zk_counter(roles: Iterable[str | None]) -> Role:
+    """Whose ``zk_request``, ``watch`` and ``conflict`` events a unit's ZooKeeper figures count, given the roles
+    of its events: the ZooKeeper tap's (role ``zookeeper``) when the unit ran with one, so that members of
+    every client (herdlab's Python member, the original 0.8.2.2 consumer, which reports none) are counted
+    on the wire alike; otherwise the members' own."""
+    return Role.ZOOKEEPER if Role.ZOOKEEPER in set(roles) else Role.MEMBER
 
 
 # --- broker ---------------------------------------------------------------------------------------------

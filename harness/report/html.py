@@ -35,6 +35,7 @@ from harness.report.tables import (
     COORDINATORS_INTRO,
     FAILOVER_COLUMNS,
     FAILOVER_INTRO,
+    LEGACY_CLIENTS_INTRO,
     MIGRATION_COLUMNS,
     MIGRATION_INTRO,
     OVERLAP_COLUMNS,
@@ -52,6 +53,8 @@ from harness.report.tables import (
     failover_rows,
     fmt,
     fmt_bytes,
+    legacy_clients_columns,
+    legacy_clients_rows,
     migration_line,
     migration_tables,
     overlap_rows,
@@ -193,6 +196,15 @@ def _coordinators(metrics: MetricsDocument) -> dict[str, Any] | None:
     }
 
 
+def _legacy_clients(metrics: MetricsDocument) -> dict[str, Any] | None:
+    rows = legacy_clients_rows(metrics)
+    return (
+        {"intro": LEGACY_CLIENTS_INTRO, "head": legacy_clients_columns(metrics), "rows": rows}
+        if rows
+        else None
+    )
+
+
 def _broker_config(metrics: MetricsDocument) -> dict[str, Any] | None:
     rows = broker_config_rows(metrics)
     return (
@@ -298,6 +310,7 @@ def render_html(metrics: MetricsDocument, plots: list[Plot], summary_md_name: st
         "migration": _migration(metrics),
         "failover": _failover(metrics),
         "coordinators": _coordinators(metrics),
+        "legacy_clients": _legacy_clients(metrics),
         "side_tables": [_side(t) for t in side_by_side(metrics)],
         "breakdown": [_side(t) for t in side_by_side(metrics, breakdown=True)],
         "key_plots": [_plot(p) for name in KEY_PLOTS for p in plots if p.name == name],
@@ -316,6 +329,7 @@ def render_html(metrics: MetricsDocument, plots: list[Plot], summary_md_name: st
             ("migration", "Migration proof", sections["migration"]),
             ("failover", "Coordinator failover", sections["failover"]),
             ("coordinators", "Coordinators", sections["coordinators"]),
+            ("legacy-fidelity", "Legacy fidelity", sections["legacy_clients"]),
             ("results", "Per-trigger results", True),
             ("timelines", "Timelines per unit", sections["other_plots"]),
             ("units", "Every unit", sections["unit_rows"]),

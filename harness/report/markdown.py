@@ -22,6 +22,7 @@ from harness.report.tables import (
     COORDINATORS_INTRO,
     FAILOVER_COLUMNS,
     FAILOVER_INTRO,
+    LEGACY_CLIENTS_INTRO,
     MIGRATION_COLUMNS,
     MIGRATION_INTRO,
     OVERLAP_COLUMNS,
@@ -38,6 +39,8 @@ from harness.report.tables import (
     coordinators_columns,
     coordinators_rows,
     failover_rows,
+    legacy_clients_columns,
+    legacy_clients_rows,
     migration_line,
     migration_tables,
     overlap_rows,
@@ -129,6 +132,21 @@ def coordinators_section(metrics: MetricsDocument) -> list[str]:
     return out
 
 
+def legacy_clients_section(metrics: MetricsDocument) -> list[str]:
+    """The "Legacy fidelity" section (Markdown lines; none unless legacy_zk units ran on several clients)."""
+    rows = legacy_clients_rows(metrics)
+    if not rows:
+        return []
+    return [
+        "## Legacy fidelity",
+        "",
+        LEGACY_CLIENTS_INTRO,
+        "",
+        *_grid(legacy_clients_columns(metrics), rows),
+        "",
+    ]
+
+
 def broker_config_section(metrics: MetricsDocument) -> list[str]:
     """The "Broker configuration" section (Markdown lines; none when no unit recorded its broker's)."""
     rows = broker_config_rows(metrics)
@@ -189,6 +207,7 @@ def render_markdown(metrics: MetricsDocument, plots: list[Plot], plot_dir: str =
     out += migration_section(metrics)
     out += failover_section(metrics)
     out += coordinators_section(metrics)
+    out += legacy_clients_section(metrics)
     out += [
         "## Results per trigger, side by side",
         "",

@@ -122,13 +122,15 @@ SEP = " · "
 
 def varying(metrics: MetricsDocument) -> tuple[str, ...]:
     """Which of a unit's ``client``, ``broker`` and ``assignor`` take more than one value in the run
-    (clients of coordinator units only: a legacy_zk unit has none). The client and broker label a
-    column together: both when either varies."""
+    (the clients of the broker's designs, or of legacy_zk units: herdlab's member, whose client is "", or
+    Kafka 0.8.2.2's own). The client and broker label a column together: both when either varies."""
     units = metrics.get("units") or []
     clients = {u.get("client") for u in units if u.get("impl") != "legacy_zk" and u.get("client")}
+    legacy = {u.get("client") or "" for u in units if u.get("impl") == "legacy_zk"}
     brokers = {u.get("broker") for u in units if u.get("broker")}
     assignors = {u.get("assignor") for u in units if u.get("assignor")}
-    out: tuple[str, ...] = ("client", "broker") if len(clients) > 1 or len(brokers) > 1 else ()
+    several = len(clients) > 1 or len(legacy) > 1 or len(brokers) > 1
+    out: tuple[str, ...] = ("client", "broker") if several else ()
     return out + (("assignor",) if len(assignors) > 1 else ())
 
 
@@ -850,3 +852,53 @@ def _broker_configs(metrics: MetricsDocument) -> dict[str, dict[str, set[str]]]:
             if k not in PER_UNIT_PROPERTIES:
                 props.setdefault(k, set()).add(str(v))
     return dict(sorted(out.items(), key=lambda kv: (kv[0] != OURS, kv[0])))
+
+
+# --- legacy fidelity: herdlab's member beside Kafka 0.8.2.2's own consumer --------------------------------
+
+LEGACY_CLIENTS_INTRO = (
+    "Per case and trigger: each figure's median over the repetitions for herdlab's legacy member (python) "
+    "and for Kafka 0.8.2.2's own ZooKeeper consumer, with the distribution-free interval of the median "
+    "(95 % where the repetitions allow, else [min, max] with the coverage it has, shown once per row); "
+    "ZooKeeper counts come from the ZooKeeper tap for both. The last column marks figures whose intervals "
+    "do not overlap: a difference to explain from the original's code."
+)
+
+
+def _median_cell(s: Mapping[str, Any] | None) -> str:
+    """``12 [10, 15]``; ``-`` without values."""
+    if not s or s.get("median") is None:
+        return DASH
+    ci = s.get("ci95") or [None, None]
+    return f"{fmt(s['median'])} [{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def legacy_clients_columns(metrics: MetricsDocument) -> list[str]:
+    """The legacy fidelity table's header (empty without a ``legacy_clients`` summary)."""
+    c = metrics.get("legacy_clients")
+    if not c:
+        return []
+    return ["case", "trigger", "figure", *(list(c.get("clients") or [])), "coverage", "differs"]
+
+
+def legacy_clients_rows(metrics: MetricsDocument) -> list[list[str]]:
+    """One row per case, trigger and figure (:mod:`harness.analysis.legacy_clients`)."""
+    c = metrics.get("legacy_clients")
+    if not c:
+        return []
+    clients = list(c.get("clients") or [])
+    out = []
+    for r in c.get("rows") or []:
+        for name, per in (r.get("metrics") or {}).items():
+            cov = sorted({f"{v['coverage'] * 100:.1f} %" for v in per.values() if v.get("coverage")})
+            out.append(
+                [
+                    r.get("pairing") or DASH,
+                    str(r.get("trigger")),
+                    name,
+                    *(_median_cell(per.get(cl)) for cl in clients),
+                    " / ".join(cov) or DASH,
+                    "yes" if name in (r.get("differs") or []) else "",
+                ]
+            )
+    return out

@@ -265,3 +265,35 @@ def test_start_up_counts_the_members_ready_before_stable() -> None:
     assert startup.unit_values(events[1:]) == {}  # no unit_start
     never = startup.unit_values(events[:4])  # never stable: every ready counts, no stable_s
     assert never == {"startup_members_ready": 2.0, "startup_first_ready_s": 1.0, "startup_ready_s": 2.0}
+
+
+def test_a_unit_with_the_zookeeper_tap_counts_the_taps_zookeeper_events_not_the_members() -> None:
+    events = [
+        # what the members say of themselves: ignored once the tap saw the unit
+        ev(10 * S, "member", "watch", source="m1"),
+        ev(11 * S, "member", "zk_request", source="m1", op="get", path="/consumers/g/ids/a"),
+        ev(11 * S, "member", "conflict", source="m1"),
+        ev(11 * S, "member", "rebalance_begin", source="m1"),
+        ev(12 * S, "member", "rebalance_end", source="m1", outcome="conflict"),
+        # what the tap saw (the original member reports nothing of its own)
+        ev(10 * S, "zookeeper", "watch", source="zk-tap", member="a", path="/consumers/g/ids"),
+        ev(10 * S, "zookeeper", "watch", source="zk-tap", member="b", path="/consumers/g/ids"),
+        ev(11 * S, "zookeeper", "zk_request", source="zk-tap", op="get", path="/consumers/g/ids/a"),
+        ev(11 * S, "zookeeper", "zk_request", source="zk-tap", op="get", path="/consumers/g/ids/b"),
+        ev(11 * S, "zookeeper", "zk_request", source="zk-tap", op="create", path="/consumers/g/owners/t/0"),
+        ev(12 * S, "zookeeper", "conflict", source="zk-tap", path="/consumers/g/owners/t/0"),
+        ev(13 * S, "zookeeper", "zk_request", source="zk-tap", op="set", path="/consumers/g/offsets/t/0"),
+    ]
+    got = herd.counts(FoldFacts([trigger(0, 10 * S, 20 * S)], {}), Rows(events))  # type: ignore[arg-type]
+    h = got[(*UNIT, 0)]
+    # by hand: the tap's 2 watches, 3 requests (2 registration reads, 1 owner write; the offset write is
+    # steady), 1 conflict; attempts and their outcomes stay the members' (only they know them)
+    assert (h["herd"]["watches"], h["herd"]["zk_requests"], h["herd"]["conflicts"]) == (2, 3, 1)
+    assert (h["herd"]["registration_reads"], h["herd"]["owner_writes"]) == (2, 1)
+    assert (h["herd"]["rebalance_attempts"], h["herd"]["failed_attempts"]) == (1, 1)
+    assert h["op"] == {"get": 2, "create": 1}
+    assert herd.unit_values(Rows(events))[UNIT]["zk_tapped"] == 1.0  # type: ignore[arg-type]
+    untapped = [e for e in events if e["role"] != "zookeeper"]
+    assert herd.unit_values(Rows(untapped))[UNIT]["zk_tapped"] == 0.0  # type: ignore[arg-type]
+    got = steady.unit_values(FoldFacts([], {"start": 10 * S, "end": 20 * S}), Rows(events))  # type: ignore[arg-type]
+    assert got[UNIT]["zk_commits"] == 1  # the tap's offset write, counted once
