@@ -1,7 +1,7 @@
 """A legacy_zk run behind the unit's ZooKeeper tap (``cluster.zookeeper_tap``): what the tap counts on the
-wire per member equals what the Python members report of their own ZooKeeper requests (and their watch
-notifications and owner-znode conflicts), so the tap counts
-both columns of the comparison with the original the same way."""
+wire per member equals what the Python members report of their own ZooKeeper requests (and of their watch
+notifications and owner-znode conflicts), so the tap counts both columns of the comparison with the
+original the same way."""
 
 from __future__ import annotations
 
