@@ -12,15 +12,18 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
 
 from harness.cluster.zk_tap import ZooKeeperTap
 from harness.cluster.zookeeper import ZooKeeperServer
+from harness.faults.actions import Expire
 from harness.history.writer import HistoryWriter
+from harness.run.tail import GroupWatch
 from tests.support.waiting import wait_until
 
 
@@ -193,3 +196,41 @@ def test_a_held_session_is_answered_after_its_release_and_expires_when_held_too_
         for c in (held, other, observer):
             c.stop()
             c.close()
+
+
+class _ExpireContext:
+    """What the expire fault reads of a unit: its sessions (a GroupWatch over the histories) and the
+    cluster's own ZooKeeper address."""
+
+    def __init__(self, histories: Path, zookeeper: str) -> None:
+        self.watch = GroupWatch(histories)
+        self.cluster = SimpleNamespace(zookeeper_connect=zookeeper)
+
+    def registration(self, name: str) -> tuple[int, str] | None:
+        self.watch.observe()
+        return self.watch.registration(name)
+
+
+def test_the_expire_fault_expires_a_session_whose_credentials_only_the_tap_saw(
+    tapped: tuple[ZooKeeperTap, Path], zookeeper: ZooKeeperServer
+) -> None:
+    tap, path = tapped
+    g = f"/consumers/expire-{uuid.uuid4().hex[:8]}"
+    member = client(tap.connect)
+    lost = threading.Event()
+    member.add_listener(lambda state: lost.set() if state == KazooState.LOST else None)
+    try:
+        member.ensure_path(f"{g}/ids")
+        member.create(f"{g}/ids/c9", ephemeral=True)
+        # the member reports its consumer id, never its session (as Kafka 0.8.2.2's consumer does)
+        registered = {"ts_ns": 1, "kind": "registered", "source": "j0", "role": "member"}
+        registered |= {"impl": "legacy_zk", "member": "c9", "path": f"{g}/ids/c9"}
+        (path.parent / "j0.jsonl").write_text(json.dumps(registered) + "\n")
+        ctx = _ExpireContext(path.parent, zookeeper.connect_string)
+        sid, password = wait_until(lambda: ctx.registration("j0"), what="the tap's view of j0's session")
+        assert (sid, bytes.fromhex(password)) == member.client_id
+        Expire().expire("j0", ctx)  # type: ignore[arg-type]  # the two things it reads of a context
+        assert lost.wait(15), "the member learnt its session expired"
+    finally:
+        member.stop()
+        member.close()

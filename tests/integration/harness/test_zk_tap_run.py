@@ -5,6 +5,7 @@ original the same way."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ def test_the_taps_requests_per_member_and_op_equal_the_members_own(
     assert "failed" not in unit, unit.get("failed")
     assert unit["settled_at_end"]
     events = read_parquet(result.run_dir / "history.parquet")
+    assert not [t for t in threading.enumerate() if t.name == "zookeeper-tap"], "the tap closed with the unit"
 
     members = [e for e in events if e["role"] == "member"]
     tap = [e for e in events if e["role"] == "zookeeper"]
