@@ -12,8 +12,9 @@ Contract
 * Each connection is decoded by :class:`harness.cluster.zk_wire.Conversation` and written to ``history``
   (source ``zk-tap``, role ``zookeeper``, every event with ``observed="tap"``; fields in
   :mod:`harness.kernel.events`, "ZooKeeper"): one ``zk_request`` per answered request (not pings, the
-  handshake or closeSession), one ``watch`` per notification, one ``conflict`` per create under
-  ``/owners/`` answered NodeExists (beside its ``zk_request``) and ``zk_session`` events (``connect``: a
+  handshake or closeSession), one ``watch`` per notification, one ``conflict`` per create of an owner
+  znode (``/consumers/<g>/owners/<topic>/<partition>``; not of a topic's directory above them) answered
+  NodeExists (beside its ``zk_request``) and ``zk_session`` events (``connect``: a
   session handshake the server accepted, new or resumed; ``expired``: a reconnect the server refused, its
   session being gone; ``close``: a closeSession answered). Events of server frames are stamped when those
   bytes are forwarded to the client (a reply: when the answer passed the tap).
@@ -67,7 +68,8 @@ _CHUNK = 65536
 #: A registration znode of the 0.8 layout (under any chroot the server sees): its last segment is the
 #: consumer id.
 _IDS = re.compile(r"/consumers/[^/]+/ids/([^/]+)$")
-_OWNERS = "/owners/"
+#: An owner znode of the 0.8 layout, ``/consumers/<g>/owners/<topic>/<partition>`` (not its topic's directory).
+_OWNER = re.compile(r"/consumers/[^/]+/owners/[^/]+/[^/]+$")
 
 
 def registered_member(path: str | None) -> str | None:
@@ -395,7 +397,7 @@ class ZooKeeperTap:
             observed="tap",
             **fields,
         )
-        if request.op == "create" and reply.error == "NodeExists" and _OWNERS in (request.path or ""):
+        if request.op == "create" and reply.error == "NodeExists" and _OWNER.search(request.path or ""):
             self.history.emit(
                 "conflict",
                 ts_ns=ts_ns,

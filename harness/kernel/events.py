@@ -169,8 +169,10 @@ included), null before that.
   ``member``, ``xid``, and for a multi ``subops`` (``[op, path]`` pairs);
 * ``watch`` (one per notification delivered to a client): ``path``, ``type`` (kazoo's ``EventType`` name:
   ``CREATED``, ``DELETED``, ``CHANGED``, ``CHILD``), ``session``, ``member``;
-* ``conflict`` (a create under ``/owners/`` answered NodeExists, beside its ``zk_request``): ``path``,
-  ``session``, ``member``;
+* ``conflict`` (a create of an owner znode ``/consumers/<g>/owners/<topic>/<partition>`` answered
+  NodeExists, beside its ``zk_request``; a topic's directory above them is not one): ``path``, ``session``,
+  ``member``. A member (0.8.2.2's ``createEphemeralPathExpectConflict``) does not count a NodeExists whose
+  stored owner is itself (its own create answered before a connection loss); the tap cannot tell;
 * ``zk_session``: ``phase`` (``connect``: the server accepted a handshake, a new session or a resumed one,
   ``reconnect`` true for the latter; ``expired``: it refused a reconnect, the session being gone;
   ``close``: it answered a closeSession), ``session``, ``password`` (hex, connect only), ``timeout_ms`` (the

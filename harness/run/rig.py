@@ -44,7 +44,8 @@ Contract
   gets that table's ``group.consumer.*`` settings (herdlab's broker as options, Apache Kafka 4 in its configuration:
   :mod:`harness.scenario.brokers`).
 * With ``cluster.zookeeper_tap``, :meth:`UnitRig.start` starts one
-  :class:`~harness.cluster.zk_tap.ZooKeeperTap` in front of the unit's ZooKeeper once the cluster serves
+  :class:`~harness.cluster.zk_tap.ZooKeeperTap` in front of the unit's ZooKeeper (none on a cluster without
+  ZooKeeper) once the cluster serves
   (its events go to ``zk-tap.jsonl`` in the unit's history directory: source ``zk-tap``, role zookeeper);
   every member's (and gevent host's) ZooKeeper address is then the tap's, and a member's cut proxies
   point at the tap. The brokers, the topic's creation and the nemesis's own ZooKeeper clients keep the

@@ -67,13 +67,16 @@ def test_requests_errors_watches_and_members_as_the_server_saw_them(
         a.create(g)
         a.create(f"{g}/ids")
         a.create(f"{g}/owners")
+        a.create(f"{g}/owners/t")
         children = threading.Event()
         a.get_children(f"{g}/ids", watch=lambda _e: children.set())
         a.create(f"{g}/ids/c1", b"{}", ephemeral=True)  # registers session a as c1
-        a.create(f"{g}/owners/0", b"c1", ephemeral=True)
+        a.create(f"{g}/owners/t/0", b"c1", ephemeral=True)
         b.create(f"{g}/ids/c2", b"{}", ephemeral=True)  # registers b as c2
+        with pytest.raises(NodeExistsError):  # a topic's directory: no owner-znode conflict
+            b.create(f"{g}/owners/t")
         with pytest.raises(NodeExistsError):
-            b.create(f"{g}/owners/0", b"c2", ephemeral=True)
+            b.create(f"{g}/owners/t/0", b"c2", ephemeral=True)
         assert b.exists(f"{g}/nope") is None  # NoNode on the wire
         with pytest.raises(NoNodeError):
             b.get(f"{g}/nope")
@@ -102,11 +105,13 @@ def test_requests_errors_watches_and_members_as_the_server_saw_them(
         (sa, None, "create", g, None),
         (sa, None, "create", f"{g}/ids", None),
         (sa, None, "create", f"{g}/owners", None),
+        (sa, None, "create", f"{g}/owners/t", None),
         (sa, None, "get_children", f"{g}/ids", None),
         (sa, "c1", "create", f"{g}/ids/c1", None),  # the registering create carries its member
-        (sa, "c1", "create", f"{g}/owners/0", None),
+        (sa, "c1", "create", f"{g}/owners/t/0", None),
         (sb, "c2", "create", f"{g}/ids/c2", None),
-        (sb, "c2", "create", f"{g}/owners/0", "NodeExists"),
+        (sb, "c2", "create", f"{g}/owners/t", "NodeExists"),
+        (sb, "c2", "create", f"{g}/owners/t/0", "NodeExists"),
         (sb, "c2", "exists", f"{g}/nope", "NoNode"),
         (sb, "c2", "get", f"{g}/nope", "NoNode"),
         (sb, "c2", "set", f"{g}/ids/c2", None),
@@ -119,7 +124,7 @@ def test_requests_errors_watches_and_members_as_the_server_saw_them(
         got = requests()
         return got if len(got) == len(expected) else None
 
-    got = wait_until(all_answered, what="13 requests")
+    got = wait_until(all_answered, what="15 requests")
     assert Counter(got) == Counter(expected)
     assert [r for r in got if r[0] == sa] == [r for r in expected if r[0] == sa]
     assert [r for r in got if r[0] == sb] == [r for r in expected if r[0] == sb]
@@ -136,7 +141,7 @@ def test_requests_errors_watches_and_members_as_the_server_saw_them(
         None,
     )
     [conflict] = [e for e in events(path, "conflict") if e["path"].startswith(g)]
-    assert (conflict["path"], conflict["session"], conflict["member"]) == (f"{g}/owners/0", sb, "c2")
+    assert (conflict["path"], conflict["session"], conflict["member"]) == (f"{g}/owners/t/0", sb, "c2")
 
     def lifecycle() -> list[tuple[str, str, str | None]]:
         return [(e["phase"], e["session"], e["member"]) for e in events(path, "zk_session")]
