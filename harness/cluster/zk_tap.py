@@ -16,8 +16,10 @@ Contract
   znode (``/consumers/<g>/owners/<topic>/<partition>``; not of a topic's directory above them) answered
   NodeExists (beside its ``zk_request``) and ``zk_session`` events (``connect``: a
   session handshake the server accepted, new or resumed; ``expired``: a reconnect the server refused, its
-  session being gone; ``close``: a closeSession answered). Events of server frames are stamped when those
-  bytes are forwarded to the client (a reply: when the answer passed the tap).
+  session being gone; ``close``: a closeSession answered). Events of server frames are stamped and written
+  as those bytes are forwarded to the client, just before (a reply: when the answer passed the tap), so the
+  client's own events of what it read come after them; the session's member is noted then too, so a
+  :meth:`ZooKeeperTap.hold` of a member whose registering create returned finds its session.
 * ``session -> member``: a session's member is the consumer id of the first ``/consumers/<g>/ids/<id>``
   create on it answered OK (that create's own ``zk_request`` already carries it); events of the session
   before that carry ``member`` None. :meth:`ZooKeeperTap.sessions` reads the map.
@@ -280,8 +282,8 @@ class ZooKeeperTap:
     async def _pump(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Connection, upward: bool
     ) -> None:
-        """One direction: read, decode, wait while the connection's session is held, forward, then write
-        the events of what was forwarded (stamped as it was)."""
+        """One direction: read, decode, wait while the connection's session is held, write the events of
+        what is forwarded (stamped then), forward."""
         try:
             while True:
                 data = await reader.read(_CHUNK)
@@ -289,10 +291,12 @@ class ZooKeeperTap:
                 await self._unheld(conn)
                 if not data:
                     break
+                # written (and the session's member noted) before the bytes go on: a client acts on an
+                # answer only after the tap's event of it, as a member's next event follows what it read
                 forwarded_ns = time.time_ns()
-                writer.write(data)
                 for item in items:
                     self._event(conn, item, forwarded_ns)
+                writer.write(data)
                 await writer.drain()
         finally:
             with contextlib.suppress(OSError, RuntimeError):

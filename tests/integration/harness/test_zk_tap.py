@@ -22,7 +22,9 @@ from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
 from harness.cluster.zk_tap import ZooKeeperTap
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.faults.actions import Expire
+from harness.faults.proxy import ProxyHost
 from harness.history.writer import HistoryWriter
+from harness.run.rig import _proxied_zookeeper  # pyright: ignore[reportPrivateUsage]
 from harness.run.tail import GroupWatch
 from tests.support.waiting import wait_until
 
@@ -239,3 +241,35 @@ def test_the_expire_fault_expires_a_session_whose_credentials_only_the_tap_saw(
     finally:
         member.stop()
         member.close()
+
+
+@pytest.mark.slow
+def test_a_members_cut_proxy_in_front_of_the_tap_cuts_it_and_the_tap_sees_the_expiry(
+    tapped: tuple[ZooKeeperTap, Path], zookeeper: ZooKeeperServer
+) -> None:
+    """As the run unit chains them: a cut member's own proxies point at the tap."""
+    tap, path = tapped
+    g = f"/consumers/cut-{uuid.uuid4().hex[:8]}"
+    with ProxyHost() as proxies:
+        observer = client(zookeeper.connect_string)
+        member = client(_proxied_zookeeper(proxies, tap.connect, "m0-zookeeper"), timeout=2.0)
+        try:
+            observer.create(f"{g}/ids", makepath=True)
+            member.create(f"{g}/ids/c4", ephemeral=True)
+            session = f"0x{member.client_id[0]:x}"
+            assert tap.sessions() == {member.client_id[0]: "c4"}
+            proxies.cut("m0-zookeeper")
+            gone = threading.Event()
+            observer.exists(f"{g}/ids/c4", watch=lambda _e: gone.set())
+            assert gone.wait(20), "the cut session expired"
+            proxies.restore("m0-zookeeper")
+            expired = wait_until(
+                lambda: [e for e in events(path, "zk_session") if e["phase"] == "expired"],
+                timeout=20,
+                what="the member's reconnect refused once the cut healed",
+            )
+            assert [(e["session"], e["member"]) for e in expired] == [(session, "c4")]
+        finally:
+            for c in (member, observer):
+                c.stop()
+                c.close()
