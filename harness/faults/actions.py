@@ -286,7 +286,8 @@ class Expire(Action):
 
     def expire(self, name: str, ctx: NemesisContext) -> None:
         """A second client attaches to the session with its id and password (from the member's
-        ``registered`` event) and closes it: the server ends the session, deletes its ephemerals and
+        ``registered`` event, or for a member whose events carry no credentials from the ZooKeeper tap's:
+        :meth:`harness.run.tail.GroupWatch.registration`) and closes it: the server ends the session, deletes its ephemerals and
         the member learns of the expiry when it next talks to ZooKeeper."""
         from kazoo.client import KazooClient  # pyright: ignore[reportMissingTypeStubs]
 

@@ -152,6 +152,32 @@ was ready to join (its ``ready`` event).
 * A run with a ``[[nemesis]] kind = "random"`` schedule writes the drawn actions into ``manifest.json``
   (``drawn_timeline``); their steps are ordinary steps.
 
+ZooKeeper (``role`` zookeeper)
+------------------------------
+What the ZooKeeper server saw of the members' sessions, written by the ZooKeeper tap in front of it
+(:mod:`harness.cluster.zk_tap`, scenario setting ``cluster.zookeeper_tap``): ``source`` ``zk-tap``,
+``observed`` ``"tap"``. ``session`` is the session id as ``0x``-hex; ``member`` the consumer id that
+registered on that session (the first create of ``/consumers/<g>/ids/<id>`` on it answered OK, that create
+included), null before that.
+
+* ``zk_request`` (one per client request answered, stamped when the answer passed the tap): ``op`` in the
+  Python member's vocabulary (``create``, ``delete``, ``exists``, ``get``, ``set``, ``get_children``,
+  ``multi``, ``sync``, ``set_watches``; any other op ``op<code>``; pings, the handshake and closeSession are
+  session traffic, not requests), ``path`` (a multi's: its first sub-op's; null for ``set_watches``),
+  ``err`` (the Java client's ``KeeperException`` name: ``NodeExists``, ``NoNode``, ``BadVersion``,
+  ``NotEmpty``, ``SessionExpired``, ... null when OK; a multi's: its failing sub-op's), ``session``,
+  ``member``, ``xid``, and for a multi ``subops`` (``[op, path]`` pairs);
+* ``watch`` (one per notification delivered to a client): ``path``, ``type`` (kazoo's ``EventType`` name:
+  ``CREATED``, ``DELETED``, ``CHANGED``, ``CHILD``), ``session``, ``member``;
+* ``conflict`` (a create of an owner znode ``/consumers/<g>/owners/<topic>/<partition>`` answered
+  NodeExists, beside its ``zk_request``; a topic's directory above them is not one): ``path``, ``session``,
+  ``member``. A member (0.8.2.2's ``createEphemeralPathExpectConflict``) does not count a NodeExists whose
+  stored owner is itself (its own create answered before a connection loss); the tap cannot tell;
+* ``zk_session``: ``phase`` (``connect``: the server accepted a handshake, a new session or a resumed one,
+  ``reconnect`` true for the latter; ``expired``: it refused a reconnect, the session being gone;
+  ``close``: it answered a closeSession), ``session``, ``password`` (hex, connect only), ``timeout_ms`` (the
+  negotiated session timeout; 0 for expired, null for close), ``member``.
+
 Producer (``role`` producer)
 ----------------------------
 ``produced`` (acknowledged by the broker): ``topic``, ``partition``, ``offset``, ``seq``;
@@ -187,7 +213,7 @@ class Role(StrEnum):
     NEMESIS = "nemesis"
     PRODUCER = "producer"
     HARNESS = "harness"
-    ZOOKEEPER = "zookeeper"  # the ZooKeeper tap: what the ZooKeeper server saw of the members' sessions
+    ZOOKEEPER = "zookeeper"  # the ZooKeeper tap: what the ZooKeeper server saw
 
 
 ROLES = tuple(r.value for r in Role)
@@ -253,6 +279,8 @@ class Kind(StrEnum):
     DRAINED = "drained"  # end of the drain phase (``complete``: every produced record processed)
     ZK_MNTR = "zk_mntr"  # ZooKeeper's mntr counters (``label`` names the moment)
     OFFSETS_SNAPSHOT = "offsets_snapshot"  # what the group's coordinator returns (OffsetFetch)
+    # zookeeper (the ZooKeeper tap; it also writes zk_request, watch and conflict)
+    ZK_SESSION = "zk_session"  # a session's lifecycle on the wire (phase connect | expired | close)
 
 
 # --- member ---------------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ class UnitContext:
 
     def registration(self, name: str) -> tuple[int, str] | None:
         self.waiter.watch.observe()
-        return self.waiter.watch.registrations.get(name)
+        return self.waiter.watch.registration(name)
 
     def time_ns(self) -> int:
         return self.waiter.clock.time_ns()

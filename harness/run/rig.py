@@ -43,6 +43,14 @@ Contract
   unit's that migrates to the consumer protocol, :attr:`~harness.scenario.model.Scenario.has_protocol_migration`)
   gets that table's ``group.consumer.*`` settings (herdlab's broker as options, Apache Kafka 4 in its configuration:
   :mod:`harness.scenario.brokers`).
+* With ``cluster.zookeeper_tap``, :meth:`UnitRig.start` starts one
+  :class:`~harness.cluster.zk_tap.ZooKeeperTap` in front of the unit's ZooKeeper (none on a cluster without
+  ZooKeeper) once the cluster serves
+  (its events go to ``zk-tap.jsonl`` in the unit's history directory: source ``zk-tap``, role zookeeper);
+  every member's (and gevent host's) ZooKeeper address is then the tap's, and a member's cut proxies
+  point at the tap. The brokers, the topic's creation and the nemesis's own ZooKeeper clients keep the
+  cluster's address. The tap is closed with the members' processes and again (idempotently) with the
+  cluster, so a unit that fails or is interrupted leaves it closed too.
 * :meth:`UnitRig.stop_processes` stops members (cleanly, in parallel; with hosts, every legacy process is
   quiesced first, SIGUSR1, so that tearing hundreds of members down causes no herd), producer and proxies;
   :meth:`UnitRig.stop_cluster` then the cluster. Both are idempotent; every child goes through
@@ -61,11 +69,14 @@ from typing import Any, Protocol
 
 from harness.cluster.base import Cluster, ClusterSpec, make_cluster
 from harness.cluster.containers import ContainersOptions
+from harness.cluster.zk_tap import ZooKeeperTap
 from harness.faults.actions import process_frozen
 from harness.faults.kafka_probe import find_coordinator
 from harness.faults.nemesis import ClusterControl, MemberProcess, ProxyControl
 from harness.faults.proxy import ProxyHost, member_loopback_ip
+from harness.history.writer import HistoryWriter
 from harness.kernel.errors import ConfigError, HerdlabError
+from harness.kernel.events import Role
 from harness.procs import ChildProcess
 from harness.run.launch import (
     Endpoints,
@@ -171,6 +182,9 @@ class UnitRig:
         self.spec = spec
         self.cluster: Cluster | None = None
         self.proxies: ProxyHost | None = None
+        #: the unit's ZooKeeper tap (cluster.zookeeper_tap) and the history it writes
+        self.zk_tap: ZooKeeperTap | None = None
+        self._zk_tap_history: HistoryWriter | None = None
         self.members: dict[str, MemberHandle] = {}
         self.endpoints: dict[str, Endpoints] = {}
         self.producer: ChildProcess | None = None
@@ -240,9 +254,30 @@ class UnitRig:
         ).start()
         if s.impl == "legacy_zk" and not self.cluster.zookeeper_connect:
             raise ConfigError("legacy_zk needs ZooKeeper: give --zookeeper with the external backend")
+        if s.scenario.cluster.zookeeper_tap and self.cluster.zookeeper_connect:
+            self._start_zk_tap(self.cluster.zookeeper_connect)
         self._create_topic()
         if s.scenario.cluster.brokers > 1:
             self._await_coordinator()
+
+    def _start_zk_tap(self, connect: str) -> None:
+        """The unit's ZooKeeper tap in front of ``connect`` (see the module contract)."""
+        history = HistoryWriter(self.spec.events_dir / "zk-tap.jsonl", source="zk-tap", role=Role.ZOOKEEPER)
+        self._zk_tap_history = history
+        self.zk_tap = ZooKeeperTap(connect, history).start()
+        log.info("ZooKeeper tap %s in front of %s", self.zk_tap.connect, connect)
+
+    def _close_zk_tap(self) -> None:
+        if self.zk_tap is not None:
+            self.zk_tap.close()
+        if self._zk_tap_history is not None:
+            self._zk_tap_history.close()
+
+    @property
+    def members_zookeeper(self) -> str:
+        """The ZooKeeper address members connect to: the tap's when the unit has one, else the cluster's."""
+        assert self.cluster is not None
+        return self.zk_tap.connect if self.zk_tap is not None else self.cluster.zookeeper_connect
 
     def _await_coordinator(self) -> None:
         """Until FindCoordinator names a coordinator of the group (see the module contract)."""
@@ -282,7 +317,7 @@ class UnitRig:
 
     def _endpoints_for(self, name: str, index: int) -> Endpoints:
         assert self.cluster is not None
-        zk, bootstrap = self.cluster.zookeeper_connect, self.cluster.bootstrap
+        zk, bootstrap = self.members_zookeeper, self.cluster.bootstrap
         cuts = self.spec.plan.proxied.get(name, set())
         if cuts:
             if self.proxies is None:
@@ -375,7 +410,7 @@ class UnitRig:
         host, names = self.host_of[name]
         started = next((self.members[n] for n in names if n in self.members), None)
         if started is None:
-            ep = Endpoints(zookeeper=self.cluster.zookeeper_connect, bootstrap=self.cluster.bootstrap)
+            ep = Endpoints(zookeeper=self.members_zookeeper, bootstrap=self.cluster.bootstrap)
             launcher = self.cluster.member_launcher([s.events_dir])
             args = (s.scenario, host, names, ep, s.events_dir, s.logs_dir, s.group, s.topic, launcher)
             started = start_host(*args) if s.impl == "legacy_zk" else start_coordinator_host(*args, s.impl)
@@ -406,6 +441,7 @@ class UnitRig:
             self.producer.stop()
         if self.proxies is not None:
             self.proxies.close()
+        self._close_zk_tap()
 
     def broker_config(self) -> dict[str, Any]:
         """What the unit's broker runs with, for the manifest: ``broker`` (the scenario's value), and for
@@ -431,5 +467,6 @@ class UnitRig:
         return {"broker": broker}
 
     def stop_cluster(self) -> None:
+        self._close_zk_tap()
         if self.cluster is not None:
             self.cluster.stop()

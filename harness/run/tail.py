@@ -6,7 +6,9 @@
   poll. The one tail of the harness: the runner, the benches, member handles and tests read with it.
 * :class:`GroupWatch` folds what a tail reads into a :class:`~harness.kernel.ownership.GroupView`
   and remembers each member's latest ``ready``, its reactions (:data:`MEMBER_REACTIONS`), who gave
-  up, the records produced and processed and the legacy members' ZooKeeper sessions;
+  up, the records produced and processed and the legacy members' ZooKeeper sessions (from their own
+  ``registered`` events or, for a member whose events carry no session credentials, from the ZooKeeper
+  tap's: :meth:`GroupWatch.registration`);
   :meth:`GroupWatch.until` waits on a condition over them with a timeout, on a
   :class:`~harness.run.clock.Clock`. The one fold of the harness: the runner (through
   :class:`harness.run.observe.Waiter`), the benches and tests watch with it. It only observes:
@@ -96,6 +98,12 @@ class GroupWatch:
         self.produced: set[tuple[int, int]] = set()
         self.processed: set[tuple[int, int]] = set()
         self.registrations: dict[str, tuple[int, str]] = {}
+        # the ZooKeeper tap's view (role zookeeper): member name -> its consumer id (the ``member`` of its own
+        # events), consumer id -> the session (0x-hex) whose create of its ids znode was answered OK, session
+        # -> its password (the tap's zk_session connect)
+        self.consumer_ids: dict[str, str] = {}
+        self.tap_registrations: dict[str, str] = {}
+        self.tap_passwords: dict[str, str] = {}
         self.keep = keep
         self.events: list[dict[str, Any]] = []
 
@@ -112,9 +120,14 @@ class GroupWatch:
                 self.processed.add((e["partition"], e["offset"]))
             elif kind == Kind.REGISTERED and e.get("session_password"):
                 self.registrations[e["source"]] = (int(e["session_id"]), e["session_password"])
+            if e.get("role") == Role.ZOOKEEPER:
+                self._tapped(e)
+                continue
             if e.get("role") != Role.MEMBER:
                 continue
             src, ts = str(e.get("source")), int(e["ts_ns"])
+            if e.get("member") and e.get("impl") == "legacy_zk":
+                self.consumer_ids[src] = str(e["member"])
             if kind == Kind.READY:
                 self.ready[src] = ts
             if kind in MEMBER_REACTIONS:
@@ -124,6 +137,36 @@ class GroupWatch:
                     self.gave_up.add(src)
                 elif e.get("outcome") in ("ok", "no_brokers"):
                     self.gave_up.discard(src)
+
+    def _tapped(self, e: dict[str, Any]) -> None:
+        """Fold one event of the ZooKeeper tap: a session's password, a consumer's registering session."""
+        kind, session = e.get("kind"), e.get("session")
+        if not session:
+            return
+        if kind == Kind.ZK_SESSION and e.get("phase") == "connect" and e.get("password"):
+            self.tap_passwords[str(session)] = str(e["password"])
+        elif (
+            kind == Kind.ZK_REQUEST
+            and e.get("op") == "create"
+            and e.get("err") is None
+            and e.get("member")
+            and str(e.get("path") or "").endswith(f"/ids/{e['member']}")
+        ):
+            self.tap_registrations[str(e["member"])] = str(session)
+
+    def registration(self, name: str) -> tuple[int, str] | None:
+        """(ZooKeeper session id, password) of legacy member ``name``'s latest registration: from its own
+        ``registered`` event when that carries them, else from the ZooKeeper tap (the session whose create
+        of the member's ids znode the tap saw answered OK, and that session's password from the tap's
+        ``zk_session`` connect); None when neither is known yet."""
+        if name in self.registrations:
+            return self.registrations[name]
+        consumer = self.consumer_ids.get(name)
+        session = self.tap_registrations.get(consumer) if consumer else None
+        password = self.tap_passwords.get(session) if session else None
+        if session is None or password is None:
+            return None
+        return int(session, 16), password
 
     def settled(self, window_s: float, members: list[str] | tuple[str, ...] = ()) -> bool:
         """``members`` are live and the group is settled now with window ``window_s`` (GroupView's)."""

@@ -835,6 +835,12 @@ class ClusterSettings(Strict):
     )
     min_insync_replicas: int = Field(default=1, ge=1, description="broker: min.insync.replicas")
     replica_lag_time_max_ms: int = Field(default=10_000, ge=1, description="broker: replica.lag.time.max.ms")
+    zookeeper_tap: bool = Field(
+        default=False,
+        description="legacy members reach ZooKeeper through one ZooKeeper tap per unit, which writes what the "
+        "server saw (role zookeeper: requests by op, watches, conflicts, sessions); brokers and the harness's "
+        "own ZooKeeper clients connect directly",
+    )
 
     @property
     def replicated(self) -> bool:

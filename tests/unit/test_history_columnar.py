@@ -105,12 +105,61 @@ EVENTS: list[tuple[Kind, str, dict[str, Any]]] = [
     (Kind.DRAINED, Role.HARNESS, {"complete": True}),
     (Kind.ZK_MNTR, Role.HARNESS, {"label": "invoke:3", "counters": {"zk_packets_received": 120.0}}),
     (Kind.OFFSETS_SNAPSHOT, Role.HARNESS, {"group": "g", "offsets": {"0": 4, "1": None}}),
+    (
+        Kind.ZK_SESSION,
+        Role.ZOOKEEPER,
+        {
+            "phase": "connect",
+            "session": "0x1",
+            "password": "00ff",
+            "timeout_ms": 6000,
+            "member": "g_c1",
+            "reconnect": True,
+        },
+    ),
+]
+# What the ZooKeeper tap writes of the members' kinds (role zookeeper, same kinds): they round-trip too.
+TAP_EVENTS: list[tuple[Kind, str, dict[str, Any]]] = [
+    (
+        Kind.ZK_REQUEST,
+        Role.ZOOKEEPER,
+        {
+            "op": "multi",
+            "path": "/consumers/g/offsets/t/0",
+            "err": "BadVersion",
+            "session": "0x1",
+            "member": "g_c1",
+            "xid": 7,
+            "subops": [["op13", "/consumers/g/owners/t/0"], ["set", "/consumers/g/offsets/t/0"]],
+            "observed": "tap",
+        },
+    ),
+    (
+        Kind.WATCH,
+        Role.ZOOKEEPER,
+        {"path": "/consumers/g/ids", "type": "CHILD", "session": "0x1", "member": "g_c1"},
+    ),
+    (Kind.CONFLICT, Role.ZOOKEEPER, {"path": "/consumers/g/owners/t/2", "session": "0x1", "member": "g_c1"}),
 ]
 TYPED = set(COLUMNS) - {"extra"}
 
 
-def test_the_cases_cover_every_kind() -> None:
+def test_the_cases_cover_every_kind_and_role() -> None:
     assert sorted(k for k, _, _ in EVENTS) == sorted(Kind)
+    assert {r for _, r, _ in EVENTS + TAP_EVENTS} == set(Role)
+
+
+def test_the_zookeeper_taps_events_round_trip_through_the_parquet_writer(tmp_path: Path) -> None:
+    src = tmp_path / "zk-tap.jsonl"
+    with HistoryWriter(src, "zk-tap", role=Role.ZOOKEEPER) as w:
+        for kind, _, fields in TAP_EVENTS:
+            w.emit(kind, **fields)
+    out = tmp_path / "history.parquet"
+    assert to_parquet([(src, CTX)], out) == len(TAP_EVENTS)
+    back = read_parquet(out)
+    for (kind, role, fields), event in zip(TAP_EVENTS, back, strict=True):
+        expected = {**fields, **CTX, "source": "zk-tap", "role": str(role), "kind": str(kind)}
+        assert {k: v for k, v in event.items() if k != "ts_ns"} == expected, kind
 
 
 def test_every_kind_round_trips_through_the_parquet_writer(tmp_path: Path) -> None:

@@ -100,6 +100,32 @@ def test_group_watch_folds_records_and_sessions_of_any_role_and_waits_on_its_clo
     assert w.until(lambda: True, 10) and sum(clock.slept) == pytest.approx(0.15)  # holds: no sleep
 
 
+def test_a_members_session_without_credentials_is_read_from_the_zookeeper_tap(tmp_path: Path) -> None:
+    """A member whose events carry no session credentials (Kafka 0.8.2.2's consumer): its session is the one
+    on which the tap saw its ids znode created OK, with the password of that session's connect."""
+    ids = "/consumers/g/ids/g_c1"
+    tap = dict(source="zk-tap", role="zookeeper")
+    (tmp_path / "j0.jsonl").write_bytes(
+        _line(1, "started", "j0", impl="legacy_zk", member="g_c1")
+        + _line(6, "registered", "j0", impl="legacy_zk", member="g_c1", path=ids)
+    )
+    (tmp_path / "zk-tap.jsonl").write_bytes(
+        _line(2, "zk_session", phase="connect", session="0x2a", password="00ff", member=None, **tap)
+        + _line(3, "zk_session", phase="connect", session="0x2b", password="aa11", member=None, **tap)
+        # another session's failed create of the same path names no session of j0's
+        + _line(4, "zk_request", op="create", path=ids, err="NodeExists", session="0x2a", member=None, **tap)
+        + _line(5, "zk_request", op="create", path=ids, err=None, session="0x2b", member="g_c1", **tap)
+    )
+    (tmp_path / "m0.jsonl").write_bytes(_line(7, "registered", "m0", session_id=7, session_password="ab"))
+    w = GroupWatch(tmp_path)
+    assert w.registration("j0") is None  # nothing read yet
+    w.observe()
+    assert w.registration("j0") == (0x2B, "aa11")
+    assert w.registration("m0") == (7, "ab")  # its own credentials
+    assert w.registration("m9") is None
+    assert w.registrations == {"m0": (7, "ab")}
+
+
 # A member stand-in: writes `ready` (as every member does once booted) unless told not to, then waits
 # for SIGTERM and exits 0.
 MEMBER = """
