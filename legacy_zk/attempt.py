@@ -24,7 +24,9 @@ the member's rebalance lock (0.8's ``rebalanceLock``); nothing here takes it. Ea
    ``conflict``; ``NodeExists`` with our own data is a create that succeeded before a connection
    loss (``recovered``);
 6. on success records the ownership in the registry, checkpoints the start offsets and starts the
-   fetcher on them.
+   fetcher on them; when it owns partitions, the fetcher's leader finder (``hooks.find_leaders``) reads
+   the brokers from ZooKeeper once more, off the rebalance thread, as 0.8.2.2's
+   ``ConsumerFetcherManager.startConnections`` made its ``LeaderFinderThread`` do.
 
 A ZooKeeper, assignor or payload error ends the attempt with ``error`` (``shutdown`` when the member
 is closing). After a failed attempt: stop fetching and commit, wait ``rebalance.backoff.ms``, retry.
@@ -80,6 +82,13 @@ class AttemptHooks(Protocol):
 
     def watch_brokers(self) -> None:
         """Subscribe to the children of ``/brokers/ids`` (exists + getChildren, with watches)."""
+        ...
+
+    def find_leaders(self, read_brokers: Callable[[], object]) -> None:
+        """Start the fetcher's leader finder on its own thread: it calls ``read_brokers``
+        (``getAllBrokersInCluster``) once, off the rebalance thread (0.8.2.2's
+        ``ConsumerFetcherManager.LeaderFinderThread``, started by ``startConnections`` for the new
+        partitions: it reads the brokers from ZooKeeper before asking them for the leaders)."""
         ...
 
     def assignment_changed(self, what: str, partitions: list[TopicPartition]) -> None:
@@ -358,6 +367,8 @@ class Rebalancer:
             consumers=len(view.consumers),
         )
         self.hooks.start_fetching({tp: got.offset for tp, got in offsets.items()})
+        if owned:
+            self.hooks.find_leaders(self.reader.read_cluster)
         self.hooks.assignment_changed("assigned", owned)
         return AttemptOutcome.OK
 

@@ -364,6 +364,19 @@ class LegacyZkMember:
     def watch_brokers(self) -> None:
         self.watches.watch_brokers()
 
+    def find_leaders(self, read_brokers: Callable[[], object]) -> None:
+        """The leader finder's one pass (:meth:`legacy_zk.attempt.AttemptHooks.find_leaders`) on a thread
+        of its own. Only its ZooKeeper reads are kept: the record fetcher finds the partitions' leaders
+        through kafka-python's metadata. A read that fails (the member closing) is logged."""
+
+        def finder() -> None:
+            try:
+                read_brokers()
+            except Exception as e:  # noqa: BLE001 - a leader finder's failure never stops the member
+                log.info("%s: leader finder: %s", self._tag(), e.__class__.__name__)
+
+        self._client.handler.spawn(finder)
+
     def assignment_changed(self, what: str, partitions: list[TopicPartition]) -> None:
         if self.on_assignment is not None:
             try:

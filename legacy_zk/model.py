@@ -15,10 +15,14 @@ owns; the sum of the ``P_i`` is ``P``):
   included) + ``P_i`` (offsets); writes: ``P_i`` owner deletes (what it owned before) + ``P_i``
   owner creates (what it owns after);
 * per notification, the watch re-arm of ZkClient 0.3 (``fireChildChangedEvents``): ``exists`` then
-  ``getChildren`` = 2 requests (spec 1.15).
+  ``getChildren`` = 2 requests (spec 1.15);
+* per member that owns partitions after the change (``K = min(M, P)`` of them, range or roundrobin), the
+  fetcher's leader finder: ``B+1`` (``/brokers/ids`` children and payloads once more, as 0.8.2.2's
+  ``ConsumerFetcherManager.startConnections`` has its ``LeaderFinderThread`` read them).
 
-Summed over the group: ``zk_requests = M^2 + (2B+9)M + 3P``, of which ``M^2 + 2M`` are registration
-reads, ``2P`` owner-znode writes and ``2M`` watch re-arms; reads grow as ``M`` squared: the herd.
+Summed over the group: ``zk_requests = M^2 + (2B+9)M + 3P + (B+1)K``, of which ``M^2 + 2M`` are
+registration reads, ``2P`` owner-znode writes and ``2M`` watch re-arms; reads grow as ``M`` squared: the
+herd.
 
 Known approximations, each within a few requests: the model counts the joiner as a re-arming
 watcher, though it re-arms nothing (it subscribes instead: ``exists`` + ``getChildren`` on the ids,
@@ -46,10 +50,12 @@ class HerdModel:
 
 
 def herd_model_requests(members: int, brokers: int, partitions: int) -> int:
-    """ZooKeeper requests of one membership change: ``M^2 + (2B+9)M + 3P`` with ``M = members`` (after
-    the change), each member rebalancing once and re-arming its ids watch with 2 requests."""
+    """ZooKeeper requests of one membership change: ``M^2 + (2B+9)M + 3P + (B+1)K`` with ``M = members``
+    (after the change) and ``K = min(M, P)``, each member rebalancing once, re-arming its ids watch with 2
+    requests, and each owner's leader finder reading the brokers once."""
     m = members
-    return m * m + (2 * brokers + 9) * m + 3 * partitions
+    owners = min(m, partitions)
+    return m * m + (2 * brokers + 9) * m + 3 * partitions + (brokers + 1) * owners
 
 
 def herd_model(change: str, members_before: int, brokers: int, partitions: int) -> HerdModel:

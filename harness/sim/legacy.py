@@ -72,6 +72,7 @@ by its release, ``member_release_poll_s``, and a member a step starts by its pro
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -533,6 +534,15 @@ class SimLegacyMember:
 
     def watch_brokers(self) -> None:
         self.watches.watch_brokers()
+
+    def find_leaders(self, read_brokers: Callable[[], object]) -> None:
+        """The leader finder's one pass, a task of its own (as :meth:`legacy_zk.member.LegacyZkMember.find_leaders`)."""
+
+        def finder() -> None:
+            with contextlib.suppress(Exception):
+                read_brokers()
+
+        self.handler.spawn(finder)
 
     def assignment_changed(self, what: str, partitions: list[TopicPartition]) -> None:
         if what == "assigned":

@@ -31,6 +31,7 @@ class Hooks:
         self.closed_fetchers = 0
         self.fetching: list[dict[TopicPartition, int]] = []
         self.watched_brokers = 0
+        self.leader_finds = 0
         self.assignments: list[tuple[str, list[TopicPartition]]] = []
         self.on_wait: Callable[[int], None] | None = None
         self.stopping = False
@@ -49,6 +50,10 @@ class Hooks:
 
     def start_fetching(self, offsets: Mapping[TopicPartition, int]) -> None:
         self.fetching.append(dict(offsets))
+
+    def find_leaders(self, read_brokers: Callable[[], object]) -> None:
+        self.leader_finds += 1
+        read_brokers()
 
     def watch_brokers(self) -> None:
         self.watched_brokers += 1

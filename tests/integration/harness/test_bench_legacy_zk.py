@@ -49,10 +49,10 @@ def test_bench_prints_the_checkers_figures_beside_the_model(tmp_path: Path) -> N
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
 
-    # the model by hand (B = 1, P = 3; M^2 + 11M + 9 with M the members after the change):
-    # join 3 -> 4: 16 + 44 + 9 = 69, notified 3; leave 4 -> 3: 9 + 33 + 9 = 51, notified 3;
-    # crash 3 -> 2: 4 + 22 + 9 = 35, notified 2; owner writes 2P = 6 each
-    model = {"join": (3, 69), "leave": (3, 51), "crash": (2, 35)}
+    # the model by hand (B = 1, P = 3; M^2 + 11M + 9 + 2 min(M, 3) with M the members after the change):
+    # join 3 -> 4: 16 + 44 + 9 + 6 = 75, notified 3; leave 4 -> 3: 9 + 33 + 9 + 6 = 57, notified 3;
+    # crash 3 -> 2: 4 + 22 + 9 + 4 = 39, notified 2; owner writes 2P = 6 each
+    model = {"join": (3, 75), "leave": (3, 57), "crash": (2, 39)}
     evs = _events(tmp_path / "N3")
     invokes = [e for e in evs if e["kind"] == "invoke"]
     assert [e["action"] for e in invokes] == ["join", "leave", "crash"]

@@ -51,11 +51,13 @@ def test_two_members_split_the_partitions_by_range_and_claim_them(zk: MemZk) -> 
     assert [e["partition"] for e in a.kinds("assigned")] == [0, 1]
     assert a.kinds("assigned")[0]["consumers"] == 2
     # the requests of 0.8's attempt, worked out per step (see legacy_zk.model):
-    # get_children: /brokers/ids twice, the ids twice (consumers per topic, consumers in group) = 4;
+    # get_children: /brokers/ids twice, the ids twice (consumers per topic, consumers in group), then
+    #      /brokers/ids by the leader finder = 5;
     # get: broker 1 twice, own registration, then in the view: own registration, topic, g_a, g_b,
-    #      then 2 offsets = 9;
+    #      then 2 offsets, then broker 1 by the leader finder = 10;
     # create: owner t/0 (NoNode), owners/t (NoNode), owners, owners/t, owner t/0, then owner t/1 = 6
-    assert dict(a.session.counts) == {"get_children": 4, "get": 9, "create": 6}
+    assert dict(a.session.counts) == {"get_children": 5, "get": 10, "create": 6}
+    assert a.hooks.leader_finds == 1  # it owns partitions: the fetcher's leader finder read the brokers
     assert a.rebalancer.state.state is RebalanceState.SETTLED and not a.rebalancer.gave_up
 
     assert b.rebalancer.synced_rebalance(["start"]) is True
