@@ -270,6 +270,9 @@ STORES = ("zookeeper", "kafka")
 MEMBER_KINDS = ("legacy_zk", "coordinator")
 #: The client libraries of coordinator members (the ``client`` field) and the brokers (``cluster.broker``).
 CLIENTS = ("kafka-python", "librdkafka", "aiokafka", "java", "kafka-go", "franz-go")
+#: The clients of legacy_zk members other than herdlab's own (``group.legacy_zk.client`` "python"): Kafka
+#: 0.8.2.2's own ZooKeeper consumer, whose members write ``client`` on their ``started``.
+LEGACY_CLIENTS = ("kafka-0.8.2.2",)
 BROKERS = ("herdlab", "tansu", "apache-kafka", "external")
 
 
