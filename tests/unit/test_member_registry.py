@@ -76,7 +76,7 @@ def test_java_is_a_coordinator_child_whose_command_is_the_built_programs(
 def test_an_unknown_client_is_an_error_naming_the_known_ones() -> None:
     with pytest.raises(
         ValueError,
-        match="unknown client 'nope' \\(known: kafka-python, librdkafka, aiokafka, java, kafka-go, franz-go\\)",
+        match="unknown client 'nope' \\(known: kafka-python, librdkafka, aiokafka, java, kafka-go, franz-go, kafka-0.8.2.2\\)",
     ):
         make_member(_config("nope"), RecordingHistory())  # pyright: ignore[reportArgumentType]
 

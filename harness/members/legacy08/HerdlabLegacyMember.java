@@ -275,7 +275,8 @@ public final class HerdlabLegacyMember {
         private final TreeSet<Integer> ownedBefore = new TreeSet<>();
         private final TreeSet<Integer> releasing = new TreeSet<>();
         private final List<Integer> released = new ArrayList<>();
-        private final Set<String> reasons = new LinkedHashSet<>();
+        private final Set<String> reasons = new LinkedHashSet<>(); // since the last synced rebalance began
+        private String reason = "start";
         private String holder;
         private boolean recovered;
         private Integer consumers;
@@ -394,8 +395,10 @@ public final class HerdlabLegacyMember {
                 consumers = null;
                 ownedBefore.clear();
                 ownedBefore.addAll(owned.keySet());
-                String reason = reasons.isEmpty() ? "watch" : String.join(",", reasons);
-                reasons.clear();
+                if (attempt == 0) { // a retry carries its synced rebalance's reasons, as the Python member's
+                    reason = reasons.isEmpty() ? "watch" : String.join(",", reasons);
+                    reasons.clear();
+                }
                 emit("rebalance_begin", fields("rebalance", rebalance, "attempt", attempt, "reason", reason));
             } else if (m.startsWith("end rebalancing consumer ") && TRY.matcher(m).find()) {
                 flushRevoked();
