@@ -1145,6 +1145,12 @@ class Scenario(Strict):
                     f"group.legacy_zk.{what} is herdlab's own: group.legacy_zk.client = {c.client!r} has "
                     "no such setting (set it back or use client = 'python')"
                 )
+        if self.has_migration:
+            names = sorted({a.action for a in self.timeline if a.action in MIGRATION_ACTIONS})
+            raise ValueError(
+                f"timeline actions {', '.join(names)} migrate herdlab's legacy members: group.legacy_zk.client "
+                f"= {c.client!r} runs the original, which herdlab does not migrate (use client = 'python')"
+            )
 
     def _check_broker(self) -> None:
         """What a third-party broker cannot do here: ZooKeeper registration (legacy members read the

@@ -71,6 +71,14 @@ def test_what_the_original_cannot_run_with_is_a_one_line_error(overrides: list[s
     assert "\n" not in str(e.value).split(": ", 1)[-1].strip()
 
 
+def test_a_migration_of_the_original_is_refused() -> None:
+    with pytest.raises(ConfigError, match="timeline actions switch migrate herdlab's legacy members"):
+        load_scenario(
+            "herd-small",
+            [*ORIGINAL, 'timeline=[{at="1s",action="switch",to="coordinator"}]'],
+        )
+
+
 def test_a_legacy_unit_s_client_column_names_only_the_original() -> None:
     scenario = {"group": {"legacy_zk": {"client": "python"}}}
     assert columns("legacy_zk", None, {}, scenario)["client"] == ""

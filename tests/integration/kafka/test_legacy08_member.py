@@ -111,6 +111,7 @@ class Members:
         self.procs: dict[str, MemberService] = {}
         self.pids: set[int] = set()
         self.crashed_ns = 0  # when m2 was killed (the nemesis's complete of a crash, for the fold)
+        self.extra: list[str] = []  # options after the common ones (a -X wins over PROPS)
 
     def start(self, name: str) -> MemberService:
         options = ["--name", name, "--history", str(self.tmp / f"{name}.jsonl")]
@@ -120,6 +121,7 @@ class Members:
             options += ["--client", self.client]
         for k, v in PROPS.items():
             options += ["-X", f"{k}={v}"]
+        options += self.extra
         argv = legacy_member_argv(self.cluster.zookeeper_connect, self.group, self.topic, *options)
         m = MemberService(f"legacy_zk:{name}", argv, self.tmp / f"{name}.jsonl", self.tmp / f"{name}.log")
         self.procs[name] = m.start(timeout=60)
@@ -289,3 +291,56 @@ def test_its_history_passes_the_python_member_s_contracts(
         assert want - got - optional <= missing.get(kind, set()), kind
     for kind in ("ready", "started", "registered", "rebalance_begin", "rebalance_end", "assigned", "revoked"):
         assert kind in {e["kind"] for e in theirs_events}, kind
+
+
+def test_a_held_owner_znode_is_a_conflict_rolled_back_until_the_original_gives_up_then_a_join_recovers(
+    cluster: ApacheKafkaCluster, admin: KazooClient, members_of: Any
+) -> None:
+    """An owner znode another session holds: every attempt of the first rebalance conflicts on it (its
+    holder read from the original's own conflict message), rolls back what it claimed and fails; after
+    rebalance.max.retries the original gives up (its createMessageStreams throws), stays registered, and
+    the next change (a join, once the znode is gone) rebalances it into its share, whose records it
+    consumes."""
+    topic = _topic_with_records(cluster)
+    g = members_of("kafka-0.8.2.2", topic)
+    intruder = KazooClient(hosts=cluster.zookeeper_connect, timeout=10.0)
+    intruder.start(timeout=15)
+    try:
+        intruder.create(paths.owner_path(g.group, topic, 1), b"intruder-0", ephemeral=True, makepath=True)
+        g.extra = ["-X", "rebalance.max.retries=3"]
+        g.start("m0")
+        ends = wait_until(
+            lambda: [e for e in g.events("m0") if e["kind"] == "rebalance_end" and e["gave_up"]],
+            SETTLE_S,
+            what="m0 gives up",
+        )
+    finally:
+        intruder.stop()
+        intruder.close()
+    events = g.events("m0")
+    attempts = [e for e in events if e["kind"] == "rebalance_end"]
+    assert [(e["rebalance"], e["attempt"], e["outcome"]) for e in attempts] == [
+        (1, a, "conflict") for a in range(3)
+    ]
+    assert ends[0]["attempt"] == 2 and ends[0]["owned"] == []
+    conflicts = [e for e in events if e["kind"] == "conflict"]
+    assert [(e["attempt"], e["partition"], e["holder"]) for e in conflicts] == [
+        (a, 1, "intruder-0") for a in range(3)
+    ]
+    claims = [(e["attempt"], e["partition"]) for e in events if e["kind"] == "claim"]
+    rolled_back = [
+        (e["attempt"], e["partition"]) for e in events if e["kind"] == "release" and e.get("rollback")
+    ]
+    assert claims and sorted(claims) == sorted(
+        rolled_back
+    )  # every claim of a failed attempt is deleted again
+    assert not [e for e in events if e["kind"] == "assigned"]
+    assert owners(admin, g.group, topic) == {}  # the intruder's session closed; nothing of m0's left
+    g.start("m1")
+    wait_until(lambda: settled(admin, g.group, topic, 2), SETTLE_S, what="m0 and m1 share after the join")
+    assert _owned_by(admin, g, "m0") == {0, 1}
+    wait_until(
+        lambda: {e["partition"] for e in g.events("m0") if e["kind"] == "record"} == {0, 1},
+        SETTLE_S,
+        what="m0 consumes its share on the streams made by the rebalance that gave up",
+    )
