@@ -637,9 +637,8 @@ public final class HerdlabLegacyMember {
         }
     }
 
-    /** log4j 1.2: INFO and above on stderr (the member's log); the observed loggers at the levels their
-     * messages need, into the tap (and at INFO and above on stderr too). */
-    static void logging(Observer observer) {
+    /** log4j 1.2: WARN and above on stderr (the member's log), INFO and above of the observed loggers. */
+    static void logging() {
         Logger root = Logger.getRootLogger();
         root.removeAllAppenders();
         ConsoleAppender console = new ConsoleAppender(
@@ -647,6 +646,10 @@ public final class HerdlabLegacyMember {
         console.setThreshold(Level.INFO);
         root.addAppender(console);
         root.setLevel(Level.WARN);
+    }
+
+    /** The observed loggers at the levels their messages need, into the tap. */
+    static void observe(Observer observer) {
         Tap tap = new Tap(observer);
         Object[][] observed = {
                 {"kafka.consumer.ZookeeperConsumerConnector", Level.TRACE},
@@ -725,6 +728,7 @@ public final class HerdlabLegacyMember {
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), stop);
         // the legacy hosts' quiesce (SIGUSR1, to a process group): the original has no such step
         sun.misc.Signal.handle(new sun.misc.Signal("USR1"), sun.misc.SignalHandler.SIG_IGN);
+        logging();
         Map<String, String> opts = new HashMap<>();
         Map<String, String> given = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
@@ -781,7 +785,7 @@ public final class HerdlabLegacyMember {
         }
         String member = group + "_" + props.getProperty("consumer.id");
         Observer observer = new Observer(member, group, topic, config.rebalanceMaxRetries());
-        logging(observer);
+        observe(observer);
         readStdin();
         if (opts.containsKey("--hold-until") && !hold(Paths.get(opts.get("--hold-until")))) {
             OUT.flush();
