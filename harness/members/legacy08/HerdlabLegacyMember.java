@@ -289,8 +289,11 @@ public final class HerdlabLegacyMember {
             this.maxRetries = maxRetries;
             this.ident = "[" + member + "], ";
             reasons.add("start");
+            // herdlab's member's counters that the original's messages give (not zk_retries: zkclient's
+            // retryUntilConnected logs nothing; commits_rejected: a ZooKeeper offset write is never refused)
             for (String k : List.of("rebalances", "attempts", "failed_attempts", "claims", "conflicts",
-                    "releases", "records", "commits", "gave_up", "session_expiries")) {
+                    "releases", "records", "commits", "commits_rejected", "gave_up", "session_expiries",
+                    "watches")) {
                 stats.put(k, 0L);
             }
         }
@@ -356,6 +359,7 @@ public final class HerdlabLegacyMember {
                     } else if (message.startsWith("Got WatchedEvent ")) {
                         Matcher w = WATCHED.matcher(message);
                         if (w.find() && !w.group(1).equals("None")) {
+                            count("watches");
                             reasons.add("watch:" + w.group(2));
                         }
                     }

@@ -289,6 +289,11 @@ def test_its_history_passes_the_python_member_s_contracts(
         want = fields[kind]
         assert got - want - optional <= extra.get(kind, set()), kind
         assert want - got - optional <= missing.get(kind, set()), kind
+    # its counters are herdlab's member's (those the original's messages give)
+    stats = [e["stats"] for e in theirs_events if e["kind"] == "stopped"]
+    our_stats = next(e["stats"] for e in our_events if e["kind"] == "stopped")
+    assert stats and all(set(st) <= set(our_stats) for st in stats)
+    assert sum(st["watches"] for st in stats) > 0 and sum(st["commits"] for st in stats) > 0
     for kind in ("ready", "started", "registered", "rebalance_begin", "rebalance_end", "assigned", "revoked"):
         assert kind in {e["kind"] for e in theirs_events}, kind
 
