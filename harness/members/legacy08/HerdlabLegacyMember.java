@@ -197,9 +197,9 @@ public final class HerdlabLegacyMember {
 
     // -- the connector's ZooKeeper handle (read only) -------------------------------------------------
 
-    /** The connector's ZooKeeper client (org.apache.zookeeper.ZooKeeper), or null: read by reflection
-     * (0.8.2.2 keeps it private), only to report the session's id and password. */
-    static Object zookeeper(ConsumerConnector connector) {
+    /** The connector's zkclient connection (whose ZooKeeper client a session expiry replaces), or null:
+     * read by reflection (0.8.2.2 keeps it private), only to report the session's id and password. */
+    static org.I0Itec.zkclient.ZkConnection zookeeper(ConsumerConnector connector) {
         try {
             Field underlying = connector.getClass().getDeclaredField("underlying");
             underlying.setAccessible(true);
@@ -213,7 +213,7 @@ public final class HerdlabLegacyMember {
             conn.setAccessible(true);
             Object connection = conn.get(zkClient);
             return connection instanceof org.I0Itec.zkclient.ZkConnection
-                    ? ((org.I0Itec.zkclient.ZkConnection) connection).getZookeeper() : null;
+                    ? (org.I0Itec.zkclient.ZkConnection) connection : null;
         } catch (ReflectiveOperationException | RuntimeException e) {
             return null;
         }
@@ -261,7 +261,7 @@ public final class HerdlabLegacyMember {
         final String topic;
         final int maxRetries;
         private final String ident;
-        Object zookeeper; // the connector's ZooKeeper client, once it exists
+        volatile org.I0Itec.zkclient.ZkConnection zookeeper; // the connector's, once it exists
         final Map<String, Long> stats = new LinkedHashMap<>();
 
         private int rebalance;
@@ -306,18 +306,24 @@ public final class HerdlabLegacyMember {
             stats.merge(stat, 1L, Long::sum);
         }
 
+        /** The current session's ZooKeeper client (a new one after an expiry), or null. */
+        private org.apache.zookeeper.ZooKeeper client() {
+            org.I0Itec.zkclient.ZkConnection c = zookeeper;
+            return c == null ? null : c.getZookeeper();
+        }
+
         Long sessionId() {
-            Object zk = zookeeper;
-            return zk == null ? null : ((org.apache.zookeeper.ZooKeeper) zk).getSessionId();
+            org.apache.zookeeper.ZooKeeper zk = client();
+            return zk == null ? null : zk.getSessionId();
         }
 
         String sessionPassword() {
-            Object zk = zookeeper;
+            org.apache.zookeeper.ZooKeeper zk = client();
             if (zk == null) {
                 return null;
             }
             StringBuilder b = new StringBuilder();
-            for (byte x : ((org.apache.zookeeper.ZooKeeper) zk).getSessionPasswd()) {
+            for (byte x : zk.getSessionPasswd()) {
                 b.append(String.format("%02x", x & 0xff));
             }
             return b.toString();

@@ -349,3 +349,39 @@ def test_a_held_owner_znode_is_a_conflict_rolled_back_until_the_original_gives_u
         SETTLE_S,
         what="m0 consumes its share on the streams made by the rebalance that gave up",
     )
+
+
+def test_an_expired_session_is_reported_and_the_original_re_registers_and_owns_again(
+    cluster: ApacheKafkaCluster, admin: KazooClient, members_of: Any
+) -> None:
+    """The nemesis's expiry (a second client attaches to the member's session with the id and password its
+    ``registered`` reported, and closes it): the original logs the expiry, its partitions are revoked
+    (session_expired), it registers again on a new session and a rebalance (new_session) gives it every
+    partition back."""
+    topic = _topic_with_records(cluster)
+    g = members_of("kafka-0.8.2.2", topic)
+    g.start("m0")
+    wait_until(lambda: settled(admin, g.group, topic, 1), SETTLE_S, what="m0 owns every partition")
+    (reg,) = [e for e in g.events("m0") if e["kind"] == "registered"]
+    attach = KazooClient(
+        hosts=cluster.zookeeper_connect,
+        client_id=(reg["session_id"], bytes.fromhex(reg["session_password"])),
+        timeout=10.0,
+    )
+    attach.start(timeout=15)
+    attach.stop()
+    attach.close()
+    regs = wait_until(
+        lambda: len(r := [e for e in g.events("m0") if e["kind"] == "registered"]) == 2 and r,
+        SETTLE_S,
+        what="m0 registers again",
+    )
+    assert regs[1]["session_id"] != reg["session_id"]
+    wait_until(lambda: settled(admin, g.group, topic, 1), SETTLE_S, what="m0 owns every partition again")
+    wait_until(lambda: _history_owns(g, "m0") == set(range(PARTITIONS)), 10, what="m0's history")
+    events = g.events("m0")
+    assert "LOST" in [e["state"] for e in events if e["kind"] == "zk_state"]
+    expired = [e["partition"] for e in events if e["kind"] == "revoked" and e["reason"] == "session_expired"]
+    assert sorted(expired) == list(range(PARTITIONS))
+    after = [e for e in events if e["kind"] == "rebalance_begin" and e["ts_ns"] > regs[1]["ts_ns"]]
+    assert after and after[0]["reason"].startswith("new_session")
