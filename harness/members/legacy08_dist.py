@@ -6,6 +6,15 @@ Why a program of ours: 0.8.2.2 ships no tool that prints what its high-level con
 consumer prints records only, and 0.8.2.2 has no rebalance listener). The program runs the connector
 unmodified and reads what it does from its own log4j messages (the program's class comment lists them).
 
+Where the events come from: 0.8.2.2 has no ``ConsumerRebalanceListener``, so assignment and release come
+from the owner znodes it writes, as the connector itself reports each write in its log, on the thread doing
+it, at that moment (``... successfully owned partition P``, DEBUG ``... releasing ZNODE``, ``waiting for the
+partition ownership to be deleted``, ``selected partitions`` before its fetchers start); its offset commits
+from its ZooKeeper client's DEBUG reply of each offset-znode write, with the reply's error (0.8.2.2 logs no
+commit). A second ZooKeeper client watching those znodes would see them later, miss short-lived ones (a
+claim rolled back at once) and add the very ZooKeeper traffic the comparison counts; the log needs no
+change to the library and costs no request.
+
 Contract
 --------
 * One version: the client ``kafka-0.8.2.2`` (:data:`CLIENT`); the ``version`` arguments exist for the
