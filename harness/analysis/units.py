@@ -187,7 +187,7 @@ def columns(
 ) -> dict[str, str]:
     """A unit's report column: ``client`` (the members' ``library``, else the scenario's
     ``group.coordinator.client`` of the case, else of the scenario; for legacy_zk the case's or scenario's
-    ``group.legacy_zk.client``, "" for herdlab's own Python member), ``broker`` (the
+    ``group.legacy_zk.client`` when it is not herdlab's own member, else ""), ``broker`` (the
     case's ``cluster.broker``, else the scenario's, else "herdlab"; Apache Kafka with its version: the
     ``broker_version`` the unit ran, else the case's or scenario's ``cluster.kafka_version``, else 3.9,
     e.g. ``apache-kafka 3.9.2``) and ``assignor`` (the case's ``group.assignor``, else the scenario's,
@@ -196,13 +196,13 @@ def columns(
     group = scenario.get("group") or {}
     client = ""
     assignor = params.get("group.assignor") or group.get("assignor") or "range"
-    if impl == "legacy_zk":
-        legacy = params.get("group.legacy_zk.client") or (group.get("legacy_zk") or {}).get("client") or ""
-        client = "" if legacy == "python" else legacy
-    elif impl == "consumer":
+    if impl == "consumer":
         consumer = group.get("consumer") or {}
         client = library or params.get("group.consumer.client") or consumer.get("client") or "librdkafka"
         assignor = params.get("group.consumer.assignor") or consumer.get("assignor") or "uniform"
+    elif impl == "legacy_zk":
+        legacy = params.get("group.legacy_zk.client") or (group.get("legacy_zk") or {}).get("client")
+        client = "" if legacy in (None, "python") else legacy
     else:
         client = (
             library

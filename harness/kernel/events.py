@@ -22,6 +22,10 @@ Kinds: the members' block of :class:`Kind`.
   kinds (a ``consumer`` unit's members, on KIP-848's consumer group protocol, are of kind ``coordinator``;
   the harness's and nemesis's events carry the unit's implementation, ``consumer``); every coordinator member event carries ``library`` (its client library, one of
   :data:`CLIENTS`; not ``client``, which on broker events is the Kafka client id);
+* a legacy member of Kafka 0.8.2.2's own consumer (``group.legacy_zk.client = "kafka-0.8.2.2"``, one of
+  :data:`LEGACY_CLIENTS`) writes the legacy kinds with the same fields as herdlab's own, and ``client`` on its
+  ``started`` (herdlab's own writes its kazoo ``handler`` there instead); it writes no ``zk_request``,
+  ``watch``, ``offset_fetch`` or ``zk_retry`` (its ZooKeeper traffic is seen from outside);
 * a member's ``commit`` carries ``store``: ``zookeeper`` or ``kafka`` (:data:`STORES`). A legacy member
   writes one ``commit`` per partition per accepted store write (kafka: the broker answered NONE for that
   partition of its OffsetCommit; zookeeper: the znode write succeeded), so a dual commit is two events; a
@@ -300,6 +304,9 @@ STORES = ("zookeeper", "kafka")
 MEMBER_KINDS = ("legacy_zk", "coordinator")
 #: The client libraries of coordinator members (the ``client`` field) and the brokers (``cluster.broker``).
 CLIENTS = ("kafka-python", "librdkafka", "aiokafka", "java", "kafka-go", "franz-go")
+#: The clients of legacy_zk members other than herdlab's own (``group.legacy_zk.client`` "python"): Kafka
+#: 0.8.2.2's own ZooKeeper consumer, whose members write ``client`` on their ``started``.
+LEGACY_CLIENTS = ("kafka-0.8.2.2",)
 BROKERS = ("herdlab", "tansu", "apache-kafka", "external")
 
 

@@ -11,10 +11,19 @@ Options mirror the 0.8 consumer property names (``--rebalance.max.retries 8`` an
 Each assignment change is printed as one line. ``--members N`` runs N members in this process
 (on gevent, coordination-only: ``--no-fetch``), ``--names A,B,...`` one member per name (the harness's
 gevent hosts); ``--history FILE`` writes the event history.
+
+``--client kafka-0.8.2.2`` runs Kafka 0.8.2.2's own consumer instead (one member, in a JVM program of
+ours: :mod:`harness.members.legacy08_dist`, through the subprocess adapter :mod:`harness.members.child`),
+with the same properties (herdlab's own ones dropped or refused by the program) and the same history
+kinds; ``--bootstrap``, ``--handler`` and ``--fetch`` do not apply to it (0.8 finds its brokers in
+ZooKeeper and always fetches). It holds itself (``--hold-until``); SIGUSR1 (the hosts' quiesce) is
+ignored, as the original has no such step.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -24,7 +33,9 @@ import click
 
 from harness.history.writer import open_history
 from harness.kernel.errors import ConfigError
+from harness.kernel.events import LEGACY_CLIENTS
 from harness.members.legacy_host import run_members
+from harness.members.recorder import MemberConfig
 from harness.members.release import hold_option, preload, wait_for_release
 from legacy_zk.config import ConsumerConfig, parse_properties, read_properties_file
 from legacy_zk.ids import TopicPartition
@@ -140,6 +151,63 @@ def build_configs(
     return [base.replace() for _ in range(members)]
 
 
+def raw_properties(
+    config_file: str | None, props: tuple[str, ...], explicit: dict[str, Any]
+) -> dict[str, str]:
+    """The 0.8 properties as given (file, then ``-X``, then the explicit options), by dotted name and as
+    text: what a member in another language is handed."""
+    raw: dict[str, str] = dict(read_properties_file(config_file)) if config_file else {}
+    for item in props:
+        if "=" not in item:
+            raise ConfigError(f"-X expects name=value, got {item!r}")
+        k, v = item.split("=", 1)
+        raw[k.strip()] = v.strip()
+    for prop, _typ, _help in _PROPERTY_OPTIONS:
+        value = explicit.get(_attr(prop))
+        if value is not None:
+            raw[prop] = str(value).lower() if isinstance(value, bool) else str(value)
+    return raw
+
+
+def run_original(
+    client: str,
+    zookeeper: str,
+    group: str,
+    topic: str,
+    name: str,
+    properties: dict[str, str],
+    history_path: str | None,
+    hold_until: Path | None,
+) -> None:
+    """One member of ``client`` (a legacy_zk-kind child program) until SIGTERM / SIGINT."""
+    # deferred: only this client's members load the registry and the subprocess adapter
+    from harness.members.clients.registry import make_member
+    from harness.members.interface import MemberFatal
+
+    config = MemberConfig(
+        bootstrap=zookeeper, group=group, topic=topic, name=name, client=client, properties=properties
+    )
+    history = open_history(history_path, name, role="member")
+    try:
+        member = make_member(config, history, hold_until=hold_until)
+
+        def stop(signum: int, _frame: object) -> None:
+            if member.stopping:
+                os._exit(128 + signum)
+            member.stop(clean=True)
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # the hosts' quiesce: the original has none
+        try:
+            member.run()
+        except MemberFatal as e:
+            click.echo(f"herdlab: error: member {name}: {e}", err=True)
+            sys.exit(1)
+    finally:
+        history.close()
+
+
 @click.command("legacy_zk")
 @click.option("--zookeeper", "zookeeper", metavar="HOST:PORT", help="zookeeper.connect")
 @click.option(
@@ -174,6 +242,13 @@ def build_configs(
     help="Run one member per name in this process, each named so in the history (sets --members).",
 )
 @hold_option("registering")
+@click.option(
+    "--client",
+    type=click.Choice(["python", *LEGACY_CLIENTS]),
+    default="python",
+    show_default=True,
+    help="herdlab's member (python) or Kafka 0.8.2.2's own consumer in a JVM (one member per process).",
+)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="A consumer .properties file.")
 @click.option("-X", "props", multiple=True, metavar="NAME=VALUE", help="Any 0.8 consumer property.")
 @_property_options
@@ -190,6 +265,7 @@ def legacy_zk(
     name: str | None,
     names: str | None,
     hold_until: Path | None,
+    client: str,
     config_file: str | None,
     props: tuple[str, ...],
     **explicit: Any,
@@ -199,6 +275,23 @@ def legacy_zk(
     Example: herdlab member legacy_zk --zookeeper 127.0.0.1:2181 --bootstrap 127.0.0.1:9092
     --group g1 --topic t --rebalance.backoff.ms 500
     """
+    if client != "python":
+        if members != 1 or names is not None or len(topics) != 1 or streams != 1:
+            raise ConfigError(f"--client {client} runs one member of one topic with one stream per process")
+        if not zookeeper or not group:
+            raise ConfigError("give --zookeeper and --group")
+        raw = raw_properties(config_file, props, explicit)
+        run_original(
+            client,
+            zookeeper,
+            group,
+            topics[0],
+            name or f"{client}-{os.getpid()}",
+            raw,
+            history_path,
+            hold_until,
+        )
+        return
     listed = [n.strip() for n in names.split(",")] if names is not None else []
     if names is not None and (not all(listed) or len(set(listed)) != len(listed)):
         raise ConfigError(f"--names expects distinct names separated by commas, got {names!r}")

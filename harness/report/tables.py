@@ -118,26 +118,37 @@ class SideBySide:
 # --- column labels: (implementation, client, broker[, assignor]) ------------------------------------
 
 SEP = " · "
+#: the client label of a legacy_zk unit of herdlab's own members (its ``client`` is "")
+LEGACY_OWN = "python"
+#: in :func:`varying`'s answer: the legacy_zk units' clients vary (python and the original)
+LEGACY_CLIENT = "legacy_client"
 
 
 def varying(metrics: MetricsDocument) -> tuple[str, ...]:
     """Which of a unit's ``client``, ``broker`` and ``assignor`` take more than one value in the run
-    (the clients of the broker's designs, or of legacy_zk units: herdlab's member, whose client is "", or
-    Kafka 0.8.2.2's own). The client and broker label a column together: both when either varies."""
+    (the clients of coordinator units, and apart from them those of legacy_zk units: herdlab's own, whose
+    client is "", against the original 0.8.2.2 consumer; then also :data:`LEGACY_CLIENT`). The client and
+    broker label a column together: both when either varies."""
     units = metrics.get("units") or []
     clients = {u.get("client") for u in units if u.get("impl") != "legacy_zk" and u.get("client")}
-    legacy = {u.get("client") or "" for u in units if u.get("impl") == "legacy_zk"}
+    legacy = {u.get("client") or LEGACY_OWN for u in units if u.get("impl") == "legacy_zk"}
     brokers = {u.get("broker") for u in units if u.get("broker")}
     assignors = {u.get("assignor") for u in units if u.get("assignor")}
     several = len(clients) > 1 or len(legacy) > 1 or len(brokers) > 1
     out: tuple[str, ...] = ("client", "broker") if several else ()
-    return out + (("assignor",) if len(assignors) > 1 else ())
+    out += ("assignor",) if len(assignors) > 1 else ()
+    return out + ((LEGACY_CLIENT,) if len(legacy) > 1 else ())
 
 
 def column_label(u: Mapping[str, Any], vary: tuple[str, ...]) -> str:
     """A unit's column label: its implementation, then (``vary``, see :func:`varying`) its client,
-    broker and assignor where it has them, e.g. ``coordinator · librdkafka · tansu``."""
-    return SEP.join([u["impl"], *(str(u[k]) for k in vary if u.get(k))])
+    broker and assignor where it has them, e.g. ``coordinator · librdkafka · tansu``; where the legacy_zk
+    units' clients vary (:data:`LEGACY_CLIENT` in ``vary``), a legacy_zk unit's client is ``python``
+    (herdlab's own member) or the original's, e.g. ``legacy_zk · kafka-0.8.2.2 · apache-kafka 3.9.2``."""
+    values = {k: u.get(k) for k in vary if k != LEGACY_CLIENT}
+    if u["impl"] == "legacy_zk" and LEGACY_CLIENT in vary:
+        values["client"] = u.get("client") or LEGACY_OWN
+    return SEP.join([u["impl"], *(str(v) for v in values.values() if v)])
 
 
 def implementations(metrics: MetricsDocument) -> list[str]:

@@ -3,7 +3,8 @@
 Contract
 --------
 * :func:`case_clients`: the (client, version) pairs the coordinator members of ``cases`` run on (those of
-  consumer units too), each once, in the cases' order (version None: the client's default).
+  consumer units too), and their legacy members' client other than herdlab's own (``kafka-0.8.2.2``),
+  each once, in the cases' order (version None: the client's default).
 * :func:`check_clients`: a one-line :class:`ConfigError` naming the client and what this machine lacks to
   run or build it (no JDK, no Go toolchain, no Maven: :func:`~harness.members.clients.registry.missing_for`);
   ``herdlab run`` and ``herdlab scenarios check`` call it before anything starts.
@@ -21,8 +22,9 @@ from harness.scenario.loading import Case
 
 
 def case_clients(cases: Sequence[Case]) -> list[tuple[str, str | None]]:
-    """The (client, version) pairs of the coordinator members of ``cases`` (see the module contract); a
-    consumer unit's members are coordinator members on ``[group.consumer]``'s client and version."""
+    """The (client, version) pairs of the members of ``cases`` that run on a client of their own (see the
+    module contract); a consumer unit's members are coordinator members on ``[group.consumer]``'s client
+    and version."""
     out: list[tuple[str, str | None]] = []
     for case in cases:
         s = case.scenario
@@ -31,6 +33,8 @@ def case_clients(cases: Sequence[Case]) -> list[tuple[str, str | None]]:
             pairs.append((s.group.coordinator.client, s.group.coordinator.client_version))
         if "consumer" in s.implementations:
             pairs.append((s.group.consumer.client, s.group.consumer.effective_version))
+        if "legacy_zk" in s.implementations and s.group.legacy_zk.client != "python":
+            pairs.append((s.group.legacy_zk.client, None))
         for pair in pairs:
             if pair not in out:
                 out.append(pair)

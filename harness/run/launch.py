@@ -248,7 +248,8 @@ def legacy_argv(
     extra: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The scenario's legacy settings as ``-X`` 0.8 properties, then ``[group.legacy_zk.properties]``,
-    then ``extra`` (a timeline's properties) overriding them. The offset-storage settings are passed only where they differ from
+    then ``extra`` (a timeline's properties) overriding them; ``--client`` when the members are not herdlab's
+    own (``group.legacy_zk.client``). The offset-storage settings are passed only where they differ from
     0.8.2's defaults (which are the member's), so a member without them runs ZooKeeper-storage scenarios."""
     c = s.group.legacy_zk
     props: dict[str, object] = {
@@ -277,6 +278,8 @@ def legacy_argv(
         ep.zookeeper, group, topic, "--bootstrap", ep.bootstrap, "--handler", "threading"
     )
     argv += ["--name", name, "--history", str(history)]
+    if c.client != "python":  # the original consumer: a child program under the same command
+        argv += ["--client", c.client]
     for k, v in props.items():
         argv += ["-X", f"{k}={v}"]
     return argv

@@ -34,7 +34,8 @@ Contract
   (no step of the plan names them, no proxy) on gevent, that many per process ``host<i>``
   (:func:`harness.run.launch.host_groups`, :func:`~harness.run.launch.start_host`; coordination-only:
   no record fetcher); the host starts on :meth:`UnitRig.start_member` of its first member and every
-  member's handle is the host's. Members some action targets stay alone in their process.
+  member's handle is the host's. Members some action targets stay alone in their process. The original
+  0.8.2.2 consumer (``group.legacy_zk.client = "kafka-0.8.2.2"``) is never hosted: one JVM per member.
   ``[group.coordinator] members_per_host`` does the same for a coordinator unit whose client hosts
   (java: one JVM, one KafkaConsumer per thread; :func:`~harness.run.launch.start_coordinator_host`), and
   ``[group.consumer] members_per_host`` for a consumer unit.
@@ -196,7 +197,8 @@ class UnitRig:
         self.host_of: dict[str, tuple[str, tuple[str, ...]]] = {}
         g = spec.scenario.group
         per_host = {
-            "legacy_zk": g.legacy_zk.members_per_host,
+            # the original 0.8.2.2 consumer runs one member per JVM (gevent hosts are herdlab's members')
+            "legacy_zk": g.legacy_zk.members_per_host if g.legacy_zk.client == "python" else 0,
             # a client that cannot host runs every member in its own process (a matrix over clients)
             "coordinator": g.coordinator.members_per_host if g.coordinator.client in HOSTING_CLIENTS else 0,
             "consumer": g.consumer.members_per_host if g.consumer.client in HOSTING_CLIENTS else 0,

@@ -113,7 +113,7 @@ def prepare(req: SessionRequest) -> Session:
         isinstance(client_spec(c), ChildClient) for c, _ in case_clients(cases)
     ):
         raise ConfigError(
-            "--members-in-containers runs the Python clients only (not java, kafka-go, franz-go)"
+            "--members-in-containers runs the Python clients only (not java, kafka-go, franz-go, kafka-0.8.2.2)"
         )
     options = RunOptions(
         backend=req.backend,

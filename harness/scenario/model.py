@@ -177,6 +177,11 @@ class Workload(Strict):
 class LegacySettings(Strict):
     """Settings of the ZooKeeper-era consumer, named after the 0.8 properties."""
 
+    client: Literal["python", "kafka-0.8.2.2"] = Field(
+        default="python",
+        description="the legacy members: herdlab's own (python) or Kafka 0.8.2.2's own ZooKeeper consumer "
+        "(kafka-0.8.2.2, one JVM per member; needs cluster.broker = 'apache-kafka' with kafka_version 3.9)",
+    )
     zookeeper_session_timeout_ms: int = Field(default=6000, ge=400)
     rebalance_max_retries: int = Field(default=4, ge=1)
     rebalance_backoff_ms: int = Field(default=2000, ge=0)
@@ -1068,6 +1073,8 @@ class Scenario(Strict):
         brokers = 2 if "cluster.brokers" in self.matrix_keys else self.cluster.brokers
         _check_coordinator_faults(self.timeline, brokers)
         self._check_broker()
+        if "legacy_zk" in self.implementations:
+            self._check_legacy_client()
         if "consumer" in self.implementations:
             self.group.consumer.check_properties()
         _check_network_faults(self)
@@ -1116,6 +1123,40 @@ class Scenario(Strict):
                     f"{refresh_s:g} s (group.coordinator.metadata_max_age_ms), not within its {window_s:g} s "
                     "window, so they would not see the new partitions; set it lower (partition-growth: 5000)"
                 )
+
+    def _check_legacy_client(self) -> None:
+        """The original 0.8.2.2 consumer (``group.legacy_zk.client = "kafka-0.8.2.2"``) needs a broker that
+        still serves 0.8 clients (FetchRequest v0: Apache Kafka 3.9, not herdlab's broker) and has none of
+        herdlab's mitigations nor its Kafka offset storage (this member commits to ZooKeeper)."""
+        c = self.group.legacy_zk
+        if c.client == "python":
+            return
+        version = self.cluster.kafka_version
+        if self.cluster.broker != "apache-kafka" or not (version == "3.9" or version.startswith("3.9.")):
+            shown = f"{self.cluster.broker!r}" + (
+                f" {version}" if self.cluster.broker == "apache-kafka" else ""
+            )
+            raise ValueError(
+                f"group.legacy_zk.client = {c.client!r} needs cluster.broker = 'apache-kafka' with kafka_version "
+                f"3.9, a broker that still serves 0.8 clients (not {shown})"
+            )
+        herdlab_only = [
+            ("takeover_delay_ms", c.takeover_delay_ms != 0),
+            ("fenced_commits", c.fenced_commits),
+            ("offsets_storage = 'kafka'", c.offsets_storage != "zookeeper"),
+        ]
+        for what, on in herdlab_only:
+            if on:
+                raise ValueError(
+                    f"group.legacy_zk.{what} is herdlab's own: group.legacy_zk.client = {c.client!r} has "
+                    "no such setting (set it back or use client = 'python')"
+                )
+        if self.has_migration:
+            names = sorted({a.action for a in self.timeline if a.action in MIGRATION_ACTIONS})
+            raise ValueError(
+                f"timeline actions {', '.join(names)} migrate herdlab's legacy members: group.legacy_zk.client "
+                f"= {c.client!r} runs the original, which herdlab does not migrate (use client = 'python')"
+            )
 
     def _check_broker(self) -> None:
         """What a third-party broker cannot do here: ZooKeeper registration (legacy members read the

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.kernel.errors import ConfigError
-from harness.kernel.events import CLIENTS
+from harness.kernel.events import CLIENTS, LEGACY_CLIENTS
 from harness.run.clients import case_clients, check_clients
 from harness.scenario import expand, load_scenario
 
@@ -27,8 +27,11 @@ def test_list_names_every_client_once_with_its_kind() -> None:
     out = _herdlab("clients", "list")
     assert out.returncode == 0, out.stderr
     rows = [line.split()[:2] for line in out.stdout.splitlines()]
-    assert [r[0] for r in rows] == list(CLIENTS)
-    assert {r[1] for r in rows} == {"coordinator"}
+    assert [r[0] for r in rows] == [*CLIENTS, *LEGACY_CLIENTS]
+    assert {r[0]: r[1] for r in rows} == {
+        **dict.fromkeys(CLIENTS, "coordinator"),
+        "kafka-0.8.2.2": "legacy_zk",
+    }
 
 
 @pytest.mark.parametrize(

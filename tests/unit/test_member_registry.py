@@ -14,7 +14,7 @@ from typing import Any, get_args
 import pytest
 
 from harness.kernel.errors import ConfigError
-from harness.kernel.events import CLIENTS, MEMBER_KINDS
+from harness.kernel.events import CLIENTS, LEGACY_CLIENTS, MEMBER_KINDS
 from harness.members.child import ChildMember
 from harness.members.clients.registry import (
     CLIENT_SPECS,
@@ -38,10 +38,11 @@ def _config(client: str, **kw: Any) -> MemberConfig:
 
 
 def test_the_table_holds_exactly_the_kernels_client_names_in_its_order() -> None:
-    assert tuple(CLIENT_SPECS) == CLIENTS
+    assert tuple(CLIENT_SPECS) == CLIENTS + LEGACY_CLIENTS
     assert CLIENTS == ("kafka-python", "librdkafka", "aiokafka", "java", "kafka-go", "franz-go")
+    assert LEGACY_CLIENTS == ("kafka-0.8.2.2",)
     assert clients_of("coordinator") == CLIENTS
-    assert clients_of("legacy_zk") == ()
+    assert clients_of("legacy_zk") == LEGACY_CLIENTS
     assert set(get_args(MemberKind)) == set(MEMBER_KINDS)
 
 
@@ -75,7 +76,7 @@ def test_java_is_a_coordinator_child_whose_command_is_the_built_programs(
 def test_an_unknown_client_is_an_error_naming_the_known_ones() -> None:
     with pytest.raises(
         ValueError,
-        match="unknown client 'nope' \\(known: kafka-python, librdkafka, aiokafka, java, kafka-go, franz-go\\)",
+        match="unknown client 'nope' \\(known: kafka-python, librdkafka, aiokafka, java, kafka-go, franz-go, kafka-0.8.2.2\\)",
     ):
         make_member(_config("nope"), RecordingHistory())  # pyright: ignore[reportArgumentType]
 
@@ -179,7 +180,7 @@ def test_a_legacy_kind_child_client_writes_the_legacy_members_events(monkeypatch
     monkeypatch.setitem(
         CLIENT_SPECS, "py-legacy", ChildClient([sys.executable, "-c", LEGACY_CHILD], kind="legacy_zk")
     )
-    assert clients_of("legacy_zk") == ("py-legacy",)
+    assert clients_of("legacy_zk") == (*LEGACY_CLIENTS, "py-legacy")
     history = RecordingHistory()
     member = make_member(_config("py-legacy"), history)  # pyright: ignore[reportArgumentType]
     member.run()  # the child exits 0 after its lines: the member ends, unclean

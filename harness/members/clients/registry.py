@@ -2,8 +2,9 @@
 
 Contract
 --------
-* :data:`CLIENT_SPECS` maps each client name (the names are :data:`harness.kernel.events.CLIENTS`, the one
-  list of them; a unit test checks the table against it) to its :data:`ClientSpec`:
+* :data:`CLIENT_SPECS` maps each client name (the names are :data:`harness.kernel.events.CLIENTS`, then
+  :data:`harness.kernel.events.LEGACY_CLIENTS`, the lists of them; a unit test checks the table against
+  them) to its :data:`ClientSpec`:
 
   - :class:`PythonClient`: a Python member, a :class:`~harness.members.clients.base.ClientMemberBase`
     subclass that ``load()`` imports (only then: a member process loads only its client's modules and
@@ -14,6 +15,10 @@ Contract
     (:mod:`~harness.members.clients.aiokafka`).
   - ``java``: Kafka's own ``KafkaConsumer`` in a program of ours, a coordinator-kind :class:`ChildClient`
     whose command is :func:`harness.members.java_dist.command` (built at set-up per client version).
+  - ``kafka-0.8.2.2``: Kafka 0.8.2.2's own ZooKeeper consumer in a program of ours, a legacy_zk-kind
+    :class:`ChildClient` whose command is :func:`harness.members.legacy08_dist.command` (built at set-up;
+    one member per JVM). ``group.legacy_zk.client`` "python", herdlab's own legacy member, is no entry
+    here: it runs in the member process itself (:mod:`harness.members.legacy_zk`).
   - :class:`ChildClient`: a member in another language (a JVM or Go program), run by the subprocess adapter
     :class:`~harness.members.child.ChildMember`: ``command`` is the start of its command line, ``env`` the
     variables set over the adapter's, ``kind`` its member kind (``coordinator``: its lines go through
@@ -47,7 +52,7 @@ from pathlib import Path
 from typing import Literal
 
 from harness.history.writer import History
-from harness.kernel.events import CLIENTS
+from harness.kernel.events import CLIENTS, LEGACY_CLIENTS
 from harness.members.child import ChildMember, ChildSpec, CoordinatorSink, EventSink, LegacySink
 from harness.members.child_host import ChildHost, SourcedHistory
 from harness.members.clients.base import ClientMemberBase
@@ -57,6 +62,7 @@ from harness.members.release import preload, wait_for_release
 
 __all__ = [
     "CLIENTS",
+    "LEGACY_CLIENTS",
     "CLIENT_SPECS",
     "ChildClient",
     "ClientMember",
@@ -152,6 +158,27 @@ def _java_missing(version: str | None) -> str | None:
     return java_dist.missing("java", version)
 
 
+def _legacy08(config: MemberConfig) -> Sequence[str]:
+    # deferred: start-up: only an original legacy member's adapter needs the build's paths
+    from harness.members.legacy08_dist import command
+
+    return command(config)
+
+
+def _legacy08_build(version: str | None, progress: Progress | None) -> Path:
+    # deferred: start-up: only a set-up loads the build's module
+    from harness.members import legacy08_dist
+
+    return legacy08_dist.build(legacy08_dist.CLIENT, version, progress=progress)
+
+
+def _legacy08_missing(version: str | None) -> str | None:
+    # deferred: start-up: only a check loads the build's module
+    from harness.members import legacy08_dist
+
+    return legacy08_dist.missing(legacy08_dist.CLIENT, version)
+
+
 def _aiokafka() -> type[ClientMemberBase]:
     # deferred: start-up: a member process loads only the client library it runs
     from harness.members.clients.aiokafka import AiokafkaMember
@@ -198,6 +225,10 @@ CLIENT_SPECS: dict[str, ClientSpec] = {
     ),
     "franz-go": ChildClient(
         _go_command, kind="coordinator", build=_go_build("franz-go"), missing=_go_missing("franz-go")
+    ),
+    # Kafka 0.8.2.2's own ZooKeeper consumer, a program of herdlab's built at set-up (legacy08_dist)
+    "kafka-0.8.2.2": ChildClient(
+        _legacy08, kind="legacy_zk", build=_legacy08_build, missing=_legacy08_missing
     ),
 }
 

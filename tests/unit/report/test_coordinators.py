@@ -170,3 +170,25 @@ def test_the_terminal_verdict_ends_with_the_coordinators_table() -> None:
     console = Console(width=200, record=True)
     console.print(verdict_panel(m))
     assert "coordinators:" not in console.export_text()
+
+
+def test_legacy_zk_units_of_herdlab_s_member_and_of_the_original_are_told_apart() -> None:
+    broker = "apache-kafka 3.9.2"
+    m = build(
+        [
+            unit("legacy_zk", f"client {c or 'python'}", 0, [trigger()], client=c, broker=broker)
+            for c in ("", "kafka-0.8.2.2")
+        ]
+    )
+    # the legacy clients vary (herdlab's own member's client is ""): both columns name theirs
+    assert varying(m) == ("client", "broker", "legacy_client")
+    labels = {u["case"]: column_label(u, varying(m)) for u in m["units"]}
+    assert labels == {
+        "client python": "legacy_zk · python · apache-kafka 3.9.2",
+        "client kafka-0.8.2.2": "legacy_zk · kafka-0.8.2.2 · apache-kafka 3.9.2",
+    }
+    # one legacy client: nothing varies, no label
+    assert (
+        varying(build([unit("legacy_zk", "one", 0, [trigger()], client="kafka-0.8.2.2", broker=broker)]))
+        == ()
+    )

@@ -1,0 +1,214 @@
+"""Kafka 0.8.2.2's own ZooKeeper consumer as a legacy_zk member: our small program
+(``legacy08/HerdlabLegacyMember.java``, the legacy_zk kind of :mod:`harness.members.child`), built at
+set-up against ``org.apache.kafka:kafka_2.10:0.8.2.2``.
+
+Why a program of ours: 0.8.2.2 ships no tool that prints what its high-level consumer does (its console
+consumer prints records only, and 0.8.2.2 has no rebalance listener). The program runs the connector
+unmodified and reads what it does from its own log4j messages (the program's class comment lists them).
+
+Where the events come from: 0.8.2.2 has no ``ConsumerRebalanceListener``, so assignment and release come
+from the owner znodes it writes, as the connector itself reports each write in its log, on the thread doing
+it, at that moment (``... successfully owned partition P``, DEBUG ``... releasing ZNODE``, ``waiting for the
+partition ownership to be deleted``, ``selected partitions`` before its fetchers start); its offset commits
+from its ZooKeeper client's DEBUG reply of each offset-znode write, with the reply's error (0.8.2.2 logs no
+commit). A second ZooKeeper client watching those znodes would see them later, miss short-lived ones (a
+claim rolled back at once) and add the very ZooKeeper traffic the comparison counts; the log needs no
+change to the library and costs no request.
+
+Contract
+--------
+* One version: the client ``kafka-0.8.2.2`` (:data:`CLIENT`); the ``version`` arguments exist for the
+  registry's signature and must be None or ``0.8.2.2``.
+* :func:`build` (idempotent): Maven (``mvn`` on PATH; ``settings``: a Maven settings file, ``mvn -s``)
+  resolves :data:`ARTIFACT` with its runtime closure (zkclient 0.3, ZooKeeper 3.4.6, scala-library 2.10,
+  metrics-core, log4j 1.2 and slf4j-log4j12, snappy, lz4, ...) into ``<dir>/libs``; ``javac --release 17``
+  compiles the program into ``<dir>/classes``. ``<dir>`` is ``<cache>/legacy08-member/0.8.2.2``; it is
+  built beside and renamed into place, so it appears whole or not at all; its marker records the program
+  source's digest, so a changed program is built again. A step that fails is a one-line
+  :class:`ConfigError` with the tool's own error line.
+* :func:`missing`: None when the member can be run (built, ``java`` on PATH) or built here (``java``,
+  ``javac`` and ``mvn`` on PATH); else a short sentence saying what is missing. No network probe.
+* :func:`command`: the start of a member's command line: ``java``, the ``member`` kind's JVM options
+  (:mod:`harness.kernel.jvm`: heap :data:`HEAP_MB`), the class path and the main class; the adapter appends
+  :func:`~harness.members.clients.registry.child_argv` (``--bootstrap`` is the ZooKeeper connect string).
+  :class:`ConfigError` saying how to build when it is not built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+from harness.kernel import jvm
+from harness.kernel.cache import cache_dir
+from harness.kernel.errors import ConfigError
+from harness.kernel.maven import maven_error, pom
+from harness.members.recorder import MemberConfig
+
+__all__ = [
+    "ARTIFACT",
+    "CLIENT",
+    "HEAP_MB",
+    "MAIN_CLASS",
+    "MARKER",
+    "build",
+    "command",
+    "member_dir",
+    "missing",
+]
+
+CLIENT = "kafka-0.8.2.2"
+VERSION = "0.8.2.2"
+#: the original consumer (Scala 2.10 build: the one Maven Central has with its whole closure)
+ARTIFACT = ("org.apache.kafka", "kafka_2.10", VERSION)
+MAIN_CLASS = "HerdlabLegacyMember"
+MARKER = "herdlab-legacy08-member.json"
+#: the member JVM's heap: one connector's fetch queue (queued.max.message.chunks of a small topic)
+HEAP_MB = 64
+
+
+def source() -> Path:
+    """The program's source file (shipped as package data)."""
+    return Path(str(resources.files("harness.members") / "legacy08" / f"{MAIN_CLASS}.java"))
+
+
+def _digest() -> str:
+    return hashlib.sha256(source().read_bytes()).hexdigest()
+
+
+def _check(client: str, version: str | None) -> None:
+    if client != CLIENT:
+        raise ConfigError(f"{client!r} is not built by harness.members.legacy08_dist (it builds {CLIENT!r})")
+    if version not in (None, VERSION):
+        raise ConfigError(f"client {CLIENT!r} has one version ({VERSION}), not {version!r}")
+
+
+def member_dir() -> Path:
+    """The cache directory of the built member."""
+    return cache_dir() / "legacy08-member" / VERSION
+
+
+def _built(dest: Path) -> bool:
+    try:
+        return json.loads((dest / MARKER).read_text()).get("source") == _digest()
+    except (OSError, ValueError):
+        return False
+
+
+def _last_error(output: str) -> str:
+    """A failed tool's most telling line: javac's first ``error:``, else Maven's (:func:`maven_error`)."""
+    for line in output.splitlines():
+        if "error:" in line and not line.startswith("[ERROR]"):
+            return line.strip()
+    return maven_error(output)
+
+
+def _run(argv: list[str], what: str, timeout_s: float) -> None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"{what} did not finish within {timeout_s:g} s") from None
+    if done.returncode != 0:
+        raise ConfigError(f"{what} failed: {_last_error(done.stdout + done.stderr)}")
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        raise ConfigError(f"building the {CLIENT} member needs {name} on PATH: install a JDK 17+ and Maven")
+    return found
+
+
+def build(
+    client: str,
+    version: str | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+    settings: Path | None = None,
+    timeout_s: float = 900.0,
+) -> Path:
+    """Build the member (see the module contract); its directory."""
+    _check(client, version)
+    dest = member_dir()
+    if _built(dest):
+        return dest
+    say = progress or (lambda _line: None)
+    if settings is not None and not settings.is_file():
+        raise ConfigError(f"Maven settings file {settings} does not exist")
+    mvn, javac = _tool("mvn"), _tool("javac")
+    _tool("java")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{VERSION}-", dir=dest.parent))
+    try:
+        say(f"resolving {':'.join(ARTIFACT)} with Maven")
+        (work / "pom.xml").write_text(pom("legacy08-member", [ARTIFACT]))
+        argv = [mvn, "-B", "-q", "-f", str(work / "pom.xml")]
+        if settings is not None:
+            argv += ["-s", str(settings)]
+        argv += [
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={work / 'libs'}",
+            "-DincludeScope=runtime",
+        ]
+        _run(argv, f"Maven resolving {':'.join(ARTIFACT)}", timeout_s)
+        (work / "pom.xml").unlink()
+        say(f"compiling {MAIN_CLASS}.java against Kafka {VERSION}")
+        _run(
+            [javac, "--release", "17", "-nowarn", "-XDignore.symbol.file", "-cp", str(work / "libs" / "*")]
+            + ["-d", str(work / "classes"), str(source())],
+            "javac",
+            timeout_s,
+        )
+        (work / MARKER).write_text(json.dumps({"version": VERSION, "source": _digest()}))
+        old = None
+        if dest.exists():  # a build of an earlier program: moved aside, removed below
+            old = Path(tempfile.mkdtemp(prefix=f".{VERSION}-old-", dir=dest.parent))
+            dest.rename(old / "member")
+        try:
+            work.rename(dest)
+        except OSError:
+            if not _built(dest):  # not a concurrent build of the same program that won
+                raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    say(f"built the {CLIENT} member in {dest}")
+    return dest
+
+
+def _classpath(where: Path) -> str:
+    return f"{where / 'classes'}:{where / 'libs' / '*'}"
+
+
+def missing(client: str, version: str | None = None) -> str | None:
+    """What is missing to run or build the member here (see the module contract)."""
+    _check(client, version)
+    if shutil.which("java") is None:
+        return "java not found on PATH: install a JDK 17 or newer"
+    if _built(member_dir()):
+        return None
+    if shutil.which("javac") is None:
+        return f"javac not found on PATH: install a JDK 17 or newer (a JRE cannot build the {CLIENT} member)"
+    if shutil.which("mvn") is None:
+        return f"mvn not found on PATH: install Maven (it resolves Kafka {VERSION} for the {CLIENT} member)"
+    return None
+
+
+def command(config: MemberConfig) -> list[str]:
+    """The start of the command line of the member ``config`` (see the module contract)."""
+    _check(config.client, config.client_version)
+    dest = member_dir()
+    if not _built(dest):
+        raise ConfigError(
+            f"the {CLIENT} member is not built: run `herdlab clients build {CLIENT}` (or start a run, which builds it)"
+        )
+    java = shutil.which("java") or "java"
+    opts = jvm.options("member", heap_mb=HEAP_MB, name=config.name)
+    return [java, *opts, "-cp", _classpath(dest), MAIN_CLASS]
