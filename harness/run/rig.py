@@ -256,7 +256,7 @@ class UnitRig:
         ).start()
         if s.impl == "legacy_zk" and not self.cluster.zookeeper_connect:
             raise ConfigError("legacy_zk needs ZooKeeper: give --zookeeper with the external backend")
-        if s.scenario.cluster.zookeeper_tap and self.cluster.zookeeper_connect:
+        if s.scenario.zookeeper_tapped and self.cluster.zookeeper_connect:
             self._start_zk_tap(self.cluster.zookeeper_connect)
         self._create_topic()
         if s.scenario.cluster.brokers > 1:

@@ -840,11 +840,13 @@ class ClusterSettings(Strict):
     )
     min_insync_replicas: int = Field(default=1, ge=1, description="broker: min.insync.replicas")
     replica_lag_time_max_ms: int = Field(default=10_000, ge=1, description="broker: replica.lag.time.max.ms")
-    zookeeper_tap: bool = Field(
-        default=False,
+    zookeeper_tap: bool | None = Field(
+        default=None,
         description="legacy members reach ZooKeeper through one ZooKeeper tap per unit, which writes what the "
-        "server saw (role zookeeper: requests by op, watches, conflicts, sessions); brokers and the harness's "
-        "own ZooKeeper clients connect directly",
+        "server saw (role zookeeper: requests by op, watches, conflicts, sessions) and gives the herd's ZooKeeper "
+        "figures for every client alike; brokers and the harness's own ZooKeeper clients connect directly. "
+        "Unset: on with group.legacy_zk.client = 'kafka-0.8.2.2' (which reports no ZooKeeper request of its "
+        "own), else off",
     )
 
     @property
@@ -1131,6 +1133,11 @@ class Scenario(Strict):
         c = self.group.legacy_zk
         if c.client == "python":
             return
+        if self.cluster.zookeeper_tap is False:
+            raise ValueError(
+                f"group.legacy_zk.client = {c.client!r} needs cluster.zookeeper_tap: the original reports no "
+                "ZooKeeper request of its own, so its herd is counted on the wire (leave the key unset or true)"
+            )
         version = self.cluster.kafka_version
         if self.cluster.broker != "apache-kafka" or not (version == "3.9" or version.startswith("3.9.")):
             shown = f"{self.cluster.broker!r}" + (
@@ -1215,6 +1222,13 @@ class Scenario(Strict):
                 f"timeline actions {', '.join(cut)} with target = 'broker' need cluster.broker = 'herdlab' "
                 f"(not {broker!r}): members reach it at the address it advertises, not through their proxies"
             )
+
+    @property
+    def zookeeper_tapped(self) -> bool:
+        """Whether legacy members reach ZooKeeper through the ZooKeeper tap: ``cluster.zookeeper_tap`` when
+        set, else whether they run Kafka 0.8.2.2's own consumer."""
+        tap = self.cluster.zookeeper_tap
+        return self.group.legacy_zk.client != "python" if tap is None else tap
 
     @property
     def has_migration(self) -> bool:

@@ -43,6 +43,14 @@ def test_the_original_runs_on_apache_kafka_3_9_and_is_built_at_set_up() -> None:
     load_scenario("herd-small", [*ORIGINAL[:-1], 'cluster.kafka_version="3.9.2"'])
 
 
+def test_the_original_is_counted_through_the_zookeeper_tap_unless_told_otherwise() -> None:
+    assert load_scenario("herd-small", ORIGINAL).zookeeper_tapped  # unset: on with the original
+    assert load_scenario("herd-small", [*ORIGINAL, "cluster.zookeeper_tap=true"]).zookeeper_tapped
+    own = ['implementations=["legacy_zk"]']
+    assert not load_scenario("herd-small", own).zookeeper_tapped  # unset: off with herdlab's member
+    assert load_scenario("herd-small", [*own, "cluster.zookeeper_tap=true"]).zookeeper_tapped
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
@@ -61,6 +69,10 @@ def test_the_original_runs_on_apache_kafka_3_9_and_is_built_at_set_up() -> None:
         (
             ['group.legacy_zk.offsets_storage="kafka"'],
             "group.legacy_zk.offsets_storage = 'kafka' is herdlab's own",
+        ),
+        (
+            ["cluster.zookeeper_tap=false"],
+            "group.legacy_zk.client = 'kafka-0.8.2.2' needs cluster.zookeeper_tap",
         ),
     ],
 )
