@@ -39,7 +39,7 @@ from harness.kernel.events import NEVER
 #: herdlab's own legacy member (the unit's client is "" for it) and the setting that picks the client.
 OURS = "python"
 CLIENT_PARAM = "group.legacy_zk.client"
-#: What the fidelity table compares, per trigger (herd figures and latency).
+#: What the fidelity table compares, per trigger: latency, the herd figures and the split-brain figures.
 METRICS = (
     "latency_s",
     "watches",
@@ -49,6 +49,9 @@ METRICS = (
     "conflicts",
     "rebalance_attempts",
     "failed_attempts",
+    "overlap_episodes",
+    "overlap_s",
+    "commits_non_owner",
 )
 LEVEL = 0.95
 
