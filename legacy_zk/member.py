@@ -68,9 +68,13 @@ Decisions where 0.8.2 and a port differ (and why):
 * registration NodeExists: 0.8.2 backs off a session timeout and retries while the node exists
   (ZOOKEEPER-1740 work-around), even when the node is its *own* from the current session, which
   loops forever (KAFKA-1387). Here a node whose ``ephemeralOwner`` is this session counts as
-  registered (the 0.10 ``ZKCheckedEphemeral`` rule); any other node is waited out as in 0.8.2;
+  registered (the 0.10 ``ZKCheckedEphemeral`` rule); any other node is waited out as in 0.8.2, with one
+  read of it per loop where 0.8.2.2 made two (``ZkUtils.createEphemeralPathExpectConflict``'s ``readData``,
+  then ``readDataMaybeNull`` in ``createEphemeralPathExpectConflictHandleZKBug``);
 * the shutting-down flag is checked before every attempt (0.10) and backoff sleeps end early at
-  shutdown, so closing never waits for a whole retry loop; nothing else changes;
+  shutdown, so closing never waits for a whole retry loop (0.8.2.2's ``syncedRebalance`` looks at it only
+  before its first attempt, so a leave during a rebalance made every remaining attempt first); nothing
+  else changes;
 * a ZooKeeper error other than NodeExists while claiming: 0.8 propagated it and left the claims of
   that attempt behind (owned by a live session, invisible to its own release step); here they are
   rolled back best-effort before the attempt fails;
