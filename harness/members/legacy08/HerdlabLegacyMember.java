@@ -195,6 +195,21 @@ public final class HerdlabLegacyMember {
         System.exit(2);
     }
 
+    /** The connector; a ZooKeeper that does not answer within zookeeper.connection.timeout.ms (zkclient's
+     *  ZkTimeoutException out of the constructor) is one line on stderr and exit status 1, as for the Python
+     *  member, not a stack trace. */
+    static ConsumerConnector connect(ConsumerConfig config, String zookeeper) {
+        try {
+            return kafka.consumer.Consumer.createJavaConsumerConnector(config);
+        } catch (org.I0Itec.zkclient.exception.ZkTimeoutException e) {
+            System.err.println("HerdlabLegacyMember: ZooKeeper at " + zookeeper + " did not answer within "
+                    + config.zkConnectionTimeoutMs() + " ms (zookeeper.connection.timeout.ms)");
+            OUT.flush();
+            System.exit(1);
+            return null;
+        }
+    }
+
     // -- the connector's ZooKeeper handle (read only) -------------------------------------------------
 
     /** The connector's zkclient connection (whose ZooKeeper client a session expiry replaces), or null:
@@ -805,7 +820,7 @@ public final class HerdlabLegacyMember {
             System.exit(0);
         }
         line("ready", member, fields());
-        ConsumerConnector connector = kafka.consumer.Consumer.createJavaConsumerConnector(config);
+        ConsumerConnector connector = connect(config, opts.get("--bootstrap"));
         observer.zookeeper = zookeeper(connector);
         Map<String, Object> cfg = new TreeMap<>();
         props.forEach((k, v) -> cfg.put((String) k, v));

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -41,6 +42,7 @@ from harness.history.writer import read_events
 from harness.kernel.errors import ConfigError
 from harness.kernel.ownership import GroupView
 from harness.members import legacy08_dist
+from harness.procs import free_port
 from harness.run.launch import MemberService, legacy_member_argv
 from legacy_zk import paths
 from tests.support.legacy_zk import owners, settled
@@ -385,3 +387,29 @@ def test_an_expired_session_is_reported_and_the_original_re_registers_and_owns_a
     assert sorted(expired) == list(range(PARTITIONS))
     after = [e for e in events if e["kind"] == "rebalance_begin" and e["ts_ns"] > regs[1]["ts_ns"]]
     assert after and after[0]["reason"].startswith("new_session")
+
+
+def test_a_zookeeper_that_does_not_answer_is_one_line_and_a_failed_member(tmp_path: Path) -> None:
+    try:
+        legacy08_dist.build(legacy08_dist.CLIENT)
+    except ConfigError as e:
+        pytest.skip(f"the 0.8.2.2 member cannot be built here: {e}")
+    argv = legacy_member_argv(
+        f"127.0.0.1:{free_port()}",  # nothing listens there
+        "g",
+        "t",
+        *("--name", "m0", "--client", "kafka-0.8.2.2", "--history", str(tmp_path / "m0.jsonl")),
+        *("-X", "zookeeper.connection.timeout.ms=1000"),
+    )
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.strip().splitlines()
+    # the program's one line (the ZooKeeper client's own threads may still log around it, as they do in the
+    # member's log), then the member command's as the last: no stack trace of ours, no Python traceback
+    ours = [line for line in lines if line.startswith("HerdlabLegacyMember: ")]
+    assert ours == [
+        f"HerdlabLegacyMember: ZooKeeper at {argv[argv.index('--zookeeper') + 1]} did not answer within 1000 ms "
+        "(zookeeper.connection.timeout.ms)"
+    ], r.stderr
+    assert lines[-1].startswith("herdlab: error: member m0: ") and lines[-1].endswith("exited with status 1")
+    assert "Traceback" not in r.stderr and "ZkTimeoutException" not in r.stderr
