@@ -32,10 +32,8 @@ Contract
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from importlib import resources
@@ -43,7 +41,7 @@ from pathlib import Path
 
 from harness.kernel import jvm
 from harness.kernel.errors import ConfigError
-from harness.kernel.maven import maven_error, pom
+from harness.members.jvm_build import built, classpath, digest, install, resolve, run_tool, tool
 from harness.members.recorder import MemberConfig
 from harness.scenario.properties import JAVA_CONFIG_NAMES, java_member_dir, java_version
 
@@ -63,10 +61,6 @@ def source() -> Path:
     return Path(str(resources.files("harness.members") / "java" / f"{MAIN_CLASS}.java"))
 
 
-def _digest() -> str:
-    return hashlib.sha256(source().read_bytes()).hexdigest()
-
-
 def _check_client(client: str) -> None:
     if client != CLIENT:
         raise ConfigError(f"{client!r} is not built by harness.members.java_dist (it builds {CLIENT!r})")
@@ -81,39 +75,7 @@ def member_dir(version: str | None) -> Path:
 
 
 def _built(dest: Path) -> bool:
-    try:
-        return json.loads((dest / MARKER).read_text()).get("source") == _digest()
-    except (OSError, ValueError):
-        return False
-
-
-def _pom(version: str) -> str:
-    return pom("java-member", [("org.apache.kafka", "kafka-clients", version), SLF4J_SIMPLE])
-
-
-def _last_error(output: str) -> str:
-    """A failed tool's most telling line: javac's first ``error:``, else Maven's (:func:`maven_error`)."""
-    for line in output.splitlines():
-        if "error:" in line and not line.startswith("[ERROR]"):
-            return line.strip()
-    return maven_error(output)
-
-
-def _run(argv: list[str], what: str, timeout_s: float) -> str:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"{what} did not finish within {timeout_s:g} s") from None
-    if done.returncode != 0:
-        raise ConfigError(f"{what} failed: {_last_error(done.stdout + done.stderr)}")
-    return done.stdout
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        raise ConfigError(f"building the java member needs {name} on PATH: install a JDK 17+ and Maven")
-    return found
+    return built(dest, MARKER, source())
 
 
 def build(
@@ -133,25 +95,16 @@ def build(
     say = progress or (lambda _line: None)
     if settings is not None and not settings.is_file():
         raise ConfigError(f"Maven settings file {settings} does not exist")
-    mvn, javac, java = _tool("mvn"), _tool("javac"), _tool("java")
+    mvn, javac, java = tool("mvn", CLIENT), tool("javac", CLIENT), tool("java", CLIENT)
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{v}-", dir=dest.parent))
     try:
         say(f"resolving org.apache.kafka:kafka-clients:{v} with Maven")
-        (work / "pom.xml").write_text(_pom(v))
-        argv = [mvn, "-B", "-q", "-f", str(work / "pom.xml")]
-        if settings is not None:
-            argv += ["-s", str(settings)]
-        argv += [
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={work / 'libs'}",
-            "-DincludeScope=runtime",
-        ]
-        _run(argv, f"Maven resolving kafka-clients {v}", timeout_s)
-        (work / "pom.xml").unlink()
+        deps = [("org.apache.kafka", "kafka-clients", v), SLF4J_SIMPLE]
+        resolve(mvn, work, "java-member", deps, f"kafka-clients {v}", settings, timeout_s)
         say(f"compiling {MAIN_CLASS}.java against kafka-clients {v}")
         client_jar = work / "libs" / f"kafka-clients-{v}.jar"
-        _run(
+        run_tool(
             [
                 javac,
                 "--release",
@@ -166,32 +119,18 @@ def build(
             "javac",
             timeout_s,
         )
-        names = _run(
-            [java, "-cp", _classpath(work), MAIN_CLASS, "--config-names"],
+        names = run_tool(
+            [java, "-cp", classpath(work), MAIN_CLASS, "--config-names"],
             "dumping the client's properties",
             120,
         )
         (work / JAVA_CONFIG_NAMES).write_text(json.dumps(json.loads(names)))
-        (work / MARKER).write_text(json.dumps({"version": v, "source": _digest()}))
-        old = None
-        if dest.exists():  # a build of an earlier program: moved aside, removed below
-            old = Path(tempfile.mkdtemp(prefix=f".{v}-old-", dir=dest.parent))
-            dest.rename(old / "member")
-        try:
-            work.rename(dest)
-        except OSError:
-            if not _built(dest):  # not a concurrent build of the same program that won
-                raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        (work / MARKER).write_text(json.dumps({"version": v, "source": digest(source())}))
+        install(work, dest, _built)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     say(f"built the java member for kafka-clients {v} in {dest}")
     return dest
-
-
-def _classpath(where: Path) -> str:
-    return f"{where / 'classes'}:{where / 'libs' / '*'}"
 
 
 def missing(client: str, version: str | None) -> str | None:
@@ -218,4 +157,4 @@ def command(config: MemberConfig) -> list[str]:
         )
     java = shutil.which("java") or "java"
     opts = jvm.options("member", heap_mb=HEAP_MB, name=config.name)
-    return [java, *opts, "-cp", _classpath(dest), MAIN_CLASS, "--poll-ms", str(config.poll_timeout_ms)]
+    return [java, *opts, "-cp", classpath(dest), MAIN_CLASS, "--poll-ms", str(config.poll_timeout_ms)]

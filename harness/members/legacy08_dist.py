@@ -36,10 +36,8 @@ Contract
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from importlib import resources
@@ -48,7 +46,7 @@ from pathlib import Path
 from harness.kernel import jvm
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import ConfigError
-from harness.kernel.maven import maven_error, pom
+from harness.members.jvm_build import built, classpath, digest, install, resolve, run_tool, tool
 from harness.members.recorder import MemberConfig
 
 __all__ = [
@@ -78,10 +76,6 @@ def source() -> Path:
     return Path(str(resources.files("harness.members") / "legacy08" / f"{MAIN_CLASS}.java"))
 
 
-def _digest() -> str:
-    return hashlib.sha256(source().read_bytes()).hexdigest()
-
-
 def _check(client: str, version: str | None) -> None:
     if client != CLIENT:
         raise ConfigError(f"{client!r} is not built by harness.members.legacy08_dist (it builds {CLIENT!r})")
@@ -95,34 +89,7 @@ def member_dir() -> Path:
 
 
 def _built(dest: Path) -> bool:
-    try:
-        return json.loads((dest / MARKER).read_text()).get("source") == _digest()
-    except (OSError, ValueError):
-        return False
-
-
-def _last_error(output: str) -> str:
-    """A failed tool's most telling line: javac's first ``error:``, else Maven's (:func:`maven_error`)."""
-    for line in output.splitlines():
-        if "error:" in line and not line.startswith("[ERROR]"):
-            return line.strip()
-    return maven_error(output)
-
-
-def _run(argv: list[str], what: str, timeout_s: float) -> None:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"{what} did not finish within {timeout_s:g} s") from None
-    if done.returncode != 0:
-        raise ConfigError(f"{what} failed: {_last_error(done.stdout + done.stderr)}")
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        raise ConfigError(f"building the {CLIENT} member needs {name} on PATH: install a JDK 17+ and Maven")
-    return found
+    return built(dest, MARKER, source())
 
 
 def build(
@@ -141,50 +108,26 @@ def build(
     say = progress or (lambda _line: None)
     if settings is not None and not settings.is_file():
         raise ConfigError(f"Maven settings file {settings} does not exist")
-    mvn, javac = _tool("mvn"), _tool("javac")
-    _tool("java")
+    mvn, javac = tool("mvn", CLIENT), tool("javac", CLIENT)
+    tool("java", CLIENT)
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{VERSION}-", dir=dest.parent))
     try:
         say(f"resolving {':'.join(ARTIFACT)} with Maven")
-        (work / "pom.xml").write_text(pom("legacy08-member", [ARTIFACT]))
-        argv = [mvn, "-B", "-q", "-f", str(work / "pom.xml")]
-        if settings is not None:
-            argv += ["-s", str(settings)]
-        argv += [
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={work / 'libs'}",
-            "-DincludeScope=runtime",
-        ]
-        _run(argv, f"Maven resolving {':'.join(ARTIFACT)}", timeout_s)
-        (work / "pom.xml").unlink()
+        resolve(mvn, work, "legacy08-member", [ARTIFACT], ":".join(ARTIFACT), settings, timeout_s)
         say(f"compiling {MAIN_CLASS}.java against Kafka {VERSION}")
-        _run(
+        run_tool(
             [javac, "--release", "17", "-nowarn", "-XDignore.symbol.file", "-cp", str(work / "libs" / "*")]
             + ["-d", str(work / "classes"), str(source())],
             "javac",
             timeout_s,
         )
-        (work / MARKER).write_text(json.dumps({"version": VERSION, "source": _digest()}))
-        old = None
-        if dest.exists():  # a build of an earlier program: moved aside, removed below
-            old = Path(tempfile.mkdtemp(prefix=f".{VERSION}-old-", dir=dest.parent))
-            dest.rename(old / "member")
-        try:
-            work.rename(dest)
-        except OSError:
-            if not _built(dest):  # not a concurrent build of the same program that won
-                raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        (work / MARKER).write_text(json.dumps({"version": VERSION, "source": digest(source())}))
+        install(work, dest, _built)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     say(f"built the {CLIENT} member in {dest}")
     return dest
-
-
-def _classpath(where: Path) -> str:
-    return f"{where / 'classes'}:{where / 'libs' / '*'}"
 
 
 def missing(client: str, version: str | None = None) -> str | None:
@@ -211,4 +154,4 @@ def command(config: MemberConfig) -> list[str]:
         )
     java = shutil.which("java") or "java"
     opts = jvm.options("member", heap_mb=HEAP_MB, name=config.name)
-    return [java, *opts, "-cp", _classpath(dest), MAIN_CLASS]
+    return [java, *opts, "-cp", classpath(dest), MAIN_CLASS]

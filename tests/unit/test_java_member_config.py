@@ -12,6 +12,7 @@ import pytest
 from harness.kernel import jvm
 from harness.kernel.errors import ConfigError
 from harness.members import java_dist
+from harness.members.jvm_build import digest
 from harness.members.recorder import MemberConfig
 from harness.run.launch import Endpoints, coordinator_argv
 from harness.scenario import load_scenario
@@ -47,7 +48,9 @@ def _fake_build(cache: Path, version: str, names: list[str] = NAMES) -> Path:
     where = cache / "java-member" / version
     where.mkdir(parents=True)
     (where / "config-names.json").write_text(json.dumps(names))
-    (where / java_dist.MARKER).write_text(json.dumps({"version": version, "source": java_dist._digest()}))  # pyright: ignore[reportPrivateUsage]
+    (where / java_dist.MARKER).write_text(
+        json.dumps({"version": version, "source": digest(java_dist.source())})
+    )
     return where
 
 

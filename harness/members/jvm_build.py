@@ -1,0 +1,108 @@
+"""Building a JVM member program into herdlab's cache: the steps the Java member (:mod:`.java_dist`) and Kafka
+0.8.2.2's member (:mod:`.legacy08_dist`) share.
+
+Contract
+--------
+* :func:`built`: whether ``dest`` holds a build of ``source`` (its marker file names the source's digest,
+  :func:`digest`), so a changed program is built again.
+* :func:`tool`: a tool on PATH, or a one-line :class:`ConfigError` naming what to install.
+* :func:`run_tool`: runs a build step; its stdout, or a one-line :class:`ConfigError` with the tool's most
+  telling line (javac's first ``error:``, else Maven's, :func:`harness.kernel.maven.maven_error`) or the timeout.
+* :func:`resolve`: Maven resolves ``artifacts`` (group, artifact, version) with their runtime closure into
+  ``<work>/libs`` (a throw-away POM, ``mvn -s settings`` when given).
+* :func:`install`: moves the finished ``work`` directory to ``dest`` whole: an earlier build there is moved
+  aside first and removed after; losing a race to a concurrent build of the same program (``is_built(dest)``
+  then) is no error.
+* :func:`classpath`: the class path of a build (its ``classes`` and every jar of ``libs``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from harness.kernel.errors import ConfigError
+from harness.kernel.maven import maven_error, pom
+
+
+def digest(source: Path) -> str:
+    """The SHA-256 of a program's source file."""
+    return hashlib.sha256(source.read_bytes()).hexdigest()
+
+
+def built(dest: Path, marker: str, source: Path) -> bool:
+    """Whether ``dest`` holds a build of ``source`` as it is now."""
+    try:
+        return json.loads((dest / marker).read_text()).get("source") == digest(source)
+    except (OSError, ValueError):
+        return False
+
+
+def _last_error(output: str) -> str:
+    for line in output.splitlines():
+        if "error:" in line and not line.startswith("[ERROR]"):
+            return line.strip()
+    return maven_error(output)
+
+
+def run_tool(argv: list[str], what: str, timeout_s: float) -> str:
+    """Run one build step (see the module contract)."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"{what} did not finish within {timeout_s:g} s") from None
+    if done.returncode != 0:
+        raise ConfigError(f"{what} failed: {_last_error(done.stdout + done.stderr)}")
+    return done.stdout
+
+
+def tool(name: str, member: str) -> str:
+    """``name`` on PATH, needed to build the ``member`` member."""
+    found = shutil.which(name)
+    if found is None:
+        raise ConfigError(f"building the {member} member needs {name} on PATH: install a JDK 17+ and Maven")
+    return found
+
+
+def resolve(
+    mvn: str,
+    work: Path,
+    name: str,
+    artifacts: Sequence[tuple[str, str, str]],
+    what: str,
+    settings: Path | None,
+    timeout_s: float,
+) -> None:
+    """Resolve ``artifacts`` into ``<work>/libs`` (see the module contract)."""
+    (work / "pom.xml").write_text(pom(name, artifacts))
+    argv = [mvn, "-B", "-q", "-f", str(work / "pom.xml")]
+    if settings is not None:
+        argv += ["-s", str(settings)]
+    argv += ["dependency:copy-dependencies", f"-DoutputDirectory={work / 'libs'}", "-DincludeScope=runtime"]
+    run_tool(argv, f"Maven resolving {what}", timeout_s)
+    (work / "pom.xml").unlink()
+
+
+def install(work: Path, dest: Path, is_built: Callable[[Path], bool]) -> None:
+    """Move the finished build ``work`` to ``dest`` (see the module contract)."""
+    old = None
+    if dest.exists():  # a build of an earlier program: moved aside, removed below
+        old = Path(tempfile.mkdtemp(prefix=f".{dest.name}-old-", dir=dest.parent))
+        dest.rename(old / "member")
+    try:
+        work.rename(dest)
+    except OSError:
+        if not is_built(dest):  # not a concurrent build of the same program that won
+            raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def classpath(where: Path) -> str:
+    """The class path of the build in ``where``."""
+    return f"{where / 'classes'}:{where / 'libs' / '*'}"
