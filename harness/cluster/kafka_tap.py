@@ -54,7 +54,6 @@ import contextlib
 import ipaddress
 import logging
 import struct
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Container, Iterator
@@ -65,6 +64,7 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader
 
+from harness.cluster.loop_thread import LoopThread, cancel_others
 from harness.kernel.events import COORDINATION_APIS
 from harness.kernel.heartbeats import carries_change
 from harness.kernel.history import History
@@ -371,12 +371,9 @@ class KafkaTap:
         self._reported: Counter[str] = Counter()
         self._last_report = time.monotonic()
         self._wanted = frozenset({*COORDINATION_KEYS, OFFSET_COMMIT})  # ConsumerGroupHeartbeat is one of them
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop = LoopThread("kafka-tap")
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
-        self._closed = False
-        self._lock = threading.Lock()
 
     @property
     def bootstrap(self) -> str:
@@ -387,16 +384,7 @@ class KafkaTap:
 
     def start(self) -> KafkaTap:
         """Listen and serve in a daemon thread; returns once the port is bound."""
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="kafka-tap", daemon=True)
-        self._thread.start()
-        fut = asyncio.run_coroutine_threadsafe(self._listen(), loop)
-        try:
-            fut.result(10.0)
-        except BaseException:
-            self._stop_loop()
-            raise
+        self._loop.start(self._listen())
         return self
 
     async def _listen(self) -> None:
@@ -407,38 +395,15 @@ class KafkaTap:
 
     def close(self) -> None:
         """Close the listener and every connection, write the last counters. Idempotent."""
-        with self._lock:
-            if self._closed or self._loop is None:
-                self._closed = True
-                return
-            self._closed = True
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10.0)
-        self._stop_loop()
-        self.report()
+        if self._loop.stop(self._shutdown()):
+            self.report()
 
     async def _shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
         for w in list(self._writers):
             w.close()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        # let every cancelled connection finish here: a task still pending when the loop stops is
-        # reported by asyncio on the terminal ("Task was destroyed but it is pending")
-        if tasks:
-            await asyncio.wait(tasks, timeout=5.0)
-
-    def _stop_loop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None:
-            return
-        loop.call_soon_threadsafe(loop.stop)
-        if thread is not None:
-            thread.join(10.0)
-        if not loop.is_running():
-            loop.close()
+        await cancel_others()
 
     def __enter__(self) -> KafkaTap:
         return self.start()

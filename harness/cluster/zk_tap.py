@@ -44,10 +44,10 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from harness.cluster.loop_thread import LoopThread, cancel_others
 from harness.cluster.zk_wire import (
     CLOSE_SESSION,
     SESSION_OPS,
@@ -123,12 +123,9 @@ class ZooKeeperTap:
         self._members: dict[int, str] = {}  # session -> consumer id
         self._map_lock = threading.Lock()
         self._held: dict[int, asyncio.Event] = {}  # session -> set on release (loop thread only)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop = LoopThread("zookeeper-tap")
         self._servers: list[asyncio.Server] = []
         self._connections: set[_Connection] = set()
-        self._closed = False
-        self._lock = threading.Lock()
 
     @property
     def connect(self) -> str:
@@ -139,15 +136,7 @@ class ZooKeeperTap:
 
     def start(self) -> ZooKeeperTap:
         """Listen (one port per upstream server) and serve in a daemon thread; returns once bound."""
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="zookeeper-tap", daemon=True)
-        self._thread.start()
-        try:
-            self._call(self._listen())
-        except BaseException:
-            self._stop_loop()
-            raise
+        self._loop.start(self._listen())
         return self
 
     async def _listen(self) -> None:
@@ -162,14 +151,7 @@ class ZooKeeperTap:
 
     def close(self) -> None:
         """Close the listeners and every connection (held bytes are dropped). Idempotent."""
-        with self._lock:
-            if self._closed or self._loop is None:
-                self._closed = True
-                return
-            self._closed = True
-        with contextlib.suppress(Exception):
-            self._call(self._shutdown())
-        self._stop_loop()
+        self._loop.stop(self._shutdown())
 
     async def _shutdown(self) -> None:
         for server in self._servers:
@@ -177,25 +159,7 @@ class ZooKeeperTap:
         for conn in list(self._connections):
             for w in conn.writers:
                 w.close()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        if tasks:  # let every cancelled connection end here, not be destroyed pending with the loop
-            await asyncio.wait(tasks, timeout=5.0)
-
-    def _stop_loop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None:
-            return
-        loop.call_soon_threadsafe(loop.stop)
-        if thread is not None:
-            thread.join(10.0)
-        if not loop.is_running():
-            loop.close()
-
-    def _call(self, coro: Coroutine[Any, Any, T], timeout: float = 10.0) -> T:
-        assert self._loop is not None, "start() the tap first"
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        await cancel_others()
 
     def __enter__(self) -> ZooKeeperTap:
         return self.start()
@@ -230,7 +194,7 @@ class ZooKeeperTap:
             for s in sessions:
                 self._held.setdefault(s, asyncio.Event())
 
-        self._call(hold_all())
+        self._loop.call(hold_all())
         log.info("zookeeper tap: holding %s (%s)", who, ", ".join(map(session_hex, sorted(sessions))))
         return sessions
 
@@ -244,7 +208,7 @@ class ZooKeeperTap:
                 if event is not None:
                     event.set()
 
-        self._call(release_all())
+        self._loop.call(release_all())
         log.info("zookeeper tap: released %s", who)
         return sessions
 
