@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.analysis.coordinators import OURS
 from harness.analysis.definitions import TRIGGER_METRICS, UNIT_METRICS, metric
+from harness.analysis.legacy_clients import client_of as legacy_client_of
 from harness.analysis.metrics_model import Aggregate, MetricsDocument, Verdict
 from harness.analysis.samples import outcome
 from harness.analysis.startup import start_up_line
@@ -118,8 +119,6 @@ class SideBySide:
 # --- column labels: (implementation, client, broker[, assignor]) ------------------------------------
 
 SEP = " · "
-#: the client label of a legacy_zk unit of herdlab's own members (its ``client`` is "")
-LEGACY_OWN = "python"
 #: in :func:`varying`'s answer: the legacy_zk units' clients vary (python and the original)
 LEGACY_CLIENT = "legacy_client"
 
@@ -131,7 +130,7 @@ def varying(metrics: MetricsDocument) -> tuple[str, ...]:
     broker label a column together: both when either varies."""
     units = metrics.get("units") or []
     clients = {u.get("client") for u in units if u.get("impl") != "legacy_zk" and u.get("client")}
-    legacy = {u.get("client") or LEGACY_OWN for u in units if u.get("impl") == "legacy_zk"}
+    legacy = {legacy_client_of(u) for u in units if u.get("impl") == "legacy_zk"}
     brokers = {u.get("broker") for u in units if u.get("broker")}
     assignors = {u.get("assignor") for u in units if u.get("assignor")}
     several = len(clients) > 1 or len(legacy) > 1 or len(brokers) > 1
@@ -147,7 +146,7 @@ def column_label(u: Mapping[str, Any], vary: tuple[str, ...]) -> str:
     (herdlab's own member) or the original's, e.g. ``legacy_zk · kafka-0.8.2.2 · apache-kafka 3.9.2``."""
     values = {k: u.get(k) for k in vary if k != LEGACY_CLIENT}
     if u["impl"] == "legacy_zk" and LEGACY_CLIENT in vary:
-        values["client"] = u.get("client") or LEGACY_OWN
+        values["client"] = legacy_client_of(u)
     return SEP.join([u["impl"], *(str(v) for v in values.values() if v)])
 
 
