@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from pathlib import Path
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import ConfigError
 from harness.kernel.kafka_versions import LINES, resolve_version
-from harness.kernel.maven import maven_error, pom
+from harness.kernel.maven import copy_dependencies
 
 __all__ = [
     "LINES",
@@ -88,10 +87,10 @@ def cache_root() -> Path:
     return cache_dir() / "apache-kafka"
 
 
-def _pom(version: str) -> str:
+def _deps(version: str) -> list[tuple[str, str, str]]:
     major = int(version.split(".", 1)[0])
     deps = [("org.apache.kafka", "kafka_2.13", version), ("org.apache.kafka", "kafka-tools", version)]
-    return pom("apache-kafka", deps + _LOG_BINDINGS[3 if major < 4 else 4])
+    return deps + _LOG_BINDINGS[3 if major < 4 else 4]
 
 
 def fetch(version: str | None, settings: Path | None = None, timeout_s: float = 900.0) -> KafkaHome:
@@ -108,24 +107,9 @@ def fetch(version: str | None, settings: Path | None = None, timeout_s: float = 
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{v}-", dir=dest.parent))
     try:
-        (work / "pom.xml").write_text(_pom(v))
-        argv = [mvn, "-B", "-f", str(work / "pom.xml")]
-        if settings is not None:
-            argv += ["-s", str(settings)]
-        argv += [
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={work / 'libs'}",
-            "-DincludeScope=runtime",
-        ]
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            raise ConfigError(f"Maven did not resolve Apache Kafka {v} within {timeout_s:g} s") from None
-        if done.returncode != 0:
-            raise ConfigError(
-                f"Maven could not resolve org.apache.kafka:kafka_2.13:{v}: {maven_error(done.stdout + done.stderr)}"
-            )
-        (work / "pom.xml").unlink()
+        copy_dependencies(
+            mvn, work, "apache-kafka", _deps(v), f"org.apache.kafka:kafka_2.13:{v}", settings, timeout_s
+        )
         (work / MARKER).write_text(
             json.dumps({"version": v, "source": "maven", "jars": len(list((work / "libs").iterdir()))})
         )

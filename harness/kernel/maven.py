@@ -7,11 +7,19 @@ Contract
   runtime closure.
 * :func:`maven_error`: the most telling line of a failed Maven run's output: its first ``[ERROR]`` line
   without the prefix, else its last line.
+* :func:`copy_dependencies`: ``mvn`` resolves ``deps`` with their runtime closure into ``<work>/libs``
+  through a throw-away POM in ``work`` (removed after), ``mvn -s settings`` when given. A Maven that fails is
+  a one-line :class:`ConfigError` ``Maven could not resolve WHAT: <maven_error>``; one that does not finish
+  within ``timeout_s`` is ``Maven did not resolve WHAT within N s``.
 """
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Sequence
+from pathlib import Path
+
+from harness.kernel.errors import ConfigError
 
 
 def pom(artifact: str, deps: Sequence[tuple[str, str, str]]) -> str:
@@ -33,3 +41,27 @@ def maven_error(output: str) -> str:
         if line.startswith("[ERROR]") and line[7:].strip():
             return line[7:].strip()
     return (output.strip().splitlines() or ["no output"])[-1]
+
+
+def copy_dependencies(
+    mvn: str,
+    work: Path,
+    artifact: str,
+    deps: Sequence[tuple[str, str, str]],
+    what: str,
+    settings: Path | None,
+    timeout_s: float,
+) -> None:
+    """Resolve ``deps`` into ``<work>/libs`` (see the module contract)."""
+    (work / "pom.xml").write_text(pom(artifact, deps))
+    argv = [mvn, "-B", "-f", str(work / "pom.xml")]
+    if settings is not None:
+        argv += ["-s", str(settings)]
+    argv += ["dependency:copy-dependencies", f"-DoutputDirectory={work / 'libs'}", "-DincludeScope=runtime"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"Maven did not resolve {what} within {timeout_s:g} s") from None
+    if done.returncode != 0:
+        raise ConfigError(f"Maven could not resolve {what}: {maven_error(done.stdout + done.stderr)}")
+    (work / "pom.xml").unlink()

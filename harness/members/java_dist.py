@@ -41,7 +41,8 @@ from pathlib import Path
 
 from harness.kernel import jvm
 from harness.kernel.errors import ConfigError
-from harness.members.jvm_build import built, classpath, digest, install, resolve, run_tool, tool
+from harness.kernel.maven import copy_dependencies
+from harness.members.jvm_build import built, classpath, digest, install, run_tool, tool
 from harness.members.recorder import MemberConfig
 from harness.scenario.properties import JAVA_CONFIG_NAMES, java_member_dir, java_version
 
@@ -101,7 +102,9 @@ def build(
     try:
         say(f"resolving org.apache.kafka:kafka-clients:{v} with Maven")
         deps = [("org.apache.kafka", "kafka-clients", v), SLF4J_SIMPLE]
-        resolve(mvn, work, "java-member", deps, f"kafka-clients {v}", settings, timeout_s)
+        copy_dependencies(
+            mvn, work, "java-member", deps, f"org.apache.kafka:kafka-clients:{v}", settings, timeout_s
+        )
         say(f"compiling {MAIN_CLASS}.java against kafka-clients {v}")
         client_jar = work / "libs" / f"kafka-clients-{v}.jar"
         run_tool(

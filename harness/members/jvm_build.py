@@ -8,8 +8,6 @@ Contract
 * :func:`tool`: a tool on PATH, or a one-line :class:`ConfigError` naming what to install.
 * :func:`run_tool`: runs a build step; its stdout, or a one-line :class:`ConfigError` with the tool's most
   telling line (javac's first ``error:``, else Maven's, :func:`harness.kernel.maven.maven_error`) or the timeout.
-* :func:`resolve`: Maven resolves ``artifacts`` (group, artifact, version) with their runtime closure into
-  ``<work>/libs`` (a throw-away POM, ``mvn -s settings`` when given).
 * :func:`install`: moves the finished ``work`` directory to ``dest`` whole: an earlier build there is moved
   aside first and removed after; losing a race to a concurrent build of the same program (``is_built(dest)``
   then) is no error.
@@ -23,11 +21,11 @@ import json
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.kernel.errors import ConfigError
-from harness.kernel.maven import maven_error, pom
+from harness.kernel.maven import maven_error
 
 
 def digest(source: Path) -> str:
@@ -67,25 +65,6 @@ def tool(name: str, member: str) -> str:
     if found is None:
         raise ConfigError(f"building the {member} member needs {name} on PATH: install a JDK 17+ and Maven")
     return found
-
-
-def resolve(
-    mvn: str,
-    work: Path,
-    name: str,
-    artifacts: Sequence[tuple[str, str, str]],
-    what: str,
-    settings: Path | None,
-    timeout_s: float,
-) -> None:
-    """Resolve ``artifacts`` into ``<work>/libs`` (see the module contract)."""
-    (work / "pom.xml").write_text(pom(name, artifacts))
-    argv = [mvn, "-B", "-q", "-f", str(work / "pom.xml")]
-    if settings is not None:
-        argv += ["-s", str(settings)]
-    argv += ["dependency:copy-dependencies", f"-DoutputDirectory={work / 'libs'}", "-DincludeScope=runtime"]
-    run_tool(argv, f"Maven resolving {what}", timeout_s)
-    (work / "pom.xml").unlink()
 
 
 def install(work: Path, dest: Path, is_built: Callable[[Path], bool]) -> None:

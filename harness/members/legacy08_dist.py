@@ -46,7 +46,8 @@ from pathlib import Path
 from harness.kernel import jvm
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import ConfigError
-from harness.members.jvm_build import built, classpath, digest, install, resolve, run_tool, tool
+from harness.kernel.maven import copy_dependencies
+from harness.members.jvm_build import built, classpath, digest, install, run_tool, tool
 from harness.members.recorder import MemberConfig
 
 __all__ = [
@@ -114,7 +115,7 @@ def build(
     work = Path(tempfile.mkdtemp(prefix=f".{VERSION}-", dir=dest.parent))
     try:
         say(f"resolving {':'.join(ARTIFACT)} with Maven")
-        resolve(mvn, work, "legacy08-member", [ARTIFACT], ":".join(ARTIFACT), settings, timeout_s)
+        copy_dependencies(mvn, work, "legacy08-member", [ARTIFACT], ":".join(ARTIFACT), settings, timeout_s)
         say(f"compiling {MAIN_CLASS}.java against Kafka {VERSION}")
         run_tool(
             [javac, "--release", "17", "-nowarn", "-XDignore.symbol.file", "-cp", str(work / "libs" / "*")]
