@@ -15,13 +15,14 @@ Contract
   ``4`` is one setting away.
 * :func:`build` (idempotent): Maven (``mvn`` on PATH; ``settings``: a Maven settings file, ``mvn -s``)
   resolves ``org.apache.kafka:kafka-clients:VERSION`` and ``org.slf4j:slf4j-simple`` (its log on stderr)
-  with their runtime closure into ``<dir>/libs``; ``javac --release 17`` compiles the program into
-  ``<dir>/classes``; the program's ``--config-names`` is dumped into ``<dir>/config-names.json`` (what a
-  scenario's java properties are checked against, :func:`harness.scenario.properties.java_config_names`,
-  with no JVM at check time). ``<dir>`` is ``<cache>/java-member/<VERSION>``
-  (:func:`harness.scenario.properties.java_member_dir`); it is built beside and renamed into place, so it
-  appears whole or not at all; its marker records the program source's digest, so a changed program is
-  built again. A step that fails is a one-line :class:`ConfigError` with the tool's own error line.
+  with their runtime closure into ``<dir>/libs``; ``javac --release 17`` compiles the program (with the
+  shared ``HerdlabIo.java``) into ``<dir>/classes``; the program's ``--config-names`` is dumped into
+  ``<dir>/config-names.json`` (what a scenario's java properties are checked against,
+  :func:`harness.scenario.properties.java_config_names`, with no JVM at check time). ``<dir>`` is
+  ``<cache>/java-member/<VERSION>`` (:func:`harness.scenario.properties.java_member_dir`); it is built beside
+  and renamed into place, so it appears whole or not at all; its marker records the digest of both sources
+  (:func:`harness.members.jvm_build.digest`), so a changed program is built again. A step that fails is a
+  one-line :class:`ConfigError` with the tool's own error line.
 * :func:`missing`: None when the client can be run (built, ``java`` on PATH) or built here (``java``,
   ``javac`` and ``mvn`` on PATH); else a short sentence saying what is missing. No network probe.
 * :func:`command`: the start of a member's command line: ``java``, the ``member`` kind's JVM options
@@ -42,7 +43,7 @@ from pathlib import Path
 from harness.kernel import jvm
 from harness.kernel.errors import ConfigError
 from harness.kernel.maven import copy_dependencies
-from harness.members.jvm_build import built, classpath, digest, install, run_tool, tool
+from harness.members.jvm_build import built, classpath, common_source, digest, install, run_tool, tool
 from harness.members.recorder import MemberConfig
 from harness.scenario.properties import JAVA_CONFIG_NAMES, java_member_dir, java_version
 
@@ -118,6 +119,7 @@ def build(
                 "-d",
                 str(work / "classes"),
                 str(source()),
+                str(common_source()),
             ],
             "javac",
             timeout_s,

@@ -3,8 +3,10 @@
 
 Contract
 --------
-* :func:`built`: whether ``dest`` holds a build of ``source`` (its marker file names the source's digest,
-  :func:`digest`), so a changed program is built again.
+* :func:`common_source`: ``HerdlabIo.java``, what both programs share (JSON lines on stdout, the one-line
+  failure, the release-file wait, the stdin reader); each build compiles it beside the program's own source.
+* :func:`built`: whether ``dest`` holds a build of ``source`` (its marker file names :func:`digest`, over the
+  program's source and :func:`common_source`), so a change to either is built again.
 * :func:`tool`: a tool on PATH, or a one-line :class:`ConfigError` naming what to install.
 * :func:`run_tool`: runs a build step; its stdout, or a one-line :class:`ConfigError` with the tool's most
   telling line (javac's first ``error:``, else Maven's, :func:`harness.kernel.maven.maven_error`) or the timeout.
@@ -22,15 +24,24 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 from harness.kernel.errors import ConfigError
 from harness.kernel.maven import maven_error
 
 
+def common_source() -> Path:
+    """The source both member programs compile beside their own (shipped as package data)."""
+    return Path(str(resources.files("harness.members") / "jvm_common" / "HerdlabIo.java"))
+
+
 def digest(source: Path) -> str:
-    """The SHA-256 of a program's source file."""
-    return hashlib.sha256(source.read_bytes()).hexdigest()
+    """The SHA-256 of a program's source file and :func:`common_source`, each with its name."""
+    h = hashlib.sha256()
+    for path in (source, common_source()):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def built(dest: Path, marker: str, source: Path) -> bool:

@@ -22,9 +22,10 @@ Contract
 * :func:`build` (idempotent): Maven (``mvn`` on PATH; ``settings``: a Maven settings file, ``mvn -s``)
   resolves :data:`ARTIFACT` with its runtime closure (zkclient 0.3, ZooKeeper 3.4.6, scala-library 2.10,
   metrics-core, log4j 1.2 and slf4j-log4j12, snappy, lz4, ...) into ``<dir>/libs``; ``javac --release 17``
-  compiles the program into ``<dir>/classes``. ``<dir>`` is ``<cache>/legacy08-member/0.8.2.2``; it is
-  built beside and renamed into place, so it appears whole or not at all; its marker records the program
-  source's digest, so a changed program is built again. A step that fails is a one-line
+  compiles the program and the shared ``HerdlabIo.java`` into ``<dir>/classes``. ``<dir>`` is
+  ``<cache>/legacy08-member/0.8.2.2``; it is built beside and renamed into place, so it appears whole or not
+  at all; its marker records the digest of both sources (:func:`harness.members.jvm_build.digest`), so a
+  changed program is built again. A step that fails is a one-line
   :class:`ConfigError` with the tool's own error line.
 * :func:`missing`: None when the member can be run (built, ``java`` on PATH) or built here (``java``,
   ``javac`` and ``mvn`` on PATH); else a short sentence saying what is missing. No network probe.
@@ -47,7 +48,7 @@ from harness.kernel import jvm
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import ConfigError
 from harness.kernel.maven import copy_dependencies
-from harness.members.jvm_build import built, classpath, digest, install, run_tool, tool
+from harness.members.jvm_build import built, classpath, common_source, digest, install, run_tool, tool
 from harness.members.recorder import MemberConfig
 
 __all__ = [
@@ -119,7 +120,7 @@ def build(
         say(f"compiling {MAIN_CLASS}.java against Kafka {VERSION}")
         run_tool(
             [javac, "--release", "17", "-nowarn", "-XDignore.symbol.file", "-cp", str(work / "libs" / "*")]
-            + ["-d", str(work / "classes"), str(source())],
+            + ["-d", str(work / "classes"), str(source()), str(common_source())],
             "javac",
             timeout_s,
         )

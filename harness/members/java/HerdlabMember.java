@@ -1,12 +1,4 @@
-import java.io.BufferedReader;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -80,6 +72,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * (the adapter is gone): halt at once, no commit, no leave.
  */
 public final class HerdlabMember {
+    private static final String P = "HerdlabMember";
     private static final Pattern CMD = Pattern.compile("\"cmd\"\\s*:\\s*\"([^\"]*)\"");
     private static final Pattern SLOT = Pattern.compile("\"m\"\\s*:\\s*(\\d+)");
     private static final Map<String, String> ASSIGNORS = Map.of(
@@ -89,9 +82,6 @@ public final class HerdlabMember {
             "cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
     /** Carried out by the member itself, not given to the client. */
     private static final Set<String> POLICY = Set.of("enable.auto.commit", "auto.commit.interval.ms");
-
-    private static final PrintStream OUT =
-            new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
 
     /** A stop was asked (SIGTERM or SIGINT): a hold ends at once, every member is told. */
     private static volatile boolean stopAsked;
@@ -106,7 +96,7 @@ public final class HerdlabMember {
     /** Print one line: {"kind":kind, "m":slot (a hosted member's only), then the fields (already JSON,
      * each "name":value)}. */
     static void line(Integer slot, String kind, String... fields) {
-        StringBuilder b = new StringBuilder(64).append("{\"kind\":").append(str(kind));
+        StringBuilder b = new StringBuilder(64).append("{\"kind\":").append(HerdlabIo.str(kind));
         if (slot != null) {
             b.append(",\"m\":").append(slot);
         }
@@ -114,69 +104,15 @@ public final class HerdlabMember {
             b.append(',').append(f);
         }
         b.append('}');
-        synchronized (OUT) {
-            OUT.println(b);
-            OUT.flush();
-        }
+        HerdlabIo.emit(b);
     }
 
     static String field(String name, Object value) {
-        return str(name) + ":" + json(value);
-    }
-
-    static String str(String s) {
-        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"': b.append("\\\""); break;
-                case '\\': b.append("\\\\"); break;
-                case '\n': b.append("\\n"); break;
-                case '\r': b.append("\\r"); break;
-                case '\t': b.append("\\t"); break;
-                default:
-                    if (c < 0x20) {
-                        b.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        b.append(c);
-                    }
-            }
-        }
-        return b.append('"').toString();
-    }
-
-    /** A configuration value or a field as JSON: null, booleans, numbers, strings, lists; anything else
-     * as text (a class by its name, a password hidden). */
-    static String json(Object v) {
-        if (v == null) {
-            return "null";
-        }
-        if (v instanceof Boolean || v instanceof Integer || v instanceof Long || v instanceof Short) {
-            return v.toString();
-        }
-        if (v instanceof Double || v instanceof Float) {
-            double d = ((Number) v).doubleValue();
-            return Double.isFinite(d) ? v.toString() : str(v.toString());
-        }
-        if (v instanceof Class) {
-            return str(((Class<?>) v).getName());
-        }
-        if (v instanceof Collection) {
-            StringBuilder b = new StringBuilder("[");
-            for (Object o : (Collection<?>) v) {
-                if (b.length() > 1) {
-                    b.append(',');
-                }
-                b.append(json(o));
-            }
-            return b.append(']').toString();
-        }
-        return str(v.toString());
+        return HerdlabIo.str(name) + ":" + HerdlabIo.json(value);
     }
 
     static void fail(String message) {
-        System.err.println("HerdlabMember: " + message);
-        System.exit(2);
+        HerdlabIo.fail(P, message);
     }
 
     // -- commit outcomes ------------------------------------------------------------------------------
@@ -507,35 +443,21 @@ public final class HerdlabMember {
     /** Read stdin's commands for ``members`` (a command with "m" is for that slot, else for every
      * member); at end of file halt the JVM at once. */
     private static void readCommands(List<Member> members) {
-        Thread t = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = in.readLine()) != null) {
-                    if (line.isBlank()) {
-                        continue;
-                    }
-                    Matcher m = CMD.matcher(line);
-                    String cmd = m.find() ? m.group(1) : "";
-                    Matcher s = SLOT.matcher(line);
-                    List<Member> to = members;
-                    if (s.find()) {
-                        int slot = Integer.parseInt(s.group(1));
-                        to = slot < members.size() ? List.of(members.get(slot)) : List.of();
-                    }
-                    if ((cmd.equals("stall") || cmd.equals("unstall")) && !to.isEmpty()) {
-                        to.forEach(member -> member.stall(cmd.equals("stall")));
-                    } else {
-                        System.err.println("HerdlabMember: unknown command ignored: " + line);
-                    }
-                }
-            } catch (java.io.IOException e) {
-                System.err.println("HerdlabMember: stdin: " + e);
+        HerdlabIo.readStdin(P, line -> {
+            Matcher m = CMD.matcher(line);
+            String cmd = m.find() ? m.group(1) : "";
+            Matcher s = SLOT.matcher(line);
+            List<Member> to = members;
+            if (s.find()) {
+                int slot = Integer.parseInt(s.group(1));
+                to = slot < members.size() ? List.of(members.get(slot)) : List.of();
             }
-            OUT.flush();
-            Runtime.getRuntime().halt(0);
-        }, "herdlab-stdin");
-        t.setDaemon(true);
-        t.start();
+            if ((cmd.equals("stall") || cmd.equals("unstall")) && !to.isEmpty()) {
+                to.forEach(member -> member.stall(cmd.equals("stall")));
+            } else {
+                System.err.println(P + ": unknown command ignored: " + line);
+            }
+        });
     }
 
     public static void main(String[] args) throws Exception {
@@ -549,8 +471,7 @@ public final class HerdlabMember {
         logging();
         Set<String> known = ConsumerConfig.configNames();
         if (args.length == 1 && args[0].equals("--config-names")) {
-            OUT.println(json(new TreeSet<>(known)));
-            OUT.flush();
+            HerdlabIo.emit(HerdlabIo.json(new TreeSet<>(known)));
             return;
         }
         Map<String, String> opts = new TreeMap<>();
@@ -631,8 +552,9 @@ public final class HerdlabMember {
             members.forEach(Member::stop);
         }
         readCommands(members);
-        if (opts.containsKey("--hold-until") && !hold(Paths.get(opts.get("--hold-until")))) {
-            OUT.flush();
+        if (opts.containsKey("--hold-until")
+                && !HerdlabIo.hold(P, Paths.get(opts.get("--hold-until")), () -> stopAsked)) {
+            HerdlabIo.OUT.flush();
             System.exit(0); // stopped while held: nothing printed, nothing joined
         }
         int[] status = new int[members.size()];
@@ -649,7 +571,7 @@ public final class HerdlabMember {
             threads.get(i).join();
             exit = Math.max(exit, status[i]);
         }
-        OUT.flush();
+        HerdlabIo.OUT.flush();
         System.exit(exit);
     }
 
@@ -664,24 +586,5 @@ public final class HerdlabMember {
             }
         }
         return String.join(",", out);
-    }
-
-    /** Wait until ``path`` exists, then remove it and return true (harness/members/release.py: the
-     * runner's release); false, at once, when a stop comes first (the file is left as it is). */
-    private static boolean hold(Path path) throws InterruptedException {
-        System.err.println("held until " + path + " exists");
-        while (!Files.exists(path)) {
-            if (stopAsked) {
-                System.err.println("HerdlabMember: stopped while held");
-                return false;
-            }
-            Thread.sleep(10);
-        }
-        try {
-            Files.deleteIfExists(path);
-        } catch (java.io.IOException e) {
-            System.err.println("HerdlabMember: release file: " + e);
-        }
-        return true;
     }
 }

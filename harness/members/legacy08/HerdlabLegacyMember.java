@@ -1,14 +1,7 @@
-import java.io.BufferedReader;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -97,8 +90,7 @@ import org.apache.log4j.spi.ThrowableInformation;
  */
 public final class HerdlabLegacyMember {
     static final String CLIENT = "kafka-0.8.2.2";
-    private static final PrintStream OUT =
-            new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+    private static final String P = "HerdlabLegacyMember";
     /** herdlab's own properties, dropped when at these values (the original has no such switch). */
     private static final Map<String, String> HERDLAB_ONLY = Map.of(
             "takeover.delay.ms", "0", "offsets.commit.fenced", "false");
@@ -114,16 +106,13 @@ public final class HerdlabLegacyMember {
 
     /** Print one line: {"kind":kind,"member":member, then ``fields`` in order}. */
     static void line(String kind, String member, Map<String, Object> fields) {
-        StringBuilder b = new StringBuilder(96).append("{\"kind\":").append(str(kind));
-        b.append(",\"member\":").append(str(member));
+        StringBuilder b = new StringBuilder(96).append("{\"kind\":").append(HerdlabIo.str(kind));
+        b.append(",\"member\":").append(HerdlabIo.str(member));
         for (Map.Entry<String, Object> f : fields.entrySet()) {
-            b.append(',').append(str(f.getKey())).append(':').append(json(f.getValue()));
+            b.append(',').append(HerdlabIo.str(f.getKey())).append(':').append(HerdlabIo.json(f.getValue()));
         }
         b.append('}');
-        synchronized (OUT) {
-            OUT.println(b);
-            OUT.flush();
-        }
+        HerdlabIo.emit(b);
     }
 
     static Map<String, Object> fields(Object... kv) {
@@ -134,65 +123,8 @@ public final class HerdlabLegacyMember {
         return m;
     }
 
-    static String str(String s) {
-        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"': b.append("\\\""); break;
-                case '\\': b.append("\\\\"); break;
-                case '\n': b.append("\\n"); break;
-                case '\r': b.append("\\r"); break;
-                case '\t': b.append("\\t"); break;
-                default:
-                    if (c < 0x20) {
-                        b.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        b.append(c);
-                    }
-            }
-        }
-        return b.append('"').toString();
-    }
-
-    /** JSON of null, booleans, numbers, strings, lists and maps (string keys); anything else as text. */
-    static String json(Object v) {
-        if (v == null) {
-            return "null";
-        }
-        if (v instanceof Boolean || v instanceof Integer || v instanceof Long) {
-            return v.toString();
-        }
-        if (v instanceof Double) {
-            double d = (Double) v;
-            return Double.isFinite(d) ? v.toString() : "null";
-        }
-        if (v instanceof Collection) {
-            StringBuilder b = new StringBuilder("[");
-            for (Object o : (Collection<?>) v) {
-                if (b.length() > 1) {
-                    b.append(',');
-                }
-                b.append(json(o));
-            }
-            return b.append(']').toString();
-        }
-        if (v instanceof Map) {
-            StringBuilder b = new StringBuilder("{");
-            for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
-                if (b.length() > 1) {
-                    b.append(',');
-                }
-                b.append(str(String.valueOf(e.getKey()))).append(':').append(json(e.getValue()));
-            }
-            return b.append('}').toString();
-        }
-        return str(v.toString());
-    }
-
     static void fail(String message) {
-        System.err.println("HerdlabLegacyMember: " + message);
-        System.exit(2);
+        HerdlabIo.fail(P, message);
     }
 
     /** The connector; a ZooKeeper that does not answer within zookeeper.connection.timeout.ms (zkclient's
@@ -204,7 +136,7 @@ public final class HerdlabLegacyMember {
         } catch (org.I0Itec.zkclient.exception.ZkTimeoutException e) {
             System.err.println("HerdlabLegacyMember: ZooKeeper at " + zookeeper + " did not answer within "
                     + config.zkConnectionTimeoutMs() + " ms (zookeeper.connection.timeout.ms)");
-            OUT.flush();
+            HerdlabIo.OUT.flush();
             System.exit(1);
             return null;
         }
@@ -705,42 +637,6 @@ public final class HerdlabLegacyMember {
                 + Long.toHexString(UUID.randomUUID().getMostSignificantBits()).substring(0, 8);
     }
 
-    private static void readStdin() {
-        Thread t = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = in.readLine()) != null) {
-                    if (!line.isBlank()) {
-                        System.err.println("HerdlabLegacyMember: unknown command ignored: " + line);
-                    }
-                }
-            } catch (java.io.IOException e) {
-                System.err.println("HerdlabLegacyMember: stdin: " + e);
-            }
-            OUT.flush();
-            Runtime.getRuntime().halt(0);
-        }, "herdlab-stdin");
-        t.setDaemon(true);
-        t.start();
-    }
-
-    private static boolean hold(Path path) throws InterruptedException {
-        System.err.println("held until " + path + " exists");
-        while (!Files.exists(path)) {
-            if (stopAsked) {
-                System.err.println("HerdlabLegacyMember: stopped while held");
-                return false;
-            }
-            Thread.sleep(10);
-        }
-        try {
-            Files.deleteIfExists(path);
-        } catch (java.io.IOException e) {
-            System.err.println("HerdlabLegacyMember: release file: " + e);
-        }
-        return true;
-    }
-
     public static void main(String[] args) throws Exception {
         sun.misc.SignalHandler stop = sig -> {
             stopAsked = true;
@@ -811,9 +707,10 @@ public final class HerdlabLegacyMember {
         String member = group + "_" + props.getProperty("consumer.id");
         Observer observer = new Observer(member, group, topic, config.rebalanceMaxRetries());
         observe(observer);
-        readStdin();
-        if (opts.containsKey("--hold-until") && !hold(Paths.get(opts.get("--hold-until")))) {
-            OUT.flush();
+        HerdlabIo.readStdin(P, line -> System.err.println(P + ": unknown command ignored: " + line));
+        if (opts.containsKey("--hold-until")
+                && !HerdlabIo.hold(P, Paths.get(opts.get("--hold-until")), () -> stopAsked)) {
+            HerdlabIo.OUT.flush();
             System.exit(0);
         }
         if (stopAsked) {
@@ -862,7 +759,7 @@ public final class HerdlabLegacyMember {
         stopper.join();
         observer.revokeAll("shutdown");
         observer.stopped();
-        OUT.flush();
+        HerdlabIo.OUT.flush();
         System.exit(0);
     }
 }
