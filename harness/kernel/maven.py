@@ -1,4 +1,5 @@
-"""Maven as herdlab uses it: a throw-away POM whose dependencies Maven resolves into a directory.
+"""Build steps as herdlab runs them: any build tool with a one-line failure, and Maven resolving a throw-away
+POM's dependencies into a directory.
 
 Contract
 --------
@@ -7,10 +8,13 @@ Contract
   runtime closure.
 * :func:`maven_error`: the most telling line of a failed Maven run's output: its first ``[ERROR]`` line
   without the prefix, else its last line.
+* :func:`run_tool`: runs one build step (Maven, javac, a built program); its stdout, or a one-line
+  :class:`ConfigError`: ``<failed>: <line>`` (``failed`` defaults to ``<what> failed``) with the tool's most
+  telling line (javac's first ``error:``, else :func:`maven_error`), or ``<what> did not finish within N s``.
 * :func:`copy_dependencies`: ``mvn`` resolves ``deps`` with their runtime closure into ``<work>/libs``
-  through a throw-away POM in ``work`` (removed after), ``mvn -s settings`` when given. A Maven that fails is
-  a one-line :class:`ConfigError` ``Maven could not resolve WHAT: <maven_error>``; one that does not finish
-  within ``timeout_s`` is ``Maven did not resolve WHAT within N s``.
+  through a throw-away POM in ``work`` (removed after), ``mvn -s settings`` when given, as a
+  :func:`run_tool` step: a Maven that fails is ``Maven could not resolve WHAT: <line>``, one that does not
+  finish within ``timeout_s`` ``Maven resolving WHAT did not finish within N s``.
 """
 
 from __future__ import annotations
@@ -43,6 +47,24 @@ def maven_error(output: str) -> str:
     return (output.strip().splitlines() or ["no output"])[-1]
 
 
+def _last_error(output: str) -> str:
+    for line in output.splitlines():
+        if "error:" in line and not line.startswith("[ERROR]"):
+            return line.strip()
+    return maven_error(output)
+
+
+def run_tool(argv: list[str], what: str, timeout_s: float, failed: str | None = None) -> str:
+    """Run one build step (see the module contract)."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"{what} did not finish within {timeout_s:g} s") from None
+    if done.returncode != 0:
+        raise ConfigError(f"{failed or f'{what} failed'}: {_last_error(done.stdout + done.stderr)}")
+    return done.stdout
+
+
 def copy_dependencies(
     mvn: str,
     work: Path,
@@ -58,10 +80,5 @@ def copy_dependencies(
     if settings is not None:
         argv += ["-s", str(settings)]
     argv += ["dependency:copy-dependencies", f"-DoutputDirectory={work / 'libs'}", "-DincludeScope=runtime"]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"Maven did not resolve {what} within {timeout_s:g} s") from None
-    if done.returncode != 0:
-        raise ConfigError(f"Maven could not resolve {what}: {maven_error(done.stdout + done.stderr)}")
+    run_tool(argv, f"Maven resolving {what}", timeout_s, failed=f"Maven could not resolve {what}")
     (work / "pom.xml").unlink()

@@ -8,8 +8,6 @@ Contract
 * :func:`built`: whether ``dest`` holds a build of ``source`` (its marker file names :func:`digest`, over the
   program's source and :func:`common_source`), so a change to either is built again.
 * :func:`tool`: a tool on PATH, or a one-line :class:`ConfigError` naming what to install.
-* :func:`run_tool`: runs a build step; its stdout, or a one-line :class:`ConfigError` with the tool's most
-  telling line (javac's first ``error:``, else Maven's, :func:`harness.kernel.maven.maven_error`) or the timeout.
 * :func:`install`: moves the finished ``work`` directory to ``dest`` whole: an earlier build there is moved
   aside first and removed after; losing a race to a concurrent build of the same program (``is_built(dest)``
   then) is no error.
@@ -21,14 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
 from harness.kernel.errors import ConfigError
-from harness.kernel.maven import maven_error
 
 
 def common_source() -> Path:
@@ -50,24 +46,6 @@ def built(dest: Path, marker: str, source: Path) -> bool:
         return json.loads((dest / marker).read_text()).get("source") == digest(source)
     except (OSError, ValueError):
         return False
-
-
-def _last_error(output: str) -> str:
-    for line in output.splitlines():
-        if "error:" in line and not line.startswith("[ERROR]"):
-            return line.strip()
-    return maven_error(output)
-
-
-def run_tool(argv: list[str], what: str, timeout_s: float) -> str:
-    """Run one build step (see the module contract)."""
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"{what} did not finish within {timeout_s:g} s") from None
-    if done.returncode != 0:
-        raise ConfigError(f"{what} failed: {_last_error(done.stdout + done.stderr)}")
-    return done.stdout
 
 
 def tool(name: str, member: str) -> str:

@@ -47,8 +47,8 @@ from pathlib import Path
 from harness.kernel import jvm
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import ConfigError
-from harness.kernel.maven import copy_dependencies
-from harness.members.jvm_build import built, classpath, common_source, digest, install, run_tool, tool
+from harness.kernel.maven import copy_dependencies, run_tool
+from harness.members.jvm_build import built, classpath, common_source, digest, install, tool
 from harness.members.recorder import MemberConfig
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""harness.kernel.maven: the throw-away POM, and how a Maven run's failure becomes one line.
+"""harness.kernel.maven: the throw-away POM, and how a build step's failure (Maven's, javac's) becomes one line.
 
 ``copy_dependencies`` is driven here by small shell programs standing in for ``mvn`` so that its own contract
 (the argument list, the POM removed on success, the one-line errors) is checked without a Maven repository;
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.kernel.errors import ConfigError
-from harness.kernel.maven import copy_dependencies, maven_error, pom
+from harness.kernel.maven import copy_dependencies, maven_error, pom, run_tool
 
 DEPS = [("org.example", "a", "1.0"), ("org.example", "b", "2.0")]
 
@@ -79,4 +79,17 @@ def test_a_resolution_that_does_not_finish_in_time_says_so(tmp_path: Path) -> No
     mvn = _program(tmp_path, "exec sleep 30\n")
     with pytest.raises(ConfigError) as caught:
         copy_dependencies(mvn, tmp_path, "x", DEPS, "org.example:a:1.0", None, 0.5)
-    assert str(caught.value) == "Maven did not resolve org.example:a:1.0 within 0.5 s"
+    assert str(caught.value) == "Maven resolving org.example:a:1.0 did not finish within 0.5 s"
+
+
+def test_a_failed_build_step_names_javacs_first_error_line(tmp_path: Path) -> None:
+    javac = _program(
+        tmp_path, 'echo "Foo.java:3: error: cannot find symbol" >&2\necho "1 error" >&2\nexit 1\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        run_tool([javac], "javac", 30)
+    assert str(caught.value) == "javac failed: Foo.java:3: error: cannot find symbol"
+
+
+def test_a_build_step_gives_its_output() -> None:
+    assert run_tool(["echo", "names"], "dumping", 30) == "names\n"
