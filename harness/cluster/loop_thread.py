@@ -33,10 +33,6 @@ class LoopThread:
         self._lock = threading.Lock()
         self._stopped = False
 
-    @property
-    def started(self) -> bool:
-        return self._loop is not None
-
     def start(self, setup: Coroutine[Any, Any, T], timeout: float = 10.0) -> T:
         loop = asyncio.new_event_loop()
         self._loop = loop

@@ -45,7 +45,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.cluster.loop_thread import LoopThread, cancel_others
 from harness.cluster.zk_wire import (
@@ -64,7 +64,6 @@ from harness.kernel.history import History
 __all__ = ["ZooKeeperTap", "parse_connect", "registered_member"]
 
 log = logging.getLogger("harness.zk_tap")
-T = TypeVar("T")
 
 _CHUNK = 65536
 #: A registration znode of the 0.8 layout (under any chroot the server sees): its last segment is the
