@@ -32,7 +32,7 @@ from pathlib import Path
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import ConfigError
 from harness.kernel.kafka_versions import LINES, resolve_version
-from harness.kernel.maven import copy_dependencies
+from harness.kernel.maven import check_settings, copy_dependencies
 
 __all__ = [
     "LINES",
@@ -96,8 +96,7 @@ def _deps(version: str) -> list[tuple[str, str, str]]:
 def fetch(version: str | None, settings: Path | None = None, timeout_s: float = 900.0) -> KafkaHome:
     """Fetch Apache Kafka ``version`` (see the module contract); the cached distribution."""
     v = resolve_version(version)
-    if settings is not None and not settings.is_file():
-        raise ConfigError(f"Maven settings file {settings} does not exist")
+    check_settings(settings)
     dest = cache_root() / v
     if (dest / MARKER).exists():
         return KafkaHome(dest, v)

@@ -8,6 +8,8 @@ Contract
   runtime closure.
 * :func:`maven_error`: the most telling line of a failed Maven run's output: its first ``[ERROR]`` line
   without the prefix, else its last line.
+* :func:`check_settings`: a Maven settings file given (``mvn -s``) that does not exist is a one-line
+  :class:`ConfigError`, raised before any work starts.
 * :func:`run_tool`: runs one build step (Maven, javac, a built program); its stdout, or a one-line
   :class:`ConfigError`: ``<failed>: <line>`` (``failed`` defaults to ``<what> failed``) with the tool's most
   telling line (javac's first ``error:``, else :func:`maven_error`), or ``<what> did not finish within N s``.
@@ -45,6 +47,12 @@ def maven_error(output: str) -> str:
         if line.startswith("[ERROR]") and line[7:].strip():
             return line[7:].strip()
     return (output.strip().splitlines() or ["no output"])[-1]
+
+
+def check_settings(settings: Path | None) -> None:
+    """Refuse a settings file that does not exist (see the module contract)."""
+    if settings is not None and not settings.is_file():
+        raise ConfigError(f"Maven settings file {settings} does not exist")
 
 
 def _last_error(output: str) -> str:

@@ -35,15 +35,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
 from harness.kernel import jvm
 from harness.kernel.errors import ConfigError
-from harness.kernel.maven import copy_dependencies, run_tool
-from harness.members.jvm_build import built, classpath, common_source, digest, install, tool
+from harness.kernel.maven import check_settings, copy_dependencies, run_tool
+from harness.members.jvm_build import building, built, classpath, compile_program, tool
 from harness.members.recorder import MemberConfig
 from harness.scenario.properties import JAVA_CONFIG_NAMES, java_member_dir, java_version
 
@@ -95,45 +94,22 @@ def build(
         return dest
     v = dest.name
     say = progress or (lambda _line: None)
-    if settings is not None and not settings.is_file():
-        raise ConfigError(f"Maven settings file {settings} does not exist")
+    check_settings(settings)
     mvn, javac, java = tool("mvn", CLIENT), tool("javac", CLIENT), tool("java", CLIENT)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{v}-", dir=dest.parent))
-    try:
+    with building(dest, MARKER, source(), v) as work:
         say(f"resolving org.apache.kafka:kafka-clients:{v} with Maven")
         deps = [("org.apache.kafka", "kafka-clients", v), SLF4J_SIMPLE]
         copy_dependencies(
             mvn, work, "java-member", deps, f"org.apache.kafka:kafka-clients:{v}", settings, timeout_s
         )
         say(f"compiling {MAIN_CLASS}.java against kafka-clients {v}")
-        client_jar = work / "libs" / f"kafka-clients-{v}.jar"
-        run_tool(
-            [
-                javac,
-                "--release",
-                "17",
-                "-nowarn",
-                "-cp",
-                str(client_jar),
-                "-d",
-                str(work / "classes"),
-                str(source()),
-                str(common_source()),
-            ],
-            "javac",
-            timeout_s,
-        )
+        compile_program(javac, work, str(work / "libs" / f"kafka-clients-{v}.jar"), source(), timeout_s)
         names = run_tool(
             [java, "-cp", classpath(work), MAIN_CLASS, "--config-names"],
             "dumping the client's properties",
             120,
         )
         (work / JAVA_CONFIG_NAMES).write_text(json.dumps(json.loads(names)))
-        (work / MARKER).write_text(json.dumps({"version": v, "source": digest(source())}))
-        install(work, dest, _built)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     say(f"built the java member for kafka-clients {v} in {dest}")
     return dest
 

@@ -37,9 +37,7 @@ Contract
 
 from __future__ import annotations
 
-import json
 import shutil
-import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -47,8 +45,8 @@ from pathlib import Path
 from harness.kernel import jvm
 from harness.kernel.cache import cache_dir
 from harness.kernel.errors import ConfigError
-from harness.kernel.maven import copy_dependencies, run_tool
-from harness.members.jvm_build import built, classpath, common_source, digest, install, tool
+from harness.kernel.maven import check_settings, copy_dependencies
+from harness.members.jvm_build import building, built, classpath, compile_program, tool
 from harness.members.recorder import MemberConfig
 
 __all__ = [
@@ -108,26 +106,16 @@ def build(
     if _built(dest):
         return dest
     say = progress or (lambda _line: None)
-    if settings is not None and not settings.is_file():
-        raise ConfigError(f"Maven settings file {settings} does not exist")
+    check_settings(settings)
     mvn, javac = tool("mvn", CLIENT), tool("javac", CLIENT)
     tool("java", CLIENT)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{VERSION}-", dir=dest.parent))
-    try:
+    with building(dest, MARKER, source(), VERSION) as work:
         say(f"resolving {':'.join(ARTIFACT)} with Maven")
         copy_dependencies(mvn, work, "legacy08-member", [ARTIFACT], ":".join(ARTIFACT), settings, timeout_s)
         say(f"compiling {MAIN_CLASS}.java against Kafka {VERSION}")
-        run_tool(
-            [javac, "--release", "17", "-nowarn", "-XDignore.symbol.file", "-cp", str(work / "libs" / "*")]
-            + ["-d", str(work / "classes"), str(source()), str(common_source())],
-            "javac",
-            timeout_s,
+        compile_program(
+            javac, work, str(work / "libs" / "*"), source(), timeout_s, flags=["-XDignore.symbol.file"]
         )
-        (work / MARKER).write_text(json.dumps({"version": VERSION, "source": digest(source())}))
-        install(work, dest, _built)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     say(f"built the {CLIENT} member in {dest}")
     return dest
 
