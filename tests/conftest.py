@@ -43,3 +43,11 @@ def zookeeper() -> Iterator[ZooKeeperServer]:
 def fresh_zookeeper() -> Iterator[ZooKeeperServer]:
     with ZooKeeperServer(tick_time_ms=200, name="zookeeper-fresh") as zk:
         yield zk
+
+
+@pytest.fixture
+def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """herdlab's commands print through a console as wide as COLUMNS (80 when unset and not a terminal): a
+    wide one, so that the temporary paths in their output (longer under pytest-xdist's worker directories)
+    never wrap inside what a test looks for."""
+    monkeypatch.setenv("COLUMNS", "250")

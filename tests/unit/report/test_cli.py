@@ -12,13 +12,8 @@ from harness.cli.report import compare, report
 from harness.kernel.errors import ConfigError
 from tests.support.metrics import build, default_units, metrics
 
-
-@pytest.fixture(autouse=True)
-def _wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The commands print through a console as wide as COLUMNS (80 when unset and not a terminal): a wide one,
-    so that the temporary paths in their output (longer under pytest-xdist's worker directories) never
-    wrap inside what the tests look for."""
-    monkeypatch.setenv("COLUMNS", "250")
+#: the commands' output on a wide console (tests/conftest.py), whatever the temporary paths' length
+pytestmark = pytest.mark.usefixtures("wide_console")
 
 
 def _write(d: Path, m: dict) -> Path:
